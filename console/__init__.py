@@ -1,0 +1,1 @@
+"""fabtop's operator console (Textual) and its command-line interface."""

@@ -1,0 +1,54 @@
+"""The ``fabtop`` command line: one module per subcommand, registered here."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+#: Subcommand modules in ``console.cli``, in the order ``fabtop --help`` lists them.
+#: Each defines ``register(subparsers)`` which adds its parser and sets ``func``.
+SUBCOMMANDS: tuple[str, ...] = (
+    "run",
+    "scenarios",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (used by ``main`` and by the docs)."""
+    parser = argparse.ArgumentParser(
+        prog="fabtop",
+        description=(
+            "A live emulator of an AI-cluster RDMA fabric: native credit-based lossless "
+            "links vs RoCEv2 (PFC + ECN/DCQCN), with a terminal console and a Prometheus "
+            "exporter. With no subcommand, runs the default scenario with the console "
+            "and the exporter."
+        ),
+    )
+    sub = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND")
+    for name in SUBCOMMANDS:
+        module = importlib.import_module(f"console.cli.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fabtop`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        default = getattr(args, "default_func", None)
+        if default is None:
+            parser.print_help()
+            return 0
+        func = default
+    try:
+        return int(func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

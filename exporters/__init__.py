@@ -1,0 +1,1 @@
+"""Thin adapters over fabtop snapshots: Prometheus, MQTT, Grafana assets."""

@@ -1,0 +1,199 @@
+"""Typed, validated commands: the one way to change a running emulation.
+
+The console, the CLI and the MQTT bridge all build the same objects, and all
+speak the same JSON form (``{"command": "inject", "kind": "link_down", ...}``).
+``parse_command`` checks the form (types, ranges, unknown fields) with msgspec;
+``Fabric.validate_command`` checks what only the fabric knows (does that link
+exist?). Both raise ``CommandError`` with a message meant for the operator.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable
+from typing import Annotated, Any
+
+import msgspec
+
+#: Identifies a command for idempotency (MQTT) and replies; at most 64 characters.
+CommandId = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[\w.:-]+$")]
+Seconds = Annotated[float, msgspec.Meta(gt=0, le=1e6)]
+
+
+class CommandError(ValueError):
+    """A command that cannot be applied; the message says exactly why."""
+
+
+class _Command(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="command"):
+    id: CommandId | None = None
+
+
+class InjectFault(_Command, tag="inject", frozen=True):
+    """Inject a fault of ``kind`` on ``target`` (a link, switch, GPU or storage target)."""
+
+    kind: str = ""
+    target: str = ""
+    params: dict[str, float | str] = msgspec.field(default_factory=dict)
+    duration_s: Seconds | None = None  # cleared automatically after this long (simulated)
+
+
+class ClearFault(_Command, tag="clear", frozen=True):
+    """Clear one fault (by ``fault_id``, or every fault on ``target``) or all faults."""
+
+    fault_id: str | None = None
+    target: str | None = None
+    all: bool = False
+
+
+class Pause(_Command, tag="pause", frozen=True):
+    """Stop simulated time (the console and exporters keep serving the last snapshot)."""
+
+
+class Resume(_Command, tag="resume", frozen=True):
+    """Let simulated time run again."""
+
+
+class SetSpeed(_Command, tag="speed", frozen=True):
+    """Simulated seconds per wall second; 0 runs flat out."""
+
+    speed: Annotated[float, msgspec.Meta(ge=0, le=1e3)] = 0.0
+
+
+class SetParam(_Command, tag="set", frozen=True):
+    """Set a live-tunable profile parameter (e.g. ``ecn_kmin_bytes``)."""
+
+    name: str = ""
+    value: float = 0.0
+
+
+class StartWorkload(_Command, tag="start", frozen=True):
+    """Start (or restart) a workload defined in the scenario."""
+
+    workload: str = ""
+
+
+class StopWorkload(_Command, tag="stop", frozen=True):
+    """Stop a running workload (its flows in flight finish)."""
+
+    workload: str = ""
+
+
+Command = InjectFault | ClearFault | Pause | Resume | SetSpeed | SetParam | StartWorkload | StopWorkload
+
+COMMAND_NAMES: tuple[str, ...] = (
+    "inject",
+    "clear",
+    "pause",
+    "resume",
+    "speed",
+    "set",
+    "start",
+    "stop",
+)
+
+#: Largest JSON command accepted (bytes); anything bigger is refused unread.
+MAX_COMMAND_BYTES = 64 * 1024
+
+_decoder = msgspec.json.Decoder(Command)
+_encoder = msgspec.json.Encoder()
+
+
+def parse_command(payload: bytes | str, *, command: str | None = None) -> Command:
+    """Decode and check a JSON command.
+
+    Args:
+        payload: the JSON text.
+        command: the command name when it comes from elsewhere (an MQTT topic
+            ``cmd/<command>``); it is filled in when the JSON has none and must
+            agree with it when it has one.
+
+    Raises:
+        CommandError: with a specific message (bad JSON, unknown command, wrong type...).
+    """
+    raw = payload.encode() if isinstance(payload, str) else payload
+    if len(raw) > MAX_COMMAND_BYTES:
+        raise CommandError(f"command is {len(raw)} bytes; the limit is {MAX_COMMAND_BYTES}")
+    if not raw.strip():
+        raise CommandError("empty command: expected a JSON object")
+    if command is not None:
+        if command not in COMMAND_NAMES:
+            raise CommandError(
+                f"unknown command {command!r}{_suggest(command, COMMAND_NAMES)};"
+                f" known: {', '.join(COMMAND_NAMES)}"
+            )
+        try:
+            obj = msgspec.json.decode(raw)
+        except msgspec.DecodeError as exc:
+            raise CommandError(f"malformed JSON: {exc}") from None
+        if not isinstance(obj, dict):
+            raise CommandError(f"expected a JSON object, got {type(obj).__name__}")
+        given = obj.setdefault("command", command)
+        if given != command:
+            raise CommandError(f"topic says command {command!r} but the body says {given!r}")
+        raw = msgspec.json.encode(obj)
+    try:
+        cmd = _decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        raise CommandError(_explain(str(exc))) from None
+    except msgspec.DecodeError as exc:
+        raise CommandError(f"malformed JSON: {exc}") from None
+    _check_values(cmd)
+    return cmd
+
+
+def encode_command(cmd: Command) -> bytes:
+    """The JSON form of a command (what ``parse_command`` reads back)."""
+    return _encoder.encode(cmd)
+
+
+def _explain(msg: str) -> str:
+    if "Object missing required field `command`" in msg:
+        return f"missing field 'command'; expected one of: {', '.join(COMMAND_NAMES)}"
+    if "Invalid value" in msg and "$.command" in msg:
+        return f"unknown command in {msg.split(' - ')[0]!r}; known: {', '.join(COMMAND_NAMES)}"
+    return msg.replace("`", "'")
+
+
+def _check_values(cmd: Command) -> None:
+    if isinstance(cmd, InjectFault):
+        if not cmd.kind:
+            raise CommandError("inject needs a fault 'kind'")
+        if not cmd.target:
+            raise CommandError("inject needs a 'target'")
+        for key, value in cmd.params.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise CommandError(f"parameter {key!r} must be a finite number")
+    elif isinstance(cmd, ClearFault):
+        if not cmd.all and cmd.fault_id is None and cmd.target is None:
+            raise CommandError("clear needs 'fault_id', 'target' or 'all': true")
+    elif isinstance(cmd, SetParam):
+        if not cmd.name:
+            raise CommandError("set needs a parameter 'name'")
+        if not math.isfinite(cmd.value):
+            raise CommandError(f"value of {cmd.name!r} must be a finite number")
+    elif isinstance(cmd, StartWorkload | StopWorkload) and not cmd.workload:
+        raise CommandError(f"{cmd.__struct_config__.tag} needs a 'workload' name")
+
+
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def unknown(what: str, name: str, choices: Iterable[str]) -> CommandError:
+    """An error for an unknown name, with a suggestion when one is close."""
+    return CommandError(f"unknown {what} {name!r}{_suggest(name, choices)}")
+
+
+class CommandResult(msgspec.Struct, frozen=True):
+    """The reply to a command: ``ok`` or the specific error."""
+
+    id: str | None
+    ok: bool
+    error: str | None = None
+    detail: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    def to_json(self) -> bytes:
+        """Compact JSON for MQTT and the CLI."""
+        return _encoder.encode(self)

@@ -1,0 +1,184 @@
+"""Immutable snapshots: what every consumer (console, exporters, reports) reads.
+
+A snapshot is published after a tick and never changes afterwards: arrays are
+copies with ``writeable=False``. Static descriptions (node and link tables) are
+shared between the snapshots of a run and change only when the fabric is rebuilt.
+
+Counters (``*_total``) are cumulative since the start of the run and never
+decrease; gauges describe the state at the end of the tick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.histogram import HistogramView
+
+
+class LinkStatus(IntEnum):
+    """Operational state of a directed link (values are stable: exported as numbers)."""
+
+    UP = 0
+    DOWN = 1
+    DEGRADED = 2
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTable:
+    """Static description of the nodes: GPUs (endpoints), switches, storage targets."""
+
+    name: tuple[str, ...]
+    kind: tuple[str, ...]  # "gpu" | "switch" | "storage"
+    tier: NDArray[np.int8]  # 0 = endpoint, 1 = leaf, 2 = spine, 3 = core
+    plane: NDArray[np.int16]  # network plane (multi-plane topologies); 0 otherwise
+    index: Mapping[str, int] = field(repr=False)
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class LinkTable:
+    """Static description of the directed links ``src->dst`` (a cable is a pair)."""
+
+    name: tuple[str, ...]  # "leaf07->spine03"
+    src: NDArray[np.int32]  # node index
+    dst: NDArray[np.int32]  # node index
+    tier: tuple[str, ...]  # "gpu-leaf", "leaf-spine", "spine-leaf", ... (src kind-dst kind)
+    bandwidth_Bps: NDArray[np.float64]
+    prop_delay_s: NDArray[np.float64]
+    buffer_bytes: NDArray[np.float64]  # downstream ingress buffer per virtual lane
+    reverse: NDArray[np.int32]  # index of the other direction of the same cable
+    index: Mapping[str, int] = field(repr=False)
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class LinkState:
+    """Per-link arrays at the end of a tick (all indexed like ``LinkTable``)."""
+
+    status: NDArray[np.int8]  # LinkStatus values
+    utilisation: NDArray[np.float64]  # carried rate / bandwidth over the last tick, 0..1
+    queue_bytes: NDArray[np.float64]  # bytes waiting at the downstream ingress (all VLs)
+    queue_vl_bytes: NDArray[np.float64]  # shape (links, VLs)
+    credits_bytes: NDArray[np.float64]  # free downstream buffer (credit) or PFC headroom left
+    paused: NDArray[np.bool_]  # credit-starved (native) or PFC-paused (RoCE) in the last tick
+    # counters, cumulative since the start of the run
+    tx_bytes_total: NDArray[np.float64]
+    tx_packets_total: NDArray[np.float64]
+    transmit_wait_seconds_total: NDArray[np.float64]  # data waiting, no credit / paused
+    pause_frames_total: NDArray[np.float64]  # PFC pause frames received by the sender
+    pause_seconds_total: NDArray[np.float64]
+    ecn_marked_packets_total: NDArray[np.float64]
+    discards_bytes_total: NDArray[np.float64]  # dropped (buffer overflow, link down)
+    retransmitted_bytes_total: NDArray[np.float64]  # link-level retry or go-back-N
+    link_downed_total: NDArray[np.float64]
+    link_error_recovery_total: NDArray[np.float64]
+    symbol_errors_total: NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class FaultView:
+    """One fault and its timeline (simulated seconds; ``None`` = not reached yet)."""
+
+    id: str
+    kind: str
+    target: str
+    params: Mapping[str, float | str]
+    state: str  # "active" | "detected" | "mitigated" | "recovered" | "cleared"
+    injected_at_s: float
+    detected_at_s: float | None = None
+    mitigated_at_s: float | None = None
+    recovered_at_s: float | None = None
+    cleared_at_s: float | None = None
+
+    @property
+    def time_to_detect_s(self) -> float | None:
+        """Detection time after injection, once detected."""
+        return None if self.detected_at_s is None else self.detected_at_s - self.injected_at_s
+
+    @property
+    def time_to_recover_s(self) -> float | None:
+        """Recovery time after injection, once recovered."""
+        return None if self.recovered_at_s is None else self.recovered_at_s - self.injected_at_s
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something an operator should see in the event log."""
+
+    time_s: float  # simulated time
+    severity: str  # "info" | "warning" | "error"
+    kind: str  # "fault_injected", "fault_detected", "rerouted", "deadlock", ...
+    target: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadView:
+    """A running workload: its KPIs (floats in base units) and latency histograms."""
+
+    name: str
+    kind: str  # "bulk", "alltoall", "incast", "pd", "training", ...
+    traffic_class: str
+    kpis: Mapping[str, float]  # e.g. {"gpu_utilisation": 0.93, "ttft_p99_seconds": 0.21}
+    histograms: Mapping[str, HistogramView]  # e.g. {"ttft_seconds": ..., "alltoall_seconds": ...}
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Fabric-wide figures for the header and summaries."""
+
+    injected_bytes_total: float
+    delivered_bytes_total: float
+    dropped_bytes_total: float
+    in_flight_bytes: float
+    throughput_Bps: float  # delivered over the last reporting window
+    active_flows: int
+    completed_flows_total: int
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything a consumer needs about the fabric at the end of one tick."""
+
+    cluster: str
+    scenario: str
+    profile: str  # "native-400g", "roce-400g", ...
+    flow_control: str  # "credit" | "pfc"
+    seed: int
+    tick: int
+    sim_time_s: float
+    dt_s: float
+    wall_time_s: float  # since the engine started
+    target_speed: float  # simulated seconds per wall second asked for (0 = flat out)
+    measured_speed: float  # simulated seconds per wall second achieved recently
+    running: bool  # False while paused
+    nodes: NodeTable
+    links: LinkTable
+    link_state: LinkState
+    totals: Totals
+    latency: Mapping[str, HistogramView]  # per traffic class, cumulative since start
+    workloads: Mapping[str, WorkloadView]
+    faults: tuple[FaultView, ...]
+    events: tuple[Event, ...]  # most recent last, bounded
+    params: Mapping[str, float]  # live-tunable profile parameters and their values
+
+    @property
+    def active_faults(self) -> tuple[FaultView, ...]:
+        """Faults not yet cleared."""
+        return tuple(f for f in self.faults if f.cleared_at_s is None)
+
+
+def frozen(array: NDArray[np.generic]) -> NDArray[np.generic]:
+    """A read-only copy of ``array`` for a snapshot."""
+    out = np.array(array, copy=True)
+    out.flags.writeable = False
+    return out
