@@ -211,7 +211,6 @@ class Solution:
     unused: NDArray[np.float64]  # per link: capacity nobody used this tick
 
 
-
 def solve(
     idx: EntryIndex,
     backlog: NDArray[np.float64],
@@ -250,7 +249,9 @@ def solve(
                 break
         enforce_conservation(idx, rate, backlog, dt)
         before = rate.copy()
-        alpha = enforce_credits(idx, rate, backlog, free_bytes, dt)
+        # the credit factor of the first pass is the one that held rates down; later
+        # passes see those rates as caps, so keep the smallest
+        alpha = np.minimum(alpha, enforce_credits(idx, rate, backlog, free_bytes, dt))
         enforce_conservation(idx, rate, backlog, dt)
         cut = rate < before * (1 - 1e-9)
         if not cut.any():
