@@ -131,7 +131,7 @@ def waterfill(
         left -= np.bincount(link, weights=np.where(sat, demand, 0.0), minlength=n_links)
         np.maximum(left, 0.0, out=left)
         unsat &= ~sat
-    count = np.bincount(link, weights=unsat, minlength=n_links)
+    count = sum_by(link, unsat.astype(np.float64), n_links)
     level = np.divide(left, count, out=left.copy(), where=count > 0)
     rate[unsat] = np.minimum(level[link[unsat]], demand[unsat])
     return rate, level, count
