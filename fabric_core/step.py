@@ -122,13 +122,13 @@ def waterfill(
     rate = np.empty_like(demand)
     level = left.copy()
     for _ in range(WATERFILL_ROUNDS):
-        count = np.bincount(link, weights=unsat, minlength=n_links)
+        count = sum_by(link, unsat.astype(np.float64), n_links)
         level = np.divide(left, count, out=left.copy(), where=count > 0)
         sat = unsat & (demand <= level[link])
         if not sat.any():
             break
         rate[sat] = demand[sat]
-        left -= np.bincount(link, weights=np.where(sat, demand, 0.0), minlength=n_links)
+        left -= sum_by(link, np.where(sat, demand, 0.0), n_links)
         np.maximum(left, 0.0, out=left)
         unsat &= ~sat
     count = sum_by(link, unsat.astype(np.float64), n_links)
