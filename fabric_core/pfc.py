@@ -34,7 +34,9 @@ from fabric_core.snapshot import LinkTable
 from fabric_core.step import EntryIndex, sum_by
 
 
-def mlx5_headroom_bytes(bandwidth_Bps: NDArray[np.float64], cable_m: NDArray[np.float64], mtu: float) -> NDArray[np.float64]:
+def mlx5_headroom_bytes(
+    bandwidth_Bps: NDArray[np.float64], cable_m: NDArray[np.float64], mtu: float
+) -> NDArray[np.float64]:
     """Headroom (bytes) as Linux mlx5 ``calculate_xoff``: (301 + 2.16·cable_m)·Gb/s + 2.72·MTU."""
     speed_gbps = bandwidth_Bps * 8 / 1e9
     return (301 + 2.16 * cable_m) * speed_gbps + 2.72 * mtu
@@ -113,11 +115,15 @@ def update_pause(
     q.refresh_due_s = np.where(start, now + profile.pfc_refresh_s, q.refresh_due_s)
     # refresh frames while the pause lasts
     due = q.paused & ~start & (q.refresh_due_s <= now + dt)
-    n_refresh = np.where(due, np.floor((now + dt - q.refresh_due_s) / profile.pfc_refresh_s) + 1, 0.0)
+    n_refresh = np.where(
+        due, np.floor((now + dt - q.refresh_due_s) / profile.pfc_refresh_s) + 1, 0.0
+    )
     frames += n_refresh
     q.refresh_due_s = q.refresh_due_s + n_refresh * profile.pfc_refresh_s
     # watchdog: a queue paused too long has its pause ignored for a recovery period
-    fire = q.paused & (now - q.paused_since_s >= profile.pfc_watchdog_s) & (q.watchdog_until_s < now)
+    fire = (
+        q.paused & (now - q.paused_since_s >= profile.pfc_watchdog_s) & (q.watchdog_until_s < now)
+    )
     q.watchdog_until_s = np.where(fire, now + profile.pfc_watchdog_recovery_s, q.watchdog_until_s)
     ignoring = q.watchdog_until_s >= now
     # the sender keeps sending for what is left of its reaction time
@@ -152,7 +158,9 @@ class Dcqcn:
     def empty(cls, n: int) -> Dcqcn:
         """State for ``n`` flow slots (rates set when flows start)."""
         z = np.zeros(n)
-        return cls(z.copy(), z.copy(), np.ones(n), z.copy(), z.copy(), z.copy(), z.copy(), np.full(n, -1.0))
+        return cls(
+            z.copy(), z.copy(), np.ones(n), z.copy(), z.copy(), z.copy(), z.copy(), np.full(n, -1.0)
+        )
 
     def grow(self, n: int) -> None:
         """Make room for ``n`` slots."""
@@ -218,7 +226,11 @@ class Dcqcn:
             stage = stage + step
             hyper = step & (stage > 2 * fr)
             additive = step & (stage > fr) & ~hyper
-            rt = rt + np.where(additive, p.dcqcn_ai_Bps, 0.0) + np.where(hyper, (stage - 2 * fr) * p.dcqcn_hai_Bps, 0.0)
+            rt = (
+                rt
+                + np.where(additive, p.dcqcn_ai_Bps, 0.0)
+                + np.where(hyper, (stage - 2 * fr) * p.dcqcn_hai_Bps, 0.0)
+            )
             rt = np.minimum(rt, line_rate)
             rc = np.where(step, (rt + rc) / 2, rc)
             events = events - step
@@ -232,43 +244,58 @@ class Dcqcn:
         self.cnps_total += float(cnp.sum())
 
 
+def hol_send_fraction(
+    idx: EntryIndex, backlog: NDArray[np.float64], send_fraction: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """How much of the tick each entry may send, with head-of-line blocking.
+
+    A lossless ingress queue is served in order: when any flow holding bytes in
+    it faces a paused egress, the packets behind its head wait too, whatever
+    their own egress (the HOL blocking that makes PFC pauses spread to victims
+    and lets cyclic dependencies deadlock).
+    """
+    own = send_fraction[idx.queue]
+    has_prev = idx.prev >= 0
+    upstream = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
+    holding = has_prev & (backlog > 0)
+    worst = np.ones(send_fraction.size)
+    np.minimum.at(worst, upstream[holding], own[holding])
+    return np.where(has_prev, np.minimum(own, worst[upstream]), own)
+
+
 def find_deadlock(
     idx: EntryIndex,
-    rate: NDArray[np.float64],
+    backlog: NDArray[np.float64],
     occupancy: NDArray[np.float64],
     blocked: NDArray[np.bool_],
 ) -> NDArray[np.intp]:
-    """Queues in a cycle of paused, non-draining queues (empty when there is none).
+    """Queues on a cycle of paused queues that cannot drain (empty when there is none).
 
-    A queue ``b`` (holding bytes) depends on queue ``b'`` when a flow leaves
-    ``b`` over a link whose downstream queue ``b'`` pauses it. Queues that have
-    a hop out that is not blocked, or that depend only on queues that can
-    drain, are pruned until nothing changes; what is left lies on cycles.
+    Queue ``u`` waits on queue ``v`` when a flow holding bytes in ``u`` must go
+    next over a link that ``v`` pauses (head-of-line: one such flow holds the
+    whole queue). A queue whose every wait is on queues that will drain is
+    pruned, repeatedly; what is left lies on cycles (Hu et al., HotNets 2016).
     """
     n = occupancy.size
-    e = np.flatnonzero((idx.prev >= 0) & (idx.buf >= 0))
-    src = idx.buf[idx.prev[e]]  # the queue the entry drains
-    dst = idx.buf[e]  # the queue it sends into
-    edge_blocked = blocked[dst] & (rate[e] <= 0)
-    # a queue with any hop out that is not blocked can drain
-    can_drain = sum_by(src, (~edge_blocked).astype(np.float64), n) > 0
-    alive = (occupancy > 0) & ~can_drain & (np.bincount(src, minlength=n) > 0)
+    e = np.flatnonzero((idx.prev >= 0) & (backlog > 0))
+    u = idx.buf[idx.prev[e]]
+    v = idx.queue[e]
+    edge = blocked[v]
+    alive = (occupancy > 0) & (sum_by(u, edge.astype(np.float64), n) > 0)
     while True:
-        # keep a queue only if some queue it waits on is still alive
-        waits_alive = sum_by(src, (edge_blocked & alive[dst]).astype(np.float64), n) > 0
-        nxt = alive & waits_alive
-        if (nxt == alive).all():
+        keep = alive & (sum_by(u, (edge & alive[v]).astype(np.float64), n) > 0)
+        if (keep == alive).all():
             break
-        alive = nxt
+        alive = keep
     return np.flatnonzero(alive)
 
 
 def one_cycle(idx: EntryIndex, queues: NDArray[np.intp]) -> list[int]:
     """One cycle through ``queues`` (queue ids), following the flows' hops."""
     members = set(queues.tolist())
-    e = np.flatnonzero((idx.prev >= 0) & (idx.buf >= 0))
+    e = np.flatnonzero(idx.prev >= 0)
     src = idx.buf[idx.prev[e]]
-    dst = idx.buf[e]
+    dst = idx.queue[e]
     succ: dict[int, int] = {}
     for s_, d_ in zip(src.tolist(), dst.tolist(), strict=True):
         if s_ in members and d_ in members and s_ not in succ:
@@ -280,4 +307,4 @@ def one_cycle(idx: EntryIndex, queues: NDArray[np.intp]) -> list[int]:
     while node not in seen and node in succ:
         seen.append(node)
         node = succ[node]
-    return seen[seen.index(node):] if node in seen else seen
+    return seen[seen.index(node) :] if node in seen else seen
