@@ -99,8 +99,9 @@ def query_var(name: str, label: str, query: str, *, multi: bool = False) -> dict
         "options": [],
         "hide": 0,
     }
-    if multi:
+    if multi:  # default to All, as an operator opening the dashboard expects
         v["allValue"] = ".*"
+        v["current"] = {"selected": True, "text": ["All"], "value": ["$__all"]}
     return v
 
 
