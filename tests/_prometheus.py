@@ -15,7 +15,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -205,20 +205,3 @@ class PrometheusServer:
             self.process.kill()
             self.process.wait()
         self._log.close()
-
-
-@pytest.fixture(scope="module")
-def prometheus_factory(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Callable[..., PrometheusServer]]:
-    """Starts Prometheus servers for a module and stops them afterwards."""
-    started: list[PrometheusServer] = []
-
-    def start(target: str, rule_files: tuple[Path, ...] = ()) -> PrometheusServer:
-        server = PrometheusServer(target, tmp_path_factory.mktemp("prometheus"), rule_files)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
