@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import socket
 
@@ -9,8 +10,10 @@ import pytest
 
 from exporters.prometheus import (
     LinkMetrics,
+    add_metrics_arguments,
     parse_link_metrics,
     parse_metrics_address,
+    start_from_args,
     start_metrics_server,
 )
 from tests._prometheus import promtool, samples, scrape
@@ -107,3 +110,42 @@ def test_before_the_first_snapshot_only_exporter_metrics_and_they_lint() -> None
     assert all(name.startswith("fabtop_exporter_") for name, _ in values)
     lint = promtool("check", "metrics", stdin=text)
     assert lint.returncode == 0 and not lint.stdout.strip(), lint.stdout + lint.stderr
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fabtop")
+    add_metrics_arguments(p)
+    return p
+
+
+def test_cli_defaults_and_no_metrics() -> None:
+    args = parser().parse_args([])
+    assert args.metrics == ("127.0.0.1", 9464)
+    assert str(args.link_metrics) == "top:50"
+    assert start_from_args(parser().parse_args(["--no-metrics"]), lambda: None) is None
+
+
+def test_cli_starts_the_exporter_it_is_asked_for() -> None:
+    args = parser().parse_args(["--metrics", "127.0.0.1:0", "--link-metrics", "switch"])
+    server = start_from_args(args, lambda: None)
+    assert server is not None
+    try:
+        assert 'fabtop_exporter_info{link_metrics="switch"} 1.0' in scrape(server.url)
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--metrics", "9464"], "argument --metrics: '9464': missing port"),
+        (["--link-metrics", "top:0"], "argument --link-metrics: 'top:0': N in top:N must be"),
+    ],
+)
+def test_cli_bad_values_are_usage_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        parser().parse_args(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
