@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from prometheus_client.openmetrics.parser import (
@@ -163,6 +164,19 @@ def test_exporter_self_metrics(servers: dict[str, MetricsServer]) -> None:
     assert values[("fabtop_exporter_series", ())] == own
     (fabric,) = [lab for name, lab in values if name == "fabtop_fabric_info"]
     assert dict(fabric)["scenario"] == "tiny" and dict(fabric)["cluster"]
+
+
+def test_concurrent_scrapes_each_get_a_whole_consistent_scrape(
+    servers: dict[str, MetricsServer],
+) -> None:
+    url = servers["top:5"].url
+    with ThreadPoolExecutor(4) as pool:
+        bodies = list(pool.map(lambda _: scrape(url), range(8)))
+    for body in bodies:
+        values = samples(body)
+        own = sum(1 for name, _ in values if not name.startswith("fabtop_exporter_"))
+        assert values[("fabtop_exporter_series", ())] == own
+        assert len(port_series(values)) == values[("fabtop_exporter_links_exported", ())]
 
 
 def test_link_down_fault_is_exported_in_every_mode(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -59,24 +60,28 @@ class FabtopCollector(Collector):
         self._selector = LinkSelector(link_metrics, hold_s)
         self._labels: LinkLabels | None = None
         self._exported = 0  # links with per-link series in the last scrape
+        self._lock = threading.Lock()
 
     def describe(self) -> list[Metric]:
         """Nothing: the families depend on the snapshot (avoids a collect at register)."""
         return []
 
     def collect(self) -> Iterator[Metric]:
-        """Yield every family for the latest snapshot, then the exporter's own metrics."""
-        start = time.perf_counter()
-        snap = self._get_snapshot()
-        series = 0
-        exported = links = 0
-        if snap is not None:
-            for metric in self._snapshot_families(snap):
-                series += len(metric.samples)
-                yield metric
-            links = len(snap.links)
-            exported = self._exported
-        yield from self._self_families(snap, series, links, exported, start)
+        """Yield every family for the latest snapshot, then the exporter's own metrics.
+
+        The families are built in full, under a lock, before the first is yielded:
+        concurrent scrapes must not interleave in the link selector, and the
+        collect duration must not include the caller's rendering.
+        """
+        with self._lock:
+            start = time.perf_counter()
+            snap = self._get_snapshot()
+            metrics = [] if snap is None else list(self._snapshot_families(snap))
+            links = 0 if snap is None else len(snap.links)
+            exported = self._exported if snap is not None else 0
+            series = sum(len(m.samples) for m in metrics)
+            metrics.extend(self._self_families(snap, series, links, exported, start))
+        return iter(metrics)
 
     # ------------------------------------------------------------------ fabric
     def _link_labels(self, snap: Snapshot) -> LinkLabels:
