@@ -220,7 +220,7 @@ def panels() -> list[dict[str, Any]]:
             1,
             6,
             4,
-            "x",
+            "short",
             desc="Simulated seconds per wall second.",
         ),
         panel(
@@ -535,16 +535,16 @@ def panels() -> list[dict[str, Any]]:
             ],
             0,
             74,
-            8,
+            6,
             8,
         ),
         panel(
             "timeseries",
             "Ports down",
             [target(f"fabtop_switch_down_ports{{{sw}}}", "{{switch}}")],
-            8,
+            6,
             74,
-            8,
+            6,
             8,
         ),
         panel(
@@ -559,11 +559,29 @@ def panels() -> list[dict[str, Any]]:
                     ref="B",
                 ),
             ],
-            16,
+            12,
             74,
-            8,
+            6,
             8,
             "Bps",
+        ),
+        panel(
+            "table",
+            "Links with errors",
+            [
+                target(
+                    f"fabtop_port_link_downed_total{{{ln}}}"
+                    f" + fabtop_port_link_error_recovery_total{{{ln}}}"
+                    f" + fabtop_port_symbol_errors_total{{{ln}}} > 0",
+                    instant=True,
+                    fmt="table",
+                )
+            ],
+            18,
+            74,
+            6,
+            8,
+            desc="Links downed + error recoveries + symbol errors since the start.",
         ),
     ]
     ps.append(row("Exporter", 82))
