@@ -57,15 +57,16 @@ def test_promtool_check_metrics_reports_nothing(
     assert list(openmetrics_families(scrape(servers[mode].url, openmetrics=True)))
 
 
+@pytest.mark.parametrize("mode", ["all", "top:5"])
 def test_counters_never_decrease_and_buckets_are_cumulative(
-    engine: EngineThread, servers: dict[str, MetricsServer]
+    engine: EngineThread, servers: dict[str, MetricsServer], mode: str
 ) -> None:
     previous: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
     grew: set[str] = set()
     for _ in range(4):
         engine.wait_ticks(20)
         monotonic: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
-        for family in text_string_to_metric_families(scrape(servers["all"].url)):
+        for family in text_string_to_metric_families(scrape(servers[mode].url)):
             if family.type == "counter":
                 monotonic.update((key(s), s.value) for s in family.samples)
             elif family.type == "histogram":
