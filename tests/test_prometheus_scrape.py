@@ -205,3 +205,31 @@ def test_link_down_fault_is_exported_in_every_mode(
         if name == "fabtop_fault_state" and dict(lab)["target"] == link and v == 1.0
     ]
     assert len(states) == 1
+
+
+def test_default_scenario_scrapes_clean_in_every_mode() -> None:
+    """The bigger bundled scenario: storage targets, four classes, incast, 2:1 leaves."""
+    from fabric_core.fabric import Fabric
+    from fabric_core.scenario import load_scenario
+
+    fabric = Fabric.from_scenario(load_scenario("default"))
+    fabric.run_ticks(100)
+    snap = fabric.snapshot(wall_time_s=0.0, target_speed=0.0, measured_speed=0.0, running=True)
+    for mode in MODES:
+        with start_metrics_server(lambda: snap, port=0, link_metrics=mode) as server:
+            text = scrape(server.url)
+        lint = promtool("check", "metrics", stdin=text)
+        assert lint.returncode == 0 and not lint.stdout.strip(), mode + lint.stdout + lint.stderr
+        values = samples(text)
+        n_samples = sum(len(f.samples) for f in text_string_to_metric_families(text))
+        assert n_samples == len(values), "duplicate series"
+        tiers = {dict(lab)["tier"] for name, lab in values if name == "fabtop_tier_ports"}
+        assert tiers == set(snap.links.tier)
+        classes = {
+            dict(lab)["traffic_class"]
+            for name, lab in values
+            if name == "fabtop_message_latency_seconds_count"
+        }
+        assert classes == set(snap.latency)
+        if mode == "all":
+            assert port_series(values) == set(snap.links.name)
