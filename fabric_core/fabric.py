@@ -83,6 +83,15 @@ TUNABLE: dict[str, TunableParam] = {
         TunableParam("buffer_per_vl_bytes", 1024.0, 1e9, "per-VL ingress buffer (credits)"),
         TunableParam("switch_latency_s", 0.0, 1e-3, "switch port-to-port latency"),
         TunableParam("reroute_s", 1e-6, 60.0, "time from a link failure to traffic rerouted"),
+        TunableParam("ecn_kmin_bytes", 0.0, 1e9, "ECN marking starts above this queue"),
+        TunableParam("ecn_kmax_bytes", 0.0, 1e9, "ECN marks every packet above this queue"),
+        TunableParam("ecn_pmax", 0.0, 1.0, "ECN marking probability at Kmax"),
+        TunableParam("dcqcn_g", 1e-6, 1.0, "DCQCN alpha gain"),
+        TunableParam("dcqcn_timer_s", 1e-6, 1.0, "DCQCN rate-increase timer"),
+        TunableParam("dcqcn_byte_counter_bytes", 1.0, 1e12, "DCQCN byte counter"),
+        TunableParam("dcqcn_ai_Bps", 0.0, 1e11, "DCQCN additive increase"),
+        TunableParam("dcqcn_hai_Bps", 0.0, 1e11, "DCQCN hyper increase"),
+        TunableParam("pfc_watchdog_s", 1e-6, 60.0, "PFC watchdog detection time"),
     )
 }
 
@@ -770,8 +779,13 @@ class Fabric:
             raise CommandError(
                 f"{cmd.name} must be in [{spec.low:g}, {spec.high:g}], got {cmd.value:g}"
             )
-        self.profile = self.profile.with_overrides(**{cmd.name: cmd.value})
-        if cmd.name == "buffer_per_vl_bytes":
+        new = self.profile.with_overrides(**{cmd.name: cmd.value})
+        if new.ecn_kmin_bytes > new.ecn_kmax_bytes:
+            raise CommandError(
+                f"ECN Kmin ({new.ecn_kmin_bytes:g} B) must not exceed Kmax ({new.ecn_kmax_bytes:g} B)"
+            )
+        self.profile = new
+        if cmd.name == "buffer_per_vl_bytes" and self.pfc is None:
             self.buffer_bytes[:] = cmd.value
         self._emit("info", "param_set", cmd.name, f"{cmd.name} set to {cmd.value:g}")
         return {cmd.name: cmd.value}
