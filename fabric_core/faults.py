@@ -103,6 +103,9 @@ FAULT_KINDS: dict[str, FaultKind] = {
     )
 }
 
+#: The kinds this module models (others are registered by the modules that model them).
+CORE_FAULT_KINDS: tuple[str, ...] = tuple(FAULT_KINDS)
+
 #: Kinds whose links are held down while they are active.
 DOWN_KINDS = ("link_down", "switch_down")
 
