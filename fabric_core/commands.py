@@ -193,7 +193,10 @@ def _explain(msg: str, raw: bytes) -> str:
     msg = msg.replace("`", "'")
     try:
         obj = msgspec.json.decode(raw)
-    except msgspec.DecodeError:  # pragma: no cover - the typed decode failed first
+    except msgspec.DecodeError as exc:
+        if "Number out of range" not in str(exc):
+            # the typed decoder stops at the first wrong field; the JSON may break after it
+            return f"malformed JSON: {exc}"
         obj = None
     tag = obj.get("command") if isinstance(obj, dict) else None
     if "Object missing required field 'command'" in msg:
