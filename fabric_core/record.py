@@ -246,22 +246,13 @@ def replay(
     mismatches: list[tuple[int, str, str]] = []
     checked = 0
     wall0 = time.perf_counter()
-
-    def compare(tick: int, got: str, k: int) -> None:
-        nonlocal checked
-        want = expected.get(tick, [])
-        if k < len(want):
-            checked += 1
-            if want[k] != got:
-                mismatches.append((tick, want[k], got))
-
-    stops = sorted({t for t in pending if t <= end} | {end})
+    stops = sorted({t for t in [*pending, *expected] if t <= end} | {end})
     for stop in stops:
         if stop > fabric.tick:
             fabric.run_ticks(stop - fabric.tick)
             if progress is not None:
                 progress(fabric.tick, end)
-        k = 0
+        got: list[str] = []
         for cmd in pending.get(stop, []):
             if isinstance(cmd, Pause | Resume | SetSpeed):
                 continue  # pacing only: the fabric does not see them
@@ -271,10 +262,16 @@ def replay(
                 raise RecordError(
                     f"tick {stop}: recorded command no longer applies: {exc}"
                 ) from None
-            compare(stop, fabric_digest(fabric), k)
-            k += 1
+            got.append(fabric_digest(fabric))
         if stop == end:
-            compare(end, fabric_digest(fabric), k)
+            got.append(fabric_digest(fabric))
+        want = expected.get(stop, [])
+        checked += len(want)
+        for k in range(max(len(want), len(got))):
+            w = want[k] if k < len(want) else "-"
+            g = got[k] if k < len(got) else "-"
+            if w != g:
+                mismatches.append((stop, w, g))
     wall = time.perf_counter() - wall0
     report = summarise(fabric.snapshot(wall_time_s=wall, running=False))
     recorded = record.get("report")
