@@ -370,15 +370,13 @@ class FaultBook:
         return st
 
     def pfc_storm_nodes(self) -> NDArray[np.int64]:
-        """Node ids whose NIC is sending a PFC storm that is still honoured.
+        """Node ids whose NIC is stuck sending PFC pause (active ``pfc_storm`` faults).
 
-        The PFC model pauses the links into these nodes (``leaf->gpu``); a storm
-        drops out of this list once the PFC watchdog has mitigated it.
+        The PFC model holds the links into these nodes (``leaf->gpu``) paused, as a
+        forced XOFF; its PFC watchdog decides when the pause stops being honoured.
+        A credit fabric has no PFC and ignores them.
         """
-        return np.array(
-            sorted(f.node for f in self.active("pfc_storm") if f.mitigated_at_s is None),
-            dtype=np.int64,
-        )
+        return np.array(sorted({f.node for f in self.active("pfc_storm")}), dtype=np.int64)
 
     def views(self) -> tuple[FaultView, ...]:
         """Every fault of the run, for the snapshot (bounded to the last 200)."""

@@ -53,9 +53,6 @@ RECOVERY_MODES = ("fast-reroute", "bfd-ecmp", "sm-resweep")
 RECOVERY_WINDOW_S = 100e-6
 #: Throughput counts as "back to the pre-fault level" at this share of it (design choice).
 RECOVERED_FRACTION = 0.9
-#: PFC watchdog detection when the profile has none: poll 100 ms, detect after 2 polls
-#: (Juniper "cos PFC watchdog" docs; PARAMETERS.md).
-PFC_WATCHDOG_S = 200e-3
 #: PFC pause time at its maximum, 65535 quanta of 512 bit times (IEEE 802.1Qbb); a NIC
 #: stuck in XOFF refreshes its pause before it expires, here at half of it (a guess).
 PAUSE_QUANTA_BITS = 65535 * 512
@@ -192,7 +189,7 @@ def _advance(
             book.mark_retrained(f)
     elif kind == "pfc_storm":
         credit = p.flow_control == "credit"
-        wait = p.fault_detect_s if credit else float(getattr(p, "pfc_watchdog_s", PFC_WATCHDOG_S))
+        wait = p.fault_detect_s if credit else p.pfc_watchdog_s
         if f.detected_at_s is None and age >= wait - _EPS:
             how = "pause frames ignored: no PFC on a credit fabric" if credit else "PFC watchdog"
             _detected(fabric, f, now, how)
@@ -298,6 +295,7 @@ def reroute(fabric: Fabric, links: NDArray[np.int64]) -> tuple[int, NDArray[np.f
     np.add.at(resent_by_link, first_failed[ok], in_network[ok])
     fl.backlog[0, slots] += in_network
     fl.backlog[1:, slots] = 0.0
+    fl.rate[:, slots] = 0.0
     fl.path[:, slots] = path
     fl.hops[slots] = hops
     fl.version += 1
@@ -346,13 +344,17 @@ def _apply_buffer_factor(fabric: Fabric, book: FaultBook) -> None:
 def _storm_pauses(fabric: Fabric, book: FaultBook) -> None:
     """Count the pause frames a storming NIC sends into its leaf (``leaf->gpu`` links).
 
-    Pausing those links is the PFC model's job (it reads ``pfc_storm_nodes()``).
+    Until the PFC watchdog fires, the NIC's pause is honoured. Pausing those links
+    is the PFC model's job (it reads ``pfc_storm_nodes()`` as its forced pauses);
+    once that model counts its own frames this function goes.
     """
-    nodes = book.pfc_storm_nodes()
-    if nodes.size == 0 or fabric.profile.flow_control == "credit":
+    if fabric.profile.flow_control == "credit":
+        return
+    storming = [f.node for f in book.active("pfc_storm")]
+    if not storming:
         return
     links = fabric.topo.links
-    into = np.isin(links.dst, nodes)
+    into = np.isin(links.dst, storming)
     refresh_s = PAUSE_QUANTA_BITS / (links.bandwidth_Bps * 8) / 2
     fabric.counters["pause_frames_total"][into] += (fabric.dt_s / refresh_s)[into]
     fabric.counters["pause_seconds_total"][into] += fabric.dt_s

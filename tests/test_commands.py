@@ -225,7 +225,7 @@ def test_arbitrary_bytes_and_text_get_a_command_error_or_a_command(payload: str 
         _check_error(exc)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(cmd=_commandish, cut=st.integers(min_value=0, max_value=400))
 def test_truncated_json_is_malformed(cmd: dict[str, Any], cut: int) -> None:
     text = json.dumps(cmd)
@@ -236,7 +236,7 @@ def test_truncated_json_is_malformed(cmd: dict[str, Any], cut: int) -> None:
     assert "malformed JSON" in str(info.value) or "empty command" in str(info.value)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cmd=_commandish)
 def test_hostile_commands_leave_the_engine_running_and_unchanged(cmd: dict[str, Any]) -> None:
     engine = _ENGINE

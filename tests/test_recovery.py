@@ -183,4 +183,6 @@ def test_profile_recovery_parameters_have_sources() -> None:
     ):
         assert name in documented
     detect, reroute = recovery.link_delays(NATIVE_400G.with_overrides(flow_control="pfc"))
-    assert detect == pytest.approx(0.3) and reroute == pytest.approx(0.8)
+    p = NATIVE_400G
+    assert detect == pytest.approx(p.bfd_interval_s * p.bfd_multiplier)
+    assert reroute == pytest.approx(detect + p.ecmp_reconverge_s)
