@@ -29,9 +29,9 @@ FAST: dict[str, Any] = {
 }
 
 
-def tiny(**overrides: Any) -> Fabric:
+def tiny(profile: str | None = None, **overrides: Any) -> Fabric:
     """The tiny scenario (8 GPUs, 2 leaves, 2 spines, 1 µs ticks) with fast recovery."""
-    scn = load_scenario("tiny")
+    scn = load_scenario("tiny", profile=profile)
     scn.profile = scn.profile.with_overrides(**{**FAST, **overrides})
     return Fabric.from_scenario(scn)
 

@@ -7,8 +7,6 @@ Native: local fast reroute (``reroute_s`` after the failure). RoCE: BFD detectio
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from fabric_core import recovery
@@ -18,8 +16,6 @@ from fabric_core.faults import Fault
 from fabric_core.profiles import NATIVE_400G
 from fabric_core.scenario import parse_scenario
 from tests.test_faults import FAST, run_until_recovered, tiny
-
-ROCE_LIKE: dict[str, Any] = {"flow_control": "pfc", "routing": "ecmp"}
 
 
 def _link_down(fabric: Fabric, at_tick: int = 200) -> tuple[Fault, list[float]]:
@@ -43,8 +39,9 @@ def _link_down(fabric: Fabric, at_tick: int = 200) -> tuple[Fault, list[float]]:
 def link_down_runs() -> dict[str, tuple[Fabric, Fault, list[float]]]:
     """leaf00->spine00 fails at 200 µs, on a native fabric and on a RoCE-like one."""
     out = {}
-    for name, over in (("native", {}), ("roce", {**ROCE_LIKE, "bfd_interval_s": 200e-6})):
-        fabric = tiny(**over)  # RoCE: 600 µs detection, rerouted after 800 µs
+    for name, profile in (("native", "native-400g"), ("roce", "roce-400g")):
+        # RoCE with BFD at 200 µs × 3 (detected after 600 µs) and 200 µs ECMP reconvergence
+        fabric = tiny(profile, **({"bfd_interval_s": 200e-6} if name == "roce" else {}))
         f, rates = _link_down(fabric)
         out[name] = (fabric, f, rates)
     return out
