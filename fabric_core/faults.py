@@ -194,7 +194,6 @@ class FaultBook:
         self.down_since_s = np.full(n, np.inf)
         #: (simulated time, delivered bytes so far) per tick, for the recovery measurement
         self.delivered_history: deque[tuple[float, float]] = deque(maxlen=4096)
-        self.rate_at_down_Bps = np.zeros(n)  # what each link carried when it went down
         self.buffer_base: NDArray[np.float64] | None = None  # buffers before credit loss
         self.buffer_written: NDArray[np.float64] | None = None
 

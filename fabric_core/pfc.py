@@ -244,43 +244,58 @@ class Dcqcn:
         self.cnps_total += float(cnp.sum())
 
 
+def hol_send_fraction(
+    idx: EntryIndex, backlog: NDArray[np.float64], send_fraction: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """How much of the tick each entry may send, with head-of-line blocking.
+
+    A lossless ingress queue is served in order: when any flow holding bytes in
+    it faces a paused egress, the packets behind its head wait too, whatever
+    their own egress (the HOL blocking that makes PFC pauses spread to victims
+    and lets cyclic dependencies deadlock).
+    """
+    own = send_fraction[idx.queue]
+    has_prev = idx.prev >= 0
+    upstream = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
+    holding = has_prev & (backlog > 0)
+    worst = np.ones(send_fraction.size)
+    np.minimum.at(worst, upstream[holding], own[holding])
+    return np.where(has_prev, np.minimum(own, worst[upstream]), own)
+
+
 def find_deadlock(
     idx: EntryIndex,
-    rate: NDArray[np.float64],
+    backlog: NDArray[np.float64],
     occupancy: NDArray[np.float64],
     blocked: NDArray[np.bool_],
 ) -> NDArray[np.intp]:
-    """Queues in a cycle of paused, non-draining queues (empty when there is none).
+    """Queues on a cycle of paused queues that cannot drain (empty when there is none).
 
-    A queue ``b`` (holding bytes) depends on queue ``b'`` when a flow leaves
-    ``b`` over a link whose downstream queue ``b'`` pauses it. Queues that have
-    a hop out that is not blocked, or that depend only on queues that can
-    drain, are pruned until nothing changes; what is left lies on cycles.
+    Queue ``u`` waits on queue ``v`` when a flow holding bytes in ``u`` must go
+    next over a link that ``v`` pauses (head-of-line: one such flow holds the
+    whole queue). A queue whose every wait is on queues that will drain is
+    pruned, repeatedly; what is left lies on cycles (Hu et al., HotNets 2016).
     """
     n = occupancy.size
-    e = np.flatnonzero((idx.prev >= 0) & (idx.buf >= 0))
-    src = idx.buf[idx.prev[e]]  # the queue the entry drains
-    dst = idx.buf[e]  # the queue it sends into
-    edge_blocked = blocked[dst] & (rate[e] <= 0)
-    # a queue with any hop out that is not blocked can drain
-    can_drain = sum_by(src, (~edge_blocked).astype(np.float64), n) > 0
-    alive = (occupancy > 0) & ~can_drain & (np.bincount(src, minlength=n) > 0)
+    e = np.flatnonzero((idx.prev >= 0) & (backlog > 0))
+    u = idx.buf[idx.prev[e]]
+    v = idx.queue[e]
+    edge = blocked[v]
+    alive = (occupancy > 0) & (sum_by(u, edge.astype(np.float64), n) > 0)
     while True:
-        # keep a queue only if some queue it waits on is still alive
-        waits_alive = sum_by(src, (edge_blocked & alive[dst]).astype(np.float64), n) > 0
-        nxt = alive & waits_alive
-        if (nxt == alive).all():
+        keep = alive & (sum_by(u, (edge & alive[v]).astype(np.float64), n) > 0)
+        if (keep == alive).all():
             break
-        alive = nxt
+        alive = keep
     return np.flatnonzero(alive)
 
 
 def one_cycle(idx: EntryIndex, queues: NDArray[np.intp]) -> list[int]:
     """One cycle through ``queues`` (queue ids), following the flows' hops."""
     members = set(queues.tolist())
-    e = np.flatnonzero((idx.prev >= 0) & (idx.buf >= 0))
+    e = np.flatnonzero(idx.prev >= 0)
     src = idx.buf[idx.prev[e]]
-    dst = idx.buf[e]
+    dst = idx.queue[e]
     succ: dict[int, int] = {}
     for s_, d_ in zip(src.tolist(), dst.tolist(), strict=True):
         if s_ in members and d_ in members and s_ not in succ:

@@ -6,10 +6,10 @@
   profile's detection and mitigation delays, marks down links as known to routing
   and reroutes the flows that cross them (``reroute``): the bytes those flows had
   past their source are sent again and counted as retransmitted;
-* on PFC fabrics counts the bytes a sender blackholes into a dead link until the
-  link is known down (go-back-N resends them), as ``discards_bytes_total``;
-* drives the time-based faults: credit leak and link retrain, PFC-storm pause
-  frames, incast bursts;
+* on PFC fabrics discards the bytes switches forward into a dead link until the
+  link is known down (go-back-N resends them): ``discards_bytes_total``;
+* drives the time-based faults: credit leak and link retrain, incast bursts (a
+  PFC storm's pauses are the PFC model's: ``Fabric._stormed_queues``);
 * moves each fault along its timeline and *measures* recovery: a fault is
   recovered at the first tick, after it was mitigated (or cleared, if nothing
   mitigates it), at which the fabric's delivered throughput over the last
@@ -53,9 +53,6 @@ RECOVERY_MODES = ("fast-reroute", "bfd-ecmp", "sm-resweep")
 RECOVERY_WINDOW_S = 100e-6
 #: Throughput counts as "back to the pre-fault level" at this share of it (design choice).
 RECOVERED_FRACTION = 0.9
-#: PFC pause time at its maximum, 65535 quanta of 512 bit times (IEEE 802.1Qbb); a NIC
-#: stuck in XOFF refreshes its pause before it expires, here at half of it (a guess).
-PAUSE_QUANTA_BITS = 65535 * 512
 #: Tags of incast flows (the fault's own; no workload hears their completion).
 INCAST_TAG_BASE = 1 << 40
 INCAST_WORKLOAD = -1
@@ -95,15 +92,12 @@ def track(fabric: Fabric, status: NDArray[np.int8], now: float) -> None:
     if went_down.any():
         fabric.counters["link_downed_total"][went_down] += 1
         book.down_since_s[went_down] = now
-        book.rate_at_down_Bps[went_down] = fabric.link_rate[went_down]
     book.down_since_s[~down] = np.inf
     fabric._prev_status = status
     detect_s, reroute_s = link_delays(fabric.profile)
     unknown_down = down & ~fabric.known_down
-    if fabric.profile.flow_control != "credit" and unknown_down.any():
-        # lossy Ethernet: the sender keeps sending into the dead link until routing knows
-        lost = np.where(unknown_down, book.rate_at_down_Bps, 0.0) * fabric.dt_s
-        fabric.counters["discards_bytes_total"] += lost
+    if fabric.pfc is not None and unknown_down.any():
+        lost = _blackhole(fabric, np.flatnonzero(unknown_down))
         for f in book.active():
             if f.links.size and f.mitigated_at_s is None:
                 f.lost_bytes += float(lost[f.links].sum())
@@ -116,7 +110,6 @@ def track(fabric: Fabric, status: NDArray[np.int8], now: float) -> None:
     fabric.known_down &= down
     _leak_credits(fabric, book)
     _apply_buffer_factor(fabric, book)
-    _storm_pauses(fabric, book)
     _incasts(fabric, book, now)
     _progress(fabric, book, status, now, detect_s, newly_known, moved, resent)
 
@@ -187,13 +180,21 @@ def _advance(
         ):
             _mitigated(fabric, f, now, "link retrained, credits restored")
             book.mark_retrained(f)
-    elif kind == "pfc_storm":
-        credit = p.flow_control == "credit"
-        wait = p.fault_detect_s if credit else p.pfc_watchdog_s
-        if f.detected_at_s is None and age >= wait - _EPS:
-            how = "pause frames ignored: no PFC on a credit fabric" if credit else "PFC watchdog"
-            _detected(fabric, f, now, how)
-            _mitigated(fabric, f, now, how)
+    elif kind == "pfc_storm" and f.detected_at_s is None:
+        if fabric.pfc is None:  # a credit fabric: the port drops the pause frames
+            if age >= p.fault_detect_s - _EPS:
+                how = "pause frames ignored: no PFC on a credit fabric"
+                _detected(fabric, f, now, how)
+                _mitigated(fabric, f, now, how)
+        else:
+            # measured: the PFC model's watchdog fired on a queue into the storming NIC
+            v = fabric.n_vls
+            into = np.flatnonzero(fabric.topo.links.dst == f.node)
+            queues = (into[:, None] * v + np.arange(v)).ravel()
+            if (fabric.pfc.watchdog_until_s[queues] >= now - _EPS).any():
+                how = "by the PFC watchdog: its pause is ignored, the queue drops"
+                _detected(fabric, f, now, how)
+                _mitigated(fabric, f, now, how)
     elif kind == "incast" and f.detected_at_s is None:
         link = _endpoint_ingress(fabric, f.node)
         fl = fabric.flows
@@ -265,6 +266,34 @@ def _rate(history: deque[tuple[float, float]], until: float, dt: float) -> float
     return (end[1] - start[1]) / (end[0] - start[0])
 
 
+def _blackhole(fabric: Fabric, dead: NDArray[np.intp]) -> NDArray[np.float64]:
+    """Lossy Ethernet until routing knows: a switch forwards into a dead port and the
+    bytes are lost; go-back-N sends them again from the source. Returns bytes lost per link.
+
+    The bytes queued in a switch for a dead link (hop ≥ 1) are discarded and put back at
+    their flow's source, as the PFC model does with overflow drops (a NIC knows its own
+    link is down: hop 0 keeps its bytes).
+    """
+    fl = fabric.flows
+    at_dead = np.isin(fl.path, dead) & fl.active[None, :]
+    at_dead[0] = False
+    lost_by_link = np.zeros(len(fabric.topo.links))
+    if not at_dead.any():
+        return lost_by_link
+    hop, slot = np.nonzero(at_dead)
+    lost = fl.backlog[hop, slot]
+    if not (lost > 0).any():
+        return lost_by_link
+    np.add.at(lost_by_link, fl.path[hop, slot], lost)
+    fl.backlog[hop, slot] = 0.0
+    np.add.at(fl.backlog[0], slot, lost)
+    c = fabric.counters
+    c["discards_bytes_total"] += lost_by_link
+    np.add.at(c["retransmitted_bytes_total"], fl.path[0, slot], lost)
+    fabric.dropped_bytes += float(lost.sum())
+    return lost_by_link
+
+
 # ---------------------------------------------------------------------- reroute
 def reroute(fabric: Fabric, links: NDArray[np.int64]) -> tuple[int, NDArray[np.float64]]:
     """Give flows crossing ``links`` new paths avoiding known-down links.
@@ -298,6 +327,7 @@ def reroute(fabric: Fabric, links: NDArray[np.int64]) -> tuple[int, NDArray[np.f
     fl.rate[:, slots] = 0.0
     fl.path[:, slots] = path
     fl.hops[slots] = hops
+    fl.vl[:, slots] = fabric.lanes(path, fl.vl[0, slots])
     fl.version += 1
     fabric._set_fixed_latency(slots)
     return int(slots.size), resent_by_link
@@ -339,25 +369,6 @@ def _apply_buffer_factor(fabric: Fabric, book: FaultBook) -> None:
         book.buffer_written = None
     else:
         book.buffer_written = fabric.buffer_bytes.copy()
-
-
-def _storm_pauses(fabric: Fabric, book: FaultBook) -> None:
-    """Count the pause frames a storming NIC sends into its leaf (``leaf->gpu`` links).
-
-    Until the PFC watchdog fires, the NIC's pause is honoured. Pausing those links
-    is the PFC model's job (it reads ``pfc_storm_nodes()`` as its forced pauses);
-    once that model counts its own frames this function goes.
-    """
-    if fabric.profile.flow_control == "credit":
-        return
-    storming = [f.node for f in book.active("pfc_storm")]
-    if not storming:
-        return
-    links = fabric.topo.links
-    into = np.isin(links.dst, storming)
-    refresh_s = PAUSE_QUANTA_BITS / (links.bandwidth_Bps * 8) / 2
-    fabric.counters["pause_frames_total"][into] += (fabric.dt_s / refresh_s)[into]
-    fabric.counters["pause_seconds_total"][into] += fabric.dt_s
 
 
 def _endpoint_ingress(fabric: Fabric, node: int) -> int:

@@ -146,6 +146,7 @@ def test_fault_has_an_effect_and_recovers_after_clear(
     kind: str, target: str, params: dict[str, float], profile: dict[str, Any], effect: Any
 ) -> None:
     fabric = tiny(**profile)
+    buffers = fabric.buffer_bytes.copy()
     fabric.run_ticks(150)
     before = fabric.snapshot()
     fid = fabric.apply(InjectFault(kind=kind, target=target, params=params))["fault_id"]
@@ -169,9 +170,7 @@ def test_fault_has_an_effect_and_recovers_after_clear(
     assert done.recovered_at_s is not None, f"{kind} never recovered"
     assert done.recovered_at_s >= done.injected_at_s
     assert (after.link_state.status == LinkStatus.UP).all()
-    assert np.array_equal(
-        fabric.buffer_bytes, np.repeat(fabric.topo.links.buffer_bytes, fabric.n_vls)
-    )
+    assert np.array_equal(fabric.buffer_bytes, buffers)
     assert fabric.faults.pfc_storm_nodes().size == 0
     assert any(e.kind == "fault_recovered" and e.target == target for e in after.events)
 
@@ -215,7 +214,9 @@ def test_pfc_storm_is_detected_by_the_pfc_watchdog_and_lasts_until_cleared() -> 
     fabric.run_ticks(120)
     gpu = fabric.topo.nodes.index["gpu0003"]
     f = fabric.faults.faults["f0"]
-    assert f.detected_at_s == pytest.approx(100e-6, abs=1.5e-6)
+    # measured from the PFC model: its watchdog fires 100 µs after the queue was paused
+    assert f.detected_at_s is not None
+    assert 100e-6 <= f.detected_at_s - f.injected_at_s <= 110e-6
     assert f.mitigated_at_s == f.detected_at_s
     # the NIC keeps storming: the PFC model's watchdog decides what to honour
     assert fabric.faults.pfc_storm_nodes().tolist() == [gpu]
@@ -401,7 +402,7 @@ def test_random_fault_sequences_keep_the_invariants(
     actions: list[tuple[int, tuple[str, int, float | None]]], pfc: bool
 ) -> None:
     fabric = tiny(**({"flow_control": "pfc"} if pfc else {}))
-    physical = np.repeat(fabric.topo.links.buffer_bytes, fabric.n_vls)
+    physical = fabric.buffer_bytes.copy()
     for ticks, (kind, which, duration) in actions:
         if kind == "clear":
             fabric.apply(ClearFault(all=True))
@@ -413,10 +414,13 @@ def test_random_fault_sequences_keep_the_invariants(
         fabric.run_ticks(ticks)
         snap = fabric.snapshot()
         t = snap.totals
-        # bytes are conserved: everything injected is delivered or still in flight
+        # bytes are conserved: everything injected is delivered or still in flight (bytes
+        # dropped on a PFC fabric are sent again, so they are in flight too)
         assert t.injected_bytes_total == pytest.approx(
-            t.delivered_bytes_total + t.in_flight_bytes + t.dropped_bytes_total, rel=1e-9, abs=1.0
+            t.delivered_bytes_total + t.in_flight_bytes, rel=1e-9, abs=1.0
         )
+        if not pfc:
+            assert t.dropped_bytes_total == 0
         # buffers hold between nothing and their physical size (credit loss shrinks what
         # the sender may use, never what the buffer holds)
         assert (fabric.occupancy >= -1e-6).all()
