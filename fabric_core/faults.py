@@ -40,6 +40,8 @@ class FaultKind:
     #: (link-level retry / go-back-N), "retrain" (the link retrains), "watchdog"
     #: (PFC watchdog), "none" (the fault lasts until cleared).
     mitigation: str = "none"
+    #: flow-control families the fault exists on ("credit", "pfc")
+    fabrics: tuple[str, ...] = ("credit", "pfc")
 
 
 FAULT_KINDS: dict[str, FaultKind] = {
@@ -80,6 +82,7 @@ FAULT_KINDS: dict[str, FaultKind] = {
             "a fraction of credit updates is lost: the usable downstream buffer leaks "
             "away with the bytes carried, until the credit watchdog retrains the link",
             "retrain",
+            ("credit",),
         ),
         FaultKind(
             "pfc_storm",
@@ -180,6 +183,8 @@ class FaultBook:
     emit: EventSink
     faults: dict[str, Fault] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=itertools.count)
+    #: the fabric's flow control ("credit" | "pfc"); kept current by ``recovery.track``
+    flow_control: str = "credit"
 
     def __post_init__(self) -> None:
         n = len(self.links)
@@ -206,6 +211,11 @@ class FaultBook:
         if kind is None:
             raise CommandError(
                 f"{unknown('fault kind', cmd.kind, FAULT_KINDS)}; known: {', '.join(FAULT_KINDS)}"
+            )
+        if self.flow_control not in kind.fabrics:
+            raise CommandError(
+                f"{kind.name} needs a {' or '.join(kind.fabrics)} fabric; this one uses "
+                f"{self.flow_control} flow control"
             )
         node = -1
         if kind.target == "link":

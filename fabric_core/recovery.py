@@ -86,6 +86,7 @@ def link_delays(p: Profile) -> tuple[float, float]:
 def track(fabric: Fabric, status: NDArray[np.int8], now: float) -> None:
     """One tick of fault tracking; see the module docstring."""
     book = fabric.faults
+    book.flow_control = fabric.profile.flow_control
     book.delivered_history.append((now, fabric.delivered_bytes))
     down = status == LinkStatus.DOWN
     went_down = down & (fabric._prev_status != LinkStatus.DOWN)
@@ -425,6 +426,7 @@ def scheduled_command(
 
 def check_scheduled(fabric: Fabric, cmd: InjectFault | ClearFault) -> None:
     """Validate a scheduled command against the fabric (raises ``CommandError``)."""
+    fabric.faults.flow_control = fabric.profile.flow_control
     if isinstance(cmd, InjectFault):
         fabric.faults.check(cmd)
         return
