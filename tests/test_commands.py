@@ -236,7 +236,7 @@ def test_truncated_json_is_malformed(cmd: dict[str, Any], cut: int) -> None:
     assert "malformed JSON" in str(info.value) or "empty command" in str(info.value)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cmd=_commandish)
 def test_hostile_commands_leave_the_engine_running_and_unchanged(cmd: dict[str, Any]) -> None:
     engine = _ENGINE

@@ -15,6 +15,7 @@ from fabric_core.fabric import Fabric
 from fabric_core.faults import Fault
 from fabric_core.profiles import NATIVE_400G
 from fabric_core.scenario import parse_scenario
+from fabric_core.snapshot import LinkStatus
 from tests.test_faults import FAST, run_until_recovered, tiny
 
 
@@ -149,20 +150,27 @@ def test_recovery_is_measured_not_declared_when_capacity_is_missing() -> None:
 
 
 def test_link_flap_reroutes_each_long_down_episode() -> None:
-    fabric = tiny()
-    fabric.run_ticks(50)
-    # down 300 µs of every 500 µs: each episode outlasts the 200 µs reroute
+    fabric = tiny(reroute_s=100e-6)
+    fabric.run_ticks(10)
+    # down 150 µs of every 200 µs: each episode outlasts the 100 µs reroute
     fabric.apply(
         InjectFault(
             kind="link_flap",
             target="leaf00->spine01",
-            params={"period_s": 500e-6, "down_fraction": 0.6},
+            params={"period_s": 200e-6, "down_fraction": 0.75},
         )
     )
-    fabric.run_ticks(1100)
-    reroutes = [e for e in fabric.events if e.kind == "rerouted"]
-    assert len(reroutes) == 2  # 200 µs into the episodes that start at 50 and 550 µs
-    assert fabric.faults.faults["f0"].mitigated_at_s == pytest.approx(250e-6, abs=1.5e-6)
+    i = fabric.topo.links.index["leaf00->spine01"]
+    status = []
+    for _ in range(45):
+        fabric.run_ticks(10)
+        status.append(int(fabric.faults.status()[i]))
+    assert set(status) == {LinkStatus.UP, LinkStatus.DOWN}
+    reroutes = [e.time_s for e in fabric.events if e.kind == "rerouted"]
+    # 100 µs into each of the episodes that start at 10, 210 and 410 µs
+    assert reroutes == pytest.approx([110e-6, 310e-6], abs=1.5e-6)
+    assert fabric.faults.faults["f0"].mitigated_at_s == pytest.approx(110e-6, abs=1.5e-6)
+    assert fabric.counters["link_downed_total"][i] == 3
 
 
 def test_unknown_recovery_mode_is_refused() -> None:
