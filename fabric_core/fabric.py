@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core import recovery
 from fabric_core.commands import (
     ClearFault,
     Command,
@@ -184,7 +185,7 @@ class Fabric:
         self._window: deque[tuple[float, float]] = deque(maxlen=64)  # (time, delivered)
         self._prev_status = np.zeros(L, dtype=np.int8)
         self.hop_updates = 0
-        self.schedule: list[tuple[float, InjectFault]] = []  # (time, fault), time order
+        self.schedule: list[tuple[float, InjectFault | ClearFault]] = []  # time order
         self.static_routes: dict[tuple[int, int], list[int]] = {}
         self._static_keys = np.zeros(0, dtype=np.int64)
         self.pfc: PfcQueues | None = None
@@ -224,11 +225,9 @@ class Fabric:
             except ValueError as exc:
                 raise ScenarioError(f"{scn.source}: route[{i}]: {exc}") from None
         for i, f in enumerate(scn.faults):
-            cmd = InjectFault(
-                kind=f.kind, target=f.target, params=dict(f.params), duration_s=f.duration_s
-            )
             try:
-                fabric.faults.check(cmd)
+                cmd = recovery.scheduled_command(f.kind, f.target, dict(f.params), f.duration_s)
+                recovery.check_scheduled(fabric, cmd)
             except CommandError as exc:
                 raise ScenarioError(f"{scn.source}: fault[{i}]: {exc}") from None
             fabric.schedule.append((f.at_s, cmd))
@@ -401,7 +400,7 @@ class Fabric:
         now = self.sim_time_s
         while self.schedule and self.schedule[0][0] <= now + 1e-15:
             _, cmd = self.schedule.pop(0)
-            self.faults.inject(cmd, now)
+            recovery.apply_scheduled(self, cmd, now)
         self.faults.expire(now)
         self._generate(now, dt)
         status = self.faults.status()
@@ -682,64 +681,12 @@ class Fabric:
         fl.remove(flows)
 
     def _track_link_changes(self, status: NDArray[np.int8], now: float) -> None:
-        went_down = (status == LinkStatus.DOWN) & (self._prev_status != LinkStatus.DOWN)
-        if went_down.any():
-            self.counters["link_downed_total"][went_down] += 1
-        self._prev_status = status
-        self._progress_faults(status, now)
-
-    def _progress_faults(self, status: NDArray[np.int8], now: float) -> None:
-        p = self.profile
-        for f in self.faults.faults.values():
-            if f.cleared_at_s is not None:
-                continue
-            if f.detected_at_s is None and now >= f.injected_at_s + p.fault_detect_s - 1e-15:
-                f.detected_at_s = now
-                self._emit(
-                    "warning", "fault_detected", f.target, f"{f.kind} on {f.target} detected"
-                )
-            if f.kind in ("link_down", "switch_down"):
-                if f.mitigated_at_s is None and now >= f.injected_at_s + p.reroute_s - 1e-15:
-                    self.known_down[f.links] = True
-                    moved = self._reroute(f.links)
-                    f.mitigated_at_s = now
-                    f.recovered_at_s = now
-                    self._emit(
-                        "info", "rerouted", f.target, f"{moved} flows rerouted around {f.target}"
-                    )
-            elif (
-                f.kind == "link_degraded"
-                and f.detected_at_s is not None
-                and f.mitigated_at_s is None
-            ):
-                # link-level retry is the mitigation; nothing is rerouted
-                f.mitigated_at_s = f.detected_at_s
-                f.recovered_at_s = f.detected_at_s
-        # links back up: routing may use them again
-        self.known_down &= status == LinkStatus.DOWN
+        # detection, reroute / reconvergence, time-driven faults, measured recovery
+        recovery.track(self, status, now)
 
     def _reroute(self, links: NDArray[np.int64]) -> int:
-        """Give flows crossing failed links new paths; their bytes past the source are resent."""
-        fl = self.flows
-        hit = np.isin(fl.path, links).any(axis=0) & fl.active
-        slots = np.flatnonzero(hit)
-        if slots.size == 0:
-            return 0
-        src = self.topo.links.src[fl.path[0, slots]].astype(np.int64)
-        dst = self.topo.links.dst[fl.path[fl.hops[slots] - 1, slots]].astype(np.int64)
-        cost = np.where(self.known_down, np.inf, 0.0)
-        path, hops = route(self.topo, src, dst, fl.tag[slots], mode="adaptive", link_cost=cost)
-        in_network = fl.backlog[1:, slots].sum(axis=0)
-        self.counters["retransmitted_bytes_total"][fl.path[0, slots]] += in_network
-        fl.backlog[0, slots] += in_network
-        fl.backlog[1:, slots] = 0.0
-        fl.rate[:, slots] = 0.0
-        fl.path[:, slots] = path
-        fl.hops[slots] = hops
-        fl.vl[:, slots] = self.lanes(path, fl.vl[0, slots])
-        fl.version += 1
-        self._set_fixed_latency(slots)
-        return int(slots.size)
+        """Give flows crossing failed links new paths (see ``recovery.reroute``)."""
+        return recovery.reroute(self, links)[0]
 
     # ------------------------------------------------------------------ commands
     def apply(self, cmd: Command) -> Mapping[str, Any]:
