@@ -28,7 +28,7 @@ from fabric_core.commands import (
     StopWorkload,
     unknown,
 )
-from fabric_core.faults import FaultBook
+from fabric_core.faults import FaultBook, goodput_fraction
 from fabric_core.flows import FlowTable, NewFlows
 from fabric_core.histogram import Histogram
 from fabric_core.pfc import (
@@ -66,6 +66,9 @@ from fabric_core.topology import Topology
 from fabric_core.workloads import Completions, Workload
 
 MAX_EVENTS = 500
+#: Round trip that sets RoCE's go-back-N window on a bit error (the bytes in flight
+#: at line rate): a few µs across a 3-tier fabric plus NIC time; a guess.
+GO_BACK_N_RTT_S = 10e-6
 
 
 @dataclass(frozen=True)
@@ -133,7 +136,9 @@ class Fabric:
         self.sim_time_s = 0.0
         self.flows = FlowTable(1024)
         self.events: deque[Event] = deque(maxlen=MAX_EVENTS)
-        self.faults = FaultBook(topo.links, topo.nodes, self._emit)
+        self.faults = FaultBook(
+            topo.links, topo.nodes, self._emit, flow_control=profile.flow_control
+        )
         self.n_vls = int(profile.virtual_lanes)
         names = []
         for wl in workloads:
@@ -241,14 +246,21 @@ class Fabric:
         """Payload capacity per link: line rate less headers, less retries, 0 when down."""
         p = self.profile
         eff = p.mtu_bytes / (p.mtu_bytes + p.header_bytes)
-        cap = self.topo.links.bandwidth_Bps * eff * (1.0 - self._retry_fraction())
+        cap = self.topo.links.bandwidth_Bps * eff * self._goodput()
         cap[status == LinkStatus.DOWN] = 0.0
         return cap
 
-    def _retry_fraction(self) -> NDArray[np.float64]:
-        """Fraction of packets hit by a bit error (each is retried once, link-level)."""
-        bits = (self.profile.mtu_bytes + self.profile.header_bytes) * 8
-        return -np.expm1(bits * np.log1p(-self.faults.ber))
+    def _goodput(self) -> NDArray[np.float64]:
+        """Share of each link left for new data under bit errors: the native fabric
+        retries the one bad packet on the link; RoCE goes back N end to end, resending
+        the window in flight (bandwidth × GO_BACK_N_RTT_S)."""
+        p = self.profile
+        packet = p.mtu_bytes + p.header_bytes
+        if p.flow_control == "credit":
+            resent = np.ones(len(self.topo.links))
+        else:
+            resent = np.maximum(self.topo.links.bandwidth_Bps * GO_BACK_N_RTT_S / packet, 1.0)
+        return goodput_fraction(self.faults.ber, packet, resent)
 
     # ------------------------------------------------------------------ flows in
     def start_flows(
@@ -451,9 +463,10 @@ class Fabric:
         c = self.counters
         c["tx_bytes_total"] += carried
         c["tx_packets_total"] += carried / self.profile.mtu_bytes
-        retry = self._retry_fraction()
-        c["retransmitted_bytes_total"] += carried * retry / np.maximum(1 - retry, 1e-12)
-        c["link_error_recovery_total"] += carried / self.profile.mtu_bytes * retry
+        goodput = self._goodput()
+        resent = carried * (1 / np.maximum(goodput, 1e-12) - 1)
+        c["retransmitted_bytes_total"] += resent
+        c["link_error_recovery_total"] += resent / self.profile.mtu_bytes
         c["symbol_errors_total"] += carried * 8 * self.faults.ber
         has_prev = idx.prev >= 0
         up_buf = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)

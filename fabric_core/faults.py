@@ -393,7 +393,7 @@ class FaultBook:
 
 
 def goodput_fraction(
-    ber: NDArray[np.float64], packet_bytes: float, resent_packets: float
+    ber: NDArray[np.float64], packet_bytes: float, resent_packets: float | NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """Share of a link's capacity left for new data under bit errors.
 
