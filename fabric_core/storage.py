@@ -359,3 +359,52 @@ def parse_params(table: Mapping[str, Any] | None) -> StorageParams:
     if not isinstance(table, Mapping):
         raise ValueError("storage: must be a table of parameter overrides")
     return StorageParams().with_overrides(**dict(table))
+
+
+def inject_slow_target(
+    fabric: Fabric,
+    target: str,
+    *,
+    latency_factor: float = 10.0,
+    bandwidth_factor: float = 0.25,
+    duration_s: float | None = None,
+) -> str:
+    """Inject ``slow_target`` on a storage node now; returns the fault id.
+
+    Goes through ``Fabric.apply`` when the fault book accepts storage targets;
+    until it does (``FaultBook.check`` takes switch nodes only), the fault is
+    validated here and entered in the fault book directly, with its timeline.
+    """
+    from fabric_core.commands import CommandError, InjectFault
+    from fabric_core.faults import FAULT_KINDS, Fault
+
+    params: dict[str, float | str] = {
+        "latency_factor": latency_factor,
+        "bandwidth_factor": bandwidth_factor,
+    }
+    cmd = InjectFault(kind="slow_target", target=target, params=params, duration_s=duration_s)
+    try:
+        return str(fabric.apply(cmd)["fault_id"])
+    except CommandError:
+        pass
+    ni = fabric.topo.nodes.index.get(target)
+    if ni is None or ni not in set(fabric.topo.storage.tolist()):
+        names = [fabric.topo.nodes.name[i] for i in fabric.topo.storage]
+        raise CommandError(f"unknown storage target {target!r}; known: {', '.join(names)}")
+    for name, (_, lo, hi) in FAULT_KINDS["slow_target"].params.items():
+        if not lo <= float(params[name]) <= hi:
+            raise CommandError(f"slow_target: {name} must be in [{lo:g}, {hi:g}]")
+    book = fabric.faults
+    now = fabric.sim_time_s
+    fid = f"f{next(book._ids)}"
+    book.faults[fid] = Fault(
+        id=fid,
+        kind="slow_target",
+        target=target,
+        params=dict(params),
+        injected_at_s=now,
+        links=np.zeros(0, dtype=np.int64),
+        clear_at_s=None if duration_s is None else now + duration_s,
+    )
+    book.emit("warning", "fault_injected", target, f"slow_target injected on {target} ({fid})")
+    return fid

@@ -10,9 +10,12 @@ and the new KV is offloaded (written) in the background when ``offload``.
 The GPU's own queue of requests is not modelled (each request is timed on its
 own), so TTFT here is the storage-vs-prefill part the paths change.
 
-A PD workload can use the same store: ``restore(gpu_nodes, kv_bytes, t)``
-and ``offload(...)`` start I/Os and return request ids; ``pop_done(upto)``
-returns the ids (and times) whose KV has landed. See ``KvStore``.
+A PD workload can use the same store beside it: run a ``kvcache`` workload
+(``rate_per_s = 0`` if PD makes all the requests), find it in
+``fabric.workloads`` and call ``store.restore(gpu_nodes, kv_bytes, t)`` /
+``store.offload(...)`` (request ids back), then ``store.pop_done(upto)`` each
+tick for the ids (and times) whose KV has landed. The KvCache workload
+carries the flows and leaves those requests to their caller.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class KvStore:
         self.start = np.zeros(0)
         self.done_t = np.zeros(0)
         self.write = np.zeros(0, dtype=bool)
+        self.external = np.zeros(0, dtype=bool)  # started by another workload (e.g. PD)
         self._done: list[NDArray[Any]] = [np.zeros(0, np.int64), np.zeros(0)]
 
     def _new(self, n: int, t: F64) -> I64:
@@ -50,10 +54,12 @@ class KvStore:
         self.start = np.r_[self.start, t]
         self.done_t = np.r_[self.done_t, np.zeros(n)]
         self.write = np.r_[self.write, np.zeros(n, dtype=bool)]
+        self.external = np.r_[self.external, np.zeros(n, dtype=bool)]
         return np.arange(r0, r0 + n, dtype=np.int64)
 
-    def _io(self, gpu: I64, kv_bytes: F64, t: F64, write: bool) -> I64:
+    def _io(self, gpu: I64, kv_bytes: F64, t: F64, write: bool, external: bool) -> I64:
         rid = self._new(gpu.size, t)
+        self.external[rid] = external
         n_io = np.maximum(1, np.ceil(kv_bytes / self.io_bytes - 1e-9)).astype(np.int64)
         self.left[rid] = n_io
         self.write[rid] = write
@@ -67,13 +73,13 @@ class KvStore:
         self.client.issue(client, target, size, np.repeat(t, n_io), r, write=write)
         return rid
 
-    def restore(self, gpu: I64, kv_bytes: F64, t: F64) -> I64:
-        """Read KV back into the GPUs' memory; returns request ids."""
-        return self._io(gpu, kv_bytes, t, write=False)
+    def restore(self, gpu: I64, kv_bytes: F64, t: F64, *, external: bool = True) -> I64:
+        """Read KV back into the GPUs' memory from times ``t``; returns request ids."""
+        return self._io(gpu, kv_bytes, t, write=False, external=external)
 
-    def offload(self, gpu: I64, kv_bytes: F64, t: F64) -> I64:
-        """Write KV from the GPUs to storage; returns request ids."""
-        return self._io(gpu, kv_bytes, t, write=True)
+    def offload(self, gpu: I64, kv_bytes: F64, t: F64, *, external: bool = True) -> I64:
+        """Write KV from the GPUs to storage from times ``t``; returns request ids."""
+        return self._io(gpu, kv_bytes, t, write=True, external=external)
 
     def poll(self, upto_s: float) -> None:
         """Account I/Os landed before ``upto_s``."""
@@ -86,12 +92,14 @@ class KvStore:
         fin = np.unique(r[self.left[r] == 0])
         self._done = [np.r_[self._done[0], fin], np.r_[self._done[1], self.done_t[fin]]]
 
-    def pop_done(self, upto_s: float) -> tuple[I64, F64]:
-        """Requests whose last I/O landed before ``upto_s``: (ids, times)."""
+    def pop_done(self, upto_s: float, *, external: bool = True) -> tuple[I64, F64]:
+        """Requests (started by others, or by the KvCache workload itself) whose last
+        I/O landed before ``upto_s``: (ids, times)."""
         self.poll(upto_s)
         ids, t = self._done
-        self._done = [np.zeros(0, np.int64), np.zeros(0)]
-        return ids, t
+        mine = self.external[ids] == external
+        self._done = [ids[~mine], t[~mine]]
+        return ids[mine], t[mine]
 
 
 @dataclass
@@ -147,7 +155,7 @@ class KvCache(StorageWorkload):
                 self.misses += int((~hit).sum())
                 kv = np.full(gpu.size, self.kv_bytes)
                 if hit.any():
-                    self.store.restore(gpu[hit], kv[hit], t[hit])
+                    self.store.restore(gpu[hit], kv[hit], t[hit], external=False)
                 miss = ~hit
                 if miss.any():
                     prefill = self.context_tokens / self.prefill_tokens_per_s
@@ -158,8 +166,8 @@ class KvCache(StorageWorkload):
                         np.full(int(miss.sum()), prefill + self.first_decode_s)
                     )
                     if self.offload:
-                        self.store.offload(gpu[miss], kv[miss], t[miss] + prefill)
-        ids, t_done = self.store.pop_done(end)
+                        self.store.offload(gpu[miss], kv[miss], t[miss] + prefill, external=False)
+        ids, t_done = self.store.pop_done(end, external=False)
         if ids.size:
             is_restore = ~self.store.write[ids]
             r = ids[is_restore]

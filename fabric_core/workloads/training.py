@@ -145,7 +145,7 @@ class Training(StorageWorkload):
             "data_wait_fraction": self.wait_sum / self.interval_sum
             if self.interval_sum
             else float("nan"),
-            "steps_completed": float(self.steps.sum()),
+            "steps_started": float(self.steps.sum()),
             "demand_bytes_per_second": self.batch_bytes / self.compute_s * self.gpus.size,
         }
         out.update(self.io.kpis(self.gpus, now_s))
