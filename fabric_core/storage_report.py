@@ -76,6 +76,7 @@ class Case:
     duration_s: float
     variants: tuple[Variant, ...]
     columns: tuple[Column, ...]
+    dt: str | None = None  # a coarser tick than the scenario's (results do not depend on it)
 
 
 STORAGE_KINDS = ("storage_io", "training", "checkpoint", "kvcache")
@@ -131,6 +132,7 @@ CASES: dict[str, Case] = {
                 Column("loader", _wk("loader", "loader_bytes_per_second"), _rate),
                 *_cpu_cols("loader"),
             ),
+            dt="200us",
         ),
         Case(
             "storage-kvcache",
@@ -147,6 +149,7 @@ CASES: dict[str, Case] = {
                 Column("restore p99", _wk("kvcache", "restore_p99_seconds"), _time),
                 *_cpu_cols("kvcache"),
             ),
+            dt="100us",
         ),
         Case(
             "checkpoint-burst",
@@ -171,6 +174,8 @@ CASES: dict[str, Case] = {
 def build_variant(case: Case, v: Variant) -> Fabric:
     """The fabric of one variant (fresh, faults injected)."""
     raw = dict(load_scenario(v.scenario or case.scenario).raw)
+    if case.dt is not None:
+        raw["dt"] = case.dt
     tables = []
     for t in raw.get("workload", []):
         if t.get("kind") in v.drop_kinds:
@@ -220,7 +225,8 @@ def text_table(res: CaseResult) -> str:
     head = ["path", *(c.header for c in res.case.columns)]
     rows = [head, *_cells(res)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = [f"{res.case.title}  [{res.case.scenario}, {format_duration(res.duration_s)}]"]
+    tick = f", dt {res.case.dt}" if res.case.dt else ""
+    lines = [f"{res.case.title}  [{res.case.scenario}, {format_duration(res.duration_s)}{tick}]"]
     for r in rows:
         lines.append(
             "  ".join(
@@ -238,7 +244,9 @@ def markdown(results: Sequence[CaseResult], command: str) -> str:
         head = ["path", *(c.header for c in res.case.columns)]
         parts.append(
             f"**{res.case.title}** — scenario `{res.case.scenario}`, "
-            f"{format_duration(res.duration_s)} simulated per row\n"
+            f"{format_duration(res.duration_s)} simulated per row"
+            + (f", tick {res.case.dt}" if res.case.dt else "")
+            + "\n"
         )
         parts.append("| " + " | ".join(head) + " |")
         parts.append("|" + "|".join("---" for _ in head) + "|")

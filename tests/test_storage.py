@@ -21,6 +21,7 @@ TOPO = {"kind": "leaf-spine", "leaves": 2, "spines": 2, "gpus_per_leaf": 4, "sto
 
 def probe_fabric(path: str, **extra: Any) -> Fabric:
     raw = load_scenario("storage-random-read").raw
+    # the probe alone (the scenario's RPC probe only slows the test down)
     raw = {**raw, "workload": [{**raw["workload"][0], "path": path, **extra}]}
     return Fabric.from_scenario(parse_scenario(raw))
 

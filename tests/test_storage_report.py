@@ -15,7 +15,7 @@ def test_storage_report_prints_paths_side_by_side_and_writes_docs(
 ) -> None:
     doc = tmp_path / "STORAGE.md"
     doc.write_text(f"# Storage\n\nintro\n\n{BEGIN}\nold table\n{END}\n\nafter\n")
-    rc = main(["storage-report", "storage-random-read", "--scale", "0.4", "--write-docs", str(doc)])
+    rc = main(["storage-report", "storage-random-read", "--scale", "0.2", "--write-docs", str(doc)])
     assert rc == 0
     out = capsys.readouterr().out
     rows = {line.split("  ")[0].strip() for line in out.splitlines()}
@@ -25,7 +25,7 @@ def test_storage_report_prints_paths_side_by_side_and_writes_docs(
     assert "old table" not in text
     assert text.startswith("# Storage\n\nintro") and text.rstrip().endswith("after")
     assert "| xds |" in text and "| nvme-tcp |" in text
-    assert "storage-report storage-random-read --scale 0.4 --write-docs" in text
+    assert "storage-report storage-random-read --scale 0.2 --write-docs" in text
 
 
 def test_storage_report_rejects_unknown_scenarios(capsys: pytest.CaptureFixture[str]) -> None:

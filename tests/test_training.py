@@ -14,11 +14,14 @@ from fabric_core.storage import inject_slow_target
 
 def preset(path: str, **extra: Any) -> Fabric:
     raw = load_scenario("training-nfs").raw
-    raw = {**raw, "workload": [{**raw["workload"][0], "path": path, **extra}]}
+    loader = {**raw["workload"][0], "path": path, **extra}
+    # the loader alone (the preset's RPC probe only slows the test down) on a 200 µs tick
+    # (the bundled 40 µs gives the same figures, 5× slower; see docs/STORAGE.md)
+    raw = {**raw, "dt": "200us", "workload": [loader]}
     return Fabric.from_scenario(parse_scenario(raw))
 
 
-def kpis(fabric: Fabric, duration: float = 0.3) -> dict[str, Any]:
+def kpis(fabric: Fabric, duration: float = 0.25) -> dict[str, Any]:
     out: dict[str, Any] = run_for(fabric, duration)["workloads"]["loader"]["kpis"]
     return out
 
@@ -34,7 +37,7 @@ def rdma() -> dict[str, Any]:
 
 
 def test_default_preset_is_loader_bound_on_nfs_tcp(tcp: dict[str, Any]) -> None:
-    assert tcp["steps_started"] >= 8 * 5
+    assert tcp["steps_started"] >= 8 * 4
     assert tcp["gpu_utilisation"] < 0.75
     assert tcp["data_wait_fraction"] > 0.25
     # the reason is visible: the client CPU (per-byte receive copy) is saturated
@@ -55,10 +58,10 @@ def test_default_preset_is_near_compute_bound_on_nfs_rdma(
     assert 0.3 < 1 - rdma["step_seconds_mean"] / tcp["step_seconds_mean"] < 0.6
 
 
-def test_utilisation_follows_from_cpu_not_from_a_constant() -> None:
-    """More cores for the TCP stack lift the TCP run; nothing else changed."""
-    few = kpis(preset("nfs-tcp", storage={"client_cores": 0.5}), 0.2)
-    more = kpis(preset("nfs-tcp", storage={"client_cores": 2.0}), 0.2)
+def test_utilisation_follows_from_cpu_not_from_a_constant(tcp: dict[str, Any]) -> None:
+    """More cores for the TCP stack lift the TCP run (the preset gives it 0.5); nothing else changed."""
+    few = tcp
+    more = kpis(preset("nfs-tcp", storage={"client_cores": 2.0}), 0.15)
     assert more["gpu_utilisation"] > few["gpu_utilisation"] + 0.2
     assert more["client_cpu_utilisation"] < few["client_cpu_utilisation"]
 
@@ -66,7 +69,7 @@ def test_utilisation_follows_from_cpu_not_from_a_constant() -> None:
 def test_slow_target_lowers_gpu_utilisation() -> None:
     fabric = preset("nfs-rdma")
     inject_slow_target(fabric, "stor00", latency_factor=10.0, bandwidth_factor=0.25)
-    slow = kpis(fabric, 0.3)
+    slow = kpis(fabric, 0.15)
     # half of every batch comes from stor00, whose drives now give 13.6 GB/s for ~18 GB/s asked
     assert slow["gpu_utilisation"] < 0.9
     assert slow["data_wait_fraction"] > 0.1
