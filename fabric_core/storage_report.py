@@ -268,3 +268,31 @@ def splice(doc: str, table: str) -> str:
         _, tail = rest.split(END, 1)
         return head + block + tail
     return doc.rstrip("\n") + "\n\n" + block + "\n"
+
+
+PARAMS_BEGIN = "<!-- storage-params:begin -->"
+PARAMS_END = "<!-- storage-params:end -->"
+
+
+def params_markdown() -> str:
+    """The StorageParams table (value, unit, source) straight from the dataclass."""
+    from dataclasses import fields
+
+    from fabric_core.storage import StorageParams
+
+    p = StorageParams()
+    rows = ["| parameter | value | unit | source |", "|---|---|---|---|"]
+    for f in fields(p):
+        src = str(f.metadata["source"]).replace("|", "/")
+        rows.append(f"| `{f.name}` | {getattr(p, f.name):.4g} | {f.metadata['unit']} | {src} |")
+    return "\n".join(rows)
+
+
+def splice_params(doc: str) -> str:
+    """Replace the parameter table between its markers (append them when missing)."""
+    block = f"{PARAMS_BEGIN}\n{params_markdown()}\n{PARAMS_END}"
+    if PARAMS_BEGIN in doc and PARAMS_END in doc:
+        head, rest = doc.split(PARAMS_BEGIN, 1)
+        _, tail = rest.split(PARAMS_END, 1)
+        return head + block + tail
+    return doc.rstrip("\n") + "\n\n" + block + "\n"

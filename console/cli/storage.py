@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from fabric_core.scenario import ScenarioError
-from fabric_core.storage_report import CASES, markdown, run_case, splice, text_table
+from fabric_core.storage_report import (
+    CASES,
+    markdown,
+    run_case,
+    splice,
+    splice_params,
+    text_table,
+)
 
 
 def register(sub: Any) -> None:
@@ -70,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         cmd += f" --write-docs {args.write_docs}"
         try:
             doc = args.write_docs.read_text() if args.write_docs.exists() else ""
-            args.write_docs.write_text(splice(doc, markdown(results, cmd)))
+            args.write_docs.write_text(splice_params(splice(doc, markdown(results, cmd))))
         except OSError as exc:
             print(f"fabtop: cannot write {args.write_docs}: {exc.strerror or exc}", file=sys.stderr)
             return 1
