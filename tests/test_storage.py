@@ -15,6 +15,7 @@ from fabric_core.fabric import Fabric
 from fabric_core.report import run_for
 from fabric_core.scenario import ScenarioError, load_scenario, parse_scenario
 from fabric_core.storage import PATHS, ServerPool, StorageParams, inject_slow_target
+from fabric_core.workloads.storage_io import StorageProbe
 
 TOPO = {"kind": "leaf-spine", "leaves": 2, "spines": 2, "gpus_per_leaf": 4, "storage_targets": 2}
 
@@ -183,3 +184,14 @@ def test_slow_target_through_the_command_interface() -> None:
     fabric = probe_fabric("nvmeof")
     out = fabric.apply(InjectFault(kind="slow_target", target="stor00", params={}))
     assert out["fault_id"]
+
+
+def test_io_records_are_reused_so_memory_stays_bounded() -> None:
+    fabric = probe_fabric("local-nvme", depth=2)
+    run_for(fabric, 3e-3)
+    wl = fabric.workloads[0]
+    assert isinstance(wl, StorageProbe)
+    client = wl.io
+    assert client.ios_done > 100
+    # thousands of I/Os went through a few dozen records
+    assert client.slots <= 4 * 2 * 4

@@ -59,6 +59,8 @@ class StorageClient:
         self._grow(1024)
         self._flows: list[NDArray[Any]] = [np.zeros(0, np.int64), np.zeros(0)]  # ids, ready
         self._landed: list[NDArray[Any]] = [np.zeros(0, np.int64), np.zeros(0)]  # ids, time
+        self._free: I64 = np.zeros(0, np.int64)  # ids whose records may be reused
+        self._popped: I64 = np.zeros(0, np.int64)  # handed out by the last pop_landed
         # accounting
         self.bytes_done = 0.0
         self.ios_done = 0
@@ -81,6 +83,23 @@ class StorageClient:
             self.io[k] = new
         self._cap = cap
 
+    def _alloc(self, n: int) -> I64:
+        """Ids for ``n`` new I/Os: freed slots first, then new ones (the arrays stay bounded)."""
+        take = min(n, self._free.size)
+        reused = self._free[self._free.size - take :]
+        self._free = self._free[: self._free.size - take]
+        fresh = n - take
+        if self._n + fresh > self._cap:
+            self._grow(self._n + fresh)
+        new = np.arange(self._n, self._n + fresh, dtype=np.int64)
+        self._n += fresh
+        return np.concatenate([reused, new])
+
+    @property
+    def slots(self) -> int:
+        """I/O records allocated (in flight, landed or free for reuse)."""
+        return self._n
+
     # ---------------------------------------------------------------- issue
     def issue(
         self,
@@ -96,10 +115,7 @@ class StorageClient:
         n = client.size
         if n == 0:
             return
-        if self._n + n > self._cap:
-            self._grow(self._n + n)
-        ids = np.arange(self._n, self._n + n, dtype=np.int64)
-        self._n += n
+        ids = self._alloc(n)
         io = self.io
         io["client"][ids] = client
         io["target"][ids] = client if not self.path.remote else target
@@ -192,7 +208,13 @@ class StorageClient:
         self._landed = [np.r_[self._landed[0], ids], np.r_[self._landed[1], t]]
 
     def pop_landed(self, upto_s: float) -> tuple[I64, F64]:
-        """I/O ids (and times) that landed before ``upto_s``, in time order."""
+        """I/O ids (and times) that landed before ``upto_s``, in time order.
+
+        Their records (``io[...]``) stay valid until the next ``pop_landed`` call;
+        then the ids are reused.
+        """
+        self._free = np.concatenate([self._free, self._popped])
+        self._popped = np.zeros(0, np.int64)
         ids, t = self._landed
         due = t < upto_s
         if not due.any():
@@ -200,6 +222,7 @@ class StorageClient:
         self._landed = [ids[~due], t[~due]]
         ids, t = ids[due], t[due]
         order = np.argsort(t, kind="stable")
+        self._popped = ids[order]
         return ids[order], t[order]
 
     # ---------------------------------------------------------------- figures
@@ -289,18 +312,15 @@ class StorageProbe(StorageWorkload):
             self._started = True
             c = np.repeat(self.clients, self.depth)
             self._issue(c, np.full(c.size, now_s), rng)
-        ids, t = io.pop_landed(now_s + dt_s)
-        if ids.size:
+        # each landed I/O starts the next one of its client at once; on a fast path
+        # that one may land within this tick too
+        while True:
+            ids, t = io.pop_landed(now_s + dt_s)
+            if ids.size == 0:
+                break
             self.histogram("io_seconds").observe_many(t - io.io["issue"][ids])
             if self.running:
                 self._issue(io.io["client"][ids], t, rng)
-            # a landed I/O may have started another that lands within this tick
-            more, t2 = io.pop_landed(now_s + dt_s)
-            while more.size:
-                self.histogram("io_seconds").observe_many(t2 - io.io["issue"][more])
-                if self.running:
-                    self._issue(io.io["client"][more], t2, rng)
-                more, t2 = io.pop_landed(now_s + dt_s)
         return io.flows_due(now_s, dt_s)
 
     def kpis(self, now_s: float) -> Mapping[str, float]:
