@@ -108,9 +108,10 @@ class StorageParams:
     nfsd_rpc_cpu_s: float = _p(5e-6, "nfsd work per RPC on the server: a guess", "s")
     tcp_rx_cpu_s_per_byte: float = _p(
         8 / 42e9,
-        "a Linux core receives ~42 Gb/s of one TCP flow with all optimisations (TSO/GRO, "
-        "jumbo frames, aRFS); the kernel→application copy is the main cost (Cai et al., "
-        "'Understanding Host Network Stack Overheads', SIGCOMM 2021) → 0.19 ns/B (derived)",
+        "one Linux core cannot receive 100 Gb/s and the kernel→application copy is the main "
+        "cost (Cai et al., 'Understanding Host Network Stack Overheads', SIGCOMM 2021); "
+        "~42 Gb/s per core for one flow with all optimisations is the paper's figure as we "
+        "recall it (not re-checked against the PDF here) → 0.19 ns/B (derived)",
         "s/B",
     )
     tcp_tx_cpu_s_per_byte: float = _p(
