@@ -195,3 +195,18 @@ def test_io_records_are_reused_so_memory_stays_bounded() -> None:
     assert client.ios_done > 100
     # thousands of I/Os went through a few dozen records
     assert client.slots <= 4 * 2 * 4
+
+
+def test_storage_workloads_of_one_fabric_share_their_parameters() -> None:
+    raw = {
+        "topology": TOPO,
+        "workload": [
+            {"kind": "storage_io", "class": "s", "path": "xds"},
+            {"kind": "checkpoint", "class": "c", "storage": {"client_cores": 4}},
+        ],
+    }
+    with pytest.raises(ScenarioError, match="share the same storage parameters"):
+        Fabric.from_scenario(parse_scenario(raw))
+    raw["workload"][0]["storage"] = {"client_cores": 4}
+    fabric = Fabric.from_scenario(parse_scenario(raw))
+    assert len(fabric.workloads) == 2

@@ -81,3 +81,11 @@ def test_cache_hits_restore_instead_of_prefill(serving: dict[str, Any]) -> None:
     assert serving["restore_p50_seconds"] < serving["prefill_seconds"]
     assert serving["ttft_hit_p50_seconds"] < 0.8 * serving["ttft_miss_p50_seconds"]
     assert serving["host_memory_bytes"] == 0.0 and serving["client_copy_cpu_seconds"] == 0.0
+
+
+def test_request_records_are_reused() -> None:
+    f = quiet("xds")
+    for _ in range(5):
+        restore_times(f, [10e6, 10e6])
+    store = kv_workload(f).store
+    assert store is not None and store.slots <= 4

@@ -41,21 +41,39 @@ class KvStore:
         self.client = client
         self.targets = targets
         self.io_bytes = min(io_bytes, client.max_io_bytes)
-        self.left = np.zeros(0, dtype=np.int64)
-        self.start = np.zeros(0)
-        self.done_t = np.zeros(0)
-        self.write = np.zeros(0, dtype=bool)
-        self.external = np.zeros(0, dtype=bool)  # started by another workload (e.g. PD)
+        self.left = np.zeros(16, dtype=np.int64)  # I/Os not landed, per request slot
+        self.start = np.zeros(16)
+        self.done_t = np.zeros(16)
+        self.write = np.zeros(16, dtype=bool)
+        self.external = np.zeros(16, dtype=bool)  # started by another workload (e.g. PD)
+        self._n = 0  # slots ever used
+        self._free: I64 = np.zeros(0, np.int64)
+        self._popped: dict[bool, I64] = {True: np.zeros(0, np.int64), False: np.zeros(0, np.int64)}
         self._done: list[NDArray[Any]] = [np.zeros(0, np.int64), np.zeros(0)]
 
+    @property
+    def slots(self) -> int:
+        """Request records allocated (live or free for reuse)."""
+        return self._n
+
     def _new(self, n: int, t: F64) -> I64:
-        r0 = self.left.size
-        self.left = np.r_[self.left, np.zeros(n, np.int64)]
-        self.start = np.r_[self.start, t]
-        self.done_t = np.r_[self.done_t, np.zeros(n)]
-        self.write = np.r_[self.write, np.zeros(n, dtype=bool)]
-        self.external = np.r_[self.external, np.zeros(n, dtype=bool)]
-        return np.arange(r0, r0 + n, dtype=np.int64)
+        """Slots for ``n`` requests: freed ones first (bounded memory in long runs)."""
+        take = min(n, self._free.size)
+        reused = self._free[self._free.size - take :]
+        self._free = self._free[: self._free.size - take]
+        fresh = np.arange(self._n, self._n + n - take, dtype=np.int64)
+        self._n += n - take
+        if self._n > self.left.size:
+            cap = max(self._n, 2 * self.left.size)
+            for name in ("left", "start", "done_t", "write", "external"):
+                old = getattr(self, name)
+                grown = np.zeros(cap, dtype=old.dtype)
+                grown[: old.size] = old
+                setattr(self, name, grown)
+        rid = np.concatenate([reused, fresh])
+        self.start[rid] = t
+        self.done_t[rid] = 0.0
+        return rid
 
     def _io(self, gpu: I64, kv_bytes: F64, t: F64, write: bool, external: bool) -> I64:
         rid = self._new(gpu.size, t)
@@ -94,11 +112,15 @@ class KvStore:
 
     def pop_done(self, upto_s: float, *, external: bool = True) -> tuple[I64, F64]:
         """Requests (started by others, or by the KvCache workload itself) whose last
-        I/O landed before ``upto_s``: (ids, times)."""
+        I/O landed before ``upto_s``: (ids, times). Their records (``start``...) stay
+        valid until this caller's next ``pop_done``; then the ids are reused."""
+        # the ids handed out by this caller's previous call may now be reused
+        self._free = np.concatenate([self._free, self._popped[external]])
         self.poll(upto_s)
         ids, t = self._done
         mine = self.external[ids] == external
         self._done = [ids[~mine], t[~mine]]
+        self._popped[external] = ids[mine]
         return ids[mine], t[mine]
 
 
