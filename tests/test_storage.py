@@ -165,6 +165,16 @@ def test_slow_target_raises_read_latency_and_clears() -> None:
     assert [f.kind for f in fabric.faults.active("slow_target")] == ["slow_target"] * 2
     slow = run_for(fabric, 3e-3)["workloads"]["probe"]["kpis"]["io_latency_mean_seconds"]
     assert slow > 5 * base
+    # a fault with a duration clears itself and the target is fast again
+    fabric = probe_fabric("nvmeof")
+    fid = inject_slow_target(fabric, "stor00", latency_factor=50.0, duration_s=1e-3)
+    run_for(fabric, 3e-3)
+    assert not fabric.faults.active("slow_target")
+    assert fabric.faults.faults[fid].cleared_at_s == pytest.approx(1e-3, abs=1e-4)
+    sys_ = fabric.workloads[0]
+    assert isinstance(sys_, StorageProbe)
+    lat_f, _ = sys_.io.system.slow_factors(np.array([fabric.topo.storage[0]], dtype=np.int64))
+    assert lat_f[0] == 1.0
 
 
 def test_slow_target_rejects_non_storage_nodes_and_bad_params() -> None:
