@@ -20,8 +20,10 @@ from fabric_core.workloads.storage_io import StorageProbe
 TOPO = {"kind": "leaf-spine", "leaves": 2, "spines": 2, "gpus_per_leaf": 4, "storage_targets": 2}
 
 
-def probe_fabric(path: str, **extra: Any) -> Fabric:
+def probe_fabric(path: str, dt_override: str | None = None, **extra: Any) -> Fabric:
     raw = load_scenario("storage-random-read").raw
+    if dt_override is not None:
+        raw = {**raw, "dt": dt_override}
     # the probe alone (the scenario's RPC probe only slows the test down)
     raw = {**raw, "workload": [{**raw["workload"][0], "path": path, **extra}]}
     return Fabric.from_scenario(parse_scenario(raw))
@@ -220,3 +222,13 @@ def test_storage_workloads_of_one_fabric_share_their_parameters() -> None:
     raw["workload"][0]["storage"] = {"client_cores": 4}
     fabric = Fabric.from_scenario(parse_scenario(raw))
     assert len(fabric.workloads) == 2
+
+
+def test_io_latency_does_not_depend_on_the_tick() -> None:
+    """Storage queues run in continuous time; only the transfer waits for its tick."""
+    fine = probe_kpis("nvmeof", size="64KiB", depth=4, dt_override="5us")
+    coarse = probe_kpis("nvmeof", size="64KiB", depth=4, dt_override="50us")
+    assert coarse["io_latency_mean_seconds"] == pytest.approx(
+        fine["io_latency_mean_seconds"], rel=0.1
+    )
+    assert coarse["iops"] == pytest.approx(fine["iops"], rel=0.1)
