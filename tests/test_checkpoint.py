@@ -66,3 +66,22 @@ def test_checkpoint_finishes_and_reports_its_duration() -> None:
     assert k["in_burst"] == 0.0
     # 8 GPUs × 4 MiB: at most the two targets' links (2 × 50 GB/s), and not absurdly slow
     assert 8 * 4 * 2**20 / 100e9 < k["checkpoint_seconds_last"] < 2.5e-3
+
+
+def test_operator_starts_a_checkpoint_with_the_start_command() -> None:
+    from fabric_core.commands import StartWorkload
+
+    raw = load_scenario("checkpoint-burst").raw
+    wl = [
+        {**w, "size": "2MiB", "start_stopped": True} if w["kind"] == "checkpoint" else w
+        for w in raw["workload"]
+    ]
+    fabric = Fabric.from_scenario(parse_scenario({**raw, "workload": wl}))
+    fabric.run_ticks(100)
+    ck = run_for(fabric, 1e-4)["workloads"]["checkpoint"]["kpis"]
+    assert ck["bursts_started"] == 0
+    for expected in (1, 2):  # once, and again after it finished
+        fabric.apply(StartWorkload(workload="checkpoint"))
+        ck = run_for(fabric, 1.5e-3)["workloads"]["checkpoint"]["kpis"]
+        assert ck["bursts_started"] == expected and ck["in_burst"] == 0.0
+        assert ck["checkpoint_seconds_last"] > 0

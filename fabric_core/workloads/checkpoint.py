@@ -120,6 +120,12 @@ class Checkpoint(StorageWorkload):
                 self.histogram("checkpoint_seconds").observe_many(np.array([self.last_burst_s]))
         return io.flows_due(now_s, dt_s)
 
+    def start(self) -> None:
+        """Start (again): an operator's start takes a checkpoint now unless one is running."""
+        super().start()
+        if not self.in_burst:
+            self._next_s = 0.0
+
     def kpis(self, now_s: float) -> Mapping[str, float]:
         out = {
             "checkpoint_seconds_last": self.last_burst_s,
