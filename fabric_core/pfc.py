@@ -212,7 +212,8 @@ class Dcqcn:
     @classmethod
     def empty(cls, n: int) -> Dcqcn:
         """State for ``n`` flow slots (rates set when flows start)."""
-        return cls(**{name: np.full(n, fresh) for name, fresh in cls._FRESH.items()})
+        arrays: dict[str, NDArray[np.float64]] = {k: np.full(n, v) for k, v in cls._FRESH.items()}
+        return cls(**arrays)  # type: ignore[arg-type]  # mypy cannot see the keys match
 
     def grow(self, n: int) -> None:
         """Make room for ``n`` slots."""
