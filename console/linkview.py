@@ -168,6 +168,21 @@ class LinkFilter:
         return mask
 
 
+_rank_cache: dict[int, tuple[object, NDArray[np.float64]]] = {}
+
+
+def _name_rank(snap: Snapshot) -> NDArray[np.float64]:
+    """Alphabetical rank of each link name (names are static: computed once per table)."""
+    cached = _rank_cache.get(id(snap.links))
+    if cached is not None and cached[0] is snap.links:
+        return cached[1]
+    rank = np.empty(len(snap.links))
+    rank[np.argsort(np.array(snap.links.name))] = np.arange(len(snap.links))
+    _rank_cache.clear()
+    _rank_cache[id(snap.links)] = (snap.links, rank)
+    return rank
+
+
 def sort_values(snap: Snapshot, rates: LinkRates, column: str) -> NDArray[np.float64]:
     """The values the links are ordered by for ``column`` (hotter = larger)."""
     ls = snap.link_state
@@ -186,7 +201,7 @@ def sort_values(snap: Snapshot, rates: LinkRates, column: str) -> NDArray[np.flo
     if column == "state":
         return link_severity(snap).astype(np.float64)
     if column == "link":
-        return -np.arange(len(snap.links), dtype=np.float64)
+        return -_name_rank(snap)
     raise ValueError(f"unknown column {column!r}; sortable: {', '.join(COLUMNS)}")
 
 
