@@ -119,9 +119,9 @@ class Fabric:
         if (self.class_vl >= self.n_vls).any() or (self.class_vl < 0).any():
             raise ValueError(f"virtual lanes must be in 0..{self.n_vls - 1}")
         self.class_hist = {c: Histogram() for c in names}
-        for i, wl in enumerate(workloads):
+        for wl in workloads:
             wl.bind(topo.gpus, topo.storage, self.rng)
-            wl.index = i  # type: ignore[attr-defined]
+            wl.attach(self)
         L = len(topo.links)
         self._link_rank = _link_rank(topo)
         self._to_endpoint = topo.nodes.tier[topo.links.dst] == 0

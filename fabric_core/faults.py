@@ -22,7 +22,7 @@ class FaultKind:
     """A kind of fault: what it targets and which parameters it takes."""
 
     name: str
-    target: str  # "link" | "switch"
+    target: str  # "link" | "switch" | "gpu" | "storage"
     params: Mapping[str, tuple[float, float, float]]  # name -> (default, min, max)
     help: str
 
@@ -40,6 +40,11 @@ FAULT_KINDS: dict[str, FaultKind] = {
         FaultKind("switch_down", "switch", {}, "a switch fails: all its links go down"),
     )
 }
+
+
+def register_fault_kind(kind: FaultKind) -> None:
+    """Add a fault kind (modules that model its effect register it on import)."""
+    FAULT_KINDS[kind.name] = kind
 
 
 @dataclass
@@ -213,6 +218,14 @@ class FaultBook:
                 self._undo(f, now_s)
 
     # ---------------------------------------------------------------- state
+    def active(self, kind: str | None = None) -> list[Fault]:
+        """Faults not cleared yet (of one kind, or all)."""
+        return [
+            f
+            for f in self.faults.values()
+            if f.cleared_at_s is None and (kind is None or f.kind == kind)
+        ]
+
     def status(self) -> np.ndarray:
         """LinkStatus per link."""
         st = np.full(len(self.links), LinkStatus.UP, dtype=np.int8)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.histogram import Histogram, HistogramView
+
+if TYPE_CHECKING:
+    from fabric_core.fabric import Fabric
 
 
 @dataclass
@@ -65,6 +68,10 @@ class Workload:
         self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
     ) -> None:
         """Called once with the fabric's endpoints before the first tick."""
+
+    def attach(self, fabric: Fabric) -> None:
+        """Called once after ``bind`` with the fabric (for faults, profile, names)."""
+        self.fabric = fabric
 
     def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
         """Flows to start in the tick [now, now + dt)."""
