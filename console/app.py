@@ -55,15 +55,15 @@ class FabtopApp(App[None]):
     TITLE = "fabtop"
     COMMANDS = App.COMMANDS | {FabricCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("p", "toggle_pause", "Pause/Resume"),
-        Binding("f", "toggle_freeze", "Freeze view"),
+        Binding("p", "toggle_pause", "Pause"),
+        Binding("f", "toggle_freeze", "Freeze"),
         Binding("plus,equals_sign", "speed(2.0)", "Faster", key_display="+"),
         Binding("minus", "speed(0.5)", "Slower", key_display="-"),
         Binding("s", "cycle_sort", "Sort"),
-        Binding("r", "reverse_sort", "Reverse sort"),
+        Binding("r", "reverse_sort", "Reverse"),
         Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("i", "inject", "Inject fault"),
-        Binding("x", "clear_all", "Clear faults"),
+        Binding("i", "inject", "Inject"),
+        Binding("x", "clear_all", "Clear"),
         Binding("c", "compare", "Compare"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
@@ -109,7 +109,7 @@ class FabtopApp(App[None]):
                 yield FaultsPanel(id="faults")
             with Vertical(id="events-box"):
                 yield EventLogView(id="events")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#map-box").border_title = "Fabric map (worst port)"

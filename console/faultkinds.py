@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +20,7 @@ class FaultKind:
     target: str  # "link" | "switch" | "node" | "gpu" | "storage"
     params: tuple[tuple[str, str], ...] = ()
     destructive: bool = False  # takes a whole switch or more down: ask before injecting
+    help: str = ""
 
 
 #: What the console knows about kinds (target, parameters), whether or not the core has them yet.
@@ -42,11 +44,32 @@ BUILTIN_KINDS: tuple[str, ...] = ("link_down", "link_degraded", "switch_down")
 def fault_kinds() -> tuple[FaultKind, ...]:
     """The core's ``fabric_core.faults.FAULT_KINDS`` when it exists, else the built-ins."""
     try:
-        faults = importlib.import_module("fabric_core.faults")  # the core's registry, if any
-        names = tuple(str(n) for n in getattr(faults, "FAULT_KINDS", ()))
+        faults = importlib.import_module("fabric_core.faults")  # the core's registry
+        core: dict[str, Any] = dict(getattr(faults, "FAULT_KINDS", {}))
     except ImportError:
-        names = ()
-    return tuple(KNOWN_KINDS.get(n, FaultKind(n, "node")) for n in names or BUILTIN_KINDS)
+        core = {}
+    if not core:
+        return tuple(KNOWN_KINDS[n] for n in BUILTIN_KINDS)
+    return tuple(_from_core(name, kind) for name, kind in core.items())
+
+
+def _from_core(name: str, kind: Any) -> FaultKind:
+    """The console's view of a core fault kind (target, parameter hints with their ranges)."""
+    target = str(getattr(kind, "target", "node"))
+    params: list[tuple[str, str]] = []
+    for pname, spec in dict(getattr(kind, "params", {})).items():
+        try:
+            default, low, high = spec
+            params.append((pname, f"default {default:g}, {low:g}..{high:g}"))
+        except (TypeError, ValueError):
+            params.append((pname, str(spec)))
+    return FaultKind(
+        name,
+        target,
+        tuple(params),
+        destructive=target == "switch",
+        help=str(getattr(kind, "help", "")),
+    )
 
 
 def kind_named(name: str) -> FaultKind | None:

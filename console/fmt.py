@@ -62,12 +62,12 @@ def fmt_speed(speed: float) -> str:
 
 def fmt_kpi(name: str, value: float) -> str:
     """A workload KPI by its name's unit suffix (``_seconds``, ``_bytes``, ratio)."""
-    if name.endswith(("_seconds", "_s")):
+    if name.endswith(("_Bps", "_bytes_per_second")):
+        return fmt_bytes(value) + "/s"
+    if name.endswith("_s") or "_seconds" in name:
         return fmt_seconds(value)
     if name.endswith("_bytes"):
         return fmt_bytes(value)
-    if name.endswith(("_Bps", "_bytes_per_second")):
-        return fmt_bytes(value) + "/s"
     if "utilisation" in name or "utilization" in name or name.endswith(("_ratio", "_fraction")):
         return fmt_pct(value)
     return f"{value:.4g}"

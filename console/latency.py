@@ -60,8 +60,12 @@ class LatencyWindow:
             n = view.count
             p50, p99, p999 = (view.quantile(q) if n else math.nan for q in QUANTILES)
             history = self._history.setdefault(name, deque(maxlen=self._history_len))
+            previous = self.current.get(name)
             if n:
                 history.append(p99)
+            elif previous is not None:
+                # Nothing completed in the window (a slow workload): keep the last figures.
+                p50, p99, p999 = previous.p50_s, previous.p99_s, previous.p999_s
             out[name] = ClassLatency(name, p50, p99, p999, n, tuple(history))
         self.current = out
         return out

@@ -14,6 +14,17 @@ from numpy.typing import NDArray
 
 from fabric_core.snapshot import LinkStatus, Snapshot
 
+#: Column widths in the links table (fixed, so that columns never jitter).
+WIDTHS = {
+    "link": 24,
+    "state": 9,
+    "util": 7,
+    "queue": 9,
+    "credits": 9,
+    "pauses": 9,
+    "ecn": 9,
+    "drops": 10,
+}
 #: Sortable columns: key -> (header, True when bigger is hotter).
 COLUMNS: dict[str, tuple[str, bool]] = {
     "link": ("link", False),
@@ -216,12 +227,18 @@ def top_links(
 ) -> NDArray[np.intp]:
     """Indices of the ``limit`` hottest links by ``column`` (coolest if ``reverse``).
 
-    Ties are broken by link index, so equal rows never swap places between
-    refreshes (a sort that does not jump).
+    Links that are down or degraded come first whatever the column (a fault must
+    not scroll out of sight). Ties are broken by link index, so equal rows never
+    swap places between refreshes (a sort that does not jump).
     """
     values = sort_values(snap, rates, column)
     if reverse:
         values = -values
+    faulted = snap.link_state.status != LinkStatus.UP
+    if faulted.any():
+        finite = np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
+        span = float(np.abs(finite).max()) + 1.0
+        values = np.where(faulted, finite + 2 * span, finite)
     candidates = np.arange(len(values)) if keep is None else np.flatnonzero(keep)
     if candidates.size == 0:
         return candidates

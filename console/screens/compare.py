@@ -119,7 +119,7 @@ class CompareScreen(Screen[None]):
         with Horizontal():
             yield Static(id="left", classes="side")
             yield Static(id="right", classes="side")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.set_interval(self.render_interval_s, self.refresh_sides)

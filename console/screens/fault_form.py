@@ -170,7 +170,8 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
         kind = kind_named(kind_name)
         hint = ""
         if kind is not None:
-            hint = f"targets a {kind.target}"
+            hint = f"{kind.help}; " if kind.help else ""
+            hint += f"targets a {kind.target}"
             if kind.params:
                 hint += "; parameters: " + ", ".join(f"{n} ({h})" for n, h in kind.params)
         self.query_one("#hint", Static).update(hint)

@@ -48,6 +48,7 @@ def summary(snap: Snapshot, i: int, rates: LinkRates) -> Text:
     text.append(f"buffer/VL {fmt_bytes(float(lt.buffer_bytes[i]))})\n")
     text.append("state ")
     text.append(state, "bold red" if state == "down" else "bold")
+    text.append(" ")
     text.append(f"   util {fmt_pct(float(ls.utilisation[i]))}")
     text.append(f"   queue {fmt_bytes(float(ls.queue_bytes[i]))}")
     text.append(f"   {credit_word} {fmt_bytes(float(ls.credits_bytes[i]))}\n")
@@ -116,7 +117,7 @@ class LinkDetailScreen(Screen[None]):
                 yield Static(id="counters")
             with Vertical(id="events"):
                 yield Static(id="event-lines")
-        yield Footer()
+        yield Footer(compact=True)
 
     def show(self, snap: Snapshot, rates: LinkRates, history: LinkHistory, log: EventLog) -> None:
         """Redraw for this link from the app's current view."""

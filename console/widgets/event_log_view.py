@@ -46,4 +46,6 @@ class EventLogView(Static):
         if not entries:
             self.update(Text("no events yet", style="dim"))
             return
-        self.update(Text("\n").join(entry_line(e) for e in entries))
+        text = Text("\n").join(entry_line(e) for e in entries)
+        text.no_wrap, text.overflow = True, "ellipsis"
+        self.update(text)

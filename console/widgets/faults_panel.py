@@ -9,14 +9,14 @@ from console.fmt import fmt_seconds
 from fabric_core.snapshot import FaultView, Snapshot
 
 COLUMNS = (
-    ("id", "id"),
-    ("kind", "kind"),
-    ("target", "target"),
-    ("state", "state"),
-    ("detected", "detected"),
-    ("rerouted", "rerouted"),
-    ("recovered", "recovered"),
-    ("elapsed", "elapsed"),
+    ("id", "id", 5),
+    ("kind", "kind", 14),
+    ("target", "target", 18),
+    ("state", "state", 10),
+    ("detected", "detected", 9),
+    ("rerouted", "rerouted", 9),
+    ("recovered", "recovered", 9),
+    ("elapsed", "elapsed", 9),
 )
 STATE_STYLES = {
     "active": "bold red",
@@ -69,8 +69,8 @@ class FaultsPanel(DataTable[Text]):
         self._order: list[str] = []
 
     def on_mount(self) -> None:
-        for key, label in COLUMNS:
-            self.add_column(label, key=key)
+        for key, label, width in COLUMNS:
+            self.add_column(label, key=key, width=width)
 
     def show(self, snap: Snapshot) -> None:
         """Bring the rows in line with the snapshot's faults."""
@@ -79,7 +79,7 @@ class FaultsPanel(DataTable[Text]):
         for fid in [k for k in self._cells if k not in rows]:
             self.remove_row(fid)
             del self._cells[fid]
-        keys = [k for k, _ in COLUMNS]
+        keys = [k for k, _, _ in COLUMNS]
         for fid, row in rows.items():
             old = self._cells.get(fid)
             if old is None:

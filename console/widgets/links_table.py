@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from console.fmt import fmt_bytes, fmt_pct, fmt_rate
-from console.linkview import COLUMNS, LinkRates
+from console.linkview import COLUMNS, WIDTHS, LinkRates
 from console.messages import LinkChosen, SortRequested
 from fabric_core.snapshot import LinkStatus, Snapshot
 
@@ -81,7 +81,7 @@ class LinksTable(DataTable[Text]):
 
     def on_mount(self) -> None:
         for key, (label, _) in COLUMNS.items():
-            self.add_column(label, key=key)
+            self.add_column(label, key=key, width=WIDTHS[key])
         self._label_columns()
 
     def set_sort(self, column: str, reverse: bool) -> None:
