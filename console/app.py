@@ -96,19 +96,30 @@ class FabtopApp(App[None]):
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        yield StatusHeader(id="header")
+        # Kept as attributes: a refresh touches them all, several times a second.
+        self.header_bar = StatusHeader(id="header")
+        self.fabric_map = FabricMap(id="map")
+        self.latency_panel = LatencyPanel(id="latency")
+        self.filter_input = FilterInput(
+            placeholder="filter: leaf03  is:down  is:paused …", id="filter"
+        )
+        self.links_table = LinksTable(id="links")
+        self.links_box = Vertical(id="links-box")
+        self.faults_panel = FaultsPanel(id="faults")
+        self.event_log = EventLogView(id="events")
+        yield self.header_bar
         with Horizontal(id="top"):
             with Vertical(id="map-box"):
-                yield FabricMap(id="map")
-            yield LatencyPanel(id="latency")
-        with Vertical(id="links-box"):
-            yield FilterInput(placeholder="filter: leaf03  is:down  is:paused …", id="filter")
-            yield LinksTable(id="links")
+                yield self.fabric_map
+            yield self.latency_panel
+        with self.links_box:
+            yield self.filter_input
+            yield self.links_table
         with Horizontal(id="bottom"):
             with Vertical(id="faults-box"):
-                yield FaultsPanel(id="faults")
+                yield self.faults_panel
             with Vertical(id="events-box"):
-                yield EventLogView(id="events")
+                yield self.event_log
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -117,7 +128,7 @@ class FabtopApp(App[None]):
         self.query_one("#events-box").border_title = "Events"
         self._start_engines()
         self.set_interval(self.render_interval_s, self._on_timer)
-        self.query_one(LinksTable).focus()
+        self.links_table.focus()
         self.refresh_view(force=True)
 
     def _start_engines(self) -> None:
@@ -157,7 +168,7 @@ class FabtopApp(App[None]):
             self._render()
 
     def _watched_links(self) -> list[str]:
-        names = self.query_one(LinksTable).links_shown
+        names = self.links_table.links_shown
         if isinstance(self.screen, LinkDetailScreen):
             names.append(self.screen.link)
         return names
@@ -165,7 +176,7 @@ class FabtopApp(App[None]):
     def _render(self) -> None:
         view = self.view
         snap = view.snapshot
-        self.query_one(StatusHeader).show(
+        self.header_bar.show(
             snap,
             frozen=self.frozen,
             metrics_address=self.metrics_address,
@@ -174,24 +185,22 @@ class FabtopApp(App[None]):
         )
         if snap is None:
             return
-        self.query_one(FabricMap).show(snap, view.node_sev)
+        self.fabric_map.show(snap, view.node_sev)
         rows, matching = view.table_rows(
             column=self.sort_column,
             reverse=self.sort_reverse,
             limit=self.table_rows,
             link_filter=self.link_filter,
         )
-        table = self.query_one(LinksTable)
-        table.show(rows)
-        box = self.query_one("#links-box")
+        self.links_table.show(rows)
         title = f"Links: {len(rows)} of {matching}"
         if self.link_filter.text:
             title += f" matching “{self.link_filter.text}”"
         title += f" (of {len(snap.links)}) · by {COLUMNS[self.sort_column][0]}"
-        box.border_title = title
-        self.query_one(LatencyPanel).show(view.latency, dict(snap.workloads))
-        self.query_one(FaultsPanel).show(snap)
-        self.query_one(EventLogView).show(view.events)
+        self.links_box.border_title = title
+        self.latency_panel.show(view.latency, dict(snap.workloads))
+        self.faults_panel.show(snap)
+        self.event_log.show(view.events)
         if isinstance(self.screen, LinkDetailScreen):
             self.screen.show(snap, view.rates, view.history, view.events)
 
@@ -251,12 +260,12 @@ class FabtopApp(App[None]):
 
     def _set_sort(self, column: str, *, reverse: bool) -> None:
         self.sort_column, self.sort_reverse = column, reverse
-        self.query_one(LinksTable).set_sort(column, reverse)
+        self.links_table.set_sort(column, reverse)
         self.refresh_view(force=True)
 
     def action_filter(self) -> None:
         """Open the filter line."""
-        self.query_one(FilterInput).open(self.link_filter.text)
+        self.filter_input.open(self.link_filter.text)
 
     def set_filter(self, text: str) -> bool:
         """Apply a filter; on a bad one, say why and keep the old one."""
@@ -272,7 +281,7 @@ class FabtopApp(App[None]):
     def _filter_submitted(self, event: FilterInput.Submitted) -> None:
         if self.set_filter(event.value):
             event.input.remove_class("open")
-            self.query_one(LinksTable).focus()
+            self.links_table.focus()
 
     def action_inject(self, target: str = "", kind: str = "link_down") -> None:
         """Open the fault form (target and kind pre-filled when given)."""

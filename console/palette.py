@@ -72,7 +72,7 @@ class FabricCommands(Provider):
         word = query.split()[-1].lower() if query.split() else ""
         links = [n for n in snap.links.name if word in n.lower()][:MAX_LINK_CANDIDATES]
         if not links or len(word) < 3:
-            links = app.query_one("LinksTable").links_shown  # type: ignore[attr-defined]
+            links = app.links_table.links_shown
         nodes = [n for n in snap.nodes.name if word in n.lower()][:MAX_LINK_CANDIDATES]
         switch_names = [n for n in nodes if snap.nodes.kind[snap.nodes.index[n]] == "switch"]
         for link in links:

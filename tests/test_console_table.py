@@ -88,3 +88,16 @@ async def test_rows_update_in_place_without_rebuilding() -> None:
         await pilot.pause(0.2)
         assert table.get_row(name)[2].plain == "95.0%"
         assert table.rows.get(name) is row_key_before  # type: ignore[call-overload]
+
+
+async def test_cursor_on_the_top_row_watches_the_hottest_link() -> None:
+    src = StubSource(snapshot(utilisation=[0.9, 0.8], base=BASE))
+    app = app_for(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.query_one(LinksTable)
+        assert table.cursor_link == BASE[1].name[0]
+        src.set(snapshot(tick=2, utilisation=[0.1, 0.8], base=BASE))
+        await pilot.pause(0.2)
+        assert table.cursor_row == 0
+        assert table.cursor_link == BASE[1].name[1]  # the new hottest, not the old one

@@ -28,7 +28,7 @@ class EventLogView(Static):
     """Shows the tail of an ``EventLog``; redraws only when the log changed."""
 
     DEFAULT_CSS = """
-    EventLogView { height: 1fr; min-height: 3; }
+    EventLogView { height: 1fr; min-height: 3; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, *, lines: int = 40, id: str | None = None) -> None:

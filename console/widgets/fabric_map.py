@@ -26,6 +26,7 @@ SEVERITY_STYLES = (
 TIER_NAMES = {3: "core", 2: "spine", 1: "leaf", 0: "gpu"}
 #: Above this many nodes a row shows counts per severity instead of one cell per node.
 MAX_CELLS_PER_ROW = 160
+LABEL_WIDTH = 8
 
 
 class FabricMap(Widget, can_focus=True):
@@ -119,7 +120,7 @@ class FabricMap(Widget, can_focus=True):
         for r, (label, members) in enumerate(self.rows):
             if r:
                 text.append("\n")
-            text.append(f"{label:>7} ", "bold")
+            text.append(f"{label:>{LABEL_WIDTH - 1}} ", "bold")
             if len(members) > MAX_CELLS_PER_ROW:
                 counts = np.bincount(sev[members], minlength=len(SEVERITY_NAMES))
                 text.append(f"{len(members)} nodes: ")
@@ -129,13 +130,22 @@ class FabricMap(Widget, can_focus=True):
                         text.append(" ")
                 continue
             compact = label in ("gpu", "storage") or len(members) > 32
+            cell_width = 1 if compact else max(len(self._names[m]) for m in members) + 3
+            per_line = (
+                max(1, (self.size.width - LABEL_WIDTH) // cell_width) if self.size.width else 0
+            )
             for c, node in enumerate(members):
+                if per_line and c and c % per_line == 0:
+                    text.append(
+                        "\n" + " " * LABEL_WIDTH
+                    )  # wrap under the first cell, not the label
                 style = SEVERITY_STYLES[int(sev[node]) if node < len(sev) else 0]
                 if r == cur_r and c == cur_c and self.has_focus:
                     style += " bold underline reverse"
-                cell = "■" if compact else f" {self._names[node]} "
-                text.append(cell, style)
-                text.append(" " if not compact else "")
+                name = self._names[node]
+                text.append("■" if compact else f" {name} ".ljust(cell_width - 1), style)
+                if not compact:
+                    text.append(" ")
         return text
 
     def legend(self) -> Text:

@@ -9,14 +9,14 @@ from console.fmt import fmt_seconds
 from fabric_core.snapshot import FaultView, Snapshot
 
 COLUMNS = (
-    ("id", "id", 5),
-    ("kind", "kind", 14),
-    ("target", "target", 18),
-    ("state", "state", 10),
-    ("detected", "detected", 9),
-    ("rerouted", "rerouted", 9),
+    ("id", "id", 4),
+    ("kind", "kind", 13),
+    ("target", "target", 16),
+    ("state", "state", 9),
+    ("detected", "detected", 8),
+    ("rerouted", "rerouted", 8),
     ("recovered", "recovered", 9),
-    ("elapsed", "elapsed", 9),
+    ("elapsed", "elapsed", 8),
 )
 STATE_STYLES = {
     "active": "bold red",

@@ -2,8 +2,9 @@
 
 Rows are keyed by link name. A refresh removes the rows that left the top-N,
 adds the ones that entered, rewrites only the cells whose text changed, and
-reorders; the cursor then goes back to the link it was on, wherever that row
-moved. Nothing is ever cleared and rebuilt.
+reorders. Once the operator has moved the cursor off the top row, the cursor
+goes back to the link it was on, wherever that row moved; on the top row it
+watches whatever is hottest. Nothing is ever cleared and rebuilt.
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ class LinksTable(DataTable[Text]):
         self._order: list[str] = []
         self.sort_column = "util"
         self.sort_reverse = False
+        #: True once the operator moved the cursor off the top row: it then sticks to its link.
+        self.follow_link = False
 
     def on_mount(self) -> None:
         for key, (label, _) in COLUMNS.items():
@@ -138,10 +141,37 @@ class LinksTable(DataTable[Text]):
             rank = {name: i for i, name in enumerate(order)}
             self.sort("link", key=lambda cell: rank[cell.plain])
             self._order = order
-        if keep_on is not None and keep_on in wanted:
+        if self.follow_link and keep_on is not None and keep_on in wanted:
             index = self.get_row_index(keep_on)
             if index != self.cursor_row:
                 self.move_cursor(row=index, animate=False)
+
+    def _moved_by_operator(self) -> None:
+        self.follow_link = self.cursor_row != 0
+
+    def action_cursor_up(self) -> None:
+        super().action_cursor_up()
+        self._moved_by_operator()
+
+    def action_cursor_down(self) -> None:
+        super().action_cursor_down()
+        self._moved_by_operator()
+
+    def action_page_up(self) -> None:
+        super().action_page_up()
+        self._moved_by_operator()
+
+    def action_page_down(self) -> None:
+        super().action_page_down()
+        self._moved_by_operator()
+
+    def action_scroll_top(self) -> None:
+        super().action_scroll_top()
+        self._moved_by_operator()
+
+    def action_scroll_bottom(self) -> None:
+        super().action_scroll_bottom()
+        self._moved_by_operator()
 
     @staticmethod
     def _cell(column: str, value: str) -> Text:
