@@ -2,7 +2,7 @@
 
 ``python -m console.screenshots [--scenario tiny] [--out screenshots]`` runs the
 scenario for a fixed number of ticks, injects a link-down fault, and saves the
-main screen, the link detail screen, the fault dialog and the compare view.
+main screen, the link detail screen, the fault dialog, the compare view and help.
 The same scenario, seed and steps give the same pictures.
 """
 
@@ -12,6 +12,8 @@ import argparse
 import asyncio
 from pathlib import Path
 
+from textual.pilot import Pilot
+
 from console.app import FabtopApp
 from console.stepped import SteppedSource
 from fabric_core.commands import InjectFault
@@ -19,7 +21,7 @@ from fabric_core.fabric import Fabric
 from fabric_core.scenario import load_scenario
 
 SIZE = (150, 46)
-WARMUP_TICKS = 400
+WARMUP_TICKS = 200
 FAULT_LINK = "leaf00->spine01"
 #: The second fabric of the compare view (the RoCE profile replaces it once it exists).
 COMPARE_PROFILES = ("native-400g", "roce-400g", "native-800g")
@@ -48,49 +50,64 @@ async def step_all(app: FabtopApp, sources: list[SteppedSource], ticks: int, sam
         await asyncio.sleep(0)
 
 
-async def shoot(scenario: str, out: Path) -> list[Path]:
-    """Make the four screenshots; returns their paths."""
-    out.mkdir(parents=True, exist_ok=True)
+def make_app(scenario: str = "tiny") -> tuple[FabtopApp, list[SteppedSource]]:
+    """The app over seeded, hand-stepped sources (main, and the compare pair)."""
     main = stepped(scenario)
     left, right = compare_pair(scenario)
-    # The app's own timer must not add samples at wall-clock moments: render by hand.
+    # The app's timer must not sample at wall-clock moments: the scenes render by hand.
     app = FabtopApp(
         main,
         metrics_address="127.0.0.1:9464",
         compare_sources=(left, right),
         render_interval_s=3600,
     )
-    written: list[Path] = []
+    return app, [main, left, right]
 
-    def save(name: str) -> None:
-        path = out / f"{name}.svg"
-        app.save_screenshot(str(path))
-        written.append(path)
 
-    async with app.run_test(size=SIZE) as pilot:
-        await step_all(app, [main, left, right], WARMUP_TICKS, 8)
-        for src in (main, left, right):
-            await src.submit(InjectFault(kind="link_down", target=FAULT_LINK, id="shot"))
-        await step_all(app, [main, left, right], WARMUP_TICKS, 8)
-        await pilot.pause()
-        save("main")
+async def warm_up(app: FabtopApp, sources: list[SteppedSource]) -> None:
+    """Run every fabric, inject a link down on ``FAULT_LINK``, run on (same steps every time)."""
+    await step_all(app, sources, WARMUP_TICKS, 8)
+    for src in sources:
+        await src.submit(InjectFault(kind="link_down", target=FAULT_LINK, id="shot"))
+    await step_all(app, sources, WARMUP_TICKS, 8)
+
+
+async def scene(
+    name: str, app: FabtopApp, sources: list[SteppedSource], pilot: Pilot[None]
+) -> None:
+    """Bring the app to the scene ``name`` (one of ``SCENES``)."""
+    # Only the compare view shows the compare pair: the other scenes need not run it.
+    await warm_up(app, sources if name == "compare" else sources[:1])
+    await pilot.pause()
+    if name == "link_detail":
         app.open_link(FAULT_LINK)
         await pilot.pause()
         app.refresh_view(force=True)
-        await pilot.pause()
-        save("link_detail")
-        await pilot.press("escape")
-        await pilot.press("i")
-        await pilot.pause()
-        await pilot.press(*"leaf01->spine00", "tab", "tab")
-        await pilot.pause()
-        save("fault_dialog")
-        await pilot.press("escape")
+    elif name == "fault_dialog":
+        await pilot.press("i", *"leaf01->spine00", "tab", "tab")
+    elif name == "compare":
         await pilot.press("c")
         await pilot.pause()
         app.screen.refresh_sides(force=True)  # type: ignore[attr-defined]
-        await pilot.pause()
-        save("compare")
+    elif name == "help":
+        await pilot.press("question_mark")
+    await pilot.pause()
+
+
+SCENES = ("main", "link_detail", "fault_dialog", "compare", "help")
+
+
+async def shoot(scenario: str, out: Path) -> list[Path]:
+    """Save one SVG per scene; returns their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for name in SCENES:
+        app, sources = make_app(scenario)
+        async with app.run_test(size=SIZE) as pilot:
+            await scene(name, app, sources, pilot)
+            path = out / f"{name}.svg"
+            app.save_screenshot(str(path))
+            written.append(path)
     return written
 
 
