@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
 
 from console.eventlog import EventLog, LogEntry
 from console.fmt import fmt_seconds
+from console.widgets.text_view import TextView
 
 SEVERITY_STYLES = {"info": "", "warning": "yellow", "error": "bold red"}
 
@@ -24,7 +24,7 @@ def entry_line(entry: LogEntry) -> Text:
     return text
 
 
-class EventLogView(Static):
+class EventLogView(TextView):
     """Shows the tail of an ``EventLog``; redraws only when the log changed."""
 
     DEFAULT_CSS = """
@@ -44,8 +44,8 @@ class EventLogView(Static):
         # Only the newest lines that fit (the log itself keeps more, for the detail screen).
         entries = list(log.entries)[-(self.size.height or self.lines) :]
         if not entries:
-            self.update(Text("no events yet", style="dim"))
+            self.show_text(Text("no events yet", style="dim"))
             return
         text = Text("\n").join(entry_line(e) for e in entries)
         text.no_wrap, text.overflow = True, "ellipsis"
-        self.update(text)
+        self.show_text(text)

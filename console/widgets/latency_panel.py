@@ -7,10 +7,11 @@ import math
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Sparkline, Static
+from textual.widgets import Sparkline
 
 from console.fmt import fmt_kpi, fmt_seconds
 from console.latency import ClassLatency
+from console.widgets.text_view import TextView
 from fabric_core.snapshot import WorkloadView
 
 
@@ -46,7 +47,7 @@ class ClassRow(Horizontal):
 
     DEFAULT_CSS = """
     ClassRow { height: 1; }
-    ClassRow > Static { width: 58; }
+    ClassRow > TextView { width: 58; height: 1; }
     ClassRow > Sparkline { width: 1fr; }
     """
 
@@ -55,12 +56,12 @@ class ClassRow(Horizontal):
         self.class_name = name
 
     def compose(self) -> ComposeResult:
-        yield Static(id="figures")
+        yield TextView(id="figures")
         yield Sparkline([], summary_function=max)
 
     def show(self, lat: ClassLatency) -> None:
         """Redraw the figures; the sparkline gets a new list (it compares by equality)."""
-        self.query_one("#figures", Static).update(class_line(lat))
+        self.query_one("#figures", TextView).show_text(class_line(lat))
         data = [v * 1e6 for v in lat.p99_history_s if math.isfinite(v)]
         spark = self.query_one(Sparkline)
         if data != spark.data:
@@ -72,7 +73,7 @@ class LatencyPanel(Vertical):
 
     DEFAULT_CSS = """
     LatencyPanel { height: auto; border: round $secondary; border-title-color: $text; }
-    LatencyPanel > #kpis { height: auto; margin-top: 1; }
+    LatencyPanel > #kpis { height: auto; margin-top: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -81,11 +82,11 @@ class LatencyPanel(Vertical):
         self._rows: dict[str, ClassRow] = {}
 
     def compose(self) -> ComposeResult:
-        yield Static(id="kpis")
+        yield TextView(id="kpis")
 
     def show(self, latency: dict[str, ClassLatency], workloads: dict[str, WorkloadView]) -> None:
         """Redraw per-class figures (adding a row for a class seen for the first time)."""
-        kpis = self.query_one("#kpis", Static)
+        kpis = self.query_one("#kpis", TextView)
         for name, lat in latency.items():
             row = self._rows.get(name)
             if row is None:
@@ -94,4 +95,4 @@ class LatencyPanel(Vertical):
                 self.call_after_refresh(row.show, lat)
             else:
                 row.show(lat)
-        kpis.update(kpi_lines(workloads))
+        kpis.show_text(kpi_lines(workloads))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
 
 from console.fmt import fmt_seconds, fmt_speed
+from console.widgets.text_view import TextView
 from fabric_core.snapshot import Snapshot
 
 FLOW_CONTROL_NAMES = {"credit": "native lossless (credit)", "pfc": "RoCE (PFC+ECN)"}
@@ -22,7 +22,7 @@ def state_label(snap: Snapshot | None, *, frozen: bool) -> tuple[str, str]:
     return "⏸ paused", "bold black on yellow"
 
 
-class StatusHeader(Static):
+class StatusHeader(TextView):
     """Cluster, profile, simulated time, speed, state, active faults, exporter address."""
 
     DEFAULT_CSS = """
@@ -61,4 +61,4 @@ class StatusHeader(Static):
         if read_only:
             text.append(" │ ")
             text.append("read-only", "bold magenta")
-        self.update(text)
+        self.show_text(text)
