@@ -147,6 +147,8 @@ class FabtopApp(App[None]):
 
     # ---------------------------------------------------------------- refresh
     def _on_timer(self) -> None:
+        if not self.screen_stack:
+            return  # shutting down: the screens are gone, the timer is not yet
         self._timer_ticks += 1
         if not self._focused and self._timer_ticks % UNFOCUSED_EVERY:
             return  # throttled while the terminal is in the background
@@ -169,8 +171,9 @@ class FabtopApp(App[None]):
 
     def _watched_links(self) -> list[str]:
         names = self.links_table.links_shown
-        if isinstance(self.screen, LinkDetailScreen):
-            names.append(self.screen.link)
+        detail = self._detail_screen()
+        if detail is not None:
+            names.append(detail.link)
         return names
 
     def _render(self) -> None:
@@ -201,8 +204,14 @@ class FabtopApp(App[None]):
         self.latency_panel.show(view.latency, dict(snap.workloads))
         self.faults_panel.show(snap)
         self.event_log.show(view.events)
-        if isinstance(self.screen, LinkDetailScreen):
-            self.screen.show(snap, view.rates, view.history, view.events)
+        detail = self._detail_screen()
+        if detail is not None:
+            detail.show(snap, view.rates, view.history, view.events)
+
+    def _detail_screen(self) -> LinkDetailScreen | None:
+        """The link detail screen when it is the one on top."""
+        top = self.screen_stack[-1] if self.screen_stack else None
+        return top if isinstance(top, LinkDetailScreen) else None
 
     # --------------------------------------------------------------- commands
     async def send(self, command: Command) -> CommandResult:
