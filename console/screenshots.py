@@ -21,7 +21,7 @@ from fabric_core.fabric import Fabric
 from fabric_core.scenario import load_scenario
 
 SIZE = (150, 46)
-WARMUP_TICKS = 200
+WARMUP_TICKS = 120
 FAULT_LINK = "leaf00->spine01"
 #: The second fabric of the compare view (the RoCE profile replaces it once it exists).
 COMPARE_PROFILES = ("native-400g", "roce-400g", "native-800g")
