@@ -7,9 +7,10 @@ import io
 from typing import Any
 
 from rich.console import Console
+from textual import events
 from textual.command import CommandInput
 
-from console.app import FabtopApp
+from console.app import UNFOCUSED_EVERY, FabtopApp
 from console.screens.compare import CompareScreen
 from console.screens.fault_form import FaultFormScreen
 from console.screens.help import HelpScreen
@@ -162,3 +163,35 @@ async def test_a_bad_filter_leaves_the_table_alone() -> None:
         await pilot.pause()
         assert app.link_filter.text == ""
         assert app.query_one(LinksTable).links_shown == before
+
+
+async def test_plus_and_minus_change_the_speed() -> None:
+    src = source()
+    app = FabtopApp(src, render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("plus")
+        await pilot.pause()
+        assert src.engine.speed == 2e-3
+        await pilot.press("minus", "minus")
+        await pilot.pause()
+        assert src.engine.speed == 5e-4
+
+
+async def test_rendering_is_throttled_while_the_terminal_is_unfocused() -> None:
+    src = source()
+    app = FabtopApp(src, render_interval_s=3600)  # the test drives the timer by hand
+    async with app.run_test(size=SIZE) as pilot:
+        app.post_message(events.AppBlur())
+        await pilot.pause()
+        before = app.view.snapshot
+        src.step(5)
+        for _ in range(UNFOCUSED_EVERY - 1 - app._timer_ticks % UNFOCUSED_EVERY):
+            app._on_timer()
+        assert app.view.snapshot is before
+        app._on_timer()
+        assert app.view.snapshot is src.latest()
+        app.post_message(events.AppFocus())
+        await pilot.pause()
+        src.step(5)
+        app._on_timer()
+        assert app.view.snapshot is src.latest()
