@@ -42,11 +42,11 @@ def stepped_app(**kw: object) -> tuple[FabtopApp, SteppedSource]:
 
 
 async def step_until(src: SteppedSource, cond: Callable[[], bool], what: str) -> None:
-    """Run the stepped fabric 100 ticks at a time until ``cond`` holds (bounded)."""
-    for _ in range(200):
+    """Run the stepped fabric 250 ticks at a time until ``cond`` holds (bounded)."""
+    for _ in range(80):
         if cond():
             return
-        src.step(100)
+        src.step(250)
         await asyncio.sleep(0.06)  # one render interval: the app samples the new snapshot
     pytest.fail(f"{what} did not happen within 20,000 ticks")
 
