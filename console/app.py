@@ -15,6 +15,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
+from textual.worker import Worker, WorkerState
 
 from console.linkview import COLUMNS, SORT_ORDER, LinkFilter
 from console.messages import (
@@ -139,6 +140,17 @@ class FabtopApp(App[None]):
             if isinstance(src, EngineSource) and id(src.engine) not in started:
                 started.add(id(src.engine))
                 self.run_worker(src.engine.run(), group="engines", exit_on_error=False)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Say so when an embedded engine stops on an error (the console stays up)."""
+        worker = event.worker
+        if worker.group == "engines" and event.state == WorkerState.ERROR:
+            self.notify(
+                f"the emulator stopped: {worker.error!r}; the view shows its last snapshot",
+                title="engine error",
+                severity="error",
+                timeout=30,
+            )
 
     def on_unmount(self) -> None:
         for src in [self.source, *(self.compare_sources or ())]:

@@ -200,3 +200,19 @@ async def test_read_only_refuses_injection_and_pause() -> None:
         assert not isinstance(app.screen, FaultFormScreen)
         assert src.engine.running
         assert any("read-only" in n.message for n in app._notifications)
+
+
+async def test_an_engine_error_is_reported_and_the_console_stays_up() -> None:
+    app, engine = tiny_app()
+
+    def broken(n: int) -> None:
+        raise RuntimeError("tick exploded")
+
+    engine.fabric.run_ticks = broken  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await until(
+            lambda: any("tick exploded" in n.message for n in app._notifications),
+            "the engine error to be reported",
+        )
+        await pilot.press("f")  # the console still answers keys
+        assert app.frozen
