@@ -94,6 +94,7 @@ class FabtopApp(App[None]):
         self.link_filter = LinkFilter("")
         self._focused = True
         self._timer_ticks = 0
+        self._compare_views: tuple[FabricView, FabricView] | None = None
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -341,7 +342,12 @@ class FabtopApp(App[None]):
                 severity="warning",
             )
             return
-        self.push_screen(CompareScreen(self.compare_sources, read_only=self.read_only))
+        if self._compare_views is None:
+            self._compare_views = (FabricView(), FabricView())
+        screen = CompareScreen(
+            self.compare_sources, views=self._compare_views, read_only=self.read_only
+        )
+        self.push_screen(screen)
 
     def action_help(self) -> None:
         """Show every key."""

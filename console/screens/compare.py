@@ -7,6 +7,7 @@ simulated moment (each at its next tick boundary).
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 from rich.table import Table
@@ -88,6 +89,55 @@ def side_summary(view: FabricView, source: FabricSource) -> Table:
     return table
 
 
+def ratio(a: float, b: float, *, larger_is_worse: bool = True) -> Text:
+    """``b / a`` as ``×1.63``, red when b is worse than a by over 5 %, green when better."""
+    if not (math.isfinite(a) and math.isfinite(b)) or a <= 0:
+        return Text("—", style="dim")
+    r = b / a
+    worse, better = (r > 1.05, r < 0.95) if larger_is_worse else (r < 0.95, r > 1.05)
+    style = "bold red" if worse else "bold green" if better else ""
+    return Text(f"×{r:.2f}", style=style)
+
+
+def difference_table(left: FabricView, right: FabricView) -> Table:
+    """Per class p99 (and p50) of both sides with right/left ratios; throughput and drops."""
+    table = Table(box=None, expand=True, header_style="bold", pad_edge=False)
+    a, b = left.snapshot, right.snapshot
+    name_a = a.profile if a is not None else "left"
+    name_b = b.profile if b is not None else "right"
+    table.add_column("now")
+    table.add_column(f"p50 {name_a}", justify="right")
+    table.add_column(f"p50 {name_b}", justify="right")
+    table.add_column("ratio", justify="right")
+    table.add_column(f"p99 {name_a}", justify="right")
+    table.add_column(f"p99 {name_b}", justify="right")
+    table.add_column("ratio", justify="right")
+    for cls in sorted(set(left.latency) | set(right.latency)):
+        la, lb = left.latency.get(cls), right.latency.get(cls)
+        p50a, p50b = (la.p50_s if la else math.nan), (lb.p50_s if lb else math.nan)
+        p99a, p99b = (la.p99_s if la else math.nan), (lb.p99_s if lb else math.nan)
+        table.add_row(
+            cls,
+            fmt_seconds(p50a),
+            fmt_seconds(p50b),
+            ratio(p50a, p50b),
+            fmt_seconds(p99a),
+            fmt_seconds(p99b),
+            ratio(p99a, p99b),
+        )
+    if a is not None and b is not None:
+        table.add_row(
+            "throughput",
+            "",
+            "",
+            "",
+            f"{fmt_bytes(a.totals.throughput_Bps)}/s",
+            f"{fmt_bytes(b.totals.throughput_Bps)}/s",
+            ratio(a.totals.throughput_Bps, b.totals.throughput_Bps, larger_is_worse=False),
+        )
+    return table
+
+
 class CompareScreen(Screen[None]):
     """See the module docstring."""
 
@@ -99,6 +149,7 @@ class CompareScreen(Screen[None]):
     ]
     DEFAULT_CSS = """
     CompareScreen Horizontal { height: 1fr; }
+    CompareScreen #delta { height: auto; border: round $primary; padding: 0 1; }
     CompareScreen .side { width: 1fr; border: round $secondary; padding: 0 1; }
     """
 
@@ -106,12 +157,14 @@ class CompareScreen(Screen[None]):
         self,
         sources: tuple[FabricSource, FabricSource],
         *,
+        views: tuple[FabricView, FabricView] | None = None,
         read_only: bool = False,
         render_interval_s: float = 0.25,
     ) -> None:
+        """``views`` lets the app keep each side's history (latency window) between visits."""
         super().__init__()
         self.sources = sources
-        self.views = (FabricView(), FabricView())
+        self.views = views or (FabricView(), FabricView())
         self.read_only = read_only
         self.render_interval_s = render_interval_s
 
@@ -119,20 +172,26 @@ class CompareScreen(Screen[None]):
         with Horizontal():
             yield Static(id="left", classes="side")
             yield Static(id="right", classes="side")
+        yield Static(id="delta")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.query_one("#delta", Static).border_title = "difference (right / left; red = worse)"
         self.set_interval(self.render_interval_s, self.refresh_sides)
         self.refresh_sides(force=True)
 
     def refresh_sides(self, force: bool = False) -> None:
         """Read both sources' latest snapshots and redraw the sides that changed."""
+        changed = False
         for view, source, side in zip(self.views, self.sources, ("#left", "#right"), strict=True):
             if view.ingest(source.latest()) or force:
+                changed = True
                 panel = self.query_one(side, Static)
                 snap = view.snapshot
                 panel.border_title = snap.profile if snap is not None else source.description
-                panel.update(side_summary(view, source))
+                panel.update(side_summary(view, source), layout=False)
+        if changed:
+            self.query_one("#delta", Static).update(difference_table(*self.views))
 
     async def send_both(self, command: Command) -> CommandResult:
         """Send ``command`` to both sources; the result is the first refusal, if any."""
