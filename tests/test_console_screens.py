@@ -126,6 +126,8 @@ async def test_compare_shows_both_fabrics_and_injects_on_both() -> None:
         assert isinstance(screen, CompareScreen)
         assert "native-400g" in shown(screen.query_one("#left"))
         assert other in shown(screen.query_one("#right"))
+        delta = shown(screen.query_one("#delta"))
+        assert f"p99 {other}" in delta and "rpc" in delta and "×" in delta
         await pilot.press("i", *"leaf00->spine01", "enter")
         await pilot.pause()
         for src in (left, right):
