@@ -8,6 +8,7 @@ import pytest
 from console.eventlog import EventLog
 from console.linkview import LinkFilter, LinkRates, top_links
 from console.screens.fault_form import build_inject, parse_duration, parse_params
+from console.widgets.scaled_sparkline import scaled_sparkline
 from fabric_core.commands import CommandError
 from fabric_core.snapshot import Event, LinkStatus
 from tests.console_synthetic import snapshot
@@ -119,3 +120,12 @@ def test_form_builds_the_command() -> None:
         {"ber": 1e-5},
         0.5,
     )
+
+
+def test_scaled_sparkline_uses_a_fixed_scale() -> None:
+    full = scaled_sparkline([131e3] * 4, 131e3, rows=2).plain.splitlines()
+    empty = scaled_sparkline([0.0] * 4, 131e3, rows=2).plain.splitlines()
+    assert full == ["████", "████"]  # all credits left: full bars, not auto-scaled to nothing
+    assert empty == ["    ", "    "]
+    half = scaled_sparkline([0.5], 1.0, rows=2).plain.splitlines()
+    assert half == [" ", "█"]

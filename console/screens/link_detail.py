@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Sparkline, Static
+from textual.widgets import Footer, Static
 
 from console.eventlog import EventLog
 from console.fmt import fmt_bytes, fmt_pct, fmt_rate, fmt_seconds
@@ -19,6 +19,7 @@ from console.linkview import LinkRates
 from console.messages import InjectRequested, RedrawRequested
 from console.widgets.event_log_view import entry_line
 from console.widgets.links_table import link_state_name
+from console.widgets.scaled_sparkline import scaled_sparkline
 from fabric_core.snapshot import Snapshot
 
 COUNTERS = (
@@ -94,7 +95,7 @@ class LinkDetailScreen(Screen[None]):
     DEFAULT_CSS = """
     LinkDetailScreen #summary { height: auto; padding: 0 1; border: round $secondary; }
     LinkDetailScreen .spark-label { height: 1; padding: 0 1; }
-    LinkDetailScreen Sparkline { height: 3; margin: 0 1; }
+    LinkDetailScreen .spark { height: 3; margin: 0 1; }
     LinkDetailScreen Horizontal { height: auto; }
     LinkDetailScreen #vls, LinkDetailScreen #counters { width: 1fr; height: auto; padding: 0 1; }
     LinkDetailScreen #events { height: auto; padding: 0 1; border: round $secondary; }
@@ -109,9 +110,9 @@ class LinkDetailScreen(Screen[None]):
         with VerticalScroll():
             yield Static(id="summary")
             yield Static(id="credit-label", classes="spark-label")
-            yield Sparkline([], id="credit-spark")
+            yield Static(id="credit-spark", classes="spark")
             yield Static(id="util-label", classes="spark-label")
-            yield Sparkline([], id="util-spark")
+            yield Static(id="util-spark", classes="spark")
             with Horizontal():
                 yield Static(id="vls")
                 yield Static(id="counters")
@@ -130,14 +131,21 @@ class LinkDetailScreen(Screen[None]):
         credits = list(history.credits.get(self.link, ()))
         util = list(history.util.get(self.link, ()))
         self.query_one("#credit-label", Static).update(
-            f"{credit_word} (last {len(credits)} samples, buffer/VL "
-            f"{fmt_bytes(float(snap.links.buffer_bytes[i]))})"
+            f"{credit_word} (last {len(credits)} samples; full height = "
+            f"{fmt_bytes(float(snap.links.buffer_bytes[i]))}, the buffer)"
         )
-        self.query_one("#util-label", Static).update(f"utilisation (last {len(util)} samples)")
-        for spark_id, data in (("#credit-spark", credits), ("#util-spark", util)):
-            spark = self.query_one(spark_id, Sparkline)
-            if data != spark.data:
-                spark.data = data
+        self.query_one("#util-label", Static).update(
+            f"utilisation (last {len(util)} samples; full height = line rate)"
+        )
+        # Fixed scales: a full bar is a full buffer of credit (as an idle link has), or line rate.
+        full = max(float(snap.links.buffer_bytes[i]), max(credits, default=0.0))
+        width = max(self.size.width - 4, 10)
+        self.query_one("#credit-spark", Static).update(
+            scaled_sparkline(credits, full, width=width), layout=False
+        )
+        self.query_one("#util-spark", Static).update(
+            scaled_sparkline(util, 1.0, width=width), layout=False
+        )
         self.query_one("#vls", Static).update(vl_table(snap, i))
         self.query_one("#counters", Static).update(counters_table(snap, i))
         src = snap.nodes.name[int(snap.links.src[i])]
