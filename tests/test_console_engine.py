@@ -216,3 +216,19 @@ async def test_an_engine_error_is_reported_and_the_console_stays_up() -> None:
         )
         await pilot.press("f")  # the console still answers keys
         assert app.frozen
+
+
+async def test_the_core_refusal_shows_in_the_form() -> None:
+    app, src = stepped_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("i", *LINK)
+        form = app.screen
+        assert isinstance(form, FaultFormScreen)
+        form.query_one("#kind").value = "link_degraded"  # type: ignore[attr-defined]
+        form.query_one("#params").value = "ber=5"  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "ber must be in" in str(form.query_one("#error").render())
+        assert app.screen is form
+        latest = src.latest()
+        assert latest is not None and latest.faults == ()
