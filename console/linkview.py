@@ -216,6 +216,16 @@ def sort_values(snap: Snapshot, rates: LinkRates, column: str) -> NDArray[np.flo
     raise ValueError(f"unknown column {column!r}; sortable: {', '.join(COLUMNS)}")
 
 
+def coarse(values: NDArray[np.float64], column: str) -> NDArray[np.float64]:
+    """Values rounded to what an operator can tell apart: 1 % of utilisation, ~10 % otherwise."""
+    if column == "util":
+        return np.round(values * 100.0)
+    if column in ("state", "link"):
+        return values
+    magnitude = np.log1p(np.abs(np.nan_to_num(values)))
+    return np.sign(values) * np.round(magnitude * 10.0)  # steps of e^0.1 ≈ 10.5 %
+
+
 def top_links(
     snap: Snapshot,
     rates: LinkRates,
@@ -228,10 +238,11 @@ def top_links(
     """Indices of the ``limit`` hottest links by ``column`` (coolest if ``reverse``).
 
     Links that are down or degraded come first whatever the column (a fault must
-    not scroll out of sight). Ties are broken by link index, so equal rows never
-    swap places between refreshes (a sort that does not jump).
+    not scroll out of sight). Values are compared coarsely (``coarse``) and ties
+    are broken by link index, so rows whose values differ by noise never swap
+    places between refreshes (a sort that does not jump).
     """
-    values = sort_values(snap, rates, column)
+    values = coarse(sort_values(snap, rates, column), column)
     if reverse:
         values = -values
     faulted = snap.link_state.status != LinkStatus.UP

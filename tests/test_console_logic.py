@@ -129,3 +129,12 @@ def test_scaled_sparkline_uses_a_fixed_scale() -> None:
     assert empty == ["    ", "    "]
     half = scaled_sparkline([0.5], 1.0, rows=2).plain.splitlines()
     assert half == [" ", "█"]
+
+
+def test_noise_does_not_reorder_links() -> None:
+    rates = LinkRates.zeros(24)
+    first = top_links(snapshot(utilisation=[0.501, 0.499]), rates, column="util", limit=2)
+    second = top_links(snapshot(utilisation=[0.499, 0.502]), rates, column="util", limit=2)
+    assert first.tolist() == second.tolist() == [0, 1]
+    moved = top_links(snapshot(utilisation=[0.40, 0.60]), rates, column="util", limit=2)
+    assert moved.tolist() == [1, 0]
