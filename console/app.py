@@ -226,6 +226,15 @@ class FabtopApp(App[None]):
         top = self.screen_stack[-1] if self.screen_stack else None
         return top if isinstance(top, LinkDetailScreen) else None
 
+    #: Actions about the main view: hidden from the footer (and off) on other screens.
+    MAIN_VIEW_ACTIONS = frozenset(
+        {"toggle_freeze", "speed", "cycle_sort", "reverse_sort", "filter", "compare"}
+    )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Main-view keys do nothing on the compare screen (which has its own)."""
+        return not (action in self.MAIN_VIEW_ACTIONS and isinstance(self.screen, CompareScreen))
+
     # --------------------------------------------------------------- commands
     async def send(self, command: Command) -> CommandResult:
         """Send a command to the source; tell the operator when it is refused."""
