@@ -47,9 +47,12 @@ SWEEP_TOLERANCE = 1e-6
 NEWTON_ITERATIONS = 12
 
 
+_Floats = NDArray[np.float64]  # built once: cast() on a subscripted type costs per call
+
+
 def sum_by(index: NDArray[np.intp], weights: NDArray[np.float64], n: int) -> NDArray[np.float64]:
     """Sum ``weights`` into ``n`` bins by ``index`` (``np.bincount``, typed as floats)."""
-    return cast(NDArray[np.float64], np.bincount(index, weights=weights, minlength=n))
+    return cast(_Floats, np.bincount(index, weights=weights, minlength=n))
 
 
 @dataclass

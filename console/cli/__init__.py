@@ -14,6 +14,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "replay",
     "compare",
     "scenarios",
+    "storage",
     "tui",
 )
 
