@@ -92,3 +92,55 @@ def build_workload(table: Mapping[str, Any], where: str) -> Workload:
 
 
 _ = Scripted  # re-exported for tests and programmatic use
+
+
+# --- GPU endpoints and inference workloads (issue 4) ---------------------------------------
+_ENDPOINT_KEYS = frozenset({"control", "data_path", "endpoint"})
+
+
+def _endpoint_params(t: Mapping[str, Any]) -> Any:
+    from fabric_core.endpoint import EndpointParams
+
+    over = dict(t.get("endpoint", {}))
+    for key in ("control", "data_path"):
+        if key in t:
+            over[key] = str(t[key])
+    return EndpointParams().with_overrides(**over)
+
+
+def _moe(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    from fabric_core.workloads.moe import MoEAllToAll
+
+    return MoEAllToAll(
+        name=name,
+        traffic_class=cls,
+        ranks_spec=t.get("ranks", 8),
+        tokens_per_rank=int(t.get("tokens_per_rank", 128)),
+        top_k=int(t.get("top_k", 8)),
+        hidden=int(t.get("hidden", 7168)),
+        experts=int(t.get("experts", 0)),
+        dispatch_dtype=str(t.get("dispatch_dtype", "fp8")),
+        layers=int(t.get("layers", 0)),
+        expert_compute_s=parse_duration(t.get("expert_compute", "20us")),
+        attention_compute_s=parse_duration(t.get("attention_compute", "50us")),
+        endpoint=_endpoint_params(t),
+    )
+
+
+WORKLOAD_KINDS["moe"] = (
+    _moe,
+    frozenset(
+        {
+            "ranks",
+            "tokens_per_rank",
+            "top_k",
+            "hidden",
+            "experts",
+            "dispatch_dtype",
+            "layers",
+            "expert_compute",
+            "attention_compute",
+        }
+    )
+    | _ENDPOINT_KEYS,
+)
