@@ -12,6 +12,7 @@ from collections.abc import Sequence
 SUBCOMMANDS: tuple[str, ...] = (
     "run",
     "scenarios",
+    "check",
 )
 
 

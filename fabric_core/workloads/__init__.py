@@ -144,3 +144,45 @@ WORKLOAD_KINDS["moe"] = (
     )
     | _ENDPOINT_KEYS,
 )
+
+
+def _pd(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    from fabric_core.workloads.pd import PDDisagg
+
+    return PDDisagg(
+        name=name,
+        traffic_class=cls,
+        prefill_spec=t.get("prefill", 0.5),
+        decode_spec=t.get("decode", "all"),
+        rate_per_s=float(t.get("rate_per_s", 20.0)),
+        context_tokens=int(t.get("context_tokens", 0)),
+        context_median=float(t.get("context_median", 2048)),
+        context_sigma=float(t.get("context_sigma", 1.0)),
+        context_max=int(t.get("context_max", 131072)),
+        model=str(t.get("model", "llama3-70b")),
+        tp=int(t.get("tp", 8)),
+        mfu=float(t.get("mfu", 0.4)),
+        kv_chunks=int(t.get("kv_chunks", 8)),
+        endpoint=_endpoint_params(t),
+    )
+
+
+WORKLOAD_KINDS["pd"] = (
+    _pd,
+    frozenset(
+        {
+            "prefill",
+            "decode",
+            "rate_per_s",
+            "context_tokens",
+            "context_median",
+            "context_sigma",
+            "context_max",
+            "model",
+            "tp",
+            "mfu",
+            "kv_chunks",
+        }
+    )
+    | _ENDPOINT_KEYS,
+)
