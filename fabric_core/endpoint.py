@@ -453,22 +453,20 @@ def inject_gpu_fault(fabric: Fabric, cmd: InjectFault) -> Fault:
     (``FaultBook.check`` knows links and switches only) it validates the command
     here and records the fault in the same book, so snapshots and ``clear`` see it.
     """
-    try:
-        return fabric.faults.inject(cmd, fabric.sim_time_s)
-    except CommandError:
-        from fabric_core.faults import FAULT_KINDS
+    from fabric_core.faults import FAULT_KINDS
 
-        kind = FAULT_KINDS.get(cmd.kind)
-        if kind is None or kind.target != "gpu":
-            raise
+    kind = FAULT_KINDS.get(cmd.kind)
+    if kind is None or kind.target != "gpu":
+        return fabric.faults.inject(cmd, fabric.sim_time_s)
     nodes = fabric.topo.nodes
     ni = nodes.index.get(cmd.target)
     if ni is None or nodes.kind[ni] != "gpu":
-        raise unknown(
-            "GPU",
-            cmd.target,
-            [n for n, k in zip(nodes.name, nodes.kind, strict=True) if k == "gpu"],
-        )
+        gpus = [n for n, k in zip(nodes.name, nodes.kind, strict=True) if k == "gpu"]
+        raise unknown("GPU", cmd.target, gpus)
+    try:
+        return fabric.faults.inject(cmd, fabric.sim_time_s)
+    except CommandError:
+        pass  # FaultBook.check does not know GPU targets yet: record the fault here
     params: dict[str, float | str] = {}
     extra = sorted(set(cmd.params) - set(kind.params))
     if extra:
