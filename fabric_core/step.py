@@ -38,9 +38,10 @@ from fabric_core.routing import MAX_HOPS
 #: Water-filling rounds per max-min solve (each round settles the flows whose demand
 #: is below the current fair share; 4 settles all but pathological mixes).
 WATERFILL_ROUNDS = 4
-#: Jacobi sweeps per solve: how far per tick a change of demand propagates along paths
-#: before exact enforcement (which only ever lowers rates).
-SWEEPS = 3
+#: Most Jacobi sweeps per solve: a change of demand travels one hop per sweep, so
+#: one more than the longest path settles any change; a warm start usually needs one.
+MAX_SWEEPS = MAX_HOPS + 1
+SWEEP_TOLERANCE = 1e-6
 #: Newton iterations for the credit factor of a buffer (piecewise linear: converges
 #: in as many steps as flows change regime; the rest is caught by the final check).
 NEWTON_ITERATIONS = 12
@@ -63,9 +64,12 @@ class EntryIndex:
     nxt: NDArray[np.intp]  # entry of the next hop, -1 at the last hop
     buf: NDArray[np.intp]  # downstream buffer (link * VLs + vl), -1 at the last hop
     hop_bounds: NDArray[np.intp]  # entries of hop h are hop_bounds[h]:hop_bounds[h+1]
-    rank_groups: list[
-        NDArray[np.intp]
-    ]  # entries with a downstream buffer, by buffer rank, downstream first
+    link_groups: list[NDArray[np.intp]]  # all entries, by the rank of their link, upstream first
+    feedforward: bool  # every path climbs the link ranks: one forward sweep settles the rates
+    # entries with a downstream buffer, by buffer rank, downstream first
+    rank_groups: list[NDArray[np.intp]]
+    rank_group_bufs: list[NDArray[np.intp]]  # the buffers each rank group feeds
+    rank_group_local: list[NDArray[np.intp]]  # each entry's buffer as an index into those
     last: NDArray[np.intp]  # last-hop entry of each active flow
     last_flow: NDArray[np.intp]
 
@@ -91,6 +95,13 @@ def build_index(flows: FlowTable, link_rank: NDArray[np.int64], n_vls: int) -> E
     has_buf = np.flatnonzero(nxt >= 0)
     ranks = link_rank[link[has_buf]]
     rank_groups = [has_buf[ranks == k] for k in np.unique(ranks)[::-1]]
+    compact = [np.unique(buf[g], return_inverse=True) for g in rank_groups]
+    entry_rank = link_rank[link]
+    order = np.argsort(entry_rank, kind="stable")
+    bounds = np.flatnonzero(np.diff(entry_rank[order])) + 1
+    link_groups = np.split(order, bounds) if n else []
+    has_prev = prev >= 0
+    feedforward = bool((entry_rank[prev[has_prev]] < entry_rank[has_prev]).all())
     last = np.flatnonzero(nxt < 0)
     return EntryIndex(
         version=flows.version,
@@ -101,7 +112,11 @@ def build_index(flows: FlowTable, link_rank: NDArray[np.int64], n_vls: int) -> E
         nxt=nxt,
         buf=buf,
         hop_bounds=hop_bounds,
+        link_groups=link_groups,
+        feedforward=feedforward,
         rank_groups=rank_groups,
+        rank_group_bufs=[u for u, _ in compact],
+        rank_group_local=[inv.astype(np.intp) for _, inv in compact],
         last=last,
         last_flow=flow[last],
     )
@@ -109,33 +124,30 @@ def build_index(flows: FlowTable, link_rank: NDArray[np.int64], n_vls: int) -> E
 
 def waterfill(
     demand: NDArray[np.float64], link: NDArray[np.intp], capacity: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Max-min fair rates of entries sharing links.
 
     Returns:
-        the rate of every entry and each link's fair-share level (the rate an
-        entry with unlimited demand gets there).
+        the rate of every entry, each link's fair-share level (the rate of the
+        entries whose demand exceeds it) and how many entries get that level.
     """
     n_links = capacity.size
     left = capacity.astype(np.float64, copy=True)
     unsat = np.ones(demand.size, dtype=bool)
-    rate = np.empty_like(demand)
-    level = left.copy()
+    rate = demand.copy()  # satisfied entries keep their demand
     for _ in range(WATERFILL_ROUNDS):
-        count = np.bincount(link, weights=unsat, minlength=n_links)
+        count = sum_by(link, unsat.astype(np.float64), n_links)
         level = np.divide(left, count, out=left.copy(), where=count > 0)
         sat = unsat & (demand <= level[link])
         if not sat.any():
             break
-        rate[sat] = demand[sat]
-        left -= np.bincount(link, weights=np.where(sat, demand, 0.0), minlength=n_links)
+        left -= sum_by(link, np.where(sat, demand, 0.0), n_links)
         np.maximum(left, 0.0, out=left)
         unsat &= ~sat
-    else:
-        count = np.bincount(link, weights=unsat, minlength=n_links)
-        level = np.divide(left, count, out=left.copy(), where=count > 0)
-    rate[unsat] = np.minimum(level[link[unsat]], demand[unsat])
-    return rate, level
+    count = sum_by(link, unsat.astype(np.float64), n_links)
+    level = np.divide(left, count, out=left.copy(), where=count > 0)
+    np.copyto(rate, np.minimum(level[link], demand), where=unsat)
+    return rate, level, count
 
 
 def enforce_conservation(
@@ -159,44 +171,59 @@ def enforce_credits(
     free_bytes: NDArray[np.float64],
     dt: float,
 ) -> NDArray[np.float64]:
-    """Scale inflows so no downstream buffer overfills (in place); returns alpha per buffer."""
-    n_buf = free_bytes.size
-    alpha = np.ones(n_buf)
+    """Scale inflows so no downstream buffer overfills (in place); returns alpha per buffer.
+
+    For buffer ``b`` fed by entries ``e`` (rate ``a``) whose next hops drain it
+    (rate ``c``, holding ``d·dt`` bytes), the net inflow after scaling the
+    inflows by ``alpha`` is ``alpha·sum(a) - sum(min(c, d + alpha·a))``: convex
+    and piecewise linear in ``alpha``, so Newton's method from ``alpha = 1``
+    approaches the largest admissible ``alpha`` from above, exactly once every
+    flow is in its final regime.
+    """
+    alpha = np.ones(free_bytes.size)
     free_rate = free_bytes / dt
-    for group in idx.rank_groups:
-        buf = idx.buf[group]
+    for group, bufs, local in zip(
+        idx.rank_groups, idx.rank_group_bufs, idx.rank_group_local, strict=True
+    ):
         nxt = idx.nxt[group]
         a = rate[group]
         c = rate[nxt]
         d = backlog[nxt] / dt
-        inflow = np.bincount(buf, weights=a, minlength=n_buf)
-        drain = np.bincount(buf, weights=np.minimum(c, d + a), minlength=n_buf)
-        g = inflow - drain - free_rate
-        tol = 1e-12 * (inflow + free_rate) + 1e-9
+        nb = bufs.size
+        inflow = sum_by(local, a, nb)
+        room = free_rate[bufs]
+        g = inflow - sum_by(local, np.minimum(c, d + a), nb) - room
+        tol = 1e-12 * (inflow + room) + 1e-9
         short = g > tol
         if not short.any():
             continue
-        al = np.ones(n_buf)
+        # Newton on the entries of the short buffers only
+        sel = np.flatnonzero(short[local])
+        sb, sl = np.unique(local[sel], return_inverse=True)
+        aa, cc, dd = a[sel], c[sel], d[sel]
+        n_short = sb.size
+        inflow_s, room_s, g_s = inflow[sb], room[sb], g[sb]
+        tol_s = tol[sb]
+        al = np.ones(n_short)
+        pending = g_s > tol_s
         for _ in range(NEWTON_ITERATIONS):
-            through = (d + al[buf] * a) < c  # flows whose drain follows their inflow
-            slope = inflow - np.bincount(buf, weights=np.where(through, a, 0.0), minlength=n_buf)
-            step = np.divide(g, slope, out=np.zeros(n_buf), where=short & (slope > 0))
+            through = (dd + al[sl] * aa) < cc  # flows whose drain follows their inflow
+            slope = inflow_s - sum_by(sl, np.where(through, aa, 0.0), n_short)
+            step = np.divide(g_s, slope, out=np.zeros(n_short), where=pending & (slope > 0))
             al = np.clip(al - step, 0.0, 1.0)
-            g = (
-                al * inflow
-                - np.bincount(buf, weights=np.minimum(c, d + al[buf] * a), minlength=n_buf)
-                - free_rate
-            )
-            short = g > tol
-            if not short.any():
+            g_s = al * inflow_s - sum_by(sl, np.minimum(cc, dd + al[sl] * aa), n_short) - room_s
+            pending = g_s > tol_s
+            if not pending.any():
                 break
-        if short.any():
+        if pending.any():
             # Not converged (rare): fall back to the drain that cannot shrink any further.
-            safe = np.bincount(buf, weights=np.minimum(c, d), minlength=n_buf)
-            fallback = np.divide(safe + free_rate, inflow, out=np.zeros(n_buf), where=inflow > 0)
-            al = np.where(short, np.minimum(al, fallback), al)
-        alpha = np.minimum(alpha, al)
-        rate[group] = a * al[buf]
+            safe = sum_by(sl, np.minimum(cc, dd), n_short)
+            fallback = np.divide(safe + room_s, inflow_s, out=np.zeros(n_short), where=inflow_s > 0)
+            al = np.where(pending, np.minimum(al, fallback), al)
+        group_alpha = np.ones(nb)
+        group_alpha[sb] = al
+        np.minimum.at(alpha, bufs, group_alpha)
+        rate[group] = a * group_alpha[local]
         np.minimum(rate[nxt], d + rate[group], out=rate[nxt])
     return alpha
 
@@ -206,8 +233,10 @@ class Solution:
     """The rates of one tick and what the snapshot reports about them."""
 
     rate: NDArray[np.float64]  # per entry
-    level: NDArray[np.float64]  # per link: fair-share level
+    level: NDArray[np.float64]  # per link: fair-share level of the unsatisfied entries
+    n_at_level: NDArray[np.float64]  # per link: how many entries get that level
     alpha: NDArray[np.float64]  # per buffer: fraction of the wanted inflow credits allowed
+    unused: NDArray[np.float64]  # per link: capacity nobody used this tick
 
 
 def solve(
@@ -216,27 +245,118 @@ def solve(
     capacity: NDArray[np.float64],
     free_bytes: NDArray[np.float64],
     dt: float,
+    warm: NDArray[np.float64] | None = None,
 ) -> Solution:
-    """Rates of all entries for one tick (see the module docstring)."""
+    """Rates of all entries for one tick (see the module docstring).
+
+    Args:
+        warm: last tick's rate of each entry (0 for new entries). Sweeps start
+            from it (steady state then converges in one sweep); new entries
+            start from the most they could carry (their link's line rate, at
+            most what the flow holds per tick), never from zero.
+    """
     link = idx.link
-    rate = capacity[link].copy()  # start from line rate, pull down
+    start = capacity[link].copy()
+    if warm is not None:
+        first_hop_backlog = backlog[_first_entry(idx)]
+        start = np.where(warm > 0, warm, np.minimum(start, first_hop_backlog / dt))
+    rate = start
     level = capacity.copy()
+    n_level = np.zeros(capacity.size)
     cap_demand = np.full(idx.size, np.inf)
     alpha = np.ones(free_bytes.size)
+    # Sweeps stop when no rate moves by more than a millionth of line rate; the exact
+    # enforcement that follows makes conservation and credits hold to rounding anyway.
+    tol = SWEEP_TOLERANCE * float(capacity.max(initial=1.0))
     for _ in range(2):  # second pass re-offers capacity that credits took away
-        for _ in range(SWEEPS):
-            arrival = np.where(idx.prev >= 0, rate[idx.prev], 0.0)
-            demand = np.minimum(backlog / dt + arrival, cap_demand)
-            rate, level = waterfill(demand, link, capacity)
+        if idx.feedforward:
+            # Gauss-Seidel by link rank: each link's entries see the final rates of their
+            # upstream hops, so one sweep gives the max-min rates of this pass exactly.
+            for group in idx.link_groups:
+                prev = idx.prev[group]
+                arrival = np.where(prev >= 0, rate[np.maximum(prev, 0)], 0.0)
+                demand = np.minimum(backlog[group] / dt + arrival, cap_demand[group])
+                rate[group], lv, nl = waterfill(demand, link[group], capacity)
+                touched = np.bincount(link[group], minlength=capacity.size) > 0
+                level = np.where(touched, lv, level)
+                n_level = np.where(touched, nl, n_level)
+        else:
+            for _ in range(MAX_SWEEPS):
+                arrival = np.where(idx.prev >= 0, rate[idx.prev], 0.0)
+                demand = np.minimum(backlog / dt + arrival, cap_demand)
+                new, level, n_level = waterfill(demand, link, capacity)
+                converged = bool(np.abs(new - rate).max(initial=0.0) <= tol)
+                rate = new
+                if converged:
+                    break
         enforce_conservation(idx, rate, backlog, dt)
         before = rate.copy()
-        alpha = enforce_credits(idx, rate, backlog, free_bytes, dt)
+        # the credit factor of the first pass is the one that held rates down; later
+        # passes see those rates as caps, so keep the smallest
+        alpha = np.minimum(alpha, enforce_credits(idx, rate, backlog, free_bytes, dt))
         enforce_conservation(idx, rate, backlog, dt)
         cut = rate < before * (1 - 1e-9)
         if not cut.any():
             break
         cap_demand = np.where(cut, rate, cap_demand)
-    return Solution(rate=rate, level=level, alpha=alpha)
+    n_links = capacity.size
+    unused = np.maximum(capacity - sum_by(link, rate, n_links), 0.0)
+    return Solution(rate=rate, level=level, n_at_level=n_level, alpha=alpha, unused=unused)
+
+
+def _first_entry(idx: EntryIndex) -> NDArray[np.intp]:
+    """For every entry, the entry of the same flow at hop 0 (walking ``prev``)."""
+    first = np.arange(idx.size)
+    for _ in range(MAX_HOPS - 1):
+        p = idx.prev[first]
+        if (p < 0).all():
+            break
+        first = np.where(p >= 0, p, first)
+    return first
+
+
+def finish_within_tick(
+    idx: EntryIndex,
+    sol: Solution,
+    capacity: NDArray[np.float64],
+    finishing: NDArray[np.bool_],
+    dt: float,
+) -> NDArray[np.float64]:
+    """When, inside the tick, each finishing entry has sent its last byte (seconds).
+
+    Rates are tick averages; a flow that empties inside the tick really sent
+    faster and stopped early. On each link, the finishing entries share the
+    capacity as in processor sharing with the elastic entries (those at the
+    fair-share level, which would yield), while entries held down elsewhere keep
+    their rate: entry ``e`` with ``b`` bytes finishes at
+    ``(sum over finishing o of min(b_o, b) + b * (1 + elastic)) / available``,
+    slowed by its buffer's credit factor. A flow ends at the latest of its hops.
+    """
+    n_links = capacity.size
+    rate = sol.rate
+    link = idx.link
+    elastic = ~finishing & (rate >= sol.level[link] * (1 - 1e-6)) & (rate > 0)
+    held = ~finishing & ~elastic
+    available = np.maximum(capacity - sum_by(link, np.where(held, rate, 0.0), n_links), 0.0)
+    n_elastic = np.bincount(link, weights=elastic, minlength=n_links)
+    fin = np.flatnonzero(finishing)
+    b = rate[fin] * dt
+    order = np.lexsort((b, link[fin]))
+    fl, fb = link[fin][order], b[order]
+    group_start = np.r_[0, np.flatnonzero(np.diff(fl)) + 1]
+    group_of = np.repeat(np.arange(group_start.size), np.diff(np.r_[group_start, fl.size]))
+    csum = np.cumsum(fb)
+    before = csum - fb - np.r_[0.0, csum][group_start][group_of]  # smaller entries' bytes
+    pos = np.arange(fl.size) - group_start[group_of]
+    size = np.diff(np.r_[group_start, fl.size])[group_of]
+    after = size - pos - 1
+    work = before + fb * (after + 1 + n_elastic[fl])
+    alpha = np.where(idx.buf[fin] >= 0, sol.alpha[np.maximum(idx.buf[fin], 0)], 1.0)[order]
+    speed = available[fl] * np.maximum(alpha, 1e-12)
+    t_sorted = np.divide(work, speed, out=np.full(fl.size, dt), where=speed > 0)
+    out = np.zeros(idx.size)
+    out[fin[order]] = t_sorted
+    return out
 
 
 def credit_violation_bytes(
