@@ -34,7 +34,9 @@ from fabric_core.snapshot import LinkTable
 from fabric_core.step import EntryIndex, sum_by
 
 
-def mlx5_headroom_bytes(bandwidth_Bps: NDArray[np.float64], cable_m: NDArray[np.float64], mtu: float) -> NDArray[np.float64]:
+def mlx5_headroom_bytes(
+    bandwidth_Bps: NDArray[np.float64], cable_m: NDArray[np.float64], mtu: float
+) -> NDArray[np.float64]:
     """Headroom (bytes) as Linux mlx5 ``calculate_xoff``: (301 + 2.16·cable_m)·Gb/s + 2.72·MTU."""
     speed_gbps = bandwidth_Bps * 8 / 1e9
     return (301 + 2.16 * cable_m) * speed_gbps + 2.72 * mtu
@@ -113,11 +115,15 @@ def update_pause(
     q.refresh_due_s = np.where(start, now + profile.pfc_refresh_s, q.refresh_due_s)
     # refresh frames while the pause lasts
     due = q.paused & ~start & (q.refresh_due_s <= now + dt)
-    n_refresh = np.where(due, np.floor((now + dt - q.refresh_due_s) / profile.pfc_refresh_s) + 1, 0.0)
+    n_refresh = np.where(
+        due, np.floor((now + dt - q.refresh_due_s) / profile.pfc_refresh_s) + 1, 0.0
+    )
     frames += n_refresh
     q.refresh_due_s = q.refresh_due_s + n_refresh * profile.pfc_refresh_s
     # watchdog: a queue paused too long has its pause ignored for a recovery period
-    fire = q.paused & (now - q.paused_since_s >= profile.pfc_watchdog_s) & (q.watchdog_until_s < now)
+    fire = (
+        q.paused & (now - q.paused_since_s >= profile.pfc_watchdog_s) & (q.watchdog_until_s < now)
+    )
     q.watchdog_until_s = np.where(fire, now + profile.pfc_watchdog_recovery_s, q.watchdog_until_s)
     ignoring = q.watchdog_until_s >= now
     # the sender keeps sending for what is left of its reaction time
@@ -152,7 +158,9 @@ class Dcqcn:
     def empty(cls, n: int) -> Dcqcn:
         """State for ``n`` flow slots (rates set when flows start)."""
         z = np.zeros(n)
-        return cls(z.copy(), z.copy(), np.ones(n), z.copy(), z.copy(), z.copy(), z.copy(), np.full(n, -1.0))
+        return cls(
+            z.copy(), z.copy(), np.ones(n), z.copy(), z.copy(), z.copy(), z.copy(), np.full(n, -1.0)
+        )
 
     def grow(self, n: int) -> None:
         """Make room for ``n`` slots."""
@@ -218,7 +226,11 @@ class Dcqcn:
             stage = stage + step
             hyper = step & (stage > 2 * fr)
             additive = step & (stage > fr) & ~hyper
-            rt = rt + np.where(additive, p.dcqcn_ai_Bps, 0.0) + np.where(hyper, (stage - 2 * fr) * p.dcqcn_hai_Bps, 0.0)
+            rt = (
+                rt
+                + np.where(additive, p.dcqcn_ai_Bps, 0.0)
+                + np.where(hyper, (stage - 2 * fr) * p.dcqcn_hai_Bps, 0.0)
+            )
             rt = np.minimum(rt, line_rate)
             rc = np.where(step, (rt + rc) / 2, rc)
             events = events - step
@@ -280,4 +292,4 @@ def one_cycle(idx: EntryIndex, queues: NDArray[np.intp]) -> list[int]:
     while node not in seen and node in succ:
         seen.append(node)
         node = succ[node]
-    return seen[seen.index(node):] if node in seen else seen
+    return seen[seen.index(node) :] if node in seen else seen

@@ -142,3 +142,30 @@ def test_post_failures_are_counted_and_hung_posts_never_reach_the_wire() -> None
     assert ep.stuck.tolist() == [0, 0, 1, 0]
     req, _ = ep.release(0.0, 1.0)
     assert sorted(req.src.tolist()) == [0, 3]
+
+
+def test_send_queue_depth_holds_posts_until_completions_free_slots() -> None:
+    deep = _probe_run(EndpointParams(control="ibgda"), burst=64)
+    shallow = _probe_run(EndpointParams(control="ibgda", sq_depth=4), burst=64)
+    assert shallow.received == deep.received == 128
+    assert shallow.ep is not None and deep.ep is not None
+    assert shallow.ep.max_outstanding.max() == 4
+    assert shallow.ep.slot_waits > 0 == deep.ep.slot_waits
+    # four messages in flight per GPU cannot cover the round trip: it takes longer
+    assert shallow.end_s - shallow.start_s > deep.end_s - deep.start_s
+
+
+def test_hung_wqes_keep_their_slots() -> None:
+    ep = EndpointModel(EndpointParams(sq_depth=2), 2)
+    hang = np.array([True, False])
+    ep.post(
+        np.zeros(5, np.int64),
+        np.ones(5, np.int64),
+        np.full(5, 64.0),
+        np.arange(5),
+        np.zeros(5),
+        hang=hang,
+    )
+    assert ep.stuck[0] == 2 and ep.outstanding[0] == 2
+    ep.release(1.0, 1.0)
+    assert ep.waiting.src.size == 3  # never admitted: the hung WQEs never complete

@@ -67,7 +67,7 @@ def test_bf16_dispatch_carries_more_bytes_and_takes_longer() -> None:
     assert bf16["dispatch_last_seconds"] > fp8["dispatch_last_seconds"]
 
 
-@pytest.mark.parametrize("profile", ["native-400g", "native-800g"])
+@pytest.mark.parametrize("profile", ["native-400g", "native-800g", "roce-400g"])
 def test_moe_runs_under_any_profile(profile: str) -> None:
     k = _moe("ibgda", profile=profile)
     assert k["layers_completed"] == 1

@@ -69,5 +69,6 @@ def test_quadratic_attention_eventually_outgrows_the_linear_kv_transfer() -> Non
 
 
 def test_pd_runs_under_fabtop_run_and_any_profile() -> None:
-    assert _pd(1024, model="deepseek-v3", profile="native-800g")["requests_completed"] >= 1
+    for profile in ("native-800g", "roce-400g"):
+        assert _pd(1024, model="deepseek-v3", profile=profile)["requests_completed"] >= 1
     assert main(["run", "pd-llama70b", "--duration", "200ms", "--quiet"]) == 0
