@@ -72,3 +72,21 @@ def test_version_mismatch_through_fabric_apply() -> None:
     fabric.apply(InjectFault(kind="version_mismatch", target="gpu0002"))
     fail, _ = fault_masks(fabric)
     assert fail.sum() == 1
+
+
+def test_scenario_faults_are_part_of_the_check(
+    tmp_path: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pathlib import Path
+
+    src = (Path(__file__).parent.parent / "fabric_core" / "scenarios" / "tiny.toml").read_text()
+    path = Path(str(tmp_path)) / "mismatch.toml"
+    path.write_text(
+        src
+        + '\n[[fault]]\nat = "1ns"\nkind = "version_mismatch"\ntarget = "gpu0007"\n'
+        + "params = { hang = 1.0 }\n"
+    )
+    assert main(["check", "ibgda", str(path), "--timeout", "100us"]) == 1
+    out = capsys.readouterr().out
+    assert "step 1 2-GPU all-to-all     PASS" in out
+    assert "gpu0007:" in out and "failure: hang" in out
