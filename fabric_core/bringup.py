@@ -77,7 +77,7 @@ class ProbeAllToAll(Workload):
                 src,
                 dst,
                 np.full(src.size, self.size_bytes),
-                np.full(src.size, self.round),
+                (np.int64(self.round) << 32) + np.arange(src.size, dtype=np.int64),
                 np.full(src.size, at),
                 fail=fail,
                 hang=hang,

@@ -32,6 +32,13 @@ if TYPE_CHECKING:
     from fabric_core.fabric import Fabric
 
 
+TAG_SHIFT = 32  # a message's tag: phase << 32 | index (unique per message: routing hashes it)
+
+
+def _tags(phase: int, n: int) -> NDArray[np.int64]:
+    return (np.int64(phase) << TAG_SHIFT) + np.arange(n, dtype=np.int64)
+
+
 def dispatch_bytes(hidden: int, dtype: str) -> float:
     """DeepEP low-latency message per token: 16 B header + payload (+ FP8 scales per 128)."""
     if dtype == "fp8":
@@ -130,7 +137,7 @@ class MoEAllToAll(Workload):
             src,
             dst,
             sizes,
-            np.full(src.size, self.phase_seq),
+            _tags(self.phase_seq, src.size),
             np.full(src.size, at_s),
             fail=fail,
             hang=hang,
@@ -197,7 +204,7 @@ class MoEAllToAll(Workload):
     ) -> None:
         assert self.ep is not None
         self.ep.complete(src)
-        mine = tag == self.phase_seq
+        mine = (tag >> TAG_SHIFT) == self.phase_seq
         if not mine.any():
             return
         self.left -= int(mine.sum())

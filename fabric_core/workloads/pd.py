@@ -68,6 +68,7 @@ MODELS: dict[str, ModelPreset] = {
     )
 }
 
+CHUNK_BITS = 16  # a KV message's tag: request << 16 | chunk (unique: routing hashes it)
 GPU_FLOPS = 989e12  # H100 SXM dense BF16 (NVIDIA H100 datasheet)
 HBM_BPS = 3.35e12  # H100 SXM HBM3 (NVIDIA H100 datasheet)
 MFU = 0.4  # Llama 3 paper ("The Llama 3 Herd of Models"): 38-43 % BF16 MFU in training
@@ -121,8 +122,8 @@ class PDDisagg(Workload):
     def __post_init__(self) -> None:
         if self.model not in MODELS:
             raise ValueError(f"model: unknown {self.model!r}; known: {', '.join(MODELS)}")
-        if self.kv_chunks < 1 or self.tp < 1:
-            raise ValueError("kv_chunks and tp must be >= 1")
+        if not 1 <= self.kv_chunks < 1 << CHUNK_BITS or self.tp < 1:
+            raise ValueError(f"kv_chunks must be in 1..{(1 << CHUNK_BITS) - 1} and tp >= 1")
         self.preset = MODELS[self.model]
 
     def bind(
@@ -186,7 +187,7 @@ class PDDisagg(Workload):
                 np.repeat(self.prefill[inst], m).astype(np.int64),
                 np.repeat(dec, m).astype(np.int64),
                 np.repeat(ctx * self.preset.kv_bytes_per_token / m, m),
-                np.repeat(ids, m).astype(np.int64),
+                (np.repeat(ids, m) << CHUNK_BITS) + np.tile(np.arange(m), k),
                 np.repeat(end, m),
                 fail=fail,
                 hang=hang,
@@ -200,9 +201,10 @@ class PDDisagg(Workload):
         assert self.ep is not None
         self.ep.complete(done.src)
         c = self._cols
-        np.subtract.at(c["left"], done.tag, 1)
-        np.maximum.at(c["transfer_end"], done.tag, done.finish_s)
-        ids = np.unique(done.tag)
+        req = done.tag >> CHUNK_BITS
+        np.subtract.at(c["left"], req, 1)
+        np.maximum.at(c["transfer_end"], req, done.finish_s)
+        ids = np.unique(req)
         fin = ids[c["left"][ids] <= 0]
         if fin.size == 0:
             return
