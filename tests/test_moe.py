@@ -93,3 +93,28 @@ def test_unknown_moe_keys_are_refused() -> None:
                 "workload": [{"kind": "moe", "ranks": 2, "tokens": 3}],
             }
         )
+
+
+def _deepep_dispatch(control: str) -> dict[str, Any]:
+    """DeepEP's low-latency setting at EP 8: 128 tokens x top-8, hidden 7168, FP8 dispatch."""
+    data = {
+        "name": "deepep",
+        "dt": "1us",
+        "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 4, "gpus_per_leaf": 4},
+        "workload": [{"name": "moe", "kind": "moe", "ranks": 8, "layers": 1, "control": control}],
+    }
+    fabric = Fabric.from_scenario(parse_scenario(data))
+    kpis: dict[str, Any] = run_for(fabric, 230e-6)["workloads"]["moe"]["kpis"]
+    return kpis
+
+
+def test_deepep_setting_dispatch_is_faster_with_ibgda_because_of_the_proxy_queue() -> None:
+    ibgda = _deepep_dispatch("ibgda")
+    proxy = _deepep_dispatch("proxy")
+    assert ibgda["dispatch_last_seconds"] < proxy["dispatch_last_seconds"]
+    # 1,024 messages per rank through one CPU thread: the dispatch cannot end before the
+    # proxy has posted them all, and that queue is what the proxy's dispatch time is made of
+    posts = 128 * 8 * 0.2e-6
+    assert proxy["post_queue_wait_max_seconds"] > 0.9 * posts
+    assert proxy["dispatch_last_seconds"] == pytest.approx(posts, rel=0.1)
+    assert ibgda["post_queue_wait_max_seconds"] < 0.2 * posts
