@@ -133,12 +133,31 @@ class EndpointParams:
                 raise ValueError(f"{f.name} must be >= 0, got {v!r}")
 
     def with_overrides(self, **overrides: Any) -> EndpointParams:
-        """A copy with some parameters changed (unknown names raise ``ValueError``)."""
-        known = {f.name for f in fields(self)}
-        bad = sorted(set(overrides) - known)
+        """A copy with some parameters changed.
+
+        Raises:
+            ValueError: an unknown name, or a value of the wrong type (named).
+        """
+        known = {f.name: getattr(self, f.name) for f in fields(self)}
+        bad = sorted(set(overrides) - set(known))
         if bad:
-            raise ValueError(f"unknown endpoint parameter(s): {', '.join(bad)}")
-        return dataclasses.replace(self, **overrides)
+            raise ValueError(
+                f"unknown endpoint parameter(s): {', '.join(bad)}; accepted: {', '.join(known)}"
+            )
+        clean: dict[str, Any] = {}
+        for name, value in overrides.items():
+            default = known[name]
+            if isinstance(default, str):
+                ok = isinstance(value, str)
+            else:
+                ok = isinstance(value, int | float) and not isinstance(value, bool)
+                if ok and isinstance(default, int) and not float(value).is_integer():
+                    ok = False
+            if not ok:
+                kind = type(default).__name__
+                raise ValueError(f"endpoint.{name}: expected a {kind}, got {value!r}")
+            clean[name] = type(default)(value)
+        return dataclasses.replace(self, **clean)
 
     @classmethod
     def parameter_sources(cls) -> list[tuple[str, str, str, Any]]:

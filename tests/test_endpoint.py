@@ -169,3 +169,23 @@ def test_hung_wqes_keep_their_slots() -> None:
     assert ep.stuck[0] == 2 and ep.outstanding[0] == 2
     ep.release(1.0, 1.0)
     assert ep.waiting.src.size == 3  # never admitted: the hung WQEs never complete
+
+
+def test_scenario_endpoint_tables_are_checked() -> None:
+    from fabric_core.scenario import ScenarioError, parse_scenario
+
+    def scn(**wl: object) -> None:
+        parse_scenario(
+            {
+                "topology": {"kind": "leaf-spine", "leaves": 1, "spines": 1, "gpus_per_leaf": 2},
+                "workload": [{"kind": "moe", "ranks": 2, **wl}],
+            }
+        )
+
+    scn(control="proxy", endpoint={"cpu_post_s": 3e-7, "sq_depth": 64})
+    with pytest.raises(ScenarioError, match=r"workload\[0\].*endpoint.cpu_post_s"):
+        scn(endpoint={"cpu_post_s": "fast"})
+    with pytest.raises(ScenarioError, match="unknown endpoint parameter"):
+        scn(endpoint={"post_cost": 1.0})
+    with pytest.raises(ScenarioError, match="needs data_path 'gdr'"):
+        scn(control="ibgda", data_path="bounce")
