@@ -8,6 +8,7 @@ Nothing on that path loops over flows or links in Python.
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core import recovery
 from fabric_core.commands import (
     ClearFault,
     Command,
@@ -26,11 +28,22 @@ from fabric_core.commands import (
     StopWorkload,
     unknown,
 )
-from fabric_core.faults import FaultBook
+from fabric_core.faults import FaultBook, goodput_fraction
 from fabric_core.flows import FlowTable, NewFlows
 from fabric_core.histogram import Histogram
+from fabric_core.pfc import (
+    Dcqcn,
+    PauseTick,
+    PfcQueues,
+    ecn_probability,
+    find_deadlock,
+    hol_send_fraction,
+    one_cycle,
+    pause_limits,
+    update_pause,
+)
 from fabric_core.profiles import Profile
-from fabric_core.routing import route
+from fabric_core.routing import MAX_HOPS, route
 from fabric_core.scenario import Scenario, ScenarioError
 from fabric_core.snapshot import (
     Event,
@@ -53,6 +66,9 @@ from fabric_core.topology import Topology
 from fabric_core.workloads import Completions, Workload
 
 MAX_EVENTS = 500
+#: Round trip that sets RoCE's go-back-N window on a bit error (the bytes in flight
+#: at line rate): a few µs across a 3-tier fabric plus NIC time; a guess.
+GO_BACK_N_RTT_S = 10e-6
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,15 @@ TUNABLE: dict[str, TunableParam] = {
         TunableParam("buffer_per_vl_bytes", 1024.0, 1e9, "per-VL ingress buffer (credits)"),
         TunableParam("switch_latency_s", 0.0, 1e-3, "switch port-to-port latency"),
         TunableParam("reroute_s", 1e-6, 60.0, "time from a link failure to traffic rerouted"),
+        TunableParam("ecn_kmin_bytes", 0.0, 1e9, "ECN marking starts above this queue"),
+        TunableParam("ecn_kmax_bytes", 0.0, 1e9, "ECN marks every packet above this queue"),
+        TunableParam("ecn_pmax", 0.0, 1.0, "ECN marking probability at Kmax"),
+        TunableParam("dcqcn_g", 1e-6, 1.0, "DCQCN alpha gain"),
+        TunableParam("dcqcn_timer_s", 1e-6, 1.0, "DCQCN rate-increase timer"),
+        TunableParam("dcqcn_byte_counter_bytes", 1.0, 1e12, "DCQCN byte counter"),
+        TunableParam("dcqcn_ai_Bps", 0.0, 1e11, "DCQCN additive increase"),
+        TunableParam("dcqcn_hai_Bps", 0.0, 1e11, "DCQCN hyper increase"),
+        TunableParam("pfc_watchdog_s", 1e-6, 60.0, "PFC watchdog detection time"),
     )
 }
 
@@ -111,7 +136,9 @@ class Fabric:
         self.sim_time_s = 0.0
         self.flows = FlowTable(1024)
         self.events: deque[Event] = deque(maxlen=MAX_EVENTS)
-        self.faults = FaultBook(topo.links, topo.nodes, self._emit)
+        self.faults = FaultBook(
+            topo.links, topo.nodes, self._emit, flow_control=profile.flow_control
+        )
         self.n_vls = int(profile.virtual_lanes)
         names = []
         for wl in workloads:
@@ -163,7 +190,18 @@ class Fabric:
         self._window: deque[tuple[float, float]] = deque(maxlen=64)  # (time, delivered)
         self._prev_status = np.zeros(L, dtype=np.int8)
         self.hop_updates = 0
-        self.schedule: list[tuple[float, InjectFault]] = []  # (time, fault), time order
+        self.schedule: list[tuple[float, InjectFault | ClearFault]] = []  # time order
+        self.static_routes: dict[tuple[int, int], list[int]] = {}
+        self._static_keys = np.zeros(0, dtype=np.int64)
+        self.pfc: PfcQueues | None = None
+        self.dcqcn: Dcqcn | None = None
+        if profile.flow_control == "pfc":
+            self.pfc = PfcQueues.build(topo.links, profile, self.n_vls)
+            self.buffer_bytes = self.pfc.buffer.copy()
+            self.dcqcn = Dcqcn.empty(self.flows.capacity)
+        self.deadlocks = 0
+        self._deadlock: frozenset[int] = frozenset()
+        self._pause_tick: PauseTick | None = None
 
     @classmethod
     def from_scenario(cls, scn: Scenario) -> Fabric:
@@ -186,12 +224,15 @@ class Fabric:
             )
         except ValueError as exc:
             raise ScenarioError(f"{scn.source}: {exc}") from None
-        for i, f in enumerate(scn.faults):
-            cmd = InjectFault(
-                kind=f.kind, target=f.target, params=dict(f.params), duration_s=f.duration_s
-            )
+        for i, r in enumerate(scn.routes):
             try:
-                fabric.faults.check(cmd)
+                fabric.add_static_route(r.src, r.dst, r.via)
+            except ValueError as exc:
+                raise ScenarioError(f"{scn.source}: route[{i}]: {exc}") from None
+        for i, f in enumerate(scn.faults):
+            try:
+                cmd = recovery.scheduled_command(f.kind, f.target, dict(f.params), f.duration_s)
+                recovery.check_scheduled(fabric, cmd)
             except CommandError as exc:
                 raise ScenarioError(f"{scn.source}: fault[{i}]: {exc}") from None
             fabric.schedule.append((f.at_s, cmd))
@@ -205,14 +246,21 @@ class Fabric:
         """Payload capacity per link: line rate less headers, less retries, 0 when down."""
         p = self.profile
         eff = p.mtu_bytes / (p.mtu_bytes + p.header_bytes)
-        cap = self.topo.links.bandwidth_Bps * eff * (1.0 - self._retry_fraction())
+        cap = self.topo.links.bandwidth_Bps * eff * self._goodput()
         cap[status == LinkStatus.DOWN] = 0.0
         return cap
 
-    def _retry_fraction(self) -> NDArray[np.float64]:
-        """Fraction of packets hit by a bit error (each is retried once, link-level)."""
-        bits = (self.profile.mtu_bytes + self.profile.header_bytes) * 8
-        return -np.expm1(bits * np.log1p(-self.faults.ber))
+    def _goodput(self) -> NDArray[np.float64]:
+        """Share of each link left for new data under bit errors: the native fabric
+        retries the one bad packet on the link; RoCE goes back N end to end, resending
+        the window in flight (bandwidth × GO_BACK_N_RTT_S)."""
+        p = self.profile
+        packet = p.mtu_bytes + p.header_bytes
+        if p.flow_control == "credit":
+            resent = np.ones(len(self.topo.links))
+        else:
+            resent = np.maximum(self.topo.links.bandwidth_Bps * GO_BACK_N_RTT_S / packet, 1.0)
+        return goodput_fraction(self.faults.ber, packet, resent)
 
     # ------------------------------------------------------------------ flows in
     def start_flows(
@@ -236,7 +284,9 @@ class Fabric:
         mode = "ecmp" if self.profile.routing == "ecmp" else "adaptive"
         key = tag * 1_000_003 + workload
         path, hops = route(self.topo, src, dst, key, mode=mode, link_cost=cost)
-        vl = np.full(n, self.class_vl[traffic_class], dtype=np.int8)
+        if self.static_routes:
+            self._apply_static_routes(src, dst, path, hops)
+        vl = self.lanes(path, np.full(n, self.class_vl[traffic_class], dtype=np.int8))
         new = NewFlows(
             path=path,
             hops=hops,
@@ -250,7 +300,67 @@ class Fabric:
         )
         slots = self.flows.add(new)
         self._set_fixed_latency(slots)
+        if self.dcqcn is not None:
+            self.dcqcn.grow(self.flows.capacity)
+            self.dcqcn.start(slots, self.topo.links.bandwidth_Bps[path[0]])
         self.injected_bytes += float(size.sum())
+
+    def add_static_route(self, src: str, dst: str, via: list[str]) -> None:
+        """Pin flows from ``src`` to ``dst`` to a path through the switches ``via``
+        (a misconfigured or hand-made route; it may break up*/down*)."""
+        nodes = self.topo.nodes.index
+        names = [src, *via, dst]
+        for n in names:
+            if n not in nodes:
+                raise unknown("node", n, nodes)
+        links = []
+        for a, b in itertools.pairwise(names):
+            li = self.topo.links.index.get(f"{a}->{b}")
+            if li is None:
+                raise ValueError(f"no link {a}->{b}")
+            links.append(li)
+        if len(links) > MAX_HOPS:
+            raise ValueError(f"route has {len(links)} hops; at most {MAX_HOPS}")
+        self.static_routes[(nodes[src], nodes[dst])] = links
+        n_nodes = len(self.topo.nodes)
+        self._static_keys = np.array(
+            [s * n_nodes + d for s, d in self.static_routes], dtype=np.int64
+        )
+
+    def lanes(self, path: NDArray[np.int32], vl: NDArray[np.int8]) -> NDArray[np.int8]:
+        """Virtual lane on every hop. On the credit fabric a path that turns from down
+        to up (it breaks up*/down*) moves up one lane at the turn, so the buffer
+        dependency graph stays acyclic (as LASH / dateline routing do); PFC
+        priorities do not change along the path."""
+        lanes = np.repeat(vl[None, :], path.shape[0], axis=0)
+        if self.profile.flow_control != "credit" or path.shape[1] == 0:
+            return lanes
+        tier = self.topo.nodes.tier
+        valid = path >= 0
+        safe = np.where(valid, path, 0)
+        goes_up = tier[self.topo.links.dst[safe]] > tier[self.topo.links.src[safe]]
+        turn = np.zeros_like(valid)
+        turn[1:] = valid[1:] & goes_up[1:] & ~goes_up[:-1] & valid[:-1]
+        lanes = lanes + np.cumsum(turn, axis=0).astype(np.int8)
+        if (lanes[valid] >= self.n_vls).any():
+            raise CommandError("a route turns down-up more often than there are virtual lanes")
+        return lanes
+
+    def _apply_static_routes(
+        self,
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        path: NDArray[np.int32],
+        hops: NDArray[np.int8],
+    ) -> None:
+        n_nodes = len(self.topo.nodes)
+        keys = src * n_nodes + dst
+        hit = np.flatnonzero(np.isin(keys, self._static_keys))
+        for i in hit.tolist():  # only flows of misconfigured pairs: a handful
+            links = self.static_routes[(int(src[i]), int(dst[i]))]
+            path[:, i] = -1
+            path[: len(links), i] = links
+            hops[i] = len(links)
 
     def _set_fixed_latency(self, slots: NDArray[np.intp]) -> None:
         """Costs the fluid model does not carry, plus the FIFO wait at injection."""
@@ -263,17 +373,23 @@ class Fabric:
         prop = np.where(valid, links.prop_delay_s[safe], 0.0).sum(axis=0)
         switches = fl.hops[slots].astype(np.float64) - 1
         fixed = prop + switches * p.switch_latency_s + 2 * p.nic_latency_s
-        if not p.cut_through:
-            # store-and-forward: every switch receives a whole packet before sending it
-            pkt = np.minimum(fl.size[slots], p.mtu_bytes) + p.header_bytes
-            fixed = fixed + switches * pkt / links.bandwidth_Bps[safe[0]]
-        fl.fixed_latency_s[slots] = fixed
-        # FIFO wait: the bytes already queued in each buffer on the path, at its drain rate
         has_buf = valid.copy()
         has_buf[:-1] &= valid[1:]
         has_buf[-1] = False
-        buf = safe * self.n_vls + fl.vl[slots][None, :]
+        buf = safe * self.n_vls + fl.vl[:, slots]
         occ = self.occupancy[buf]
+        # store-and-forward: every switch receives a whole packet before sending it on;
+        # Ethernet cut-through falls back to it where the egress is busy or paused
+        pkt = np.minimum(fl.size[slots], p.mtu_bytes) + p.header_bytes
+        if not p.cut_through:
+            saf = has_buf
+        elif p.flow_control == "pfc":
+            saf = has_buf & ((occ > 0) | self.pfc_paused_queues()[buf])
+        else:
+            saf = np.zeros_like(has_buf)
+        fixed = fixed + (saf * pkt[None, :] / links.bandwidth_Bps[safe]).sum(axis=0)
+        fl.fixed_latency_s[slots] = fixed
+        # FIFO wait: the bytes already queued in each buffer on the path, at its drain rate
         drain = np.maximum(self._buffer_drain[buf], links.bandwidth_Bps[safe] * 1e-3)
         fl.wait_s[slots] = np.where(has_buf, occ / drain, 0.0).sum(axis=0)
 
@@ -296,7 +412,7 @@ class Fabric:
         now = self.sim_time_s
         while self.schedule and self.schedule[0][0] <= now + 1e-15:
             _, cmd = self.schedule.pop(0)
-            self.faults.inject(cmd, now)
+            recovery.apply_scheduled(self, cmd, now)
         self.faults.expire(now)
         self._generate(now, dt)
         status = self.faults.status()
@@ -313,9 +429,27 @@ class Fabric:
         backlog = fl.backlog[idx.hop, idx.flow]
         cap = self.capacity(status)
         free = np.maximum(self.buffer_bytes - self.occupancy, 0.0)
-        free[np.repeat(self._to_endpoint, self.n_vls)] = np.inf  # the NIC sinks at line rate
+        free[np.repeat(self._to_endpoint, self.n_vls)] = 1e30  # the NIC sinks at line rate
         warm = fl.rate[idx.hop, idx.flow]
-        sol = solve(idx, backlog, cap, np.where(np.isinf(free), 1e30, free), dt, warm)
+        stormed = self._stormed_queues()
+        if self.pfc is not None and self.dcqcn is not None:
+            L = len(self.topo.links)
+            link_cap = np.repeat(cap, self.n_vls)
+            pt = pause_limits(
+                self.pfc, self.occupancy, self._buffer_drain, link_cap, stormed, now, dt
+            )
+            self._pause_tick = pt
+            entry_cap = hol_send_fraction(idx, backlog, pt.send_fraction) * cap[idx.link]
+            self.dcqcn.grow(fl.capacity)
+            entry_cap = np.where(
+                idx.prev < 0, np.minimum(entry_cap, self.dcqcn.rc[idx.flow]), entry_cap
+            )
+            room = np.where(np.repeat(self._to_endpoint, self.n_vls), 1e30, pt.room_bytes)
+            sol = solve(idx, backlog, cap, room, dt, warm, entry_cap=entry_cap)
+        else:
+            # a NIC that stops taking data (stuck, storming) returns no credits
+            no_credit = np.where(stormed[idx.queue], 0.0, np.inf) if stormed.any() else None
+            sol = solve(idx, backlog, cap, free, dt, warm, entry_cap=no_credit)
         rate = sol.rate
         self._sol = sol
         arrival = np.where(idx.prev >= 0, rate[np.maximum(idx.prev, 0)], 0.0)
@@ -329,9 +463,10 @@ class Fabric:
         c = self.counters
         c["tx_bytes_total"] += carried
         c["tx_packets_total"] += carried / self.profile.mtu_bytes
-        retry = self._retry_fraction()
-        c["retransmitted_bytes_total"] += carried * retry / np.maximum(1 - retry, 1e-12)
-        c["link_error_recovery_total"] += carried / self.profile.mtu_bytes * retry
+        goodput = self._goodput()
+        resent = carried * (1 / np.maximum(goodput, 1e-12) - 1)
+        c["retransmitted_bytes_total"] += resent
+        c["link_error_recovery_total"] += resent / self.profile.mtu_bytes
         c["symbol_errors_total"] += carried * 8 * self.faults.ber
         has_prev = idx.prev >= 0
         up_buf = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
@@ -342,10 +477,15 @@ class Fabric:
             weights=np.where(idx.buf >= 0, rate, 0.0),
             minlength=L * self.n_vls,
         )
-        starved = (sol.alpha < 1 - 1e-9) & (inflow > 0)
-        alpha_link = np.where(starved, sol.alpha, 1.0).reshape(L, self.n_vls).min(axis=1)
-        self.paused = alpha_link < 1 - 1e-9
-        c["transmit_wait_seconds_total"] += (1 - alpha_link) * dt
+        if self._pause_tick is not None and self.pfc is not None:
+            self._after_pfc(
+                idx, rate, arrival, new_backlog, sol, self._pause_tick, stormed, now, dt
+            )
+        else:
+            starved = (sol.alpha < 1 - 1e-9) & (inflow > 0)
+            alpha_link = np.where(starved, sol.alpha, 1.0).reshape(L, self.n_vls).min(axis=1)
+            self.paused = alpha_link < 1 - 1e-9
+            c["transmit_wait_seconds_total"] += (1 - alpha_link) * dt
         # deliveries and completions
         last = idx.last
         got = rate[last] * dt
@@ -354,6 +494,123 @@ class Fabric:
         self.hop_updates += idx.size
         self._complete(idx, backlog, arrival, sol, cap, now, dt)
         self._finish_tick(status, dt)
+
+    # ------------------------------------------------------------------ RoCE
+    def _stormed_queues(self) -> NDArray[np.bool_]:
+        """Queues (link, lane) into NICs that refuse data: a PFC storm (or a stuck NIC)."""
+        out = np.zeros(len(self.topo.links) * self.n_vls, dtype=bool)
+        storms = self.faults.active("pfc_storm")
+        if storms:
+            nodes = [self.topo.nodes.index[f.target] for f in storms]
+            into = np.flatnonzero(np.isin(self.topo.links.dst, nodes))
+            out[(into[:, None] * self.n_vls + np.arange(self.n_vls)).ravel()] = True
+        return out
+
+    def pfc_paused_queues(self) -> NDArray[np.bool_]:
+        """Queues whose upstream is paused now (all False on a credit fabric)."""
+        if self.pfc is None:
+            return np.zeros(len(self.topo.links) * self.n_vls, dtype=bool)
+        return self.pfc.paused
+
+    def _after_pfc(
+        self,
+        idx: EntryIndex,
+        rate: NDArray[np.float64],
+        arrival: NDArray[np.float64],
+        new_backlog: NDArray[np.float64],
+        sol: Solution,
+        pt: PauseTick,
+        stormed: NDArray[np.bool_],
+        now: float,
+        dt: float,
+    ) -> None:
+        """Drops past the buffer (go-back-N), pause and ECN counters, DCQCN, deadlock watch."""
+        assert self.pfc is not None and self.dcqcn is not None
+        fl = self.flows
+        p = self.profile
+        L = len(self.topo.links)
+        V = self.n_vls
+        c = self.counters
+        nq = L * V
+        # 1. overflow: what does not fit is dropped from this tick's arrivals
+        excess = np.maximum(self.occupancy - self.pfc.buffer, 0.0)
+        has_prev = idx.prev >= 0
+        if (excess > 1e-9).any():
+            up = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
+            arrived = np.where(has_prev, arrival * dt, 0.0)
+            total_arrived = sum_by(up, arrived, nq)
+            share = np.divide(
+                excess[up] * arrived,
+                total_arrived[up],
+                out=np.zeros(idx.size),
+                where=total_arrived[up] > 0,
+            )
+            share = np.minimum(share, new_backlog)
+            new_backlog -= share
+            dropped_flow = sum_by(idx.flow, share, fl.capacity)
+            hit = dropped_flow > 0
+            # go-back-N: the receiver discards what follows the loss; the sender resends it
+            drop_hop = np.full(fl.capacity, MAX_HOPS, dtype=np.intp)
+            np.minimum.at(drop_hop, idx.flow[share > 0], idx.hop[share > 0])
+            after = hit[idx.flow] & (idx.hop > drop_hop[idx.flow])
+            resent = dropped_flow + sum_by(idx.flow, np.where(after, new_backlog, 0.0), fl.capacity)
+            new_backlog[after] = 0.0
+            first = idx.prev < 0
+            new_backlog[first] += resent[idx.flow[first]]
+            fl.backlog[idx.hop, idx.flow] = new_backlog
+            c["discards_bytes_total"] += sum_by(up // V, share, L)
+            c["retransmitted_bytes_total"] += sum_by(idx.link[first], resent[idx.flow[first]], L)
+            self.dropped_bytes += float(share.sum())
+            self.occupancy = sum_by(up, np.where(has_prev, new_backlog, 0.0), nq)
+        # 2. pause transitions and counters (frames are received by the link's sender)
+        hit = (sol.alpha < 1 - 1e-9) & ~pt.ignoring
+        ev = update_pause(self.pfc, self.occupancy, hit, stormed, p, now, dt)
+        stopped = (1 - pt.send_fraction).reshape(L, V)
+        c["pause_frames_total"] += ev.frames.reshape(L, V).sum(axis=1)
+        c["pause_seconds_total"] += stopped.sum(axis=1) * dt
+        c["transmit_wait_seconds_total"] += stopped.max(axis=1) * dt
+        self.paused = np.asarray(self.pfc.paused.reshape(L, V).any(axis=1))
+        for q in ev.new_watchdog.tolist():
+            name = self.topo.links.name[q // V]
+            self._emit(
+                "warning",
+                "pfc_watchdog",
+                name,
+                f"PFC watchdog on {name} priority {q % V}: pause ignored, queue drops",
+            )
+        # 3. ECN: packets leaving a queue are marked by its occupancy
+        mark = ecn_probability(self.occupancy, p)
+        up_q = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
+        p_entry = np.where(has_prev, mark[up_q], 0.0)
+        c["ecn_marked_packets_total"] += sum_by(idx.link, rate * dt / p.mtu_bytes * p_entry, L)
+        unmarked = sum_by(idx.flow, np.log1p(-np.minimum(p_entry, 1 - 1e-12)), fl.capacity)
+        heads = np.flatnonzero(idx.prev < 0)
+        flows = idx.flow[heads]
+        sent = rate[heads] * dt
+        packets = sent / p.mtu_bytes
+        p_cnp = -np.expm1(unmarked[flows] * packets)  # at least one marked packet
+        ready = (now - self.dcqcn.last_cnp_s[flows]) >= p.cnp_interval_s
+        cnp = ready & (self.rng.random(flows.size) < p_cnp)
+        self.dcqcn.last_cnp_s[flows[cnp]] = now
+        self.dcqcn.update(flows, cnp, sent, self.topo.links.bandwidth_Bps[idx.link[heads]], p, dt)
+        # 4. deadlock: a cycle of paused queues that cannot drain
+        blocked = (pt.send_fraction <= 0) & self.pfc.paused
+        if blocked.any():
+            stuck = find_deadlock(idx, fl.backlog[idx.hop, idx.flow], self.occupancy, blocked)
+            key = frozenset(stuck.tolist())
+            if stuck.size and key != self._deadlock:
+                cycle = one_cycle(idx, stuck)
+                names = [self.topo.links.name[q // V] for q in cycle]
+                self.deadlocks += 1
+                self._emit(
+                    "error",
+                    "deadlock",
+                    names[0] if names else "",
+                    "PFC deadlock: cyclic buffer dependency " + " -> ".join(names),
+                )
+            self._deadlock = key
+        else:
+            self._deadlock = frozenset()
 
     def _finish_tick(self, status: NDArray[np.int8], dt: float) -> None:
         self.tick += 1
@@ -437,63 +694,12 @@ class Fabric:
         fl.remove(flows)
 
     def _track_link_changes(self, status: NDArray[np.int8], now: float) -> None:
-        went_down = (status == LinkStatus.DOWN) & (self._prev_status != LinkStatus.DOWN)
-        if went_down.any():
-            self.counters["link_downed_total"][went_down] += 1
-        self._prev_status = status
-        self._progress_faults(status, now)
-
-    def _progress_faults(self, status: NDArray[np.int8], now: float) -> None:
-        p = self.profile
-        for f in self.faults.faults.values():
-            if f.cleared_at_s is not None:
-                continue
-            if f.detected_at_s is None and now >= f.injected_at_s + p.fault_detect_s - 1e-15:
-                f.detected_at_s = now
-                self._emit(
-                    "warning", "fault_detected", f.target, f"{f.kind} on {f.target} detected"
-                )
-            if f.kind in ("link_down", "switch_down"):
-                if f.mitigated_at_s is None and now >= f.injected_at_s + p.reroute_s - 1e-15:
-                    self.known_down[f.links] = True
-                    moved = self._reroute(f.links)
-                    f.mitigated_at_s = now
-                    f.recovered_at_s = now
-                    self._emit(
-                        "info", "rerouted", f.target, f"{moved} flows rerouted around {f.target}"
-                    )
-            elif (
-                f.kind == "link_degraded"
-                and f.detected_at_s is not None
-                and f.mitigated_at_s is None
-            ):
-                # link-level retry is the mitigation; nothing is rerouted
-                f.mitigated_at_s = f.detected_at_s
-                f.recovered_at_s = f.detected_at_s
-        # links back up: routing may use them again
-        self.known_down &= status == LinkStatus.DOWN
+        # detection, reroute / reconvergence, time-driven faults, measured recovery
+        recovery.track(self, status, now)
 
     def _reroute(self, links: NDArray[np.int64]) -> int:
-        """Give flows crossing failed links new paths; their bytes past the source are resent."""
-        fl = self.flows
-        hit = np.isin(fl.path, links).any(axis=0) & fl.active
-        slots = np.flatnonzero(hit)
-        if slots.size == 0:
-            return 0
-        src = self.topo.links.src[fl.path[0, slots]].astype(np.int64)
-        dst = self.topo.links.dst[fl.path[fl.hops[slots] - 1, slots]].astype(np.int64)
-        cost = np.where(self.known_down, np.inf, 0.0)
-        path, hops = route(self.topo, src, dst, fl.tag[slots], mode="adaptive", link_cost=cost)
-        in_network = fl.backlog[1:, slots].sum(axis=0)
-        self.counters["retransmitted_bytes_total"][fl.path[0, slots]] += in_network
-        fl.backlog[0, slots] += in_network
-        fl.backlog[1:, slots] = 0.0
-        fl.rate[:, slots] = 0.0
-        fl.path[:, slots] = path
-        fl.hops[slots] = hops
-        fl.version += 1
-        self._set_fixed_latency(slots)
-        return int(slots.size)
+        """Give flows crossing failed links new paths (see ``recovery.reroute``)."""
+        return recovery.reroute(self, links)[0]
 
     # ------------------------------------------------------------------ commands
     def apply(self, cmd: Command) -> Mapping[str, Any]:
@@ -533,8 +739,13 @@ class Fabric:
             raise CommandError(
                 f"{cmd.name} must be in [{spec.low:g}, {spec.high:g}], got {cmd.value:g}"
             )
-        self.profile = self.profile.with_overrides(**{cmd.name: cmd.value})
-        if cmd.name == "buffer_per_vl_bytes":
+        new = self.profile.with_overrides(**{cmd.name: cmd.value})
+        if new.ecn_kmin_bytes > new.ecn_kmax_bytes:
+            raise CommandError(
+                f"ECN Kmin ({new.ecn_kmin_bytes:g} B) must not exceed Kmax ({new.ecn_kmax_bytes:g} B)"
+            )
+        self.profile = new
+        if cmd.name == "buffer_per_vl_bytes" and self.pfc is None:
             self.buffer_bytes[:] = cmd.value
         self._emit("info", "param_set", cmd.name, f"{cmd.name} set to {cmd.value:g}")
         return {cmd.name: cmd.value}

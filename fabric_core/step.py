@@ -63,6 +63,7 @@ class EntryIndex:
     prev: NDArray[np.intp]  # entry of the previous hop, -1 at the source
     nxt: NDArray[np.intp]  # entry of the next hop, -1 at the last hop
     buf: NDArray[np.intp]  # downstream buffer (link * VLs + vl), -1 at the last hop
+    queue: NDArray[np.intp]  # (link, vl) of the entry, also at the last hop (PFC pauses it)
     hop_bounds: NDArray[np.intp]  # entries of hop h are hop_bounds[h]:hop_bounds[h+1]
     link_groups: list[NDArray[np.intp]]  # all entries, by the rank of their link, upstream first
     feedforward: bool  # every path climbs the link ranks: one forward sweep settles the rates
@@ -90,10 +91,14 @@ def build_index(flows: FlowTable, link_rank: NDArray[np.int64], n_vls: int) -> E
     nxt_hop = np.minimum(hop + 1, MAX_HOPS - 1)
     nxt = np.where(hop + 1 < MAX_HOPS, ids[nxt_hop, flow], -1)
     link = flows.path[hop, flow].astype(np.intp)
-    buf = np.where(nxt >= 0, link * n_vls + flows.vl[flow], -1)
+    vl = flows.vl[hop, flow].astype(np.intp)
+    queue = link * n_vls + vl
+    buf = np.where(nxt >= 0, queue, -1)
     hop_bounds = np.searchsorted(hop, np.arange(MAX_HOPS + 1))
     has_buf = np.flatnonzero(nxt >= 0)
-    ranks = link_rank[link[has_buf]]
+    # buffers are ordered by (lane, link rank): a path may change lane (a reroute that breaks
+    # up*/down* moves up a lane), so along every path the buffer ranks still increase
+    ranks = vl[has_buf] * (int(link_rank.max(initial=0)) + 1) + link_rank[link[has_buf]]
     rank_groups = [has_buf[ranks == k] for k in np.unique(ranks)[::-1]]
     compact = [np.unique(buf[g], return_inverse=True) for g in rank_groups]
     entry_rank = link_rank[link]
@@ -111,6 +116,7 @@ def build_index(flows: FlowTable, link_rank: NDArray[np.int64], n_vls: int) -> E
         prev=prev,
         nxt=nxt,
         buf=buf,
+        queue=queue,
         hop_bounds=hop_bounds,
         link_groups=link_groups,
         feedforward=feedforward,
@@ -246,10 +252,15 @@ def solve(
     free_bytes: NDArray[np.float64],
     dt: float,
     warm: NDArray[np.float64] | None = None,
+    entry_cap: NDArray[np.float64] | None = None,
+    credits: bool = True,
 ) -> Solution:
     """Rates of all entries for one tick (see the module docstring).
 
     Args:
+        entry_cap: the most each entry may carry this tick (PFC pauses, DCQCN
+            sender rates); None = no limit.
+        credits: enforce credit flow control (False on a PFC fabric).
         warm: last tick's rate of each entry (0 for new entries). Sweeps start
             from it (steady state then converges in one sweep); new entries
             start from the most they could carry (their link's line rate, at
@@ -263,7 +274,7 @@ def solve(
     rate = start
     level = capacity.copy()
     n_level = np.zeros(capacity.size)
-    cap_demand = np.full(idx.size, np.inf)
+    cap_demand = np.full(idx.size, np.inf) if entry_cap is None else entry_cap.copy()
     alpha = np.ones(free_bytes.size)
     # Sweeps stop when no rate moves by more than a millionth of line rate; the exact
     # enforcement that follows makes conservation and credits hold to rounding anyway.
@@ -290,6 +301,8 @@ def solve(
                 if converged:
                     break
         enforce_conservation(idx, rate, backlog, dt)
+        if not credits:
+            break
         before = rate.copy()
         # the credit factor of the first pass is the one that held rates down; later
         # passes see those rates as caps, so keep the smallest
