@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.commands import InjectFault
-from fabric_core.endpoint import EndpointModel, EndpointParams, fault_masks, inject_gpu_fault
+from fabric_core.endpoint import EndpointModel, EndpointParams, fault_masks
 from fabric_core.fabric import Fabric
 from fabric_core.scenario import Scenario
 from fabric_core.workloads.base import Completions, FlowRequests, Workload
@@ -167,7 +167,7 @@ def run_step(
     )
     fabric, scheduled = _fabric_for(scn, probe)
     for cmd in [*scheduled, *faults]:
-        inject_gpu_fault(fabric, cmd)
+        fabric.apply(cmd)
     names = fabric.topo.nodes.name
     deadline = timeout_s
     while not probe.done and fabric.sim_time_s < deadline:

@@ -306,11 +306,7 @@ class EndpointModel:
 
 
 # the version_mismatch fault lives in its own module; importing the model registers it
-from fabric_core.ibgda_fault import (  # noqa: E402
-    VERSION_MISMATCH,
-    fault_masks,
-    inject_gpu_fault,
-)
+from fabric_core.ibgda_fault import VERSION_MISMATCH, fault_masks  # noqa: E402
 
 __all__ = [
     "CONTROLS",
@@ -320,5 +316,4 @@ __all__ = [
     "EndpointParams",
     "fault_masks",
     "fifo_serve",
-    "inject_gpu_fault",
 ]

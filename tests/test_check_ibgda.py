@@ -7,7 +7,7 @@ import pytest
 from console.cli import main
 from fabric_core.bringup import check_ibgda
 from fabric_core.commands import ClearFault, CommandError, InjectFault
-from fabric_core.endpoint import fault_masks, inject_gpu_fault
+from fabric_core.endpoint import fault_masks
 from fabric_core.fabric import Fabric
 from fabric_core.scenario import load_scenario
 
@@ -45,28 +45,21 @@ def test_clearing_the_fault_makes_the_check_pass() -> None:
     assert all(s.passed for s in check_ibgda(scn, faults=[], rounds=1))
     # and on a live fabric: inject, see the masks, clear, masks empty again
     fabric = Fabric.from_scenario(scn)
-    f = inject_gpu_fault(fabric, InjectFault(kind="version_mismatch", target="gpu0001"))
+    fid = fabric.apply(InjectFault(kind="version_mismatch", target="gpu0001"))["fault_id"]
     fail, hang = fault_masks(fabric)
     assert fail.sum() == 1 and hang.sum() == 0
-    assert fabric.faults.clear(ClearFault(fault_id=f.id), fabric.sim_time_s) == [f.id]
+    assert fabric.apply(ClearFault(fault_id=fid))["cleared"] == [fid]
     fail, hang = fault_masks(fabric)
     assert fail.sum() == hang.sum() == 0
 
 
 def test_bad_targets_are_refused() -> None:
     fabric = Fabric.from_scenario(load_scenario("tiny"))
-    with pytest.raises(CommandError, match="GPU"):
-        inject_gpu_fault(fabric, InjectFault(kind="version_mismatch", target="leaf00"))
+    with pytest.raises(CommandError, match="gpu"):
+        fabric.apply(InjectFault(kind="version_mismatch", target="leaf00"))
     assert main(["check", "ibgda", "tiny", "--mismatch", "gpu9999"]) == 2
 
 
-@pytest.mark.xfail(
-    raises=CommandError,
-    strict=True,
-    reason="FaultBook.check accepts link and switch targets only: GPU faults cannot go through "
-    "Fabric.apply (console, MQTT, scenario [[fault]]) until it accepts kind.target == 'gpu'; "
-    "inject_gpu_fault works around it",
-)
 def test_version_mismatch_through_fabric_apply() -> None:
     fabric = Fabric.from_scenario(load_scenario("tiny"))
     fabric.apply(InjectFault(kind="version_mismatch", target="gpu0002"))
