@@ -187,15 +187,12 @@ def test_slow_target_rejects_non_storage_nodes_and_bad_params() -> None:
         inject_slow_target(fabric, "stor00", latency_factor=0.5)
 
 
-@pytest.mark.xfail(
-    reason="FaultBook.check accepts switch nodes only for node faults; storage targets "
-    "need it to accept nodes whose kind matches FaultKind.target",
-    raises=CommandError,
-)
 def test_slow_target_through_the_command_interface() -> None:
     fabric = probe_fabric("nvmeof")
     out = fabric.apply(InjectFault(kind="slow_target", target="stor00", params={}))
     assert out["fault_id"]
+    with pytest.raises(CommandError, match="unknown storage 'stor99'"):
+        fabric.apply(InjectFault(kind="slow_target", target="stor99", params={}))
 
 
 def test_io_records_are_reused_so_memory_stays_bounded() -> None:
