@@ -15,6 +15,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "compare",
     "scenarios",
     "storage",
+    "check",
     "tui",
 )
 
