@@ -69,6 +69,7 @@ class Engine:
         self._on_command = on_command
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
         self._stop = asyncio.Event()
+        self._wake = asyncio.Event()
         self._wall_start = time.monotonic()
         self._measured_speed = 0.0
         self._ticks_per_batch = 1
@@ -78,6 +79,7 @@ class Engine:
         """Queue a command; returns its result once applied at a tick boundary."""
         reply: asyncio.Future[CommandResult] = asyncio.get_running_loop().create_future()
         await self._queue.put(_Pending(command, reply))
+        self._wake.set()  # cut a pacing sleep short: commands apply at the next boundary
         return await reply
 
     def _apply_pending(self) -> bool:
@@ -85,7 +87,9 @@ class Engine:
         applied = False
         while not self._queue.empty():
             pending = self._queue.get_nowait()
-            pending.reply.set_result(self.apply(pending.command))
+            result = self.apply(pending.command)
+            if not pending.reply.done():  # the caller may have given up waiting
+                pending.reply.set_result(result)
             applied = True
         return applied
 

@@ -15,6 +15,7 @@ against the topology here, so its module only has to read ``active(kind)``.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -207,6 +208,9 @@ class FaultBook:
         self, cmd: InjectFault
     ) -> tuple[FaultKind, NDArray[np.int64], int, dict[str, float | str]]:
         """Validate an inject command against the fabric; returns (kind, links, node, params)."""
+        # commands built in code skip msgspec's checks: repeat the ones that matter here
+        if cmd.duration_s is not None and not (math.isfinite(cmd.duration_s) and cmd.duration_s > 0):
+            raise CommandError(f"duration_s must be a number > 0, got {cmd.duration_s!r}")
         kind = FAULT_KINDS.get(cmd.kind)
         if kind is None:
             raise CommandError(

@@ -29,7 +29,7 @@ MAX_HOPS = 6
 _BIG = 1e30
 
 #: Adaptive routing treats candidate paths whose queueing delay differs by less
-#: than this as equally good (a model choice: about one 4 KiB MTU at 400 Gb/s).
+#: than this as equally good (a model choice: about two 4 KiB packets at 400 Gb/s).
 ADAPTIVE_COST_QUANTUM_S = 100e-9
 
 
@@ -48,22 +48,29 @@ def _hash(*arrays: NDArray[np.int64]) -> NDArray[np.uint64]:
 
 
 def _pick(costs: NDArray[np.float64], key: NDArray[np.uint64], mode: str) -> NDArray[np.intp]:
-    """Column per row: lowest cost (adaptive) or hashed among usable ones (ecmp)."""
+    """Column per row: the less loaded of two hashed candidates (adaptive), or one hashed
+    candidate (ecmp); both only among usable candidates."""
     n = costs.shape[1]
     usable = costs < _BIG
-    if mode == "adaptive":
-        # Costs within one quantum count as equal; ties are broken by rotating the
-        # candidates by the flow's hash, so a batch of new flows spreads out instead of
-        # herding onto the first least-loaded candidate.
-        quantised = np.floor(costs / ADAPTIVE_COST_QUANTUM_S)
-        rotation = (np.arange(n)[None, :] + (key % np.uint64(n)).astype(np.intp)[:, None]) % n
-        return cast(NDArray[np.intp], np.argmin(quantised * n + rotation, axis=1))
-    # ecmp: the k-th usable candidate where k = hash mod (number usable)
-    n_usable = np.maximum(usable.sum(axis=1), 1)
-    k = (key % n_usable.astype(np.uint64)).astype(np.intp)
+    n_usable = np.maximum(usable.sum(axis=1), 1).astype(np.uint64)
     rank = np.cumsum(usable, axis=1) - 1
-    hit = usable & (rank == k[:, None])
-    return np.where(hit.any(axis=1), hit.argmax(axis=1), (key % np.uint64(n)).astype(np.intp))
+
+    def kth_usable(k: NDArray[np.uint64]) -> NDArray[np.intp]:
+        hit = usable & (rank == k.astype(np.intp)[:, None])
+        fallback = (k % np.uint64(n)).astype(np.intp)
+        return cast(NDArray[np.intp], np.where(hit.any(axis=1), hit.argmax(axis=1), fallback))
+
+    first = kth_usable(key % n_usable)
+    if mode != "adaptive":
+        return first
+    # Adaptive: the less loaded of two candidates ("power of two choices"). Taking the
+    # single least-loaded one would send a whole batch of flows started in the same tick
+    # (an all-to-all phase) onto one spine, since they all see the same queue lengths.
+    second = kth_usable((key >> np.uint64(17)) % n_usable)
+    rows = np.arange(costs.shape[0])
+    c1 = np.floor(costs[rows, first] / ADAPTIVE_COST_QUANTUM_S)
+    c2 = np.floor(costs[rows, second] / ADAPTIVE_COST_QUANTUM_S)
+    return cast(NDArray[np.intp], np.where(c2 < c1, second, first))
 
 
 def route(

@@ -257,7 +257,7 @@ def _parse(
                 raise ValueError(f"{where}.{key}: missing")
         faults.append(
             ScheduledFault(
-                at_s=parse_duration(f["at"]),
+                at_s=parse_duration(f["at"], allow_zero=True),
                 kind=str(f["kind"]),
                 target=str(f["target"]),
                 params=dict(f.get("params", {})),

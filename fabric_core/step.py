@@ -37,7 +37,7 @@ from fabric_core.routing import MAX_HOPS
 
 #: Water-filling rounds per max-min solve (each round settles the flows whose demand
 #: is below the current fair share; 4 settles all but pathological mixes).
-WATERFILL_ROUNDS = 4
+WATERFILL_ROUNDS = 16
 #: Most Jacobi sweeps per solve: a change of demand travels one hop per sweep, so
 #: one more than the longest path settles any change; a warm start usually needs one.
 MAX_SWEEPS = MAX_HOPS + 1

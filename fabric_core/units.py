@@ -18,8 +18,10 @@ _SIZE_UNITS = {
 _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
 
-def parse_duration(text: str | float | int) -> float:
+def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> float:
     """Seconds from ``"5ms"``, ``"250 us"``, ``"1e-3s"`` or a plain number of seconds.
+
+    A duration must be > 0, or >= 0 with ``allow_zero`` (a time such as "at 0s").
 
     Raises:
         ValueError: naming the accepted units.
@@ -33,8 +35,8 @@ def parse_duration(text: str | float | int) -> float:
                 f"bad duration {text!r}: expected a number with a unit (ns, us, ms, s)"
             )
         value = float(m.group(1)) * _DURATION_UNITS[m.group(2) or "s"]
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"duration must be > 0, got {text!r}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"duration must be {'>=' if allow_zero else '>'} 0, got {text!r}")
     return value
 
 

@@ -179,10 +179,11 @@ def test_fault_has_an_effect_and_recovers_after_clear(
 def test_credit_loss_leaks_with_traffic_then_the_link_retrains() -> None:
     fabric = tiny(credit_watchdog_s=150e-6, link_retrain_s=50e-6)
     fabric.run_ticks(100)
-    fabric.apply(
-        InjectFault(kind="credit_loss", target="leaf00->spine00", params={"loss_fraction": 0.01})
-    )
-    i = fabric.topo.links.index["leaf00->spine00"]
+    # the leak needs traffic: take the busiest leaf->spine link
+    names = fabric.topo.links.name
+    uplinks = [i for i, n in enumerate(names) if n.startswith("leaf") and "->spine" in n]
+    i = max(uplinks, key=lambda li: fabric.link_rate[li])
+    fabric.apply(InjectFault(kind="credit_loss", target=names[i], params={"loss_fraction": 0.01}))
     factors = []
     for _ in range(25):
         fabric.run_ticks(10)

@@ -22,7 +22,9 @@ class FlowRequests:
     src: NDArray[np.int64]  # endpoint node ids
     dst: NDArray[np.int64]
     size_bytes: NDArray[np.float64]
-    tag: NDArray[np.int64]  # the workload's own id, handed back on completion
+    # the workload's own id, handed back on completion; make it unique per flow: routing
+    # hashes it, so flows that share a tag also share a path
+    tag: NDArray[np.int64]
     ready_s: NDArray[np.float64]  # simulated time the data was ready to send
     extra_latency_s: NDArray[np.float64] | None = None  # endpoint costs (posting, copies)
 
