@@ -12,6 +12,10 @@ from collections.abc import Sequence
 SUBCOMMANDS: tuple[str, ...] = (
     "run",
     "scenarios",
+    "serve",
+    "remote_console",
+    "inject",
+    "watch",
 )
 
 

@@ -1,0 +1,150 @@
+"""A real mosquitto broker for tests, on a free loopback port.
+
+``Mosquitto`` starts the broker with its own config file (loopback listener,
+anonymous access, no persistence), and can stop and restart it on the same
+port. ``MqttCli`` wraps mosquitto_pub / mosquitto_sub, the tools an operator
+would use. Fixtures: ``mosquitto`` (one broker per test).
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (on 127.0.0.1)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(port: int, *, up: bool, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                if up:
+                    return
+        except OSError:
+            if not up:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"port {port} did not go {'up' if up else 'down'} in {timeout_s} s")
+
+
+class Mosquitto:
+    """One broker process; ``url`` is what fabtop's --mqtt takes."""
+
+    def __init__(self, workdir: Path, port: int | None = None, extra_config: str = "") -> None:
+        self.port = port or free_port()
+        self.workdir = workdir
+        self.config = workdir / "mosquitto.conf"
+        self.config.write_text(
+            f"listener {self.port} 127.0.0.1\n"
+            "allow_anonymous true\n"
+            "persistence false\n"
+            "log_type error\nlog_type warning\n" + extra_config
+        )
+        self.log = workdir / "mosquitto.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [MOSQUITTO, "-c", str(self.config)], stdout=log, stderr=subprocess.STDOUT
+            )
+        _wait_port(self.port, up=True)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        self.proc = None
+        _wait_port(self.port, up=False)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def cli(self) -> MqttCli:
+        return MqttCli(self.port)
+
+
+class MqttCli:
+    """mosquitto_pub / mosquitto_sub against one broker."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def pub(self, topic: str, payload: bytes | str, *, qos: int = 1, retain: bool = False) -> None:
+        """Publish one message (the payload goes through stdin: any size, any bytes)."""
+        data = payload.encode() if isinstance(payload, str) else payload
+        args = ["mosquitto_pub", "-h", "127.0.0.1", "-p", str(self.port), "-t", topic]
+        args += ["-q", str(qos), "-s"] + (["-r"] if retain else [])
+        if not data:
+            args = [a for a in args if a != "-s"] + ["-n"]
+        subprocess.run(args, input=data, check=True, timeout=20)
+
+    def sub(self, topic: str, *, count: int = 1, timeout_s: int = 20) -> list[tuple[str, bytes]]:
+        """Wait for ``count`` messages on ``topic``; (topic, payload) pairs.
+
+        Retained messages count (a late subscriber's view).
+        """
+        proc = self.sub_start(topic, count=count, timeout_s=timeout_s)
+        return self.sub_collect(proc)
+
+    def sub_start(
+        self, topic: str, *, count: int = 1, timeout_s: int = 20
+    ) -> subprocess.Popen[bytes]:
+        """Start a subscriber and return once the broker acknowledged the subscription.
+
+        mosquitto_sub -d prints the SUBACK (line-buffered through stdbuf), so no sleep
+        is needed; collect the messages with ``sub_collect``.
+        """
+        args = ["stdbuf", "-oL", "mosquitto_sub", "-d", "-h", "127.0.0.1", "-p", str(self.port)]
+        args += ["-t", topic, "-C", str(count), "-W", str(timeout_s), "-F", "%t\t%x", "-q", "1"]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout is not None
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"mosquitto_sub ended before subscribing: {proc.wait()}")
+            if b"received SUBACK" in line:
+                return proc
+
+    @staticmethod
+    def sub_collect(proc: subprocess.Popen[bytes]) -> list[tuple[str, bytes]]:
+        """The (topic, payload) pairs a subscriber received (waits for it to end)."""
+        out, _ = proc.communicate(timeout=60)
+        messages = []
+        for line in out.decode().splitlines():
+            topic, tab, hexdata = line.partition("\t")
+            if tab:  # -d debug lines have no tab; formatted messages do
+                messages.append((topic, bytes.fromhex(hexdata)))
+        return messages
+
+
+@pytest.fixture
+def mosquitto(tmp_path: Path) -> Iterator[Mosquitto]:
+    """A fresh broker for one test, stopped afterwards."""
+    if not Path(MOSQUITTO).exists():
+        pytest.skip("mosquitto is not installed (scripts/test installs it)")
+    broker = Mosquitto(tmp_path)
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
