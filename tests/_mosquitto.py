@@ -11,8 +11,9 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -107,7 +108,7 @@ class MqttCli:
         return self.sub_collect(proc)
 
     def sub_start(
-        self, topic: str, *, count: int = 1, timeout_s: int = 20
+        self, topic: str, *, count: int | None = 1, timeout_s: int = 20
     ) -> subprocess.Popen[bytes]:
         """Start a subscriber and return once the broker acknowledged the subscription.
 
@@ -115,7 +116,8 @@ class MqttCli:
         is needed; collect the messages with ``sub_collect``.
         """
         args = ["stdbuf", "-oL", "mosquitto_sub", "-d", "-h", "127.0.0.1", "-p", str(self.port)]
-        args += ["-t", topic, "-C", str(count), "-W", str(timeout_s), "-F", "%t\t%x", "-q", "1"]
+        args += ["-t", topic, "-W", str(timeout_s), "-F", "%t\t%x", "-q", "1"]
+        args += [] if count is None else ["-C", str(count)]
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert proc.stdout is not None
         while True:
@@ -124,6 +126,22 @@ class MqttCli:
                 raise RuntimeError(f"mosquitto_sub ended before subscribing: {proc.wait()}")
             if b"received SUBACK" in line:
                 return proc
+
+    def wait_for(
+        self, topic: str, predicate: Callable[[str, bytes], bool], *, timeout_s: int = 30
+    ) -> tuple[str, bytes]:
+        """The first message on ``topic`` (retained ones included) that ``predicate`` accepts."""
+        proc = self.sub_start(topic, count=None, timeout_s=timeout_s)
+        assert proc.stdout is not None
+        try:
+            for raw in proc.stdout:
+                name, tab, hexdata = raw.decode().rstrip("\n").partition("\t")
+                if tab and predicate(name, bytes.fromhex(hexdata)):
+                    return name, bytes.fromhex(hexdata)
+            raise TimeoutError(f"no matching message on {topic} within {timeout_s} s")
+        finally:
+            proc.terminate()
+            proc.wait(10)
 
     @staticmethod
     def sub_collect(proc: subprocess.Popen[bytes]) -> list[tuple[str, bytes]]:
@@ -148,3 +166,53 @@ def mosquitto(tmp_path: Path) -> Iterator[Mosquitto]:
         yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mosquitto]:
+    """One broker shared by the tests of a module (each test uses its own ids)."""
+    if not Path(MOSQUITTO).exists():
+        pytest.skip("mosquitto is not installed (scripts/test installs it)")
+    b = Mosquitto(tmp_path_factory.mktemp("mosquitto"))
+    b.start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class Served:
+    """``python -m console.cli serve`` in a subprocess (so it can be killed uncleanly)."""
+
+    def __init__(self, url: str, cluster: str, *extra: str, scenario: str = "tiny") -> None:
+        self.cluster = cluster
+        self.log = REPO / ".pytest_cache" / f"serve-{cluster}.log"
+        self.log.parent.mkdir(exist_ok=True)
+        args = [sys.executable, "-m", "console.cli", "serve", scenario, "--mqtt", url]
+        args += ["--cluster", cluster, "--no-metrics", "--telemetry-hz", "10", *extra]
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_online(self, cli: MqttCli) -> None:
+        """Return once the served emulator said ``online`` (its retained status)."""
+        try:
+            cli.wait_for(f"fabtop/{self.cluster}/status", lambda _t, p: p == b"online")
+        except TimeoutError:
+            raise TimeoutError(f"fabtop serve never said online:\n{self.output()}") from None
+
+    def stop(self) -> int:
+        """SIGTERM and wait: the exit status."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        return self.proc.wait(30)
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to say goodbye (the broker sends the will)."""
+        self.proc.kill()
+        self.proc.wait(30)

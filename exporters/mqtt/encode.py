@@ -221,34 +221,27 @@ class EventCursor:
 
     A snapshot holds a bounded window of recent events (newest last). The
     cursor remembers the last event sent; events after it in the next window
-    are new. Events that scrolled out of the window while the broker was away
-    are lost (counted in ``missed``), so nothing queues up without bound.
+    are new. If that event scrolled out of the window (the broker was away
+    for long), the events newer than it are sent and the ones that scrolled
+    out are lost: nothing queues up without bound.
     """
 
     def __init__(self) -> None:
         self._last: Event | None = None
-        self._last_time_s = -math.inf
-        self.missed = 0
 
     def new_events(self, events: tuple[Event, ...]) -> tuple[Event, ...]:
         """The events after the last one returned before; advances the cursor."""
-        if not events:
-            return ()
         start = 0
         if self._last is not None:
             pos = self._find(events)
-            if pos is None:
-                # The last event sent scrolled out: keep only what is newer than it.
-                fresh = [i for i, e in enumerate(events) if e.time_s >= self._last_time_s]
-                start = fresh[0] if fresh else len(events)
-                if start == 0 and events[0].time_s > self._last_time_s:
-                    self.missed += 1  # at least one event fell between the windows
-            else:
+            if pos is not None:
                 start = pos + 1
+            else:
+                last_time = self._last.time_s
+                start = next((i for i, e in enumerate(events) if e.time_s > last_time), len(events))
         new = events[start:]
         if new:
             self._last = new[-1]
-            self._last_time_s = new[-1].time_s
         return new
 
     def _find(self, events: tuple[Event, ...]) -> int | None:
