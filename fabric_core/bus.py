@@ -9,6 +9,7 @@ collector on each scrape) or ``await next_after(tick)`` (the MQTT bridge).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 from fabric_core.snapshot import Snapshot
@@ -50,10 +51,8 @@ class SnapshotBus:
         self._closed = True
         cond = self._changed
         if cond is not None:
-            try:
+            with contextlib.suppress(RuntimeError):  # no running loop: nobody can be waiting
                 asyncio.get_running_loop().create_task(self._notify(cond))
-            except RuntimeError:  # no running loop: nobody can be waiting
-                pass
 
     @property
     def closed(self) -> bool:

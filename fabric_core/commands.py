@@ -79,7 +79,9 @@ class StopWorkload(_Command, tag="stop", frozen=True):
     workload: str = ""
 
 
-Command = InjectFault | ClearFault | Pause | Resume | SetSpeed | SetParam | StartWorkload | StopWorkload
+Command = (
+    InjectFault | ClearFault | Pause | Resume | SetSpeed | SetParam | StartWorkload | StopWorkload
+)
 
 COMMAND_NAMES: tuple[str, ...] = (
     "inject",

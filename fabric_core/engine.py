@@ -11,6 +11,7 @@ snapshot at most every ``publish_interval_s`` of wall time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -146,10 +147,8 @@ class Engine:
             self.bus.close()
 
     async def _idle(self, seconds: float) -> None:
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), timeout=seconds)
-        except TimeoutError:
-            pass
 
     async def _run_batch(self) -> None:
         """Run a batch of ticks in a worker thread, then sleep to keep pace."""
@@ -171,4 +170,6 @@ class Engine:
             self._ticks_per_batch = max(1, min(self._ticks_per_batch, int(ticks_for_interval)))
         elapsed = max(time.monotonic() - wall0, 1e-9)
         inst = sim / elapsed
-        self._measured_speed = inst if self._measured_speed == 0 else 0.8 * self._measured_speed + 0.2 * inst
+        self._measured_speed = (
+            inst if self._measured_speed == 0 else 0.8 * self._measured_speed + 0.2 * inst
+        )

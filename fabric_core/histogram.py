@@ -22,7 +22,7 @@ HIGHEST_BOUND_S = 100.0
 BOUNDS_S: NDArray[np.float64] = np.logspace(
     np.log10(LOWEST_BOUND_S),
     np.log10(HIGHEST_BOUND_S),
-    int(round(np.log10(HIGHEST_BOUND_S / LOWEST_BOUND_S))) * BUCKETS_PER_DECADE + 1,
+    round(np.log10(HIGHEST_BOUND_S / LOWEST_BOUND_S)) * BUCKETS_PER_DECADE + 1,
 )
 N_BUCKETS = BOUNDS_S.size + 1
 

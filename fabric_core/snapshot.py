@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -177,8 +178,11 @@ class Snapshot:
         return tuple(f for f in self.faults if f.cleared_at_s is None)
 
 
-def frozen(array: NDArray[np.generic]) -> NDArray[np.generic]:
+_A = TypeVar("_A", bound=np.generic)
+
+
+def frozen(array: NDArray[_A]) -> NDArray[_A]:
     """A read-only copy of ``array`` for a snapshot."""
-    out = np.array(array, copy=True)
+    out: NDArray[_A] = np.array(array, copy=True)
     out.flags.writeable = False
     return out

@@ -1,0 +1,119 @@
+"""``fabtop run``: a headless run that prints a summary and writes a JSON report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from console.cli._common import add_scenario_options, build_fabric, duration, load_from_args
+from fabric_core.report import run_for
+from fabric_core.units import format_bytes, format_duration, format_rate
+
+
+def register(sub: Any) -> None:
+    """Add the ``run`` subcommand."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "run",
+        help="run a scenario headless for a simulated duration and report",
+        description="Run a scenario without the console and print throughput, utilisation, "
+        "latency percentiles per traffic class and drops; optionally write a JSON report.",
+    )
+    add_scenario_options(p)
+    p.add_argument(
+        "--duration",
+        type=duration,
+        default=duration("1ms"),
+        help="simulated time to run (default 1ms; units ns, us, ms, s)",
+    )
+    p.add_argument(
+        "--json", type=Path, metavar="FILE", help="write the full report as JSON to FILE"
+    )
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.set_defaults(func=run)
+
+
+class _Progress:
+    """A one-line progress bar on a terminal (nothing when stderr is not a TTY)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.last = -1
+
+    def __call__(self, done: float, total: float) -> None:
+        if not self.enabled:
+            return
+        pct = int(100 * done / total)
+        if pct != self.last:
+            self.last = pct
+            bar = "#" * (pct // 4)
+            print(
+                f"\r[{bar:<25}] {pct:3d}%  {format_duration(done)} / {format_duration(total)}",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def close(self) -> None:
+        if self.enabled:
+            print(file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run, print the summary, write the JSON report."""
+    scn = load_from_args(args)
+    if scn is None:
+        return 2
+    fabric = build_fabric(scn)
+    if fabric is None:
+        return 2
+    progress = _Progress(not args.quiet)
+    report = run_for(fabric, args.duration, progress)
+    progress.close()
+    if not args.quiet:
+        print_summary(report)
+    if args.json:
+        try:
+            args.json.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
+        except OSError as exc:
+            print(f"fabtop: cannot write {args.json}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None or not math.isfinite(x) else format_duration(x)
+
+
+def print_summary(report: dict[str, Any]) -> None:
+    """Human-readable summary of a run report."""
+    r = report["run"]
+    t = report["totals"]
+    links = report["links"]
+    print(f"scenario {report['scenario']}  profile {report['profile']}  seed {report['seed']}")
+    print(
+        f"simulated {format_duration(r['simulated_seconds'])} in {r['ticks']} ticks of {format_duration(r['dt_seconds'])}; "
+        f"wall {r['wall_seconds']:.2f} s ({r['hop_updates_per_second']:.3g} hop-updates/s)"
+    )
+    print(
+        f"delivered {format_bytes(t['delivered_bytes'])} ({format_rate(t['throughput_bytes_per_second'])}), "
+        f"{t['completed_flows']} flows completed, in flight {format_bytes(t['in_flight_bytes'])}, "
+        f"dropped {format_bytes(t['dropped_bytes'])}"
+    )
+    print(
+        f"links: {links['count']}, mean utilisation {links['mean_utilisation']:.1%} "
+        f"(switch-to-switch {links['fabric_mean_utilisation']:.1%}), retransmitted "
+        f"{format_bytes(links['retransmitted_bytes'])}, credit wait {format_duration(links['transmit_wait_seconds'])}"
+    )
+    print(f"{'class':<12} {'flows':>8} {'p50':>10} {'p99':>10} {'p99.9':>10}")
+    for name, c in report["classes"].items():
+        print(
+            f"{name:<12} {c['completed']:>8} {_fmt(c['p50_seconds']):>10} {_fmt(c['p99_seconds']):>10} {_fmt(c['p999_seconds']):>10}"
+        )
+    for f in report["faults"]:
+        print(
+            f"fault {f['id']} {f['kind']} on {f['target']}: {f['state']}, recovered after {_fmt(f['time_to_recover_seconds'])}"
+        )

@@ -1,0 +1,625 @@
+"""The emulated fabric: topology + profile + flows + workloads + faults, advanced tick by tick.
+
+``Fabric.step`` is the hot path: it asks the workloads for new flows, routes
+them (vectorised), solves the tick's rates (``fabric_core.step``), moves bytes,
+completes flows with sub-tick interpolation, and updates the per-link counters.
+Nothing on that path loops over flows or links in Python.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.commands import (
+    ClearFault,
+    Command,
+    CommandError,
+    InjectFault,
+    SetParam,
+    StartWorkload,
+    StopWorkload,
+    unknown,
+)
+from fabric_core.faults import FaultBook
+from fabric_core.flows import FlowTable, NewFlows
+from fabric_core.histogram import Histogram
+from fabric_core.profiles import Profile
+from fabric_core.routing import route
+from fabric_core.scenario import Scenario, ScenarioError
+from fabric_core.snapshot import (
+    Event,
+    LinkState,
+    LinkStatus,
+    Snapshot,
+    Totals,
+    WorkloadView,
+    frozen,
+)
+from fabric_core.step import EntryIndex, Solution, build_index, solve, sum_by
+from fabric_core.topology import Topology
+from fabric_core.workloads import Completions, Workload
+
+MAX_EVENTS = 500
+
+
+@dataclass(frozen=True)
+class TunableParam:
+    """A profile parameter operators may change at run time."""
+
+    name: str
+    low: float
+    high: float
+    help: str
+
+
+TUNABLE: dict[str, TunableParam] = {
+    p.name: p
+    for p in (
+        TunableParam("buffer_per_vl_bytes", 1024.0, 1e9, "per-VL ingress buffer (credits)"),
+        TunableParam("switch_latency_s", 0.0, 1e-3, "switch port-to-port latency"),
+        TunableParam("reroute_s", 1e-6, 60.0, "time from a link failure to traffic rerouted"),
+    )
+}
+
+
+def _link_rank(topo: Topology) -> NDArray[np.int64]:
+    """Order of links along any up*/down* path: up links by tier, then down links."""
+    t_src = topo.nodes.tier[topo.links.src].astype(np.int64)
+    t_dst = topo.nodes.tier[topo.links.dst].astype(np.int64)
+    return np.where(t_dst > t_src, t_src, 6 - t_src)
+
+
+class Fabric:
+    """A running emulation; see the module docstring."""
+
+    def __init__(
+        self,
+        topo: Topology,
+        profile: Profile,
+        workloads: list[Workload],
+        *,
+        dt_s: float,
+        seed: int,
+        cluster: str = "fabtop",
+        scenario: str = "custom",
+        class_vl: Mapping[str, int] | None = None,
+    ) -> None:
+        if dt_s <= 0:
+            raise ValueError("dt must be > 0")
+        self.topo = topo
+        self.profile = profile
+        self.workloads = workloads
+        self.dt_s = dt_s
+        self.seed = seed
+        self.cluster = cluster
+        self.scenario = scenario
+        self.rng = np.random.default_rng(seed)
+        self.tick = 0
+        self.sim_time_s = 0.0
+        self.flows = FlowTable(1024)
+        self.events: deque[Event] = deque(maxlen=MAX_EVENTS)
+        self.faults = FaultBook(topo.links, topo.nodes, self._emit)
+        self.n_vls = int(profile.virtual_lanes)
+        names = []
+        for wl in workloads:
+            if wl.traffic_class not in names:
+                names.append(wl.traffic_class)
+        self.classes: list[str] = names
+        vl_map = dict(class_vl or {})
+        self.class_vl = np.array(
+            [vl_map.get(c, i % max(self.n_vls - 1, 1)) for i, c in enumerate(names)] or [0],
+            dtype=np.int8,
+        )
+        if (self.class_vl >= self.n_vls).any() or (self.class_vl < 0).any():
+            raise ValueError(f"virtual lanes must be in 0..{self.n_vls - 1}")
+        self.class_hist = {c: Histogram() for c in names}
+        for wl in workloads:
+            wl.bind(topo.gpus, topo.storage, self.rng)
+            wl.attach(self)
+        L = len(topo.links)
+        self._link_rank = _link_rank(topo)
+        self._to_endpoint = topo.nodes.tier[topo.links.dst] == 0
+        self._index: EntryIndex | None = None
+        self._sol: Solution | None = None
+        self.buffer_bytes = np.repeat(topo.links.buffer_bytes, self.n_vls).astype(np.float64)
+        self.occupancy = np.zeros(L * self.n_vls)
+        self.link_rate = np.zeros(L)
+        self.known_down = np.zeros(L, dtype=bool)  # down links routing already avoids
+        c: dict[str, NDArray[np.float64]] = {
+            k: np.zeros(L)
+            for k in (
+                "tx_bytes_total",
+                "tx_packets_total",
+                "transmit_wait_seconds_total",
+                "pause_frames_total",
+                "pause_seconds_total",
+                "ecn_marked_packets_total",
+                "discards_bytes_total",
+                "retransmitted_bytes_total",
+                "link_downed_total",
+                "link_error_recovery_total",
+                "symbol_errors_total",
+            )
+        }
+        self.counters = c
+        self.paused = np.zeros(L, dtype=bool)
+        self.injected_bytes = 0.0
+        self.delivered_bytes = 0.0
+        self.dropped_bytes = 0.0
+        self.completed_flows = 0
+        self._window: deque[tuple[float, float]] = deque(maxlen=64)  # (time, delivered)
+        self._prev_status = np.zeros(L, dtype=np.int8)
+        self.hop_updates = 0
+        self.schedule: list[tuple[float, InjectFault]] = []  # (time, fault), time order
+
+    @classmethod
+    def from_scenario(cls, scn: Scenario) -> Fabric:
+        """Build the fabric a scenario describes (fresh workloads, scheduled faults).
+
+        Raises:
+            ScenarioError: a workload or scheduled fault does not fit the topology.
+        """
+        topo = scn.build_topology()
+        try:
+            fabric = cls(
+                topo,
+                scn.profile,
+                scn.build_workloads(),
+                dt_s=scn.dt_s,
+                seed=scn.seed,
+                cluster=scn.cluster,
+                scenario=scn.name,
+                class_vl=scn.classes,
+            )
+        except ValueError as exc:
+            raise ScenarioError(f"{scn.source}: {exc}") from None
+        for i, f in enumerate(scn.faults):
+            cmd = InjectFault(
+                kind=f.kind, target=f.target, params=dict(f.params), duration_s=f.duration_s
+            )
+            try:
+                fabric.faults.check(cmd)
+            except CommandError as exc:
+                raise ScenarioError(f"{scn.source}: fault[{i}]: {exc}") from None
+            fabric.schedule.append((f.at_s, cmd))
+        return fabric
+
+    # ------------------------------------------------------------------ helpers
+    def _emit(self, severity: str, kind: str, target: str, message: str) -> None:
+        self.events.append(Event(self.sim_time_s, severity, kind, target, message))
+
+    def capacity(self, status: NDArray[np.int8]) -> NDArray[np.float64]:
+        """Payload capacity per link: line rate less headers, less retries, 0 when down."""
+        p = self.profile
+        eff = p.mtu_bytes / (p.mtu_bytes + p.header_bytes)
+        cap = self.topo.links.bandwidth_Bps * eff * (1.0 - self._retry_fraction())
+        cap[status == LinkStatus.DOWN] = 0.0
+        return cap
+
+    def _retry_fraction(self) -> NDArray[np.float64]:
+        """Fraction of packets hit by a bit error (each is retried once, link-level)."""
+        bits = (self.profile.mtu_bytes + self.profile.header_bytes) * 8
+        return -np.expm1(bits * np.log1p(-self.faults.ber))
+
+    # ------------------------------------------------------------------ flows in
+    def start_flows(
+        self,
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        size: NDArray[np.float64],
+        *,
+        traffic_class: int,
+        workload: int,
+        tag: NDArray[np.int64],
+        ready_s: NDArray[np.float64],
+        extra_latency_s: NDArray[np.float64] | None = None,
+    ) -> None:
+        """Route and start flows (bytes wait at the source NIC until sent)."""
+        n = src.size
+        if n == 0:
+            return
+        cost = self.occupancy.reshape(-1, self.n_vls).sum(axis=1) / self.topo.links.bandwidth_Bps
+        cost = np.where(self.known_down, np.inf, cost)
+        mode = "ecmp" if self.profile.routing == "ecmp" else "adaptive"
+        key = tag * 1_000_003 + workload
+        path, hops = route(self.topo, src, dst, key, mode=mode, link_cost=cost)
+        vl = np.full(n, self.class_vl[traffic_class], dtype=np.int8)
+        new = NewFlows(
+            path=path,
+            hops=hops,
+            size_bytes=size,
+            vl=vl,
+            traffic_class=np.full(n, traffic_class, dtype=np.int16),
+            workload=np.full(n, workload, dtype=np.int16),
+            tag=tag,
+            start_s=ready_s,
+            extra_latency_s=np.zeros(n) if extra_latency_s is None else extra_latency_s,
+        )
+        slots = self.flows.add(new)
+        self._set_fixed_latency(slots)
+        self.injected_bytes += float(size.sum())
+
+    def _set_fixed_latency(self, slots: NDArray[np.intp]) -> None:
+        """Costs the fluid model does not carry, plus the FIFO wait at injection."""
+        p = self.profile
+        fl = self.flows
+        path = fl.path[:, slots]
+        valid = path >= 0
+        safe = np.where(valid, path, 0)
+        links = self.topo.links
+        prop = np.where(valid, links.prop_delay_s[safe], 0.0).sum(axis=0)
+        switches = fl.hops[slots].astype(np.float64) - 1
+        fixed = prop + switches * p.switch_latency_s + 2 * p.nic_latency_s
+        if not p.cut_through:
+            # store-and-forward: every switch receives a whole packet before sending it
+            pkt = np.minimum(fl.size[slots], p.mtu_bytes) + p.header_bytes
+            fixed = fixed + switches * pkt / links.bandwidth_Bps[safe[0]]
+        fl.fixed_latency_s[slots] = fixed
+        # FIFO wait: the bytes already queued in each buffer on the path, at its drain rate
+        has_buf = valid.copy()
+        has_buf[:-1] &= valid[1:]
+        has_buf[-1] = False
+        buf = safe * self.n_vls + fl.vl[slots][None, :]
+        occ = self.occupancy[buf]
+        drain = np.maximum(self._buffer_drain[buf], links.bandwidth_Bps[safe] * 1e-3)
+        fl.wait_s[slots] = np.where(has_buf, occ / drain, 0.0).sum(axis=0)
+
+    @property
+    def _buffer_drain(self) -> NDArray[np.float64]:
+        drain = getattr(self, "_drain", None)
+        if drain is None or drain.size != self.occupancy.size:
+            drain = self._drain = np.zeros(self.occupancy.size)
+        return drain
+
+    # ------------------------------------------------------------------ the tick
+    def run_ticks(self, n: int) -> None:
+        """Advance ``n`` ticks."""
+        for _ in range(n):
+            self.step()
+
+    def step(self) -> None:
+        """Advance one tick of ``dt_s``."""
+        dt = self.dt_s
+        now = self.sim_time_s
+        while self.schedule and self.schedule[0][0] <= now + 1e-15:
+            _, cmd = self.schedule.pop(0)
+            self.faults.inject(cmd, now)
+        self.faults.expire(now)
+        self._generate(now, dt)
+        status = self.faults.status()
+        self._track_link_changes(status, now)
+        fl = self.flows
+        if self._index is None or self._index.version != fl.version:
+            self._index = build_index(fl, self._link_rank, self.n_vls)
+        idx = self._index
+        L = len(self.topo.links)
+        if idx.size == 0:
+            self.link_rate[:] = 0.0
+            self._finish_tick(status, dt)
+            return
+        backlog = fl.backlog[idx.hop, idx.flow]
+        cap = self.capacity(status)
+        free = np.maximum(self.buffer_bytes - self.occupancy, 0.0)
+        free[np.repeat(self._to_endpoint, self.n_vls)] = np.inf  # the NIC sinks at line rate
+        sol = solve(idx, backlog, cap, np.where(np.isinf(free), 1e30, free), dt)
+        rate = sol.rate
+        self._sol = sol
+        arrival = np.where(idx.prev >= 0, rate[np.maximum(idx.prev, 0)], 0.0)
+        new_backlog = backlog + (arrival - rate) * dt
+        np.maximum(new_backlog, 0.0, out=new_backlog)
+        fl.backlog[idx.hop, idx.flow] = new_backlog
+        fl.rate[idx.hop, idx.flow] = rate
+        # per-link figures
+        self.link_rate = sum_by(idx.link, rate, L)
+        carried = self.link_rate * dt
+        c = self.counters
+        c["tx_bytes_total"] += carried
+        c["tx_packets_total"] += carried / self.profile.mtu_bytes
+        retry = self._retry_fraction()
+        c["retransmitted_bytes_total"] += carried * retry / np.maximum(1 - retry, 1e-12)
+        c["link_error_recovery_total"] += carried / self.profile.mtu_bytes * retry
+        c["symbol_errors_total"] += carried * 8 * self.faults.ber
+        has_prev = idx.prev >= 0
+        up_buf = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
+        self.occupancy = sum_by(up_buf, np.where(has_prev, new_backlog, 0.0), L * self.n_vls)
+        self._drain = sum_by(up_buf, np.where(has_prev, rate, 0.0), L * self.n_vls)
+        inflow = np.bincount(
+            np.maximum(idx.buf, 0),
+            weights=np.where(idx.buf >= 0, rate, 0.0),
+            minlength=L * self.n_vls,
+        )
+        starved = (sol.alpha < 1 - 1e-9) & (inflow > 0)
+        alpha_link = np.where(starved, sol.alpha, 1.0).reshape(L, self.n_vls).min(axis=1)
+        self.paused = alpha_link < 1 - 1e-9
+        c["transmit_wait_seconds_total"] += (1 - alpha_link) * dt
+        # deliveries and completions
+        last = idx.last
+        got = rate[last] * dt
+        np.add.at(fl.delivered, idx.last_flow, got)
+        self.delivered_bytes += float(got.sum())
+        self.hop_updates += idx.size
+        self._complete(idx, backlog, arrival, sol, cap, now, dt)
+        self._finish_tick(status, dt)
+
+    def _finish_tick(self, status: NDArray[np.int8], dt: float) -> None:
+        self.tick += 1
+        self.sim_time_s = self.tick * dt
+        self._window.append((self.sim_time_s, self.delivered_bytes))
+
+    def _generate(self, now: float, dt: float) -> None:
+        for wi, wl in enumerate(self.workloads):
+            req = wl.generate(now, dt, self.rng)
+            if len(req):
+                cls = self.classes.index(wl.traffic_class)
+                self.start_flows(
+                    req.src,
+                    req.dst,
+                    req.size_bytes,
+                    traffic_class=cls,
+                    workload=wi,
+                    tag=req.tag,
+                    ready_s=req.ready_s,
+                    extra_latency_s=req.extra_latency_s,
+                )
+
+    def _complete(
+        self,
+        idx: EntryIndex,
+        backlog: NDArray[np.float64],
+        arrival: NDArray[np.float64],
+        sol: Solution,
+        cap: NDArray[np.float64],
+        now: float,
+        dt: float,
+    ) -> None:
+        fl = self.flows
+        lf = idx.last_flow
+        remaining = fl.size[lf] - fl.delivered[lf]
+        done = remaining <= 1e-9 * fl.size[lf] + 1e-6
+        if not done.any():
+            return
+        flows = lf[done]
+        # Sub-tick finish: walk each finished flow's hops; hop h ends when it has sent what
+        # it held plus what arrived, at the rate it could get (its share, credits allowed).
+        first = np.full(fl.capacity, -1, dtype=np.intp)
+        first[idx.flow[idx.prev < 0]] = np.flatnonzero(idx.prev < 0)
+        e = first[flows]
+        t = np.zeros(flows.size)
+        alpha_entry = np.where(idx.buf >= 0, sol.alpha[np.maximum(idx.buf, 0)], 1.0)
+        while True:
+            ok = e >= 0
+            if not ok.any():
+                break
+            ee = e[ok]
+            achievable = np.maximum(sol.rate[ee], sol.level[idx.link[ee]] * alpha_entry[ee])
+            bytes_through = backlog[ee] + arrival[ee] * dt
+            hop_end = np.divide(
+                bytes_through, achievable, out=np.full(ee.size, dt), where=achievable > 0
+            )
+            t[ok] = np.maximum(t[ok], hop_end)
+            e = np.where(ok, idx.nxt[np.maximum(e, 0)], -1)
+        fluid_end = now + np.minimum(t, dt)
+        size = fl.size[flows]
+        path0 = fl.path[0, flows]
+        fifo_end = (
+            fl.start_s[flows] + fl.wait_s[flows] + size / self.topo.links.bandwidth_Bps[path0]
+        )
+        finish = (
+            np.maximum(fluid_end, fifo_end) + fl.fixed_latency_s[flows] + fl.extra_latency_s[flows]
+        )
+        # bytes that rounding left behind are counted as delivered (and are < 1e-6 B)
+        fl.delivered[flows] = size
+        self.completed_flows += int(flows.size)
+        cls = fl.cls[flows]
+        wls = fl.workload[flows]
+        latency = finish - fl.start_s[flows]
+        for ci, name in enumerate(self.classes):
+            m = cls == ci
+            if m.any():
+                self.class_hist[name].observe_many(latency[m])
+        for wi, wl in enumerate(self.workloads):
+            m = wls == wi
+            if m.any():
+                sel = flows[m]
+                wl.on_complete(
+                    Completions(
+                        tag=fl.tag[sel],
+                        src=self.topo.links.src[fl.path[0, sel]].astype(np.int64),
+                        dst=self.topo.links.dst[fl.path[fl.hops[sel] - 1, sel]].astype(np.int64),
+                        size_bytes=fl.size[sel],
+                        start_s=fl.start_s[sel],
+                        finish_s=finish[m],
+                    ),
+                    now + dt,
+                )
+        fl.remove(flows)
+
+    def _track_link_changes(self, status: NDArray[np.int8], now: float) -> None:
+        went_down = (status == LinkStatus.DOWN) & (self._prev_status != LinkStatus.DOWN)
+        if went_down.any():
+            self.counters["link_downed_total"][went_down] += 1
+        self._prev_status = status
+        self._progress_faults(status, now)
+
+    def _progress_faults(self, status: NDArray[np.int8], now: float) -> None:
+        p = self.profile
+        for f in self.faults.faults.values():
+            if f.cleared_at_s is not None:
+                continue
+            if f.detected_at_s is None and now >= f.injected_at_s + p.fault_detect_s - 1e-15:
+                f.detected_at_s = now
+                self._emit(
+                    "warning", "fault_detected", f.target, f"{f.kind} on {f.target} detected"
+                )
+            if f.kind in ("link_down", "switch_down"):
+                if f.mitigated_at_s is None and now >= f.injected_at_s + p.reroute_s - 1e-15:
+                    self.known_down[f.links] = True
+                    moved = self._reroute(f.links)
+                    f.mitigated_at_s = now
+                    f.recovered_at_s = now
+                    self._emit(
+                        "info", "rerouted", f.target, f"{moved} flows rerouted around {f.target}"
+                    )
+            elif (
+                f.kind == "link_degraded"
+                and f.detected_at_s is not None
+                and f.mitigated_at_s is None
+            ):
+                # link-level retry is the mitigation; nothing is rerouted
+                f.mitigated_at_s = f.detected_at_s
+                f.recovered_at_s = f.detected_at_s
+        # links back up: routing may use them again
+        self.known_down &= status == LinkStatus.DOWN
+
+    def _reroute(self, links: NDArray[np.int64]) -> int:
+        """Give flows crossing failed links new paths; their bytes past the source are resent."""
+        fl = self.flows
+        hit = np.isin(fl.path, links).any(axis=0) & fl.active
+        slots = np.flatnonzero(hit)
+        if slots.size == 0:
+            return 0
+        src = self.topo.links.src[fl.path[0, slots]].astype(np.int64)
+        dst = self.topo.links.dst[fl.path[fl.hops[slots] - 1, slots]].astype(np.int64)
+        cost = np.where(self.known_down, np.inf, 0.0)
+        path, hops = route(self.topo, src, dst, fl.tag[slots], mode="adaptive", link_cost=cost)
+        in_network = fl.backlog[1:, slots].sum(axis=0)
+        self.counters["retransmitted_bytes_total"][fl.path[0, slots]] += in_network
+        fl.backlog[0, slots] += in_network
+        fl.backlog[1:, slots] = 0.0
+        fl.path[:, slots] = path
+        fl.hops[slots] = hops
+        fl.version += 1
+        self._set_fixed_latency(slots)
+        return int(slots.size)
+
+    # ------------------------------------------------------------------ commands
+    def apply(self, cmd: Command) -> Mapping[str, Any]:
+        """Apply a fabric command (faults, parameters, workloads).
+
+        Raises:
+            CommandError: the command does not fit this fabric.
+        """
+        now = self.sim_time_s
+        if isinstance(cmd, InjectFault):
+            f = self.faults.inject(cmd, now)
+            return {"fault_id": f.id}
+        if isinstance(cmd, ClearFault):
+            return {"cleared": self.faults.clear(cmd, now)}
+        if isinstance(cmd, SetParam):
+            return self._set_param(cmd)
+        if isinstance(cmd, StartWorkload | StopWorkload):
+            wl = self._workload(cmd.workload)
+            if isinstance(cmd, StartWorkload):
+                wl.start()
+            else:
+                wl.stop()
+            return {"workload": wl.name, "running": wl.running}
+        raise CommandError(f"the fabric does not handle {type(cmd).__name__}")
+
+    def _workload(self, name: str) -> Workload:
+        for wl in self.workloads:
+            if wl.name == name:
+                return wl
+        raise unknown("workload", name, [w.name for w in self.workloads])
+
+    def _set_param(self, cmd: SetParam) -> Mapping[str, Any]:
+        spec = TUNABLE.get(cmd.name)
+        if spec is None:
+            raise unknown("parameter", cmd.name, TUNABLE)
+        if not spec.low <= cmd.value <= spec.high:
+            raise CommandError(
+                f"{cmd.name} must be in [{spec.low:g}, {spec.high:g}], got {cmd.value:g}"
+            )
+        self.profile = self.profile.with_overrides(**{cmd.name: cmd.value})
+        if cmd.name == "buffer_per_vl_bytes":
+            self.buffer_bytes[:] = cmd.value
+        self._emit("info", "param_set", cmd.name, f"{cmd.name} set to {cmd.value:g}")
+        return {cmd.name: cmd.value}
+
+    def params(self) -> dict[str, float]:
+        """The live-tunable parameters and their values."""
+        return {name: float(getattr(self.profile, name)) for name in TUNABLE}
+
+    # ------------------------------------------------------------------ output
+    def throughput_Bps(self) -> float:
+        """Delivered bytes per second over the recent window."""
+        if len(self._window) < 2:
+            return 0.0
+        (t0, b0), (t1, b1) = self._window[0], self._window[-1]
+        return (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0
+
+    def link_state(self) -> LinkState:
+        """Per-link arrays for a snapshot."""
+        L = len(self.topo.links)
+        status = self.faults.status()
+        bw = self.topo.links.bandwidth_Bps
+        occ = self.occupancy.reshape(L, self.n_vls)
+        free = (self.buffer_bytes.reshape(L, self.n_vls) - occ).min(axis=1)
+        free = np.where(self._to_endpoint, self.buffer_bytes.reshape(L, self.n_vls)[:, 0], free)
+        c = self.counters
+        return LinkState(
+            status=frozen(status),
+            utilisation=frozen(self.link_rate / bw),
+            queue_bytes=frozen(occ.sum(axis=1)),
+            queue_vl_bytes=frozen(occ),
+            credits_bytes=frozen(np.maximum(free, 0.0)),
+            paused=frozen(self.paused),
+            **{k: frozen(v) for k, v in c.items()},
+        )
+
+    def snapshot(
+        self,
+        *,
+        wall_time_s: float = 0.0,
+        target_speed: float = 0.0,
+        measured_speed: float = 0.0,
+        running: bool = True,
+    ) -> Snapshot:
+        """An immutable picture of the fabric now."""
+        now = self.sim_time_s
+        return Snapshot(
+            cluster=self.cluster,
+            scenario=self.scenario,
+            profile=self.profile.name,
+            flow_control=self.profile.flow_control,
+            seed=self.seed,
+            tick=self.tick,
+            sim_time_s=now,
+            dt_s=self.dt_s,
+            wall_time_s=wall_time_s,
+            target_speed=target_speed,
+            measured_speed=measured_speed,
+            running=running,
+            nodes=self.topo.nodes,
+            links=self.topo.links,
+            link_state=self.link_state(),
+            totals=Totals(
+                injected_bytes_total=self.injected_bytes,
+                delivered_bytes_total=self.delivered_bytes,
+                dropped_bytes_total=self.dropped_bytes,
+                in_flight_bytes=self.flows.in_flight_bytes(),
+                throughput_Bps=self.throughput_Bps(),
+                active_flows=self.flows.n_active,
+                completed_flows_total=self.completed_flows,
+            ),
+            latency={c: h.freeze() for c, h in self.class_hist.items()},
+            workloads={
+                wl.name: WorkloadView(
+                    name=wl.name,
+                    kind=wl.kind,
+                    traffic_class=wl.traffic_class,
+                    kpis=dict(wl.kpis(now)),
+                    histograms=wl.frozen_histograms(),
+                )
+                for wl in self.workloads
+            },
+            faults=self.faults.views(),
+            events=tuple(self.events)[-100:],
+            params=self.params(),
+        )

@@ -1,0 +1,136 @@
+"""The flow table: every message, transfer and I/O in flight, as flat arrays.
+
+Per-(hop, flow) state is hop-major (``backlog[hop, flow]``); per-flow state is
+one array per field. Slots are reused: a finished flow's slot is marked free and
+taken by a later flow, so no array is rebuilt on the tick path. The table grows
+(by doubling) when it runs out of slots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.routing import MAX_HOPS
+
+
+@dataclass
+class NewFlows:
+    """A batch of flows to start (all arrays of one length)."""
+
+    path: NDArray[np.int32]  # [MAX_HOPS, n]
+    hops: NDArray[np.int8]
+    size_bytes: NDArray[np.float64]
+    vl: NDArray[np.int8]
+    traffic_class: NDArray[np.int16]
+    workload: NDArray[np.int16]
+    tag: NDArray[np.int64]  # the workload's own id (message group, request, ...)
+    start_s: NDArray[np.float64]  # when the flow became ready (<= the tick it is injected in)
+    extra_latency_s: NDArray[np.float64]  # endpoint costs the fabric does not carry
+
+    def __len__(self) -> int:
+        return int(self.size_bytes.size)
+
+
+class FlowTable:
+    """Fixed-capacity arrays of flows; see the module docstring."""
+
+    active: NDArray[np.bool_]
+    path: NDArray[np.int32]
+    backlog: NDArray[np.float64]
+    rate: NDArray[np.float64]
+    hops: NDArray[np.int8]
+    size: NDArray[np.float64]
+    delivered: NDArray[np.float64]
+    vl: NDArray[np.int8]
+    cls: NDArray[np.int16]
+    workload: NDArray[np.int16]
+    tag: NDArray[np.int64]
+    start_s: NDArray[np.float64]
+    extra_latency_s: NDArray[np.float64]
+    fixed_latency_s: NDArray[np.float64]
+    wait_s: NDArray[np.float64]
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.capacity = 0
+        self._alloc(max(capacity, 16))
+        self.version = 0  # bumped whenever the set of active (hop, flow) entries changes
+
+    def _alloc(self, capacity: int) -> None:
+        old = self.capacity
+
+        def grow(a: Any, fill: float, dtype: type, hop: bool = False) -> Any:
+            shape: tuple[int, ...] = (MAX_HOPS, capacity) if hop else (capacity,)
+            new: NDArray[Any] = np.full(shape, fill, dtype=dtype)
+            if a is not None and old:
+                new[..., :old] = a
+            return new
+
+        first = old == 0
+        self.active = grow(None if first else self.active, False, bool)
+        self.path = grow(None if first else self.path, -1, np.int32, hop=True)
+        self.backlog = grow(None if first else self.backlog, 0.0, np.float64, hop=True)
+        self.rate = grow(None if first else self.rate, 0.0, np.float64, hop=True)
+        self.hops = grow(None if first else self.hops, 0, np.int8)
+        self.size = grow(None if first else self.size, 0.0, np.float64)
+        self.delivered = grow(None if first else self.delivered, 0.0, np.float64)
+        self.vl = grow(None if first else self.vl, 0, np.int8)
+        self.cls = grow(None if first else self.cls, 0, np.int16)
+        self.workload = grow(None if first else self.workload, -1, np.int16)
+        self.tag = grow(None if first else self.tag, -1, np.int64)
+        self.start_s = grow(None if first else self.start_s, 0.0, np.float64)
+        self.extra_latency_s = grow(None if first else self.extra_latency_s, 0.0, np.float64)
+        self.fixed_latency_s = grow(None if first else self.fixed_latency_s, 0.0, np.float64)
+        self.wait_s = grow(None if first else self.wait_s, 0.0, np.float64)
+        self.capacity = capacity
+
+    @property
+    def n_active(self) -> int:
+        """Number of flows in flight."""
+        return int(np.count_nonzero(self.active))
+
+    def add(self, new: NewFlows) -> NDArray[np.intp]:
+        """Start flows; their bytes wait at the source NIC. Returns their slots."""
+        n = len(new)
+        if n == 0:
+            return np.zeros(0, dtype=np.intp)
+        free = np.flatnonzero(~self.active)
+        if free.size < n:
+            self._alloc(max(self.capacity * 2, self.capacity + n - free.size + 16))
+            free = np.flatnonzero(~self.active)
+        slots = free[:n]
+        self.active[slots] = True
+        self.path[:, slots] = new.path
+        self.backlog[:, slots] = 0.0
+        self.backlog[0, slots] = new.size_bytes
+        self.rate[:, slots] = 0.0
+        self.hops[slots] = new.hops
+        self.size[slots] = new.size_bytes
+        self.delivered[slots] = 0.0
+        self.vl[slots] = new.vl
+        self.cls[slots] = new.traffic_class
+        self.workload[slots] = new.workload
+        self.tag[slots] = new.tag
+        self.start_s[slots] = new.start_s
+        self.extra_latency_s[slots] = new.extra_latency_s
+        self.fixed_latency_s[slots] = 0.0
+        self.wait_s[slots] = 0.0
+        self.version += 1
+        return slots
+
+    def remove(self, slots: NDArray[np.intp]) -> None:
+        """Free slots of finished (or dropped) flows."""
+        if slots.size == 0:
+            return
+        self.active[slots] = False
+        self.path[:, slots] = -1
+        self.backlog[:, slots] = 0.0
+        self.rate[:, slots] = 0.0
+        self.version += 1
+
+    def in_flight_bytes(self) -> float:
+        """Bytes injected (or waiting at the source) and not yet delivered."""
+        return float(self.backlog[:, self.active].sum())

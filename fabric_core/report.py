@@ -1,0 +1,127 @@
+"""Headless runs: advance a fabric for a simulated duration and summarise it."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from fabric_core.fabric import Fabric
+from fabric_core.snapshot import Snapshot
+
+ProgressFn = Callable[[float, float], None]  # (simulated so far, total)
+
+
+def run_for(
+    fabric: Fabric, duration_s: float, progress: ProgressFn | None = None
+) -> dict[str, Any]:
+    """Run ``duration_s`` of simulated time and return the report (JSON-ready)."""
+    ticks = max(1, math.ceil(duration_s / fabric.dt_s - 1e-9))
+    wall0 = time.perf_counter()
+    hop0 = fabric.hop_updates
+    batch = max(1, ticks // 200)
+    done = 0
+    while done < ticks:
+        n = min(batch, ticks - done)
+        fabric.run_ticks(n)
+        done += n
+        if progress is not None:
+            progress(done * fabric.dt_s, ticks * fabric.dt_s)
+    wall = time.perf_counter() - wall0
+    report = summarise(fabric.snapshot(wall_time_s=wall, running=False))
+    report["run"] = {
+        "simulated_seconds": fabric.sim_time_s,
+        "ticks": fabric.tick,
+        "dt_seconds": fabric.dt_s,
+        "wall_seconds": wall,
+        "ticks_per_second": ticks / wall if wall > 0 else float("inf"),
+        "hop_updates": fabric.hop_updates - hop0,
+        "hop_updates_per_second": (fabric.hop_updates - hop0) / wall if wall > 0 else float("inf"),
+    }
+    return report
+
+
+def _num(x: float) -> float | None:
+    return None if not math.isfinite(x) else float(x)
+
+
+def summarise(snap: Snapshot) -> dict[str, Any]:
+    """A JSON-ready summary of a snapshot: throughput, utilisation, latency, drops, faults."""
+    ls = snap.link_state
+    util = np.asarray(ls.utilisation)
+    elapsed = snap.sim_time_s
+    fabric_links = np.array(
+        [not (t.startswith("gpu") or t.endswith("gpu")) for t in snap.links.tier]
+    )
+    classes = {}
+    for name, h in snap.latency.items():
+        classes[name] = {
+            "completed": h.count,
+            "p50_seconds": _num(h.quantile(0.5)),
+            "p99_seconds": _num(h.quantile(0.99)),
+            "p999_seconds": _num(h.quantile(0.999)),
+            "mean_seconds": _num(h.mean()),
+        }
+    tx = np.asarray(ls.tx_bytes_total)
+    return {
+        "scenario": snap.scenario,
+        "cluster": snap.cluster,
+        "profile": snap.profile,
+        "flow_control": snap.flow_control,
+        "seed": snap.seed,
+        "totals": {
+            "injected_bytes": snap.totals.injected_bytes_total,
+            "delivered_bytes": snap.totals.delivered_bytes_total,
+            "dropped_bytes": snap.totals.dropped_bytes_total,
+            "in_flight_bytes": snap.totals.in_flight_bytes,
+            "completed_flows": snap.totals.completed_flows_total,
+            "throughput_bytes_per_second": snap.totals.delivered_bytes_total / elapsed
+            if elapsed > 0
+            else 0.0,
+        },
+        "links": {
+            "count": len(snap.links),
+            "mean_utilisation": float(
+                tx.sum() / (np.asarray(snap.links.bandwidth_Bps).sum() * elapsed)
+            )
+            if elapsed > 0
+            else 0.0,
+            "max_utilisation_last_tick": float(util.max(initial=0.0)),
+            "fabric_mean_utilisation": float(
+                tx[fabric_links].sum()
+                / (np.asarray(snap.links.bandwidth_Bps)[fabric_links].sum() * elapsed)
+            )
+            if elapsed > 0 and fabric_links.any()
+            else 0.0,
+            "discards_bytes": float(np.asarray(ls.discards_bytes_total).sum()),
+            "retransmitted_bytes": float(np.asarray(ls.retransmitted_bytes_total).sum()),
+            "transmit_wait_seconds": float(np.asarray(ls.transmit_wait_seconds_total).sum()),
+            "pause_frames": float(np.asarray(ls.pause_frames_total).sum()),
+            "ecn_marked_packets": float(np.asarray(ls.ecn_marked_packets_total).sum()),
+        },
+        "classes": classes,
+        "workloads": {
+            name: {
+                "kind": w.kind,
+                "class": w.traffic_class,
+                "kpis": {k: _num(v) for k, v in w.kpis.items()},
+            }
+            for name, w in snap.workloads.items()
+        },
+        "faults": [
+            {
+                "id": f.id,
+                "kind": f.kind,
+                "target": f.target,
+                "state": f.state,
+                "injected_at_seconds": f.injected_at_s,
+                "time_to_detect_seconds": f.time_to_detect_s,
+                "time_to_recover_seconds": f.time_to_recover_s,
+            }
+            for f in snap.faults
+        ],
+        "events": len(snap.events),
+    }

@@ -1,0 +1,268 @@
+"""Scenarios: TOML files that say what to build and run (topology, profile, workloads, faults).
+
+Validation errors name the key at fault (``topology.spines: must be >= 1``).
+Bundled scenarios live in ``fabric_core/scenarios/``; ``load_scenario`` takes
+a bundled name or a path.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fabric_core.profiles import Profile, get_profile
+from fabric_core.topology import Topology, fat_tree, leaf_spine
+from fabric_core.units import parse_duration
+from fabric_core.workloads import Workload, build_workload
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be loaded; the message names the file and key."""
+
+
+_TOP_KEYS = {
+    "name",
+    "description",
+    "cluster",
+    "seed",
+    "dt",
+    "profile",
+    "topology",
+    "profile_overrides",
+    "classes",
+    "workload",
+    "fault",
+}
+_TOPO_KEYS = {
+    "leaf-spine": {
+        "kind",
+        "leaves",
+        "spines",
+        "gpus_per_leaf",
+        "storage_targets",
+        "planes",
+        "rails",
+    },
+    "fat-tree": {
+        "kind",
+        "pods",
+        "leaves_per_pod",
+        "spines_per_pod",
+        "cores_per_spine",
+        "gpus_per_leaf",
+        "storage_targets",
+    },
+}
+
+
+@dataclass(frozen=True)
+class ScheduledFault:
+    """A fault a scenario injects at a simulated time."""
+
+    at_s: float
+    kind: str
+    target: str
+    params: Mapping[str, float | str]
+    duration_s: float | None
+
+
+@dataclass
+class Scenario:
+    """A parsed, validated scenario (build a fabric from it with ``Fabric.from_scenario``)."""
+
+    name: str
+    description: str
+    source: str
+    raw: dict[str, Any]
+    cluster: str
+    seed: int
+    dt_s: float
+    profile: Profile
+    topology: dict[str, Any]
+    classes: dict[str, int] = field(default_factory=dict)
+    faults: list[ScheduledFault] = field(default_factory=list)
+
+    def build_topology(self) -> Topology:
+        """The topology this scenario describes."""
+        t = dict(self.topology)
+        kind = t.pop("kind")
+        if kind == "leaf-spine":
+            return leaf_spine(self.profile, **t)
+        return fat_tree(self.profile, **t)
+
+    def build_workloads(self) -> list[Workload]:
+        """Fresh workload objects (a fabric owns its workloads)."""
+        out = []
+        for i, table in enumerate(self.raw.get("workload", [])):
+            out.append(build_workload(table, f"workload[{i}]"))
+        return out
+
+
+def bundled_dir() -> Path:
+    """Folder of the bundled scenarios."""
+    return Path(str(resources.files("fabric_core") / "scenarios"))
+
+
+def list_scenarios() -> list[tuple[str, str]]:
+    """(name, description) of every bundled scenario."""
+    out = []
+    for path in sorted(bundled_dir().glob("*.toml")):
+        try:
+            data = tomllib.loads(path.read_text())
+            out.append((path.stem, str(data.get("description", ""))))
+        except tomllib.TOMLDecodeError:
+            out.append((path.stem, "(unreadable)"))
+    return out
+
+
+def load_scenario(
+    name_or_path: str | Path,
+    *,
+    profile: str | None = None,
+    seed: int | None = None,
+    dt: str | float | None = None,
+) -> Scenario:
+    """Load and validate a bundled scenario (by name) or a TOML file (by path).
+
+    ``profile``, ``seed`` and ``dt`` override the file's values.
+
+    Raises:
+        ScenarioError: naming the file and the key at fault.
+    """
+    path = Path(name_or_path)
+    if not path.suffix and not path.exists():
+        candidate = bundled_dir() / f"{name_or_path}.toml"
+        if not candidate.exists():
+            names = ", ".join(n for n, _ in list_scenarios())
+            raise ScenarioError(
+                f"no bundled scenario {str(name_or_path)!r} and no such file; bundled: {names}"
+            )
+        path = candidate
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        return _parse(data, str(path), profile=profile, seed=seed, dt=dt)
+    except ScenarioError:
+        raise
+    except (ValueError, KeyError, TypeError) as exc:
+        msg = exc.args[0] if exc.args else str(exc)
+        raise ScenarioError(f"{path}: {msg}") from None
+
+
+def parse_scenario(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
+    """Validate an already-parsed scenario table."""
+    try:
+        return _parse(data, source, profile=None, seed=None, dt=None)
+    except (ValueError, KeyError, TypeError) as exc:
+        msg = exc.args[0] if exc.args else str(exc)
+        raise ScenarioError(f"{source}: {msg}") from None
+
+
+def _int(
+    table: Mapping[str, Any], key: str, where: str, default: int | None = None, low: int = 0
+) -> int:
+    value = table.get(key, default)
+    if value is None:
+        raise ValueError(f"{where}.{key}: missing (an integer is required)")
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"{where}.{key}: must be an integer, got {value!r}")
+    if value < low:
+        raise ValueError(f"{where}.{key}: must be >= {low}, got {value}")
+    return value
+
+
+def _parse(
+    data: dict[str, Any], source: str, *, profile: str | None, seed: int | None, dt: Any
+) -> Scenario:
+    extra = sorted(set(data) - _TOP_KEYS)
+    if extra:
+        raise ValueError(
+            f"unknown key(s) {', '.join(extra)}; accepted: {', '.join(sorted(_TOP_KEYS))}"
+        )
+    prof_name = profile or data.get("profile", "native-400g")
+    try:
+        prof = get_profile(str(prof_name))
+    except KeyError as exc:
+        raise ValueError(f"profile: {exc.args[0]}") from None
+    overrides = data.get("profile_overrides", {})
+    if not isinstance(overrides, dict):
+        raise ValueError("profile_overrides: must be a table")
+    try:
+        prof = prof.with_overrides(**overrides)
+    except KeyError as exc:
+        raise ValueError(f"profile_overrides: {exc.args[0]}") from None
+    topo = data.get("topology")
+    if not isinstance(topo, dict):
+        raise ValueError("topology: missing table [topology]")
+    kind = topo.get("kind")
+    if kind not in _TOPO_KEYS:
+        raise ValueError(f"topology.kind: unknown {kind!r}; known: {', '.join(_TOPO_KEYS)}")
+    extra = sorted(set(topo) - _TOPO_KEYS[kind])
+    if extra:
+        raise ValueError(
+            f"topology: unknown key(s) {', '.join(extra)} for {kind!r}; accepted: {', '.join(sorted(_TOPO_KEYS[kind]))}"
+        )
+    checked: dict[str, Any] = {"kind": kind}
+    for key in _TOPO_KEYS[kind] - {"kind"}:
+        if key in topo:
+            checked[key] = _int(
+                topo, key, "topology", low=0 if key in ("storage_targets", "rails") else 1
+            )
+    required = _TOPO_KEYS[kind] - {"kind", "storage_targets", "planes", "rails"}
+    missing = sorted(required - set(checked))
+    if missing:
+        raise ValueError(f"topology.{missing[0]}: missing (an integer is required)")
+    seed_value = seed if seed is not None else _int(data, "seed", "scenario", default=1)
+    dt_value = parse_duration(dt if dt is not None else data.get("dt", "1us"))
+    classes = data.get("classes", {})
+    if not isinstance(classes, dict) or not all(isinstance(v, int) for v in classes.values()):
+        raise ValueError("classes: must map class names to virtual lane numbers")
+    for name, vl in classes.items():
+        if not 0 <= vl < prof.virtual_lanes:
+            raise ValueError(f"classes.{name}: virtual lane must be in 0..{prof.virtual_lanes - 1}")
+    workloads = data.get("workload", [])
+    if not isinstance(workloads, list):
+        raise ValueError("workload: must be an array of tables ([[workload]])")
+    for i, table in enumerate(workloads):
+        build_workload(table, f"workload[{i}]")  # validates
+    faults = []
+    for i, f in enumerate(data.get("fault", [])):
+        where = f"fault[{i}]"
+        extra = sorted(set(f) - {"at", "kind", "target", "params", "duration"})
+        if extra:
+            raise ValueError(f"{where}: unknown key(s) {', '.join(extra)}")
+        for key in ("at", "kind", "target"):
+            if key not in f:
+                raise ValueError(f"{where}.{key}: missing")
+        faults.append(
+            ScheduledFault(
+                at_s=parse_duration(f["at"]),
+                kind=str(f["kind"]),
+                target=str(f["target"]),
+                params=dict(f.get("params", {})),
+                duration_s=parse_duration(f["duration"]) if "duration" in f else None,
+            )
+        )
+    return Scenario(
+        name=str(data.get("name", Path(source).stem)),
+        description=str(data.get("description", "")),
+        source=source,
+        raw=data,
+        cluster=str(data.get("cluster", "fabtop")),
+        seed=seed_value,
+        dt_s=dt_value,
+        profile=prof,
+        topology=checked,
+        classes=dict(classes),
+        faults=sorted(faults, key=lambda f: f.at_s),
+    )

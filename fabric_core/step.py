@@ -1,0 +1,255 @@
+"""The vectorised tick of the credit-based fabric: rates per (hop, flow), exact credits.
+
+Each tick solves, for every (hop, flow) entry ``e`` of the flow table, the rate
+``r[e]`` at which the flow's bytes cross that hop's link, then moves bytes. It
+works in rates, not bytes moved hop by hop, so a credit-limited link is not
+capped at buffer/dt (see DESIGN.md, "Model notes"). The rules:
+
+1. **Link sharing** (max-min, per flow): each link's bandwidth is shared by
+   water-filling among the entries on it; an entry's demand is what it holds
+   (``backlog/dt``) plus what arrives from its previous hop. Sweeps start from
+   line rate and only the demand pulls rates down, so coarse ticks do not
+   collapse to a low fixed point.
+2. **Conservation**, exact: a hop never sends more than it holds plus what
+   arrives (``r[e]·dt <= B[e] + r[prev]·dt``), enforced in hop order.
+3. **Credits**, exact: the bytes sent into a downstream buffer (link, VL) in a
+   tick never exceed its free space plus what it drains in the same tick. All
+   inflows into a short buffer are scaled by one factor ``alpha`` (upstream
+   arbitration hands out the credits in proportion), which is what slows a
+   victim flow that shares the VL with a congested one. ``alpha`` accounts
+   for the drain shrinking when the inflow shrinks (a flow cut through);
+   buffers are processed downstream-first in the order of the acyclic buffer
+   dependency graph (up*/down* routing), so fixing one never breaks another.
+4. Capacity that credits took away from one flow is offered again to the
+   others on the same link (a second pass with the credit-limited flows capped).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import cast
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.flows import FlowTable
+from fabric_core.routing import MAX_HOPS
+
+#: Water-filling rounds per max-min solve (each round settles the flows whose demand
+#: is below the current fair share; 4 settles all but pathological mixes).
+WATERFILL_ROUNDS = 4
+#: Jacobi sweeps per solve: how far per tick a change of demand propagates along paths
+#: before exact enforcement (which only ever lowers rates).
+SWEEPS = 3
+#: Newton iterations for the credit factor of a buffer (piecewise linear: converges
+#: in as many steps as flows change regime; the rest is caught by the final check).
+NEWTON_ITERATIONS = 12
+
+
+def sum_by(index: NDArray[np.intp], weights: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+    """Sum ``weights`` into ``n`` bins by ``index`` (``np.bincount``, typed as floats)."""
+    return cast(NDArray[np.float64], np.bincount(index, weights=weights, minlength=n))
+
+
+@dataclass
+class EntryIndex:
+    """Flat view of the active (hop, flow) entries; rebuilt when the flow set changes."""
+
+    version: int
+    hop: NDArray[np.intp]
+    flow: NDArray[np.intp]
+    link: NDArray[np.intp]
+    prev: NDArray[np.intp]  # entry of the previous hop, -1 at the source
+    nxt: NDArray[np.intp]  # entry of the next hop, -1 at the last hop
+    buf: NDArray[np.intp]  # downstream buffer (link * VLs + vl), -1 at the last hop
+    hop_bounds: NDArray[np.intp]  # entries of hop h are hop_bounds[h]:hop_bounds[h+1]
+    rank_groups: list[
+        NDArray[np.intp]
+    ]  # entries with a downstream buffer, by buffer rank, downstream first
+    last: NDArray[np.intp]  # last-hop entry of each active flow
+    last_flow: NDArray[np.intp]
+
+    @property
+    def size(self) -> int:
+        """Number of entries."""
+        return int(self.link.size)
+
+
+def build_index(flows: FlowTable, link_rank: NDArray[np.int64], n_vls: int) -> EntryIndex:
+    """Flatten the flow table's active entries (hop-major order)."""
+    valid = (flows.path >= 0) & flows.active[None, :]
+    hop, flow = np.nonzero(valid)  # row-major: hop-major order
+    n = hop.size
+    ids = np.full(flows.path.shape, -1, dtype=np.intp)
+    ids[hop, flow] = np.arange(n)
+    prev = np.where(hop > 0, ids[np.maximum(hop - 1, 0), flow], -1)
+    nxt_hop = np.minimum(hop + 1, MAX_HOPS - 1)
+    nxt = np.where(hop + 1 < MAX_HOPS, ids[nxt_hop, flow], -1)
+    link = flows.path[hop, flow].astype(np.intp)
+    buf = np.where(nxt >= 0, link * n_vls + flows.vl[flow], -1)
+    hop_bounds = np.searchsorted(hop, np.arange(MAX_HOPS + 1))
+    has_buf = np.flatnonzero(nxt >= 0)
+    ranks = link_rank[link[has_buf]]
+    rank_groups = [has_buf[ranks == k] for k in np.unique(ranks)[::-1]]
+    last = np.flatnonzero(nxt < 0)
+    return EntryIndex(
+        version=flows.version,
+        hop=hop,
+        flow=flow,
+        link=link,
+        prev=prev,
+        nxt=nxt,
+        buf=buf,
+        hop_bounds=hop_bounds,
+        rank_groups=rank_groups,
+        last=last,
+        last_flow=flow[last],
+    )
+
+
+def waterfill(
+    demand: NDArray[np.float64], link: NDArray[np.intp], capacity: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Max-min fair rates of entries sharing links.
+
+    Returns:
+        the rate of every entry and each link's fair-share level (the rate an
+        entry with unlimited demand gets there).
+    """
+    n_links = capacity.size
+    left = capacity.astype(np.float64, copy=True)
+    unsat = np.ones(demand.size, dtype=bool)
+    rate = np.empty_like(demand)
+    level = left.copy()
+    for _ in range(WATERFILL_ROUNDS):
+        count = np.bincount(link, weights=unsat, minlength=n_links)
+        level = np.divide(left, count, out=left.copy(), where=count > 0)
+        sat = unsat & (demand <= level[link])
+        if not sat.any():
+            break
+        rate[sat] = demand[sat]
+        left -= np.bincount(link, weights=np.where(sat, demand, 0.0), minlength=n_links)
+        np.maximum(left, 0.0, out=left)
+        unsat &= ~sat
+    else:
+        count = np.bincount(link, weights=unsat, minlength=n_links)
+        level = np.divide(left, count, out=left.copy(), where=count > 0)
+    rate[unsat] = np.minimum(level[link[unsat]], demand[unsat])
+    return rate, level
+
+
+def enforce_conservation(
+    idx: EntryIndex, rate: NDArray[np.float64], backlog: NDArray[np.float64], dt: float
+) -> None:
+    """Clip each hop, in hop order, to what it holds plus what arrives (in place)."""
+    b = idx.hop_bounds
+    np.minimum(rate[b[0] : b[1]], backlog[b[0] : b[1]] / dt, out=rate[b[0] : b[1]])
+    for h in range(1, MAX_HOPS):
+        lo, hi = b[h], b[h + 1]
+        if lo == hi:
+            break
+        cap = backlog[lo:hi] / dt + rate[idx.prev[lo:hi]]
+        np.minimum(rate[lo:hi], cap, out=rate[lo:hi])
+
+
+def enforce_credits(
+    idx: EntryIndex,
+    rate: NDArray[np.float64],
+    backlog: NDArray[np.float64],
+    free_bytes: NDArray[np.float64],
+    dt: float,
+) -> NDArray[np.float64]:
+    """Scale inflows so no downstream buffer overfills (in place); returns alpha per buffer."""
+    n_buf = free_bytes.size
+    alpha = np.ones(n_buf)
+    free_rate = free_bytes / dt
+    for group in idx.rank_groups:
+        buf = idx.buf[group]
+        nxt = idx.nxt[group]
+        a = rate[group]
+        c = rate[nxt]
+        d = backlog[nxt] / dt
+        inflow = np.bincount(buf, weights=a, minlength=n_buf)
+        drain = np.bincount(buf, weights=np.minimum(c, d + a), minlength=n_buf)
+        g = inflow - drain - free_rate
+        tol = 1e-12 * (inflow + free_rate) + 1e-9
+        short = g > tol
+        if not short.any():
+            continue
+        al = np.ones(n_buf)
+        for _ in range(NEWTON_ITERATIONS):
+            through = (d + al[buf] * a) < c  # flows whose drain follows their inflow
+            slope = inflow - np.bincount(buf, weights=np.where(through, a, 0.0), minlength=n_buf)
+            step = np.divide(g, slope, out=np.zeros(n_buf), where=short & (slope > 0))
+            al = np.clip(al - step, 0.0, 1.0)
+            g = (
+                al * inflow
+                - np.bincount(buf, weights=np.minimum(c, d + al[buf] * a), minlength=n_buf)
+                - free_rate
+            )
+            short = g > tol
+            if not short.any():
+                break
+        if short.any():
+            # Not converged (rare): fall back to the drain that cannot shrink any further.
+            safe = np.bincount(buf, weights=np.minimum(c, d), minlength=n_buf)
+            fallback = np.divide(safe + free_rate, inflow, out=np.zeros(n_buf), where=inflow > 0)
+            al = np.where(short, np.minimum(al, fallback), al)
+        alpha = np.minimum(alpha, al)
+        rate[group] = a * al[buf]
+        np.minimum(rate[nxt], d + rate[group], out=rate[nxt])
+    return alpha
+
+
+@dataclass
+class Solution:
+    """The rates of one tick and what the snapshot reports about them."""
+
+    rate: NDArray[np.float64]  # per entry
+    level: NDArray[np.float64]  # per link: fair-share level
+    alpha: NDArray[np.float64]  # per buffer: fraction of the wanted inflow credits allowed
+
+
+def solve(
+    idx: EntryIndex,
+    backlog: NDArray[np.float64],
+    capacity: NDArray[np.float64],
+    free_bytes: NDArray[np.float64],
+    dt: float,
+) -> Solution:
+    """Rates of all entries for one tick (see the module docstring)."""
+    link = idx.link
+    rate = capacity[link].copy()  # start from line rate, pull down
+    level = capacity.copy()
+    cap_demand = np.full(idx.size, np.inf)
+    alpha = np.ones(free_bytes.size)
+    for _ in range(2):  # second pass re-offers capacity that credits took away
+        for _ in range(SWEEPS):
+            arrival = np.where(idx.prev >= 0, rate[idx.prev], 0.0)
+            demand = np.minimum(backlog / dt + arrival, cap_demand)
+            rate, level = waterfill(demand, link, capacity)
+        enforce_conservation(idx, rate, backlog, dt)
+        before = rate.copy()
+        alpha = enforce_credits(idx, rate, backlog, free_bytes, dt)
+        enforce_conservation(idx, rate, backlog, dt)
+        cut = rate < before * (1 - 1e-9)
+        if not cut.any():
+            break
+        cap_demand = np.where(cut, rate, cap_demand)
+    return Solution(rate=rate, level=level, alpha=alpha)
+
+
+def credit_violation_bytes(
+    idx: EntryIndex,
+    rate: NDArray[np.float64],
+    backlog: NDArray[np.float64],
+    free_bytes: NDArray[np.float64],
+    dt: float,
+) -> float:
+    """Largest overfill of any buffer the rates would cause (0 when credits hold)."""
+    has = idx.nxt >= 0
+    e = np.flatnonzero(has)
+    net = np.bincount(
+        idx.buf[e], weights=(rate[e] - rate[idx.nxt[e]]) * dt, minlength=free_bytes.size
+    )
+    return float(max(0.0, (net - free_bytes).max(initial=0.0)))

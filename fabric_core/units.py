@@ -1,0 +1,82 @@
+"""Parsing and printing of quantities with units (durations, sizes, rates)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+_SIZE_UNITS = {
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+}
+_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+
+
+def parse_duration(text: str | float | int) -> float:
+    """Seconds from ``"5ms"``, ``"250 us"``, ``"1e-3s"`` or a plain number of seconds.
+
+    Raises:
+        ValueError: naming the accepted units.
+    """
+    if isinstance(text, int | float):
+        value = float(text)
+    else:
+        m = re.fullmatch(_NUMBER + r"\s*(ns|us|µs|ms|s)?", text.strip())
+        if not m:
+            raise ValueError(
+                f"bad duration {text!r}: expected a number with a unit (ns, us, ms, s)"
+            )
+        value = float(m.group(1)) * _DURATION_UNITS[m.group(2) or "s"]
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"duration must be > 0, got {text!r}")
+    return value
+
+
+def parse_size(text: str | float | int) -> float:
+    """Bytes from ``"4KiB"``, ``"1 MB"``, ``"7408"`` or a plain number."""
+    if isinstance(text, int | float):
+        value = float(text)
+    else:
+        m = re.fullmatch(_NUMBER + r"\s*([kKmMgG]?i?[bB])?", text.strip())
+        if not m:
+            raise ValueError(
+                f"bad size {text!r}: expected bytes with a unit (B, KB, KiB, MB, MiB, GB)"
+            )
+        value = float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "b").lower()]
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"size must be >= 0, got {text!r}")
+    return value
+
+
+def format_duration(seconds: float) -> str:
+    """``1.25 µs``, ``3.10 ms``: three significant digits in the closest unit."""
+    if not math.isfinite(seconds):
+        return "—"
+    a = abs(seconds)
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if a >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def format_rate(bytes_per_s: float) -> str:
+    """A byte rate in bits per second, as network people read it (``400 Gb/s``)."""
+    bits = bytes_per_s * 8
+    for unit, scale in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
+        if abs(bits) >= scale:
+            return f"{bits / scale:.3g} {unit}"
+    return f"{bits:.3g} b/s"
+
+
+def format_bytes(n: float) -> str:
+    """``1.5 MiB``."""
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"

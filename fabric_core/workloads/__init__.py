@@ -1,0 +1,94 @@
+"""Workloads: what generates the traffic. ``build_workload`` makes one from a scenario table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from fabric_core.units import parse_duration, parse_size
+from fabric_core.workloads.base import Completions, FlowRequests, Workload
+from fabric_core.workloads.traffic import AllToAll, Bulk, Incast, Rpc, Scripted
+
+__all__ = ["WORKLOAD_KINDS", "Completions", "FlowRequests", "Workload", "build_workload"]
+
+
+def _bulk(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    return Bulk(
+        name=name,
+        traffic_class=cls,
+        senders_spec=t.get("senders", "all"),
+        size_bytes=parse_size(t.get("size", "4MiB")),
+        outstanding=int(t.get("outstanding", 1)),
+        hotspots=int(t.get("hotspots", 0)),
+        hotspot_fraction=float(t.get("hotspot_fraction", 0.0)),
+    )
+
+
+def _incast(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    return Incast(
+        name=name,
+        traffic_class=cls,
+        senders_spec=t.get("senders", 8),
+        target_index=int(t.get("target", 0)),
+        size_bytes=parse_size(t.get("size", "256KiB")),
+        period_s=parse_duration(t.get("period", "100us")),
+        start_s=parse_duration(t["start"]) if "start" in t else 0.0,
+        count=int(t.get("count", 0)),
+    )
+
+
+def _alltoall(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    return AllToAll(
+        name=name,
+        traffic_class=cls,
+        ranks_spec=t.get("ranks", 8),
+        size_bytes=parse_size(t.get("size", "64KiB")),
+        period_s=parse_duration(t.get("period", "50us")),
+    )
+
+
+def _rpc(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    return Rpc(
+        name=name,
+        traffic_class=cls,
+        senders_spec=t.get("senders", "all"),
+        size_bytes=parse_size(t.get("size", "4KiB")),
+        rate_per_s=float(t.get("rate_per_s", 1e5)),
+    )
+
+
+#: kind -> (builder, the keys it accepts besides name/kind/class)
+WORKLOAD_KINDS: dict[
+    str, tuple[Callable[[str, str, Mapping[str, Any]], Workload], frozenset[str]]
+] = {
+    "bulk": (_bulk, frozenset({"senders", "size", "outstanding", "hotspots", "hotspot_fraction"})),
+    "incast": (_incast, frozenset({"senders", "target", "size", "period", "start", "count"})),
+    "alltoall": (_alltoall, frozenset({"ranks", "size", "period"})),
+    "rpc": (_rpc, frozenset({"senders", "size", "rate_per_s"})),
+}
+
+
+def build_workload(table: Mapping[str, Any], where: str) -> Workload:
+    """A workload from its scenario table; errors name the key at fault (``where``)."""
+    kind = table.get("kind")
+    if kind not in WORKLOAD_KINDS:
+        raise ValueError(
+            f"{where}.kind: unknown workload kind {kind!r}; known: {', '.join(WORKLOAD_KINDS)}"
+        )
+    builder, keys = WORKLOAD_KINDS[kind]
+    extra = sorted(set(table) - keys - {"name", "kind", "class", "start_stopped"})
+    if extra:
+        raise ValueError(
+            f"{where}: unknown key(s) {', '.join(extra)} for a {kind!r} workload; accepted: {', '.join(sorted(keys))}"
+        )
+    name = str(table.get("name", kind))
+    try:
+        wl = builder(name, str(table.get("class", kind)), table)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    if table.get("start_stopped"):
+        wl.running = False
+    return wl
+
+
+_ = Scripted  # re-exported for tests and programmatic use

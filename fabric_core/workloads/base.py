@@ -1,0 +1,129 @@
+"""What every workload does: ask for flows each tick, hear when they complete."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.histogram import Histogram, HistogramView
+
+if TYPE_CHECKING:
+    from fabric_core.fabric import Fabric
+
+
+@dataclass
+class FlowRequests:
+    """Flows a workload wants started in this tick (arrays of one length)."""
+
+    src: NDArray[np.int64]  # endpoint node ids
+    dst: NDArray[np.int64]
+    size_bytes: NDArray[np.float64]
+    tag: NDArray[np.int64]  # the workload's own id, handed back on completion
+    ready_s: NDArray[np.float64]  # simulated time the data was ready to send
+    extra_latency_s: NDArray[np.float64] | None = None  # endpoint costs (posting, copies)
+
+    @staticmethod
+    def empty() -> FlowRequests:
+        """No flows."""
+        z = np.zeros(0)
+        zi = np.zeros(0, dtype=np.int64)
+        return FlowRequests(zi, zi, z, zi, z)
+
+    def __len__(self) -> int:
+        return int(self.size_bytes.size)
+
+
+@dataclass
+class Completions:
+    """Flows of one workload that finished in the last tick."""
+
+    tag: NDArray[np.int64]
+    src: NDArray[np.int64]
+    dst: NDArray[np.int64]
+    size_bytes: NDArray[np.float64]
+    start_s: NDArray[np.float64]
+    finish_s: NDArray[np.float64]  # delivered at the destination, fixed costs included
+
+    @property
+    def latency_s(self) -> NDArray[np.float64]:
+        """Finish minus start, per flow."""
+        return self.finish_s - self.start_s
+
+
+@dataclass
+class Workload:
+    """Base class: a named traffic source with a class and KPIs."""
+
+    name: str
+    traffic_class: str
+    kind: str = "workload"
+    running: bool = True
+    histograms: dict[str, Histogram] = field(default_factory=dict)
+
+    def bind(
+        self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
+    ) -> None:
+        """Called once with the fabric's endpoints before the first tick."""
+
+    def attach(self, fabric: Fabric) -> None:
+        """Called once after ``bind`` with the fabric (for faults, profile, names)."""
+        self.fabric = fabric
+
+    def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
+        """Flows to start in the tick [now, now + dt)."""
+        return FlowRequests.empty()
+
+    def on_complete(self, done: Completions, now_s: float) -> None:
+        """Flows of this workload that completed."""
+
+    def kpis(self, now_s: float) -> Mapping[str, float]:
+        """Key figures in base units for the snapshot."""
+        return {}
+
+    def histogram(self, name: str) -> Histogram:
+        """A named histogram of this workload (created on first use)."""
+        h = self.histograms.get(name)
+        if h is None:
+            h = self.histograms[name] = Histogram()
+        return h
+
+    def frozen_histograms(self) -> dict[str, HistogramView]:
+        """Immutable copies for a snapshot."""
+        return {k: h.freeze() for k, h in self.histograms.items()}
+
+    def stop(self) -> None:
+        """Stop starting new flows (flows in flight finish)."""
+        self.running = False
+
+    def start(self) -> None:
+        """Start (again)."""
+        self.running = True
+
+
+def pick_endpoints(
+    spec: Any, pool: NDArray[np.int32], rng: np.random.Generator, what: str
+) -> NDArray[np.int32]:
+    """Endpoints from a spec: ``"all"``, a count, a fraction (0, 1], or a list of indices into the pool."""
+    if spec == "all":
+        return pool.copy()
+    if isinstance(spec, bool):
+        raise ValueError(f"{what}: expected 'all', a count, a fraction or a list of indices")
+    if isinstance(spec, float) and 0 < spec <= 1:
+        n = max(1, round(spec * pool.size))
+        return np.sort(rng.choice(pool, size=n, replace=False)).astype(np.int32)
+    if isinstance(spec, int):
+        if not 1 <= spec <= pool.size:
+            raise ValueError(f"{what}: {spec} endpoints asked for, the fabric has {pool.size}")
+        return np.sort(rng.choice(pool, size=spec, replace=False)).astype(np.int32)
+    if isinstance(spec, list) and all(isinstance(i, int) for i in spec):
+        bad = [i for i in spec if not 0 <= i < pool.size]
+        if bad:
+            raise ValueError(f"{what}: indices {bad} out of range 0..{pool.size - 1}")
+        return pool[np.array(spec, dtype=np.intp)]
+    raise ValueError(
+        f"{what}: expected 'all', a count, a fraction or a list of indices, got {spec!r}"
+    )

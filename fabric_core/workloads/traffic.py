@@ -1,0 +1,303 @@
+"""Generic traffic: background bulk transfers, incast bursts, all-to-all rounds, RPC messages.
+
+Arrivals are aligned to tick boundaries (a flow that becomes ready inside a tick
+starts at the next boundary and its latency is counted from there), so the
+latency a flow reports does not depend on ``dt``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.workloads.base import Completions, FlowRequests, Workload, pick_endpoints
+
+
+def _random_peers(
+    src: NDArray[np.int64], pool: NDArray[np.int32], rng: np.random.Generator
+) -> NDArray[np.int64]:
+    """A random destination from ``pool`` for each source, never the source itself."""
+    if pool.size < 2:
+        raise ValueError("need at least two endpoints to send between")
+    pos = np.searchsorted(pool, src)
+    in_pool = (pos < pool.size) & (pool[np.minimum(pos, pool.size - 1)] == src)
+    pick = rng.integers(0, pool.size - 1, size=src.size)
+    # skip over the source's own position when it is in the pool
+    pick = np.where(in_pool & (pick >= pos), pick + 1, pick)
+    return pool[np.minimum(pick, pool.size - 1)].astype(np.int64)
+
+
+def _requests(
+    src: NDArray[np.int64], dst: NDArray[np.int64], size: float, tag: NDArray[np.int64], now: float
+) -> FlowRequests:
+    n = src.size
+    return FlowRequests(
+        src=src.astype(np.int64),
+        dst=dst.astype(np.int64),
+        size_bytes=np.full(n, size),
+        tag=tag.astype(np.int64),
+        ready_s=np.full(n, now),
+    )
+
+
+@dataclass
+class Bulk(Workload):
+    """Closed-loop background transfers: each sender keeps ``outstanding`` flows
+    of ``size_bytes`` in flight to random destinations (a fraction
+    ``hotspot_fraction`` of them to the ``hotspots`` first destinations)."""
+
+    kind: str = "bulk"
+    senders_spec: Any = "all"
+    size_bytes: float = 4 * 1024**2
+    outstanding: int = 1
+    hotspots: int = 0
+    hotspot_fraction: float = 0.0
+    senders: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+    pool: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+    in_flight: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    delivered_bytes: float = 0.0
+    _seq: int = 0
+
+    def bind(
+        self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
+    ) -> None:
+        self.senders = pick_endpoints(
+            self.senders_spec, gpus, rng, f"workload {self.name!r} senders"
+        )
+        self.pool = gpus
+        self.in_flight = np.zeros(int(gpus.max()) + 1 if gpus.size else 0, dtype=np.int64)
+        if self.hotspots > gpus.size:
+            raise ValueError(f"workload {self.name!r}: hotspots={self.hotspots} > {gpus.size} GPUs")
+
+    def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
+        if not self.running:
+            return FlowRequests.empty()
+        deficit = self.outstanding - self.in_flight[self.senders]
+        src = np.repeat(self.senders, np.maximum(deficit, 0)).astype(np.int64)
+        if src.size == 0:
+            return FlowRequests.empty()
+        dst = _random_peers(src, self.pool, rng)
+        if self.hotspots and self.hotspot_fraction > 0:
+            hot = rng.random(src.size) < self.hotspot_fraction
+            hot_dst = self.pool[rng.integers(0, self.hotspots, size=src.size)]
+            dst = np.where(hot & (hot_dst != src), hot_dst, dst)
+        self.in_flight[src] += 1
+        tag = np.arange(self._seq, self._seq + src.size)
+        self._seq += src.size
+        return _requests(src, dst, self.size_bytes, tag, now_s)
+
+    def on_complete(self, done: Completions, now_s: float) -> None:
+        np.subtract.at(self.in_flight, done.src, 1)
+        self.delivered_bytes += float(done.size_bytes.sum())
+        self.histogram("fct_seconds").observe_many(done.latency_s)
+
+    def kpis(self, now_s: float) -> Mapping[str, float]:
+        return {
+            "goodput_bytes_per_second": self.delivered_bytes / now_s if now_s > 0 else 0.0,
+            "flows_in_flight": float(self.in_flight.sum()),
+        }
+
+
+@dataclass
+class Incast(Workload):
+    """Every ``period_s`` from ``start_s``, ``senders`` endpoints each send
+    ``size_bytes`` to one ``target`` (an index into the GPUs)."""
+
+    kind: str = "incast"
+    senders_spec: Any = 8
+    target_index: int = 0
+    size_bytes: float = 256 * 1024
+    period_s: float = 100e-6
+    start_s: float = 0.0
+    count: int = 0  # bursts to run; 0 = forever
+    senders: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+    target: int = 0
+    _next_s: float = 0.0
+    _burst: int = 0
+    _pending: dict[int, tuple[float, int]] = field(default_factory=dict)
+    last_burst_s: float = float("nan")
+
+    def bind(
+        self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
+    ) -> None:
+        if not 0 <= self.target_index < gpus.size:
+            raise ValueError(
+                f"workload {self.name!r}: target {self.target_index} out of range 0..{gpus.size - 1}"
+            )
+        self.target = int(gpus[self.target_index])
+        others = gpus[gpus != self.target]
+        self.senders = pick_endpoints(
+            self.senders_spec, others, rng, f"workload {self.name!r} senders"
+        )
+        self._next_s = self.start_s
+
+    def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
+        if (
+            not self.running
+            or now_s + 1e-15 < self._next_s
+            or (self.count and self._burst >= self.count)
+        ):
+            return FlowRequests.empty()
+        self._next_s = max(self._next_s + self.period_s, now_s)
+        burst = self._burst
+        self._burst += 1
+        self._pending[burst] = (now_s, int(self.senders.size))
+        src = self.senders.astype(np.int64)
+        dst = np.full(src.size, self.target, dtype=np.int64)
+        return _requests(src, dst, self.size_bytes, np.full(src.size, burst), now_s)
+
+    def on_complete(self, done: Completions, now_s: float) -> None:
+        self.histogram("fct_seconds").observe_many(done.latency_s)
+        for burst in np.unique(done.tag):
+            start, left = self._pending[int(burst)]
+            mask = done.tag == burst
+            left -= int(mask.sum())
+            if left == 0:
+                del self._pending[int(burst)]
+                self.last_burst_s = float(done.finish_s[mask].max()) - start
+                self.histogram("incast_seconds").observe_many(np.array([self.last_burst_s]))
+            else:
+                self._pending[int(burst)] = (start, left)
+
+    def kpis(self, now_s: float) -> Mapping[str, float]:
+        return {"incast_seconds_last": self.last_burst_s, "bursts_started": float(self._burst)}
+
+
+@dataclass
+class AllToAll(Workload):
+    """Rounds of all-to-all among ``ranks`` GPUs: every rank sends ``size_bytes``
+    to every other rank; a round starts every ``period_s`` (or when the previous
+    one finishes, whichever is later)."""
+
+    kind: str = "alltoall"
+    ranks_spec: Any = 8
+    size_bytes: float = 64 * 1024
+    period_s: float = 50e-6
+    ranks: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+    _round: int = 0
+    _busy: bool = False
+    _round_start: float = 0.0
+    _left: int = 0
+    _next_s: float = 0.0
+    last_round_s: float = float("nan")
+
+    def bind(
+        self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
+    ) -> None:
+        self.ranks = pick_endpoints(self.ranks_spec, gpus, rng, f"workload {self.name!r} ranks")
+        if self.ranks.size < 2:
+            raise ValueError(f"workload {self.name!r}: all-to-all needs at least 2 ranks")
+
+    def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
+        if not self.running or self._busy or now_s + 1e-15 < self._next_s:
+            return FlowRequests.empty()
+        n = self.ranks.size
+        src = np.repeat(self.ranks, n - 1).astype(np.int64)
+        dst_idx = (np.repeat(np.arange(n), n - 1) + np.tile(np.arange(1, n), n)) % n
+        dst = self.ranks[dst_idx].astype(np.int64)
+        self._busy = True
+        self._round_start = now_s
+        self._left = src.size
+        self._next_s = now_s + self.period_s
+        self._round += 1
+        return _requests(src, dst, self.size_bytes, np.full(src.size, self._round), now_s)
+
+    def on_complete(self, done: Completions, now_s: float) -> None:
+        self._left -= done.tag.size
+        self.histogram("message_seconds").observe_many(done.latency_s)
+        if self._left == 0 and self._busy:
+            self._busy = False
+            self.last_round_s = float(done.finish_s.max()) - self._round_start
+            self.histogram("alltoall_seconds").observe_many(np.array([self.last_round_s]))
+
+    def kpis(self, now_s: float) -> Mapping[str, float]:
+        return {"alltoall_seconds_last": self.last_round_s, "rounds_started": float(self._round)}
+
+
+@dataclass
+class Rpc(Workload):
+    """Open-loop small messages: each sender starts messages as a Poisson process
+    of ``rate_per_s`` to random destinations (the latency probe of a class)."""
+
+    kind: str = "rpc"
+    senders_spec: Any = "all"
+    size_bytes: float = 4096
+    rate_per_s: float = 1e5
+    senders: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+    pool: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+    _seq: int = 0
+    sent: int = 0
+
+    def bind(
+        self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
+    ) -> None:
+        self.senders = pick_endpoints(
+            self.senders_spec, gpus, rng, f"workload {self.name!r} senders"
+        )
+        self.pool = gpus
+
+    def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
+        if not self.running:
+            return FlowRequests.empty()
+        counts = rng.poisson(self.rate_per_s * dt_s, size=self.senders.size)
+        src = np.repeat(self.senders, counts).astype(np.int64)
+        if src.size == 0:
+            return FlowRequests.empty()
+        dst = _random_peers(src, self.pool, rng)
+        tag = np.arange(self._seq, self._seq + src.size)
+        self._seq += src.size
+        self.sent += src.size
+        return _requests(src, dst, self.size_bytes, tag, now_s)
+
+    def on_complete(self, done: Completions, now_s: float) -> None:
+        self.histogram("message_seconds").observe_many(done.latency_s)
+
+    def kpis(self, now_s: float) -> Mapping[str, float]:
+        h = self.histograms.get("message_seconds")
+        view = h.freeze() if h is not None else None
+        return {
+            "messages_sent": float(self.sent),
+            "latency_p50_seconds": view.quantile(0.5) if view else float("nan"),
+            "latency_p99_seconds": view.quantile(0.99) if view else float("nan"),
+        }
+
+
+@dataclass
+class Scripted(Workload):
+    """Flows given one by one: ``(src, dst, size_bytes, at_s)`` with endpoint node ids."""
+
+    kind: str = "scripted"
+    flows: list[tuple[int, int, float, float]] = field(default_factory=list)
+    _next: int = 0
+    finished: list[tuple[int, float, float]] = field(default_factory=list)  # (tag, start, finish)
+
+    def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
+        if not self.running:
+            return FlowRequests.empty()
+        due = []
+        while self._next < len(self.flows) and self.flows[self._next][3] < now_s + dt_s - 1e-15:
+            due.append(self._next)
+            self._next += 1
+        if not due:
+            return FlowRequests.empty()
+        rows = [self.flows[i] for i in due]
+        return FlowRequests(
+            src=np.array([r[0] for r in rows], dtype=np.int64),
+            dst=np.array([r[1] for r in rows], dtype=np.int64),
+            size_bytes=np.array([r[2] for r in rows], dtype=np.float64),
+            tag=np.array(due, dtype=np.int64),
+            ready_s=np.full(len(rows), now_s),
+        )
+
+    def on_complete(self, done: Completions, now_s: float) -> None:
+        self.histogram("fct_seconds").observe_many(done.latency_s)
+        self.finished.extend(
+            zip(done.tag.tolist(), done.start_s.tolist(), done.finish_s.tolist(), strict=True)
+        )
+
+    def kpis(self, now_s: float) -> Mapping[str, float]:
+        return {"flows_finished": float(len(self.finished))}
