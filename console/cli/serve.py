@@ -15,8 +15,10 @@ import signal
 import sys
 from typing import Any
 
+from console.cli._common import add_scenario_options, build_fabric, load_from_args
 from exporters.mqtt.bridge import MqttBridge
 from exporters.mqtt.options import CliError, add_broker_options, broker_config, cluster_name
+from fabric_core.engine import Engine
 
 log = logging.getLogger("fabtop.serve")
 
@@ -32,9 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "`fabtop inject` and `fabtop watch`."
         ),
     )
-    p.add_argument("scenario", nargs="?", default="default", help="bundled name or TOML file")
-    p.add_argument("--profile", help="override the scenario's profile (e.g. roce-400g)")
-    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    add_scenario_options(p)
     p.add_argument("--speed", type=float, metavar="X", help="simulated s per wall s (0 = flat out)")
     add_broker_options(p, cluster_help="topic level fabtop/<NAME> (default: the scenario's)")
     p.add_argument("--telemetry-hz", type=float, default=4.0, metavar="HZ", help="default 4")
@@ -70,24 +70,19 @@ def main(args: argparse.Namespace) -> int:
         return exc.code
 
 
-def _build_engine(args: argparse.Namespace) -> Any:
-    from fabric_core.fabric import Fabric
-    from fabric_core.scenario import ScenarioError, load_scenario
-
-    from fabric_core.engine import Engine
-
-    try:
-        scn = load_scenario(args.scenario, profile=args.profile, seed=args.seed)
-    except ScenarioError as exc:
-        raise CliError(str(exc)) from None
+def _build_engine(args: argparse.Namespace) -> Engine:
+    scn = load_from_args(args)
+    fabric = build_fabric(scn) if scn is not None else None
+    if fabric is None:  # the reason is printed already
+        raise CliError("cannot start", code=2)
     kwargs = {} if args.speed is None else {"speed": args.speed}
     try:
-        return Engine(Fabric.from_scenario(scn), **kwargs)
+        return Engine(fabric, **kwargs)
     except ValueError as exc:
         raise CliError(str(exc)) from None
 
 
-async def _start_metrics(args: argparse.Namespace, engine: Any) -> Any:
+async def _start_metrics(args: argparse.Namespace, engine: Engine) -> Any:
     """The Prometheus exporter, or None (``--no-metrics`` or not in this build)."""
     if args.no_metrics:
         return None
@@ -135,8 +130,13 @@ async def _serve(args: argparse.Namespace) -> int:
         top_links=args.top_links,
     )
     loop = asyncio.get_running_loop()
+
+    def on_signal(sig: signal.Signals) -> None:
+        log.info("%s: stopping", sig.name)
+        bridge.stop()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, bridge.stop)
+        loop.add_signal_handler(sig, on_signal, sig)
     engine_task = asyncio.create_task(engine.run(), name="fabtop-engine")
     engine_task.add_done_callback(lambda _: bridge.stop())
     log.info(
@@ -157,5 +157,8 @@ async def _serve(args: argparse.Namespace) -> int:
     if engine_task.done() and not engine_task.cancelled() and engine_task.exception():
         log.error("the engine failed: %r", engine_task.exception())
         return 1
-    log.info("stopped (offline announced)")
+    if bridge.said_offline:
+        log.info("stopped (offline announced)")
+    else:
+        log.info("stopped without reaching the broker (its will message says offline)")
     return 0

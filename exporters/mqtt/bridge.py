@@ -19,6 +19,7 @@ import secrets
 
 import aiomqtt
 
+from exporters.mqtt._tasks import cancel_and_wait
 from exporters.mqtt.client import Backoff, explain, make_client
 from exporters.mqtt.encode import EventCursor, encode_event, encode_meta, encode_telemetry
 from exporters.mqtt.inbox import CommandInbox, Submit
@@ -73,6 +74,8 @@ class MqttBridge:
         self.connections = 0
         self.telemetry_sent = 0
         self.events_sent = 0
+        #: True once a clean stop published ``offline`` (else the broker sends the will).
+        self.said_offline = False
         self.inbox: CommandInbox | None = None
         self._stop = asyncio.Event()
         self._cursor = EventCursor()
@@ -101,6 +104,7 @@ class MqttBridge:
                     log.info("connected to %s as %s", self.config.display(), topics.root)
                     await self._serve(client, topics)
                     await client.publish(topics.status, OFFLINE, qos=1, retain=True)
+                    self.said_offline = True
                     return
             except aiomqtt.MqttError as exc:
                 delay = backoff.next_delay()
@@ -126,9 +130,7 @@ class MqttBridge:
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await cancel_and_wait(tasks)
         for task in done:
             exc = task.exception()
             if exc is not None:
@@ -142,7 +144,7 @@ class MqttBridge:
 
     async def _telemetry(self, client: aiomqtt.Client, topics: Topics) -> None:
         tick = -1
-        while True:
+        while not self._stop.is_set():
             snap = await self.bus.next_after(tick)
             if snap is None:  # the engine stopped: so does the bridge
                 self._stop.set()

@@ -20,6 +20,7 @@ from typing import Self
 import aiomqtt
 import msgspec
 
+from exporters.mqtt._tasks import cancel_and_wait
 from exporters.mqtt.client import Backoff, explain, make_client
 from exporters.mqtt.decode import check_meta, decode_event, node_table, snapshot_from
 from exporters.mqtt.schema import MetaMsg, TelemetryMsg, event_decoder, meta_decoder
@@ -125,9 +126,7 @@ class MqttSource:
     async def close(self) -> None:
         """Disconnect."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait([self._task])
             self._task = None
 
     async def wait_connected(self, timeout_s: float) -> bool:
