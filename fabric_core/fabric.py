@@ -41,7 +41,14 @@ from fabric_core.snapshot import (
     WorkloadView,
     frozen,
 )
-from fabric_core.step import EntryIndex, Solution, build_index, solve, sum_by
+from fabric_core.step import (
+    EntryIndex,
+    Solution,
+    build_index,
+    finish_within_tick,
+    solve,
+    sum_by,
+)
 from fabric_core.topology import Topology
 from fabric_core.workloads import Completions, Workload
 
@@ -307,7 +314,8 @@ class Fabric:
         cap = self.capacity(status)
         free = np.maximum(self.buffer_bytes - self.occupancy, 0.0)
         free[np.repeat(self._to_endpoint, self.n_vls)] = np.inf  # the NIC sinks at line rate
-        sol = solve(idx, backlog, cap, np.where(np.isinf(free), 1e30, free), dt)
+        warm = fl.rate[idx.hop, idx.flow]
+        sol = solve(idx, backlog, cap, np.where(np.isinf(free), 1e30, free), dt, warm)
         rate = sol.rate
         self._sol = sol
         arrival = np.where(idx.prev >= 0, rate[np.maximum(idx.prev, 0)], 0.0)
@@ -385,25 +393,13 @@ class Fabric:
         if not done.any():
             return
         flows = lf[done]
-        # Sub-tick finish: walk each finished flow's hops; hop h ends when it has sent what
-        # it held plus what arrived, at the rate it could get (its share, credits allowed).
-        first = np.full(fl.capacity, -1, dtype=np.intp)
-        first[idx.flow[idx.prev < 0]] = np.flatnonzero(idx.prev < 0)
-        e = first[flows]
-        t = np.zeros(flows.size)
-        alpha_entry = np.where(idx.buf >= 0, sol.alpha[np.maximum(idx.buf, 0)], 1.0)
-        while True:
-            ok = e >= 0
-            if not ok.any():
-                break
-            ee = e[ok]
-            achievable = np.maximum(sol.rate[ee], sol.level[idx.link[ee]] * alpha_entry[ee])
-            bytes_through = backlog[ee] + arrival[ee] * dt
-            hop_end = np.divide(
-                bytes_through, achievable, out=np.full(ee.size, dt), where=achievable > 0
-            )
-            t[ok] = np.maximum(t[ok], hop_end)
-            e = np.where(ok, idx.nxt[np.maximum(e, 0)], -1)
+        # Sub-tick finish: the latest hop of each finished flow (see finish_within_tick).
+        is_done = np.zeros(fl.capacity, dtype=bool)
+        is_done[flows] = True
+        t_entry = finish_within_tick(idx, sol, cap, is_done[idx.flow], dt)
+        t_flow = np.zeros(fl.capacity)
+        np.maximum.at(t_flow, idx.flow, t_entry)
+        t = t_flow[flows]
         fluid_end = now + np.minimum(t, dt)
         size = fl.size[flows]
         path0 = fl.path[0, flows]
@@ -492,6 +488,7 @@ class Fabric:
         self.counters["retransmitted_bytes_total"][fl.path[0, slots]] += in_network
         fl.backlog[0, slots] += in_network
         fl.backlog[1:, slots] = 0.0
+        fl.rate[:, slots] = 0.0
         fl.path[:, slots] = path
         fl.hops[slots] = hops
         fl.version += 1

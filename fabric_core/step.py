@@ -38,9 +38,9 @@ from fabric_core.routing import MAX_HOPS
 #: Water-filling rounds per max-min solve (each round settles the flows whose demand
 #: is below the current fair share; 4 settles all but pathological mixes).
 WATERFILL_ROUNDS = 4
-#: Jacobi sweeps per solve: how far per tick a change of demand propagates along paths
-#: before exact enforcement (which only ever lowers rates).
-SWEEPS = 3
+#: Most Jacobi sweeps per solve: a change of demand travels one hop per sweep, so
+#: one more than the longest path settles any change; a warm start usually needs one.
+MAX_SWEEPS = MAX_HOPS + 1
 #: Newton iterations for the credit factor of a buffer (piecewise linear: converges
 #: in as many steps as flows change regime; the rest is caught by the final check).
 NEWTON_ITERATIONS = 12
@@ -109,12 +109,12 @@ def build_index(flows: FlowTable, link_rank: NDArray[np.int64], n_vls: int) -> E
 
 def waterfill(
     demand: NDArray[np.float64], link: NDArray[np.intp], capacity: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Max-min fair rates of entries sharing links.
 
     Returns:
-        the rate of every entry and each link's fair-share level (the rate an
-        entry with unlimited demand gets there).
+        the rate of every entry, each link's fair-share level (the rate of the
+        entries whose demand exceeds it) and how many entries get that level.
     """
     n_links = capacity.size
     left = capacity.astype(np.float64, copy=True)
@@ -122,20 +122,19 @@ def waterfill(
     rate = np.empty_like(demand)
     level = left.copy()
     for _ in range(WATERFILL_ROUNDS):
-        count = np.bincount(link, weights=unsat, minlength=n_links)
+        count = sum_by(link, unsat.astype(np.float64), n_links)
         level = np.divide(left, count, out=left.copy(), where=count > 0)
         sat = unsat & (demand <= level[link])
         if not sat.any():
             break
         rate[sat] = demand[sat]
-        left -= np.bincount(link, weights=np.where(sat, demand, 0.0), minlength=n_links)
+        left -= sum_by(link, np.where(sat, demand, 0.0), n_links)
         np.maximum(left, 0.0, out=left)
         unsat &= ~sat
-    else:
-        count = np.bincount(link, weights=unsat, minlength=n_links)
-        level = np.divide(left, count, out=left.copy(), where=count > 0)
+    count = sum_by(link, unsat.astype(np.float64), n_links)
+    level = np.divide(left, count, out=left.copy(), where=count > 0)
     rate[unsat] = np.minimum(level[link[unsat]], demand[unsat])
-    return rate, level
+    return rate, level, count
 
 
 def enforce_conservation(
@@ -206,8 +205,10 @@ class Solution:
     """The rates of one tick and what the snapshot reports about them."""
 
     rate: NDArray[np.float64]  # per entry
-    level: NDArray[np.float64]  # per link: fair-share level
+    level: NDArray[np.float64]  # per link: fair-share level of the unsatisfied entries
+    n_at_level: NDArray[np.float64]  # per link: how many entries get that level
     alpha: NDArray[np.float64]  # per buffer: fraction of the wanted inflow credits allowed
+    unused: NDArray[np.float64]  # per link: capacity nobody used this tick
 
 
 def solve(
@@ -216,27 +217,104 @@ def solve(
     capacity: NDArray[np.float64],
     free_bytes: NDArray[np.float64],
     dt: float,
+    warm: NDArray[np.float64] | None = None,
 ) -> Solution:
-    """Rates of all entries for one tick (see the module docstring)."""
+    """Rates of all entries for one tick (see the module docstring).
+
+    Args:
+        warm: last tick's rate of each entry (0 for new entries). Sweeps start
+            from it (steady state then converges in one sweep); new entries
+            start from the most they could carry (their link's line rate, at
+            most what the flow holds per tick), never from zero.
+    """
     link = idx.link
-    rate = capacity[link].copy()  # start from line rate, pull down
+    start = capacity[link].copy()
+    if warm is not None:
+        first_hop_backlog = backlog[_first_entry(idx)]
+        start = np.where(warm > 0, warm, np.minimum(start, first_hop_backlog / dt))
+    rate = start
     level = capacity.copy()
+    n_level = np.zeros(capacity.size)
     cap_demand = np.full(idx.size, np.inf)
     alpha = np.ones(free_bytes.size)
+    tol = 1e-9 * float(capacity.max(initial=1.0))
     for _ in range(2):  # second pass re-offers capacity that credits took away
-        for _ in range(SWEEPS):
+        for _ in range(MAX_SWEEPS):
             arrival = np.where(idx.prev >= 0, rate[idx.prev], 0.0)
             demand = np.minimum(backlog / dt + arrival, cap_demand)
-            rate, level = waterfill(demand, link, capacity)
+            new, level, n_level = waterfill(demand, link, capacity)
+            converged = bool(np.abs(new - rate).max(initial=0.0) <= tol)
+            rate = new
+            if converged:
+                break
         enforce_conservation(idx, rate, backlog, dt)
         before = rate.copy()
-        alpha = enforce_credits(idx, rate, backlog, free_bytes, dt)
+        # the credit factor of the first pass is the one that held rates down; later
+        # passes see those rates as caps, so keep the smallest
+        alpha = np.minimum(alpha, enforce_credits(idx, rate, backlog, free_bytes, dt))
         enforce_conservation(idx, rate, backlog, dt)
         cut = rate < before * (1 - 1e-9)
         if not cut.any():
             break
         cap_demand = np.where(cut, rate, cap_demand)
-    return Solution(rate=rate, level=level, alpha=alpha)
+    n_links = capacity.size
+    unused = np.maximum(capacity - sum_by(link, rate, n_links), 0.0)
+    return Solution(rate=rate, level=level, n_at_level=n_level, alpha=alpha, unused=unused)
+
+
+def _first_entry(idx: EntryIndex) -> NDArray[np.intp]:
+    """For every entry, the entry of the same flow at hop 0 (walking ``prev``)."""
+    first = np.arange(idx.size)
+    for _ in range(MAX_HOPS - 1):
+        p = idx.prev[first]
+        if (p < 0).all():
+            break
+        first = np.where(p >= 0, p, first)
+    return first
+
+
+def finish_within_tick(
+    idx: EntryIndex,
+    sol: Solution,
+    capacity: NDArray[np.float64],
+    finishing: NDArray[np.bool_],
+    dt: float,
+) -> NDArray[np.float64]:
+    """When, inside the tick, each finishing entry has sent its last byte (seconds).
+
+    Rates are tick averages; a flow that empties inside the tick really sent
+    faster and stopped early. On each link, the finishing entries share the
+    capacity as in processor sharing with the elastic entries (those at the
+    fair-share level, which would yield), while entries held down elsewhere keep
+    their rate: entry ``e`` with ``b`` bytes finishes at
+    ``(sum over finishing o of min(b_o, b) + b * (1 + elastic)) / available``,
+    slowed by its buffer's credit factor. A flow ends at the latest of its hops.
+    """
+    n_links = capacity.size
+    rate = sol.rate
+    link = idx.link
+    elastic = ~finishing & (rate >= sol.level[link] * (1 - 1e-6)) & (rate > 0)
+    held = ~finishing & ~elastic
+    available = np.maximum(capacity - sum_by(link, np.where(held, rate, 0.0), n_links), 0.0)
+    n_elastic = np.bincount(link, weights=elastic, minlength=n_links)
+    fin = np.flatnonzero(finishing)
+    b = rate[fin] * dt
+    order = np.lexsort((b, link[fin]))
+    fl, fb = link[fin][order], b[order]
+    group_start = np.r_[0, np.flatnonzero(np.diff(fl)) + 1]
+    group_of = np.repeat(np.arange(group_start.size), np.diff(np.r_[group_start, fl.size]))
+    csum = np.cumsum(fb)
+    before = csum - fb - np.r_[0.0, csum][group_start][group_of]  # smaller entries' bytes
+    pos = np.arange(fl.size) - group_start[group_of]
+    size = np.diff(np.r_[group_start, fl.size])[group_of]
+    after = size - pos - 1
+    work = before + fb * (after + 1 + n_elastic[fl])
+    alpha = np.where(idx.buf[fin] >= 0, sol.alpha[np.maximum(idx.buf[fin], 0)], 1.0)[order]
+    speed = available[fl] * np.maximum(alpha, 1e-12)
+    t_sorted = np.divide(work, speed, out=np.full(fl.size, dt), where=speed > 0)
+    out = np.zeros(idx.size)
+    out[fin[order]] = t_sorted
+    return out
 
 
 def credit_violation_bytes(

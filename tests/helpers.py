@@ -1,0 +1,50 @@
+"""Small builders for core tests: fabrics with hand-placed flows."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from fabric_core.fabric import Fabric
+from fabric_core.profiles import NATIVE_400G, Profile
+from fabric_core.topology import Topology, leaf_spine
+from fabric_core.workloads.traffic import Scripted
+
+
+def profile(**overrides: Any) -> Profile:
+    """The native profile with some parameters changed."""
+    return dataclasses.replace(NATIVE_400G, **overrides)
+
+
+def scripted_fabric(
+    topo: Topology,
+    prof: Profile,
+    flows: list[tuple[str, str, float, float]],
+    *,
+    dt_s: float,
+    traffic_class: str = "bulk",
+    extra: list[tuple[str, str, list[tuple[str, str, float, float]]]] | None = None,
+    class_vl: dict[str, int] | None = None,
+    seed: int = 1,
+) -> tuple[Fabric, list[Scripted]]:
+    """A fabric running scripted flows ``(src name, dst name, bytes, start s)``.
+
+    ``extra`` adds more scripted workloads as ``(name, class, flows)``.
+    """
+    idx = topo.nodes.index
+
+    def conv(rows: list[tuple[str, str, float, float]]) -> list[tuple[int, int, float, float]]:
+        return [(idx[s], idx[d], size, at) for s, d, size, at in rows]
+
+    wls = [Scripted(name="main", traffic_class=traffic_class, flows=conv(flows))]
+    for name, cls, rows in extra or []:
+        wls.append(Scripted(name=name, traffic_class=cls, flows=conv(rows)))
+    fabric = Fabric(topo, prof, list(wls), dt_s=dt_s, seed=seed, class_vl=class_vl)
+    return fabric, wls
+
+
+def small_leaf_spine(
+    prof: Profile, leaves: int = 2, spines: int = 1, gpus_per_leaf: int = 4
+) -> Topology:
+    """A small 2-tier fabric."""
+    return leaf_spine(prof, leaves=leaves, spines=spines, gpus_per_leaf=gpus_per_leaf)

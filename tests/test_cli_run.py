@@ -1,0 +1,75 @@
+"""`fabtop run` and `fabtop scenarios` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fabric_core.scenario import list_scenarios
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fabtop(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "console.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_help_lists_the_subcommands() -> None:
+    out = fabtop("--help")
+    assert out.returncode == 0
+    for sub in ("run", "scenarios"):
+        assert sub in out.stdout
+
+
+def test_scenarios_lists_the_bundled_ones() -> None:
+    out = fabtop("scenarios")
+    assert out.returncode == 0
+    for name, _ in list_scenarios():
+        assert name in out.stdout
+
+
+@pytest.mark.parametrize("name", [n for n, _ in list_scenarios()])
+def test_run_every_bundled_scenario_writes_a_valid_report(name: str, tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    out = fabtop("run", name, "--duration", "40us", "--json", str(report))
+    assert out.returncode == 0, out.stderr
+    data = json.loads(report.read_text())
+    assert data["scenario"] == name
+    assert data["run"]["simulated_seconds"] == pytest.approx(40e-6, rel=0.2)
+    assert data["run"]["ticks"] >= 1 and data["run"]["hop_updates_per_second"] > 0
+    assert data["totals"]["injected_bytes"] > 0
+    assert "p99" in out.stdout and name in out.stdout
+
+
+def test_broken_scenario_names_the_bad_key(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 0\ngpus_per_leaf = 2\n')
+    out = fabtop("run", str(bad), "--duration", "10us")
+    assert out.returncode != 0
+    assert "topology.spines" in out.stderr and ">= 1" in out.stderr
+    bad.write_text(
+        '[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\ngpus_per_leaf = 2\n'
+        '[[workload]]\nkind = "bulk"\nsize = "lots"\n'
+    )
+    out = fabtop("run", str(bad), "--duration", "10us")
+    assert out.returncode != 0 and "workload[0]" in out.stderr and "lots" in out.stderr
+    bad.write_text("this is [not toml")
+    out = fabtop("run", str(bad))
+    assert out.returncode != 0 and "not valid TOML" in out.stderr
+
+
+def test_unknown_scenario_and_bad_duration_are_clear_errors() -> None:
+    out = fabtop("run", "no-such-scenario")
+    assert out.returncode != 0 and "no bundled scenario 'no-such-scenario'" in out.stderr
+    out = fabtop("run", "tiny", "--duration", "5 parsecs")
+    assert out.returncode != 0 and "bad duration" in out.stderr

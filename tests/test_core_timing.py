@@ -1,0 +1,104 @@
+"""Completion times and throughput come out of bandwidth and fixed costs, whatever dt is."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.helpers import profile, scripted_fabric, small_leaf_spine
+
+DTS = [100e-9, 1e-6, 10e-6, 100e-6, 1e-3]
+
+
+def payload_rate(prof) -> float:  # type: ignore[no-untyped-def]
+    return prof.link_bandwidth_Bps * prof.mtu_bytes / (prof.mtu_bytes + prof.header_bytes)
+
+
+def fixed_latency(fabric, hops: list[str]) -> float:  # type: ignore[no-untyped-def]
+    """Propagation + switches + NICs along ``hops`` (link names), from the profile."""
+    p = fabric.profile
+    links = fabric.topo.links
+    prop = sum(links.prop_delay_s[links.index[h]] for h in hops)
+    return prop + (len(hops) - 1) * p.switch_latency_s + 2 * p.nic_latency_s
+
+
+@pytest.mark.parametrize("dt", DTS)
+def test_one_mebibyte_over_one_hop_takes_size_over_bandwidth_plus_fixed(dt: float) -> None:
+    prof = profile()
+    topo = small_leaf_spine(prof, leaves=1, gpus_per_leaf=2)
+    size = 1024**2
+    fabric, (wl,) = scripted_fabric(topo, prof, [("gpu0000", "gpu0001", size, 0.0)], dt_s=dt)
+    while not wl.finished:
+        fabric.step()
+    _, start, finish = wl.finished[0]
+    expected = size / payload_rate(prof) + fixed_latency(
+        fabric, ["gpu0000->leaf00", "leaf00->gpu0001"]
+    )
+    assert finish - start == pytest.approx(expected, rel=0.02)
+
+
+@pytest.mark.parametrize("dt", [100e-9, 1e-6, 100e-6])
+@pytest.mark.parametrize("senders", [2, 7])
+def test_incast_finishes_in_n_s_over_b_with_no_drops_and_bounded_credits(
+    dt: float, senders: int
+) -> None:
+    prof = profile(buffer_per_vl_bytes=64 * 1024)
+    topo = small_leaf_spine(prof, leaves=2, spines=2, gpus_per_leaf=4)
+    size = 2 * 1024**2
+    names = [f"gpu{i:04d}" for i in range(1, 8)][:senders]
+    flows = [(s, "gpu0000", size, 0.0) for s in names]
+    fabric, (wl,) = scripted_fabric(topo, prof, flows, dt_s=dt)
+    buffers = fabric.buffer_bytes
+    while len(wl.finished) < senders:
+        fabric.step()
+        assert fabric.occupancy.min() >= -1e-6
+        assert (fabric.occupancy <= buffers + 1e-6).all()
+    snap = fabric.snapshot()
+    assert snap.totals.dropped_bytes_total == 0
+    assert float(np.sum(snap.link_state.discards_bytes_total)) == 0
+    last = max(f for _, _, f in wl.finished)
+    expected = senders * size / payload_rate(prof)
+    assert last == pytest.approx(expected, rel=0.03)
+
+
+@pytest.mark.parametrize("dt", DTS)
+def test_long_flow_through_tiny_buffers_runs_at_line_rate(dt: float) -> None:
+    # buffers of 8 KiB: far below bandwidth x dt (5 KB at 100 ns ... 50 MB at 1 ms)
+    prof = profile(buffer_per_vl_bytes=8 * 1024)
+    topo = small_leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=1)  # 4 hops, 3 switches
+    size = 64 * 1024**2
+    fabric, (wl,) = scripted_fabric(topo, prof, [("gpu0000", "gpu0001", size, 0.0)], dt_s=dt)
+    while not wl.finished:
+        fabric.step()
+        assert (fabric.occupancy <= fabric.buffer_bytes + 1e-6).all()
+    _, start, finish = wl.finished[0]
+    achieved = size / (finish - start)
+    assert achieved == pytest.approx(payload_rate(prof), rel=0.01)
+
+
+def _message_latency(dt: float, loaded: bool) -> float:
+    prof = profile()
+    topo = small_leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=2)
+    background = [("gpu0001", "gpu0003", 256 * 1024**2, 0.0)] if loaded else []
+    t_msg = 2e-3  # long after the background flow reached its steady state
+    fabric, (_, probe) = scripted_fabric(
+        topo,
+        prof,
+        background,
+        dt_s=dt,
+        extra=[("probe", "rpc", [("gpu0000", "gpu0002", 4096, t_msg)])],
+    )
+    while not probe.finished:
+        fabric.step()
+    _, start, finish = probe.finished[0]
+    return finish - start
+
+
+@pytest.mark.parametrize("loaded", [False, True])
+def test_small_message_latency_does_not_depend_on_dt(loaded: bool) -> None:
+    lat = {dt: _message_latency(dt, loaded) for dt in DTS}
+    ref = lat[100e-9]
+    for dt, value in lat.items():
+        assert value == pytest.approx(ref, rel=0.05), (dt, lat)
+    if loaded:  # sharing the spine links with a line-rate flow costs the message time
+        assert ref > _message_latency(100e-9, loaded=False)
