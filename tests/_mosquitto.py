@@ -8,6 +8,7 @@ would use. Fixtures: ``mosquitto`` (one broker per test).
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -45,22 +46,29 @@ def _wait_port(port: int, *, up: bool, timeout_s: float = 10.0) -> None:
 class Mosquitto:
     """One broker process; ``url`` is what fabtop's --mqtt takes."""
 
-    def __init__(self, workdir: Path, port: int | None = None, extra_config: str = "") -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        port: int | None = None,
+        *,
+        listener_config: str = "allow_anonymous true\n",
+        scheme: str = "mqtt",
+    ) -> None:
         self.port = port or free_port()
         self.workdir = workdir
+        self.scheme = scheme
         self.config = workdir / "mosquitto.conf"
         self.config.write_text(
             f"listener {self.port} 127.0.0.1\n"
-            "allow_anonymous true\n"
-            "persistence false\n"
-            "log_type error\nlog_type warning\n" + extra_config
+            + listener_config
+            + "persistence false\nlog_type error\nlog_type warning\n"
         )
         self.log = workdir / "mosquitto.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"mqtt://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def start(self) -> None:
         with self.log.open("ab") as log:
@@ -187,14 +195,27 @@ REPO = Path(__file__).resolve().parents[1]
 class Served:
     """``python -m console.cli serve`` in a subprocess (so it can be killed uncleanly)."""
 
-    def __init__(self, url: str, cluster: str, *extra: str, scenario: str = "tiny") -> None:
+    def __init__(
+        self,
+        url: str,
+        cluster: str,
+        *extra: str,
+        scenario: str = "tiny",
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.cluster = cluster
         self.log = REPO / ".pytest_cache" / f"serve-{cluster}.log"
         self.log.parent.mkdir(exist_ok=True)
         args = [sys.executable, "-m", "console.cli", "serve", scenario, "--mqtt", url]
         args += ["--cluster", cluster, "--no-metrics", "--telemetry-hz", "10", *extra]
         with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                args,
+                cwd=REPO,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+            )
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
