@@ -95,6 +95,7 @@ async def test_remote_source_rebuilds_the_view_and_injects(
         assert snap.cluster == "tiny"  # the scenario's name; "ip" is only the topic level
         assert snap.scenario == "tiny" and "gpu0000" in snap.nodes.index
         assert 0 < len(snap.links) <= 32
+        assert len(source.all_link_names) == len(served.engine.fabric.snapshot().links)
 
         result = await source.submit(InjectFault(kind="link_down", target="leaf01->spine00"))
         assert result.ok, result

@@ -200,6 +200,7 @@ def encode_meta(snap: Snapshot, *, run_id: str) -> MetaMsg:
             highest_bound_s=hist.HIGHEST_BOUND_S,
             n_buckets=hist.N_BUCKETS,
         ),
+        link_names=list(snap.links.name),
     )
 
 

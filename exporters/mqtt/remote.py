@@ -105,6 +105,15 @@ class MqttSource:
         finally:
             self._pending.pop(cid, None)
 
+    @property
+    def all_link_names(self) -> tuple[str, ...]:
+        """Every link of the served fabric (from ``meta``), not only the reported top links.
+
+        A fault form can check a target against these: the snapshot's link table
+        holds only the links the latest telemetry reported.
+        """
+        return tuple(self._meta.link_names) if self._meta is not None else ()
+
     # ------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Self:
         self.start()

@@ -152,6 +152,7 @@ class MetaMsg(msgspec.Struct, frozen=True):
     links_total: int
     nodes: NodesMsg
     histogram: HistogramLayoutMsg
+    link_names: list[str] = []  # every link of the fabric (telemetry carries the top ones)
 
 
 class EventMsg(msgspec.Struct, frozen=True):
