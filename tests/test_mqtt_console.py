@@ -28,7 +28,9 @@ SIZE = (140, 44)
 
 @pytest.fixture(scope="module")
 def served(broker: Mosquitto) -> Iterator[Served]:  # noqa: F811
-    s = Served(broker.url, "con")
+    # 1 Hz telemetry: Pilot waits for the app to be idle after each key, and every new
+    # snapshot means a redraw; at 10 Hz a key press took ~3 s on a 2-core machine.
+    s = Served(broker.url, "con", "--telemetry-hz", "1")
     try:
         s.wait_online(broker.cli())
         yield s
