@@ -207,7 +207,8 @@ class Served:
         self.log = REPO / ".pytest_cache" / f"serve-{cluster}.log"
         self.log.parent.mkdir(exist_ok=True)
         args = [sys.executable, "-m", "console.cli", "serve", scenario, "--mqtt", url]
-        args += ["--cluster", cluster, "--no-metrics", "--telemetry-hz", "10", *extra]
+        metrics = [] if "--metrics" in extra else ["--no-metrics"]
+        args += ["--cluster", cluster, *metrics, "--telemetry-hz", "10", *extra]
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
                 args,

@@ -7,12 +7,15 @@ will tests start their own so they can stop or kill it.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from tests._mosquitto import Mosquitto, Served, broker  # noqa: F401  (fixture)
+from tests._mosquitto import REPO, Mosquitto, Served, broker, free_port  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.integration
 
@@ -67,6 +70,16 @@ def test_late_subscriber_gets_online_and_a_kill_leaves_offline(broker: Mosquitto
     cli.wait_for("fabtop/willtest/status", lambda _t, p: p == b"offline")
     # retained: a subscriber arriving later still learns the emulator is gone
     assert cli.sub("fabtop/willtest/status") == [("fabtop/willtest/status", b"offline")]
+    # and a script trying to inject learns at once that nobody serves that cluster
+    cluster_args = ["--mqtt", broker.url, "--cluster", "willtest"]
+    r = subprocess.run(
+        [sys.executable, "-m", "console.cli", "inject", "link_down", LINK, *cluster_args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 3 and "fabtop/willtest is offline" in r.stderr, r.stderr
 
 
 def test_clean_stop_says_offline(broker: Mosquitto) -> None:  # noqa: F811
@@ -179,3 +192,17 @@ def test_bad_commands_get_a_specific_error(
     tick = telemetry(broker, "e2e")["tick"]
     telemetry(broker, "e2e", lambda t: t["tick"] > tick)
     assert served.proc.poll() is None
+
+
+def test_serve_also_serves_prometheus_metrics(broker: Mosquitto) -> None:  # noqa: F811
+    pytest.importorskip("exporters.prometheus", reason="the exporter is not on this branch yet")
+    port = free_port()
+    s = Served(broker.url, "metrics", "--metrics", f"127.0.0.1:{port}")
+    try:
+        s.wait_online(broker.cli())
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            body = r.read().decode()
+        assert "fabtop_fabric_info" in body
+    finally:
+        assert s.stop() == 0, s.output()
+    assert f"metrics on http://127.0.0.1:{port}/metrics" in s.output()

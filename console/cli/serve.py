@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--link-metrics",
         default="top:50",
         metavar="MODE",
-        help="per-link metric labels: per-link, top:K or per-switch (default top:50)",
+        help="per-link series: all, top:N or switch (default top:50)",
     )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(func=main)
@@ -102,7 +102,7 @@ async def _start_metrics(args: argparse.Namespace, engine: Engine) -> Any:
         if inspect.isawaitable(server):
             server = await server
     except (OSError, ValueError) as exc:
-        raise CliError(f"cannot serve metrics on {args.metrics}: {exc}") from None
+        raise CliError(str(exc)) from None
     log.info("metrics on http://%s/metrics", _address(server.address))
     return server
 
