@@ -126,11 +126,12 @@ class MqttCli:
         args = ["stdbuf", "-oL", "mosquitto_sub", "-d", "-h", "127.0.0.1", "-p", str(self.port)]
         args += ["-t", topic, "-W", str(timeout_s), "-F", "%t\t%x", "-q", "1"]
         args += [] if count is None else ["-C", str(count)]
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         assert proc.stdout is not None
         while True:
             line = proc.stdout.readline()
             if not line:
+                proc.stdout.close()
                 raise RuntimeError(f"mosquitto_sub ended before subscribing: {proc.wait()}")
             if b"received SUBACK" in line:
                 return proc
@@ -150,6 +151,7 @@ class MqttCli:
         finally:
             proc.terminate()
             proc.wait(10)
+            proc.stdout.close()
 
     @staticmethod
     def sub_collect(proc: subprocess.Popen[bytes]) -> list[tuple[str, bytes]]:

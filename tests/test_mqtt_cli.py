@@ -68,28 +68,27 @@ def test_inject_without_emulator_or_broker_exits_three(broker: Mosquitto) -> Non
 
 
 def test_watch_prints_status_results_and_events(broker: Mosquitto, served: Served) -> None:  # noqa: F811
-    watch = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-m", "console.cli", "watch", "--mqtt", broker.url, "--timeout", "60"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    try:
-        assert watch.stdout is not None
-        assert watch.stdout.readline().strip() == "status online"
-        broker.cli().pub(
-            "fabtop/clitest/cmd/inject",
-            '{"id": "w1", "kind": "link_down", "target": "leaf00->spine00"}',
-        )
-        lines: list[str] = []
-        while not (
-            "result w1 ok" in lines
-            and any(ln.startswith("event ") and "leaf00->spine00" in ln for ln in lines)
-        ):
-            line = watch.stdout.readline()
-            assert line, f"watch ended early: {lines} {watch.stderr.read() if watch.stderr else ''}"
-            lines.append(line.strip())
-    finally:
-        watch.terminate()
-        watch.wait(10)
+    ) as watch:
+        try:
+            assert watch.stdout is not None
+            assert watch.stdout.readline().strip() == "status online"
+            broker.cli().pub(
+                "fabtop/clitest/cmd/inject",
+                '{"id": "w1", "kind": "link_down", "target": "leaf00->spine00"}',
+            )
+            lines: list[str] = []
+            while not (
+                "result w1 ok" in lines
+                and any(ln.startswith("event ") and "leaf00->spine00" in ln for ln in lines)
+            ):
+                line = watch.stdout.readline()
+                assert line, f"watch ended early: {lines}"
+                lines.append(line.strip())
+        finally:
+            watch.terminate()
