@@ -94,6 +94,7 @@ async def test_remote_source_rebuilds_the_view_and_injects(
         assert snap is not None, source.problem
         assert snap.cluster == "tiny"  # the scenario's name; "ip" is only the topic level
         assert snap.scenario == "tiny" and "gpu0000" in snap.nodes.index
+        assert source.description == f"mqtt://127.0.0.1:{mosquitto.port} fabtop/ip"
         assert 0 < len(snap.links) <= 32
         assert len(source.all_link_names) == len(served.engine.fabric.snapshot().links)
 
@@ -119,3 +120,9 @@ async def test_remote_source_says_why_without_an_emulator(mosquitto: Mosquitto) 
         assert await source.wait_connected(30)
         result = await source.submit(InjectFault(kind="link_down", target="x->y"))
         assert not result.ok and "is `fabtop serve` running there?" in (result.error or "")
+        await asyncio.to_thread(mosquitto.stop)
+        await until(lambda: not source.connected, "the source notices the broker is gone")
+        assert "broker unreachable" in source.description
+        result = await source.submit(InjectFault(kind="link_down", target="x->y"))
+        assert not result.ok and result.error is not None
+        assert result.error.startswith("no broker connection: ")

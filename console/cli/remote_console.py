@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import sys
 
+from console.source import FabricSource
 from exporters.mqtt.options import (
     CliError,
     add_broker_options,
@@ -55,10 +56,11 @@ async def _console(args: argparse.Namespace) -> int:
         from console.app import FabtopApp
     except ImportError as exc:
         raise CliError(f"the console is not available in this build ({exc})", code=1) from None
-    source = await open_source(args)
+    mqtt_source = await open_source(args)
+    source: FabricSource = mqtt_source  # mypy checks MqttSource against the protocol here
     try:
         app = FabtopApp(source, read_only=args.read_only)
         await app.run_async()
     finally:
-        await source.close()
+        await mqtt_source.close()
     return 0

@@ -54,7 +54,7 @@ class MqttSource:
         self.config = config
         self.topics = Topics(cluster)
         self.submit_timeout_s = submit_timeout_s
-        self.description = f"{config.display()} {self.topics.root}"
+        self._where = f"{config.display()} {self.topics.root}"
         #: "online" / "offline" as the served emulator last said; None = not heard yet.
         self.status: str | None = None
         self.connected = False
@@ -72,6 +72,19 @@ class MqttSource:
         self._changed = asyncio.Event()
 
     # ------------------------------------------------------------ FabricSource
+    @property
+    def description(self) -> str:
+        """Broker and cluster, plus what is wrong when something is (for the header)."""
+        if not self.connected:
+            return f"{self._where} (broker unreachable: showing the last state received)"
+        if self.status == "offline":
+            return f"{self._where} (emulator offline: showing its last state)"
+        return self._where
+
+    @description.setter
+    def description(self, text: str) -> None:
+        self._where = text  # the base text; the state notes are still added
+
     def latest(self) -> Snapshot | None:
         """The snapshot rebuilt from the latest telemetry (None before the first)."""
         return self._latest
