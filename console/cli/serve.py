@@ -66,7 +66,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_serve(args))
     except CliError as exc:
-        print(f"fabtop serve: error: {exc}", file=sys.stderr)
+        if str(exc):  # empty when the reason was printed already
+            print(f"fabtop serve: error: {exc}", file=sys.stderr)
         return exc.code
 
 
@@ -74,7 +75,7 @@ def _build_engine(args: argparse.Namespace) -> Engine:
     scn = load_from_args(args)
     fabric = build_fabric(scn) if scn is not None else None
     if fabric is None:  # the reason is printed already
-        raise CliError("cannot start", code=2)
+        raise CliError("", code=2)
     kwargs = {} if args.speed is None else {"speed": args.speed}
     try:
         return Engine(fabric, **kwargs)
