@@ -8,6 +8,7 @@ Nothing on that path loops over flows or links in Python.
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,8 +30,18 @@ from fabric_core.commands import (
 from fabric_core.faults import FaultBook
 from fabric_core.flows import FlowTable, NewFlows
 from fabric_core.histogram import Histogram
+from fabric_core.pfc import (
+    Dcqcn,
+    PauseTick,
+    PfcQueues,
+    ecn_probability,
+    find_deadlock,
+    hol_send_fraction,
+    one_cycle,
+    update_pause,
+)
 from fabric_core.profiles import Profile
-from fabric_core.routing import route
+from fabric_core.routing import MAX_HOPS, route
 from fabric_core.scenario import Scenario, ScenarioError
 from fabric_core.snapshot import (
     Event,
@@ -164,6 +175,17 @@ class Fabric:
         self._prev_status = np.zeros(L, dtype=np.int8)
         self.hop_updates = 0
         self.schedule: list[tuple[float, InjectFault]] = []  # (time, fault), time order
+        self.static_routes: dict[tuple[int, int], list[int]] = {}
+        self._static_keys = np.zeros(0, dtype=np.int64)
+        self.pfc: PfcQueues | None = None
+        self.dcqcn: Dcqcn | None = None
+        if profile.flow_control == "pfc":
+            self.pfc = PfcQueues.build(topo.links, profile, self.n_vls)
+            self.buffer_bytes = self.pfc.buffer.copy()
+            self.dcqcn = Dcqcn.empty(self.flows.capacity)
+        self.deadlocks = 0
+        self._deadlock: frozenset[int] = frozenset()
+        self._pause_tick: PauseTick | None = None
 
     @classmethod
     def from_scenario(cls, scn: Scenario) -> Fabric:
@@ -186,6 +208,11 @@ class Fabric:
             )
         except ValueError as exc:
             raise ScenarioError(f"{scn.source}: {exc}") from None
+        for i, r in enumerate(scn.routes):
+            try:
+                fabric.add_static_route(r.src, r.dst, r.via)
+            except ValueError as exc:
+                raise ScenarioError(f"{scn.source}: route[{i}]: {exc}") from None
         for i, f in enumerate(scn.faults):
             cmd = InjectFault(
                 kind=f.kind, target=f.target, params=dict(f.params), duration_s=f.duration_s
@@ -236,7 +263,9 @@ class Fabric:
         mode = "ecmp" if self.profile.routing == "ecmp" else "adaptive"
         key = tag * 1_000_003 + workload
         path, hops = route(self.topo, src, dst, key, mode=mode, link_cost=cost)
-        vl = np.full(n, self.class_vl[traffic_class], dtype=np.int8)
+        if self.static_routes:
+            self._apply_static_routes(src, dst, path, hops)
+        vl = self.lanes(path, np.full(n, self.class_vl[traffic_class], dtype=np.int8))
         new = NewFlows(
             path=path,
             hops=hops,
@@ -250,7 +279,67 @@ class Fabric:
         )
         slots = self.flows.add(new)
         self._set_fixed_latency(slots)
+        if self.dcqcn is not None:
+            self.dcqcn.grow(self.flows.capacity)
+            self.dcqcn.start(slots, self.topo.links.bandwidth_Bps[path[0]])
         self.injected_bytes += float(size.sum())
+
+    def add_static_route(self, src: str, dst: str, via: list[str]) -> None:
+        """Pin flows from ``src`` to ``dst`` to a path through the switches ``via``
+        (a misconfigured or hand-made route; it may break up*/down*)."""
+        nodes = self.topo.nodes.index
+        names = [src, *via, dst]
+        for n in names:
+            if n not in nodes:
+                raise unknown("node", n, nodes)
+        links = []
+        for a, b in itertools.pairwise(names):
+            li = self.topo.links.index.get(f"{a}->{b}")
+            if li is None:
+                raise ValueError(f"no link {a}->{b}")
+            links.append(li)
+        if len(links) > MAX_HOPS:
+            raise ValueError(f"route has {len(links)} hops; at most {MAX_HOPS}")
+        self.static_routes[(nodes[src], nodes[dst])] = links
+        n_nodes = len(self.topo.nodes)
+        self._static_keys = np.array(
+            [s * n_nodes + d for s, d in self.static_routes], dtype=np.int64
+        )
+
+    def lanes(self, path: NDArray[np.int32], vl: NDArray[np.int8]) -> NDArray[np.int8]:
+        """Virtual lane on every hop. On the credit fabric a path that turns from down
+        to up (it breaks up*/down*) moves up one lane at the turn, so the buffer
+        dependency graph stays acyclic (as LASH / dateline routing do); PFC
+        priorities do not change along the path."""
+        lanes = np.repeat(vl[None, :], path.shape[0], axis=0)
+        if self.profile.flow_control != "credit" or path.shape[1] == 0:
+            return lanes
+        tier = self.topo.nodes.tier
+        valid = path >= 0
+        safe = np.where(valid, path, 0)
+        goes_up = tier[self.topo.links.dst[safe]] > tier[self.topo.links.src[safe]]
+        turn = np.zeros_like(valid)
+        turn[1:] = valid[1:] & goes_up[1:] & ~goes_up[:-1] & valid[:-1]
+        lanes = lanes + np.cumsum(turn, axis=0).astype(np.int8)
+        if (lanes[valid] >= self.n_vls).any():
+            raise CommandError("a route turns down-up more often than there are virtual lanes")
+        return lanes
+
+    def _apply_static_routes(
+        self,
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        path: NDArray[np.int32],
+        hops: NDArray[np.int8],
+    ) -> None:
+        n_nodes = len(self.topo.nodes)
+        keys = src * n_nodes + dst
+        hit = np.flatnonzero(np.isin(keys, self._static_keys))
+        for i in hit.tolist():  # only flows of misconfigured pairs: a handful
+            links = self.static_routes[(int(src[i]), int(dst[i]))]
+            path[:, i] = -1
+            path[: len(links), i] = links
+            hops[i] = len(links)
 
     def _set_fixed_latency(self, slots: NDArray[np.intp]) -> None:
         """Costs the fluid model does not carry, plus the FIFO wait at injection."""
@@ -263,17 +352,23 @@ class Fabric:
         prop = np.where(valid, links.prop_delay_s[safe], 0.0).sum(axis=0)
         switches = fl.hops[slots].astype(np.float64) - 1
         fixed = prop + switches * p.switch_latency_s + 2 * p.nic_latency_s
-        if not p.cut_through:
-            # store-and-forward: every switch receives a whole packet before sending it
-            pkt = np.minimum(fl.size[slots], p.mtu_bytes) + p.header_bytes
-            fixed = fixed + switches * pkt / links.bandwidth_Bps[safe[0]]
-        fl.fixed_latency_s[slots] = fixed
-        # FIFO wait: the bytes already queued in each buffer on the path, at its drain rate
         has_buf = valid.copy()
         has_buf[:-1] &= valid[1:]
         has_buf[-1] = False
-        buf = safe * self.n_vls + fl.vl[slots][None, :]
+        buf = safe * self.n_vls + fl.vl[:, slots]
         occ = self.occupancy[buf]
+        # store-and-forward: every switch receives a whole packet before sending it on;
+        # Ethernet cut-through falls back to it where the egress is busy or paused
+        pkt = np.minimum(fl.size[slots], p.mtu_bytes) + p.header_bytes
+        if not p.cut_through:
+            saf = has_buf
+        elif p.flow_control == "pfc":
+            saf = has_buf & ((occ > 0) | self.pfc_paused_queues()[buf])
+        else:
+            saf = np.zeros_like(has_buf)
+        fixed = fixed + (saf * pkt[None, :] / links.bandwidth_Bps[safe]).sum(axis=0)
+        fl.fixed_latency_s[slots] = fixed
+        # FIFO wait: the bytes already queued in each buffer on the path, at its drain rate
         drain = np.maximum(self._buffer_drain[buf], links.bandwidth_Bps[safe] * 1e-3)
         fl.wait_s[slots] = np.where(has_buf, occ / drain, 0.0).sum(axis=0)
 
@@ -313,9 +408,22 @@ class Fabric:
         backlog = fl.backlog[idx.hop, idx.flow]
         cap = self.capacity(status)
         free = np.maximum(self.buffer_bytes - self.occupancy, 0.0)
-        free[np.repeat(self._to_endpoint, self.n_vls)] = np.inf  # the NIC sinks at line rate
+        free[np.repeat(self._to_endpoint, self.n_vls)] = 1e30  # the NIC sinks at line rate
         warm = fl.rate[idx.hop, idx.flow]
-        sol = solve(idx, backlog, cap, np.where(np.isinf(free), 1e30, free), dt, warm)
+        stormed = self._stormed_queues()
+        if self.pfc is not None and self.dcqcn is not None:
+            pt = update_pause(self.pfc, self.occupancy, stormed, self.profile, now, dt)
+            self._pause_tick = pt
+            entry_cap = hol_send_fraction(idx, backlog, pt.send_fraction) * cap[idx.link]
+            self.dcqcn.grow(fl.capacity)
+            entry_cap = np.where(
+                idx.prev < 0, np.minimum(entry_cap, self.dcqcn.rc[idx.flow]), entry_cap
+            )
+            sol = solve(idx, backlog, cap, free, dt, warm, entry_cap=entry_cap, credits=False)
+        else:
+            # a NIC that stops taking data (stuck, storming) returns no credits
+            no_credit = np.where(stormed[idx.queue], 0.0, np.inf) if stormed.any() else None
+            sol = solve(idx, backlog, cap, free, dt, warm, entry_cap=no_credit)
         rate = sol.rate
         self._sol = sol
         arrival = np.where(idx.prev >= 0, rate[np.maximum(idx.prev, 0)], 0.0)
@@ -342,10 +450,13 @@ class Fabric:
             weights=np.where(idx.buf >= 0, rate, 0.0),
             minlength=L * self.n_vls,
         )
-        starved = (sol.alpha < 1 - 1e-9) & (inflow > 0)
-        alpha_link = np.where(starved, sol.alpha, 1.0).reshape(L, self.n_vls).min(axis=1)
-        self.paused = alpha_link < 1 - 1e-9
-        c["transmit_wait_seconds_total"] += (1 - alpha_link) * dt
+        if self._pause_tick is not None and self.pfc is not None:
+            self._after_pfc(idx, rate, arrival, new_backlog, self._pause_tick, now, dt)
+        else:
+            starved = (sol.alpha < 1 - 1e-9) & (inflow > 0)
+            alpha_link = np.where(starved, sol.alpha, 1.0).reshape(L, self.n_vls).min(axis=1)
+            self.paused = alpha_link < 1 - 1e-9
+            c["transmit_wait_seconds_total"] += (1 - alpha_link) * dt
         # deliveries and completions
         last = idx.last
         got = rate[last] * dt
@@ -354,6 +465,119 @@ class Fabric:
         self.hop_updates += idx.size
         self._complete(idx, backlog, arrival, sol, cap, now, dt)
         self._finish_tick(status, dt)
+
+    # ------------------------------------------------------------------ RoCE
+    def _stormed_queues(self) -> NDArray[np.bool_]:
+        """Queues (link, lane) into NICs that refuse data: a PFC storm (or a stuck NIC)."""
+        out = np.zeros(len(self.topo.links) * self.n_vls, dtype=bool)
+        storms = self.faults.active("pfc_storm")
+        if storms:
+            nodes = [self.topo.nodes.index[f.target] for f in storms]
+            into = np.flatnonzero(np.isin(self.topo.links.dst, nodes))
+            out[(into[:, None] * self.n_vls + np.arange(self.n_vls)).ravel()] = True
+        return out
+
+    def pfc_paused_queues(self) -> NDArray[np.bool_]:
+        """Queues whose upstream is paused now (all False on a credit fabric)."""
+        if self.pfc is None:
+            return np.zeros(len(self.topo.links) * self.n_vls, dtype=bool)
+        return self.pfc.paused
+
+    def _after_pfc(
+        self,
+        idx: EntryIndex,
+        rate: NDArray[np.float64],
+        arrival: NDArray[np.float64],
+        new_backlog: NDArray[np.float64],
+        pt: PauseTick,
+        now: float,
+        dt: float,
+    ) -> None:
+        """Drops past the buffer (go-back-N), pause and ECN counters, DCQCN, deadlock watch."""
+        assert self.pfc is not None and self.dcqcn is not None
+        fl = self.flows
+        p = self.profile
+        L = len(self.topo.links)
+        V = self.n_vls
+        c = self.counters
+        nq = L * V
+        # 1. overflow: what does not fit is dropped from this tick's arrivals
+        excess = np.maximum(self.occupancy - self.pfc.buffer, 0.0)
+        has_prev = idx.prev >= 0
+        if (excess > 1e-9).any():
+            up = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
+            arrived = np.where(has_prev, arrival * dt, 0.0)
+            total_arrived = sum_by(up, arrived, nq)
+            share = np.divide(
+                excess[up] * arrived,
+                total_arrived[up],
+                out=np.zeros(idx.size),
+                where=total_arrived[up] > 0,
+            )
+            share = np.minimum(share, new_backlog)
+            new_backlog -= share
+            dropped_flow = sum_by(idx.flow, share, fl.capacity)
+            hit = dropped_flow > 0
+            # go-back-N: the receiver discards what follows the loss; the sender resends it
+            drop_hop = np.full(fl.capacity, MAX_HOPS, dtype=np.intp)
+            np.minimum.at(drop_hop, idx.flow[share > 0], idx.hop[share > 0])
+            after = hit[idx.flow] & (idx.hop > drop_hop[idx.flow])
+            resent = dropped_flow + sum_by(idx.flow, np.where(after, new_backlog, 0.0), fl.capacity)
+            new_backlog[after] = 0.0
+            first = idx.prev < 0
+            new_backlog[first] += resent[idx.flow[first]]
+            fl.backlog[idx.hop, idx.flow] = new_backlog
+            c["discards_bytes_total"] += sum_by(up // V, share, L)
+            c["retransmitted_bytes_total"] += sum_by(idx.link[first], resent[idx.flow[first]], L)
+            self.dropped_bytes += float(share.sum())
+            self.occupancy = sum_by(up, np.where(has_prev, new_backlog, 0.0), nq)
+        # 2. pause counters (frames are received by the upstream sender of the link)
+        stopped = (1 - pt.send_fraction).reshape(L, V)
+        c["pause_frames_total"] += pt.frames.reshape(L, V).sum(axis=1)
+        c["pause_seconds_total"] += stopped.sum(axis=1) * dt
+        c["transmit_wait_seconds_total"] += stopped.max(axis=1) * dt
+        self.paused = np.asarray(self.pfc.paused.reshape(L, V).any(axis=1))
+        for q in pt.new_watchdog.tolist():
+            name = self.topo.links.name[q // V]
+            self._emit(
+                "warning",
+                "pfc_watchdog",
+                name,
+                f"PFC watchdog on {name} priority {q % V}: pause ignored, queue drops",
+            )
+        # 3. ECN: packets leaving a queue are marked by its occupancy
+        mark = ecn_probability(self.occupancy, p)
+        up_q = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
+        p_entry = np.where(has_prev, mark[up_q], 0.0)
+        c["ecn_marked_packets_total"] += sum_by(idx.link, rate * dt / p.mtu_bytes * p_entry, L)
+        unmarked = sum_by(idx.flow, np.log1p(-np.minimum(p_entry, 1 - 1e-12)), fl.capacity)
+        heads = np.flatnonzero(idx.prev < 0)
+        flows = idx.flow[heads]
+        sent = rate[heads] * dt
+        packets = sent / p.mtu_bytes
+        p_cnp = -np.expm1(unmarked[flows] * packets)  # at least one marked packet
+        ready = (now - self.dcqcn.last_cnp_s[flows]) >= p.cnp_interval_s
+        cnp = ready & (self.rng.random(flows.size) < p_cnp)
+        self.dcqcn.last_cnp_s[flows[cnp]] = now
+        self.dcqcn.update(flows, cnp, sent, self.topo.links.bandwidth_Bps[idx.link[heads]], p, dt)
+        # 4. deadlock: a cycle of paused queues that cannot drain
+        blocked = pt.send_fraction <= 0
+        if blocked.any():
+            stuck = find_deadlock(idx, fl.backlog[idx.hop, idx.flow], self.occupancy, blocked)
+            key = frozenset(stuck.tolist())
+            if stuck.size and key != self._deadlock:
+                cycle = one_cycle(idx, stuck)
+                names = [self.topo.links.name[q // V] for q in cycle]
+                self.deadlocks += 1
+                self._emit(
+                    "error",
+                    "deadlock",
+                    names[0] if names else "",
+                    "PFC deadlock: cyclic buffer dependency " + " -> ".join(names),
+                )
+            self._deadlock = key
+        else:
+            self._deadlock = frozenset()
 
     def _finish_tick(self, status: NDArray[np.int8], dt: float) -> None:
         self.tick += 1
@@ -491,6 +715,7 @@ class Fabric:
         fl.rate[:, slots] = 0.0
         fl.path[:, slots] = path
         fl.hops[slots] = hops
+        fl.vl[:, slots] = self.lanes(path, fl.vl[0, slots])
         fl.version += 1
         self._set_fixed_latency(slots)
         return int(slots.size)

@@ -24,7 +24,7 @@ class NewFlows:
     path: NDArray[np.int32]  # [MAX_HOPS, n]
     hops: NDArray[np.int8]
     size_bytes: NDArray[np.float64]
-    vl: NDArray[np.int8]
+    vl: NDArray[np.int8]  # [MAX_HOPS, n]: virtual lane on each hop (a reroute may change it)
     traffic_class: NDArray[np.int16]
     workload: NDArray[np.int16]
     tag: NDArray[np.int64]  # the workload's own id (message group, request, ...)
@@ -45,7 +45,7 @@ class FlowTable:
     hops: NDArray[np.int8]
     size: NDArray[np.float64]
     delivered: NDArray[np.float64]
-    vl: NDArray[np.int8]
+    vl: NDArray[np.int8]  # [hop, flow]
     cls: NDArray[np.int16]
     workload: NDArray[np.int16]
     tag: NDArray[np.int64]
@@ -77,7 +77,7 @@ class FlowTable:
         self.hops = grow(None if first else self.hops, 0, np.int8)
         self.size = grow(None if first else self.size, 0.0, np.float64)
         self.delivered = grow(None if first else self.delivered, 0.0, np.float64)
-        self.vl = grow(None if first else self.vl, 0, np.int8)
+        self.vl = grow(None if first else self.vl, 0, np.int8, hop=True)
         self.cls = grow(None if first else self.cls, 0, np.int16)
         self.workload = grow(None if first else self.workload, -1, np.int16)
         self.tag = grow(None if first else self.tag, -1, np.int64)
@@ -110,7 +110,7 @@ class FlowTable:
         self.hops[slots] = new.hops
         self.size[slots] = new.size_bytes
         self.delivered[slots] = 0.0
-        self.vl[slots] = new.vl
+        self.vl[:, slots] = new.vl
         self.cls[slots] = new.traffic_class
         self.workload[slots] = new.workload
         self.tag[slots] = new.tag

@@ -36,6 +36,7 @@ _TOP_KEYS = {
     "classes",
     "workload",
     "fault",
+    "route",
 }
 _TOPO_KEYS = {
     "leaf-spine": {
@@ -70,6 +71,15 @@ class ScheduledFault:
     duration_s: float | None
 
 
+@dataclass(frozen=True)
+class StaticRoute:
+    """A pinned path between two endpoints through named switches."""
+
+    src: str
+    dst: str
+    via: list[str]
+
+
 @dataclass
 class Scenario:
     """A parsed, validated scenario (build a fabric from it with ``Fabric.from_scenario``)."""
@@ -85,6 +95,7 @@ class Scenario:
     topology: dict[str, Any]
     classes: dict[str, int] = field(default_factory=dict)
     faults: list[ScheduledFault] = field(default_factory=list)
+    routes: list[StaticRoute] = field(default_factory=list)
 
     def build_topology(self) -> Topology:
         """The topology this scenario describes."""
@@ -253,6 +264,14 @@ def _parse(
                 duration_s=parse_duration(f["duration"]) if "duration" in f else None,
             )
         )
+    routes = []
+    for i, r in enumerate(data.get("route", [])):
+        where = f"route[{i}]"
+        if not isinstance(r, dict) or set(r) != {"src", "dst", "via"}:
+            raise ValueError(f"{where}: needs exactly the keys src, dst, via")
+        if not isinstance(r["via"], list) or not all(isinstance(v, str) for v in r["via"]):
+            raise ValueError(f"{where}.via: must be a list of switch names")
+        routes.append(StaticRoute(str(r["src"]), str(r["dst"]), list(r["via"])))
     return Scenario(
         name=str(data.get("name", Path(source).stem)),
         description=str(data.get("description", "")),
@@ -265,4 +284,5 @@ def _parse(
         topology=checked,
         classes=dict(classes),
         faults=sorted(faults, key=lambda f: f.at_s),
+        routes=routes,
     )

@@ -41,6 +41,7 @@ WATERFILL_ROUNDS = 4
 #: Most Jacobi sweeps per solve: a change of demand travels one hop per sweep, so
 #: one more than the longest path settles any change; a warm start usually needs one.
 MAX_SWEEPS = MAX_HOPS + 1
+SWEEP_TOLERANCE = 1e-6
 #: Newton iterations for the credit factor of a buffer (piecewise linear: converges
 #: in as many steps as flows change regime; the rest is caught by the final check).
 NEWTON_ITERATIONS = 12
@@ -62,10 +63,14 @@ class EntryIndex:
     prev: NDArray[np.intp]  # entry of the previous hop, -1 at the source
     nxt: NDArray[np.intp]  # entry of the next hop, -1 at the last hop
     buf: NDArray[np.intp]  # downstream buffer (link * VLs + vl), -1 at the last hop
+    queue: NDArray[np.intp]  # (link, vl) of the entry, also at the last hop (PFC pauses it)
     hop_bounds: NDArray[np.intp]  # entries of hop h are hop_bounds[h]:hop_bounds[h+1]
-    rank_groups: list[
-        NDArray[np.intp]
-    ]  # entries with a downstream buffer, by buffer rank, downstream first
+    link_groups: list[NDArray[np.intp]]  # all entries, by the rank of their link, upstream first
+    feedforward: bool  # every path climbs the link ranks: one forward sweep settles the rates
+    # entries with a downstream buffer, by buffer rank, downstream first
+    rank_groups: list[NDArray[np.intp]]
+    rank_group_bufs: list[NDArray[np.intp]]  # the buffers each rank group feeds
+    rank_group_local: list[NDArray[np.intp]]  # each entry's buffer as an index into those
     last: NDArray[np.intp]  # last-hop entry of each active flow
     last_flow: NDArray[np.intp]
 
@@ -86,11 +91,22 @@ def build_index(flows: FlowTable, link_rank: NDArray[np.int64], n_vls: int) -> E
     nxt_hop = np.minimum(hop + 1, MAX_HOPS - 1)
     nxt = np.where(hop + 1 < MAX_HOPS, ids[nxt_hop, flow], -1)
     link = flows.path[hop, flow].astype(np.intp)
-    buf = np.where(nxt >= 0, link * n_vls + flows.vl[flow], -1)
+    vl = flows.vl[hop, flow].astype(np.intp)
+    queue = link * n_vls + vl
+    buf = np.where(nxt >= 0, queue, -1)
     hop_bounds = np.searchsorted(hop, np.arange(MAX_HOPS + 1))
     has_buf = np.flatnonzero(nxt >= 0)
-    ranks = link_rank[link[has_buf]]
+    # buffers are ordered by (lane, link rank): a path may change lane (a reroute that breaks
+    # up*/down* moves up a lane), so along every path the buffer ranks still increase
+    ranks = vl[has_buf] * (int(link_rank.max(initial=0)) + 1) + link_rank[link[has_buf]]
     rank_groups = [has_buf[ranks == k] for k in np.unique(ranks)[::-1]]
+    compact = [np.unique(buf[g], return_inverse=True) for g in rank_groups]
+    entry_rank = link_rank[link]
+    order = np.argsort(entry_rank, kind="stable")
+    bounds = np.flatnonzero(np.diff(entry_rank[order])) + 1
+    link_groups = np.split(order, bounds) if n else []
+    has_prev = prev >= 0
+    feedforward = bool((entry_rank[prev[has_prev]] < entry_rank[has_prev]).all())
     last = np.flatnonzero(nxt < 0)
     return EntryIndex(
         version=flows.version,
@@ -100,8 +116,13 @@ def build_index(flows: FlowTable, link_rank: NDArray[np.int64], n_vls: int) -> E
         prev=prev,
         nxt=nxt,
         buf=buf,
+        queue=queue,
         hop_bounds=hop_bounds,
+        link_groups=link_groups,
+        feedforward=feedforward,
         rank_groups=rank_groups,
+        rank_group_bufs=[u for u, _ in compact],
+        rank_group_local=[inv.astype(np.intp) for _, inv in compact],
         last=last,
         last_flow=flow[last],
     )
@@ -119,21 +140,19 @@ def waterfill(
     n_links = capacity.size
     left = capacity.astype(np.float64, copy=True)
     unsat = np.ones(demand.size, dtype=bool)
-    rate = np.empty_like(demand)
-    level = left.copy()
+    rate = demand.copy()  # satisfied entries keep their demand
     for _ in range(WATERFILL_ROUNDS):
         count = sum_by(link, unsat.astype(np.float64), n_links)
         level = np.divide(left, count, out=left.copy(), where=count > 0)
         sat = unsat & (demand <= level[link])
         if not sat.any():
             break
-        rate[sat] = demand[sat]
         left -= sum_by(link, np.where(sat, demand, 0.0), n_links)
         np.maximum(left, 0.0, out=left)
         unsat &= ~sat
     count = sum_by(link, unsat.astype(np.float64), n_links)
     level = np.divide(left, count, out=left.copy(), where=count > 0)
-    rate[unsat] = np.minimum(level[link[unsat]], demand[unsat])
+    np.copyto(rate, np.minimum(level[link], demand), where=unsat)
     return rate, level, count
 
 
@@ -158,44 +177,59 @@ def enforce_credits(
     free_bytes: NDArray[np.float64],
     dt: float,
 ) -> NDArray[np.float64]:
-    """Scale inflows so no downstream buffer overfills (in place); returns alpha per buffer."""
-    n_buf = free_bytes.size
-    alpha = np.ones(n_buf)
+    """Scale inflows so no downstream buffer overfills (in place); returns alpha per buffer.
+
+    For buffer ``b`` fed by entries ``e`` (rate ``a``) whose next hops drain it
+    (rate ``c``, holding ``d·dt`` bytes), the net inflow after scaling the
+    inflows by ``alpha`` is ``alpha·sum(a) - sum(min(c, d + alpha·a))``: convex
+    and piecewise linear in ``alpha``, so Newton's method from ``alpha = 1``
+    approaches the largest admissible ``alpha`` from above, exactly once every
+    flow is in its final regime.
+    """
+    alpha = np.ones(free_bytes.size)
     free_rate = free_bytes / dt
-    for group in idx.rank_groups:
-        buf = idx.buf[group]
+    for group, bufs, local in zip(
+        idx.rank_groups, idx.rank_group_bufs, idx.rank_group_local, strict=True
+    ):
         nxt = idx.nxt[group]
         a = rate[group]
         c = rate[nxt]
         d = backlog[nxt] / dt
-        inflow = np.bincount(buf, weights=a, minlength=n_buf)
-        drain = np.bincount(buf, weights=np.minimum(c, d + a), minlength=n_buf)
-        g = inflow - drain - free_rate
-        tol = 1e-12 * (inflow + free_rate) + 1e-9
+        nb = bufs.size
+        inflow = sum_by(local, a, nb)
+        room = free_rate[bufs]
+        g = inflow - sum_by(local, np.minimum(c, d + a), nb) - room
+        tol = 1e-12 * (inflow + room) + 1e-9
         short = g > tol
         if not short.any():
             continue
-        al = np.ones(n_buf)
+        # Newton on the entries of the short buffers only
+        sel = np.flatnonzero(short[local])
+        sb, sl = np.unique(local[sel], return_inverse=True)
+        aa, cc, dd = a[sel], c[sel], d[sel]
+        n_short = sb.size
+        inflow_s, room_s, g_s = inflow[sb], room[sb], g[sb]
+        tol_s = tol[sb]
+        al = np.ones(n_short)
+        pending = g_s > tol_s
         for _ in range(NEWTON_ITERATIONS):
-            through = (d + al[buf] * a) < c  # flows whose drain follows their inflow
-            slope = inflow - np.bincount(buf, weights=np.where(through, a, 0.0), minlength=n_buf)
-            step = np.divide(g, slope, out=np.zeros(n_buf), where=short & (slope > 0))
+            through = (dd + al[sl] * aa) < cc  # flows whose drain follows their inflow
+            slope = inflow_s - sum_by(sl, np.where(through, aa, 0.0), n_short)
+            step = np.divide(g_s, slope, out=np.zeros(n_short), where=pending & (slope > 0))
             al = np.clip(al - step, 0.0, 1.0)
-            g = (
-                al * inflow
-                - np.bincount(buf, weights=np.minimum(c, d + al[buf] * a), minlength=n_buf)
-                - free_rate
-            )
-            short = g > tol
-            if not short.any():
+            g_s = al * inflow_s - sum_by(sl, np.minimum(cc, dd + al[sl] * aa), n_short) - room_s
+            pending = g_s > tol_s
+            if not pending.any():
                 break
-        if short.any():
+        if pending.any():
             # Not converged (rare): fall back to the drain that cannot shrink any further.
-            safe = np.bincount(buf, weights=np.minimum(c, d), minlength=n_buf)
-            fallback = np.divide(safe + free_rate, inflow, out=np.zeros(n_buf), where=inflow > 0)
-            al = np.where(short, np.minimum(al, fallback), al)
-        alpha = np.minimum(alpha, al)
-        rate[group] = a * al[buf]
+            safe = sum_by(sl, np.minimum(cc, dd), n_short)
+            fallback = np.divide(safe + room_s, inflow_s, out=np.zeros(n_short), where=inflow_s > 0)
+            al = np.where(pending, np.minimum(al, fallback), al)
+        group_alpha = np.ones(nb)
+        group_alpha[sb] = al
+        np.minimum.at(alpha, bufs, group_alpha)
+        rate[group] = a * group_alpha[local]
         np.minimum(rate[nxt], d + rate[group], out=rate[nxt])
     return alpha
 
@@ -218,10 +252,15 @@ def solve(
     free_bytes: NDArray[np.float64],
     dt: float,
     warm: NDArray[np.float64] | None = None,
+    entry_cap: NDArray[np.float64] | None = None,
+    credits: bool = True,
 ) -> Solution:
     """Rates of all entries for one tick (see the module docstring).
 
     Args:
+        entry_cap: the most each entry may carry this tick (PFC pauses, DCQCN
+            sender rates); None = no limit.
+        credits: enforce credit flow control (False on a PFC fabric).
         warm: last tick's rate of each entry (0 for new entries). Sweeps start
             from it (steady state then converges in one sweep); new entries
             start from the most they could carry (their link's line rate, at
@@ -235,19 +274,35 @@ def solve(
     rate = start
     level = capacity.copy()
     n_level = np.zeros(capacity.size)
-    cap_demand = np.full(idx.size, np.inf)
+    cap_demand = np.full(idx.size, np.inf) if entry_cap is None else entry_cap.copy()
     alpha = np.ones(free_bytes.size)
-    tol = 1e-9 * float(capacity.max(initial=1.0))
+    # Sweeps stop when no rate moves by more than a millionth of line rate; the exact
+    # enforcement that follows makes conservation and credits hold to rounding anyway.
+    tol = SWEEP_TOLERANCE * float(capacity.max(initial=1.0))
     for _ in range(2):  # second pass re-offers capacity that credits took away
-        for _ in range(MAX_SWEEPS):
-            arrival = np.where(idx.prev >= 0, rate[idx.prev], 0.0)
-            demand = np.minimum(backlog / dt + arrival, cap_demand)
-            new, level, n_level = waterfill(demand, link, capacity)
-            converged = bool(np.abs(new - rate).max(initial=0.0) <= tol)
-            rate = new
-            if converged:
-                break
+        if idx.feedforward:
+            # Gauss-Seidel by link rank: each link's entries see the final rates of their
+            # upstream hops, so one sweep gives the max-min rates of this pass exactly.
+            for group in idx.link_groups:
+                prev = idx.prev[group]
+                arrival = np.where(prev >= 0, rate[np.maximum(prev, 0)], 0.0)
+                demand = np.minimum(backlog[group] / dt + arrival, cap_demand[group])
+                rate[group], lv, nl = waterfill(demand, link[group], capacity)
+                touched = np.bincount(link[group], minlength=capacity.size) > 0
+                level = np.where(touched, lv, level)
+                n_level = np.where(touched, nl, n_level)
+        else:
+            for _ in range(MAX_SWEEPS):
+                arrival = np.where(idx.prev >= 0, rate[idx.prev], 0.0)
+                demand = np.minimum(backlog / dt + arrival, cap_demand)
+                new, level, n_level = waterfill(demand, link, capacity)
+                converged = bool(np.abs(new - rate).max(initial=0.0) <= tol)
+                rate = new
+                if converged:
+                    break
         enforce_conservation(idx, rate, backlog, dt)
+        if not credits:
+            break
         before = rate.copy()
         # the credit factor of the first pass is the one that held rates down; later
         # passes see those rates as caps, so keep the smallest

@@ -7,7 +7,7 @@ from typing import Any
 
 from fabric_core.units import parse_duration, parse_size
 from fabric_core.workloads.base import Completions, FlowRequests, Workload
-from fabric_core.workloads.traffic import AllToAll, Bulk, Incast, Rpc, Scripted
+from fabric_core.workloads.traffic import AllToAll, Bulk, Incast, Pairs, Rpc, Scripted
 
 __all__ = ["WORKLOAD_KINDS", "Completions", "FlowRequests", "Workload", "build_workload"]
 
@@ -57,6 +57,23 @@ def _rpc(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
     )
 
 
+def _pairs(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    pairs = t.get("pairs")
+    if not isinstance(pairs, list) or not all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(n, str) for n in p) for p in pairs
+    ):
+        raise ValueError("pairs: must be a list of [src, dst] endpoint names")
+    return Pairs(
+        name=name,
+        traffic_class=cls,
+        pair_names=[(a, b) for a, b in pairs],
+        size_bytes=parse_size(t.get("size", "1MiB")),
+        outstanding=int(t.get("outstanding", 1)),
+        start_s=parse_duration(t["start"]) if "start" in t else 0.0,
+        until_s=parse_duration(t["until"]) if "until" in t else float("inf"),
+    )
+
+
 #: kind -> (builder, the keys it accepts besides name/kind/class)
 WORKLOAD_KINDS: dict[
     str, tuple[Callable[[str, str, Mapping[str, Any]], Workload], frozenset[str]]
@@ -65,6 +82,7 @@ WORKLOAD_KINDS: dict[
     "incast": (_incast, frozenset({"senders", "target", "size", "period", "start", "count"})),
     "alltoall": (_alltoall, frozenset({"ranks", "size", "period"})),
     "rpc": (_rpc, frozenset({"senders", "size", "rate_per_s"})),
+    "pairs": (_pairs, frozenset({"pairs", "size", "outstanding", "start", "until"})),
 }
 
 

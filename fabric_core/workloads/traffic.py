@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.workloads.base import Completions, FlowRequests, Workload, pick_endpoints
+
+if TYPE_CHECKING:
+    from fabric_core.fabric import Fabric
 
 
 def _random_peers(
@@ -301,3 +304,58 @@ class Scripted(Workload):
 
     def kpis(self, now_s: float) -> Mapping[str, float]:
         return {"flows_finished": float(len(self.finished))}
+
+
+@dataclass
+class Pairs(Workload):
+    """Closed-loop flows between named endpoint pairs: each pair keeps ``outstanding``
+    flows of ``size_bytes`` in flight from ``start_s`` until ``until_s``."""
+
+    kind: str = "pairs"
+    pair_names: list[tuple[str, str]] = field(default_factory=list)
+    size_bytes: float = 1024**2
+    outstanding: int = 1
+    start_s: float = 0.0
+    until_s: float = float("inf")
+    src: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    dst: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    in_flight: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    delivered_bytes: float = 0.0
+    _seq: int = 0
+
+    def attach(self, fabric: Fabric) -> None:
+        super().attach(fabric)
+        index = fabric.topo.nodes.index
+        for a, b in self.pair_names:
+            for n in (a, b):
+                if n not in index or fabric.topo.nodes.kind[index[n]] == "switch":
+                    raise ValueError(f"workload {self.name!r}: no endpoint {n!r}")
+            if a == b:
+                raise ValueError(f"workload {self.name!r}: pair {a!r} -> {b!r} sends to itself")
+        self.src = np.array([index[a] for a, _ in self.pair_names], dtype=np.int64)
+        self.dst = np.array([index[b] for _, b in self.pair_names], dtype=np.int64)
+        self.in_flight = np.zeros(len(self.pair_names), dtype=np.int64)
+
+    def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
+        if not self.running or now_s + 1e-15 < self.start_s or now_s >= self.until_s:
+            return FlowRequests.empty()
+        deficit = np.maximum(self.outstanding - self.in_flight, 0)
+        pair = np.repeat(np.arange(self.src.size), deficit)
+        if pair.size == 0:
+            return FlowRequests.empty()
+        self.in_flight += deficit
+        # the tag carries the pair so completions find their pair
+        tag = (np.arange(self._seq, self._seq + pair.size) << 20) | pair
+        self._seq += pair.size
+        return _requests(self.src[pair], self.dst[pair], self.size_bytes, tag, now_s)
+
+    def on_complete(self, done: Completions, now_s: float) -> None:
+        np.subtract.at(self.in_flight, done.tag & ((1 << 20) - 1), 1)
+        self.delivered_bytes += float(done.size_bytes.sum())
+        self.histogram("fct_seconds").observe_many(done.latency_s)
+
+    def kpis(self, now_s: float) -> Mapping[str, float]:
+        return {
+            "goodput_bytes_per_second": self.delivered_bytes / now_s if now_s > 0 else 0.0,
+            "flows_in_flight": float(self.in_flight.sum()),
+        }

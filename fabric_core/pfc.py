@@ -1,0 +1,310 @@
+"""RoCEv2 flow control: PFC per priority, ECN marking, DCQCN at the senders, deadlock detection.
+
+Units and arrays follow the core: a *queue* is the ingress buffer at the
+downstream end of a link for one priority (virtual lane), indexed
+``link * VLs + vl`` like the credit fabric's buffers.
+
+* **PFC.** When a queue passes XOFF the downstream port pauses the upstream
+  sender for that priority; the sender stops after a reaction delay plus the
+  cable's round trip, so bytes in flight land in the headroom above XOFF.
+  XOFF = buffer − headroom, XON = XOFF − MTU, the headroom computed as the mlx5
+  driver does. Bytes past the buffer are dropped; the sender goes back N.
+  Pause frames: one at XOFF, then one per refresh interval while paused.
+* **Watchdog.** A queue paused longer than ``pfc_watchdog_s`` has its pause
+  ignored for ``pfc_watchdog_recovery_s`` (what switch PFC watchdogs do).
+* **ECN/DCQCN.** Packets leaving a queue are marked with probability
+  0 below Kmin, rising linearly to Pmax at Kmax, 1 above. A flow that received
+  a marked packet gets at most one CNP per ``cnp_interval_s``; its sender cuts
+  its rate ``RC *= 1 - alpha/2``, then recovers (fast recovery, additive and
+  hyper increase) on a timer and a byte counter (DCQCN, SIGCOMM 2015).
+* **Deadlock.** Queues that hold bytes and cannot drain because every hop out
+  of them is paused form a graph; pruning the queues that can drain leaves the
+  cycles (a cyclic buffer dependency, Hu et al., HotNets 2016).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.profiles import Profile
+from fabric_core.snapshot import LinkTable
+from fabric_core.step import EntryIndex, sum_by
+
+
+def mlx5_headroom_bytes(
+    bandwidth_Bps: NDArray[np.float64], cable_m: NDArray[np.float64], mtu: float
+) -> NDArray[np.float64]:
+    """Headroom (bytes) as Linux mlx5 ``calculate_xoff``: (301 + 2.16·cable_m)·Gb/s + 2.72·MTU."""
+    speed_gbps = bandwidth_Bps * 8 / 1e9
+    return (301 + 2.16 * cable_m) * speed_gbps + 2.72 * mtu
+
+
+@dataclass
+class PfcQueues:
+    """Per-queue PFC state (one entry per (link, priority))."""
+
+    buffer: NDArray[np.float64]
+    xoff: NDArray[np.float64]
+    xon: NDArray[np.float64]
+    reaction_s: NDArray[np.float64]  # pause reaction + cable round trip, per queue
+    paused: NDArray[np.bool_]
+    reaction_left_s: NDArray[np.float64]
+    paused_since_s: NDArray[np.float64]
+    refresh_due_s: NDArray[np.float64]
+    watchdog_until_s: NDArray[np.float64]
+
+    @classmethod
+    def build(cls, links: LinkTable, profile: Profile, n_vls: int) -> PfcQueues:
+        """Thresholds from the profile, the links' speed and cable length."""
+        cable_m = links.prop_delay_s / profile.propagation_s_per_m
+        if profile.pfc_headroom_bytes > 0:
+            headroom = np.full(len(links), profile.pfc_headroom_bytes)
+        else:
+            headroom = mlx5_headroom_bytes(links.bandwidth_Bps, cable_m, profile.ethernet_mtu_bytes)
+        buffer = np.full(len(links), profile.pfc_buffer_bytes)
+        xoff = np.maximum(buffer - headroom, 0.0)
+        xon = np.maximum(xoff - profile.ethernet_mtu_bytes, 0.0)
+        reaction = profile.pfc_reaction_s + 2 * links.prop_delay_s
+        n = len(links) * n_vls
+
+        def rep(a: NDArray[np.float64]) -> NDArray[np.float64]:
+            return np.repeat(a, n_vls)
+
+        return cls(
+            buffer=rep(buffer),
+            xoff=rep(xoff),
+            xon=rep(xon),
+            reaction_s=rep(reaction),
+            paused=np.zeros(n, dtype=bool),
+            reaction_left_s=np.zeros(n),
+            paused_since_s=np.zeros(n),
+            refresh_due_s=np.zeros(n),
+            watchdog_until_s=np.full(n, -1.0),
+        )
+
+
+@dataclass
+class PauseTick:
+    """What PFC decided for one tick."""
+
+    send_fraction: NDArray[np.float64]  # per queue: share of the tick the upstream may send
+    frames: NDArray[np.float64]  # per queue: pause frames sent this tick
+    new_watchdog: NDArray[np.intp]  # queues whose watchdog fired this tick
+
+
+def update_pause(
+    q: PfcQueues,
+    occupancy: NDArray[np.float64],
+    forced: NDArray[np.bool_],
+    profile: Profile,
+    now: float,
+    dt: float,
+) -> PauseTick:
+    """Advance pause state from the queues' occupancy (``forced``: a NIC storming pause)."""
+    want = (occupancy > q.xoff) | forced
+    release = (occupancy < q.xon) & ~forced
+    start = want & ~q.paused
+    stop = q.paused & release
+    frames = start.astype(np.float64)
+    q.paused = (q.paused | start) & ~stop
+    q.reaction_left_s = np.where(start, q.reaction_s, q.reaction_left_s)
+    q.paused_since_s = np.where(start, now, q.paused_since_s)
+    q.refresh_due_s = np.where(start, now + profile.pfc_refresh_s, q.refresh_due_s)
+    # refresh frames while the pause lasts
+    due = q.paused & ~start & (q.refresh_due_s <= now + dt)
+    n_refresh = np.where(
+        due, np.floor((now + dt - q.refresh_due_s) / profile.pfc_refresh_s) + 1, 0.0
+    )
+    frames += n_refresh
+    q.refresh_due_s = q.refresh_due_s + n_refresh * profile.pfc_refresh_s
+    # watchdog: a queue paused too long has its pause ignored for a recovery period
+    fire = (
+        q.paused & (now - q.paused_since_s >= profile.pfc_watchdog_s) & (q.watchdog_until_s < now)
+    )
+    q.watchdog_until_s = np.where(fire, now + profile.pfc_watchdog_recovery_s, q.watchdog_until_s)
+    ignoring = q.watchdog_until_s >= now
+    # the sender keeps sending for what is left of its reaction time
+    send = np.where(q.paused, np.minimum(q.reaction_left_s / dt, 1.0), 1.0)
+    q.reaction_left_s = np.where(q.paused, np.maximum(q.reaction_left_s - dt, 0.0), 0.0)
+    send = np.where(ignoring, 1.0, send)
+    return PauseTick(send_fraction=send, frames=frames, new_watchdog=np.flatnonzero(fire))
+
+
+def ecn_probability(queue_bytes: NDArray[np.float64], profile: Profile) -> NDArray[np.float64]:
+    """RED-style marking probability of a packet leaving a queue of this many bytes."""
+    kmin, kmax, pmax = profile.ecn_kmin_bytes, profile.ecn_kmax_bytes, profile.ecn_pmax
+    ramp = pmax * (queue_bytes - kmin) / max(kmax - kmin, 1e-9)
+    return np.where(queue_bytes <= kmin, 0.0, np.where(queue_bytes >= kmax, 1.0, ramp))
+
+
+@dataclass
+class Dcqcn:
+    """DCQCN sender state per flow slot (grows with the flow table)."""
+
+    rc: NDArray[np.float64]  # current rate
+    rt: NDArray[np.float64]  # target rate
+    alpha: NDArray[np.float64]
+    since_cut_s: NDArray[np.float64]  # time since the last cut or timer increase
+    since_alpha_s: NDArray[np.float64]
+    bytes_since: NDArray[np.float64]
+    stage: NDArray[np.float64]  # increase events since the last cut
+    last_cnp_s: NDArray[np.float64]
+    cnps_total: float = 0.0
+
+    @classmethod
+    def empty(cls, n: int) -> Dcqcn:
+        """State for ``n`` flow slots (rates set when flows start)."""
+        z = np.zeros(n)
+        return cls(
+            z.copy(), z.copy(), np.ones(n), z.copy(), z.copy(), z.copy(), z.copy(), np.full(n, -1.0)
+        )
+
+    def grow(self, n: int) -> None:
+        """Make room for ``n`` slots."""
+        old = self.rc.size
+        if n <= old:
+            return
+        pad = n - old
+        self.rc = np.r_[self.rc, np.zeros(pad)]
+        self.rt = np.r_[self.rt, np.zeros(pad)]
+        self.alpha = np.r_[self.alpha, np.ones(pad)]
+        self.since_cut_s = np.r_[self.since_cut_s, np.zeros(pad)]
+        self.since_alpha_s = np.r_[self.since_alpha_s, np.zeros(pad)]
+        self.bytes_since = np.r_[self.bytes_since, np.zeros(pad)]
+        self.stage = np.r_[self.stage, np.zeros(pad)]
+        self.last_cnp_s = np.r_[self.last_cnp_s, np.full(pad, -1.0)]
+
+    def start(self, slots: NDArray[np.intp], line_rate: NDArray[np.float64]) -> None:
+        """New flows start at line rate with alpha = 1 (DCQCN paper)."""
+        self.rc[slots] = line_rate
+        self.rt[slots] = line_rate
+        self.alpha[slots] = 1.0
+        self.since_cut_s[slots] = 0.0
+        self.since_alpha_s[slots] = 0.0
+        self.bytes_since[slots] = 0.0
+        self.stage[slots] = 0.0
+        self.last_cnp_s[slots] = -1.0
+
+    def update(
+        self,
+        active: NDArray[np.intp],
+        cnp: NDArray[np.bool_],
+        sent_bytes: NDArray[np.float64],
+        line_rate: NDArray[np.float64],
+        p: Profile,
+        dt: float,
+    ) -> None:
+        """One tick for the flows in ``active``; ``cnp`` says which got a CNP."""
+        g = p.dcqcn_g
+        rc, rt, al = self.rc[active], self.rt[active], self.alpha[active]
+        since, since_a = self.since_cut_s[active] + dt, self.since_alpha_s[active] + dt
+        nbytes, stage = self.bytes_since[active] + sent_bytes, self.stage[active]
+        # cut on CNP
+        rt = np.where(cnp, rc, rt)
+        rc = np.where(cnp, rc * (1 - al / 2), rc)
+        al = np.where(cnp, (1 - g) * al + g, al)
+        since = np.where(cnp, 0.0, since)
+        since_a = np.where(cnp, 0.0, since_a)
+        nbytes = np.where(cnp, 0.0, nbytes)
+        stage = np.where(cnp, 0.0, stage)
+        # alpha decays every alpha period without a CNP
+        k_alpha = np.floor(since_a / p.dcqcn_alpha_timer_s)
+        al = al * (1 - g) ** k_alpha
+        since_a -= k_alpha * p.dcqcn_alpha_timer_s
+        # rate increase events: the timer and the byte counter
+        k_timer = np.floor(since / p.dcqcn_timer_s)
+        k_bytes = np.floor(nbytes / p.dcqcn_byte_counter_bytes)
+        since -= k_timer * p.dcqcn_timer_s
+        nbytes -= k_bytes * p.dcqcn_byte_counter_bytes
+        events = np.minimum(k_timer + k_bytes, 64)
+        fr = p.dcqcn_fast_recovery_steps
+        for _ in range(int(events.max(initial=0))):
+            step = events > 0
+            stage = stage + step
+            hyper = step & (stage > 2 * fr)
+            additive = step & (stage > fr) & ~hyper
+            rt = (
+                rt
+                + np.where(additive, p.dcqcn_ai_Bps, 0.0)
+                + np.where(hyper, (stage - 2 * fr) * p.dcqcn_hai_Bps, 0.0)
+            )
+            rt = np.minimum(rt, line_rate)
+            rc = np.where(step, (rt + rc) / 2, rc)
+            events = events - step
+        self.rc[active] = np.minimum(rc, line_rate)
+        self.rt[active] = rt
+        self.alpha[active] = al
+        self.since_cut_s[active] = since
+        self.since_alpha_s[active] = since_a
+        self.bytes_since[active] = nbytes
+        self.stage[active] = stage
+        self.cnps_total += float(cnp.sum())
+
+
+def hol_send_fraction(
+    idx: EntryIndex, backlog: NDArray[np.float64], send_fraction: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """How much of the tick each entry may send, with head-of-line blocking.
+
+    A lossless ingress queue is served in order: when any flow holding bytes in
+    it faces a paused egress, the packets behind its head wait too, whatever
+    their own egress (the HOL blocking that makes PFC pauses spread to victims
+    and lets cyclic dependencies deadlock).
+    """
+    own = send_fraction[idx.queue]
+    has_prev = idx.prev >= 0
+    upstream = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
+    holding = has_prev & (backlog > 0)
+    worst = np.ones(send_fraction.size)
+    np.minimum.at(worst, upstream[holding], own[holding])
+    return np.where(has_prev, np.minimum(own, worst[upstream]), own)
+
+
+def find_deadlock(
+    idx: EntryIndex,
+    backlog: NDArray[np.float64],
+    occupancy: NDArray[np.float64],
+    blocked: NDArray[np.bool_],
+) -> NDArray[np.intp]:
+    """Queues on a cycle of paused queues that cannot drain (empty when there is none).
+
+    Queue ``u`` waits on queue ``v`` when a flow holding bytes in ``u`` must go
+    next over a link that ``v`` pauses (head-of-line: one such flow holds the
+    whole queue). A queue whose every wait is on queues that will drain is
+    pruned, repeatedly; what is left lies on cycles (Hu et al., HotNets 2016).
+    """
+    n = occupancy.size
+    e = np.flatnonzero((idx.prev >= 0) & (backlog > 0))
+    u = idx.buf[idx.prev[e]]
+    v = idx.queue[e]
+    edge = blocked[v]
+    alive = (occupancy > 0) & (sum_by(u, edge.astype(np.float64), n) > 0)
+    while True:
+        keep = alive & (sum_by(u, (edge & alive[v]).astype(np.float64), n) > 0)
+        if (keep == alive).all():
+            break
+        alive = keep
+    return np.flatnonzero(alive)
+
+
+def one_cycle(idx: EntryIndex, queues: NDArray[np.intp]) -> list[int]:
+    """One cycle through ``queues`` (queue ids), following the flows' hops."""
+    members = set(queues.tolist())
+    e = np.flatnonzero(idx.prev >= 0)
+    src = idx.buf[idx.prev[e]]
+    dst = idx.queue[e]
+    succ: dict[int, int] = {}
+    for s_, d_ in zip(src.tolist(), dst.tolist(), strict=True):
+        if s_ in members and d_ in members and s_ not in succ:
+            succ[s_] = d_
+    if not succ:
+        return []
+    node = next(iter(succ))
+    seen: list[int] = []
+    while node not in seen and node in succ:
+        seen.append(node)
+        node = succ[node]
+    return seen[seen.index(node) :] if node in seen else seen
