@@ -125,6 +125,20 @@ def test_fault_command_applied_once_and_seen_in_telemetry(
     assert cleared["ok"] is True, cleared
 
 
+def test_paused_emulator_still_shows_in_telemetry(broker: Mosquitto, served: Served) -> None:  # noqa: F811
+    paused = send(broker, "fabtop/e2e/cmd/pause", '{"id": "pz-1"}', "fabtop/e2e/result/pz-1")
+    assert paused["ok"] is True, paused
+    try:
+        # nothing changes while paused, yet a console attaching now gets the state
+        first = telemetry(broker, "e2e", lambda t: t["running"] is False)
+        again = telemetry(broker, "e2e")
+        assert again["running"] is False and again["tick"] == first["tick"]
+    finally:
+        resumed = send(broker, "fabtop/e2e/cmd/resume", '{"id": "pz-2"}', "fabtop/e2e/result/pz-2")
+    assert resumed["ok"] is True, resumed
+    telemetry(broker, "e2e", lambda t: t["running"] is True and t["tick"] > first["tick"])
+
+
 BAD = [
     ("inject", b"not json {", "fabtop/e2e/result", "malformed JSON"),
     ("inject", b"", "fabtop/e2e/result", "empty command"),

@@ -33,6 +33,8 @@ log = logging.getLogger("fabtop.mqtt")
 
 ONLINE = b"online"
 OFFLINE = b"offline"
+#: Longest gap between two telemetry messages, even when nothing changed (paused engine).
+HEARTBEAT_S = 1.0
 
 
 class MqttBridge:
@@ -145,7 +147,7 @@ class MqttBridge:
     async def _telemetry(self, client: aiomqtt.Client, topics: Topics) -> None:
         tick = -1
         while not self._stop.is_set():
-            snap = await self.bus.next_after(tick)
+            snap = await self._next_snapshot(tick)
             if snap is None:  # the engine stopped: so does the bridge
                 self._stop.set()
                 return
@@ -159,6 +161,19 @@ class MqttBridge:
                 await client.publish(topics.event, payload, qos=1)
                 self.events_sent += 1
             await asyncio.sleep(1.0 / self.telemetry_hz)
+
+    async def _next_snapshot(self, tick: int) -> Snapshot | None:
+        """A snapshot newer than ``tick``, or after ``HEARTBEAT_S`` the latest one again.
+
+        The engine publishes nothing new while paused; repeating the latest state
+        lets a console that attaches meanwhile see the fabric (and that it is paused).
+        """
+        waiter = asyncio.ensure_future(self.bus.next_after(tick))
+        done, _ = await asyncio.wait([waiter], timeout=HEARTBEAT_S)
+        if waiter in done:
+            return waiter.result()
+        await cancel_and_wait([waiter])
+        return None if self.bus.closed else self.bus.latest
 
     async def _commands(self, client: aiomqtt.Client, topics: Topics) -> None:
         assert self.inbox is not None
