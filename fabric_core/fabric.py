@@ -38,6 +38,7 @@ from fabric_core.pfc import (
     find_deadlock,
     hol_send_fraction,
     one_cycle,
+    pause_limits,
     update_pause,
 )
 from fabric_core.profiles import Profile
@@ -412,14 +413,19 @@ class Fabric:
         warm = fl.rate[idx.hop, idx.flow]
         stormed = self._stormed_queues()
         if self.pfc is not None and self.dcqcn is not None:
-            pt = update_pause(self.pfc, self.occupancy, stormed, self.profile, now, dt)
+            L = len(self.topo.links)
+            link_cap = np.repeat(cap, self.n_vls)
+            pt = pause_limits(
+                self.pfc, self.occupancy, self._buffer_drain, link_cap, stormed, now, dt
+            )
             self._pause_tick = pt
             entry_cap = hol_send_fraction(idx, backlog, pt.send_fraction) * cap[idx.link]
             self.dcqcn.grow(fl.capacity)
             entry_cap = np.where(
                 idx.prev < 0, np.minimum(entry_cap, self.dcqcn.rc[idx.flow]), entry_cap
             )
-            sol = solve(idx, backlog, cap, free, dt, warm, entry_cap=entry_cap, credits=False)
+            room = np.where(np.repeat(self._to_endpoint, self.n_vls), 1e30, pt.room_bytes)
+            sol = solve(idx, backlog, cap, room, dt, warm, entry_cap=entry_cap)
         else:
             # a NIC that stops taking data (stuck, storming) returns no credits
             no_credit = np.where(stormed[idx.queue], 0.0, np.inf) if stormed.any() else None
@@ -451,7 +457,9 @@ class Fabric:
             minlength=L * self.n_vls,
         )
         if self._pause_tick is not None and self.pfc is not None:
-            self._after_pfc(idx, rate, arrival, new_backlog, self._pause_tick, now, dt)
+            self._after_pfc(
+                idx, rate, arrival, new_backlog, sol, self._pause_tick, stormed, now, dt
+            )
         else:
             starved = (sol.alpha < 1 - 1e-9) & (inflow > 0)
             alpha_link = np.where(starved, sol.alpha, 1.0).reshape(L, self.n_vls).min(axis=1)
@@ -489,7 +497,9 @@ class Fabric:
         rate: NDArray[np.float64],
         arrival: NDArray[np.float64],
         new_backlog: NDArray[np.float64],
+        sol: Solution,
         pt: PauseTick,
+        stormed: NDArray[np.bool_],
         now: float,
         dt: float,
     ) -> None:
@@ -531,13 +541,15 @@ class Fabric:
             c["retransmitted_bytes_total"] += sum_by(idx.link[first], resent[idx.flow[first]], L)
             self.dropped_bytes += float(share.sum())
             self.occupancy = sum_by(up, np.where(has_prev, new_backlog, 0.0), nq)
-        # 2. pause counters (frames are received by the upstream sender of the link)
+        # 2. pause transitions and counters (frames are received by the link's sender)
+        hit = (sol.alpha < 1 - 1e-9) & ~pt.ignoring
+        ev = update_pause(self.pfc, self.occupancy, hit, stormed, p, now, dt)
         stopped = (1 - pt.send_fraction).reshape(L, V)
-        c["pause_frames_total"] += pt.frames.reshape(L, V).sum(axis=1)
+        c["pause_frames_total"] += ev.frames.reshape(L, V).sum(axis=1)
         c["pause_seconds_total"] += stopped.sum(axis=1) * dt
         c["transmit_wait_seconds_total"] += stopped.max(axis=1) * dt
         self.paused = np.asarray(self.pfc.paused.reshape(L, V).any(axis=1))
-        for q in pt.new_watchdog.tolist():
+        for q in ev.new_watchdog.tolist():
             name = self.topo.links.name[q // V]
             self._emit(
                 "warning",
@@ -561,7 +573,7 @@ class Fabric:
         self.dcqcn.last_cnp_s[flows[cnp]] = now
         self.dcqcn.update(flows, cnp, sent, self.topo.links.bandwidth_Bps[idx.link[heads]], p, dt)
         # 4. deadlock: a cycle of paused queues that cannot drain
-        blocked = pt.send_fraction <= 0
+        blocked = (pt.send_fraction <= 0) & self.pfc.paused
         if blocked.any():
             stuck = find_deadlock(idx, fl.backlog[idx.hop, idx.flow], self.occupancy, blocked)
             key = frozenset(stuck.tolist())

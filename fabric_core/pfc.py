@@ -6,7 +6,9 @@ downstream end of a link for one priority (virtual lane), indexed
 
 * **PFC.** When a queue passes XOFF the downstream port pauses the upstream
   sender for that priority; the sender stops after a reaction delay plus the
-  cable's round trip, so bytes in flight land in the headroom above XOFF.
+  cable's round trip, so bytes in flight land in the headroom above XOFF. The
+  crossing is timed inside the tick (a credit-like bound of XOFF plus the
+  reaction's bytes), so the overshoot does not grow with ``dt``.
   XOFF = buffer − headroom, XON = XOFF − MTU, the headroom computed as the mlx5
   driver does. Bytes past the buffer are dropped; the sender goes back N.
   Pause frames: one at XOFF, then one per refresh interval while paused.
@@ -88,32 +90,76 @@ class PfcQueues:
 
 @dataclass
 class PauseTick:
-    """What PFC decided for one tick."""
+    """What PFC allows in one tick, decided at its start."""
 
     send_fraction: NDArray[np.float64]  # per queue: share of the tick the upstream may send
-    frames: NDArray[np.float64]  # per queue: pause frames sent this tick
-    new_watchdog: NDArray[np.intp]  # queues whose watchdog fired this tick
+    room_bytes: NDArray[np.float64]  # per queue: net bytes it may take before the sender stops
+    ignoring: NDArray[np.bool_]  # per queue: the watchdog ignores its pause
+
+
+def pause_limits(
+    q: PfcQueues,
+    occupancy: NDArray[np.float64],
+    drain_Bps: NDArray[np.float64],
+    capacity_Bps: NDArray[np.float64],
+    forced: NDArray[np.bool_],
+    now: float,
+    dt: float,
+) -> PauseTick:
+    """Limits for the tick, timed inside it so that they do not depend on ``dt``.
+
+    A queue that is not paused may take bytes up to XOFF, plus what its sender
+    sends during the reaction time after the crossing (``capacity × reaction``):
+    the solver enforces that as a credit-like bound, and the tick that hits it
+    is the one that pauses. A paused queue's sender resumes when the queue has
+    drained to XON (at last tick's drain rate) plus the reaction time.
+    """
+    ignoring = q.watchdog_until_s >= now
+    reaction_bytes = capacity_Bps * q.reaction_s
+    room = np.maximum(q.xoff - occupancy, 0.0) + reaction_bytes
+    to_xon = np.divide(
+        np.maximum(occupancy - q.xon, 0.0),
+        drain_Bps,
+        out=np.full(occupancy.size, np.inf),
+        where=drain_Bps > 0,
+    )
+    resume_in = to_xon + q.reaction_s
+    send = np.where(q.paused, np.clip(1 - resume_in / dt, 0.0, 1.0), 1.0)
+    # bytes still on their way from before the pause took hold
+    send = np.where(
+        q.paused & (q.reaction_left_s > 0), np.minimum(q.reaction_left_s / dt, 1.0), send
+    )
+    send = np.where(forced, 0.0, send)
+    send = np.where(ignoring, 1.0, send)
+    room = np.where(ignoring, 1e30, room)
+    return PauseTick(send_fraction=send, room_bytes=room, ignoring=ignoring)
+
+
+@dataclass
+class PauseEvents:
+    """Pause frames and watchdog firings of one tick."""
+
+    frames: NDArray[np.float64]  # per queue
+    new_watchdog: NDArray[np.intp]
 
 
 def update_pause(
     q: PfcQueues,
     occupancy: NDArray[np.float64],
+    hit_xoff: NDArray[np.bool_],
     forced: NDArray[np.bool_],
     profile: Profile,
     now: float,
     dt: float,
-) -> PauseTick:
-    """Advance pause state from the queues' occupancy (``forced``: a NIC storming pause)."""
-    want = (occupancy > q.xoff) | forced
-    release = (occupancy < q.xon) & ~forced
-    start = want & ~q.paused
-    stop = q.paused & release
+) -> PauseEvents:
+    """Pause transitions at the end of a tick (``hit_xoff``: the queue reached XOFF in it)."""
+    start = (hit_xoff | (occupancy > q.xoff) | forced) & ~q.paused
+    stop = q.paused & (occupancy <= q.xon) & ~forced & ~hit_xoff
     frames = start.astype(np.float64)
     q.paused = (q.paused | start) & ~stop
-    q.reaction_left_s = np.where(start, q.reaction_s, q.reaction_left_s)
+    q.reaction_left_s = np.where(start, 0.0, np.maximum(q.reaction_left_s - dt, 0.0))
     q.paused_since_s = np.where(start, now, q.paused_since_s)
     q.refresh_due_s = np.where(start, now + profile.pfc_refresh_s, q.refresh_due_s)
-    # refresh frames while the pause lasts
     due = q.paused & ~start & (q.refresh_due_s <= now + dt)
     n_refresh = np.where(
         due, np.floor((now + dt - q.refresh_due_s) / profile.pfc_refresh_s) + 1, 0.0
@@ -125,12 +171,8 @@ def update_pause(
         q.paused & (now - q.paused_since_s >= profile.pfc_watchdog_s) & (q.watchdog_until_s < now)
     )
     q.watchdog_until_s = np.where(fire, now + profile.pfc_watchdog_recovery_s, q.watchdog_until_s)
-    ignoring = q.watchdog_until_s >= now
-    # the sender keeps sending for what is left of its reaction time
-    send = np.where(q.paused, np.minimum(q.reaction_left_s / dt, 1.0), 1.0)
-    q.reaction_left_s = np.where(q.paused, np.maximum(q.reaction_left_s - dt, 0.0), 0.0)
-    send = np.where(ignoring, 1.0, send)
-    return PauseTick(send_fraction=send, frames=frames, new_watchdog=np.flatnonzero(fire))
+    q.paused_since_s = np.where(fire, now + profile.pfc_watchdog_recovery_s, q.paused_since_s)
+    return PauseEvents(frames=frames, new_watchdog=np.flatnonzero(fire))
 
 
 def ecn_probability(queue_bytes: NDArray[np.float64], profile: Profile) -> NDArray[np.float64]:

@@ -86,9 +86,10 @@ class Profile:
         "B",
     )
     pfc_buffer_bytes: float = _p(
-        524288.0,
-        "lossless ingress buffer per port and priority: Spectrum-4 has 128 MB shared (probsee.com) "
-        "over 128 ports × 2 lossless priorities ≈ 0.5 MB (derived; the split is a guess)",
+        16e6,
+        "lossless ingress limit per port and priority: a dynamic threshold of free shared buffer / 8 "
+        "(HPCC ns-3 third.cc) on Spectrum-4's 128 MB shared buffer (probsee.com) → 16 MB while "
+        "few queues are congested (derived)",
         "B",
     )
     pfc_headroom_bytes: float = _p(

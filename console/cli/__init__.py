@@ -11,6 +11,7 @@ from collections.abc import Sequence
 #: Each defines ``register(subparsers)`` which adds its parser and sets ``func``.
 SUBCOMMANDS: tuple[str, ...] = (
     "run",
+    "compare",
     "scenarios",
     "serve",
     "remote_console",

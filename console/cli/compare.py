@@ -1,0 +1,132 @@
+"""``fabtop compare``: one scenario on the native and the RoCE fabric, side by side."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from console.cli._common import duration
+from fabric_core.compare import DEFAULT_PROFILES, compare_scenario, latency_by_size
+from fabric_core.profiles import PROFILES
+from fabric_core.scenario import ScenarioError
+from fabric_core.units import format_bytes, format_duration, format_rate
+
+
+def register(sub: Any) -> None:
+    """Add the ``compare`` subcommand."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "compare",
+        help="run a scenario on the native and the RoCE fabric and compare",
+        description="Run SCENARIO with the same seed and workload on two profiles (default "
+        "native-400g and roce-400g) and print per-class latency, throughput, drops, pause "
+        "frames, ECN marks and deadlocks side by side, then a latency-by-size table for one "
+        "message across 1 and 3 switch hops.",
+    )
+    p.add_argument(
+        "scenario",
+        nargs="?",
+        default="default",
+        metavar="SCENARIO",
+        help="bundled name or TOML path (default: default)",
+    )
+    p.add_argument(
+        "--duration",
+        type=duration,
+        default=duration("1ms"),
+        help="simulated time per profile (default 1ms)",
+    )
+    p.add_argument("--seed", type=int, help="override the scenario's seed (the same for both runs)")
+    p.add_argument(
+        "--profiles",
+        nargs=2,
+        metavar=("A", "B"),
+        default=list(DEFAULT_PROFILES),
+        choices=sorted(PROFILES),
+        help="the two profiles",
+    )
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the comparison as JSON")
+    p.add_argument("--no-sizes", action="store_true", help="skip the latency-by-size table")
+    p.set_defaults(func=run)
+
+
+def _d(x: float | None) -> str:
+    return "—" if x is None or not math.isfinite(x) else format_duration(x)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run both profiles, print the tables, write JSON."""
+    tty = sys.stderr.isatty()
+
+    def progress(name: str, done: float, total: float) -> None:
+        if tty:
+            print(f"\r{name}: {100 * done / total:5.1f}%", end="", file=sys.stderr, flush=True)
+
+    try:
+        result = compare_scenario(
+            args.scenario, args.duration, profiles=args.profiles, seed=args.seed, progress=progress
+        )
+    except ScenarioError as exc:
+        print(f"fabtop: {exc}", file=sys.stderr)
+        return 2
+    if tty:
+        print(file=sys.stderr)
+    a, b = args.profiles
+    if not args.no_sizes:
+        result["latency_by_size"] = latency_by_size(args.profiles)
+    print(render(result, a, b))
+    if args.json:
+        try:
+            args.json.write_text(json.dumps(result, indent=2, allow_nan=False, default=str) + "\n")
+        except (OSError, ValueError) as exc:
+            print(f"fabtop: cannot write {args.json}: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def render(result: dict[str, Any], a: str, b: str) -> str:
+    """The comparison as plain-text tables (also used to write docs)."""
+    lines = [
+        f"scenario {result['scenario']}, {format_duration(result['duration_seconds'])} simulated on each profile",
+        "",
+    ]
+    lines.append(
+        f"{'class':<12} {'':<6} {a + ' p50':>14} {b + ' p50':>14} {a + ' p99':>14} {b + ' p99':>14} {a + ' p99.9':>14} {b + ' p99.9':>14}"
+    )
+    for cls, row in result["classes"].items():
+        ra, rb = row.get(a, {}), row.get(b, {})
+        lines.append(
+            f"{cls:<12} {'':<6} {_d(ra.get('p50_seconds')):>14} {_d(rb.get('p50_seconds')):>14} "
+            f"{_d(ra.get('p99_seconds')):>14} {_d(rb.get('p99_seconds')):>14} "
+            f"{_d(ra.get('p999_seconds')):>14} {_d(rb.get('p999_seconds')):>14}"
+        )
+    lines.append("")
+    fa, fb = result["fabric"][a], result["fabric"][b]
+    lines.append(f"{'':<24} {a:>16} {b:>16}")
+    lines.append(
+        f"{'throughput':<24} {format_rate(fa['throughput_bytes_per_second']):>16} {format_rate(fb['throughput_bytes_per_second']):>16}"
+    )
+    lines.append(f"{'completed flows':<24} {fa['completed_flows']:>16} {fb['completed_flows']:>16}")
+    lines.append(
+        f"{'dropped':<24} {format_bytes(fa['dropped_bytes']):>16} {format_bytes(fb['dropped_bytes']):>16}"
+    )
+    lines.append(
+        f"{'retransmitted':<24} {format_bytes(fa['retransmitted_bytes']):>16} {format_bytes(fb['retransmitted_bytes']):>16}"
+    )
+    lines.append(f"{'pause frames':<24} {fa['pause_frames']:>16.0f} {fb['pause_frames']:>16.0f}")
+    lines.append(
+        f"{'ECN-marked packets':<24} {fa['ecn_marked_packets']:>16.0f} {fb['ecn_marked_packets']:>16.0f}"
+    )
+    lines.append(f"{'deadlocks':<24} {fa['deadlocks']:>16} {fb['deadlocks']:>16}")
+    if "latency_by_size" in result:
+        lines.append("")
+        lines.append(f"{'message':>10} {'switches':>8} {a:>14} {b:>14} {'lower by':>9}")
+        for row in result["latency_by_size"]:
+            lat = row["latency_seconds"]
+            lines.append(
+                f"{format_bytes(row['size_bytes']):>10} {row['switch_hops']:>8} {_d(lat[a]):>14} {_d(lat[b]):>14} {row['reduction']:>9.0%}"
+            )
+    return "\n".join(lines)
