@@ -8,7 +8,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests._mosquitto import REPO, Mosquitto, Served, broker, free_port  # noqa: F401  (fixture)
+from console.cli.watch import format_line, json_line
+from exporters.mqtt.topics import Topics
+from tests._mosquitto import (  # noqa: F401  (fixtures)
+    REPO,
+    Mosquitto,
+    Served,
+    broker,
+    free_port,
+    mosquitto,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -92,3 +101,30 @@ def test_watch_prints_status_results_and_events(broker: Mosquitto, served: Serve
                 lines.append(line.strip())
         finally:
             watch.terminate()
+
+
+def test_cluster_discovery_needs_exactly_one_online(mosquitto: Mosquitto) -> None:  # noqa: F811
+    r = fabtop("inject", "link_down", "a->b", "--mqtt", mosquitto.url)
+    assert r.returncode == 3 and "no fabtop emulator is online" in r.stderr
+    cli = mosquitto.cli()
+    cli.pub("fabtop/alpha/status", "online", retain=True)
+    cli.pub("fabtop/beta/status", "online", retain=True)
+    cli.pub("fabtop/gamma/status", "offline", retain=True)
+    r = fabtop("watch", "--mqtt", mosquitto.url, "--count", "1")
+    assert r.returncode == 2
+    assert "several clusters are online (alpha, beta): choose one with --cluster" in r.stderr
+
+
+def test_watch_lines_for_scripts() -> None:
+    t = Topics("c")
+    event = b'{"v":1,"run_id":"r","time_s":0.00201,"severity":"warning","kind":"fault_detected","target":"leaf00->spine01","message":"down"}'
+    assert format_line(t, "fabtop/c/event", event) == (
+        "event 0.002010s warning fault_detected leaf00->spine01: down"
+    )
+    assert format_line(t, "fabtop/c/status", b"offline") == "status offline"
+    bad = b'{"id":"x","ok":false,"error":"unknown link","detail":{}}'
+    assert format_line(t, "fabtop/c/result/x", bad) == "result x error: unknown link"
+    assert format_line(t, "fabtop/c/event", b"garbage").startswith("unreadable fabtop/c/event")
+    assert (
+        json_line("fabtop/c/status", b"online") == '{"topic":"fabtop/c/status","payload":"online"}'
+    )
