@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -220,3 +222,22 @@ def test_serve_also_serves_prometheus_metrics(broker: Mosquitto) -> None:  # noq
     finally:
         assert s.stop() == 0, s.output()
     assert f"metrics on http://127.0.0.1:{port}/metrics" in s.output()
+
+
+def test_serve_started_before_the_broker_goes_online_when_it_comes(tmp_path: Path) -> None:
+    later = Mosquitto(tmp_path)  # its port is chosen, nothing listens there yet
+    s = Served(later.url, "early")
+    try:
+        for _ in range(600):  # bounded wait (60 s) for its first failed attempt
+            if "no broker at" in s.output():  # it says why it is waiting
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"serve never reported the missing broker:\n{s.output()}")
+        later.start()
+        s.wait_online(later.cli())
+        tm = json.loads(later.cli().sub("fabtop/early/telemetry")[0][1])
+        assert tm["tick"] > 0
+    finally:
+        s.stop()
+        later.stop()
