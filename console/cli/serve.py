@@ -120,6 +120,8 @@ async def _serve(args: argparse.Namespace) -> int:
     cluster = cluster_name(args)
     if not 0 < args.telemetry_hz <= 50:
         raise CliError(f"--telemetry-hz must be in (0, 50], got {args.telemetry_hz}")
+    if args.top_links < 1:
+        raise CliError(f"--top-links must be at least 1, got {args.top_links}")
     engine = _build_engine(args)
     metrics = await _start_metrics(args, engine)
     bridge = MqttBridge(
