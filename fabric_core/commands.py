@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Iterable
 from typing import Annotated, Any
 
@@ -137,7 +138,7 @@ def parse_command(payload: bytes | str, *, command: str | None = None) -> Comman
     try:
         cmd = _decoder.decode(raw)
     except msgspec.ValidationError as exc:
-        raise CommandError(_explain(str(exc))) from None
+        raise CommandError(_explain(str(exc), raw)) from None
     except msgspec.DecodeError as exc:
         raise CommandError(f"malformed JSON: {exc}") from None
     _check_values(cmd)
@@ -149,12 +150,88 @@ def encode_command(cmd: Command) -> bytes:
     return _encoder.encode(cmd)
 
 
-def _explain(msg: str) -> str:
-    if "Object missing required field `command`" in msg:
+_TYPE_WORDS = {
+    "float": "a number",
+    "int": "an integer",
+    "str": "a string",
+    "bool": "true or false",
+    "object": "a JSON object",
+    "array": "an array",
+    "null": "null",
+}
+_FIELDS: dict[str, tuple[str, ...]] = {
+    tag: tuple(name for name in cls.__struct_fields__)
+    for tag, cls in (
+        ("inject", InjectFault),
+        ("clear", ClearFault),
+        ("pause", Pause),
+        ("resume", Resume),
+        ("speed", SetSpeed),
+        ("set", SetParam),
+        ("start", StartWorkload),
+        ("stop", StopWorkload),
+    )
+}
+
+
+def _words(types: str) -> str:
+    return " or ".join(_TYPE_WORDS.get(t.strip(), t.strip()) for t in types.split("|"))
+
+
+def _value_at(obj: Any, path: str) -> tuple[bool, Any]:
+    """The value at a msgspec error path like ``$.params.ber`` (False if not found)."""
+    node = obj
+    for part in path.removeprefix("$").split(".")[1:]:
+        if not isinstance(node, dict) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _explain(msg: str, raw: bytes) -> str:
+    """Turn a msgspec validation message into one for an operator."""
+    msg = msg.replace("`", "'")
+    try:
+        obj = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        if "Number out of range" not in str(exc):
+            # the typed decoder stops at the first wrong field; the JSON may break after it
+            return f"malformed JSON: {exc}"
+        obj = None
+    tag = obj.get("command") if isinstance(obj, dict) else None
+    if "Object missing required field 'command'" in msg:
         return f"missing field 'command'; expected one of: {', '.join(COMMAND_NAMES)}"
-    if "Invalid value" in msg and "$.command" in msg:
-        return f"unknown command in {msg.split(' - ')[0]!r}; known: {', '.join(COMMAND_NAMES)}"
-    return msg.replace("`", "'")
+    if "Invalid value" in msg and "$.command" in msg and isinstance(tag, str):
+        return (
+            f"unknown command {tag!r}{_suggest(tag, COMMAND_NAMES)}; "
+            f"known: {', '.join(COMMAND_NAMES)}"
+        )
+    m = re.fullmatch(r"Object contains unknown field '(.*)'(?: - at '(.*)')?", msg)
+    if m and isinstance(tag, str) and tag in _FIELDS and m.group(2) in (None, "$"):
+        fields = [f for f in _FIELDS[tag] if f != "command"]
+        return (
+            f"{tag} has no field {m.group(1)!r}{_suggest(m.group(1), fields)}; "
+            f"accepted: {', '.join(fields)}"
+        )
+    m = re.fullmatch(r"Expected '([^']*)'(?:, got '([^']*)')? *(.*?) - at '(\$[^']*)'", msg)
+    if m:
+        expected, got, constraint, path = m.groups()
+        name = path.removeprefix("$.") or "the command"
+        found, value = _value_at(obj, path)
+        text = msgspec.json.encode(value).decode() if found else ""
+        shown = f", got {text}" if found and len(text) <= 80 else ""
+        if got and not shown:
+            shown = f", got {_words(got)}"
+        if constraint:
+            return f"{name} must be {_words(expected)} {constraint}{shown}"
+        return f"{name} must be {_words(expected)}{shown}"
+    m = re.fullmatch(r"Expected '([^']*)', got '([^']*)'", msg)
+    if m:
+        return f"a command must be {_words(m.group(1))}, got {_words(m.group(2))}"
+    m = re.fullmatch(r"Number out of range - at '(\$[^']*)'", msg)
+    if m:
+        return f"{m.group(1).removeprefix('$.')}: number out of range (must be finite)"
+    return msg
 
 
 def _check_values(cmd: Command) -> None:

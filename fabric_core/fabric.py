@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core import recovery
 from fabric_core.commands import (
     ClearFault,
     Command,
@@ -27,7 +28,7 @@ from fabric_core.commands import (
     StopWorkload,
     unknown,
 )
-from fabric_core.faults import FaultBook
+from fabric_core.faults import FaultBook, goodput_fraction
 from fabric_core.flows import FlowTable, NewFlows
 from fabric_core.histogram import Histogram
 from fabric_core.pfc import (
@@ -65,6 +66,9 @@ from fabric_core.topology import Topology
 from fabric_core.workloads import Completions, Workload
 
 MAX_EVENTS = 500
+#: Round trip that sets RoCE's go-back-N window on a bit error (the bytes in flight
+#: at line rate): a few µs across a 3-tier fabric plus NIC time; a guess.
+GO_BACK_N_RTT_S = 10e-6
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,15 @@ TUNABLE: dict[str, TunableParam] = {
         TunableParam("buffer_per_vl_bytes", 1024.0, 1e9, "per-VL ingress buffer (credits)"),
         TunableParam("switch_latency_s", 0.0, 1e-3, "switch port-to-port latency"),
         TunableParam("reroute_s", 1e-6, 60.0, "time from a link failure to traffic rerouted"),
+        TunableParam("ecn_kmin_bytes", 0.0, 1e9, "ECN marking starts above this queue"),
+        TunableParam("ecn_kmax_bytes", 0.0, 1e9, "ECN marks every packet above this queue"),
+        TunableParam("ecn_pmax", 0.0, 1.0, "ECN marking probability at Kmax"),
+        TunableParam("dcqcn_g", 1e-6, 1.0, "DCQCN alpha gain"),
+        TunableParam("dcqcn_timer_s", 1e-6, 1.0, "DCQCN rate-increase timer"),
+        TunableParam("dcqcn_byte_counter_bytes", 1.0, 1e12, "DCQCN byte counter"),
+        TunableParam("dcqcn_ai_Bps", 0.0, 1e11, "DCQCN additive increase"),
+        TunableParam("dcqcn_hai_Bps", 0.0, 1e11, "DCQCN hyper increase"),
+        TunableParam("pfc_watchdog_s", 1e-6, 60.0, "PFC watchdog detection time"),
     )
 }
 
@@ -123,7 +136,9 @@ class Fabric:
         self.sim_time_s = 0.0
         self.flows = FlowTable(1024)
         self.events: deque[Event] = deque(maxlen=MAX_EVENTS)
-        self.faults = FaultBook(topo.links, topo.nodes, self._emit)
+        self.faults = FaultBook(
+            topo.links, topo.nodes, self._emit, flow_control=profile.flow_control
+        )
         self.n_vls = int(profile.virtual_lanes)
         names = []
         for wl in workloads:
@@ -175,7 +190,7 @@ class Fabric:
         self._window: deque[tuple[float, float]] = deque(maxlen=64)  # (time, delivered)
         self._prev_status = np.zeros(L, dtype=np.int8)
         self.hop_updates = 0
-        self.schedule: list[tuple[float, InjectFault]] = []  # (time, fault), time order
+        self.schedule: list[tuple[float, InjectFault | ClearFault]] = []  # time order
         self.static_routes: dict[tuple[int, int], list[int]] = {}
         self._static_keys = np.zeros(0, dtype=np.int64)
         self.pfc: PfcQueues | None = None
@@ -215,11 +230,9 @@ class Fabric:
             except ValueError as exc:
                 raise ScenarioError(f"{scn.source}: route[{i}]: {exc}") from None
         for i, f in enumerate(scn.faults):
-            cmd = InjectFault(
-                kind=f.kind, target=f.target, params=dict(f.params), duration_s=f.duration_s
-            )
             try:
-                fabric.faults.check(cmd)
+                cmd = recovery.scheduled_command(f.kind, f.target, dict(f.params), f.duration_s)
+                recovery.check_scheduled(fabric, cmd)
             except CommandError as exc:
                 raise ScenarioError(f"{scn.source}: fault[{i}]: {exc}") from None
             fabric.schedule.append((f.at_s, cmd))
@@ -233,14 +246,21 @@ class Fabric:
         """Payload capacity per link: line rate less headers, less retries, 0 when down."""
         p = self.profile
         eff = p.mtu_bytes / (p.mtu_bytes + p.header_bytes)
-        cap = self.topo.links.bandwidth_Bps * eff * (1.0 - self._retry_fraction())
+        cap = self.topo.links.bandwidth_Bps * eff * self._goodput()
         cap[status == LinkStatus.DOWN] = 0.0
         return cap
 
-    def _retry_fraction(self) -> NDArray[np.float64]:
-        """Fraction of packets hit by a bit error (each is retried once, link-level)."""
-        bits = (self.profile.mtu_bytes + self.profile.header_bytes) * 8
-        return -np.expm1(bits * np.log1p(-self.faults.ber))
+    def _goodput(self) -> NDArray[np.float64]:
+        """Share of each link left for new data under bit errors: the native fabric
+        retries the one bad packet on the link; RoCE goes back N end to end, resending
+        the window in flight (bandwidth × GO_BACK_N_RTT_S)."""
+        p = self.profile
+        packet = p.mtu_bytes + p.header_bytes
+        if p.flow_control == "credit":
+            resent = np.ones(len(self.topo.links))
+        else:
+            resent = np.maximum(self.topo.links.bandwidth_Bps * GO_BACK_N_RTT_S / packet, 1.0)
+        return goodput_fraction(self.faults.ber, packet, resent)
 
     # ------------------------------------------------------------------ flows in
     def start_flows(
@@ -392,7 +412,7 @@ class Fabric:
         now = self.sim_time_s
         while self.schedule and self.schedule[0][0] <= now + 1e-15:
             _, cmd = self.schedule.pop(0)
-            self.faults.inject(cmd, now)
+            recovery.apply_scheduled(self, cmd, now)
         self.faults.expire(now)
         self._generate(now, dt)
         status = self.faults.status()
@@ -443,9 +463,10 @@ class Fabric:
         c = self.counters
         c["tx_bytes_total"] += carried
         c["tx_packets_total"] += carried / self.profile.mtu_bytes
-        retry = self._retry_fraction()
-        c["retransmitted_bytes_total"] += carried * retry / np.maximum(1 - retry, 1e-12)
-        c["link_error_recovery_total"] += carried / self.profile.mtu_bytes * retry
+        goodput = self._goodput()
+        resent = carried * (1 / np.maximum(goodput, 1e-12) - 1)
+        c["retransmitted_bytes_total"] += resent
+        c["link_error_recovery_total"] += resent / self.profile.mtu_bytes
         c["symbol_errors_total"] += carried * 8 * self.faults.ber
         has_prev = idx.prev >= 0
         up_buf = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
@@ -673,64 +694,12 @@ class Fabric:
         fl.remove(flows)
 
     def _track_link_changes(self, status: NDArray[np.int8], now: float) -> None:
-        went_down = (status == LinkStatus.DOWN) & (self._prev_status != LinkStatus.DOWN)
-        if went_down.any():
-            self.counters["link_downed_total"][went_down] += 1
-        self._prev_status = status
-        self._progress_faults(status, now)
-
-    def _progress_faults(self, status: NDArray[np.int8], now: float) -> None:
-        p = self.profile
-        for f in self.faults.faults.values():
-            if f.cleared_at_s is not None:
-                continue
-            if f.detected_at_s is None and now >= f.injected_at_s + p.fault_detect_s - 1e-15:
-                f.detected_at_s = now
-                self._emit(
-                    "warning", "fault_detected", f.target, f"{f.kind} on {f.target} detected"
-                )
-            if f.kind in ("link_down", "switch_down"):
-                if f.mitigated_at_s is None and now >= f.injected_at_s + p.reroute_s - 1e-15:
-                    self.known_down[f.links] = True
-                    moved = self._reroute(f.links)
-                    f.mitigated_at_s = now
-                    f.recovered_at_s = now
-                    self._emit(
-                        "info", "rerouted", f.target, f"{moved} flows rerouted around {f.target}"
-                    )
-            elif (
-                f.kind == "link_degraded"
-                and f.detected_at_s is not None
-                and f.mitigated_at_s is None
-            ):
-                # link-level retry is the mitigation; nothing is rerouted
-                f.mitigated_at_s = f.detected_at_s
-                f.recovered_at_s = f.detected_at_s
-        # links back up: routing may use them again
-        self.known_down &= status == LinkStatus.DOWN
+        # detection, reroute / reconvergence, time-driven faults, measured recovery
+        recovery.track(self, status, now)
 
     def _reroute(self, links: NDArray[np.int64]) -> int:
-        """Give flows crossing failed links new paths; their bytes past the source are resent."""
-        fl = self.flows
-        hit = np.isin(fl.path, links).any(axis=0) & fl.active
-        slots = np.flatnonzero(hit)
-        if slots.size == 0:
-            return 0
-        src = self.topo.links.src[fl.path[0, slots]].astype(np.int64)
-        dst = self.topo.links.dst[fl.path[fl.hops[slots] - 1, slots]].astype(np.int64)
-        cost = np.where(self.known_down, np.inf, 0.0)
-        path, hops = route(self.topo, src, dst, fl.tag[slots], mode="adaptive", link_cost=cost)
-        in_network = fl.backlog[1:, slots].sum(axis=0)
-        self.counters["retransmitted_bytes_total"][fl.path[0, slots]] += in_network
-        fl.backlog[0, slots] += in_network
-        fl.backlog[1:, slots] = 0.0
-        fl.rate[:, slots] = 0.0
-        fl.path[:, slots] = path
-        fl.hops[slots] = hops
-        fl.vl[:, slots] = self.lanes(path, fl.vl[0, slots])
-        fl.version += 1
-        self._set_fixed_latency(slots)
-        return int(slots.size)
+        """Give flows crossing failed links new paths (see ``recovery.reroute``)."""
+        return recovery.reroute(self, links)[0]
 
     # ------------------------------------------------------------------ commands
     def apply(self, cmd: Command) -> Mapping[str, Any]:
@@ -770,8 +739,13 @@ class Fabric:
             raise CommandError(
                 f"{cmd.name} must be in [{spec.low:g}, {spec.high:g}], got {cmd.value:g}"
             )
-        self.profile = self.profile.with_overrides(**{cmd.name: cmd.value})
-        if cmd.name == "buffer_per_vl_bytes":
+        new = self.profile.with_overrides(**{cmd.name: cmd.value})
+        if new.ecn_kmin_bytes > new.ecn_kmax_bytes:
+            raise CommandError(
+                f"ECN Kmin ({new.ecn_kmin_bytes:g} B) must not exceed Kmax ({new.ecn_kmax_bytes:g} B)"
+            )
+        self.profile = new
+        if cmd.name == "buffer_per_vl_bytes" and self.pfc is None:
             self.buffer_bytes[:] = cmd.value
         self._emit("info", "param_set", cmd.name, f"{cmd.name} set to {cmd.value:g}")
         return {cmd.name: cmd.value}

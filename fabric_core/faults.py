@@ -1,49 +1,122 @@
 """Faults and their timelines: injected → detected → mitigated (rerouted) → recovered → cleared.
 
-A fault changes the model (a link's capacity, its error rate); detection and
-mitigation follow the profile's recovery mechanism (``reroute_s``: local fast
-reroute on the native fabric). Timestamps are simulated seconds.
+The ``FaultBook`` holds the faults of a run and the state they impose on the
+model (per-link arrays the tick reads: ``status()``, ``ber``, ``buffer_factor``;
+per-node state: ``pfc_storm_nodes()``). Detection, mitigation and the measured
+recovery follow the profile's recovery mechanism and live in
+``fabric_core.recovery``. Timestamps are simulated seconds.
+
+Other modules add fault kinds with ``register_fault_kind`` (slow storage target,
+GPU straggler, IBGDA version mismatch land with their models); a kind whose
+target is ``"gpu"``, ``"storage"``, ``"switch"`` or ``"node"`` is validated
+against the topology here, so its module only has to read ``active(kind)``.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
 
 from fabric_core.commands import ClearFault, CommandError, InjectFault, unknown
 from fabric_core.snapshot import FaultView, LinkStatus, LinkTable, NodeTable
 
+TARGET_KINDS = ("link", "switch", "gpu", "storage", "node")
+
 
 @dataclass(frozen=True)
 class FaultKind:
-    """A kind of fault: what it targets and which parameters it takes."""
+    """A kind of fault: what it targets, which parameters it takes, what it does."""
 
     name: str
-    target: str  # "link" | "switch" | "gpu" | "storage"
+    target: str  # one of TARGET_KINDS
     params: Mapping[str, tuple[float, float, float]]  # name -> (default, min, max)
     help: str
+    #: how the fabric copes: "reroute" (routing avoids the failed part), "retry"
+    #: (link-level retry / go-back-N), "retrain" (the link retrains), "watchdog"
+    #: (PFC watchdog), "none" (the fault lasts until cleared).
+    mitigation: str = "none"
+    #: flow-control families the fault exists on ("credit", "pfc")
+    fabrics: tuple[str, ...] = ("credit", "pfc")
 
 
 FAULT_KINDS: dict[str, FaultKind] = {
     k.name: k
     for k in (
-        FaultKind("link_down", "link", {}, "the cable fails: both directions carry nothing"),
+        FaultKind(
+            "link_down",
+            "link",
+            {},
+            "the cable fails: both directions carry nothing until rerouted",
+            "reroute",
+        ),
+        FaultKind(
+            "link_flap",
+            "link",
+            {"period_s": (10e-3, 1e-6, 60.0), "down_fraction": (0.5, 0.01, 0.99)},
+            "the cable goes down and up again every period (down for down_fraction of it)",
+            "reroute",
+        ),
         FaultKind(
             "link_degraded",
             "link",
             {"ber": (1e-6, 1e-15, 1e-3)},
-            "bit errors: packets are retried (link-level retry), capacity drops",
+            "bit errors: packets are retried (link-level retry native, go-back-N RoCE)",
+            "retry",
         ),
-        FaultKind("switch_down", "switch", {}, "a switch fails: all its links go down"),
+        FaultKind(
+            "switch_down",
+            "switch",
+            {},
+            "a switch fails: all its links go down and its buffered bytes are lost",
+            "reroute",
+        ),
+        FaultKind(
+            "credit_loss",
+            "link",
+            {"loss_fraction": (0.01, 1e-6, 1.0)},
+            "a fraction of credit updates is lost: the usable downstream buffer leaks "
+            "away with the bytes carried, until the credit watchdog retrains the link",
+            "retrain",
+            ("credit",),
+        ),
+        FaultKind(
+            "pfc_storm",
+            "gpu",
+            {},
+            "the GPU's NIC is stuck sending PFC pause frames (a credit fabric ignores them; "
+            "on RoCE the PFC watchdog stops honouring them)",
+            "watchdog",
+        ),
+        FaultKind(
+            "incast",
+            "gpu",
+            {
+                "senders": (7.0, 1.0, 4096.0),
+                "size_bytes": (262144.0, 64.0, 1e9),
+                "period_s": (20e-6, 1e-7, 1.0),
+            },
+            "congestion burst: `senders` GPUs each send `size_bytes` to the target every "
+            "`period_s` for the fault's duration",
+        ),
     )
 }
+
+#: The kinds this module models (others are registered by the modules that model them).
+CORE_FAULT_KINDS: tuple[str, ...] = tuple(FAULT_KINDS)
+
+#: Kinds whose links are held down while they are active.
+DOWN_KINDS = ("link_down", "switch_down")
 
 
 def register_fault_kind(kind: FaultKind) -> None:
     """Add a fault kind (modules that model its effect register it on import)."""
+    if kind.target not in TARGET_KINDS:
+        raise ValueError(f"fault kind {kind.name}: target must be one of {TARGET_KINDS}")
     FAULT_KINDS[kind.name] = kind
 
 
@@ -56,12 +129,18 @@ class Fault:
     target: str
     params: dict[str, float | str]
     injected_at_s: float
-    links: np.ndarray  # directed link ids it affects
+    links: NDArray[np.int64]  # directed link ids it affects (empty for endpoint faults)
+    node: int = -1  # node id for switch / endpoint faults
     clear_at_s: float | None = None
     detected_at_s: float | None = None
     mitigated_at_s: float | None = None
     recovered_at_s: float | None = None
     cleared_at_s: float | None = None
+    #: delivered throughput before the fault (B/s), measured by ``recovery``
+    baseline_Bps: float | None = None
+    #: bytes lost on the failed part and sent again (reroute), counted by ``recovery``
+    lost_bytes: float = 0.0
+    sent: int = 0  # incast: rounds started so far
 
     @property
     def state(self) -> str:
@@ -104,41 +183,75 @@ class FaultBook:
     emit: EventSink
     faults: dict[str, Fault] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=itertools.count)
+    #: the fabric's flow control ("credit" | "pfc"); kept current by ``recovery.track``
+    flow_control: str = "credit"
 
     def __post_init__(self) -> None:
         n = len(self.links)
         self.down_count = np.zeros(n, dtype=np.int32)  # faults holding each link down
+        self.flap_down = np.zeros(n, dtype=bool)  # links a flap holds down right now
         self.ber = np.zeros(n)
+        #: usable share of each link's downstream buffer (credit loss leaks it); the tick
+        #: reads ``buffer_bytes × buffer_factor`` (``recovery`` applies it to the fabric)
+        self.buffer_factor = np.ones(n)
+        self.credit_loss = np.zeros(n)  # fraction of credit updates lost, per link
+        # recovery bookkeeping (fabric_core.recovery): when each link went down (inf = up)
+        self.down_since_s = np.full(n, np.inf)
+        #: (simulated time, delivered bytes so far) per tick, for the recovery measurement
+        self.delivered_history: deque[tuple[float, float]] = deque(maxlen=4096)
+        self.buffer_base: NDArray[np.float64] | None = None  # buffers before credit loss
+        self.buffer_written: NDArray[np.float64] | None = None
 
     # ---------------------------------------------------------------- validation
-    def check(self, cmd: InjectFault) -> tuple[FaultKind, np.ndarray, dict[str, float | str]]:
-        """Validate an inject command against the fabric; returns (kind, links, params)."""
+    def check(
+        self, cmd: InjectFault
+    ) -> tuple[FaultKind, NDArray[np.int64], int, dict[str, float | str]]:
+        """Validate an inject command against the fabric; returns (kind, links, node, params)."""
         kind = FAULT_KINDS.get(cmd.kind)
         if kind is None:
             raise CommandError(
                 f"{unknown('fault kind', cmd.kind, FAULT_KINDS)}; known: {', '.join(FAULT_KINDS)}"
             )
+        if self.flow_control not in kind.fabrics:
+            raise CommandError(
+                f"{kind.name} needs a {' or '.join(kind.fabrics)} fabric; this one uses "
+                f"{self.flow_control} flow control"
+            )
+        node = -1
         if kind.target == "link":
             li = self.links.index.get(cmd.target)
             if li is None:
                 raise unknown("link", cmd.target, self.links.index)
-            ids = np.array([li, self.links.reverse[li]])
+            one_way = kind.name == "credit_loss"  # credits of one direction
+            ids = np.array([li] if one_way else [li, self.links.reverse[li]], dtype=np.int64)
         else:
             ni = self.nodes.index.get(cmd.target)
-            if ni is None or self.nodes.kind[ni] != "switch":
-                switches = [
+            wanted = kind.target
+            if ni is None or (wanted != "node" and self.nodes.kind[ni] != wanted):
+                names = [
                     n
                     for n, k in zip(self.nodes.name, self.nodes.kind, strict=True)
-                    if k == "switch"
+                    if wanted in ("node", k)
                 ]
-                raise unknown("switch", cmd.target, switches)
-            ids = np.flatnonzero((self.links.src == ni) | (self.links.dst == ni))
+                err = unknown(wanted, cmd.target, names)
+                if ni is not None:
+                    err = CommandError(
+                        f"{cmd.kind} targets a {wanted}; {cmd.target!r} is a {self.nodes.kind[ni]}"
+                    )
+                raise err
+            node = ni
+            if kind.target == "switch":
+                ids = np.flatnonzero((self.links.src == ni) | (self.links.dst == ni)).astype(
+                    np.int64
+                )
+            else:
+                ids = np.zeros(0, dtype=np.int64)
         params: dict[str, float | str] = {}
         extra = sorted(set(cmd.params) - set(kind.params))
         if extra:
             accepted = ", ".join(kind.params) or "none"
             raise CommandError(
-                f"{cmd.kind} takes no parameter(s) {', '.join(extra)}; accepted: {accepted}"
+                f"{cmd.kind} takes no parameter(s) {', '.join(map(repr, extra))}; accepted: {accepted}"
             )
         for name, (default, lo, hi) in kind.params.items():
             value = cmd.params.get(name, default)
@@ -149,12 +262,12 @@ class FaultBook:
             if not lo <= float(value) <= hi:
                 raise CommandError(f"{cmd.kind}: {name} must be in [{lo:g}, {hi:g}], got {value!r}")
             params[name] = float(value)
-        return kind, ids, params
+        return kind, ids, node, params
 
     # ---------------------------------------------------------------- changes
     def inject(self, cmd: InjectFault, now_s: float) -> Fault:
         """Apply a validated fault to the link state."""
-        kind, ids, params = self.check(cmd)
+        kind, ids, node, params = self.check(cmd)
         fid = f"f{next(self._ids)}"
         fault = Fault(
             id=fid,
@@ -163,13 +276,15 @@ class FaultBook:
             params=params,
             injected_at_s=now_s,
             links=ids,
+            node=node,
             clear_at_s=None if cmd.duration_s is None else now_s + cmd.duration_s,
         )
         self.faults[fid] = fault
-        if kind.name in ("link_down", "switch_down"):
+        if kind.name in DOWN_KINDS:
             self.down_count[ids] += 1
-        elif kind.name == "link_degraded":
-            self.ber[ids] = np.maximum(self.ber[ids], float(params["ber"]))
+        elif kind.name == "link_flap":
+            self.flap_down[ids] = True  # a flap starts with the link going down
+        self._refresh()
         self.emit(
             "warning", "fault_injected", cmd.target, f"{kind.name} injected on {cmd.target} ({fid})"
         )
@@ -177,38 +292,56 @@ class FaultBook:
 
     def clear(self, cmd: ClearFault, now_s: float) -> list[str]:
         """Clear faults by id, target or all; returns the ids cleared."""
-        live = [f for f in self.faults.values() if f.cleared_at_s is None]
+        live = self.active()
         if cmd.all:
             chosen = live
         elif cmd.fault_id is not None:
             chosen = [f for f in live if f.id == cmd.fault_id]
             if not chosen:
+                if cmd.fault_id in self.faults:
+                    raise CommandError(f"fault {cmd.fault_id!r} is already cleared")
                 raise unknown("active fault", cmd.fault_id, [f.id for f in live])
         else:
             chosen = [f for f in live if f.target == cmd.target]
             if not chosen:
-                raise CommandError(f"no active fault on {cmd.target!r}")
+                targets = sorted({f.target for f in live})
+                if targets:
+                    raise CommandError(
+                        f"{unknown('fault target', str(cmd.target), targets)}; "
+                        f"faults are active on: {', '.join(targets)}"
+                    )
+                raise CommandError(f"no active fault on {cmd.target!r} (no fault is active)")
         for f in chosen:
             self._undo(f, now_s)
         return [f.id for f in chosen]
 
     def _undo(self, f: Fault, now_s: float) -> None:
         f.cleared_at_s = now_s
-        if f.kind in ("link_down", "switch_down"):
+        if f.kind in DOWN_KINDS:
             self.down_count[f.links] -= 1
-        elif f.kind == "link_degraded":
-            others = [
-                g
-                for g in self.faults.values()
-                if g.kind == "link_degraded" and g.cleared_at_s is None
-            ]
-            self.ber[f.links] = 0.0
-            for g in others:
-                self.ber[g.links] = np.maximum(self.ber[g.links], float(g.params["ber"]))
+        self._refresh()
         self.emit("info", "fault_cleared", f.target, f"{f.kind} on {f.target} cleared ({f.id})")
 
+    def _refresh(self) -> None:
+        """Recompute the per-link state the active faults impose (few faults: a short loop)."""
+        self.ber[:] = 0.0
+        self.credit_loss[:] = 0.0
+        flapping = np.zeros(len(self.links), dtype=bool)
+        for g in self.active():
+            if g.kind == "link_degraded":
+                self.ber[g.links] = np.maximum(self.ber[g.links], float(g.params["ber"]))
+            elif g.kind == "credit_loss" and g.mitigated_at_s is None:
+                self.credit_loss[g.links] = np.maximum(
+                    self.credit_loss[g.links], float(g.params["loss_fraction"])
+                )
+            elif g.kind == "link_flap":
+                flapping[g.links] = True
+        self.flap_down &= flapping
+        # credits come back whole once no leaking fault is left on a link (retrain or clear)
+        self.buffer_factor[self.credit_loss == 0] = 1.0
+
     def expire(self, now_s: float) -> None:
-        """Clear faults whose duration has run out."""
+        """Clear faults whose duration has run out; move flapping links up or down."""
         for f in list(self.faults.values()):
             if (
                 f.cleared_at_s is None
@@ -216,6 +349,18 @@ class FaultBook:
                 and now_s >= f.clear_at_s - 1e-15
             ):
                 self._undo(f, now_s)
+        flaps = self.active("link_flap")
+        if flaps:
+            self.flap_down[:] = False
+            for f in flaps:
+                period = float(f.params["period_s"])
+                phase = (now_s - f.injected_at_s) % period
+                if phase < float(f.params["down_fraction"]) * period - 1e-15:
+                    self.flap_down[f.links] = True
+
+    def mark_retrained(self, f: Fault) -> None:
+        """A credit-loss fault's link has retrained: its credits are whole again."""
+        self._refresh()
 
     # ---------------------------------------------------------------- state
     def active(self, kind: str | None = None) -> list[Fault]:
@@ -226,13 +371,37 @@ class FaultBook:
             if f.cleared_at_s is None and (kind is None or f.kind == kind)
         ]
 
-    def status(self) -> np.ndarray:
+    def status(self) -> NDArray[np.int8]:
         """LinkStatus per link."""
         st = np.full(len(self.links), LinkStatus.UP, dtype=np.int8)
-        st[self.ber > 0] = LinkStatus.DEGRADED
-        st[self.down_count > 0] = LinkStatus.DOWN
+        st[(self.ber > 0) | (self.buffer_factor < 1)] = LinkStatus.DEGRADED
+        st[(self.down_count > 0) | self.flap_down] = LinkStatus.DOWN
         return st
+
+    def pfc_storm_nodes(self) -> NDArray[np.int64]:
+        """Node ids whose NIC is stuck sending PFC pause (active ``pfc_storm`` faults).
+
+        The PFC model holds the links into these nodes (``leaf->gpu``) paused, as a
+        forced XOFF; its PFC watchdog decides when the pause stops being honoured.
+        A credit fabric has no PFC and ignores them.
+        """
+        return np.array(sorted({f.node for f in self.active("pfc_storm")}), dtype=np.int64)
 
     def views(self) -> tuple[FaultView, ...]:
         """Every fault of the run, for the snapshot (bounded to the last 200)."""
         return tuple(f.view() for f in list(self.faults.values())[-200:])
+
+
+def goodput_fraction(
+    ber: NDArray[np.float64], packet_bytes: float, resent_packets: float | NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Share of a link's capacity left for new data under bit errors.
+
+    A packet of ``packet_bytes`` is hit with probability p = 1 − (1 − ber)^bits.
+    Link-level retry resends that one packet (``resent_packets = 1``); go-back-N
+    resends the whole window in flight (``resent_packets`` = window in packets).
+    Each packet costs on average 1 + p·resent/(1 − p) transmissions.
+    """
+    bits = packet_bytes * 8
+    p = -np.expm1(bits * np.log1p(-np.minimum(ber, 1 - 1e-12)))
+    return 1.0 / (1.0 + p * resent_packets / np.maximum(1.0 - p, 1e-12))

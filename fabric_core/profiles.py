@@ -79,6 +79,52 @@ class Profile:
         "s",
     )
 
+    # ------------------------------------------------ recovery (fabric_core.recovery)
+    recovery: str = _p(
+        "auto",
+        "how a failed link is routed around: 'fast-reroute' (native: local adaptive reroute, "
+        "NVIDIA SHIELD), 'bfd-ecmp' (RoCE: BFD detection then ECMP reconvergence), "
+        "'sm-resweep' (IB subnet-manager resweep); 'auto' = fast-reroute on credit fabrics, "
+        "bfd-ecmp on PFC fabrics (design)",
+    )
+    bfd_interval_s: float = _p(
+        300e-3,
+        "BFD receive interval: IBM / Cisco docs give intervals from 300 ms (PARAMETERS.md); "
+        "vendor defaults range from 10 ms (Huawei NE8000 TE) via 100 ms (Dell OS9), 200 ms "
+        "(Dell OS10), 250 ms (OcNOS) to 800 ms (A10 ACOS)",
+        "s",
+    )
+    bfd_multiplier: int = _p(
+        3,
+        "BFD detect multiplier: detection time = interval × multiplier (RFC 5880 §6.8.4); "
+        "default 3 (Dell OS9/OS10, OcNOS, Huawei)",
+    )
+    ecmp_reconverge_s: float = _p(
+        0.1,
+        "BGP withdrawal + ECMP group / FIB update after BFD declares a session down: no "
+        "public figure for an AI fabric; a guess that makes BFD (0.9 s) + ECMP ≈ 1 s, the "
+        "'BFD/ECMP reconvergence ~1 s' of DESIGN.md",
+        "s",
+    )
+    sm_resweep_s: float = _p(
+        10.0,
+        "IB subnet-manager resweep and LFT reprogramming: '10–20 s' on very large fabrics "
+        "(enterpriseai.news 2017); OpenSM's periodic sweep_interval default is 10 s",
+        "s",
+    )
+    credit_watchdog_s: float = _p(
+        1e-3,
+        "time for the port's credit watchdog to notice leaked credits (NVIDIA MLNX-OS "
+        "'unbreakable link': credit watchdog); no published interval: a guess",
+        "s",
+    )
+    link_retrain_s: float = _p(
+        1e-3,
+        "link retrain that restores the full credit count after credit loss: no published "
+        "figure; a guess (ms scale, as IB link-level recovery is described)",
+        "s",
+    )
+
     # ---------------------------------------------------------------- PFC, ECN, DCQCN (RoCE)
     ethernet_mtu_bytes: float = _p(
         1500.0,

@@ -11,8 +11,10 @@ from collections.abc import Sequence
 #: Each defines ``register(subparsers)`` which adds its parser and sets ``func``.
 SUBCOMMANDS: tuple[str, ...] = (
     "run",
+    "replay",
     "compare",
     "scenarios",
+    "storage",
     "serve",
     "remote_console",
     "inject",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from console.cli._common import add_scenario_options, build_fabric, duration, load_from_args
+from fabric_core.record import save_run
 from fabric_core.report import run_for
 from fabric_core.units import format_bytes, format_duration, format_rate
 
@@ -33,6 +34,7 @@ def register(sub: Any) -> None:
         "--json", type=Path, metavar="FILE", help="write the full report as JSON to FILE"
     )
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument("--record", type=Path, metavar="FILE", help="record the run for `fabtop replay`")
     p.set_defaults(func=run)
 
 
@@ -73,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
     progress = _Progress(not args.quiet)
     report = run_for(fabric, args.duration, progress)
     progress.close()
+    if args.record:
+        save_run(args.record, scn, fabric, report)
     if not args.quiet:
         print_summary(report)
     if args.json:

@@ -85,6 +85,11 @@ WORKLOAD_KINDS: dict[
     "pairs": (_pairs, frozenset({"pairs", "size", "outstanding", "start", "until"})),
 }
 
+# storage workloads (issue 5): registered by their own module
+from fabric_core.workloads.storage_kinds import STORAGE_KINDS  # noqa: E402
+
+WORKLOAD_KINDS.update(STORAGE_KINDS)
+
 
 def build_workload(table: Mapping[str, Any], where: str) -> Workload:
     """A workload from its scenario table; errors name the key at fault (``where``)."""

@@ -1,0 +1,67 @@
+"""``fabtop replay FILE``: re-run a recorded run and check it reproduces exactly."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from console.cli.run import print_summary
+from fabric_core.record import RecordError, load_record, replay
+
+
+def register(sub: Any) -> None:
+    """Add the ``replay`` subcommand."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "replay",
+        help="re-run a recorded run and check that it reproduces exactly",
+        description="Rebuild the recorded scenario with its seed, apply the recorded commands "
+        "at their ticks, run to the recorded end and compare every snapshot digest and the "
+        "report. Exit status 0 when everything matches, 1 when the run diverged, 2 when the "
+        "record cannot be read. Records come from `fabtop run --record FILE` and from the "
+        "console.",
+    )
+    p.add_argument("record", type=Path, metavar="FILE", help="a record written with --record")
+    p.add_argument(
+        "--json", type=Path, metavar="FILE", help="write the replayed run's report as JSON to FILE"
+    )
+    p.add_argument("--quiet", action="store_true", help="print nothing but the verdict and errors")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Replay, print the verdict (and the summary), write the report."""
+    try:
+        record = load_record(args.record)
+        result = replay(record)
+    except RecordError as exc:
+        print(f"fabtop: {exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print_summary(result.report)
+    if args.json:
+        try:
+            args.json.write_text(json.dumps(result.report, indent=2, allow_nan=False) + "\n")
+        except OSError as exc:
+            print(f"fabtop: cannot write {args.json}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+    n_cmd = len(record["commands"])
+    if result.ok:
+        report = "" if result.report_matches is None else " and the report"
+        print(
+            f"replay OK: {result.fabric.tick} ticks, {n_cmd} commands; "
+            f"{result.checked} snapshot digests{report} match"
+        )
+        return 0
+    if result.mismatches:
+        tick, want, got = result.mismatches[0]
+        print(
+            f"replay DIVERGED at tick {tick}: recorded digest {want}, replayed {got} "
+            f"({len(result.mismatches)} of {result.checked} digests differ)",
+            file=sys.stderr,
+        )
+    else:
+        print("replay DIVERGED: the digests match but the report differs", file=sys.stderr)
+    return 1

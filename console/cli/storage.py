@@ -1,0 +1,84 @@
+"""``fabtop storage-report``: the storage access paths side by side on the bundled scenarios."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from fabric_core.scenario import ScenarioError
+from fabric_core.storage_report import (
+    CASES,
+    markdown,
+    run_case,
+    splice,
+    splice_params,
+    text_table,
+)
+
+
+def register(sub: Any) -> None:
+    """Add the ``storage-report`` subcommand."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "storage-report",
+        help="run the storage scenarios on every access path and print them side by side",
+        description="Run each bundled storage scenario once per access path (local-nvme, "
+        "nvmeof, xds, nfs-rdma, nvme-tcp, nfs-tcp, plus slow-target and lane variants) and "
+        "print the KPIs side by side; optionally write the tables into docs/STORAGE.md.",
+    )
+    p.add_argument(
+        "scenarios",
+        nargs="*",
+        metavar="SCENARIO",
+        help=f"storage scenarios to run (default: all of {', '.join(CASES)})",
+    )
+    p.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="multiply each scenario's simulated duration (e.g. 0.25 for a quick look)",
+    )
+    p.add_argument(
+        "--write-docs",
+        type=Path,
+        metavar="FILE",
+        help="splice the markdown tables into FILE between the storage-report markers",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the cases, print them, write the docs table."""
+    names = args.scenarios or list(CASES)
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        print(
+            f"fabtop: no storage report for {', '.join(unknown)}; known: {', '.join(CASES)}",
+            file=sys.stderr,
+        )
+        return 2
+    if not args.scale > 0:
+        print("fabtop: --scale must be > 0", file=sys.stderr)
+        return 2
+    results = []
+    for name in names:
+        try:
+            res = run_case(CASES[name], args.scale)
+        except ScenarioError as exc:
+            print(f"fabtop: {exc}", file=sys.stderr)
+            return 2
+        print(text_table(res), end="\n\n", flush=True)
+        results.append(res)
+    if args.write_docs:
+        cmd = "python -m console.cli storage-report" + "".join(f" {n}" for n in args.scenarios)
+        if args.scale != 1.0:
+            cmd += f" --scale {args.scale:g}"
+        cmd += f" --write-docs {args.write_docs}"
+        try:
+            doc = args.write_docs.read_text() if args.write_docs.exists() else ""
+            args.write_docs.write_text(splice_params(splice(doc, markdown(results, cmd))))
+        except OSError as exc:
+            print(f"fabtop: cannot write {args.write_docs}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+    return 0

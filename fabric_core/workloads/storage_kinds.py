@@ -1,0 +1,120 @@
+"""Scenario builders of the storage workloads (``[[workload]] kind = "training"`` ...).
+
+Every storage workload takes ``path`` (an access path of ``fabric_core.storage.PATHS``)
+and an optional ``storage = { ... }`` table of ``StorageParams`` overrides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from fabric_core.storage import get_path, parse_params
+from fabric_core.units import parse_duration, parse_size
+from fabric_core.workloads.base import Workload
+from fabric_core.workloads.checkpoint import Checkpoint
+from fabric_core.workloads.kvcache import KvCache
+from fabric_core.workloads.storage_io import StorageProbe
+from fabric_core.workloads.training import Training
+
+_COMMON = frozenset({"path", "storage"})
+
+
+def _dur0(value: Any) -> float:
+    """A duration that may be zero (``parse_duration`` wants > 0)."""
+    if value in (0, 0.0, "0", "0s"):
+        return 0.0
+    return parse_duration(value)
+
+
+def _path(t: Mapping[str, Any], default: str) -> str:
+    name = str(t.get("path", default))
+    get_path(name)  # validates
+    return name
+
+
+def _probe(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    return StorageProbe(
+        name=name,
+        traffic_class=cls,
+        path_name=_path(t, "nvmeof"),
+        params=parse_params(t.get("storage")),
+        clients_spec=t.get("clients", 1),
+        size_bytes=parse_size(t.get("size", "4KiB")),
+        depth=int(t.get("depth", 1)),
+        write=bool(t.get("write", False)),
+    )
+
+
+def _training(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    return Training(
+        name=name,
+        traffic_class=cls,
+        path_name=_path(t, "nfs-rdma"),
+        params=parse_params(t.get("storage")),
+        gpus_spec=t.get("gpus", "all"),
+        batch_bytes=parse_size(t.get("batch", "128MiB")),
+        compute_s=parse_duration(t.get("compute", "30ms")),
+        io_bytes=parse_size(t.get("io_size", "1MiB")),
+        prefetch=int(t.get("prefetch", 2)),
+    )
+
+
+def _checkpoint(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    return Checkpoint(
+        name=name,
+        traffic_class=cls,
+        path_name=_path(t, "nfs-rdma"),
+        params=parse_params(t.get("storage")),
+        gpus_spec=t.get("gpus", "all"),
+        size_bytes=parse_size(t.get("size", "64MiB")),
+        io_bytes=parse_size(t.get("io_size", "1MiB")),
+        depth=int(t.get("depth", 8)),
+        start_s=_dur0(t.get("start", 0)),
+        period_s=_dur0(t.get("period", 0)),
+    )
+
+
+def _kvcache(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    return KvCache(
+        name=name,
+        traffic_class=cls,
+        path_name=_path(t, "xds"),
+        params=parse_params(t.get("storage")),
+        gpus_spec=t.get("gpus", "all"),
+        rate_per_s=float(t.get("rate_per_s", 20.0)),
+        context_tokens=int(t.get("context_tokens", 4096)),
+        kv_bytes_per_token=parse_size(t.get("kv_bytes_per_token", 327680)),
+        hit_rate=float(t.get("hit_rate", 0.5)),
+        prefill_tokens_per_s=float(t.get("prefill_tokens_per_s", 20000.0)),
+        first_decode_s=parse_duration(t.get("first_decode", "30ms")),
+        io_bytes=parse_size(t.get("io_size", "1MiB")),
+        offload=bool(t.get("offload", True)),
+    )
+
+
+Builder = Callable[[str, str, Mapping[str, Any]], Workload]
+
+STORAGE_KINDS: dict[str, tuple[Builder, frozenset[str]]] = {
+    "storage_io": (_probe, _COMMON | {"clients", "size", "depth", "write"}),
+    "training": (_training, _COMMON | {"gpus", "batch", "compute", "io_size", "prefetch"}),
+    "checkpoint": (
+        _checkpoint,
+        _COMMON | {"gpus", "size", "io_size", "depth", "start", "period"},
+    ),
+    "kvcache": (
+        _kvcache,
+        _COMMON
+        | {
+            "gpus",
+            "rate_per_s",
+            "context_tokens",
+            "kv_bytes_per_token",
+            "hit_rate",
+            "prefill_tokens_per_s",
+            "first_decode",
+            "io_size",
+            "offload",
+        },
+    ),
+}

@@ -1,0 +1,289 @@
+"""Commands: one JSON form, specific errors, and hostile input never hurts the engine."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fabric_core.commands import (
+    COMMAND_NAMES,
+    MAX_COMMAND_BYTES,
+    ClearFault,
+    CommandError,
+    InjectFault,
+    Pause,
+    Resume,
+    SetParam,
+    SetSpeed,
+    StartWorkload,
+    StopWorkload,
+    encode_command,
+    parse_command,
+)
+from fabric_core.engine import Engine
+from fabric_core.fabric import Fabric
+from fabric_core.record import fabric_digest
+from fabric_core.scenario import load_scenario, parse_scenario
+
+# ------------------------------------------------------------------ the JSON form
+ROUND_TRIP = [
+    InjectFault(kind="link_down", target="leaf00->spine00", duration_s=0.5, id="c-1"),
+    InjectFault(kind="link_degraded", target="leaf00->spine00", params={"ber": 1e-7}),
+    ClearFault(fault_id="f3"),
+    ClearFault(target="spine00"),
+    ClearFault(all=True),
+    Pause(),
+    Resume(id="r.2"),
+    SetSpeed(speed=1e-3),
+    SetParam(name="reroute_s", value=1e-3),
+    StartWorkload(workload="moe"),
+    StopWorkload(workload="moe"),
+]
+
+
+@pytest.mark.parametrize("cmd", ROUND_TRIP, ids=lambda c: type(c).__name__)
+def test_every_command_round_trips_through_its_json_form(cmd: Any) -> None:
+    text = encode_command(cmd)
+    assert json.loads(text)["command"] in COMMAND_NAMES
+    assert parse_command(text) == cmd
+
+
+def test_topic_supplies_the_command_name() -> None:
+    assert parse_command(b'{"workload": "moe"}', command="stop") == StopWorkload(workload="moe")
+    with pytest.raises(CommandError, match="topic says command 'stop' but the body says 'start'"):
+        parse_command(b'{"command": "start", "workload": "moe"}', command="stop")
+    with pytest.raises(CommandError, match=r"unknown command 'injct' \(did you mean 'inject'\?\)"):
+        parse_command(b"{}", command="injct")
+
+
+# ------------------------------------------------------------------ specific errors
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ("", "empty command"),
+        ('{"command": "inject"', "malformed JSON"),
+        ("[1, 2]", "a command must be a JSON object, got an array"),
+        ('{"kind": "link_down"}', "missing field 'command'"),
+        ('{"command": "injekt"}', "unknown command 'injekt' (did you mean 'inject'?)"),
+        ('{"command": 5}', "command must be a string, got 5"),
+        (
+            '{"command": "inject", "kind": "link_down", "target": "a", "duration_s": 0}',
+            "duration_s must be a number > 0.0, got 0",
+        ),
+        (
+            '{"command": "inject", "kind": "link_down", "target": "a", "duration_s": -1}',
+            "duration_s must be a number > 0.0, got -1",
+        ),
+        (
+            '{"command": "inject", "kind": "link_down", "target": "a", "duration_s": "5"}',
+            'duration_s must be a number or null, got "5"',
+        ),
+        (
+            '{"command": "inject", "kind": "link_down", "target": "a", "duraton_s": 1}',
+            "inject has no field 'duraton_s' (did you mean 'duration_s'?)",
+        ),
+        (
+            '{"command": "inject", "kind": "link_down", "target": "a", "duration_s": 1e400}',
+            "number out of range",
+        ),
+        ('{"command": "inject", "target": "a"}', "inject needs a fault 'kind'"),
+        ('{"command": "inject", "kind": "link_down"}', "inject needs a 'target'"),
+        ('{"command": "speed", "speed": -1}', "speed must be a number >= 0.0, got -1"),
+        ('{"command": "speed", "speed": true}', "speed must be a number, got true"),
+        ('{"command": "speed", "speed": 1e9}', "speed must be a number <= 1000.0"),
+        ('{"command": "clear"}', "clear needs 'fault_id', 'target' or 'all': true"),
+        ('{"command": "clear", "all": "yes"}', 'all must be true or false, got "yes"'),
+        ('{"command": "pause", "id": "a b"}', "id must be a string matching regex"),
+        ('{"command": "pause", "id": "' + "x" * 65 + '"}', "id must be a string of length <= 64"),
+        ('{"command": "set", "value": 1}', "set needs a parameter 'name'"),
+        ('{"command": "stop"}', "stop needs a 'workload' name"),
+        ("\ufeff{}", "malformed JSON"),
+    ],
+)
+def test_malformed_commands_get_specific_errors(payload: str, message: str) -> None:
+    with pytest.raises(CommandError, match=re.escape(message)):
+        parse_command(payload)
+
+
+def test_oversized_commands_are_refused_unread() -> None:
+    big = '{"command": "pause", "id": "' + "x" * MAX_COMMAND_BYTES + '"}'
+    with pytest.raises(CommandError, match=f"the limit is {MAX_COMMAND_BYTES}"):
+        parse_command(big)
+
+
+def _big_fabric() -> Fabric:
+    scn = parse_scenario(
+        {
+            "name": "names",
+            "topology": {"kind": "leaf-spine", "leaves": 8, "spines": 10, "gpus_per_leaf": 1},
+            "workload": [{"name": "bg", "kind": "bulk", "class": "bulk", "size": "64KiB"}],
+        }
+    )
+    return Fabric.from_scenario(scn)
+
+
+@pytest.mark.parametrize(
+    ("cmd", "message"),
+    [
+        (
+            InjectFault(kind="link_down", target="leaf07->spine99"),
+            "unknown link 'leaf07->spine99' (did you mean 'leaf07->spine09'?)",
+        ),
+        (
+            InjectFault(kind="swich_down", target="spine01"),
+            "unknown fault kind 'swich_down' (did you mean 'switch_down'?)",
+        ),
+        (InjectFault(kind="switch_down", target="spine1"), "unknown switch 'spine1' (did you mean"),
+        (
+            SetParam(name="reroute", value=1.0),
+            "unknown parameter 'reroute' (did you mean 'reroute_s'?)",
+        ),
+        (SetParam(name="reroute_s", value=1e9), "reroute_s must be in [1e-06, 60], got 1e+09"),
+        (StartWorkload(workload="bgg"), "unknown workload 'bgg' (did you mean 'bg'?)"),
+        (ClearFault(fault_id="f0"), "unknown active fault 'f0'"),
+    ],
+)
+def test_fabric_level_errors_are_specific(cmd: Any, message: str) -> None:
+    engine = Engine(_big_fabric())
+    before = fabric_digest(engine.fabric)
+    result = engine.apply(cmd)
+    assert not result.ok
+    assert result.error is not None and message in result.error
+    assert fabric_digest(engine.fabric) == before
+
+
+# ------------------------------------------------------------------ hostile input
+_ENGINE = Engine(Fabric.from_scenario(load_scenario("tiny")))
+_ENGINE.fabric.run_ticks(30)
+_FIELDS = [
+    "kind",
+    "target",
+    "params",
+    "duration_s",
+    "id",
+    "fault_id",
+    "all",
+    "speed",
+    "name",
+    "value",
+    "workload",
+    "command",
+]
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_realish_values = st.one_of(
+    _json,
+    st.sampled_from(
+        [
+            "link_down",
+            "switch_down",
+            "leaf00->spine00",
+            "spine00",
+            "gpu0000",
+            "f0",
+            "moe",
+            "reroute_s",
+        ]
+    ),
+    st.text(alphabet=st.characters(min_codepoint=0x80, max_codepoint=0x2FFFF), max_size=20),
+    st.floats(min_value=1e300, max_value=1e308),
+    st.just(1e-300),
+)
+_commandish = st.fixed_dictionaries(
+    {"command": st.one_of(st.sampled_from(COMMAND_NAMES), _json)},
+    optional={f: _realish_values for f in _FIELDS if f != "command"},
+)
+
+
+def _check_error(exc: CommandError) -> None:
+    msg = str(exc)
+    assert msg and msg.strip() == msg and "Traceback" not in msg
+    assert len(msg) >= 10  # says what is wrong, not just "invalid"
+
+
+@settings(max_examples=300, deadline=None)
+@given(payload=st.one_of(st.text(max_size=200), st.binary(max_size=200)))
+def test_arbitrary_bytes_and_text_get_a_command_error_or_a_command(payload: str | bytes) -> None:
+    try:
+        parse_command(payload)
+    except CommandError as exc:
+        _check_error(exc)
+
+
+@settings(max_examples=100, deadline=None)
+@given(cmd=_commandish, cut=st.integers(min_value=0, max_value=400))
+def test_truncated_json_is_malformed(cmd: dict[str, Any], cut: int) -> None:
+    text = json.dumps(cmd)
+    cut = min(cut, len(text) - 1)
+    with pytest.raises(CommandError) as info:
+        parse_command(text[:cut])
+    _check_error(info.value)
+    assert "malformed JSON" in str(info.value) or "empty command" in str(info.value)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cmd=_commandish)
+def test_hostile_commands_leave_the_engine_running_and_unchanged(cmd: dict[str, Any]) -> None:
+    engine = _ENGINE
+    before = fabric_digest(engine.fabric)
+    running, speed = engine.running, engine.speed
+    try:
+        parsed = parse_command(json.dumps(cmd))
+    except CommandError as exc:
+        _check_error(exc)
+        return
+    result = engine.apply(parsed)
+    if result.ok:
+        # a valid command: undo what it did so later examples start from the same state
+        engine.apply(ClearFault(all=True)) if engine.fabric.faults.active() else None
+        engine.running, engine.speed = running, speed
+        return
+    assert result.error is not None
+    _check_error(CommandError(result.error))
+    assert fabric_digest(engine.fabric) == before
+    assert (engine.running, engine.speed) == (running, speed)
+    engine.fabric.run_ticks(1)  # and it keeps running
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    kind=st.one_of(
+        st.sampled_from(["link_down", "switch_down", "incast", "credit_loss"]), st.text(max_size=20)
+    ),
+    target=st.text(max_size=40),
+    params=st.dictionaries(
+        st.text(max_size=12), st.one_of(st.floats(allow_nan=False), st.text(max_size=8)), max_size=3
+    ),
+)
+def test_unknown_targets_and_parameters_are_named_in_the_error(
+    kind: str, target: str, params: dict[str, Any]
+) -> None:
+    fabric = _ENGINE.fabric
+    if target in fabric.topo.links.index or target in fabric.topo.nodes.index:
+        return
+    try:
+        cmd = parse_command(
+            json.dumps({"command": "inject", "kind": kind, "target": target, "params": params})
+        )
+    except CommandError as exc:
+        _check_error(exc)
+        return
+    result = _ENGINE.apply(cmd)
+    assert not result.ok and result.error is not None
+    assert "unknown" in result.error
+    assert repr(kind) in result.error or repr(target) in result.error

@@ -1,0 +1,45 @@
+"""``fabtop storage-report``: paths side by side, and the docs table it writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from console.cli import main
+from fabric_core.storage_report import BEGIN, END, PARAMS_BEGIN, PARAMS_END, splice
+
+
+def test_storage_report_prints_paths_side_by_side_and_writes_docs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = tmp_path / "STORAGE.md"
+    doc.write_text(
+        f"# Storage\n\nintro\n\n{BEGIN}\nold table\n{END}\n\nafter\n\n"
+        f"{PARAMS_BEGIN}\nold params\n{PARAMS_END}\n\nend\n"
+    )
+    rc = main(["storage-report", "storage-random-read", "--scale", "0.2", "--write-docs", str(doc)])
+    assert rc == 0
+    out = capsys.readouterr().out
+    rows = {line.split("  ")[0].strip() for line in out.splitlines()}
+    for path in ("local-nvme", "nvmeof", "xds", "nfs-rdma", "nvme-tcp", "nfs-tcp"):
+        assert path in rows
+    text = doc.read_text()
+    assert "old table" not in text and "old params" not in text
+    assert text.startswith("# Storage\n\nintro") and text.rstrip().endswith("end")
+    assert "\nafter\n" in text
+    # every storage parameter is in the generated table with its source
+    assert "| `tcp_rx_cpu_s_per_byte` |" in text and "SIGCOMM 2021" in text
+    assert "| xds |" in text and "| nvme-tcp |" in text
+    assert "storage-report storage-random-read --scale 0.2 --write-docs" in text
+
+
+def test_storage_report_rejects_unknown_scenarios(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["storage-report", "tiny"]) == 2
+    assert "no storage report for tiny; known: storage-random-read" in capsys.readouterr().err
+
+
+def test_splice_appends_markers_when_missing() -> None:
+    out = splice("# Doc\n", "T")
+    assert out == f"# Doc\n\n{BEGIN}\nT\n{END}\n"
+    assert splice(out, "U") == f"# Doc\n\n{BEGIN}\nU\n{END}\n"
