@@ -148,7 +148,7 @@ BAD = [
         "inject",
         b'{"id": "b-types", "kind": "link_down", "target": 5}',
         "fabtop/e2e/result/b-types",
-        "$.target",
+        "target must be a string, got 5",
     ),
     (
         "inject",
