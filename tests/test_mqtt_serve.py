@@ -168,6 +168,12 @@ BAD = [
         "fabtop/e2e/result/b-huge",
         "the limit is",
     ),
+    (
+        "inject",
+        b'{"id": "b-field", "kind": "link_down", "target": "leaf00->spine01", "colour": 1}',
+        "fabtop/e2e/result/b-field",
+        "inject has no field 'colour'",
+    ),
     ("explode", b'{"id": "b-cmd"}', "fabtop/e2e/result/b-cmd", "unknown command 'explode'"),
     ("injekt", b'{"id": "b-typo"}', "fabtop/e2e/result/b-typo", "did you mean 'inject'"),
     (
@@ -189,6 +195,7 @@ BAD = [
         "unknown-kind",
         "unknown-link",
         "huge",
+        "unknown-field",
         "unknown-cmd",
         "typo",
         "no-id",
