@@ -27,6 +27,7 @@ downstream end of a link for one priority (virtual lane), indexed
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -196,39 +197,37 @@ class Dcqcn:
     last_cnp_s: NDArray[np.float64]
     cnps_total: float = 0.0
 
+    #: each per-flow field and its value for a fresh flow slot
+    _FRESH: ClassVar[dict[str, float]] = {
+        "rc": 0.0,
+        "rt": 0.0,
+        "alpha": 1.0,
+        "since_cut_s": 0.0,
+        "since_alpha_s": 0.0,
+        "bytes_since": 0.0,
+        "stage": 0.0,
+        "last_cnp_s": -1.0,
+    }
+
     @classmethod
     def empty(cls, n: int) -> Dcqcn:
         """State for ``n`` flow slots (rates set when flows start)."""
-        z = np.zeros(n)
-        return cls(
-            z.copy(), z.copy(), np.ones(n), z.copy(), z.copy(), z.copy(), z.copy(), np.full(n, -1.0)
-        )
+        arrays: dict[str, NDArray[np.float64]] = {k: np.full(n, v) for k, v in cls._FRESH.items()}
+        return cls(**arrays)  # type: ignore[arg-type]  # mypy cannot see the keys match
 
     def grow(self, n: int) -> None:
         """Make room for ``n`` slots."""
-        old = self.rc.size
-        if n <= old:
-            return
-        pad = n - old
-        self.rc = np.r_[self.rc, np.zeros(pad)]
-        self.rt = np.r_[self.rt, np.zeros(pad)]
-        self.alpha = np.r_[self.alpha, np.ones(pad)]
-        self.since_cut_s = np.r_[self.since_cut_s, np.zeros(pad)]
-        self.since_alpha_s = np.r_[self.since_alpha_s, np.zeros(pad)]
-        self.bytes_since = np.r_[self.bytes_since, np.zeros(pad)]
-        self.stage = np.r_[self.stage, np.zeros(pad)]
-        self.last_cnp_s = np.r_[self.last_cnp_s, np.full(pad, -1.0)]
+        pad = n - self.rc.size
+        if pad > 0:
+            for name, fresh in self._FRESH.items():
+                setattr(self, name, np.r_[getattr(self, name), np.full(pad, fresh)])
 
     def start(self, slots: NDArray[np.intp], line_rate: NDArray[np.float64]) -> None:
         """New flows start at line rate with alpha = 1 (DCQCN paper)."""
+        for name, fresh in self._FRESH.items():
+            getattr(self, name)[slots] = fresh
         self.rc[slots] = line_rate
         self.rt[slots] = line_rate
-        self.alpha[slots] = 1.0
-        self.since_cut_s[slots] = 0.0
-        self.since_alpha_s[slots] = 0.0
-        self.bytes_since[slots] = 0.0
-        self.stage[slots] = 0.0
-        self.last_cnp_s[slots] = -1.0
 
     def update(
         self,

@@ -47,9 +47,12 @@ SWEEP_TOLERANCE = 1e-6
 NEWTON_ITERATIONS = 12
 
 
+_Floats = NDArray[np.float64]  # built once: cast() on a subscripted type costs per call
+
+
 def sum_by(index: NDArray[np.intp], weights: NDArray[np.float64], n: int) -> NDArray[np.float64]:
     """Sum ``weights`` into ``n`` bins by ``index`` (``np.bincount``, typed as floats)."""
-    return cast(NDArray[np.float64], np.bincount(index, weights=weights, minlength=n))
+    return cast(_Floats, np.bincount(index, weights=weights, minlength=n))
 
 
 @dataclass
@@ -66,6 +69,8 @@ class EntryIndex:
     queue: NDArray[np.intp]  # (link, vl) of the entry, also at the last hop (PFC pauses it)
     hop_bounds: NDArray[np.intp]  # entries of hop h are hop_bounds[h]:hop_bounds[h+1]
     link_groups: list[NDArray[np.intp]]  # all entries, by the rank of their link, upstream first
+    group_links: list[NDArray[np.intp]]  # the links of each of those groups
+    first: NDArray[np.intp]  # for every entry, the entry of the same flow at hop 0
     feedforward: bool  # every path climbs the link ranks: one forward sweep settles the rates
     # entries with a downstream buffer, by buffer rank, downstream first
     rank_groups: list[NDArray[np.intp]]
@@ -119,6 +124,8 @@ def build_index(flows: FlowTable, link_rank: NDArray[np.int64], n_vls: int) -> E
         queue=queue,
         hop_bounds=hop_bounds,
         link_groups=link_groups,
+        group_links=[np.unique(link[g]) for g in link_groups],
+        first=_first_entry(prev),
         feedforward=feedforward,
         rank_groups=rank_groups,
         rank_group_bufs=[u for u, _ in compact],
@@ -269,7 +276,7 @@ def solve(
     link = idx.link
     start = capacity[link].copy()
     if warm is not None:
-        first_hop_backlog = backlog[_first_entry(idx)]
+        first_hop_backlog = backlog[idx.first]
         start = np.where(warm > 0, warm, np.minimum(start, first_hop_backlog / dt))
     rate = start
     level = capacity.copy()
@@ -283,14 +290,13 @@ def solve(
         if idx.feedforward:
             # Gauss-Seidel by link rank: each link's entries see the final rates of their
             # upstream hops, so one sweep gives the max-min rates of this pass exactly.
-            for group in idx.link_groups:
+            for group, links in zip(idx.link_groups, idx.group_links, strict=True):
                 prev = idx.prev[group]
                 arrival = np.where(prev >= 0, rate[np.maximum(prev, 0)], 0.0)
                 demand = np.minimum(backlog[group] / dt + arrival, cap_demand[group])
                 rate[group], lv, nl = waterfill(demand, link[group], capacity)
-                touched = np.bincount(link[group], minlength=capacity.size) > 0
-                level = np.where(touched, lv, level)
-                n_level = np.where(touched, nl, n_level)
+                level[links] = lv[links]
+                n_level[links] = nl[links]
         else:
             for _ in range(MAX_SWEEPS):
                 arrival = np.where(idx.prev >= 0, rate[idx.prev], 0.0)
@@ -317,11 +323,11 @@ def solve(
     return Solution(rate=rate, level=level, n_at_level=n_level, alpha=alpha, unused=unused)
 
 
-def _first_entry(idx: EntryIndex) -> NDArray[np.intp]:
+def _first_entry(prev: NDArray[np.intp]) -> NDArray[np.intp]:
     """For every entry, the entry of the same flow at hop 0 (walking ``prev``)."""
-    first = np.arange(idx.size)
+    first = np.arange(prev.size)
     for _ in range(MAX_HOPS - 1):
-        p = idx.prev[first]
+        p = prev[first]
         if (p < 0).all():
             break
         first = np.where(p >= 0, p, first)

@@ -97,8 +97,15 @@ def test_link_down_shows_as_an_increase_of_that_links_counter(stack: Stack) -> N
     assert link in [r["metric"]["link"] for r in result]
     # the cable is down: its other direction too, and no other link
     a, b = link.split("->")
-    downed = stack.prometheus.query("increase(fabtop_port_link_downed_total[1m]) > 0")
-    assert sorted(r["metric"]["link"] for r in downed) == sorted([link, f"{b}->{a}"])
+    both = sorted([link, f"{b}->{a}"])
+
+    def downed() -> list[str]:
+        rows = stack.prometheus.query("increase(fabtop_port_link_downed_total[1m]) > 0")
+        names = sorted(r["metric"]["link"] for r in rows)
+        return names if names == both else []
+
+    # (waited for: on a loaded machine the two directions may land in different evaluations)
+    assert wait_until(downed, 30, "both directions of the cable downed") == both
 
 
 def dashboard_queries() -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:

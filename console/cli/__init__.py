@@ -15,10 +15,12 @@ SUBCOMMANDS: tuple[str, ...] = (
     "compare",
     "scenarios",
     "storage",
+    "check",
     "serve",
     "remote_console",
     "inject",
     "watch",
+    "tui",
 )
 
 

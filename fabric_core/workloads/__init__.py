@@ -115,3 +115,97 @@ def build_workload(table: Mapping[str, Any], where: str) -> Workload:
 
 
 _ = Scripted  # re-exported for tests and programmatic use
+
+
+# --- GPU endpoints and inference workloads (issue 4) ---------------------------------------
+_ENDPOINT_KEYS = frozenset({"control", "data_path", "endpoint"})
+
+
+def _endpoint_params(t: Mapping[str, Any]) -> Any:
+    from fabric_core.endpoint import EndpointParams
+
+    over = dict(t.get("endpoint", {}))
+    for key in ("control", "data_path"):
+        if key in t:
+            over[key] = str(t[key])
+    return EndpointParams().with_overrides(**over)
+
+
+def _moe(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    from fabric_core.workloads.moe import MoEAllToAll
+
+    return MoEAllToAll(
+        name=name,
+        traffic_class=cls,
+        ranks_spec=t.get("ranks", 8),
+        tokens_per_rank=int(t.get("tokens_per_rank", 128)),
+        top_k=int(t.get("top_k", 8)),
+        hidden=int(t.get("hidden", 7168)),
+        experts=int(t.get("experts", 0)),
+        dispatch_dtype=str(t.get("dispatch_dtype", "fp8")),
+        layers=int(t.get("layers", 0)),
+        expert_compute_s=parse_duration(t.get("expert_compute", "20us")),
+        attention_compute_s=parse_duration(t.get("attention_compute", "50us")),
+        endpoint=_endpoint_params(t),
+    )
+
+
+WORKLOAD_KINDS["moe"] = (
+    _moe,
+    frozenset(
+        {
+            "ranks",
+            "tokens_per_rank",
+            "top_k",
+            "hidden",
+            "experts",
+            "dispatch_dtype",
+            "layers",
+            "expert_compute",
+            "attention_compute",
+        }
+    )
+    | _ENDPOINT_KEYS,
+)
+
+
+def _pd(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    from fabric_core.workloads.pd import PDDisagg
+
+    return PDDisagg(
+        name=name,
+        traffic_class=cls,
+        prefill_spec=t.get("prefill", 0.5),
+        decode_spec=t.get("decode", "all"),
+        rate_per_s=float(t.get("rate_per_s", 20.0)),
+        context_tokens=int(t.get("context_tokens", 0)),
+        context_median=float(t.get("context_median", 2048)),
+        context_sigma=float(t.get("context_sigma", 1.0)),
+        context_max=int(t.get("context_max", 131072)),
+        model=str(t.get("model", "llama3-70b")),
+        tp=int(t.get("tp", 8)),
+        mfu=float(t.get("mfu", 0.4)),
+        kv_chunks=int(t.get("kv_chunks", 8)),
+        endpoint=_endpoint_params(t),
+    )
+
+
+WORKLOAD_KINDS["pd"] = (
+    _pd,
+    frozenset(
+        {
+            "prefill",
+            "decode",
+            "rate_per_s",
+            "context_tokens",
+            "context_median",
+            "context_sigma",
+            "context_max",
+            "model",
+            "tp",
+            "mfu",
+            "kv_chunks",
+        }
+    )
+    | _ENDPOINT_KEYS,
+)

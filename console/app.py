@@ -1,0 +1,393 @@
+"""The operator console: the Textual app that watches a fabric and sends it commands.
+
+The app reads the source's latest snapshot on a timer (its render rate, separate
+from the engine's publish rate), skips the work when nothing is new or the
+view is frozen, and redraws in one batch. Widgets and screens live in
+``console.widgets`` and ``console.screens``; this module wires them together.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer
+from textual.worker import Worker, WorkerState
+
+from console.linkview import COLUMNS, SORT_ORDER, LinkFilter
+from console.messages import (
+    InjectRequested,
+    LinkChosen,
+    RedrawRequested,
+    SortRequested,
+    SwitchSelected,
+)
+from console.palette import FabricCommands
+from console.screens.compare import CompareScreen
+from console.screens.confirm import ConfirmScreen
+from console.screens.fault_form import FaultFormScreen
+from console.screens.help import HelpScreen, describe
+from console.screens.link_detail import LinkDetailScreen
+from console.source import EngineSource, FabricSource
+from console.viewstate import FabricView
+from console.widgets.event_log_view import EventLogView
+from console.widgets.fabric_map import FabricMap
+from console.widgets.faults_panel import FaultsPanel
+from console.widgets.filter_input import FilterInput
+from console.widgets.latency_panel import LatencyPanel
+from console.widgets.links_table import LinksTable
+from console.widgets.status_header import StatusHeader
+from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume, SetSpeed
+
+#: Seconds between two reads of the latest snapshot while the terminal has focus.
+RENDER_INTERVAL_S = 0.25
+#: When the terminal loses focus, redraw only every this many timer ticks.
+UNFOCUSED_EVERY = 8
+MIN_SPEED, MAX_SPEED = 1e-9, 1e3
+
+
+class FabtopApp(App[None]):
+    """See the module docstring."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "fabtop"
+    COMMANDS = App.COMMANDS | {FabricCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("p", "toggle_pause", "Pause"),
+        Binding("f", "toggle_freeze", "Freeze"),
+        Binding("plus,equals_sign", "speed(2.0)", "Faster", key_display="+"),
+        Binding("minus", "speed(0.5)", "Slower", key_display="-"),
+        Binding("s", "cycle_sort", "Sort"),
+        Binding("r", "reverse_sort", "Reverse"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("i", "inject", "Inject"),
+        Binding("x", "clear_all", "Clear"),
+        Binding("c", "compare", "Compare"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        source: FabricSource,
+        *,
+        read_only: bool = False,
+        metrics_address: str | None = None,
+        compare_sources: tuple[FabricSource, FabricSource] | None = None,
+        render_interval_s: float = RENDER_INTERVAL_S,
+        table_rows: int = 50,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.read_only = read_only
+        self.metrics_address = metrics_address
+        self.compare_sources = compare_sources
+        self.render_interval_s = render_interval_s
+        self.table_rows = table_rows
+        self.view = FabricView()
+        self.frozen = False
+        self.sort_column = "util"
+        self.sort_reverse = False
+        self.link_filter = LinkFilter("")
+        self._focused = True
+        self._timer_ticks = 0
+        self._compare_views: tuple[FabricView, FabricView] | None = None
+
+    # ------------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        # Kept as attributes: a refresh touches them all, several times a second.
+        self.header_bar = StatusHeader(id="header")
+        self.fabric_map = FabricMap(id="map")
+        self.latency_panel = LatencyPanel(id="latency")
+        self.filter_input = FilterInput(
+            placeholder="filter: leaf03  is:down  is:paused …", id="filter"
+        )
+        self.links_table = LinksTable(id="links")
+        self.links_box = Vertical(id="links-box")
+        self.faults_panel = FaultsPanel(id="faults")
+        self.event_log = EventLogView(id="events")
+        yield self.header_bar
+        with Horizontal(id="top"):
+            with Vertical(id="map-box"):
+                yield self.fabric_map
+            yield self.latency_panel
+        with self.links_box:
+            yield self.filter_input
+            yield self.links_table
+        with Horizontal(id="bottom"):
+            with Vertical(id="faults-box"):
+                yield self.faults_panel
+            with Vertical(id="events-box"):
+                yield self.event_log
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#map-box").border_title = "Fabric map (worst port)"
+        self.query_one("#faults-box").border_title = "Faults"
+        self.query_one("#events-box").border_title = "Events"
+        self._start_engines()
+        self.set_interval(self.render_interval_s, self._on_timer)
+        self.links_table.focus()
+        self.refresh_view(force=True)
+
+    def _start_engines(self) -> None:
+        """Run every embedded engine (main and compare) as a worker of this app."""
+        sources = [self.source, *(self.compare_sources or ())]
+        started: set[int] = set()
+        for src in sources:
+            if isinstance(src, EngineSource) and id(src.engine) not in started:
+                started.add(id(src.engine))
+                self.run_worker(src.engine.run(), group="engines", exit_on_error=False)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Say so when an embedded engine stops on an error (the console stays up)."""
+        worker = event.worker
+        if worker.group == "engines" and event.state == WorkerState.ERROR:
+            self.notify(
+                f"the emulator stopped: {worker.error!r}; the view shows its last snapshot",
+                title="engine error",
+                severity="error",
+                timeout=30,
+            )
+
+    def on_unmount(self) -> None:
+        for src in [self.source, *(self.compare_sources or ())]:
+            if isinstance(src, EngineSource):
+                src.engine.stop()
+
+    # ---------------------------------------------------------------- refresh
+    def _on_timer(self) -> None:
+        if not self.screen_stack:
+            return  # shutting down: the screens are gone, the timer is not yet
+        self._timer_ticks += 1
+        if not self._focused and self._timer_ticks % UNFOCUSED_EVERY:
+            return  # throttled while the terminal is in the background
+        self.refresh_view()
+
+    def on_app_blur(self) -> None:
+        self._focused = False
+
+    def on_app_focus(self) -> None:
+        self._focused = True
+
+    def refresh_view(self, force: bool = False) -> None:
+        """Read the latest snapshot (unless frozen) and redraw what changed."""
+        watched = self._watched_links()
+        changed = False if self.frozen else self.view.ingest(self.source.latest(), watched)
+        if not (changed or force):
+            return
+        with self.batch_update():
+            self._render()
+
+    def _watched_links(self) -> list[str]:
+        names = self.links_table.links_shown
+        detail = self._detail_screen()
+        if detail is not None:
+            names.append(detail.link)
+        return names
+
+    def _render(self) -> None:
+        view = self.view
+        snap = view.snapshot
+        self.header_bar.show(
+            snap,
+            frozen=self.frozen,
+            metrics_address=self.metrics_address,
+            source=self.source.description,
+            read_only=self.read_only,
+        )
+        if snap is None:
+            return
+        self.fabric_map.show(snap, view.node_sev)
+        rows, matching = view.table_rows(
+            column=self.sort_column,
+            reverse=self.sort_reverse,
+            limit=self.table_rows,
+            link_filter=self.link_filter,
+        )
+        self.links_table.show(rows)
+        title = f"Links: {len(rows)} of {matching}"
+        if self.link_filter.text:
+            title += f" matching “{self.link_filter.text}”"
+        title += f" (of {len(snap.links)}) · by {COLUMNS[self.sort_column][0]}"
+        self.links_box.border_title = title
+        self.latency_panel.show(view.latency, dict(snap.workloads))
+        self.faults_panel.show(snap)
+        self.event_log.show(view.events)
+        detail = self._detail_screen()
+        if detail is not None:
+            detail.show(snap, view.rates, view.history, view.events)
+
+    def _detail_screen(self) -> LinkDetailScreen | None:
+        """The link detail screen when it is the one on top."""
+        top = self.screen_stack[-1] if self.screen_stack else None
+        return top if isinstance(top, LinkDetailScreen) else None
+
+    #: Actions about the main view: hidden from the footer (and off) on other screens.
+    MAIN_VIEW_ACTIONS = frozenset(
+        {"toggle_freeze", "speed", "cycle_sort", "reverse_sort", "filter", "compare"}
+    )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Main-view keys do nothing on the compare screen (which has its own)."""
+        return not (action in self.MAIN_VIEW_ACTIONS and isinstance(self.screen, CompareScreen))
+
+    # --------------------------------------------------------------- commands
+    async def send(self, command: Command) -> CommandResult:
+        """Send a command to the source; tell the operator when it is refused."""
+        result = await self.source.submit(command)
+        if not result.ok:
+            self.notify(result.error or "refused", title="command refused", severity="error")
+        return result
+
+    def _refuse_if_read_only(self, what: str) -> bool:
+        if self.read_only:
+            self.notify(f"read-only console: {what} is disabled", severity="warning")
+        return self.read_only
+
+    @work(exclusive=False, group="commands")
+    async def _send_in_background(self, command: Command) -> None:
+        await self.send(command)
+        self.refresh_view(force=True)
+
+    # ---------------------------------------------------------------- actions
+    def action_toggle_pause(self) -> None:
+        """Pause or resume the emulation (simulated time)."""
+        if self._refuse_if_read_only("pause/resume"):
+            return
+        snap = self.source.latest()
+        self._send_in_background(Pause() if snap is None or snap.running else Resume())
+
+    def action_toggle_freeze(self) -> None:
+        """Freeze the view (the emulation keeps running) or let it follow again."""
+        self.frozen = not self.frozen
+        self.refresh_view(force=True)
+
+    def action_speed(self, factor: float) -> None:
+        """Multiply the target speed (simulated seconds per wall second)."""
+        if self._refuse_if_read_only("changing the speed"):
+            return
+        snap = self.source.latest()
+        current = snap.target_speed if snap is not None else 0.0
+        if current <= 0:
+            if factor > 1:
+                self.notify("already running flat out")
+                return
+            current = 1.0
+        speed = min(max(current * factor, MIN_SPEED), MAX_SPEED)
+        self._send_in_background(SetSpeed(speed=speed))
+
+    def action_cycle_sort(self) -> None:
+        """Order the links table by the next column."""
+        i = SORT_ORDER.index(self.sort_column)
+        self._set_sort(SORT_ORDER[(i + 1) % len(SORT_ORDER)], reverse=False)
+
+    def action_reverse_sort(self) -> None:
+        """Show the coolest links first instead of the hottest."""
+        self._set_sort(self.sort_column, reverse=not self.sort_reverse)
+
+    def _set_sort(self, column: str, *, reverse: bool) -> None:
+        self.sort_column, self.sort_reverse = column, reverse
+        self.links_table.set_sort(column, reverse)
+        self.refresh_view(force=True)
+
+    def action_filter(self) -> None:
+        """Open the filter line."""
+        self.filter_input.open(self.link_filter.text)
+
+    def set_filter(self, text: str) -> bool:
+        """Apply a filter; on a bad one, say why and keep the old one."""
+        try:
+            self.link_filter = LinkFilter(text)
+        except ValueError as exc:
+            self.notify(str(exc), title="filter not applied", severity="error")
+            return False
+        self.refresh_view(force=True)
+        return True
+
+    @on(FilterInput.Submitted, "#filter")
+    def _filter_submitted(self, event: FilterInput.Submitted) -> None:
+        if self.set_filter(event.value):
+            event.input.remove_class("open")
+            self.links_table.focus()
+
+    def action_inject(self, target: str = "", kind: str = "link_down") -> None:
+        """Open the fault form (target and kind pre-filled when given)."""
+        if self._refuse_if_read_only("fault injection"):
+            return
+        form = FaultFormScreen(self.send, self.view.snapshot, target=target, kind=kind)
+        self.push_screen(form, self._after_inject)
+
+    def _after_inject(self, result: CommandResult | None) -> None:
+        if result is not None and result.ok:
+            fault = result.detail.get("fault_id") or result.detail.get("id") or ""
+            self.notify(f"fault injected {fault}".strip())
+            self.refresh_view(force=True)
+
+    def action_clear_all(self) -> None:
+        """Clear every active fault, after confirmation."""
+        if self._refuse_if_read_only("clearing faults"):
+            return
+        snap = self.view.snapshot
+        n = len(snap.active_faults) if snap is not None else 0
+        if n == 0:
+            self.notify("no active faults")
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self._send_in_background(ClearFault(all=True))
+
+        self.push_screen(ConfirmScreen(f"Clear all {n} active fault(s)?"), confirmed)
+
+    def action_compare(self) -> None:
+        """Open the side-by-side view of two fabrics."""
+        if self.compare_sources is None:
+            self.notify(
+                "compare needs two fabrics: start with  fabtop --compare roce-400g",
+                severity="warning",
+            )
+            return
+        if self._compare_views is None:
+            self._compare_views = (FabricView(), FabricView())
+        screen = CompareScreen(
+            self.compare_sources, views=self._compare_views, read_only=self.read_only
+        )
+        self.push_screen(screen)
+
+    def action_help(self) -> None:
+        """Show every key."""
+        self.push_screen(HelpScreen(describe(list(self.BINDINGS))))
+
+    # --------------------------------------------------------------- messages
+    def open_link(self, name: str) -> None:
+        """Show the detail screen of link ``name``."""
+        self.push_screen(LinkDetailScreen(name))
+        self.call_after_refresh(self.refresh_view, True)
+
+    @on(LinkChosen)
+    def _open_link(self, message: LinkChosen) -> None:
+        self.open_link(message.name)
+
+    @on(SwitchSelected)
+    def _show_ports(self, message: SwitchSelected) -> None:
+        if self.set_filter(message.name):
+            self.notify(f"links of {message.name} (/ to change the filter)")
+
+    @on(SortRequested)
+    def _sort_by_header(self, message: SortRequested) -> None:
+        if message.column == self.sort_column:
+            self._set_sort(message.column, reverse=not self.sort_reverse)
+        else:
+            self._set_sort(message.column, reverse=False)
+
+    @on(InjectRequested)
+    def _inject_requested(self, message: InjectRequested) -> None:
+        self.action_inject(message.target)
+
+    @on(RedrawRequested)
+    def _redraw(self) -> None:
+        self.refresh_view(force=True)

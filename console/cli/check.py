@@ -1,0 +1,97 @@
+"""``fabtop check ibgda``: the IBGDA bring-up check (2 GPUs first, then the cluster)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from console.cli._common import add_scenario_options, duration, load_from_args
+from fabric_core.bringup import check_ibgda
+from fabric_core.commands import CommandError, InjectFault
+from fabric_core.scenario import ScenarioError
+from fabric_core.units import format_duration
+
+
+def register(sub: Any) -> None:
+    """Add the ``check`` subcommand."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "check",
+        help="bring-up checks (ibgda: 2-GPU all-to-all small messages, then the cluster)",
+        description="Run the IBGDA bring-up check the article recommends: a small-message "
+        "all-to-all on two GPUs of one leaf, then on every GPU of the scenario. Prints pass/fail "
+        "per step with message rate and latency; on failure, what failed (WQE post error or hang) "
+        "and on which GPU. Exit status 0 when every step passes, 1 otherwise.",
+    )
+    p.add_argument("what", choices=["ibgda"], help="which check to run")
+    add_scenario_options(p)
+    p.add_argument(
+        "--mismatch",
+        action="append",
+        default=[],
+        metavar="GPU[:hang]",
+        help="inject version_mismatch on GPU before the check (':hang' = completions never "
+        "come; default: WQE posts fail); repeatable",
+    )
+    p.add_argument("--size", type=int, default=4096, help="message size in bytes (default 4096)")
+    p.add_argument("--rounds", type=int, default=4, help="all-to-all rounds per step (default 4)")
+    p.add_argument(
+        "--timeout",
+        type=duration,
+        default=duration("1ms"),
+        help="simulated time after which a step that has not finished is a hang (default 1ms)",
+    )
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
+    p.set_defaults(func=run)
+
+
+def _fault(spec: str) -> InjectFault:
+    gpu, _, mode = spec.partition(":")
+    if mode not in ("", "hang", "fail"):
+        raise argparse.ArgumentTypeError(f"--mismatch {spec!r}: mode must be 'hang' or 'fail'")
+    return InjectFault(
+        kind="version_mismatch", target=gpu, params={"hang": 1.0 if mode == "hang" else 0.0}
+    )
+
+
+def _t(x: float) -> str:
+    return format_duration(x) if math.isfinite(x) else "—"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the check and print one line per step (plus the diagnosis on failure)."""
+    scn = load_from_args(args)
+    if scn is None:
+        return 2
+    try:
+        faults = [_fault(s) for s in args.mismatch]
+        steps = check_ibgda(
+            scn, faults=faults, size_bytes=args.size, rounds=args.rounds, timeout_s=args.timeout
+        )
+    except (argparse.ArgumentTypeError, CommandError, ScenarioError, ValueError) as exc:
+        print(f"fabtop: {exc}", file=sys.stderr)
+        return 2
+    print(f"IBGDA bring-up check on {scn.name} ({scn.profile.name})")
+    for i, st in enumerate(steps, 1):
+        verdict = "PASS" if st.passed else "FAIL"
+        print(
+            f"step {i} {st.name:<20} {verdict}  {len(st.gpus)} GPUs  "
+            f"{st.completed}/{st.messages} messages  "
+            f"rate {st.message_rate_per_s / 1e6:.3g} M msg/s per GPU  "
+            f"latency p50 {_t(st.latency_p50_s)} p99 {_t(st.latency_p99_s)}"
+        )
+        if not st.passed:
+            print(f"  failure: {st.failure}")
+            for line in st.diagnosis:
+                print(f"  {line}")
+    ok = all(s.passed for s in steps)
+    if ok and len(steps) == 2:
+        print("IBGDA bring-up: PASS")
+    elif not ok:
+        print("IBGDA bring-up: FAIL (fix the step above before running on the cluster)")
+    if args.json:
+        args.json.write_text(json.dumps([s.as_dict() for s in steps], indent=2, default=str) + "\n")
+    return 0 if ok else 1

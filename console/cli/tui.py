@@ -1,0 +1,134 @@
+"""``fabtop`` with no subcommand: the embedded emulator, the Prometheus exporter and the console."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from console.cli._common import build_fabric, load_from_args
+from fabric_core.profiles import PROFILES
+
+DEFAULT_METRICS = "127.0.0.1:9464"
+
+
+def speed_value(text: str) -> float:
+    """argparse type: simulated seconds per wall second (0 = flat out)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"speed must be a number, got {text!r}") from None
+    if not 0 <= value <= 1e3:
+        raise argparse.ArgumentTypeError(f"speed must be between 0 (flat out) and 1000, got {text}")
+    return value
+
+
+def host_port(text: str) -> tuple[str, int]:
+    """argparse type: ``HOST:PORT``."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(
+            f"expected HOST:PORT such as {DEFAULT_METRICS}, got {text!r}"
+        )
+    return host, int(port)
+
+
+def register(sub: Any) -> None:
+    """Add the console's options to the main parser and make it the no-subcommand job.
+
+    argparse gives a subparsers action no handle on its parser except ``container``
+    (the group it was added to, which shares the parser's options and defaults), so
+    the options go there: they are parsed by the main parser, before any subcommand.
+    """
+    main: argparse._ActionsContainer = sub.container
+    main.add_argument(
+        "--scenario",
+        default="default",
+        metavar="NAME|PATH",
+        help="console: a bundled scenario or a TOML file (default: default)",
+    )
+    main.add_argument("--profile", choices=sorted(PROFILES), help="console: override the profile")
+    main.add_argument("--seed", type=int, help="console: override the scenario's seed")
+    main.add_argument("--dt", help=argparse.SUPPRESS)
+    main.add_argument(
+        "--speed",
+        type=speed_value,
+        default=1e-3,
+        help="console: simulated seconds per wall second, 0 = flat out (default 1e-3)",
+    )
+    main.add_argument(
+        "--metrics",
+        type=host_port,
+        default=host_port(DEFAULT_METRICS),
+        metavar="HOST:PORT",
+        help=f"console: Prometheus exporter address (default {DEFAULT_METRICS})",
+    )
+    main.add_argument("--no-metrics", action="store_true", help="console: no exporter")
+    main.add_argument(
+        "--read-only", action="store_true", help="console: watch only (no faults, pause, speed)"
+    )
+    main.add_argument(
+        "--compare",
+        metavar="PROFILE",
+        choices=sorted(PROFILES),
+        help="console: also run the scenario on PROFILE for the compare view (c)",
+    )
+    main.set_defaults(default_func=run_console)
+
+
+def start_exporter(get_snapshot: Any, host: str, port: int) -> tuple[Any, str | None]:
+    """The exporter (server, its address), or (None, None) after saying why on stderr."""
+    try:
+        from exporters.prometheus import start_metrics_server
+    except ImportError as exc:
+        print(
+            f"fabtop: Prometheus exporter unavailable ({exc}); running without it", file=sys.stderr
+        )
+        return None, None
+    try:
+        server = start_metrics_server(get_snapshot, host=host, port=port)
+    except OSError as exc:
+        print(
+            f"fabtop: cannot serve metrics on {host}:{port}: {exc.strerror or exc}; "
+            "use --metrics HOST:PORT or --no-metrics",
+            file=sys.stderr,
+        )
+        return None, None
+    return server, str(server.address)
+
+
+def run_console(args: argparse.Namespace) -> int:
+    """Build the engine(s), start the exporter, run the app until the operator quits."""
+    from console.app import FabtopApp
+    from console.source import EngineSource, FabricSource
+    from fabric_core.engine import Engine
+
+    scn = load_from_args(args, args.scenario)
+    if scn is None:
+        return 2
+    fabric = build_fabric(scn)
+    if fabric is None:
+        return 2
+    engine = Engine(fabric, speed=args.speed)
+    source = EngineSource(engine, description=f"embedded {scn.name}")
+    compare: tuple[FabricSource, FabricSource] | None = None
+    if args.compare:
+        other_args = argparse.Namespace(**{**vars(args), "profile": args.compare})
+        other_scn = load_from_args(other_args, args.scenario)
+        other_fabric = build_fabric(other_scn) if other_scn is not None else None
+        if other_fabric is None:
+            return 2
+        other = EngineSource(Engine(other_fabric, speed=args.speed), f"embedded {args.compare}")
+        compare = (source, other)
+    server, address = None, None
+    if not args.no_metrics:
+        host, port = args.metrics
+        server, address = start_exporter(lambda: engine.bus.latest, host, port)
+    try:
+        FabtopApp(
+            source, read_only=args.read_only, metrics_address=address, compare_sources=compare
+        ).run()
+    finally:
+        if server is not None:
+            server.close()
+    return 0

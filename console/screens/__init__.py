@@ -1,0 +1,1 @@
+"""The console's screens: help, link detail, fault form, confirmation, compare."""

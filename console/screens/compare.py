@@ -1,0 +1,241 @@
+"""Two fabrics side by side, live: the same workload and faults on native and RoCE.
+
+Each side has its own ``FabricView`` fed from its own source; a fault injected
+here goes to both sources, so both sides see the same fault at the same
+simulated moment (each at its next tick boundary).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from console.fmt import fmt_bytes, fmt_kpi, fmt_rate, fmt_seconds, fmt_speed
+from console.screens.confirm import ConfirmScreen
+from console.screens.fault_form import FaultFormScreen
+from console.source import FabricSource
+from console.viewstate import FabricView
+from console.widgets.faults_panel import faults_to_show
+from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
+from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume
+
+
+def side_summary(view: FabricView, source: FabricSource) -> Table:
+    """One side of the comparison as a rich table."""
+    snap = view.snapshot
+    table = Table(box=None, expand=True, show_header=False, pad_edge=False)
+    table.add_column("what", style="bold", ratio=2)
+    table.add_column("value", ratio=3)
+    if snap is None:
+        table.add_row(source.description, "waiting for the first snapshot…")
+        return table
+    label, style = state_label(snap, frozen=False)
+    table.add_row("profile", f"{snap.profile} · {FLOW_CONTROL_NAMES.get(snap.flow_control, '')}")
+    table.add_row("source", source.description)
+    table.add_row("state", Text(label, style=style))
+    table.add_row("sim time", f"{fmt_seconds(snap.sim_time_s)} at {fmt_speed(snap.target_speed)}")
+    table.add_row("throughput", f"{fmt_bytes(snap.totals.throughput_Bps)}/s")
+    table.add_row("dropped", fmt_bytes(snap.totals.dropped_bytes_total))
+    counts = view.link_counts()
+    table.add_row(
+        "links",
+        f"{counts['links']} · down {counts['down']} · degraded {counts['degraded']}"
+        f" · paused {counts['paused']}",
+    )
+    rates = view.rates
+    table.add_row(
+        "fabric-wide",
+        f"pauses/s {fmt_rate(float(rates.pauses_per_s.sum()))}"
+        f" · ECN/s {fmt_rate(float(rates.ecn_per_s.sum()))}"
+        f" · drops {fmt_bytes(float(rates.drops_Bps.sum()))}/s",
+    )
+    table.add_row("", "")
+    table.add_row(Text("latency now", style="bold underline"), Text("p50 · p99 · p99.9", "dim"))
+    for name, lat in view.latency.items():
+        table.add_row(
+            name,
+            f"{fmt_seconds(lat.p50_s)} · {fmt_seconds(lat.p99_s)} · {fmt_seconds(lat.p999_s)}",
+        )
+    table.add_row("", "")
+    table.add_row(Text("workloads", style="bold underline"), "")
+    for name, wl in sorted(snap.workloads.items()):
+        kpis = ", ".join(f"{k} {fmt_kpi(k, v)}" for k, v in sorted(wl.kpis.items()))
+        table.add_row(name, kpis or "—")
+    table.add_row("", "")
+    table.add_row(Text("faults", style="bold underline"), "")
+    faults = faults_to_show(snap)
+    if not faults:
+        table.add_row("none", "")
+    for f in faults:
+        times = [
+            f"{what} +{fmt_seconds(at - f.injected_at_s)}"
+            for what, at in (
+                ("detected", f.detected_at_s),
+                ("rerouted", f.mitigated_at_s),
+                ("recovered", f.recovered_at_s),
+            )
+            if at is not None
+        ]
+        table.add_row(f"{f.kind} {f.target}", f"{f.state}; " + ("; ".join(times) or "…"))
+    return table
+
+
+def ratio(a: float, b: float, *, larger_is_worse: bool = True) -> Text:
+    """``b / a`` as ``×1.63``, red when b is worse than a by over 5 %, green when better."""
+    if not (math.isfinite(a) and math.isfinite(b)) or a <= 0:
+        return Text("—", style="dim")
+    r = b / a
+    worse, better = (r > 1.05, r < 0.95) if larger_is_worse else (r < 0.95, r > 1.05)
+    style = "bold red" if worse else "bold green" if better else ""
+    return Text(f"×{r:.2f}", style=style)
+
+
+def difference_table(left: FabricView, right: FabricView) -> Table:
+    """Per class p99 (and p50) of both sides with right/left ratios; throughput and drops."""
+    table = Table(box=None, expand=True, header_style="bold", pad_edge=False)
+    a, b = left.snapshot, right.snapshot
+    name_a = a.profile if a is not None else "left"
+    name_b = b.profile if b is not None else "right"
+    table.add_column("now")
+    table.add_column(f"p50 {name_a}", justify="right")
+    table.add_column(f"p50 {name_b}", justify="right")
+    table.add_column("ratio", justify="right")
+    table.add_column(f"p99 {name_a}", justify="right")
+    table.add_column(f"p99 {name_b}", justify="right")
+    table.add_column("ratio", justify="right")
+    for cls in sorted(set(left.latency) | set(right.latency)):
+        la, lb = left.latency.get(cls), right.latency.get(cls)
+        p50a, p50b = (la.p50_s if la else math.nan), (lb.p50_s if lb else math.nan)
+        p99a, p99b = (la.p99_s if la else math.nan), (lb.p99_s if lb else math.nan)
+        table.add_row(
+            cls,
+            fmt_seconds(p50a),
+            fmt_seconds(p50b),
+            ratio(p50a, p50b),
+            fmt_seconds(p99a),
+            fmt_seconds(p99b),
+            ratio(p99a, p99b),
+        )
+    if a is not None and b is not None:
+        table.add_row(
+            "throughput",
+            "",
+            "",
+            "",
+            f"{fmt_bytes(a.totals.throughput_Bps)}/s",
+            f"{fmt_bytes(b.totals.throughput_Bps)}/s",
+            ratio(a.totals.throughput_Bps, b.totals.throughput_Bps, larger_is_worse=False),
+        )
+    return table
+
+
+class CompareScreen(Screen[None]):
+    """See the module docstring."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,c", "app.pop_screen", "Back"),
+        Binding("i", "inject", "Inject on both"),
+        Binding("x", "clear_all", "Clear all on both"),
+        Binding("p", "toggle_pause", "Pause/Resume both"),
+    ]
+    DEFAULT_CSS = """
+    CompareScreen Horizontal { height: 1fr; }
+    CompareScreen #delta { height: auto; border: round $primary; padding: 0 1; }
+    CompareScreen .side { width: 1fr; border: round $secondary; padding: 0 1; }
+    """
+
+    def __init__(
+        self,
+        sources: tuple[FabricSource, FabricSource],
+        *,
+        views: tuple[FabricView, FabricView] | None = None,
+        read_only: bool = False,
+        render_interval_s: float = 0.25,
+    ) -> None:
+        """``views`` lets the app keep each side's history (latency window) between visits."""
+        super().__init__()
+        self.sources = sources
+        self.views = views or (FabricView(), FabricView())
+        self.read_only = read_only
+        self.render_interval_s = render_interval_s
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            yield Static(id="left", classes="side")
+            yield Static(id="right", classes="side")
+        yield Static(id="delta")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#delta", Static).border_title = "difference (right / left; red = worse)"
+        self.set_interval(self.render_interval_s, self.refresh_sides)
+        self.refresh_sides(force=True)
+
+    def refresh_sides(self, force: bool = False) -> None:
+        """Read both sources' latest snapshots and redraw the sides that changed."""
+        changed = False
+        for view, source, side in zip(self.views, self.sources, ("#left", "#right"), strict=True):
+            if view.ingest(source.latest()) or force:
+                changed = True
+                panel = self.query_one(side, Static)
+                snap = view.snapshot
+                panel.border_title = snap.profile if snap is not None else source.description
+                panel.update(side_summary(view, source), layout=False)
+        if changed:
+            self.query_one("#delta", Static).update(difference_table(*self.views))
+
+    async def send_both(self, command: Command) -> CommandResult:
+        """Send ``command`` to both sources; the result is the first refusal, if any."""
+        results = [await src.submit(command) for src in self.sources]
+        for src, result in zip(self.sources, results, strict=True):
+            if not result.ok:
+                return CommandResult(
+                    id=result.id, ok=False, error=f"{src.description}: {result.error}"
+                )
+        return results[0]
+
+    @work(group="compare-commands")
+    async def _send(self, command: Command) -> None:
+        result = await self.send_both(command)
+        if not result.ok:
+            self.notify(result.error or "refused", severity="error")
+        self.refresh_sides(force=True)
+
+    def action_inject(self) -> None:
+        """The fault form; the fault goes to both fabrics."""
+        if self.read_only:
+            self.notify("read-only console: fault injection is disabled", severity="warning")
+            return
+        form = FaultFormScreen(
+            self.send_both, self.views[0].snapshot, title="Inject a fault on both fabrics"
+        )
+        self.app.push_screen(form)
+
+    def action_clear_all(self) -> None:
+        """Clear every fault on both fabrics, after confirmation."""
+        if self.read_only:
+            self.notify("read-only console: clearing faults is disabled", severity="warning")
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self._send(ClearFault(all=True))
+
+        self.app.push_screen(ConfirmScreen("Clear all faults on both fabrics?"), confirmed)
+
+    def action_toggle_pause(self) -> None:
+        """Pause or resume both fabrics together."""
+        if self.read_only:
+            self.notify("read-only console: pause/resume is disabled", severity="warning")
+            return
+        snap = self.sources[0].latest()
+        self._send(Pause() if snap is None or snap.running else Resume())

@@ -1,0 +1,214 @@
+"""The fault injection form: kind, target (with completion), parameters, duration.
+
+The form checks what it can before sending (a target that exists and fits the
+kind, parameters of the form ``name=value``, a positive duration) and shows the
+core's reply when the core refuses; it closes only once a fault is injected.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
+from textual.widgets import Button, Input, Label, Select, Static
+
+from console.faultkinds import FaultKind, fault_kinds, kind_named
+from fabric_core.commands import Command, CommandError, CommandResult, InjectFault, unknown
+from fabric_core.snapshot import Snapshot
+
+MAX_DURATION_S = 1e6
+
+
+def parse_params(text: str) -> dict[str, float | str]:
+    """``ber=1e-6 factor=2`` (spaces or commas between) -> ``{"ber": 1e-06, "factor": 2.0}``."""
+    params: dict[str, float | str] = {}
+    for item in text.replace(",", " ").split():
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise CommandError(f"parameter {item!r} must look like name=value (e.g. ber=1e-6)")
+        try:
+            number = float(value)
+        except ValueError:
+            params[name] = value
+            continue
+        if not math.isfinite(number):
+            raise CommandError(f"parameter {name!r} must be a finite number, got {value!r}")
+        params[name] = number
+    return params
+
+
+def parse_duration(text: str) -> float | None:
+    """Seconds of simulated time; empty means "until cleared"."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise CommandError(f"duration must be a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0 or value > MAX_DURATION_S:
+        raise CommandError(
+            f"duration must be a positive number of seconds up to {MAX_DURATION_S:g}, got {text!r}"
+        )
+    return value
+
+
+def check_target(kind: FaultKind, target: str, snap: Snapshot | None) -> None:
+    """Raise if ``target`` is not a name of the right sort in this fabric."""
+    if not target:
+        raise CommandError(f"{kind.name} needs a target")
+    if snap is None:
+        return  # no fabric seen yet: the core will check
+    if kind.target == "link":
+        if target not in snap.links.index:
+            if target in snap.nodes.index:
+                raise CommandError(
+                    f"{kind.name} needs a link such as {snap.links.name[0]}; {target!r} is a node"
+                )
+            raise unknown("link", target, snap.links.name)
+        return
+    if target not in snap.nodes.index:
+        raise unknown(kind.target, target, snap.nodes.name)
+    node_kind = snap.nodes.kind[snap.nodes.index[target]]
+    if kind.target in ("switch", "gpu", "storage") and node_kind != kind.target:
+        raise CommandError(f"{kind.name} needs a {kind.target}; {target!r} is a {node_kind}")
+
+
+def build_inject(
+    kind_name: str, target: str, params: str, duration: str, snap: Snapshot | None
+) -> InjectFault:
+    """The command the form describes, or ``CommandError`` saying what is wrong."""
+    kind = kind_named(kind_name)
+    if kind is None:
+        raise unknown("fault kind", kind_name, [k.name for k in fault_kinds()])
+    target = target.strip()
+    check_target(kind, target, snap)
+    return InjectFault(
+        kind=kind.name,
+        target=target,
+        params=parse_params(params),
+        duration_s=parse_duration(duration),
+    )
+
+
+class FaultFormScreen(ModalScreen[CommandResult | None]):
+    """See the module docstring. Dismisses with the core's result, or None if cancelled."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    FaultFormScreen { align: center middle; }
+    FaultFormScreen > Vertical {
+        width: 76; height: auto; border: thick $error; background: $surface; padding: 1 2;
+    }
+    FaultFormScreen Label { margin-top: 1; }
+    FaultFormScreen #error { color: $error; text-style: bold; margin-top: 1; height: auto; }
+    FaultFormScreen #hint { color: $text-muted; height: auto; }
+    FaultFormScreen Horizontal { height: auto; margin-top: 1; }
+    FaultFormScreen Button { margin-right: 2; }
+    """
+
+    def __init__(
+        self,
+        submit: Callable[[Command], Awaitable[CommandResult]],
+        snapshot: Snapshot | None,
+        *,
+        target: str = "",
+        kind: str = "link_down",
+        title: str = "Inject a fault",
+    ) -> None:
+        super().__init__()
+        self._submit = submit
+        self._snapshot = snapshot
+        self._target = target
+        self._kind = kind
+        self._title = title
+        self._confirmed: tuple[str, str] | None = None
+
+    def compose(self) -> ComposeResult:
+        kinds = [(k.name, k.name) for k in fault_kinds()]
+        names: list[str] = []
+        if self._snapshot is not None:
+            names = [*self._snapshot.links.name, *self._snapshot.nodes.name]
+        initial_kind = self._kind if any(k == self._kind for _, k in kinds) else kinds[0][1]
+        with Vertical():
+            yield Static(f"[b]{self._title}[/b]")
+            yield Label("Kind")
+            yield Select(kinds, value=initial_kind, allow_blank=False, id="kind")
+            yield Label("Target (link, switch, GPU, storage; Tab completes)")
+            yield Input(
+                self._target,
+                placeholder="leaf00->spine01",
+                suggester=SuggestFromList(names, case_sensitive=False),
+                id="target",
+            )
+            yield Label("Parameters (name=value …)")
+            yield Input(placeholder="ber=1e-6", id="params")
+            yield Static(id="hint")
+            yield Label("Duration, simulated seconds (empty: until cleared)")
+            yield Input(placeholder="e.g. 0.05", id="duration")
+            yield Static(id="error")
+            with Horizontal():
+                yield Button("Inject", variant="error", id="inject")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self._show_hint(str(self.query_one("#kind", Select).value))
+        self.query_one("#target", Input).focus()
+
+    @on(Select.Changed, "#kind")
+    def _kind_changed(self, event: Select.Changed) -> None:
+        self._show_hint(str(event.value))
+
+    def _show_hint(self, kind_name: str) -> None:
+        kind = kind_named(kind_name)
+        hint = ""
+        if kind is not None:
+            hint = f"{kind.help}; " if kind.help else ""
+            hint += f"targets a {kind.target}"
+            if kind.params:
+                hint += "; parameters: " + ", ".join(f"{n} ({h})" for n, h in kind.params)
+        self.query_one("#hint", Static).update(hint)
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#inject")
+    async def _inject(self) -> None:
+        error = self.query_one("#error", Static)
+        try:
+            cmd = build_inject(
+                str(self.query_one("#kind", Select).value),
+                self.query_one("#target", Input).value,
+                self.query_one("#params", Input).value,
+                self.query_one("#duration", Input).value,
+                self._snapshot,
+            )
+        except CommandError as exc:
+            error.update(f"✗ {exc}")
+            return
+        kind = kind_named(cmd.kind)
+        confirm_key = (cmd.kind, cmd.target)
+        if kind is not None and kind.destructive and self._confirmed != confirm_key:
+            # Two steps for what takes a whole switch down: say so, inject on the second press.
+            self._confirmed = confirm_key
+            error.update(
+                f"⚠ {cmd.kind} takes {cmd.target} and all its links down: "
+                "press Inject again to confirm"
+            )
+            return
+        error.update("sending…")
+        result = await self._submit(cmd)
+        if not result.ok:
+            error.update(f"✗ {result.error}")
+            return
+        self.dismiss(result)
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        """Close without injecting anything."""
+        self.dismiss(None)

@@ -1,0 +1,98 @@
+"""Latency per traffic class (p50 / p99 / p99.9 now, p99 history) and workload KPIs."""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Sparkline
+
+from console.fmt import fmt_kpi, fmt_seconds
+from console.latency import ClassLatency
+from console.widgets.text_view import TextView
+from fabric_core.snapshot import WorkloadView
+
+
+def class_line(lat: ClassLatency) -> Text:
+    """``bulk      p50 3.1 µs  p99 12 µs  p99.9 40 µs``."""
+    text = Text(no_wrap=True)
+    text.append(f"{lat.name:<9.9}", "bold")
+    for label, value in (("p50", lat.p50_s), ("p99", lat.p99_s), ("p99.9", lat.p999_s)):
+        text.append(f" {label} ", "dim")
+        text.append(f"{fmt_seconds(value):>8}")
+    return text
+
+
+def kpi_lines(workloads: dict[str, WorkloadView] | None) -> Text:
+    """One line per workload: its KPIs by name."""
+    text = Text()
+    if not workloads:
+        text.append("no workloads", "dim")
+        return text
+    for n, (name, wl) in enumerate(sorted(workloads.items())):
+        if n:
+            text.append("\n")
+        text.append(f"{name} ", "bold")
+        text.append(f"({wl.kind}) ", "dim")
+        for key, value in sorted(wl.kpis.items()):
+            text.append(f"{key} ", "dim")
+            text.append(f"{fmt_kpi(key, value)}  ")
+    return text
+
+
+class ClassRow(Horizontal):
+    """One traffic class: its quantiles and a sparkline of p99."""
+
+    DEFAULT_CSS = """
+    ClassRow { height: 1; }
+    ClassRow > TextView { width: 58; height: 1; }
+    ClassRow > Sparkline { width: 1fr; }
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(id=f"latency-{name}")
+        self.class_name = name
+
+    def compose(self) -> ComposeResult:
+        yield TextView(id="figures")
+        yield Sparkline([], summary_function=max)
+
+    def show(self, lat: ClassLatency) -> None:
+        """Redraw the figures; the sparkline gets a new list (it compares by equality)."""
+        self.query_one("#figures", TextView).show_text(class_line(lat))
+        data = [v * 1e6 for v in lat.p99_history_s if math.isfinite(v)]
+        spark = self.query_one(Sparkline)
+        if data != spark.data:
+            spark.data = data
+
+
+class LatencyPanel(Vertical):
+    """See the module docstring."""
+
+    DEFAULT_CSS = """
+    LatencyPanel { height: auto; border: round $secondary; border-title-color: $text; }
+    LatencyPanel > #kpis { height: auto; margin-top: 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "Latency now (window) · p99 history · workload KPIs"
+        self._rows: dict[str, ClassRow] = {}
+
+    def compose(self) -> ComposeResult:
+        yield TextView(id="kpis")
+
+    def show(self, latency: dict[str, ClassLatency], workloads: dict[str, WorkloadView]) -> None:
+        """Redraw per-class figures (adding a row for a class seen for the first time)."""
+        kpis = self.query_one("#kpis", TextView)
+        for name, lat in latency.items():
+            row = self._rows.get(name)
+            if row is None:
+                row = self._rows[name] = ClassRow(name)
+                self.mount(row, before=kpis)
+                self.call_after_refresh(row.show, lat)
+            else:
+                row.show(lat)
+        kpis.show_text(kpi_lines(workloads))

@@ -1,0 +1,62 @@
+"""`fabtop compare` as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_compare_prints_both_profiles_and_writes_json(tmp_path: Path) -> None:
+    out_file = tmp_path / "cmp.json"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "console.cli",
+            "compare",
+            "tiny",
+            "--duration",
+            "100us",
+            "--json",
+            str(out_file),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "native-400g" in out.stdout and "roce-400g" in out.stdout
+    assert "pause frames" in out.stdout and "lower by" in out.stdout
+    data = json.loads(out_file.read_text())
+    assert set(data["reports"]) == {"native-400g", "roce-400g"}
+    assert data["reports"]["native-400g"]["seed"] == data["reports"]["roce-400g"]["seed"]
+    rows = {(r["size_bytes"], r["switch_hops"]): r for r in data["latency_by_size"]}
+    assert rows[(4096, 3)]["reduction"] > 0
+    # both runs got the same workload: the same number of flows were started
+    a, b = (data["reports"][p]["totals"]["injected_bytes"] for p in ("native-400g", "roce-400g"))
+    assert a > 0 and b > 0
+
+
+def test_compare_rejects_an_unknown_profile() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "console.cli",
+            "compare",
+            "tiny",
+            "--profiles",
+            "native-400g",
+            "ib-9000",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and "invalid choice: 'ib-9000'" in out.stderr

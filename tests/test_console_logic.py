@@ -1,0 +1,140 @@
+"""Console logic without a UI: top-N selection, filters, event log, fault form parsing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from console.eventlog import EventLog
+from console.linkview import LinkFilter, LinkRates, top_links
+from console.screens.fault_form import build_inject, parse_duration, parse_params
+from console.widgets.scaled_sparkline import scaled_sparkline
+from fabric_core.commands import CommandError
+from fabric_core.snapshot import Event, LinkStatus
+from tests.console_synthetic import snapshot
+
+
+def names(snap, idx) -> list[str]:
+    return [snap.links.name[i] for i in idx]
+
+
+def test_top_links_orders_hottest_first_and_breaks_ties_by_link() -> None:
+    snap = snapshot(utilisation=[0.2, 0.9, 0.2, 0.5])
+    rates = LinkRates.zeros(len(snap.links))
+    idx = top_links(snap, rates, column="util", limit=3)
+    assert idx.tolist() == [1, 3, 0]  # 0 and 2 tie: the lower index wins, every time
+    coolest = top_links(snap, rates, column="util", reverse=True, limit=2)
+    assert all(snap.link_state.utilisation[i] == 0 for i in coolest)
+
+
+def test_top_links_by_credits_puts_fewest_credits_first() -> None:
+    snap = snapshot(utilisation=[0.1, 0.8, 0.3])
+    idx = top_links(snap, LinkRates.zeros(len(snap.links)), column="credits", limit=1)
+    assert idx.tolist() == [1]
+
+
+def test_filter_words_match_names_and_states_combine() -> None:
+    snap = snapshot(status={"leaf00->spine01": int(LinkStatus.DOWN)})
+    ports = LinkFilter("leaf00").mask(snap)
+    assert ports is not None
+    assert all("leaf00" in n for n in names(snap, np.flatnonzero(ports)))
+    assert int(ports.sum()) == 2 * (4 + 2)  # 4 GPUs and 2 spines, both directions
+    down = LinkFilter("leaf00 is:down").mask(snap)
+    assert down is not None
+    assert names(snap, np.flatnonzero(down)) == ["leaf00->spine01"]
+    assert LinkFilter("  ").mask(snap) is None
+
+
+def test_filter_rejects_an_unknown_state_with_the_known_ones() -> None:
+    with pytest.raises(ValueError, match=r"unknown state 'broken'.*is:down"):
+        LinkFilter("is:broken")
+
+
+def ev(t: float, kind: str = "rerouted", target: str = "leaf00->spine01") -> Event:
+    return Event(time_s=t, severity="info", kind=kind, target=target, message="traffic moved")
+
+
+def test_event_log_takes_each_event_once_across_overlapping_snapshots() -> None:
+    log = EventLog()
+    a, b, c = ev(1.0, "fault_injected"), ev(2.0, "fault_detected"), ev(3.0, "rerouted")
+    assert log.feed((a, b)) == 2
+    assert log.feed((a, b)) == 0
+    assert log.feed((b, c)) == 1
+    assert [e.event.kind for e in log.entries] == ["fault_injected", "fault_detected", "rerouted"]
+
+
+def test_event_log_folds_repeats_into_a_count() -> None:
+    log = EventLog()
+    log.feed(tuple(ev(float(t)) for t in range(40)))
+    assert len(log.entries) == 1
+    assert log.entries[0].count == 40
+    assert log.entries[0].event.time_s == 39.0
+
+
+def test_event_log_is_bounded() -> None:
+    log = EventLog(max_entries=10)
+    log.feed(tuple(ev(float(t), target=f"link{t}") for t in range(100)))
+    assert len(log.entries) == 10
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("-1", "positive number of seconds"),
+        ("0", "positive number of seconds"),
+        ("soon", "must be a number of seconds, got 'soon'"),
+        ("inf", "positive number"),
+    ],
+)
+def test_bad_durations_say_why(text: str, message: str) -> None:
+    with pytest.raises(CommandError, match=message):
+        parse_duration(text)
+
+
+def test_durations_and_params_parse() -> None:
+    assert parse_duration("") is None
+    assert parse_duration(" 0.05 ") == 0.05
+    assert parse_params("ber=1e-6, mode=soft") == {"ber": 1e-6, "mode": "soft"}
+    with pytest.raises(CommandError, match="must look like name=value"):
+        parse_params("ber")
+
+
+def test_form_rejects_unknown_link_with_a_suggestion() -> None:
+    snap = snapshot()
+    with pytest.raises(CommandError, match=r"unknown link 'leaf00->spine09'.*did you mean"):
+        build_inject("link_down", "leaf00->spine09", "", "", snap)
+
+
+def test_form_rejects_a_node_where_a_link_is_needed() -> None:
+    with pytest.raises(CommandError, match="needs a link"):
+        build_inject("link_down", "leaf00", "", "", snapshot())
+    with pytest.raises(CommandError, match="needs a switch; 'gpu0001' is a gpu"):
+        build_inject("switch_down", "gpu0001", "", "", snapshot())
+
+
+def test_form_builds_the_command() -> None:
+    cmd = build_inject("link_degraded", " leaf00->spine01 ", "ber=1e-5", "0.5", snapshot())
+    assert (cmd.kind, cmd.target, cmd.params, cmd.duration_s) == (
+        "link_degraded",
+        "leaf00->spine01",
+        {"ber": 1e-5},
+        0.5,
+    )
+
+
+def test_scaled_sparkline_uses_a_fixed_scale() -> None:
+    full = scaled_sparkline([131e3] * 4, 131e3, rows=2).plain.splitlines()
+    empty = scaled_sparkline([0.0] * 4, 131e3, rows=2).plain.splitlines()
+    assert full == ["████", "████"]  # all credits left: full bars, not auto-scaled to nothing
+    assert empty == ["    ", "    "]
+    half = scaled_sparkline([0.5], 1.0, rows=2).plain.splitlines()
+    assert half == [" ", "█"]
+
+
+def test_noise_does_not_reorder_links() -> None:
+    rates = LinkRates.zeros(24)
+    first = top_links(snapshot(utilisation=[0.501, 0.499]), rates, column="util", limit=2)
+    second = top_links(snapshot(utilisation=[0.499, 0.502]), rates, column="util", limit=2)
+    assert first.tolist() == second.tolist() == [0, 1]
+    moved = top_links(snapshot(utilisation=[0.40, 0.60]), rates, column="util", limit=2)
+    assert moved.tolist() == [1, 0]
