@@ -1,8 +1,7 @@
 """``fabtop console --mqtt``: the console app on a remote emulator, driven by key presses.
 
 The emulator runs in a ``fabtop serve`` subprocess; the app runs here on an
-``MqttSource`` (what ``fabtop console --mqtt URL`` builds). Skipped until the
-console app is on this branch.
+``MqttSource`` (what ``fabtop console --mqtt URL`` builds).
 """
 
 from __future__ import annotations
@@ -13,12 +12,12 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from console.app import FabtopApp
+from console.screens.fault_form import FaultFormScreen
+from console.widgets.faults_panel import FaultsPanel
 from exporters.mqtt.remote import MqttSource
 from exporters.mqtt.url import parse_broker_url
 from tests._mosquitto import Mosquitto, Served, broker  # noqa: F401  (fixture)
-
-app_module = pytest.importorskip("console.app", reason="the console app is not on this branch yet")
-FabtopApp = app_module.FabtopApp
 
 pytestmark = pytest.mark.integration
 
@@ -52,9 +51,6 @@ async def test_remote_console_shows_the_served_fabric_and_injects(
     broker: Mosquitto,  # noqa: F811
     served: Served,
 ) -> None:
-    from console.screens.fault_form import FaultFormScreen
-    from console.widgets.faults_panel import FaultsPanel
-
     async with MqttSource(parse_broker_url(broker.url), "con") as source:
         app = FabtopApp(source, render_interval_s=0.05)
         async with app.run_test(size=SIZE) as pilot:

@@ -218,7 +218,6 @@ def test_bad_commands_get_a_specific_error(
 
 
 def test_serve_also_serves_prometheus_metrics(broker: Mosquitto) -> None:  # noqa: F811
-    pytest.importorskip("exporters.prometheus", reason="the exporter is not on this branch yet")
     port = free_port()
     s = Served(broker.url, "metrics", "--metrics", f"127.0.0.1:{port}")
     try:
