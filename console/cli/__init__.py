@@ -16,6 +16,10 @@ SUBCOMMANDS: tuple[str, ...] = (
     "scenarios",
     "storage",
     "check",
+    "serve",
+    "remote_console",
+    "inject",
+    "watch",
     "tui",
 )
 

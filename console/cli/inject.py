@@ -1,0 +1,107 @@
+"""``fabtop inject KIND TARGET --mqtt URL``: inject a fault into a served emulator.
+
+Prints the result; exit status 0 when applied, 1 when refused (the message says
+why), 2 for a usage error, 3 when the broker or the emulator cannot be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+import aiomqtt
+import msgspec
+
+from exporters.mqtt.client import explain
+from exporters.mqtt.oneshot import NoAnswerError, send_command
+from exporters.mqtt.options import (
+    CliError,
+    add_broker_options,
+    broker_config,
+    cluster_name,
+    resolve_cluster,
+)
+from fabric_core.commands import CommandError, CommandResult, parse_command
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``fabtop inject``."""
+    p = subparsers.add_parser(
+        "inject",
+        help="inject a fault into an emulator served over MQTT",
+        description=(
+            "Inject a fault into a running `fabtop serve` through the broker and print "
+            "the result. Exit status: 0 applied, 1 refused, 2 usage error, 3 unreachable."
+        ),
+    )
+    p.add_argument("kind", metavar="KIND", help="fault kind, e.g. link_down, link_degraded")
+    p.add_argument("target", metavar="TARGET", help="link, switch, GPU or storage target")
+    p.add_argument(
+        "--param",
+        "-p",
+        metavar="K=V",
+        action="append",
+        default=[],
+        help="fault parameter (repeatable); numbers are read as numbers, e.g. ber=1e-6",
+    )
+    p.add_argument("--duration", type=float, metavar="S", help="clear after S simulated seconds")
+    p.add_argument("--id", metavar="ID", help="command id (default: generated); retries reuse it")
+    p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="wait for the result")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_broker_options(p, cluster_help="cluster to inject into (default: the one online)")
+    p.set_defaults(func=main)
+
+
+def parse_params(items: list[str]) -> dict[str, float | str]:
+    """``["ber=1e-6", "mode=x"]`` → ``{"ber": 1e-6, "mode": "x"}``."""
+    params: dict[str, float | str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise CliError(f"--param {item!r}: expected KEY=VALUE")
+        try:
+            params[key] = float(value)
+        except ValueError:
+            params[key] = value
+    return params
+
+
+def describe(result: CommandResult) -> str:
+    """One line for a human."""
+    if not result.ok:
+        return f"error: {result.error} [id {result.id}]"
+    extra = ", ".join(f"{k}={v}" for k, v in result.detail.items())
+    return f"ok [id {result.id}]" + (f": {extra}" if extra else "")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``fabtop inject``."""
+    try:
+        return asyncio.run(_inject(args))
+    except CliError as exc:
+        print(f"fabtop inject: error: {exc}", file=sys.stderr)
+        return exc.code
+
+
+async def _inject(args: argparse.Namespace) -> int:
+    body: dict[str, object] = {"kind": args.kind, "target": args.target}
+    body["params"] = parse_params(args.param)
+    if args.duration is not None:
+        body["duration_s"] = args.duration
+    if args.id is not None:
+        body["id"] = args.id
+    try:  # the same validation the bridge applies, before anything is sent
+        command = parse_command(msgspec.json.encode(body), command="inject")
+    except CommandError as exc:
+        raise CliError(str(exc)) from None
+    config = broker_config(args)
+    cluster = await resolve_cluster(config, cluster_name(args))
+    try:
+        result = await send_command(config, cluster, command, timeout_s=args.timeout)
+    except aiomqtt.MqttError as exc:
+        raise CliError(explain(exc, config), code=3) from None
+    except NoAnswerError as exc:
+        raise CliError(str(exc), code=3) from None
+    print(result.to_json().decode() if args.json else describe(result))
+    return 0 if result.ok else 1

@@ -1,0 +1,167 @@
+"""``fabtop serve [SCENARIO] --mqtt URL``: the emulator without a console.
+
+Runs the engine, the MQTT bridge (telemetry and events out, commands in) and
+the Prometheus exporter (``--metrics``, on 127.0.0.1:9464 unless told
+otherwise). Stops cleanly on SIGINT/SIGTERM, saying ``offline`` first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import logging
+import signal
+import sys
+from typing import Any
+
+from console.cli._common import add_scenario_options, build_fabric, load_from_args
+from exporters.mqtt.bridge import MqttBridge
+from exporters.mqtt.options import CliError, add_broker_options, broker_config, cluster_name
+from fabric_core.engine import Engine
+
+log = logging.getLogger("fabtop.serve")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``fabtop serve``."""
+    p = subparsers.add_parser(
+        "serve",
+        help="run the emulator behind an MQTT broker (no console); attach with `fabtop console`",
+        description=(
+            "Run the emulator with the MQTT bridge and the Prometheus exporter, without a "
+            "console. Consoles attach with `fabtop console --mqtt URL`; scripts use "
+            "`fabtop inject` and `fabtop watch`."
+        ),
+    )
+    add_scenario_options(p)
+    p.add_argument("--speed", type=float, metavar="X", help="simulated s per wall s (0 = flat out)")
+    add_broker_options(p, cluster_help="topic level fabtop/<NAME> (default: the scenario's)")
+    p.add_argument("--telemetry-hz", type=float, default=4.0, metavar="HZ", help="default 4")
+    p.add_argument(
+        "--top-links", type=int, default=32, metavar="K", help="links per telemetry message"
+    )
+    p.add_argument(
+        "--metrics",
+        default="127.0.0.1:9464",
+        metavar="HOST:PORT",
+        help="Prometheus exporter address (default 127.0.0.1:9464)",
+    )
+    p.add_argument("--no-metrics", action="store_true", help="no Prometheus exporter")
+    p.add_argument(
+        "--link-metrics",
+        default="top:50",
+        metavar="MODE",
+        help="per-link series: all, top:N or switch (default top:50)",
+    )
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``fabtop serve`` until interrupted."""
+    logging.basicConfig(
+        level=args.log_level.upper(), format="fabtop serve: %(message)s", stream=sys.stderr
+    )
+    try:
+        return asyncio.run(_serve(args))
+    except CliError as exc:
+        if str(exc):  # empty when the reason was printed already
+            print(f"fabtop serve: error: {exc}", file=sys.stderr)
+        return exc.code
+
+
+def _build_engine(args: argparse.Namespace) -> Engine:
+    scn = load_from_args(args)
+    fabric = build_fabric(scn) if scn is not None else None
+    if fabric is None:  # the reason is printed already
+        raise CliError("", code=2)
+    kwargs = {} if args.speed is None else {"speed": args.speed}
+    try:
+        return Engine(fabric, **kwargs)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+async def _start_metrics(args: argparse.Namespace, engine: Engine) -> Any:
+    """The Prometheus exporter, or None (``--no-metrics`` or not in this build)."""
+    if args.no_metrics:
+        return None
+    try:
+        from exporters.prometheus import parse_metrics_address, start_metrics_server
+    except ImportError:
+        log.warning("Prometheus exporter unavailable in this build; serving without /metrics")
+        return None
+    try:
+        host, port = parse_metrics_address(args.metrics)
+    except ValueError as exc:
+        raise CliError(f"--metrics {args.metrics!r}: {exc}") from None
+    try:
+        server = start_metrics_server(
+            lambda: engine.bus.latest, host, port, link_metrics=args.link_metrics
+        )
+        if inspect.isawaitable(server):
+            server = await server
+    except (OSError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    log.info("metrics on http://%s/metrics", _address(server.address))
+    return server
+
+
+def _address(address: Any) -> str:
+    if isinstance(address, tuple):
+        host, port = address[0], address[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return str(address)
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    config = broker_config(args)
+    cluster = cluster_name(args)
+    if not 0 < args.telemetry_hz <= 50:
+        raise CliError(f"--telemetry-hz must be in (0, 50], got {args.telemetry_hz}")
+    if args.top_links < 1:
+        raise CliError(f"--top-links must be at least 1, got {args.top_links}")
+    engine = _build_engine(args)
+    metrics = await _start_metrics(args, engine)
+    bridge = MqttBridge(
+        config,
+        engine.bus,
+        engine.submit,
+        cluster=cluster,
+        telemetry_hz=args.telemetry_hz,
+        top_links=args.top_links,
+    )
+    loop = asyncio.get_running_loop()
+
+    def on_signal(sig: signal.Signals) -> None:
+        log.info("%s: stopping", sig.name)
+        bridge.stop()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal, sig)
+    engine_task = asyncio.create_task(engine.run(), name="fabtop-engine")
+    engine_task.add_done_callback(lambda _: bridge.stop())
+    log.info(
+        "serving scenario %r on %s (topics fabtop/%s/...)",
+        args.scenario,
+        config.display(),
+        cluster or "<scenario cluster>",
+    )
+    try:
+        await bridge.run()
+    finally:
+        engine.stop()
+        await asyncio.gather(engine_task, return_exceptions=True)
+        if metrics is not None:
+            closed = metrics.close()
+            if inspect.isawaitable(closed):
+                await closed
+    if engine_task.done() and not engine_task.cancelled() and engine_task.exception():
+        log.error("the engine failed: %r", engine_task.exception())
+        return 1
+    if bridge.said_offline:
+        log.info("stopped (offline announced)")
+    else:
+        log.info("stopped without reaching the broker (its will message says offline)")
+    return 0

@@ -1,0 +1,80 @@
+"""aiomqtt clients built from a ``BrokerConfig``, reconnection backoff, error text."""
+
+from __future__ import annotations
+
+import random
+import secrets
+
+import aiomqtt
+from aiomqtt.exceptions import MqttConnectError
+
+from exporters.mqtt.url import BrokerConfig
+
+#: Bounds on paho's queues: nothing grows without bound while the broker is away.
+MAX_QUEUED_OUTGOING = 1000
+MAX_QUEUED_INCOMING = 1000
+
+
+def make_client(
+    config: BrokerConfig,
+    *,
+    role: str,
+    will: aiomqtt.Will | None = None,
+    timeout_s: float = 10.0,
+) -> aiomqtt.Client:
+    """A new (not yet connected) client; ``role`` prefixes the generated client id.
+
+    Raises:
+        BrokerUrlError: the TLS files cannot be read.
+    """
+    return aiomqtt.Client(
+        config.host,
+        config.port,
+        username=config.username,
+        password=config.password,
+        identifier=config.client_id or f"fabtop-{role}-{secrets.token_hex(4)}",
+        will=will,
+        keepalive=config.keepalive_s,
+        timeout=timeout_s,
+        tls_context=config.tls_context(),
+        max_queued_outgoing_messages=MAX_QUEUED_OUTGOING,
+        max_queued_incoming_messages=MAX_QUEUED_INCOMING,
+    )
+
+
+def explain(exc: BaseException, config: BrokerConfig) -> str:
+    """An operator-facing sentence for a failed or lost broker connection."""
+    where = config.display()
+    text = str(exc) or type(exc).__name__
+    lowered = text.lower()
+    if isinstance(exc, MqttConnectError):
+        if "not authori" in lowered or "bad user" in lowered or "code:4]" in lowered:
+            return f"the broker at {where} refused the login ({text})"
+        return f"the broker at {where} refused the connection ({text})"
+    if "refused" in lowered:
+        return f"no broker at {where} (connection refused)"
+    if "certificate" in lowered or "ssl" in lowered:
+        return f"TLS with {where} failed: {text}"
+    if "timed out" in lowered:
+        return f"the broker at {where} did not answer in time"
+    return f"connection to {where} failed or was lost: {text}"
+
+
+class Backoff:
+    """Exponential reconnection delays with jitter: 0.5 s, 1 s, 2 s ... up to ``max_s``."""
+
+    def __init__(self, initial_s: float = 0.5, max_s: float = 10.0, factor: float = 2.0) -> None:
+        self.initial_s = initial_s
+        self.max_s = max_s
+        self.factor = factor
+        self._next = initial_s
+
+    def reset(self) -> None:
+        """Back to the first delay (after a successful connection)."""
+        self._next = self.initial_s
+
+    def next_delay(self) -> float:
+        """The next delay in seconds (±20 % jitter so clients do not reconnect in step)."""
+        delay = self._next
+        self._next = min(self.max_s, self._next * self.factor)
+        return delay * random.uniform(0.8, 1.2)

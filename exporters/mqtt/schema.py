@@ -1,0 +1,173 @@
+"""The JSON payloads of the MQTT topics, as msgspec structs (see docs/MQTT.md).
+
+Units are SI, as in the snapshot: seconds, bytes, bytes/second; utilisation is
+a 0..1 fraction. Arrays are columnar (one list per field, the same order for
+every list) to keep telemetry compact. A number JSON cannot carry (NaN: an
+empty histogram's quantile, a KPI not measured yet) is ``null``.
+
+Every payload carries ``v`` (the schema version) and ``run_id`` (random per
+``fabtop serve`` process), so a reader never mixes two runs.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+SCHEMA_VERSION = 1
+
+
+class HistogramMsg(msgspec.Struct, frozen=True):
+    """A latency histogram: sparse bucket counts plus ready-made quantiles.
+
+    ``i`` are bucket indices into ``fabric_core.histogram.BOUNDS_S`` (the
+    layout is in ``meta.histogram``), ``n`` their counts (not cumulative).
+    """
+
+    count: int
+    sum_s: float
+    p50_s: float | None
+    p99_s: float | None
+    p999_s: float | None
+    i: list[int]
+    n: list[int]
+
+
+class LinksMsg(msgspec.Struct, frozen=True):
+    """The top links of this tick (``total`` is how many links the fabric has)."""
+
+    total: int
+    name: list[str]
+    tier: list[str]
+    bandwidth_Bps: list[float]
+    prop_delay_s: list[float]
+    buffer_bytes: list[float]
+    status: list[int]  # 0 up, 1 down, 2 degraded
+    utilisation: list[float]
+    queue_bytes: list[float]
+    queue_vl_bytes: list[list[float]]
+    credits_bytes: list[float]
+    paused: list[bool]
+    tx_bytes_total: list[float]
+    tx_packets_total: list[float]
+    transmit_wait_seconds_total: list[float]
+    pause_frames_total: list[float]
+    pause_seconds_total: list[float]
+    ecn_marked_packets_total: list[float]
+    discards_bytes_total: list[float]
+    retransmitted_bytes_total: list[float]
+    link_downed_total: list[float]
+    link_error_recovery_total: list[float]
+    symbol_errors_total: list[float]
+
+
+class TotalsMsg(msgspec.Struct, frozen=True):
+    """Fabric-wide figures (as ``fabric_core.snapshot.Totals``)."""
+
+    injected_bytes_total: float
+    delivered_bytes_total: float
+    dropped_bytes_total: float
+    in_flight_bytes: float
+    throughput_Bps: float
+    active_flows: int
+    completed_flows_total: int
+
+
+class FaultMsg(msgspec.Struct, frozen=True):
+    """A fault and its timeline (simulated seconds; null = not reached yet)."""
+
+    id: str
+    kind: str
+    target: str
+    params: dict[str, float | str]
+    state: str
+    injected_at_s: float
+    detected_at_s: float | None = None
+    mitigated_at_s: float | None = None
+    recovered_at_s: float | None = None
+    cleared_at_s: float | None = None
+
+
+class WorkloadMsg(msgspec.Struct, frozen=True):
+    """A workload's KPIs and histograms."""
+
+    kind: str
+    traffic_class: str
+    kpis: dict[str, float | None]
+    histograms: dict[str, HistogramMsg]
+
+
+class TelemetryMsg(msgspec.Struct, frozen=True):
+    """``fabtop/<cluster>/telemetry``: one consistent tick, a few times a second."""
+
+    v: int
+    run_id: str
+    cluster: str
+    scenario: str
+    profile: str
+    flow_control: str
+    seed: int
+    tick: int
+    sim_time_s: float
+    dt_s: float
+    wall_time_s: float
+    target_speed: float
+    measured_speed: float
+    running: bool
+    totals: TotalsMsg
+    links: LinksMsg
+    latency: dict[str, HistogramMsg]
+    workloads: dict[str, WorkloadMsg]
+    faults: list[FaultMsg]
+    params: dict[str, float | None]
+
+
+class NodesMsg(msgspec.Struct, frozen=True):
+    """The node table, columnar."""
+
+    name: list[str]
+    kind: list[str]
+    tier: list[int]
+    plane: list[int]
+
+
+class HistogramLayoutMsg(msgspec.Struct, frozen=True):
+    """How to read a histogram's bucket indices."""
+
+    buckets_per_decade: int
+    lowest_bound_s: float
+    highest_bound_s: float
+    n_buckets: int
+
+
+class MetaMsg(msgspec.Struct, frozen=True):
+    """``fabtop/<cluster>/meta`` (retained): what is running and its nodes."""
+
+    v: int
+    run_id: str
+    cluster: str
+    scenario: str
+    profile: str
+    flow_control: str
+    seed: int
+    links_total: int
+    nodes: NodesMsg
+    histogram: HistogramLayoutMsg
+    link_names: list[str] = []  # every link of the fabric (telemetry carries the top ones)
+
+
+class EventMsg(msgspec.Struct, frozen=True):
+    """``fabtop/<cluster>/event``: one event (``time_s`` is simulated time)."""
+
+    v: int
+    run_id: str
+    time_s: float
+    severity: str
+    kind: str
+    target: str
+    message: str
+
+
+encoder = msgspec.json.Encoder()
+telemetry_decoder = msgspec.json.Decoder(TelemetryMsg)
+meta_decoder = msgspec.json.Decoder(MetaMsg)
+event_decoder = msgspec.json.Decoder(EventMsg)

@@ -1,0 +1,242 @@
+"""A real mosquitto broker for tests, on a free loopback port.
+
+``Mosquitto`` starts the broker with its own config file (loopback listener,
+anonymous access, no persistence), and can stop and restart it on the same
+port. ``MqttCli`` wraps mosquitto_pub / mosquitto_sub, the tools an operator
+would use. Fixtures: ``mosquitto`` (one broker per test).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (on 127.0.0.1)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(port: int, *, up: bool, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                if up:
+                    return
+        except OSError:
+            if not up:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"port {port} did not go {'up' if up else 'down'} in {timeout_s} s")
+
+
+class Mosquitto:
+    """One broker process; ``url`` is what fabtop's --mqtt takes."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        port: int | None = None,
+        *,
+        listener_config: str = "allow_anonymous true\n",
+        scheme: str = "mqtt",
+    ) -> None:
+        self.port = port or free_port()
+        self.workdir = workdir
+        self.scheme = scheme
+        self.config = workdir / "mosquitto.conf"
+        self.config.write_text(
+            f"listener {self.port} 127.0.0.1\n"
+            + listener_config
+            + "persistence false\nlog_type error\nlog_type warning\n"
+        )
+        self.log = workdir / "mosquitto.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [MOSQUITTO, "-c", str(self.config)], stdout=log, stderr=subprocess.STDOUT
+            )
+        _wait_port(self.port, up=True)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        self.proc = None
+        _wait_port(self.port, up=False)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def cli(self) -> MqttCli:
+        return MqttCli(self.port)
+
+
+class MqttCli:
+    """mosquitto_pub / mosquitto_sub against one broker."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def pub(self, topic: str, payload: bytes | str, *, qos: int = 1, retain: bool = False) -> None:
+        """Publish one message (the payload goes through stdin: any size, any bytes)."""
+        data = payload.encode() if isinstance(payload, str) else payload
+        args = ["mosquitto_pub", "-h", "127.0.0.1", "-p", str(self.port), "-t", topic]
+        args += ["-q", str(qos), "-s"] + (["-r"] if retain else [])
+        if not data:
+            args = [a for a in args if a != "-s"] + ["-n"]
+        subprocess.run(args, input=data, check=True, timeout=20)
+
+    def sub(self, topic: str, *, count: int = 1, timeout_s: int = 20) -> list[tuple[str, bytes]]:
+        """Wait for ``count`` messages on ``topic``; (topic, payload) pairs.
+
+        Retained messages count (a late subscriber's view).
+        """
+        proc = self.sub_start(topic, count=count, timeout_s=timeout_s)
+        return self.sub_collect(proc)
+
+    def sub_start(
+        self, topic: str, *, count: int | None = 1, timeout_s: int = 20
+    ) -> subprocess.Popen[bytes]:
+        """Start a subscriber and return once the broker acknowledged the subscription.
+
+        mosquitto_sub -d prints the SUBACK (line-buffered through stdbuf), so no sleep
+        is needed; collect the messages with ``sub_collect``.
+        """
+        args = ["stdbuf", "-oL", "mosquitto_sub", "-d", "-h", "127.0.0.1", "-p", str(self.port)]
+        args += ["-t", topic, "-W", str(timeout_s), "-F", "%t\t%x", "-q", "1"]
+        args += [] if count is None else ["-C", str(count)]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                proc.stdout.close()
+                raise RuntimeError(f"mosquitto_sub ended before subscribing: {proc.wait()}")
+            if b"received SUBACK" in line:
+                return proc
+
+    def wait_for(
+        self, topic: str, predicate: Callable[[str, bytes], bool], *, timeout_s: int = 30
+    ) -> tuple[str, bytes]:
+        """The first message on ``topic`` (retained ones included) that ``predicate`` accepts."""
+        proc = self.sub_start(topic, count=None, timeout_s=timeout_s)
+        assert proc.stdout is not None
+        try:
+            for raw in proc.stdout:
+                name, tab, hexdata = raw.decode().rstrip("\n").partition("\t")
+                if tab and predicate(name, bytes.fromhex(hexdata)):
+                    return name, bytes.fromhex(hexdata)
+            raise TimeoutError(f"no matching message on {topic} within {timeout_s} s")
+        finally:
+            proc.terminate()
+            proc.wait(10)
+            proc.stdout.close()
+
+    @staticmethod
+    def sub_collect(proc: subprocess.Popen[bytes]) -> list[tuple[str, bytes]]:
+        """The (topic, payload) pairs a subscriber received (waits for it to end)."""
+        out, _ = proc.communicate(timeout=60)
+        messages = []
+        for line in out.decode().splitlines():
+            topic, tab, hexdata = line.partition("\t")
+            if tab:  # -d debug lines have no tab; formatted messages do
+                messages.append((topic, bytes.fromhex(hexdata)))
+        return messages
+
+
+@pytest.fixture
+def mosquitto(tmp_path: Path) -> Iterator[Mosquitto]:
+    """A fresh broker for one test, stopped afterwards."""
+    if not Path(MOSQUITTO).exists():
+        pytest.skip("mosquitto is not installed (scripts/test installs it)")
+    broker = Mosquitto(tmp_path)
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mosquitto]:
+    """One broker shared by the tests of a module (each test uses its own ids)."""
+    if not Path(MOSQUITTO).exists():
+        pytest.skip("mosquitto is not installed (scripts/test installs it)")
+    b = Mosquitto(tmp_path_factory.mktemp("mosquitto"))
+    b.start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class Served:
+    """``python -m console.cli serve`` in a subprocess (so it can be killed uncleanly)."""
+
+    def __init__(
+        self,
+        url: str,
+        cluster: str,
+        *extra: str,
+        scenario: str = "tiny",
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.log = REPO / ".pytest_cache" / f"serve-{cluster}.log"
+        self.log.parent.mkdir(exist_ok=True)
+        args = [sys.executable, "-m", "console.cli", "serve", scenario, "--mqtt", url]
+        metrics = [] if "--metrics" in extra else ["--no-metrics"]
+        args += ["--cluster", cluster, *metrics, "--telemetry-hz", "10", *extra]
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                args,
+                cwd=REPO,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+            )
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_online(self, cli: MqttCli) -> None:
+        """Return once the served emulator said ``online`` (its retained status)."""
+        try:
+            cli.wait_for(f"fabtop/{self.cluster}/status", lambda _t, p: p == b"online")
+        except TimeoutError:
+            raise TimeoutError(f"fabtop serve never said online:\n{self.output()}") from None
+
+    def stop(self) -> int:
+        """SIGTERM and wait: the exit status."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        return self.proc.wait(30)
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to say goodbye (the broker sends the will)."""
+        self.proc.kill()
+        self.proc.wait(30)

@@ -1,0 +1,249 @@
+"""``fabtop serve`` behind a real mosquitto, driven with mosquitto_pub / mosquitto_sub.
+
+One served emulator (cluster "e2e") answers the command tests; the status and
+will tests start their own so they can stop or kill it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._mosquitto import REPO, Mosquitto, Served, broker, free_port  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.integration
+
+LINK = "leaf00->spine01"
+
+
+@pytest.fixture(scope="module")
+def served(broker: Mosquitto) -> Iterator[Served]:  # noqa: F811
+    s = Served(broker.url, "e2e")
+    try:
+        s.wait_online(broker.cli())
+        yield s
+    finally:
+        s.stop()
+
+
+def telemetry(
+    broker: Mosquitto,  # noqa: F811
+    cluster: str,
+    pred: Callable[[dict[str, Any]], bool] = lambda t: True,
+) -> dict[str, Any]:
+    """The first telemetry message ``pred`` accepts."""
+    _, payload = broker.cli().wait_for(
+        f"fabtop/{cluster}/telemetry", lambda _t, p: pred(json.loads(p))
+    )
+    result: dict[str, Any] = json.loads(payload)
+    return result
+
+
+def send(
+    broker: Mosquitto,  # noqa: F811
+    topic: str,
+    payload: bytes | str,
+    result_topic: str,
+) -> dict[str, Any]:
+    """Publish a command as an operator would and return the reply it gets."""
+    cli = broker.cli()
+    sub = cli.sub_start(result_topic, count=1)
+    cli.pub(topic, payload)
+    got = cli.sub_collect(sub)
+    assert got, f"no reply on {result_topic}"
+    reply: dict[str, Any] = json.loads(got[0][1])
+    return reply
+
+
+def test_late_subscriber_gets_online_and_a_kill_leaves_offline(broker: Mosquitto) -> None:  # noqa: F811
+    s = Served(broker.url, "willtest")
+    cli = broker.cli()
+    s.wait_online(cli)
+    assert cli.sub("fabtop/willtest/status") == [("fabtop/willtest/status", b"online")]
+    s.kill()
+    cli.wait_for("fabtop/willtest/status", lambda _t, p: p == b"offline")
+    # retained: a subscriber arriving later still learns the emulator is gone
+    assert cli.sub("fabtop/willtest/status") == [("fabtop/willtest/status", b"offline")]
+    # and a script trying to inject learns at once that nobody serves that cluster
+    cluster_args = ["--mqtt", broker.url, "--cluster", "willtest"]
+    r = subprocess.run(
+        [sys.executable, "-m", "console.cli", "inject", "link_down", LINK, *cluster_args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 3 and "fabtop/willtest is offline" in r.stderr, r.stderr
+
+
+def test_clean_stop_says_offline(broker: Mosquitto) -> None:  # noqa: F811
+    s = Served(broker.url, "cleanstop")
+    cli = broker.cli()
+    s.wait_online(cli)
+    assert s.stop() == 0, s.output()
+    assert cli.sub("fabtop/cleanstop/status") == [("fabtop/cleanstop/status", b"offline")]
+    assert "offline announced" in s.output()
+
+
+def test_meta_is_retained_for_late_consoles(broker: Mosquitto, served: Served) -> None:  # noqa: F811
+    ((_, payload),) = broker.cli().sub("fabtop/e2e/meta")
+    meta = json.loads(payload)
+    assert meta["scenario"] == "tiny" and "gpu0000" in meta["nodes"]["name"]
+
+
+def test_fault_command_applied_once_and_seen_in_telemetry(
+    broker: Mosquitto,  # noqa: F811
+    served: Served,
+) -> None:
+    body = json.dumps({"id": "op-1", "kind": "link_down", "target": LINK})
+    first = send(broker, "fabtop/e2e/cmd/inject", body, "fabtop/e2e/result/op-1")
+    assert first["ok"] is True and first["id"] == "op-1", first
+    tm = telemetry(broker, "e2e", lambda t: any(f["target"] == LINK for f in t["faults"]))
+    faults = [f for f in tm["faults"] if f["target"] == LINK]
+    assert len(faults) == 1 and faults[0]["kind"] == "link_down"
+    links = tm["links"]
+    assert links["status"][links["name"].index(LINK)] == 1  # down, and reported
+
+    again = send(broker, "fabtop/e2e/cmd/inject", body, "fabtop/e2e/result/op-1")
+    assert again["ok"] is True and again["detail"]["duplicate"] is True
+    tick = tm["tick"]
+    later = telemetry(broker, "e2e", lambda t: t["tick"] > tick)
+    assert len([f for f in later["faults"] if f["target"] == LINK]) == 1
+
+    cleared = send(
+        broker,
+        "fabtop/e2e/cmd/clear",
+        json.dumps({"id": "op-2", "target": LINK}),
+        "fabtop/e2e/result/op-2",
+    )
+    assert cleared["ok"] is True, cleared
+
+
+def test_paused_emulator_still_shows_in_telemetry(broker: Mosquitto, served: Served) -> None:  # noqa: F811
+    paused = send(broker, "fabtop/e2e/cmd/pause", '{"id": "pz-1"}', "fabtop/e2e/result/pz-1")
+    assert paused["ok"] is True, paused
+    try:
+        # nothing changes while paused, yet a console attaching now gets the state
+        first = telemetry(broker, "e2e", lambda t: t["running"] is False)
+        again = telemetry(broker, "e2e")
+        assert again["running"] is False and again["tick"] == first["tick"]
+    finally:
+        resumed = send(broker, "fabtop/e2e/cmd/resume", '{"id": "pz-2"}', "fabtop/e2e/result/pz-2")
+    assert resumed["ok"] is True, resumed
+    telemetry(broker, "e2e", lambda t: t["running"] is True and t["tick"] > first["tick"])
+
+
+BAD = [
+    ("inject", b"not json {", "fabtop/e2e/result", "malformed JSON"),
+    ("inject", b"", "fabtop/e2e/result", "empty command"),
+    (
+        "inject",
+        b'{"id": "b-types", "kind": "link_down", "target": 5}',
+        "fabtop/e2e/result/b-types",
+        "target must be a string, got 5",
+    ),
+    (
+        "inject",
+        b'{"id": "b-kind", "kind": "link_melt", "target": "leaf00->spine01"}',
+        "fabtop/e2e/result/b-kind",
+        "link_melt",
+    ),
+    (
+        "inject",
+        b'{"id": "b-link", "kind": "link_down", "target": "leaf00->spine99"}',
+        "fabtop/e2e/result/b-link",
+        "unknown link 'leaf00->spine99'",
+    ),
+    (
+        "inject",
+        b'{"id": "b-huge", "kind": "link_down", "target": "x", "pad": "' + b"x" * 200_000 + b'"}',
+        "fabtop/e2e/result/b-huge",
+        "the limit is",
+    ),
+    (
+        "inject",
+        b'{"id": "b-field", "kind": "link_down", "target": "leaf00->spine01", "colour": 1}',
+        "fabtop/e2e/result/b-field",
+        "inject has no field 'colour'",
+    ),
+    ("explode", b'{"id": "b-cmd"}', "fabtop/e2e/result/b-cmd", "unknown command 'explode'"),
+    ("injekt", b'{"id": "b-typo"}', "fabtop/e2e/result/b-typo", "did you mean 'inject'"),
+    (
+        "inject",
+        b'{"kind": "link_down", "target": "leaf00->spine01"}',
+        "fabtop/e2e/result",
+        "has no 'id'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "payload", "reply_topic", "needle"),
+    BAD,
+    ids=[
+        "not-json",
+        "empty",
+        "wrong-type",
+        "unknown-kind",
+        "unknown-link",
+        "huge",
+        "unknown-field",
+        "unknown-cmd",
+        "typo",
+        "no-id",
+    ],
+)
+def test_bad_commands_get_a_specific_error(
+    broker: Mosquitto,  # noqa: F811
+    served: Served,
+    command: str,
+    payload: bytes,
+    reply_topic: str,
+    needle: str,
+) -> None:
+    reply = send(broker, f"fabtop/e2e/cmd/{command}", payload, reply_topic)
+    assert reply["ok"] is False and needle in reply["error"], reply
+    # and the emulator keeps running
+    tick = telemetry(broker, "e2e")["tick"]
+    telemetry(broker, "e2e", lambda t: t["tick"] > tick)
+    assert served.proc.poll() is None
+
+
+def test_serve_also_serves_prometheus_metrics(broker: Mosquitto) -> None:  # noqa: F811
+    port = free_port()
+    s = Served(broker.url, "metrics", "--metrics", f"127.0.0.1:{port}")
+    try:
+        s.wait_online(broker.cli())
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            body = r.read().decode()
+        assert "fabtop_fabric_info" in body
+    finally:
+        assert s.stop() == 0, s.output()
+    assert f"metrics on http://127.0.0.1:{port}/metrics" in s.output()
+
+
+def test_serve_started_before_the_broker_goes_online_when_it_comes(tmp_path: Path) -> None:
+    later = Mosquitto(tmp_path)  # its port is chosen, nothing listens there yet
+    s = Served(later.url, "early")
+    try:
+        for _ in range(600):  # bounded wait (60 s) for its first failed attempt
+            if "no broker at" in s.output():  # it says why it is waiting
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"serve never reported the missing broker:\n{s.output()}")
+        later.start()
+        s.wait_online(later.cli())
+        tm = json.loads(later.cli().sub("fabtop/early/telemetry")[0][1])
+        assert tm["tick"] > 0
+    finally:
+        s.stop()
+        later.stop()
