@@ -209,7 +209,9 @@ class FaultBook:
     ) -> tuple[FaultKind, NDArray[np.int64], int, dict[str, float | str]]:
         """Validate an inject command against the fabric; returns (kind, links, node, params)."""
         # commands built in code skip msgspec's checks: repeat the ones that matter here
-        if cmd.duration_s is not None and not (math.isfinite(cmd.duration_s) and cmd.duration_s > 0):
+        if cmd.duration_s is not None and not (
+            math.isfinite(cmd.duration_s) and cmd.duration_s > 0
+        ):
             raise CommandError(f"duration_s must be a number > 0, got {cmd.duration_s!r}")
         kind = FAULT_KINDS.get(cmd.kind)
         if kind is None:
