@@ -77,8 +77,9 @@ def test_native_fast_reroute_recovers_within_milliseconds_and_before_roce_detect
     assert fn.recovered_at_s >= fn.mitigated_at_s
     assert fr.recovered_at_s >= fr.mitigated_at_s
     # native is back within its fast-reroute time plus the time the resent bytes and the
-    # stalled senders need to fill the measurement window again ...
-    assert ttr_n <= p_n.reroute_s + 2 * recovery.RECOVERY_WINDOW_S
+    # stalled senders need to fill the measurement window again (with one uplink of two
+    # left, the rerouted flows share it: a few windows) ...
+    assert ttr_n <= p_n.reroute_s + 3 * recovery.RECOVERY_WINDOW_S
     # ... before RoCE has even detected the failure; RoCE needs detection + reconvergence
     assert ttr_n < bfd < ttr_r
     assert ttr_r >= bfd + p_r.ecmp_reconverge_s
