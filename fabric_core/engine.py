@@ -73,6 +73,15 @@ class Engine:
         self._wall_start = time.monotonic()
         self._measured_speed = 0.0
         self._ticks_per_batch = 1
+        self._peers: list[Engine] = []
+
+    @staticmethod
+    def lockstep(*engines: Engine) -> None:
+        """Keep several engines (the compare view's fabrics) at the same simulated time:
+        an engine that gets ahead of a running peer waits for it, so the clocks stay
+        within one batch of each other whatever each fabric costs to step."""
+        for engine in engines:
+            engine._peers = [e for e in engines if e is not engine]
 
     # ---------------------------------------------------------------- commands
     async def submit(self, command: Command) -> CommandResult:
@@ -140,6 +149,9 @@ class Engine:
                         self.bus.publish(self.snapshot())
                     await self._idle(0.02)
                     continue
+                if self._ahead_of_peers():
+                    await self._idle(0.002)
+                    continue
                 await self._run_batch()
                 now = time.monotonic()
                 if changed or now - last_publish >= self.publish_interval_s:
@@ -149,6 +161,13 @@ class Engine:
             self._apply_pending()
             self.bus.publish(self.snapshot())
             self.bus.close()
+
+    def _ahead_of_peers(self) -> bool:
+        mine = self.fabric.sim_time_s
+        return any(
+            p.running and not p.bus.closed and p.fabric.sim_time_s < mine - 1e-15
+            for p in self._peers
+        )
 
     async def _idle(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

@@ -91,3 +91,25 @@ async def test_a_slow_consumer_skips_snapshots_and_never_slows_the_engine() -> N
 def test_engine_rejects_a_negative_speed() -> None:
     with pytest.raises(ValueError, match="speed"):
         _engine(speed=-1)
+
+
+async def test_lockstepped_engines_keep_the_same_simulated_time() -> None:
+    native = Engine(Fabric.from_scenario(load_scenario("tiny")), speed=0, max_batch_wall_s=0.01)
+    roce = Engine(
+        Fabric.from_scenario(load_scenario("tiny", profile="roce-400g")),
+        speed=0,
+        max_batch_wall_s=0.01,
+    )
+    Engine.lockstep(native, roce)
+    tasks = [asyncio.create_task(e.run()) for e in (native, roce)]
+    gaps = []
+    for _ in range(20):
+        await asyncio.sleep(0.05)
+        gaps.append(abs(native.fabric.tick - roce.fabric.tick))
+    for e in (native, roce):
+        e.stop()
+    await asyncio.gather(*tasks)
+    assert min(native.fabric.tick, roce.fabric.tick) > 50  # both ran
+    # never further apart than the larger engine's batch of ticks
+    batch = max(native._ticks_per_batch, roce._ticks_per_batch)
+    assert max(gaps) <= 2 * batch

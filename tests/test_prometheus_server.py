@@ -57,9 +57,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     try:
         prom = PrometheusServer(exporter.address, tmp_path_factory.mktemp("prom"), (RULES_FILE,))
         link = pick_exported_uplink(exporter)
-        series = f'fabtop_port_link_downed_total{{link="{link}"}}'
-        # increase() needs a sample from before the fault
-        wait_until(lambda: prom.query(f"count_over_time({series}[1m]) >= 2"), 30, series)
+        back = "->".join(link.split("->")[::-1])
+        # increase() needs a sample of both directions from before the fault
+        for name in (link, back):
+            series = f'fabtop_port_link_downed_total{{link="{name}"}}'
+            wait_until(lambda s=series: prom.query(f"count_over_time({s}[1m]) >= 2"), 30, series)
         result = engine.submit(InjectFault(kind="link_down", target=link))
         assert result.ok, result.error
         yield Stack(engine, exporter, prom, link)
@@ -71,18 +73,23 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 
 def pick_exported_uplink(exporter: MetricsServer) -> str:
-    """A leaf->spine link that has per-link series in the default mode right now."""
+    """A leaf->spine link whose two directions both have per-link series in the default mode
+    right now (increase() needs a sample of each from before the fault)."""
 
     def exported() -> list[str]:
         values = samples(scrape(exporter.url))
-        return sorted(
+        names = {
             dict(labels)["link"]
             for name, labels in values
             if name == "fabtop_port_link_downed_total"
-            and re.fullmatch(r"leaf\d+->spine\d+", dict(labels)["link"])
+        }
+        return sorted(
+            n
+            for n in names
+            if re.fullmatch(r"leaf\d+->spine\d+", n) and "->".join(n.split("->")[::-1]) in names
         )
 
-    return str(wait_until(exported, 30, "an exported leaf->spine link")[0])
+    return str(wait_until(exported, 30, "an exported leaf->spine cable")[0])
 
 
 def test_prometheus_sees_the_exporter_up(stack: Stack) -> None:

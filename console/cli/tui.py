@@ -118,7 +118,9 @@ def run_console(args: argparse.Namespace) -> int:
         other_fabric = build_fabric(other_scn) if other_scn is not None else None
         if other_fabric is None:
             return 2
-        other = EngineSource(Engine(other_fabric, speed=args.speed), f"embedded {args.compare}")
+        other_engine = Engine(other_fabric, speed=args.speed)
+        Engine.lockstep(engine, other_engine)  # both sides at the same simulated time
+        other = EngineSource(other_engine, f"embedded {args.compare}")
         compare = (source, other)
     server, address = None, None
     if not args.no_metrics:
