@@ -31,18 +31,9 @@ from fabric_core.commands import (
 from fabric_core.faults import FaultBook, goodput_fraction
 from fabric_core.flows import FlowTable, NewFlows
 from fabric_core.histogram import Histogram
-from fabric_core.pfc import (
-    Dcqcn,
-    PauseTick,
-    PfcQueues,
-    ecn_probability,
-    find_deadlock,
-    hol_send_fraction,
-    one_cycle,
-    pause_limits,
-    update_pause,
-)
+from fabric_core.pfc import Dcqcn, PfcQueues
 from fabric_core.profiles import Profile
+from fabric_core.roce import RoceFlowControl
 from fabric_core.routing import MAX_HOPS, route
 from fabric_core.scenario import Scenario, ScenarioError
 from fabric_core.snapshot import (
@@ -137,7 +128,7 @@ class Fabric:
         self.flows = FlowTable(1024)
         self.events: deque[Event] = deque(maxlen=MAX_EVENTS)
         self.faults = FaultBook(
-            topo.links, topo.nodes, self._emit, flow_control=profile.flow_control
+            topo.links, topo.nodes, self.emit, flow_control=profile.flow_control
         )
         self.n_vls = int(profile.virtual_lanes)
         names = []
@@ -158,7 +149,7 @@ class Fabric:
             wl.attach(self)
         L = len(topo.links)
         self._link_rank = _link_rank(topo)
-        self._to_endpoint = topo.nodes.tier[topo.links.dst] == 0
+        self.to_endpoint = topo.nodes.tier[topo.links.dst] == 0
         self._index: EntryIndex | None = None
         self._sol: Solution | None = None
         self.buffer_bytes = np.repeat(topo.links.buffer_bytes, self.n_vls).astype(np.float64)
@@ -193,15 +184,10 @@ class Fabric:
         self.schedule: list[tuple[float, InjectFault | ClearFault]] = []  # time order
         self.static_routes: dict[tuple[int, int], list[int]] = {}
         self._static_keys = np.zeros(0, dtype=np.int64)
-        self.pfc: PfcQueues | None = None
-        self.dcqcn: Dcqcn | None = None
-        if profile.flow_control == "pfc":
-            self.pfc = PfcQueues.build(topo.links, profile, self.n_vls)
-            self.buffer_bytes = self.pfc.buffer.copy()
-            self.dcqcn = Dcqcn.empty(self.flows.capacity)
-        self.deadlocks = 0
-        self._deadlock: frozenset[int] = frozenset()
-        self._pause_tick: PauseTick | None = None
+        # RoCE: PFC queues, DCQCN senders, the deadlock watch (None on a credit fabric)
+        self.roce = RoceFlowControl(self) if profile.flow_control == "pfc" else None
+        if self.roce is not None:
+            self.buffer_bytes = self.roce.pfc.buffer.copy()
 
     @classmethod
     def from_scenario(cls, scn: Scenario) -> Fabric:
@@ -239,7 +225,8 @@ class Fabric:
         return fabric
 
     # ------------------------------------------------------------------ helpers
-    def _emit(self, severity: str, kind: str, target: str, message: str) -> None:
+    def emit(self, severity: str, kind: str, target: str, message: str) -> None:
+        """Add an event to the log the snapshot carries (bounded; newest last)."""
         self.events.append(Event(self.sim_time_s, severity, kind, target, message))
 
     def capacity(self, status: NDArray[np.int8]) -> NDArray[np.float64]:
@@ -300,9 +287,10 @@ class Fabric:
         )
         slots = self.flows.add(new)
         self._set_fixed_latency(slots)
-        if self.dcqcn is not None:
-            self.dcqcn.grow(self.flows.capacity)
-            self.dcqcn.start(slots, self.topo.links.bandwidth_Bps[path[0]])
+        if self.roce is not None:
+            self.roce.start_flows(
+                self.flows.capacity, slots, self.topo.links.bandwidth_Bps[path[0]]
+            )
         self.injected_bytes += float(size.sum())
 
     def add_static_route(self, src: str, dst: str, via: list[str]) -> None:
@@ -390,11 +378,12 @@ class Fabric:
         fixed = fixed + (saf * pkt[None, :] / links.bandwidth_Bps[safe]).sum(axis=0)
         fl.fixed_latency_s[slots] = fixed
         # FIFO wait: the bytes already queued in each buffer on the path, at its drain rate
-        drain = np.maximum(self._buffer_drain[buf], links.bandwidth_Bps[safe] * 1e-3)
+        drain = np.maximum(self.buffer_drain[buf], links.bandwidth_Bps[safe] * 1e-3)
         fl.wait_s[slots] = np.where(has_buf, occ / drain, 0.0).sum(axis=0)
 
     @property
-    def _buffer_drain(self) -> NDArray[np.float64]:
+    def buffer_drain(self) -> NDArray[np.float64]:
+        """Last tick's drain rate of every buffer (link, lane), bytes per second."""
         drain = getattr(self, "_drain", None)
         if drain is None or drain.size != self.occupancy.size:
             drain = self._drain = np.zeros(self.occupancy.size)
@@ -429,25 +418,15 @@ class Fabric:
         backlog = fl.backlog[idx.hop, idx.flow]
         cap = self.capacity(status)
         free = np.maximum(self.buffer_bytes - self.occupancy, 0.0)
-        free[np.repeat(self._to_endpoint, self.n_vls)] = 1e30  # the NIC sinks at line rate
+        free[np.repeat(self.to_endpoint, self.n_vls)] = 1e30  # the NIC sinks at line rate
         warm = fl.rate[idx.hop, idx.flow]
         stormed = self._stormed_queues()
         # a flow ready only inside this tick sends for the part of the tick it exists
         ready = np.clip((now + dt - fl.start_s[idx.flow]) / dt, 0.0, 1.0)
         start_cap = np.where((idx.prev < 0) & (ready < 1), ready * cap[idx.link], np.inf)
-        if self.pfc is not None and self.dcqcn is not None:
-            link_cap = np.repeat(cap, self.n_vls)
-            pt = pause_limits(
-                self.pfc, self.occupancy, self._buffer_drain, link_cap, stormed, now, dt
-            )
-            self._pause_tick = pt
-            entry_cap = hol_send_fraction(idx, backlog, pt.send_fraction) * cap[idx.link]
-            self.dcqcn.grow(fl.capacity)
-            entry_cap = np.where(
-                idx.prev < 0, np.minimum(entry_cap, self.dcqcn.rc[idx.flow]), entry_cap
-            )
+        if self.roce is not None:
+            entry_cap, room = self.roce.limits(self, idx, backlog, cap, stormed, now, dt)
             entry_cap = np.minimum(entry_cap, start_cap)
-            room = np.where(np.repeat(self._to_endpoint, self.n_vls), 1e30, pt.room_bytes)
             sol = solve(idx, backlog, cap, room, dt, warm, entry_cap=entry_cap)
         else:
             # a NIC that stops taking data (stuck, storming) returns no credits
@@ -480,10 +459,8 @@ class Fabric:
             weights=np.where(idx.buf >= 0, rate, 0.0),
             minlength=L * self.n_vls,
         )
-        if self._pause_tick is not None and self.pfc is not None:
-            self._after_pfc(
-                idx, rate, arrival, new_backlog, sol, self._pause_tick, stormed, now, dt
-            )
+        if self.roce is not None:
+            self.roce.after_tick(self, idx, rate, arrival, new_backlog, sol, stormed, now, dt)
         else:
             starved = (sol.alpha < 1 - 1e-9) & (inflow > 0)
             alpha_link = np.where(starved, sol.alpha, 1.0).reshape(L, self.n_vls).min(axis=1)
@@ -511,109 +488,24 @@ class Fabric:
 
     def pfc_paused_queues(self) -> NDArray[np.bool_]:
         """Queues whose upstream is paused now (all False on a credit fabric)."""
-        if self.pfc is None:
+        if self.roce is None:
             return np.zeros(len(self.topo.links) * self.n_vls, dtype=bool)
-        return self.pfc.paused
+        return self.roce.pfc.paused
 
-    def _after_pfc(
-        self,
-        idx: EntryIndex,
-        rate: NDArray[np.float64],
-        arrival: NDArray[np.float64],
-        new_backlog: NDArray[np.float64],
-        sol: Solution,
-        pt: PauseTick,
-        stormed: NDArray[np.bool_],
-        now: float,
-        dt: float,
-    ) -> None:
-        """Drops past the buffer (go-back-N), pause and ECN counters, DCQCN, deadlock watch."""
-        assert self.pfc is not None and self.dcqcn is not None
-        fl = self.flows
-        p = self.profile
-        L = len(self.topo.links)
-        V = self.n_vls
-        c = self.counters
-        nq = L * V
-        # 1. overflow: what does not fit is dropped from this tick's arrivals
-        excess = np.maximum(self.occupancy - self.pfc.buffer, 0.0)
-        has_prev = idx.prev >= 0
-        if (excess > 1e-9).any():
-            up = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
-            arrived = np.where(has_prev, arrival * dt, 0.0)
-            total_arrived = sum_by(up, arrived, nq)
-            share = np.divide(
-                excess[up] * arrived,
-                total_arrived[up],
-                out=np.zeros(idx.size),
-                where=total_arrived[up] > 0,
-            )
-            share = np.minimum(share, new_backlog)
-            new_backlog -= share
-            dropped_flow = sum_by(idx.flow, share, fl.capacity)
-            hit = dropped_flow > 0
-            # go-back-N: the receiver discards what follows the loss; the sender resends it
-            drop_hop = np.full(fl.capacity, MAX_HOPS, dtype=np.intp)
-            np.minimum.at(drop_hop, idx.flow[share > 0], idx.hop[share > 0])
-            after = hit[idx.flow] & (idx.hop > drop_hop[idx.flow])
-            resent = dropped_flow + sum_by(idx.flow, np.where(after, new_backlog, 0.0), fl.capacity)
-            new_backlog[after] = 0.0
-            first = idx.prev < 0
-            new_backlog[first] += resent[idx.flow[first]]
-            fl.backlog[idx.hop, idx.flow] = new_backlog
-            c["discards_bytes_total"] += sum_by(up // V, share, L)
-            c["retransmitted_bytes_total"] += sum_by(idx.link[first], resent[idx.flow[first]], L)
-            self.dropped_bytes += float(share.sum())
-            self.occupancy = sum_by(up, np.where(has_prev, new_backlog, 0.0), nq)
-        # 2. pause transitions and counters (frames are received by the link's sender)
-        hit = (sol.alpha < 1 - 1e-9) & ~pt.ignoring
-        ev = update_pause(self.pfc, self.occupancy, hit, stormed, p, now, dt)
-        stopped = (1 - pt.send_fraction).reshape(L, V)
-        c["pause_frames_total"] += ev.frames.reshape(L, V).sum(axis=1)
-        c["pause_seconds_total"] += stopped.sum(axis=1) * dt
-        c["transmit_wait_seconds_total"] += stopped.max(axis=1) * dt
-        self.paused = np.asarray(self.pfc.paused.reshape(L, V).any(axis=1))
-        for q in ev.new_watchdog.tolist():
-            name = self.topo.links.name[q // V]
-            self._emit(
-                "warning",
-                "pfc_watchdog",
-                name,
-                f"PFC watchdog on {name} priority {q % V}: pause ignored, queue drops",
-            )
-        # 3. ECN: packets leaving a queue are marked by its occupancy
-        mark = ecn_probability(self.occupancy, p)
-        up_q = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
-        p_entry = np.where(has_prev, mark[up_q], 0.0)
-        c["ecn_marked_packets_total"] += sum_by(idx.link, rate * dt / p.mtu_bytes * p_entry, L)
-        unmarked = sum_by(idx.flow, np.log1p(-np.minimum(p_entry, 1 - 1e-12)), fl.capacity)
-        heads = np.flatnonzero(idx.prev < 0)
-        flows = idx.flow[heads]
-        sent = rate[heads] * dt
-        packets = sent / p.mtu_bytes
-        p_cnp = -np.expm1(unmarked[flows] * packets)  # at least one marked packet
-        ready = (now - self.dcqcn.last_cnp_s[flows]) >= p.cnp_interval_s
-        cnp = ready & (self.rng.random(flows.size) < p_cnp)
-        self.dcqcn.last_cnp_s[flows[cnp]] = now
-        self.dcqcn.update(flows, cnp, sent, self.topo.links.bandwidth_Bps[idx.link[heads]], p, dt)
-        # 4. deadlock: a cycle of paused queues that cannot drain
-        blocked = (pt.send_fraction <= 0) & self.pfc.paused
-        if blocked.any():
-            stuck = find_deadlock(idx, fl.backlog[idx.hop, idx.flow], self.occupancy, blocked)
-            key = frozenset(stuck.tolist())
-            if stuck.size and key != self._deadlock:
-                cycle = one_cycle(idx, stuck)
-                names = [self.topo.links.name[q // V] for q in cycle]
-                self.deadlocks += 1
-                self._emit(
-                    "error",
-                    "deadlock",
-                    names[0] if names else "",
-                    "PFC deadlock: cyclic buffer dependency " + " -> ".join(names),
-                )
-            self._deadlock = key
-        else:
-            self._deadlock = frozenset()
+    @property
+    def pfc(self) -> PfcQueues | None:
+        """The PFC queues (RoCE), or None on a credit fabric."""
+        return None if self.roce is None else self.roce.pfc
+
+    @property
+    def dcqcn(self) -> Dcqcn | None:
+        """The DCQCN senders (RoCE), or None on a credit fabric."""
+        return None if self.roce is None else self.roce.dcqcn
+
+    @property
+    def deadlocks(self) -> int:
+        """Deadlocks the detector has reported (always 0 on a credit fabric)."""
+        return 0 if self.roce is None else self.roce.deadlocks
 
     def _finish_tick(self, status: NDArray[np.int8], dt: float) -> None:
         self.tick += 1
@@ -750,9 +642,9 @@ class Fabric:
                 f"ECN Kmin ({new.ecn_kmin_bytes:g} B) must not exceed Kmax ({new.ecn_kmax_bytes:g} B)"
             )
         self.profile = new
-        if cmd.name == "buffer_per_vl_bytes" and self.pfc is None:
+        if cmd.name == "buffer_per_vl_bytes" and self.roce is None:
             self.buffer_bytes[:] = cmd.value
-        self._emit("info", "param_set", cmd.name, f"{cmd.name} set to {cmd.value:g}")
+        self.emit("info", "param_set", cmd.name, f"{cmd.name} set to {cmd.value:g}")
         return {cmd.name: cmd.value}
 
     def params(self) -> dict[str, float]:
@@ -774,7 +666,7 @@ class Fabric:
         bw = self.topo.links.bandwidth_Bps
         occ = self.occupancy.reshape(L, self.n_vls)
         free = (self.buffer_bytes.reshape(L, self.n_vls) - occ).min(axis=1)
-        free = np.where(self._to_endpoint, self.buffer_bytes.reshape(L, self.n_vls)[:, 0], free)
+        free = np.where(self.to_endpoint, self.buffer_bytes.reshape(L, self.n_vls)[:, 0], free)
         c = self.counters
         return LinkState(
             status=frozen(status),

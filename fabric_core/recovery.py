@@ -136,7 +136,7 @@ def _progress(
             if f.kind in ("link_down", "switch_down", "link_flap") and newly_known[f.links].any():
                 lost = float(resent[f.links].sum()) if resent.size else 0.0
                 f.lost_bytes += lost
-                fabric._emit(
+                fabric.emit(
                     "info",
                     "rerouted",
                     f.target,
@@ -206,7 +206,7 @@ def _advance(
 
 def _detected(fabric: Fabric, f: Fault, now: float, how: str) -> None:
     f.detected_at_s = now
-    fabric._emit(
+    fabric.emit(
         "warning",
         "fault_detected",
         f.target,
@@ -216,7 +216,7 @@ def _detected(fabric: Fabric, f: Fault, now: float, how: str) -> None:
 
 def _mitigated(fabric: Fabric, f: Fault, now: float, how: str) -> None:
     f.mitigated_at_s = now
-    fabric._emit(
+    fabric.emit(
         "info",
         "fault_mitigated",
         f.target,
@@ -240,7 +240,7 @@ def _check_recovered(fabric: Fabric, book: FaultBook, f: Fault, now: float) -> N
     ):
         return
     f.recovered_at_s = now
-    fabric._emit(
+    fabric.emit(
         "info",
         "fault_recovered",
         f.target,
@@ -447,7 +447,7 @@ def apply_scheduled(fabric: Fabric, cmd: InjectFault | ClearFault, now: float) -
         else:
             fabric.faults.clear(cmd, now)
     except CommandError as exc:
-        fabric._emit("warning", "schedule_skipped", cmd.target or "all", str(exc))
+        fabric.emit("warning", "schedule_skipped", cmd.target or "all", str(exc))
 
 
 __all__ = [

@@ -1,0 +1,175 @@
+"""RoCEv2 flow control in the tick: what PFC and DCQCN allow, and what follows a tick.
+
+The fabric asks ``limits`` before solving a tick's rates (how long each queue's
+sender may send, how many bytes each queue may still take, each sender's DCQCN
+rate) and calls ``after_tick`` once bytes have moved (drops past the buffer with
+go-back-N, pause transitions and counters, ECN marks and CNPs, DCQCN updates,
+the deadlock watch). The rules themselves are in ``fabric_core.pfc``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.pfc import (
+    Dcqcn,
+    PauseTick,
+    PfcQueues,
+    ecn_probability,
+    find_deadlock,
+    hol_send_fraction,
+    one_cycle,
+    pause_limits,
+    update_pause,
+)
+from fabric_core.routing import MAX_HOPS
+from fabric_core.step import EntryIndex, Solution, sum_by
+
+if TYPE_CHECKING:
+    from fabric_core.fabric import Fabric
+
+
+class RoceFlowControl:
+    """PFC queues, DCQCN senders and the deadlock watch of one RoCE fabric."""
+
+    def __init__(self, fabric: Fabric) -> None:
+        self.pfc = PfcQueues.build(fabric.topo.links, fabric.profile, fabric.n_vls)
+        self.dcqcn = Dcqcn.empty(fabric.flows.capacity)
+        self.deadlocks = 0
+        self._deadlock_set: frozenset[int] = frozenset()
+        self._pause: PauseTick | None = None
+
+    def start_flows(
+        self, capacity: int, slots: NDArray[np.intp], line_rate: NDArray[np.float64]
+    ) -> None:
+        """New flows' senders start at line rate (``capacity``: the flow table's slots)."""
+        self.dcqcn.grow(capacity)
+        self.dcqcn.start(slots, line_rate)
+
+    def limits(
+        self,
+        f: Fabric,
+        idx: EntryIndex,
+        backlog: NDArray[np.float64],
+        cap: NDArray[np.float64],
+        stormed: NDArray[np.bool_],
+        now: float,
+        dt: float,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(most each entry may carry this tick, bytes each queue may still take)."""
+        link_cap = np.repeat(cap, f.n_vls)
+        pt = pause_limits(self.pfc, f.occupancy, f.buffer_drain, link_cap, stormed, now, dt)
+        self._pause = pt
+        entry_cap = hol_send_fraction(idx, backlog, pt.send_fraction) * cap[idx.link]
+        self.dcqcn.grow(f.flows.capacity)
+        entry_cap = np.where(
+            idx.prev < 0, np.minimum(entry_cap, self.dcqcn.rc[idx.flow]), entry_cap
+        )
+        room = np.where(np.repeat(f.to_endpoint, f.n_vls), 1e30, pt.room_bytes)
+        return entry_cap, room
+
+    def after_tick(
+        self,
+        f: Fabric,
+        idx: EntryIndex,
+        rate: NDArray[np.float64],
+        arrival: NDArray[np.float64],
+        new_backlog: NDArray[np.float64],
+        sol: Solution,
+        stormed: NDArray[np.bool_],
+        now: float,
+        dt: float,
+    ) -> None:
+        """Drops past the buffer (go-back-N), pause and ECN counters, DCQCN, deadlock watch."""
+        pt = self._pause
+        assert pt is not None, "limits() comes first in a tick"
+        q = self.pfc
+        dc = self.dcqcn
+        fl = f.flows
+        p = f.profile
+        L = len(f.topo.links)
+        V = f.n_vls
+        c = f.counters
+        nq = L * V
+        # 1. overflow: what does not fit is dropped from this tick's arrivals
+        excess = np.maximum(f.occupancy - q.buffer, 0.0)
+        has_prev = idx.prev >= 0
+        if (excess > 1e-9).any():
+            up = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
+            arrived = np.where(has_prev, arrival * dt, 0.0)
+            total_arrived = sum_by(up, arrived, nq)
+            share = np.divide(
+                excess[up] * arrived,
+                total_arrived[up],
+                out=np.zeros(idx.size),
+                where=total_arrived[up] > 0,
+            )
+            share = np.minimum(share, new_backlog)
+            new_backlog -= share
+            dropped_flow = sum_by(idx.flow, share, fl.capacity)
+            hit = dropped_flow > 0
+            # go-back-N: the receiver discards what follows the loss; the sender resends it
+            drop_hop = np.full(fl.capacity, MAX_HOPS, dtype=np.intp)
+            np.minimum.at(drop_hop, idx.flow[share > 0], idx.hop[share > 0])
+            after = hit[idx.flow] & (idx.hop > drop_hop[idx.flow])
+            resent = dropped_flow + sum_by(idx.flow, np.where(after, new_backlog, 0.0), fl.capacity)
+            new_backlog[after] = 0.0
+            first = idx.prev < 0
+            new_backlog[first] += resent[idx.flow[first]]
+            fl.backlog[idx.hop, idx.flow] = new_backlog
+            c["discards_bytes_total"] += sum_by(up // V, share, L)
+            c["retransmitted_bytes_total"] += sum_by(idx.link[first], resent[idx.flow[first]], L)
+            f.dropped_bytes += float(share.sum())
+            f.occupancy = sum_by(up, np.where(has_prev, new_backlog, 0.0), nq)
+        # 2. pause transitions and counters (frames are received by the link's sender)
+        hit = (sol.alpha < 1 - 1e-9) & ~pt.ignoring
+        ev = update_pause(q, f.occupancy, hit, stormed, p, now, dt)
+        stopped = (1 - pt.send_fraction).reshape(L, V)
+        c["pause_frames_total"] += ev.frames.reshape(L, V).sum(axis=1)
+        c["pause_seconds_total"] += stopped.sum(axis=1) * dt
+        c["transmit_wait_seconds_total"] += stopped.max(axis=1) * dt
+        f.paused = np.asarray(q.paused.reshape(L, V).any(axis=1))
+        for qi in ev.new_watchdog.tolist():
+            name = f.topo.links.name[qi // V]
+            f.emit(
+                "warning",
+                "pfc_watchdog",
+                name,
+                f"PFC watchdog on {name} priority {qi % V}: pause ignored, queue drops",
+            )
+        # 3. ECN: packets leaving a queue are marked by its occupancy
+        mark = ecn_probability(f.occupancy, p)
+        up_q = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
+        p_entry = np.where(has_prev, mark[up_q], 0.0)
+        c["ecn_marked_packets_total"] += sum_by(idx.link, rate * dt / p.mtu_bytes * p_entry, L)
+        unmarked = sum_by(idx.flow, np.log1p(-np.minimum(p_entry, 1 - 1e-12)), fl.capacity)
+        heads = np.flatnonzero(idx.prev < 0)
+        flows = idx.flow[heads]
+        sent = rate[heads] * dt
+        packets = sent / p.mtu_bytes
+        p_cnp = -np.expm1(unmarked[flows] * packets)  # at least one marked packet
+        ready = (now - dc.last_cnp_s[flows]) >= p.cnp_interval_s
+        cnp = ready & (f.rng.random(flows.size) < p_cnp)
+        dc.last_cnp_s[flows[cnp]] = now
+        dc.update(flows, cnp, sent, f.topo.links.bandwidth_Bps[idx.link[heads]], p, dt)
+        # 4. deadlock: a cycle of paused queues that cannot drain
+        blocked = (pt.send_fraction <= 0) & q.paused
+        if blocked.any():
+            stuck = find_deadlock(idx, fl.backlog[idx.hop, idx.flow], f.occupancy, blocked)
+            key = frozenset(stuck.tolist())
+            if stuck.size and key != self._deadlock_set:
+                cycle = one_cycle(idx, stuck)
+                names = [f.topo.links.name[qi // V] for qi in cycle]
+                self.deadlocks += 1
+                f.emit(
+                    "error",
+                    "deadlock",
+                    names[0] if names else "",
+                    "PFC deadlock: cyclic buffer dependency " + " -> ".join(names),
+                )
+            self._deadlock_set = key
+        else:
+            self._deadlock_set = frozenset()
