@@ -165,6 +165,7 @@ class Fabric:
                 "pause_frames_total",
                 "pause_seconds_total",
                 "ecn_marked_packets_total",
+                "cnp_handled_total",
                 "discards_bytes_total",
                 "retransmitted_bytes_total",
                 "link_downed_total",

@@ -154,6 +154,7 @@ class RoceFlowControl:
         ready = (now - dc.last_cnp_s[flows]) >= p.cnp_interval_s
         cnp = ready & (f.rng.random(flows.size) < p_cnp)
         dc.last_cnp_s[flows[cnp]] = now
+        np.add.at(c["cnp_handled_total"], idx.link[heads[cnp]], 1.0)
         dc.update(flows, cnp, sent, f.topo.links.bandwidth_Bps[idx.link[heads]], p, dt)
         # 4. deadlock: a cycle of paused queues that cannot drain
         blocked = (pt.send_fraction <= 0) & q.paused

@@ -78,6 +78,7 @@ class LinkState:
     pause_frames_total: NDArray[np.float64]  # PFC pause frames received by the sender
     pause_seconds_total: NDArray[np.float64]
     ecn_marked_packets_total: NDArray[np.float64]
+    cnp_handled_total: NDArray[np.float64]  # CNPs received by the link's senders (DCQCN cuts)
     discards_bytes_total: NDArray[np.float64]  # dropped (buffer overflow, link down)
     retransmitted_bytes_total: NDArray[np.float64]  # link-level retry or go-back-N
     link_downed_total: NDArray[np.float64]

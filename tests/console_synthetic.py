@@ -108,6 +108,7 @@ def snapshot(
         pause_frames_total=zeros,
         pause_seconds_total=zeros,
         ecn_marked_packets_total=zeros,
+        cnp_handled_total=zeros,
         discards_bytes_total=zeros,
         retransmitted_bytes_total=zeros,
         link_downed_total=zeros,

@@ -93,6 +93,7 @@ def _victim_run(prof) -> dict[str, float]:  # type: ignore[no-untyped-def]
         "b_during": b_during,
         "pauses_on_b_link": float(fabric.counters["pause_frames_total"][spine_to_leaf] - pauses0),
         "cnps": fabric.dcqcn.cnps_total if fabric.dcqcn is not None else 0.0,
+        "cnps_on_ports": float(fabric.snapshot().link_state.cnp_handled_total.sum()),
         "min_incast_rate": min(incast_rates) if incast_rates else float("nan"),
         "drops": fabric.dropped_bytes,
     }
@@ -109,6 +110,7 @@ def test_pfc_pauses_the_flow_that_does_not_go_to_the_congested_port() -> None:
 def test_dcqcn_cuts_the_incast_senders() -> None:
     r = _victim_run(ROCE_400G)
     assert r["cnps"] > 0
+    assert r["cnps_on_ports"] == r["cnps"]  # counted on the senders' ports for the exporter
     assert r["min_incast_rate"] <= 0.5 * ROCE_400G.link_bandwidth_Bps  # at least one cut
 
 

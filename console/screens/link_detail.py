@@ -29,6 +29,7 @@ COUNTERS = (
     ("pause_frames_total", "pause frames", fmt_rate),
     ("pause_seconds_total", "paused for", fmt_seconds),
     ("ecn_marked_packets_total", "ECN marked", fmt_rate),
+    ("cnp_handled_total", "CNPs handled", fmt_rate),
     ("discards_bytes_total", "discarded", fmt_bytes),
     ("retransmitted_bytes_total", "retransmitted", fmt_bytes),
     ("link_downed_total", "link downed", fmt_rate),

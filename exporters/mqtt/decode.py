@@ -129,6 +129,7 @@ def snapshot_from(
         pause_frames_total=_f64(lm.pause_frames_total),
         pause_seconds_total=_f64(lm.pause_seconds_total),
         ecn_marked_packets_total=_f64(lm.ecn_marked_packets_total),
+        cnp_handled_total=_f64(lm.cnp_handled_total),
         discards_bytes_total=_f64(lm.discards_bytes_total),
         retransmitted_bytes_total=_f64(lm.retransmitted_bytes_total),
         link_downed_total=_f64(lm.link_downed_total),

@@ -102,6 +102,7 @@ def encode_links(snap: Snapshot, k: int) -> LinksMsg:
         pause_frames_total=col(ls.pause_frames_total),
         pause_seconds_total=col(ls.pause_seconds_total),
         ecn_marked_packets_total=col(ls.ecn_marked_packets_total),
+        cnp_handled_total=col(ls.cnp_handled_total),
         discards_bytes_total=col(ls.discards_bytes_total),
         retransmitted_bytes_total=col(ls.retransmitted_bytes_total),
         link_downed_total=col(ls.link_downed_total),

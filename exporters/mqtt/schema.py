@@ -53,6 +53,7 @@ class LinksMsg(msgspec.Struct, frozen=True):
     pause_frames_total: list[float]
     pause_seconds_total: list[float]
     ecn_marked_packets_total: list[float]
+    cnp_handled_total: list[float]
     discards_bytes_total: list[float]
     retransmitted_bytes_total: list[float]
     link_downed_total: list[float]

@@ -83,6 +83,12 @@ PORT_COUNTERS: tuple[tuple[str, str, str, bool], ...] = (
         "ecn_marked_packets_total",
         False,
     ),
+    (
+        "cnp_handled_total",
+        "Congestion notification packets handled by the RoCE senders behind the port.",
+        "cnp_handled_total",
+        False,
+    ),
 )
 
 #: Links whose error counters are not zero are always exported (see selection.py).
