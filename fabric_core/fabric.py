@@ -8,7 +8,6 @@ Nothing on that path loops over flows or links in Python.
 
 from __future__ import annotations
 
-import itertools
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,10 +30,11 @@ from fabric_core.commands import (
 from fabric_core.faults import FaultBook, goodput_fraction
 from fabric_core.flows import FlowTable, NewFlows
 from fabric_core.histogram import Histogram
+from fabric_core.paths import StaticRoutes, fixed_costs, lanes
 from fabric_core.pfc import Dcqcn, PfcQueues
 from fabric_core.profiles import Profile
 from fabric_core.roce import RoceFlowControl
-from fabric_core.routing import MAX_HOPS, route
+from fabric_core.routing import route
 from fabric_core.scenario import Scenario, ScenarioError
 from fabric_core.snapshot import (
     Event,
@@ -183,8 +183,7 @@ class Fabric:
         self._prev_status = np.zeros(L, dtype=np.int8)
         self.hop_updates = 0
         self.schedule: list[tuple[float, InjectFault | ClearFault]] = []  # time order
-        self.static_routes: dict[tuple[int, int], list[int]] = {}
-        self._static_keys = np.zeros(0, dtype=np.int64)
+        self.static_routes = StaticRoutes(topo)
         # RoCE: PFC queues, DCQCN senders, the deadlock watch (None on a credit fabric)
         self.roce = RoceFlowControl(self) if profile.flow_control == "pfc" else None
         if self.roce is not None:
@@ -273,7 +272,7 @@ class Fabric:
         key = tag * 1_000_003 + workload
         path, hops = route(self.topo, src, dst, key, mode=mode, link_cost=cost)
         if self.static_routes:
-            self._apply_static_routes(src, dst, path, hops)
+            self.static_routes.apply(src, dst, path, hops)
         vl = self.lanes(path, np.full(n, self.class_vl[traffic_class], dtype=np.int8))
         new = NewFlows(
             path=path,
@@ -297,90 +296,30 @@ class Fabric:
     def add_static_route(self, src: str, dst: str, via: list[str]) -> None:
         """Pin flows from ``src`` to ``dst`` to a path through the switches ``via``
         (a misconfigured or hand-made route; it may break up*/down*)."""
-        nodes = self.topo.nodes.index
-        names = [src, *via, dst]
-        for n in names:
-            if n not in nodes:
-                raise unknown("node", n, nodes)
-        links = []
-        for a, b in itertools.pairwise(names):
-            li = self.topo.links.index.get(f"{a}->{b}")
-            if li is None:
-                raise ValueError(f"no link {a}->{b}")
-            links.append(li)
-        if len(links) > MAX_HOPS:
-            raise ValueError(f"route has {len(links)} hops; at most {MAX_HOPS}")
-        self.static_routes[(nodes[src], nodes[dst])] = links
-        n_nodes = len(self.topo.nodes)
-        self._static_keys = np.array(
-            [s * n_nodes + d for s, d in self.static_routes], dtype=np.int64
-        )
+        self.static_routes.add(src, dst, via)
 
     def lanes(self, path: NDArray[np.int32], vl: NDArray[np.int8]) -> NDArray[np.int8]:
-        """Virtual lane on every hop. On the credit fabric a path that turns from down
-        to up (it breaks up*/down*) moves up one lane at the turn, so the buffer
-        dependency graph stays acyclic (as LASH / dateline routing do); PFC
-        priorities do not change along the path."""
-        lanes = np.repeat(vl[None, :], path.shape[0], axis=0)
-        if self.profile.flow_control != "credit" or path.shape[1] == 0:
-            return lanes
-        tier = self.topo.nodes.tier
-        valid = path >= 0
-        safe = np.where(valid, path, 0)
-        goes_up = tier[self.topo.links.dst[safe]] > tier[self.topo.links.src[safe]]
-        turn = np.zeros_like(valid)
-        turn[1:] = valid[1:] & goes_up[1:] & ~goes_up[:-1] & valid[:-1]
-        lanes = lanes + np.cumsum(turn, axis=0).astype(np.int8)
-        if (lanes[valid] >= self.n_vls).any():
-            raise CommandError("a route turns down-up more often than there are virtual lanes")
-        return lanes
-
-    def _apply_static_routes(
-        self,
-        src: NDArray[np.int64],
-        dst: NDArray[np.int64],
-        path: NDArray[np.int32],
-        hops: NDArray[np.int8],
-    ) -> None:
-        n_nodes = len(self.topo.nodes)
-        keys = src * n_nodes + dst
-        hit = np.flatnonzero(np.isin(keys, self._static_keys))
-        for i in hit.tolist():  # only flows of misconfigured pairs: a handful
-            links = self.static_routes[(int(src[i]), int(dst[i]))]
-            path[:, i] = -1
-            path[: len(links), i] = links
-            hops[i] = len(links)
+        """Virtual lane on every hop (see ``paths.lanes``)."""
+        return lanes(self.topo, self.profile.flow_control, self.n_vls, path, vl)
 
     def _set_fixed_latency(self, slots: NDArray[np.intp]) -> None:
-        """Costs the fluid model does not carry, plus the FIFO wait at injection."""
-        p = self.profile
+        """Costs the fluid model does not carry, plus the FIFO wait, for new flows."""
         fl = self.flows
         path = fl.path[:, slots]
-        valid = path >= 0
-        safe = np.where(valid, path, 0)
-        links = self.topo.links
-        prop = np.where(valid, links.prop_delay_s[safe], 0.0).sum(axis=0)
-        switches = fl.hops[slots].astype(np.float64) - 1
-        fixed = prop + switches * p.switch_latency_s + 2 * p.nic_latency_s
-        has_buf = valid.copy()
-        has_buf[:-1] &= valid[1:]
-        has_buf[-1] = False
-        buf = safe * self.n_vls + fl.vl[:, slots]
-        occ = self.occupancy[buf]
-        # store-and-forward: every switch receives a whole packet before sending it on;
-        # Ethernet cut-through falls back to it where the egress is busy or paused
-        pkt = np.minimum(fl.size[slots], p.mtu_bytes) + p.header_bytes
-        if not p.cut_through:
-            saf = has_buf
-        elif p.flow_control == "pfc":
-            saf = has_buf & ((occ > 0) | self.pfc_paused_queues()[buf])
-        else:
-            saf = np.zeros_like(has_buf)
-        fixed = fixed + (saf * pkt[None, :] / links.bandwidth_Bps[safe]).sum(axis=0)
+        queue = (np.where(path >= 0, path, 0) * self.n_vls + fl.vl[:, slots]).astype(np.intp)
+        fixed, wait = fixed_costs(
+            self.topo,
+            self.profile,
+            path,
+            fl.hops[slots],
+            fl.size[slots],
+            queue,
+            self.occupancy,
+            self.buffer_drain,
+            self.pfc_paused_queues(),
+        )
         fl.fixed_latency_s[slots] = fixed
-        # FIFO wait: the bytes already queued in each buffer on the path, at its drain rate
-        drain = np.maximum(self.buffer_drain[buf], links.bandwidth_Bps[safe] * 1e-3)
-        fl.wait_s[slots] = np.where(has_buf, occ / drain, 0.0).sum(axis=0)
+        fl.wait_s[slots] = wait
 
     @property
     def buffer_drain(self) -> NDArray[np.float64]:
