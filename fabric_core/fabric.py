@@ -175,6 +175,11 @@ class Fabric:
         }
         self.counters = c
         self.paused = np.zeros(L, dtype=bool)
+        # PFC per priority: pause frames received and paused time, (links, lanes)
+        self.pause_vl: dict[str, NDArray[np.float64]] = {
+            "pause_frames_vl_total": np.zeros((L, self.n_vls)),
+            "pause_seconds_vl_total": np.zeros((L, self.n_vls)),
+        }
         self.injected_bytes = 0.0
         self.delivered_bytes = 0.0
         self.dropped_bytes = 0.0
@@ -616,6 +621,7 @@ class Fabric:
             credits_bytes=frozen(np.maximum(free, 0.0)),
             paused=frozen(self.paused),
             **{k: frozen(v) for k, v in c.items()},
+            **{k: frozen(v) for k, v in self.pause_vl.items()},
         )
 
     def snapshot(

@@ -128,8 +128,11 @@ class RoceFlowControl:
         hit = (sol.alpha < 1 - 1e-9) & ~pt.ignoring
         ev = update_pause(q, f.occupancy, hit, stormed, p, now, dt)
         stopped = (1 - pt.send_fraction).reshape(L, V)
-        c["pause_frames_total"] += ev.frames.reshape(L, V).sum(axis=1)
+        frames = ev.frames.reshape(L, V)
+        c["pause_frames_total"] += frames.sum(axis=1)
         c["pause_seconds_total"] += stopped.sum(axis=1) * dt
+        f.pause_vl["pause_frames_vl_total"] += frames
+        f.pause_vl["pause_seconds_vl_total"] += stopped * dt
         c["transmit_wait_seconds_total"] += stopped.max(axis=1) * dt
         f.paused = np.asarray(q.paused.reshape(L, V).any(axis=1))
         for qi in ev.new_watchdog.tolist():

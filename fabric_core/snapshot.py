@@ -79,6 +79,9 @@ class LinkState:
     pause_seconds_total: NDArray[np.float64]
     ecn_marked_packets_total: NDArray[np.float64]
     cnp_handled_total: NDArray[np.float64]  # CNPs received by the link's senders (DCQCN cuts)
+    # PFC per priority (= virtual lane), shape (links, VLs); all zero on a credit fabric
+    pause_frames_vl_total: NDArray[np.float64]
+    pause_seconds_vl_total: NDArray[np.float64]
     discards_bytes_total: NDArray[np.float64]  # dropped (buffer overflow, link down)
     retransmitted_bytes_total: NDArray[np.float64]  # link-level retry or go-back-N
     link_downed_total: NDArray[np.float64]

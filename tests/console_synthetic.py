@@ -109,6 +109,8 @@ def snapshot(
         pause_seconds_total=zeros,
         ecn_marked_packets_total=zeros,
         cnp_handled_total=zeros,
+        pause_frames_vl_total=np.zeros((n, 2)),
+        pause_seconds_vl_total=np.zeros((n, 2)),
         discards_bytes_total=zeros,
         retransmitted_bytes_total=zeros,
         link_downed_total=zeros,

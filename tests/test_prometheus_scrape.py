@@ -233,3 +233,47 @@ def test_default_scenario_scrapes_clean_in_every_mode() -> None:
         assert classes == set(snap.latency)
         if mode == "all":
             assert port_series(values) == set(snap.links.name)
+
+
+def test_pfc_counters_per_priority_on_a_roce_fabric() -> None:
+    import dataclasses
+
+    from exporters.prometheus import start_metrics_server as start
+    from fabric_core.fabric import Fabric
+    from fabric_core.profiles import ROCE_400G
+    from fabric_core.topology import leaf_spine
+    from fabric_core.workloads.traffic import Scripted
+
+    # an incast into a shallow lossless buffer: PFC pauses on priority 0
+    prof = dataclasses.replace(ROCE_400G, pfc_buffer_bytes=512 * 1024)
+    topo = leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=9)
+    idx = topo.nodes.index
+    flows = [(idx[f"gpu{k:04d}"], idx["gpu0009"], 8 * 1024**2, 0.0) for k in range(8)]
+    fabric = Fabric(
+        topo, prof, [Scripted(name="i", traffic_class="bulk", flows=flows)], dt_s=1e-6, seed=1
+    )
+    fabric.run_ticks(400)
+    snap = fabric.snapshot()
+    server = start(lambda: snap, port=0, link_metrics="all")
+    try:
+        text = scrape(server.url)
+    finally:
+        server.close()
+    assert promtool("check", "metrics", stdin=text).stdout.strip() == ""
+    values = samples(text)
+    per_prio: dict[str, float] = {}
+    priorities = set()
+    for (name, labels), v in values.items():
+        if name == "fabtop_port_pfc_priority_pause_frames_received_total":
+            lab = dict(labels)
+            per_prio[lab["link"]] = per_prio.get(lab["link"], 0.0) + v
+            priorities.add(lab["priority"])
+    assert priorities == {str(p) for p in range(fabric.n_vls)}
+    total = {
+        dict(labels)["link"]: v
+        for (name, labels), v in values.items()
+        if name == "fabtop_port_pfc_pause_frames_received_total"
+    }
+    assert sum(total.values()) > 0
+    for link, v in total.items():
+        assert per_prio[link] == pytest.approx(v)

@@ -130,6 +130,9 @@ def snapshot_from(
         pause_seconds_total=_f64(lm.pause_seconds_total),
         ecn_marked_packets_total=_f64(lm.ecn_marked_packets_total),
         cnp_handled_total=_f64(lm.cnp_handled_total),
+        # per-priority PFC counters are not in the telemetry (Prometheus has them)
+        pause_frames_vl_total=_ro(np.zeros_like(vl)),
+        pause_seconds_vl_total=_ro(np.zeros_like(vl)),
         discards_bytes_total=_f64(lm.discards_bytes_total),
         retransmitted_bytes_total=_f64(lm.retransmitted_bytes_total),
         link_downed_total=_f64(lm.link_downed_total),

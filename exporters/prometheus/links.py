@@ -228,6 +228,35 @@ def per_link_families(
     )
     for name, doc, arr in gauges:
         yield fam.gauge(name, doc, lab, np.asarray(arr, dtype=np.float64)[idx].tolist())
+    if snap.flow_control == "pfc":
+        yield from per_priority_families(snap, labels, idx)
+
+
+#: (suffix, help, LinkState field of shape (links, priorities)) for PFC per priority.
+PRIORITY_COUNTERS: tuple[tuple[str, str, str], ...] = (
+    (
+        "pfc_priority_pause_frames_received_total",
+        "PFC pause frames received by the port for one priority (virtual lane).",
+        "pause_frames_vl_total",
+    ),
+    (
+        "pfc_priority_pause_seconds_total",
+        "Time the port's transmitter was paused by PFC on one priority.",
+        "pause_seconds_vl_total",
+    ),
+)
+
+
+def per_priority_families(
+    snap: Snapshot, labels: LinkLabels, idx: NDArray[np.intp]
+) -> Iterator[Metric]:
+    """PFC counters per port and priority, for the exported links of a PFC fabric."""
+    state = snap.link_state
+    n_prio = int(np.asarray(state.pause_frames_vl_total).shape[1])
+    lab = [{**labels.per_link[i], "priority": str(p)} for i in idx.tolist() for p in range(n_prio)]
+    for suffix, doc, field in PRIORITY_COUNTERS:
+        values = np.asarray(getattr(state, field), dtype=np.float64)[idx].ravel()
+        yield fam.counter(f"fabtop_port_{suffix}", doc, lab, values.tolist())
 
 
 def aggregate_families(
