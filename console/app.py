@@ -318,7 +318,11 @@ class FabtopApp(App[None]):
         """Open the fault form (target and kind pre-filled when given)."""
         if self._refuse_if_read_only("fault injection"):
             return
-        form = FaultFormScreen(self.send, self.view.snapshot, target=target, kind=kind)
+        # a remote source knows every link, its snapshots only the top ones
+        names = getattr(self.source, "all_link_names", None)
+        form = FaultFormScreen(
+            self.send, self.view.snapshot, target=target, kind=kind, link_names=names
+        )
         self.push_screen(form, self._after_inject)
 
     def _after_inject(self, result: CommandResult | None) -> None:

@@ -105,6 +105,16 @@ def test_form_rejects_unknown_link_with_a_suggestion() -> None:
         build_inject("link_down", "leaf00->spine09", "", "", snap)
 
 
+def test_form_accepts_a_link_the_remote_snapshot_does_not_hold() -> None:
+    # a remote console's snapshot has the top links only; its source knows every link
+    snap = snapshot()
+    every_link = [*snap.links.name, "leaf07->spine03"]
+    cmd = build_inject("link_down", "leaf07->spine03", "", "", snap, every_link)
+    assert cmd.target == "leaf07->spine03"
+    with pytest.raises(CommandError, match="unknown link 'leaf07->spine04'"):
+        build_inject("link_down", "leaf07->spine04", "", "", snap, every_link)
+
+
 def test_form_rejects_a_node_where_a_link_is_needed() -> None:
     with pytest.raises(CommandError, match="needs a link"):
         build_inject("link_down", "leaf00", "", "", snapshot())

@@ -8,7 +8,7 @@ core's reply when the core refuses; it closes only once a fault is injected.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import ClassVar
 
 from textual import on
@@ -60,19 +60,29 @@ def parse_duration(text: str) -> float | None:
     return value
 
 
-def check_target(kind: FaultKind, target: str, snap: Snapshot | None) -> None:
-    """Raise if ``target`` is not a name of the right sort in this fabric."""
+def check_target(
+    kind: FaultKind,
+    target: str,
+    snap: Snapshot | None,
+    link_names: Collection[str] | None = None,
+) -> None:
+    """Raise if ``target`` is not a name of the right sort in this fabric.
+
+    ``link_names``: every link of the fabric when the snapshot holds only some of them
+    (a remote console sees the top links; its source knows them all).
+    """
     if not target:
         raise CommandError(f"{kind.name} needs a target")
     if snap is None:
         return  # no fabric seen yet: the core will check
     if kind.target == "link":
-        if target not in snap.links.index:
+        known = link_names if link_names else snap.links.index
+        if target not in known:
             if target in snap.nodes.index:
                 raise CommandError(
                     f"{kind.name} needs a link such as {snap.links.name[0]}; {target!r} is a node"
                 )
-            raise unknown("link", target, snap.links.name)
+            raise unknown("link", target, known)
         return
     if target not in snap.nodes.index:
         raise unknown(kind.target, target, snap.nodes.name)
@@ -82,14 +92,19 @@ def check_target(kind: FaultKind, target: str, snap: Snapshot | None) -> None:
 
 
 def build_inject(
-    kind_name: str, target: str, params: str, duration: str, snap: Snapshot | None
+    kind_name: str,
+    target: str,
+    params: str,
+    duration: str,
+    snap: Snapshot | None,
+    link_names: Collection[str] | None = None,
 ) -> InjectFault:
     """The command the form describes, or ``CommandError`` saying what is wrong."""
     kind = kind_named(kind_name)
     if kind is None:
         raise unknown("fault kind", kind_name, [k.name for k in fault_kinds()])
     target = target.strip()
-    check_target(kind, target, snap)
+    check_target(kind, target, snap, link_names)
     return InjectFault(
         kind=kind.name,
         target=target,
@@ -122,10 +137,12 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
         target: str = "",
         kind: str = "link_down",
         title: str = "Inject a fault",
+        link_names: Collection[str] | None = None,
     ) -> None:
         super().__init__()
         self._submit = submit
         self._snapshot = snapshot
+        self._link_names = link_names
         self._target = target
         self._kind = kind
         self._title = title
@@ -187,6 +204,7 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
                 self.query_one("#params", Input).value,
                 self.query_one("#duration", Input).value,
                 self._snapshot,
+                self._link_names,
             )
         except CommandError as exc:
             error.update(f"✗ {exc}")
