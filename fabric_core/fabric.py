@@ -151,7 +151,6 @@ class Fabric:
         self._link_rank = _link_rank(topo)
         self.to_endpoint = topo.nodes.tier[topo.links.dst] == 0
         self._index: EntryIndex | None = None
-        self._sol: Solution | None = None
         self.buffer_bytes = np.repeat(topo.links.buffer_bytes, self.n_vls).astype(np.float64)
         self.occupancy = np.zeros(L * self.n_vls)
         self.link_rate = np.zeros(L)
@@ -378,7 +377,6 @@ class Fabric:
             limit = np.where(stormed[idx.queue], 0.0, start_cap)
             sol = solve(idx, backlog, cap, free, dt, warm, entry_cap=limit)
         rate = sol.rate
-        self._sol = sol
         arrival = np.where(idx.prev >= 0, rate[np.maximum(idx.prev, 0)], 0.0)
         new_backlog = backlog + (arrival - rate) * dt
         np.maximum(new_backlog, 0.0, out=new_backlog)
@@ -399,14 +397,13 @@ class Fabric:
         up_buf = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
         self.occupancy = sum_by(up_buf, np.where(has_prev, new_backlog, 0.0), L * self.n_vls)
         self._drain = sum_by(up_buf, np.where(has_prev, rate, 0.0), L * self.n_vls)
-        inflow = np.bincount(
-            np.maximum(idx.buf, 0),
-            weights=np.where(idx.buf >= 0, rate, 0.0),
-            minlength=L * self.n_vls,
-        )
         if self.roce is not None:
             self.roce.after_tick(self, idx, rate, arrival, new_backlog, sol, stormed, now, dt)
         else:
+            # credit-starved: a buffer that held back inflow that wanted in this tick
+            inflow = sum_by(
+                np.maximum(idx.buf, 0), np.where(idx.buf >= 0, rate, 0.0), L * self.n_vls
+            )
             starved = (sol.alpha < 1 - 1e-9) & (inflow > 0)
             alpha_link = np.where(starved, sol.alpha, 1.0).reshape(L, self.n_vls).min(axis=1)
             self.paused = alpha_link < 1 - 1e-9
