@@ -70,6 +70,8 @@ class EntryIndex:
     hop_bounds: NDArray[np.intp]  # entries of hop h are hop_bounds[h]:hop_bounds[h+1]
     link_groups: list[NDArray[np.intp]]  # all entries, by the rank of their link, upstream first
     group_links: list[NDArray[np.intp]]  # the links of each of those groups
+    group_local_link: list[NDArray[np.intp]]  # each entry's link as an index into those
+    group_prev: list[NDArray[np.intp]]  # each entry's previous-hop entry (-1 at hop 0)
     first: NDArray[np.intp]  # for every entry, the entry of the same flow at hop 0
     feedforward: bool  # every path climbs the link ranks: one forward sweep settles the rates
     # entries with a downstream buffer, by buffer rank, downstream first
@@ -110,6 +112,7 @@ def build_index(flows: FlowTable, link_rank: NDArray[np.int64], n_vls: int) -> E
     order = np.argsort(entry_rank, kind="stable")
     bounds = np.flatnonzero(np.diff(entry_rank[order])) + 1
     link_groups = np.split(order, bounds) if n else []
+    group_compact = [np.unique(link[g], return_inverse=True) for g in link_groups]
     has_prev = prev >= 0
     feedforward = bool((entry_rank[prev[has_prev]] < entry_rank[has_prev]).all())
     last = np.flatnonzero(nxt < 0)
@@ -124,7 +127,9 @@ def build_index(flows: FlowTable, link_rank: NDArray[np.int64], n_vls: int) -> E
         queue=queue,
         hop_bounds=hop_bounds,
         link_groups=link_groups,
-        group_links=[np.unique(link[g]) for g in link_groups],
+        group_links=[u for u, _ in group_compact],
+        group_local_link=[inv.astype(np.intp) for _, inv in group_compact],
+        group_prev=[prev[g] for g in link_groups],
         first=_first_entry(prev),
         feedforward=feedforward,
         rank_groups=rank_groups,
@@ -290,13 +295,17 @@ def solve(
         if idx.feedforward:
             # Gauss-Seidel by link rank: each link's entries see the final rates of their
             # upstream hops, so one sweep gives the max-min rates of this pass exactly.
-            for group, links in zip(idx.link_groups, idx.group_links, strict=True):
-                prev = idx.prev[group]
+            # (water-filling runs on each group's own links, numbered locally, so its
+            # per-link arrays are the group's size, not the fabric's)
+            held = backlog / dt
+            for group, links, local, prev in zip(
+                idx.link_groups, idx.group_links, idx.group_local_link, idx.group_prev, strict=True
+            ):
                 arrival = np.where(prev >= 0, rate[np.maximum(prev, 0)], 0.0)
-                demand = np.minimum(backlog[group] / dt + arrival, cap_demand[group])
-                rate[group], lv, nl = waterfill(demand, link[group], capacity)
-                level[links] = lv[links]
-                n_level[links] = nl[links]
+                demand = np.minimum(held[group] + arrival, cap_demand[group])
+                rate[group], lv, nl = waterfill(demand, local, capacity[links])
+                level[links] = lv
+                n_level[links] = nl
         else:
             for _ in range(MAX_SWEEPS):
                 arrival = np.where(idx.prev >= 0, rate[idx.prev], 0.0)
