@@ -61,9 +61,12 @@ class ClassRow(Horizontal):
 
     def show(self, lat: ClassLatency) -> None:
         """Redraw the figures; the sparkline gets a new list (it compares by equality)."""
-        self.query_one("#figures", TextView).show_text(class_line(lat))
+        figures, sparks = self.query("#figures"), self.query(Sparkline)
+        if not figures or not sparks:
+            return  # mounted but not composed yet: the next refresh draws it
+        figures.first(TextView).show_text(class_line(lat))
         data = [v * 1e6 for v in lat.p99_history_s if math.isfinite(v)]
-        spark = self.query_one(Sparkline)
+        spark = sparks.first(Sparkline)
         if data != spark.data:
             spark.data = data
 
@@ -86,7 +89,10 @@ class LatencyPanel(Vertical):
 
     def show(self, latency: dict[str, ClassLatency], workloads: dict[str, WorkloadView]) -> None:
         """Redraw per-class figures (adding a row for a class seen for the first time)."""
-        kpis = self.query_one("#kpis", TextView)
+        found = self.query("#kpis")
+        if not found:
+            return  # not composed yet (a refresh right at start-up): the next one draws
+        kpis = found.first(TextView)
         for name, lat in latency.items():
             row = self._rows.get(name)
             if row is None:
