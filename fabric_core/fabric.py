@@ -153,6 +153,7 @@ class Fabric:
         self._index: EntryIndex | None = None
         self.buffer_bytes = np.repeat(topo.links.buffer_bytes, self.n_vls).astype(np.float64)
         self.occupancy = np.zeros(L * self.n_vls)
+        self.buffer_drain = np.zeros(L * self.n_vls)  # last tick's drain per buffer, B/s
         self.link_rate = np.zeros(L)
         self.known_down = np.zeros(L, dtype=bool)  # down links routing already avoids
         c: dict[str, NDArray[np.float64]] = {
@@ -233,11 +234,14 @@ class Fabric:
         """Add an event to the log the snapshot carries (bounded; newest last)."""
         self.events.append(Event(self.sim_time_s, severity, kind, target, message))
 
-    def capacity(self, status: NDArray[np.int8]) -> NDArray[np.float64]:
-        """Payload capacity per link: line rate less headers, less retries, 0 when down."""
+    def capacity(
+        self, status: NDArray[np.int8], goodput: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Payload capacity per link: line rate less headers, less retries (``goodput``,
+        from ``_goodput``), 0 when down."""
         p = self.profile
         eff = p.mtu_bytes / (p.mtu_bytes + p.header_bytes)
-        cap = self.topo.links.bandwidth_Bps * eff * self._goodput()
+        cap = self.topo.links.bandwidth_Bps * eff * goodput
         cap[status == LinkStatus.DOWN] = 0.0
         return cap
 
@@ -325,14 +329,6 @@ class Fabric:
         fl.fixed_latency_s[slots] = fixed
         fl.wait_s[slots] = wait
 
-    @property
-    def buffer_drain(self) -> NDArray[np.float64]:
-        """Last tick's drain rate of every buffer (link, lane), bytes per second."""
-        drain = getattr(self, "_drain", None)
-        if drain is None or drain.size != self.occupancy.size:
-            drain = self._drain = np.zeros(self.occupancy.size)
-        return drain
-
     # ------------------------------------------------------------------ the tick
     def run_ticks(self, n: int) -> None:
         """Advance ``n`` ticks."""
@@ -360,7 +356,8 @@ class Fabric:
             self._finish_tick(status, dt)
             return
         backlog = fl.backlog[idx.hop, idx.flow]
-        cap = self.capacity(status)
+        goodput = self._goodput()
+        cap = self.capacity(status, goodput)
         free = np.maximum(self.buffer_bytes - self.occupancy, 0.0)
         free[np.repeat(self.to_endpoint, self.n_vls)] = 1e30  # the NIC sinks at line rate
         warm = fl.rate[idx.hop, idx.flow]
@@ -388,7 +385,6 @@ class Fabric:
         c = self.counters
         c["tx_bytes_total"] += carried
         c["tx_packets_total"] += carried / self.profile.mtu_bytes
-        goodput = self._goodput()
         resent = carried * (1 / np.maximum(goodput, 1e-12) - 1)
         c["retransmitted_bytes_total"] += resent
         c["link_error_recovery_total"] += resent / self.profile.mtu_bytes
@@ -396,7 +392,7 @@ class Fabric:
         has_prev = idx.prev >= 0
         up_buf = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
         self.occupancy = sum_by(up_buf, np.where(has_prev, new_backlog, 0.0), L * self.n_vls)
-        self._drain = sum_by(up_buf, np.where(has_prev, rate, 0.0), L * self.n_vls)
+        self.buffer_drain = sum_by(up_buf, np.where(has_prev, rate, 0.0), L * self.n_vls)
         if self.roce is not None:
             self.roce.after_tick(self, idx, rate, arrival, new_backlog, sol, stormed, now, dt)
         else:

@@ -54,7 +54,6 @@ class PfcQueues:
     xon: NDArray[np.float64]
     reaction_s: NDArray[np.float64]  # pause reaction + cable round trip, per queue
     paused: NDArray[np.bool_]
-    reaction_left_s: NDArray[np.float64]
     paused_since_s: NDArray[np.float64]
     refresh_due_s: NDArray[np.float64]
     watchdog_until_s: NDArray[np.float64]
@@ -82,7 +81,6 @@ class PfcQueues:
             xon=rep(xon),
             reaction_s=rep(reaction),
             paused=np.zeros(n, dtype=bool),
-            reaction_left_s=np.zeros(n),
             paused_since_s=np.zeros(n),
             refresh_due_s=np.zeros(n),
             watchdog_until_s=np.full(n, -1.0),
@@ -126,10 +124,6 @@ def pause_limits(
     )
     resume_in = to_xon + q.reaction_s
     send = np.where(q.paused, np.clip(1 - resume_in / dt, 0.0, 1.0), 1.0)
-    # bytes still on their way from before the pause took hold
-    send = np.where(
-        q.paused & (q.reaction_left_s > 0), np.minimum(q.reaction_left_s / dt, 1.0), send
-    )
     send = np.where(forced, 0.0, send)
     send = np.where(ignoring, 1.0, send)
     room = np.where(ignoring, 1e30, room)
@@ -158,7 +152,6 @@ def update_pause(
     stop = q.paused & (occupancy <= q.xon) & ~forced & ~hit_xoff
     frames = start.astype(np.float64)
     q.paused = (q.paused | start) & ~stop
-    q.reaction_left_s = np.where(start, 0.0, np.maximum(q.reaction_left_s - dt, 0.0))
     q.paused_since_s = np.where(start, now, q.paused_since_s)
     q.refresh_due_s = np.where(start, now + profile.pfc_refresh_s, q.refresh_due_s)
     due = q.paused & ~start & (q.refresh_due_s <= now + dt)

@@ -233,7 +233,7 @@ NATIVE_400G = Profile(
 NATIVE_800G = dataclasses.replace(
     NATIVE_400G,
     name="native-800g",
-    description="next generation: 800 Gb/s links, packet spraying (article C10; XDR class)",
+    description="next generation: 800 Gb/s links (article C10; XDR class); packet spraying is asked for but not modelled yet: routed adaptively per flow",
     link_bandwidth_Bps=100e9,
     routing="spray",
 )

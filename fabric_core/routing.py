@@ -8,8 +8,10 @@ equal-cost paths is:
 
 * ``ecmp``: a hash of the flow (static per flow, so collisions and
   polarisation happen, as with RoCE ECMP);
-* ``adaptive``: the least-loaded candidate at the time the flow starts;
-* ``spray``: the flow is split over every candidate (the caller splits bytes).
+* ``adaptive``: the less loaded of two hashed candidates when the flow starts.
+
+Packet spraying (a flow split over every candidate) is not modelled: a profile that
+asks for ``spray`` is routed adaptively, per flow.
 
 Links that are down are never chosen while any candidate avoids them (that is
 "routes have converged"; until then the caller keeps the old paths).
@@ -82,7 +84,6 @@ def route(
     mode: str,
     link_cost: NDArray[np.float64],
     plane: NDArray[np.int64] | None = None,
-    choice: NDArray[np.int64] | None = None,
 ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
     """Paths for many (src, dst) endpoint pairs at once.
 
@@ -90,11 +91,10 @@ def route(
         topo: the topology.
         src, dst: endpoint node ids (arrays of equal length).
         key: per-flow hash key (ECMP; tie-breaks for adaptive).
-        mode: ``"ecmp"`` or ``"adaptive"`` (spraying uses ``choice``).
+        mode: ``"ecmp"`` or ``"adaptive"``.
         link_cost: per-link cost for adaptive routing; ``inf`` (or > 1e30)
             marks a link that must not be used.
         plane: plane per flow (multi-plane); hashed when None.
-        choice: forces the spine slot per flow (spraying); chosen when None.
 
     Returns:
         ``path[hop, flow]`` link ids (-1 past the end) and hops per flow.
@@ -138,7 +138,7 @@ def route(
         l_dn = sl[sw[cand], sw[ld[idx]][:, None]]
         c = cost[l_up] + cost[l_dn] + cost[up[idx]][:, None] + cost[down[idx]][:, None]
         c = np.where((l_up < 0) | (l_dn < 0), _BIG, c)
-        k = choice[idx] % n_slots if choice is not None else _pick(c, h[idx], mode)
+        k = _pick(c, h[idx], mode)
         rows = np.arange(idx.size)
         path[1, idx] = l_up[rows, k]
         path[2, idx] = l_dn[rows, k]
@@ -159,7 +159,7 @@ def route(
         l3 = sl[sw[cr], sw[sb][:, :, None]]
         c = cost[l1][:, :, None] + cost[l2] + cost[l3] + cost[l4][:, :, None]
         c = np.where((l2 < 0) | (l3 < 0), _BIG, c).reshape(idx.size, n_slots * per)
-        k = choice[idx] % (n_slots * per) if choice is not None else _pick(c, h[idx], mode)
+        k = _pick(c, h[idx], mode)
         j, m = np.divmod(k, per)
         rows = np.arange(idx.size)
         path[1, idx] = l1[rows, j]
@@ -169,10 +169,3 @@ def route(
         path[5, idx] = down[idx]
         nh[idx] = 6
     return path, nh
-
-
-def candidate_count(topo: Topology) -> int:
-    """Number of equal-cost paths between endpoints on different leaves (for spraying)."""
-    if topo.tiers == 2:
-        return int(topo.spines_by_pod.shape[2])
-    return int(topo.spines_by_pod.shape[2] * topo.cores_by_slot.shape[2])

@@ -142,12 +142,12 @@ def build_index(flows: FlowTable, link_rank: NDArray[np.int64], n_vls: int) -> E
 
 def waterfill(
     demand: NDArray[np.float64], link: NDArray[np.intp], capacity: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Max-min fair rates of entries sharing links.
 
     Returns:
-        the rate of every entry, each link's fair-share level (the rate of the
-        entries whose demand exceeds it) and how many entries get that level.
+        the rate of every entry and each link's fair-share level (the rate of the
+        entries whose demand exceeds it).
     """
     n_links = capacity.size
     left = capacity.astype(np.float64, copy=True)
@@ -165,7 +165,7 @@ def waterfill(
     count = sum_by(link, unsat.astype(np.float64), n_links)
     level = np.divide(left, count, out=left.copy(), where=count > 0)
     np.copyto(rate, np.minimum(level[link], demand), where=unsat)
-    return rate, level, count
+    return rate, level
 
 
 def enforce_conservation(
@@ -252,9 +252,7 @@ class Solution:
 
     rate: NDArray[np.float64]  # per entry
     level: NDArray[np.float64]  # per link: fair-share level of the unsatisfied entries
-    n_at_level: NDArray[np.float64]  # per link: how many entries get that level
     alpha: NDArray[np.float64]  # per buffer: fraction of the wanted inflow credits allowed
-    unused: NDArray[np.float64]  # per link: capacity nobody used this tick
 
 
 def solve(
@@ -285,7 +283,6 @@ def solve(
         start = np.where(warm > 0, warm, np.minimum(start, first_hop_backlog / dt))
     rate = start
     level = capacity.copy()
-    n_level = np.zeros(capacity.size)
     cap_demand = np.full(idx.size, np.inf) if entry_cap is None else entry_cap.copy()
     alpha = np.ones(free_bytes.size)
     # Sweeps stop when no rate moves by more than a millionth of line rate; the exact
@@ -303,14 +300,13 @@ def solve(
             ):
                 arrival = np.where(prev >= 0, rate[np.maximum(prev, 0)], 0.0)
                 demand = np.minimum(held[group] + arrival, cap_demand[group])
-                rate[group], lv, nl = waterfill(demand, local, capacity[links])
+                rate[group], lv = waterfill(demand, local, capacity[links])
                 level[links] = lv
-                n_level[links] = nl
         else:
             for _ in range(MAX_SWEEPS):
                 arrival = np.where(idx.prev >= 0, rate[idx.prev], 0.0)
                 demand = np.minimum(backlog / dt + arrival, cap_demand)
-                new, level, n_level = waterfill(demand, link, capacity)
+                new, level = waterfill(demand, link, capacity)
                 converged = bool(np.abs(new - rate).max(initial=0.0) <= tol)
                 rate = new
                 if converged:
@@ -327,9 +323,7 @@ def solve(
         if not cut.any():
             break
         cap_demand = np.where(cut, rate, cap_demand)
-    n_links = capacity.size
-    unused = np.maximum(capacity - sum_by(link, rate, n_links), 0.0)
-    return Solution(rate=rate, level=level, n_at_level=n_level, alpha=alpha, unused=unused)
+    return Solution(rate=rate, level=level, alpha=alpha)
 
 
 def _first_entry(prev: NDArray[np.intp]) -> NDArray[np.intp]:
@@ -385,19 +379,3 @@ def finish_within_tick(
     out = np.zeros(idx.size)
     out[fin[order]] = t_sorted
     return out
-
-
-def credit_violation_bytes(
-    idx: EntryIndex,
-    rate: NDArray[np.float64],
-    backlog: NDArray[np.float64],
-    free_bytes: NDArray[np.float64],
-    dt: float,
-) -> float:
-    """Largest overfill of any buffer the rates would cause (0 when credits hold)."""
-    has = idx.nxt >= 0
-    e = np.flatnonzero(has)
-    net = np.bincount(
-        idx.buf[e], weights=(rate[e] - rate[idx.nxt[e]]) * dt, minlength=free_bytes.size
-    )
-    return float(max(0.0, (net - free_bytes).max(initial=0.0)))
