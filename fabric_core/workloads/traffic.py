@@ -88,7 +88,7 @@ class Bulk(Workload):
             hot = rng.random(src.size) < self.hotspot_fraction
             hot_dst = self.pool[rng.integers(0, self.hotspots, size=src.size)]
             dst = np.where(hot & (hot_dst != src), hot_dst, dst)
-        self.in_flight[src] += 1
+        np.add.at(self.in_flight, src, 1)  # a sender appears once per new flow
         tag = np.arange(self._seq, self._seq + src.size)
         self._seq += src.size
         return _requests(src, dst, self.size_bytes, tag, now_s)
