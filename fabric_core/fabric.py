@@ -47,6 +47,7 @@ from fabric_core.snapshot import (
 )
 from fabric_core.step import (
     EntryIndex,
+    RankLayout,
     Solution,
     build_index,
     finish_within_tick,
@@ -89,6 +90,16 @@ TUNABLE: dict[str, TunableParam] = {
         TunableParam("pfc_watchdog_s", 1e-6, 60.0, "PFC watchdog detection time"),
     )
 }
+
+
+def _min_over_lanes(per_buffer: NDArray[np.float64], n_vls: int) -> NDArray[np.float64]:
+    """Per link, the smallest of its lanes' values (a column loop: faster than
+    ``reshape(-1, n_vls).min(axis=1)`` for a handful of lanes)."""
+    lanes = per_buffer.reshape(-1, n_vls)
+    out = lanes[:, 0].copy()
+    for v in range(1, n_vls):
+        np.minimum(out, lanes[:, v], out=out)
+    return out
 
 
 def _link_rank(topo: Topology) -> NDArray[np.int64]:
@@ -148,9 +159,11 @@ class Fabric:
             wl.bind(topo.gpus, topo.storage, self.rng)
             wl.attach(self)
         L = len(topo.links)
-        self._link_rank = _link_rank(topo)
+        self._layout = RankLayout.of(_link_rank(topo))
         self.to_endpoint = topo.nodes.tier[topo.links.dst] == 0
+        self._endpoint_queues = np.repeat(self.to_endpoint, self.n_vls)
         self._index: EntryIndex | None = None
+        self._level: NDArray[np.float64] | None = None  # last tick's fair shares (warm start)
         self.buffer_bytes = np.repeat(topo.links.buffer_bytes, self.n_vls).astype(np.float64)
         self.occupancy = np.zeros(L * self.n_vls)
         self.buffer_drain = np.zeros(L * self.n_vls)  # last tick's drain per buffer, B/s
@@ -348,37 +361,43 @@ class Fabric:
         self._track_link_changes(status, now)
         fl = self.flows
         if self._index is None or self._index.version != fl.version:
-            self._index = build_index(fl, self._link_rank, self.n_vls)
+            self._index = build_index(fl, self._layout, self.n_vls)
         idx = self._index
         L = len(self.topo.links)
+        n_bufs = L * self.n_vls
         if idx.size == 0:
             self.link_rate[:] = 0.0
             self._finish_tick(status, dt)
             return
-        backlog = fl.backlog[idx.hop, idx.flow]
+        # the flow table's per-hop arrays, flat: one gather per tick instead of a 2-D one
+        backlog_table = fl.backlog.reshape(-1)
+        rate_table = fl.rate.reshape(-1)
+        backlog = backlog_table[idx.pos]
         goodput = self._goodput()
         cap = self.capacity(status, goodput)
         free = np.maximum(self.buffer_bytes - self.occupancy, 0.0)
-        free[np.repeat(self.to_endpoint, self.n_vls)] = 1e30  # the NIC sinks at line rate
-        warm = fl.rate[idx.hop, idx.flow]
+        free[self._endpoint_queues] = 1e30  # the NIC sinks at line rate
+        warm = rate_table[idx.pos]
         stormed = self._stormed_queues()
-        # a flow ready only inside this tick sends for the part of the tick it exists
-        ready = np.clip((now + dt - fl.start_s[idx.flow]) / dt, 0.0, 1.0)
-        start_cap = np.where((idx.prev < 0) & (ready < 1), ready * cap[idx.link], np.inf)
+        limit = self._start_limit(idx, cap, now, dt)
         if self.roce is not None:
             entry_cap, room = self.roce.limits(self, idx, backlog, cap, stormed, now, dt)
-            entry_cap = np.minimum(entry_cap, start_cap)
+            if limit is not None:
+                entry_cap = np.minimum(entry_cap, limit)
             sol = solve(idx, backlog, cap, room, dt, warm, entry_cap=entry_cap)
         else:
-            # a NIC that stops taking data (stuck, storming) returns no credits
-            limit = np.where(stormed[idx.queue], 0.0, start_cap)
-            sol = solve(idx, backlog, cap, free, dt, warm, entry_cap=limit)
+            if stormed.any():
+                # a NIC that stops taking data (stuck, storming) returns no credits
+                base = np.full(idx.size, np.inf) if limit is None else limit
+                limit = np.where(stormed[idx.queue], 0.0, base)
+            sol = solve(idx, backlog, cap, free, dt, warm, entry_cap=limit, warm_level=self._level)
+        self._level = sol.level
         rate = sol.rate
-        arrival = np.where(idx.prev >= 0, rate[np.maximum(idx.prev, 0)], 0.0)
+        arrival = sol.padded[idx.prev_pad]
         new_backlog = backlog + (arrival - rate) * dt
         np.maximum(new_backlog, 0.0, out=new_backlog)
-        fl.backlog[idx.hop, idx.flow] = new_backlog
-        fl.rate[idx.hop, idx.flow] = rate
+        backlog_table[idx.pos] = new_backlog
+        rate_table[idx.pos] = rate
         # per-link figures
         self.link_rate = sum_by(idx.link, rate, L)
         carried = self.link_rate * dt
@@ -389,19 +408,16 @@ class Fabric:
         c["retransmitted_bytes_total"] += resent
         c["link_error_recovery_total"] += resent / self.profile.mtu_bytes
         c["symbol_errors_total"] += carried * 8 * self.faults.ber
-        has_prev = idx.prev >= 0
-        up_buf = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
-        self.occupancy = sum_by(up_buf, np.where(has_prev, new_backlog, 0.0), L * self.n_vls)
-        self.buffer_drain = sum_by(up_buf, np.where(has_prev, rate, 0.0), L * self.n_vls)
+        # bytes in, and drained from, each switch buffer (bytes at the NIC go to the pad)
+        self.occupancy = sum_by(idx.drains_pad, new_backlog, n_bufs + 1)[:n_bufs]
+        self.buffer_drain = sum_by(idx.drains_pad, rate, n_bufs + 1)[:n_bufs]
         if self.roce is not None:
             self.roce.after_tick(self, idx, rate, arrival, new_backlog, sol, stormed, now, dt)
         else:
             # credit-starved: a buffer that held back inflow that wanted in this tick
-            inflow = sum_by(
-                np.maximum(idx.buf, 0), np.where(idx.buf >= 0, rate, 0.0), L * self.n_vls
-            )
-            starved = (sol.alpha < 1 - 1e-9) & (inflow > 0)
-            alpha_link = np.where(starved, sol.alpha, 1.0).reshape(L, self.n_vls).min(axis=1)
+            inflow = sum_by(idx.buf_pad, rate, n_bufs + 1)[:n_bufs]
+            held_back = np.where((sol.alpha < 1 - 1e-9) & (inflow > 0), sol.alpha, 1.0)
+            alpha_link = _min_over_lanes(held_back, self.n_vls)
             self.paused = alpha_link < 1 - 1e-9
             c["transmit_wait_seconds_total"] += (1 - alpha_link) * dt
         # deliveries and completions
@@ -412,6 +428,21 @@ class Fabric:
         self.hop_updates += idx.size
         self._complete(idx, backlog, arrival, sol, cap, now, dt)
         self._finish_tick(status, dt)
+
+    def _start_limit(
+        self, idx: EntryIndex, cap: NDArray[np.float64], now: float, dt: float
+    ) -> NDArray[np.float64] | None:
+        """A flow ready only inside this tick sends for the part of the tick it exists:
+        the most each entry may carry (None when every flow is ready all tick)."""
+        heads = idx.heads
+        ready = (now + dt - self.flows.start_s[idx.flow[heads]]) / dt
+        late = ready < 1
+        if not late.any():
+            return None
+        limit = np.full(idx.size, np.inf)
+        late_heads = heads[late]
+        limit[late_heads] = np.clip(ready[late], 0.0, 1.0) * cap[idx.link[late_heads]]
+        return limit
 
     # ------------------------------------------------------------------ RoCE
     def _stormed_queues(self) -> NDArray[np.bool_]:

@@ -55,29 +55,79 @@ def sum_by(index: NDArray[np.intp], weights: NDArray[np.float64], n: int) -> NDA
     return cast(_Floats, np.bincount(index, weights=weights, minlength=n))
 
 
+@dataclass(frozen=True)
+class RankLayout:
+    """Links numbered by rank, once per topology.
+
+    Every link has a rank (its place along any up*/down* path); the links of one
+    rank never share an entry's path twice, so the solver works on one rank at a
+    time with per-link arrays the size of that rank, indexed by ``local``.
+    """
+
+    rank: NDArray[np.int64]  # per link
+    local: NDArray[np.intp]  # per link: its index among the links of its rank
+    links: list[NDArray[np.intp]]  # per rank value: the links of that rank
+
+    @classmethod
+    def of(cls, link_rank: NDArray[np.int64]) -> RankLayout:
+        """The layout for links of the given ranks (small non-negative integers)."""
+        n_ranks = int(link_rank.max(initial=0)) + 1
+        links = [np.flatnonzero(link_rank == r) for r in range(n_ranks)]
+        local = np.zeros(link_rank.size, dtype=np.intp)
+        for members in links:
+            local[members] = np.arange(members.size)
+        return cls(rank=link_rank, local=local, links=links)
+
+
+@dataclass(frozen=True)
+class RankGroup:
+    """The entries on links of one rank: a contiguous slice of the entry order."""
+
+    lo: int
+    hi: int
+    links: NDArray[np.intp]  # the links of this rank
+    local: NDArray[np.intp]  # each entry's link as an index into ``links``
+
+
+@dataclass(frozen=True)
+class BufferGroup:
+    """The entries feeding the buffers of one (lane, rank): a contiguous slice."""
+
+    lo: int
+    hi: int
+    bufs: NDArray[np.intp]  # the buffers (link * lanes + lane) of this lane and rank
+    local: NDArray[np.intp]  # each entry's buffer as an index into ``bufs``
+
+
 @dataclass
 class EntryIndex:
-    """Flat view of the active (hop, flow) entries; rebuilt when the flow set changes."""
+    """Flat view of the active (hop, flow) entries; rebuilt when the flow set changes.
+
+    Entries are ordered by (link rank, lane), so the entries of one rank, and those
+    feeding the buffers of one (lane, rank), are contiguous slices: the solver works
+    on views instead of gathering. Index arrays ending in ``_pad`` point at a padding
+    slot (``size`` for entry arrays, the number of buffers for buffer arrays) instead
+    of -1, so gathers and sums need no mask.
+    """
 
     version: int
     hop: NDArray[np.intp]
     flow: NDArray[np.intp]
+    pos: NDArray[np.intp]  # flat index of (hop, flow) in the flow table's per-hop arrays
     link: NDArray[np.intp]
     prev: NDArray[np.intp]  # entry of the previous hop, -1 at the source
     nxt: NDArray[np.intp]  # entry of the next hop, -1 at the last hop
     buf: NDArray[np.intp]  # downstream buffer (link * VLs + vl), -1 at the last hop
     queue: NDArray[np.intp]  # (link, vl) of the entry, also at the last hop (PFC pauses it)
-    hop_bounds: NDArray[np.intp]  # entries of hop h are hop_bounds[h]:hop_bounds[h+1]
-    link_groups: list[NDArray[np.intp]]  # all entries, by the rank of their link, upstream first
-    group_links: list[NDArray[np.intp]]  # the links of each of those groups
-    group_local_link: list[NDArray[np.intp]]  # each entry's link as an index into those
-    group_prev: list[NDArray[np.intp]]  # each entry's previous-hop entry (-1 at hop 0)
+    prev_pad: NDArray[np.intp]  # ``prev``, the padding entry at the source
+    buf_pad: NDArray[np.intp]  # ``buf``, the padding buffer at the last hop
+    drains_pad: NDArray[np.intp]  # the buffer the entry drains (its previous hop's ``buf``)
+    heads: NDArray[np.intp]  # entries at hop 0
     first: NDArray[np.intp]  # for every entry, the entry of the same flow at hop 0
     feedforward: bool  # every path climbs the link ranks: one forward sweep settles the rates
-    # entries with a downstream buffer, by buffer rank, downstream first
-    rank_groups: list[NDArray[np.intp]]
-    rank_group_bufs: list[NDArray[np.intp]]  # the buffers each rank group feeds
-    rank_group_local: list[NDArray[np.intp]]  # each entry's buffer as an index into those
+    rank_groups: list[RankGroup]  # by link rank, upstream first
+    buffer_groups: list[BufferGroup]  # entries with a downstream buffer, downstream first
+    hop_groups: list[NDArray[np.intp]]  # entries by hop (conservation when not feedforward)
     last: NDArray[np.intp]  # last-hop entry of each active flow
     last_flow: NDArray[np.intp]
 
@@ -87,105 +137,155 @@ class EntryIndex:
         return int(self.link.size)
 
 
-def build_index(flows: FlowTable, link_rank: NDArray[np.int64], n_vls: int) -> EntryIndex:
-    """Flatten the flow table's active entries (hop-major order)."""
+def build_index(flows: FlowTable, layout: RankLayout, n_vls: int) -> EntryIndex:
+    """Flatten the flow table's active entries, ordered by (link rank, lane)."""
     valid = (flows.path >= 0) & flows.active[None, :]
-    hop, flow = np.nonzero(valid)  # row-major: hop-major order
+    hop0, flow0 = np.nonzero(valid)
+    link0 = flows.path[hop0, flow0].astype(np.intp)
+    vl0 = flows.vl[hop0, flow0].astype(np.intp)
+    fed0 = valid[np.minimum(hop0 + 1, MAX_HOPS - 1), flow0] & (hop0 + 1 < MAX_HOPS)
+    # key: (rank, lane, feeds a buffer); links into endpoints feed none
+    key = ((layout.rank[link0] * n_vls + vl0) * 2 + fed0).astype(np.uint16)
+    order = np.argsort(key, kind="stable")  # a radix sort on 16-bit keys
+    key = key[order]
+    hop, flow, link, vl = hop0[order], flow0[order], link0[order], vl0[order]
     n = hop.size
-    ids = np.full(flows.path.shape, -1, dtype=np.intp)
+    ids = np.full(flows.path.shape, n, dtype=np.intp)  # n = no entry (the padding slot)
     ids[hop, flow] = np.arange(n)
-    prev = np.where(hop > 0, ids[np.maximum(hop - 1, 0), flow], -1)
+    prev_pad = np.where(hop > 0, ids[np.maximum(hop - 1, 0), flow], n)
     nxt_hop = np.minimum(hop + 1, MAX_HOPS - 1)
-    nxt = np.where(hop + 1 < MAX_HOPS, ids[nxt_hop, flow], -1)
-    link = flows.path[hop, flow].astype(np.intp)
-    vl = flows.vl[hop, flow].astype(np.intp)
+    nxt_pad = np.where(hop + 1 < MAX_HOPS, ids[nxt_hop, flow], n)
+    prev = np.where(prev_pad < n, prev_pad, -1)
+    nxt = np.where(nxt_pad < n, nxt_pad, -1)
     queue = link * n_vls + vl
-    buf = np.where(nxt >= 0, queue, -1)
-    hop_bounds = np.searchsorted(hop, np.arange(MAX_HOPS + 1))
-    has_buf = np.flatnonzero(nxt >= 0)
-    # buffers are ordered by (lane, link rank): a path may change lane (a reroute that breaks
-    # up*/down* moves up a lane), so along every path the buffer ranks still increase
-    ranks = vl[has_buf] * (int(link_rank.max(initial=0)) + 1) + link_rank[link[has_buf]]
-    rank_groups = [has_buf[ranks == k] for k in np.unique(ranks)[::-1]]
-    compact = [np.unique(buf[g], return_inverse=True) for g in rank_groups]
-    entry_rank = link_rank[link]
-    order = np.argsort(entry_rank, kind="stable")
-    bounds = np.flatnonzero(np.diff(entry_rank[order])) + 1
-    link_groups = np.split(order, bounds) if n else []
-    group_compact = [np.unique(link[g], return_inverse=True) for g in link_groups]
+    n_bufs = (layout.rank.size) * n_vls
+    has_buf = nxt >= 0
+    buf = np.where(has_buf, queue, -1)
+    buf_pad = np.where(has_buf, queue, n_bufs)
+    drains_pad = np.append(buf_pad, n_bufs)[prev_pad]
+    # slices of equal key: one (rank, lane, fed) each
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if n else np.zeros(0, np.intp)
+    bounds = np.r_[starts, n]
+    rank_groups: list[RankGroup] = []
+    buffer_slices: list[tuple[tuple[int, int], BufferGroup]] = []
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        rank_lane, fed = divmod(int(key[lo]), 2)
+        rank, lane = divmod(rank_lane, n_vls)
+        if rank_groups and int(layout.rank[link[rank_groups[-1].lo]]) == rank:
+            g = rank_groups[-1]
+            rank_groups[-1] = RankGroup(g.lo, hi, g.links, layout.local[link[g.lo : hi]])
+        else:
+            links = layout.links[rank]
+            rank_groups.append(RankGroup(lo, hi, links, layout.local[link[lo:hi]]))
+        if fed:
+            bufs = layout.links[rank] * n_vls + lane
+            group = BufferGroup(lo, hi, bufs, layout.local[link[lo:hi]])
+            buffer_slices.append(((lane, rank), group))
+    # buffers downstream first: (lane, rank) rises along every path, also on a path
+    # that moves up a lane at a down->up turn (see paths.lanes)
+    buffer_slices.sort(key=lambda t: t[0], reverse=True)
+    entry_rank = layout.rank[link]
     has_prev = prev >= 0
     feedforward = bool((entry_rank[prev[has_prev]] < entry_rank[has_prev]).all())
-    last = np.flatnonzero(nxt < 0)
+    hop_groups = [np.flatnonzero(hop == h) for h in range(MAX_HOPS)] if not feedforward else []
+    last = np.flatnonzero(~has_buf)
     return EntryIndex(
         version=flows.version,
         hop=hop,
         flow=flow,
+        pos=hop * flows.capacity + flow,
         link=link,
         prev=prev,
         nxt=nxt,
         buf=buf,
         queue=queue,
-        hop_bounds=hop_bounds,
-        link_groups=link_groups,
-        group_links=[u for u, _ in group_compact],
-        group_local_link=[inv.astype(np.intp) for _, inv in group_compact],
-        group_prev=[prev[g] for g in link_groups],
-        first=_first_entry(prev),
+        prev_pad=prev_pad,
+        buf_pad=buf_pad,
+        drains_pad=drains_pad,
+        heads=np.flatnonzero(hop == 0),
+        first=ids[0, flow],
         feedforward=feedforward,
         rank_groups=rank_groups,
-        rank_group_bufs=[u for u, _ in compact],
-        rank_group_local=[inv.astype(np.intp) for _, inv in compact],
+        buffer_groups=[g for _, g in buffer_slices],
+        hop_groups=hop_groups,
         last=last,
         last_flow=flow[last],
     )
 
 
 def waterfill(
-    demand: NDArray[np.float64], link: NDArray[np.intp], capacity: NDArray[np.float64]
+    demand: NDArray[np.float64],
+    link: NDArray[np.intp],
+    capacity: NDArray[np.float64],
+    guess: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Max-min fair rates of entries sharing links.
 
+    Args:
+        guess: a fair-share level per link to start from (last tick's): the
+            entries below it are taken as satisfied, which usually leaves one
+            check to do. A link whose guess proves too high restarts from scratch.
+
     Returns:
         the rate of every entry and each link's fair-share level (the rate of the
-        entries whose demand exceeds it).
+        entries whose demand exceeds it; the capacity left when there are none).
     """
     n_links = capacity.size
-    left = capacity.astype(np.float64, copy=True)
-    unsat = np.ones(demand.size, dtype=bool)
-    rate = demand.copy()  # satisfied entries keep their demand
+    if guess is None:
+        unsat = np.ones(demand.size, dtype=bool)
+        left = capacity.astype(np.float64, copy=True)
+    else:
+        unsat = demand > guess[link]
+        left = capacity - sum_by(link, demand * ~unsat, n_links)
+    level = _level(left, sum_by(link, unsat, n_links))
+    at = level[link]
+    if guess is not None:
+        # the guessed satisfied set is part of the true one exactly when none of its
+        # entries exceeds the level it implies (then the level is at most the true one)
+        over = ~unsat & (demand > at)
+        if over.any():
+            reset = sum_by(link, over, n_links) > 0
+            unsat |= reset[link]
+            left = np.where(reset, capacity, left)
+            level = _level(left, sum_by(link, unsat, n_links))
+            at = level[link]
     for _ in range(WATERFILL_ROUNDS):
-        count = sum_by(link, unsat.astype(np.float64), n_links)
-        level = np.divide(left, count, out=left.copy(), where=count > 0)
-        sat = unsat & (demand <= level[link])
+        sat = unsat & (demand <= at)
         if not sat.any():
             break
-        left -= sum_by(link, np.where(sat, demand, 0.0), n_links)
+        left -= sum_by(link, demand * sat, n_links)
         np.maximum(left, 0.0, out=left)
         unsat &= ~sat
-    count = sum_by(link, unsat.astype(np.float64), n_links)
-    level = np.divide(left, count, out=left.copy(), where=count > 0)
-    np.copyto(rate, np.minimum(level[link], demand), where=unsat)
-    return rate, level
+        level = _level(left, sum_by(link, unsat, n_links))
+        at = level[link]
+    return np.where(unsat, np.minimum(at, demand), demand), level
+
+
+def _level(left: NDArray[np.float64], count: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Fair share of what is left among ``count`` entries (what is left if none)."""
+    return np.divide(left, count, out=left.copy(), where=count > 0)
 
 
 def enforce_conservation(
-    idx: EntryIndex, rate: NDArray[np.float64], backlog: NDArray[np.float64], dt: float
+    idx: EntryIndex, rate: NDArray[np.float64], held: NDArray[np.float64]
 ) -> None:
-    """Clip each hop, in hop order, to what it holds plus what arrives (in place)."""
-    b = idx.hop_bounds
-    np.minimum(rate[b[0] : b[1]], backlog[b[0] : b[1]] / dt, out=rate[b[0] : b[1]])
-    for h in range(1, MAX_HOPS):
-        lo, hi = b[h], b[h + 1]
-        if lo == hi:
-            break
-        cap = backlog[lo:hi] / dt + rate[idx.prev[lo:hi]]
-        np.minimum(rate[lo:hi], cap, out=rate[lo:hi])
+    """Clip each hop, upstream first, to what it holds plus what arrives (in place).
+
+    ``rate`` is padded (a zero after the last entry); ``held`` is backlog / dt.
+    """
+    if idx.feedforward:
+        for g in idx.rank_groups:
+            cap = held[g.lo : g.hi] + rate[idx.prev_pad[g.lo : g.hi]]
+            np.minimum(rate[g.lo : g.hi], cap, out=rate[g.lo : g.hi])
+    else:
+        for group in idx.hop_groups:
+            rate[group] = np.minimum(rate[group], held[group] + rate[idx.prev_pad[group]])
 
 
 def enforce_credits(
     idx: EntryIndex,
     rate: NDArray[np.float64],
-    backlog: NDArray[np.float64],
+    held: NDArray[np.float64],
     free_bytes: NDArray[np.float64],
     dt: float,
 ) -> NDArray[np.float64]:
@@ -196,17 +296,17 @@ def enforce_credits(
     inflows by ``alpha`` is ``alpha·sum(a) - sum(min(c, d + alpha·a))``: convex
     and piecewise linear in ``alpha``, so Newton's method from ``alpha = 1``
     approaches the largest admissible ``alpha`` from above, exactly once every
-    flow is in its final regime.
+    flow is in its final regime. The next hops are clipped afterwards by
+    ``enforce_conservation``.
     """
     alpha = np.ones(free_bytes.size)
     free_rate = free_bytes / dt
-    for group, bufs, local in zip(
-        idx.rank_groups, idx.rank_group_bufs, idx.rank_group_local, strict=True
-    ):
-        nxt = idx.nxt[group]
-        a = rate[group]
+    for grp in idx.buffer_groups:
+        lo, hi, bufs, local = grp.lo, grp.hi, grp.bufs, grp.local
+        nxt = idx.nxt[lo:hi]
+        a = rate[lo:hi]
         c = rate[nxt]
-        d = backlog[nxt] / dt
+        d = held[nxt]
         nb = bufs.size
         inflow = sum_by(local, a, nb)
         room = free_rate[bufs]
@@ -215,9 +315,12 @@ def enforce_credits(
         short = g > tol
         if not short.any():
             continue
-        # Newton on the entries of the short buffers only
+        # Newton on the entries of the short buffers only, numbered compactly
+        sb = np.flatnonzero(short)
+        compact = np.zeros(nb, dtype=np.intp)
+        compact[sb] = np.arange(sb.size)
         sel = np.flatnonzero(short[local])
-        sb, sl = np.unique(local[sel], return_inverse=True)
+        sl = compact[local[sel]]
         aa, cc, dd = a[sel], c[sel], d[sel]
         n_short = sb.size
         inflow_s, room_s, g_s = inflow[sb], room[sb], g[sb]
@@ -226,7 +329,7 @@ def enforce_credits(
         pending = g_s > tol_s
         for _ in range(NEWTON_ITERATIONS):
             through = (dd + al[sl] * aa) < cc  # flows whose drain follows their inflow
-            slope = inflow_s - sum_by(sl, np.where(through, aa, 0.0), n_short)
+            slope = inflow_s - sum_by(sl, aa * through, n_short)
             step = np.divide(g_s, slope, out=np.zeros(n_short), where=pending & (slope > 0))
             al = np.clip(al - step, 0.0, 1.0)
             g_s = al * inflow_s - sum_by(sl, np.minimum(cc, dd + al[sl] * aa), n_short) - room_s
@@ -238,11 +341,8 @@ def enforce_credits(
             safe = sum_by(sl, np.minimum(cc, dd), n_short)
             fallback = np.divide(safe + room_s, inflow_s, out=np.zeros(n_short), where=inflow_s > 0)
             al = np.where(pending, np.minimum(al, fallback), al)
-        group_alpha = np.ones(nb)
-        group_alpha[sb] = al
-        np.minimum.at(alpha, bufs, group_alpha)
-        rate[group] = a * group_alpha[local]
-        np.minimum(rate[nxt], d + rate[group], out=rate[nxt])
+        alpha[bufs[sb]] = np.minimum(alpha[bufs[sb]], al)
+        a[sel] = aa * al[sl]  # ``a`` is a view: this writes the rates
     return alpha
 
 
@@ -250,9 +350,14 @@ def enforce_credits(
 class Solution:
     """The rates of one tick and what the snapshot reports about them."""
 
-    rate: NDArray[np.float64]  # per entry
+    padded: NDArray[np.float64]  # per entry, then a zero (see EntryIndex)
     level: NDArray[np.float64]  # per link: fair-share level of the unsatisfied entries
     alpha: NDArray[np.float64]  # per buffer: fraction of the wanted inflow credits allowed
+
+    @property
+    def rate(self) -> NDArray[np.float64]:
+        """Rate of every entry, bytes/s."""
+        return self.padded[:-1]
 
 
 def solve(
@@ -264,6 +369,7 @@ def solve(
     warm: NDArray[np.float64] | None = None,
     entry_cap: NDArray[np.float64] | None = None,
     credits: bool = True,
+    warm_level: NDArray[np.float64] | None = None,
 ) -> Solution:
     """Rates of all entries for one tick (see the module docstring).
 
@@ -275,66 +381,66 @@ def solve(
             from it (steady state then converges in one sweep); new entries
             start from the most they could carry (their link's line rate, at
             most what the flow holds per tick), never from zero.
+        warm_level: last tick's fair-share level per link: water-filling starts
+            from it (the result does not depend on it, only the work does).
     """
+    n = idx.size
     link = idx.link
-    start = capacity[link].copy()
+    held = backlog / dt
+    rate = np.empty(n + 1)
+    rate[n] = 0.0
+    start = capacity[link]
     if warm is not None:
-        first_hop_backlog = backlog[idx.first]
-        start = np.where(warm > 0, warm, np.minimum(start, first_hop_backlog / dt))
-    rate = start
-    level = capacity.copy()
-    cap_demand = np.full(idx.size, np.inf) if entry_cap is None else entry_cap.copy()
+        start = np.where(warm > 0, warm, np.minimum(start, held[idx.first]))
+    rate[:n] = start
+    level = capacity.copy() if warm_level is None else warm_level.copy()
+    cap_demand = entry_cap
     alpha = np.ones(free_bytes.size)
     # Sweeps stop when no rate moves by more than a millionth of line rate; the exact
     # enforcement that follows makes conservation and credits hold to rounding anyway.
     tol = SWEEP_TOLERANCE * float(capacity.max(initial=1.0))
+    changed_from = 0  # entries before this one keep their rates in a later pass
     for _ in range(2):  # second pass re-offers capacity that credits took away
         if idx.feedforward:
             # Gauss-Seidel by link rank: each link's entries see the final rates of their
             # upstream hops, so one sweep gives the max-min rates of this pass exactly.
-            # (water-filling runs on each group's own links, numbered locally, so its
-            # per-link arrays are the group's size, not the fabric's)
-            held = backlog / dt
-            for group, links, local, prev in zip(
-                idx.link_groups, idx.group_links, idx.group_local_link, idx.group_prev, strict=True
-            ):
-                arrival = np.where(prev >= 0, rate[np.maximum(prev, 0)], 0.0)
-                demand = np.minimum(held[group] + arrival, cap_demand[group])
-                rate[group], lv = waterfill(demand, local, capacity[links])
-                level[links] = lv
+            # A rank wholly upstream of every change of the first pass keeps its rates.
+            for g in idx.rank_groups:
+                if g.hi <= changed_from:
+                    continue
+                demand = held[g.lo : g.hi] + rate[idx.prev_pad[g.lo : g.hi]]
+                if cap_demand is not None:
+                    np.minimum(demand, cap_demand[g.lo : g.hi], out=demand)
+                guess = level[g.links] if warm_level is not None else None
+                rate[g.lo : g.hi], level[g.links] = waterfill(
+                    demand, g.local, capacity[g.links], guess
+                )
         else:
             for _ in range(MAX_SWEEPS):
-                arrival = np.where(idx.prev >= 0, rate[idx.prev], 0.0)
-                demand = np.minimum(backlog / dt + arrival, cap_demand)
+                demand = held + rate[idx.prev_pad]
+                if cap_demand is not None:
+                    np.minimum(demand, cap_demand, out=demand)
                 new, level = waterfill(demand, link, capacity)
-                converged = bool(np.abs(new - rate).max(initial=0.0) <= tol)
-                rate = new
+                converged = bool(np.abs(new - rate[:n]).max(initial=0.0) <= tol)
+                rate[:n] = new
                 if converged:
                     break
-        enforce_conservation(idx, rate, backlog, dt)
+        enforce_conservation(idx, rate, held)
         if not credits:
             break
-        before = rate.copy()
+        before = rate[:n].copy()
         # the credit factor of the first pass is the one that held rates down; later
         # passes see those rates as caps, so keep the smallest
-        alpha = np.minimum(alpha, enforce_credits(idx, rate, backlog, free_bytes, dt))
-        enforce_conservation(idx, rate, backlog, dt)
-        cut = rate < before * (1 - 1e-9)
+        alpha = np.minimum(alpha, enforce_credits(idx, rate, held, free_bytes, dt))
+        enforce_conservation(idx, rate, held)
+        cut = rate[:n] < before * (1 - 1e-9)
         if not cut.any():
             break
-        cap_demand = np.where(cut, rate, cap_demand)
-    return Solution(rate=rate, level=level, alpha=alpha)
-
-
-def _first_entry(prev: NDArray[np.intp]) -> NDArray[np.intp]:
-    """For every entry, the entry of the same flow at hop 0 (walking ``prev``)."""
-    first = np.arange(prev.size)
-    for _ in range(MAX_HOPS - 1):
-        p = prev[first]
-        if (p < 0).all():
-            break
-        first = np.where(p >= 0, p, first)
-    return first
+        changed_from = int(np.argmax(cut))
+        capped = np.where(cut, rate[:n], np.inf)
+        cap_demand = capped if cap_demand is None else np.minimum(cap_demand, capped)
+        warm_level = level  # the first pass's levels are the best guess for the second
+    return Solution(padded=rate, level=level, alpha=alpha)
 
 
 def finish_within_tick(
