@@ -163,7 +163,7 @@ class Fabric:
         self.to_endpoint = topo.nodes.tier[topo.links.dst] == 0
         self._endpoint_queues = np.repeat(self.to_endpoint, self.n_vls)
         self._index: EntryIndex | None = None
-        self._level: NDArray[np.float64] | None = None  # last tick's fair shares (warm start)
+        self._share: NDArray[np.float64] | None = None  # last tick's fair shares (warm start)
         self.buffer_bytes = np.repeat(topo.links.buffer_bytes, self.n_vls).astype(np.float64)
         self.occupancy = np.zeros(L * self.n_vls)
         self.buffer_drain = np.zeros(L * self.n_vls)  # last tick's drain per buffer, B/s
@@ -390,8 +390,8 @@ class Fabric:
                 # a NIC that stops taking data (stuck, storming) returns no credits
                 base = np.full(idx.size, np.inf) if limit is None else limit
                 limit = np.where(stormed[idx.queue], 0.0, base)
-            sol = solve(idx, backlog, cap, free, dt, warm, entry_cap=limit, warm_level=self._level)
-        self._level = sol.level
+            sol = solve(idx, backlog, cap, free, dt, warm, entry_cap=limit, warm_share=self._share)
+        self._share = sol.share
         rate = sol.rate
         arrival = sol.padded[idx.prev_pad]
         new_backlog = backlog + (arrival - rate) * dt

@@ -50,8 +50,11 @@ NEWTON_ITERATIONS = 12
 _Floats = NDArray[np.float64]  # built once: cast() on a subscripted type costs per call
 
 
-def sum_by(index: NDArray[np.intp], weights: NDArray[np.float64], n: int) -> NDArray[np.float64]:
-    """Sum ``weights`` into ``n`` bins by ``index`` (``np.bincount``, typed as floats)."""
+def sum_by(
+    index: NDArray[np.intp], weights: NDArray[np.float64] | NDArray[np.bool_], n: int
+) -> NDArray[np.float64]:
+    """Sum ``weights`` into ``n`` bins by ``index`` (``np.bincount``, typed as floats;
+    boolean weights count)."""
     return cast(_Floats, np.bincount(index, weights=weights, minlength=n))
 
 
@@ -218,17 +221,18 @@ def waterfill(
     link: NDArray[np.intp],
     capacity: NDArray[np.float64],
     guess: NDArray[np.float64] | None = None,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Max-min fair rates of entries sharing links.
 
     Args:
-        guess: a fair-share level per link to start from (last tick's): the
-            entries below it are taken as satisfied, which usually leaves one
+        guess: a fair share per link to start from (last tick's ``share``): the
+            entries at or below it are taken as satisfied, which usually leaves one
             check to do. A link whose guess proves too high restarts from scratch.
 
     Returns:
-        the rate of every entry and each link's fair-share level (the rate of the
-        entries whose demand exceeds it; the capacity left when there are none).
+        the rate of every entry; each link's level (the rate of the entries whose
+        demand exceeds it, or the capacity left when every entry is satisfied);
+        and its share (the level, or infinity when every entry is satisfied).
     """
     n_links = capacity.size
     if guess is None:
@@ -237,33 +241,47 @@ def waterfill(
     else:
         unsat = demand > guess[link]
         left = capacity - sum_by(link, demand * ~unsat, n_links)
-    level = _level(left, sum_by(link, unsat, n_links))
-    at = level[link]
+    count = sum_by(link, unsat, n_links)
+    share = _share(left, count)
     if guess is not None:
-        # the guessed satisfied set is part of the true one exactly when none of its
-        # entries exceeds the level it implies (then the level is at most the true one)
-        over = ~unsat & (demand > at)
-        if over.any():
-            reset = sum_by(link, over, n_links) > 0
-            unsat |= reset[link]
-            left = np.where(reset, capacity, left)
-            level = _level(left, sum_by(link, unsat, n_links))
-            at = level[link]
+        # Entries guessed satisfied but above the share they imply go back to the
+        # unsatisfied (each such move raises the share). Once none is above it, the
+        # satisfied set is part of the true one (the share is at most the true level:
+        # sum(min(demand, share)) <= capacity), and the rounds below finish the job.
+        for _ in range(WATERFILL_ROUNDS):
+            over = np.flatnonzero(~unsat & (demand > share[link] * (1 + 1e-12)))
+            if over.size == 0:
+                break
+            left += sum_by(link[over], demand[over], n_links)
+            count += np.bincount(link[over], minlength=n_links)
+            unsat[over] = True
+            share = _share(left, count)
+    # Rounds: the unsatisfied entries at or below the share are satisfied, which
+    # raises the share of the rest. They work on the unsatisfied entries only and
+    # update the per-link sums by the few entries that change.
+    cand = np.flatnonzero(unsat)
+    c_link, c_demand = link[cand], demand[cand]
     for _ in range(WATERFILL_ROUNDS):
-        sat = unsat & (demand <= at)
+        sat = c_demand <= share[c_link]
         if not sat.any():
             break
-        left -= sum_by(link, demand * sat, n_links)
+        s = np.flatnonzero(sat)
+        left -= sum_by(c_link[s], c_demand[s], n_links)
         np.maximum(left, 0.0, out=left)
-        unsat &= ~sat
-        level = _level(left, sum_by(link, unsat, n_links))
-        at = level[link]
-    return np.where(unsat, np.minimum(at, demand), demand), level
+        count -= np.bincount(c_link[s], minlength=n_links)
+        share = _share(left, count)
+        keep = ~sat
+        cand, c_link, c_demand = cand[keep], c_link[keep], c_demand[keep]
+    rate = demand.copy()
+    rate[cand] = np.minimum(share[c_link], c_demand)
+    return rate, np.where(count > 0, share, left), share
 
 
-def _level(left: NDArray[np.float64], count: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Fair share of what is left among ``count`` entries (what is left if none)."""
-    return np.divide(left, count, out=left.copy(), where=count > 0)
+def _share(left: NDArray[np.float64], count: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Fair share of what is left among ``count`` entries: infinite where there are
+    none and the capacity suffices, minus infinity where it does not."""
+    out = np.where(left >= 0, np.inf, -np.inf)
+    return np.divide(left, count, out=out, where=count > 0)
 
 
 def enforce_conservation(
@@ -353,6 +371,7 @@ class Solution:
     padded: NDArray[np.float64]  # per entry, then a zero (see EntryIndex)
     level: NDArray[np.float64]  # per link: fair-share level of the unsatisfied entries
     alpha: NDArray[np.float64]  # per buffer: fraction of the wanted inflow credits allowed
+    share: NDArray[np.float64]  # per link: first pass's level, infinite where all are satisfied
 
     @property
     def rate(self) -> NDArray[np.float64]:
@@ -369,7 +388,7 @@ def solve(
     warm: NDArray[np.float64] | None = None,
     entry_cap: NDArray[np.float64] | None = None,
     credits: bool = True,
-    warm_level: NDArray[np.float64] | None = None,
+    warm_share: NDArray[np.float64] | None = None,
 ) -> Solution:
     """Rates of all entries for one tick (see the module docstring).
 
@@ -381,8 +400,9 @@ def solve(
             from it (steady state then converges in one sweep); new entries
             start from the most they could carry (their link's line rate, at
             most what the flow holds per tick), never from zero.
-        warm_level: last tick's fair-share level per link: water-filling starts
-            from it (the result does not depend on it, only the work does).
+        warm_share: last tick's fair share per link (``Solution.share``):
+            water-filling starts from it (the result does not depend on it, only
+            the work does).
     """
     n = idx.size
     link = idx.link
@@ -393,13 +413,15 @@ def solve(
     if warm is not None:
         start = np.where(warm > 0, warm, np.minimum(start, held[idx.first]))
     rate[:n] = start
-    level = capacity.copy() if warm_level is None else warm_level.copy()
+    level = capacity.copy()
+    share = np.full(capacity.size, np.inf) if warm_share is None else warm_share.copy()
     cap_demand = entry_cap
     alpha = np.ones(free_bytes.size)
     # Sweeps stop when no rate moves by more than a millionth of line rate; the exact
     # enforcement that follows makes conservation and credits hold to rounding anyway.
     tol = SWEEP_TOLERANCE * float(capacity.max(initial=1.0))
     changed_from = 0  # entries before this one keep their rates in a later pass
+    first_share: NDArray[np.float64] | None = None
     for _ in range(2):  # second pass re-offers capacity that credits took away
         if idx.feedforward:
             # Gauss-Seidel by link rank: each link's entries see the final rates of their
@@ -411,8 +433,8 @@ def solve(
                 demand = held[g.lo : g.hi] + rate[idx.prev_pad[g.lo : g.hi]]
                 if cap_demand is not None:
                     np.minimum(demand, cap_demand[g.lo : g.hi], out=demand)
-                guess = level[g.links] if warm_level is not None else None
-                rate[g.lo : g.hi], level[g.links] = waterfill(
+                guess = share[g.links] if warm_share is not None else None
+                rate[g.lo : g.hi], level[g.links], share[g.links] = waterfill(
                     demand, g.local, capacity[g.links], guess
                 )
         else:
@@ -420,12 +442,14 @@ def solve(
                 demand = held + rate[idx.prev_pad]
                 if cap_demand is not None:
                     np.minimum(demand, cap_demand, out=demand)
-                new, level = waterfill(demand, link, capacity)
+                new, level, share = waterfill(demand, link, capacity)
                 converged = bool(np.abs(new - rate[:n]).max(initial=0.0) <= tol)
                 rate[:n] = new
                 if converged:
                     break
         enforce_conservation(idx, rate, held)
+        if first_share is None:
+            first_share = share.copy()
         if not credits:
             break
         before = rate[:n].copy()
@@ -439,8 +463,11 @@ def solve(
         changed_from = int(np.argmax(cut))
         capped = np.where(cut, rate[:n], np.inf)
         cap_demand = capped if cap_demand is None else np.minimum(cap_demand, capped)
-        warm_level = level  # the first pass's levels are the best guess for the second
-    return Solution(padded=rate, level=level, alpha=alpha)
+        # the first pass's shares are the best guess for the second, and for the next
+        # tick's first pass (which sees no credit caps either)
+        warm_share = first_share
+    assert first_share is not None
+    return Solution(padded=rate, level=level, alpha=alpha, share=first_share)
 
 
 def finish_within_tick(
