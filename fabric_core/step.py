@@ -27,6 +27,7 @@ capped at buffer/dt (see DESIGN.md, "Model notes"). The rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import cast
 
 import numpy as np
@@ -118,13 +119,11 @@ class EntryIndex:
     flow: NDArray[np.intp]
     pos: NDArray[np.intp]  # flat index of (hop, flow) in the flow table's per-hop arrays
     link: NDArray[np.intp]
-    prev: NDArray[np.intp]  # entry of the previous hop, -1 at the source
-    nxt: NDArray[np.intp]  # entry of the next hop, -1 at the last hop
-    buf: NDArray[np.intp]  # downstream buffer (link * VLs + vl), -1 at the last hop
     queue: NDArray[np.intp]  # (link, vl) of the entry, also at the last hop (PFC pauses it)
-    prev_pad: NDArray[np.intp]  # ``prev``, the padding entry at the source
-    buf_pad: NDArray[np.intp]  # ``buf``, the padding buffer at the last hop
-    drains_pad: NDArray[np.intp]  # the buffer the entry drains (its previous hop's ``buf``)
+    prev_pad: NDArray[np.intp]  # entry of the previous hop (the padding entry at the source)
+    nxt_pad: NDArray[np.intp]  # entry of the next hop (the padding entry at the last hop)
+    buf_pad: NDArray[np.intp]  # downstream buffer, link * VLs + vl (padding at the last hop)
+    drains_pad: NDArray[np.intp]  # the buffer the entry drains (its previous hop's buffer)
     heads: NDArray[np.intp]  # entries at hop 0
     first: NDArray[np.intp]  # for every entry, the entry of the same flow at hop 0
     feedforward: bool  # every path climbs the link ranks: one forward sweep settles the rates
@@ -139,32 +138,53 @@ class EntryIndex:
         """Number of entries."""
         return int(self.link.size)
 
+    @cached_property
+    def prev(self) -> NDArray[np.intp]:
+        """Entry of the previous hop, -1 at the source."""
+        return np.where(self.prev_pad < self.size, self.prev_pad, -1)
+
+    @cached_property
+    def nxt(self) -> NDArray[np.intp]:
+        """Entry of the next hop, -1 at the last hop."""
+        return np.where(self.nxt_pad < self.size, self.nxt_pad, -1)
+
+    @cached_property
+    def buf(self) -> NDArray[np.intp]:
+        """Downstream buffer (link * VLs + vl), -1 at the last hop."""
+        return np.where(self.nxt_pad < self.size, self.buf_pad, -1)
+
 
 def build_index(flows: FlowTable, layout: RankLayout, n_vls: int) -> EntryIndex:
-    """Flatten the flow table's active entries, ordered by (link rank, lane)."""
-    valid = (flows.path >= 0) & flows.active[None, :]
-    hop0, flow0 = np.nonzero(valid)
-    link0 = flows.path[hop0, flow0].astype(np.intp)
-    vl0 = flows.vl[hop0, flow0].astype(np.intp)
-    fed0 = valid[np.minimum(hop0 + 1, MAX_HOPS - 1), flow0] & (hop0 + 1 < MAX_HOPS)
-    # key: (rank, lane, feeds a buffer); links into endpoints feed none
+    """Flatten the flow table's active entries, ordered by (link rank, lane).
+
+    Runs whenever the set of flows changes (most ticks of a busy fabric), so it
+    works on flat positions in the flow table and avoids masks and 2-D indexing.
+    """
+    cap = flows.capacity
+    valid = np.zeros((MAX_HOPS + 1, cap), dtype=bool)  # one more row: "no next hop"
+    np.greater_equal(flows.path, 0, out=valid[:MAX_HOPS])
+    valid[:MAX_HOPS] &= flows.active[None, :]
+    flat_valid = valid.reshape(-1)
+    pos0 = np.flatnonzero(flat_valid)  # hop-major positions hop * cap + flow
+    link0 = flows.path.reshape(-1)[pos0]
+    vl0 = flows.vl.reshape(-1)[pos0]
+    fed0 = flat_valid[pos0 + cap]  # a next hop: the entry feeds a switch buffer
+    # key: (rank, lane, feeds a buffer)
     key = ((layout.rank[link0] * n_vls + vl0) * 2 + fed0).astype(np.uint16)
     order = np.argsort(key, kind="stable")  # a radix sort on 16-bit keys
-    key = key[order]
-    hop, flow, link, vl = hop0[order], flow0[order], link0[order], vl0[order]
-    n = hop.size
-    ids = np.full(flows.path.shape, n, dtype=np.intp)  # n = no entry (the padding slot)
-    ids[hop, flow] = np.arange(n)
-    prev_pad = np.where(hop > 0, ids[np.maximum(hop - 1, 0), flow], n)
-    nxt_hop = np.minimum(hop + 1, MAX_HOPS - 1)
-    nxt_pad = np.where(hop + 1 < MAX_HOPS, ids[nxt_hop, flow], n)
-    prev = np.where(prev_pad < n, prev_pad, -1)
-    nxt = np.where(nxt_pad < n, nxt_pad, -1)
-    queue = link * n_vls + vl
-    n_bufs = (layout.rank.size) * n_vls
-    has_buf = nxt >= 0
-    buf = np.where(has_buf, queue, -1)
-    buf_pad = np.where(has_buf, queue, n_bufs)
+    key, pos = key[order], pos0[order]
+    link = link0[order].astype(np.intp)
+    fed = fed0[order]
+    hop, flow = np.divmod(pos, cap)
+    n = pos.size
+    # entry ids by position, shifted one row down: row 0 and the last row hold "none" (n)
+    ids = np.full((MAX_HOPS + 2) * cap, n, dtype=np.intp)
+    ids[pos + cap] = np.arange(n)
+    prev_pad = ids[pos]
+    nxt_pad = ids[pos + 2 * cap]
+    queue = link * n_vls + vl0[order]
+    n_bufs = layout.rank.size * n_vls
+    buf_pad = np.where(fed, queue, n_bufs)
     drains_pad = np.append(buf_pad, n_bufs)[prev_pad]
     # slices of equal key: one (rank, lane, fed) each
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if n else np.zeros(0, np.intp)
@@ -172,7 +192,7 @@ def build_index(flows: FlowTable, layout: RankLayout, n_vls: int) -> EntryIndex:
     rank_groups: list[RankGroup] = []
     buffer_slices: list[tuple[tuple[int, int], BufferGroup]] = []
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        rank_lane, fed = divmod(int(key[lo]), 2)
+        rank_lane, is_fed = divmod(int(key[lo]), 2)
         rank, lane = divmod(rank_lane, n_vls)
         if rank_groups and int(layout.rank[link[rank_groups[-1].lo]]) == rank:
             g = rank_groups[-1]
@@ -180,7 +200,7 @@ def build_index(flows: FlowTable, layout: RankLayout, n_vls: int) -> EntryIndex:
         else:
             links = layout.links[rank]
             rank_groups.append(RankGroup(lo, hi, links, layout.local[link[lo:hi]]))
-        if fed:
+        if is_fed:
             bufs = layout.links[rank] * n_vls + lane
             group = BufferGroup(lo, hi, bufs, layout.local[link[lo:hi]])
             buffer_slices.append(((lane, rank), group))
@@ -188,25 +208,22 @@ def build_index(flows: FlowTable, layout: RankLayout, n_vls: int) -> EntryIndex:
     # that moves up a lane at a down->up turn (see paths.lanes)
     buffer_slices.sort(key=lambda t: t[0], reverse=True)
     entry_rank = layout.rank[link]
-    has_prev = prev >= 0
-    feedforward = bool((entry_rank[prev[has_prev]] < entry_rank[has_prev]).all())
+    feedforward = bool((np.append(entry_rank, -1)[prev_pad] < entry_rank).all())
     hop_groups = [np.flatnonzero(hop == h) for h in range(MAX_HOPS)] if not feedforward else []
-    last = np.flatnonzero(~has_buf)
+    last = np.flatnonzero(~fed)
     return EntryIndex(
         version=flows.version,
         hop=hop,
         flow=flow,
-        pos=hop * flows.capacity + flow,
+        pos=pos,
         link=link,
-        prev=prev,
-        nxt=nxt,
-        buf=buf,
         queue=queue,
         prev_pad=prev_pad,
+        nxt_pad=nxt_pad,
         buf_pad=buf_pad,
         drains_pad=drains_pad,
         heads=np.flatnonzero(hop == 0),
-        first=ids[0, flow],
+        first=ids[cap + flow],
         feedforward=feedforward,
         rank_groups=rank_groups,
         buffer_groups=[g for _, g in buffer_slices],
@@ -321,7 +338,7 @@ def enforce_credits(
     free_rate = free_bytes / dt
     for grp in idx.buffer_groups:
         lo, hi, bufs, local = grp.lo, grp.hi, grp.bufs, grp.local
-        nxt = idx.nxt[lo:hi]
+        nxt = idx.nxt_pad[lo:hi]  # all real: these entries feed a buffer
         a = rate[lo:hi]
         c = rate[nxt]
         d = held[nxt]
@@ -506,7 +523,7 @@ def finish_within_tick(
     size = np.diff(np.r_[group_start, fl.size])[group_of]
     after = size - pos - 1
     work = before + fb * (after + 1 + n_elastic[fl])
-    alpha = np.where(idx.buf[fin] >= 0, sol.alpha[np.maximum(idx.buf[fin], 0)], 1.0)[order]
+    alpha = np.append(sol.alpha, 1.0)[idx.buf_pad[fin]][order]  # no buffer: not slowed
     speed = available[fl] * np.maximum(alpha, 1e-12)
     t_sorted = np.divide(work, speed, out=np.full(fl.size, dt), where=speed > 0)
     out = np.zeros(idx.size)
