@@ -507,11 +507,15 @@ def finish_within_tick(
     n_links = capacity.size
     rate = sol.rate
     link = idx.link
-    elastic = ~finishing & (rate >= sol.level[link] * (1 - 1e-6)) & (rate > 0)
-    held = ~finishing & ~elastic
-    available = np.maximum(capacity - sum_by(link, np.where(held, rate, 0.0), n_links), 0.0)
-    n_elastic = np.bincount(link, weights=elastic, minlength=n_links)
     fin = np.flatnonzero(finishing)
+    # the other entries on the links of the finishing ones
+    on_fin_link = np.zeros(n_links, dtype=bool)
+    on_fin_link[link[fin]] = True
+    near = np.flatnonzero(on_fin_link[link] & ~finishing)
+    near_link, near_rate = link[near], rate[near]
+    elastic = (near_rate >= sol.level[near_link] * (1 - 1e-6)) & (near_rate > 0)
+    available = np.maximum(capacity - sum_by(near_link, near_rate * ~elastic, n_links), 0.0)
+    n_elastic = np.bincount(near_link, weights=elastic, minlength=n_links)
     b = rate[fin] * dt
     order = np.lexsort((b, link[fin]))
     fl, fb = link[fin][order], b[order]
