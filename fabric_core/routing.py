@@ -8,10 +8,13 @@ equal-cost paths is:
 
 * ``ecmp``: a hash of the flow (static per flow, so collisions and
   polarisation happen, as with RoCE ECMP);
-* ``adaptive``: the less loaded of two hashed candidates when the flow starts.
-
-Packet spraying (a flow split over every candidate) is not modelled: a profile that
-asks for ``spray`` is routed adaptively, per flow.
+* ``adaptive``: the less loaded of two hashed candidates when the flow starts;
+* ``spray`` (function ``spray``): packet spraying, in the fluid model. A flow
+  becomes ``spray_ways`` sub-flows on distinct candidates (at most
+  ``SPRAY_MAX_WAYS``), so its bytes are spread evenly over the equal-cost paths;
+  the fabric splits the bytes and reports one completion per flow
+  (``Fabric.start_flows``, ``FlowTable.finish``). Reordering costs are not
+  modelled; docs/MODEL.md has the details.
 
 Links that are down are never chosen while any candidate avoids them (that is
 "routes have converged"; until then the caller keeps the old paths).
