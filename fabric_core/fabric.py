@@ -32,9 +32,9 @@ from fabric_core.flows import FlowTable, NewFlows
 from fabric_core.histogram import Histogram
 from fabric_core.paths import StaticRoutes, fixed_costs, lanes
 from fabric_core.pfc import Dcqcn, PfcQueues
-from fabric_core.profiles import Profile
+from fabric_core.profiles import Profile, check_routing
 from fabric_core.roce import RoceFlowControl
-from fabric_core.routing import route
+from fabric_core.routing import route, spray, spray_ways
 from fabric_core.scenario import Scenario, ScenarioError
 from fabric_core.snapshot import (
     Event,
@@ -126,6 +126,7 @@ class Fabric:
     ) -> None:
         if dt_s <= 0:
             raise ValueError("dt must be > 0")
+        check_routing(profile)
         self.topo = topo
         self.profile = profile
         self.workloads = workloads
@@ -202,6 +203,7 @@ class Fabric:
         self.hop_updates = 0
         self.schedule: list[tuple[float, InjectFault | ClearFault]] = []  # time order
         self.static_routes = StaticRoutes(topo)
+        self.spray_ways = spray_ways(topo)  # sub-flows per sprayed flow (routing "spray")
         # RoCE: PFC queues, DCQCN senders, the deadlock watch (None on a credit fabric)
         self.roce = RoceFlowControl(self) if profile.flow_control == "pfc" else None
         if self.roce is not None:
@@ -283,28 +285,47 @@ class Fabric:
         ready_s: NDArray[np.float64],
         extra_latency_s: NDArray[np.float64] | None = None,
     ) -> None:
-        """Route and start flows (bytes wait at the source NIC until sent)."""
+        """Route and start flows (bytes wait at the source NIC until sent).
+
+        On a ``spray`` profile each flow becomes sub-flows on distinct equal-cost paths
+        (``_spray``); the workload still sees one flow.
+        """
         n = src.size
         if n == 0:
             return
         cost = self.occupancy.reshape(-1, self.n_vls).sum(axis=1) / self.topo.links.bandwidth_Bps
         cost = np.where(self.known_down, np.inf, cost)
-        mode = "ecmp" if self.profile.routing == "ecmp" else "adaptive"
         key = tag * 1_000_003 + workload
-        path, hops = route(self.topo, src, dst, key, mode=mode, link_cost=cost)
+        flow_bytes = float(size.sum())
+        n_sub: NDArray[np.int64] | None = None
+        total: NDArray[np.float64] | None = None
+        if self.profile.routing == "spray":
+            path, hops, of, n_sub, sub_size = self._spray(src, dst, size, key, cost)
+            total = size[of]
+            src, dst, size, tag, ready_s = src[of], dst[of], sub_size, tag[of], ready_s[of]
+            if extra_latency_s is not None:
+                extra_latency_s = extra_latency_s[of]
+        else:
+            mode = "ecmp" if self.profile.routing == "ecmp" else "adaptive"
+            path, hops = route(self.topo, src, dst, key, mode=mode, link_cost=cost)
+        rows = src.size
         if self.static_routes:
             self.static_routes.apply(src, dst, path, hops)
-        vl = self.lanes(path, np.full(n, self.class_vl[traffic_class], dtype=np.int8))
+        vl = self.lanes(path, np.full(rows, self.class_vl[traffic_class], dtype=np.int8))
         new = NewFlows(
             path=path,
             hops=hops,
             size_bytes=size,
             vl=vl,
-            traffic_class=np.full(n, traffic_class, dtype=np.int16),
-            workload=np.full(n, workload, dtype=np.int16),
+            traffic_class=np.full(rows, traffic_class, dtype=np.int16),
+            workload=np.full(rows, workload, dtype=np.int16),
             tag=tag,
             start_s=ready_s,
-            extra_latency_s=np.zeros(n) if extra_latency_s is None else extra_latency_s,
+            extra_latency_s=np.zeros(rows) if extra_latency_s is None else extra_latency_s,
+            src=src,
+            dst=dst,
+            n_sub=n_sub,
+            total_bytes=total,
         )
         slots = self.flows.add(new)
         self._set_fixed_latency(slots)
@@ -312,7 +333,39 @@ class Fabric:
             self.roce.start_flows(
                 self.flows.capacity, slots, self.topo.links.bandwidth_Bps[path[0]]
             )
-        self.injected_bytes += float(size.sum())
+        self.injected_bytes += flow_bytes
+
+    def _spray(
+        self,
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        size: NDArray[np.float64],
+        key: NDArray[np.int64],
+        cost: NDArray[np.float64],
+    ) -> tuple[
+        NDArray[np.int32],
+        NDArray[np.int8],
+        NDArray[np.intp],
+        NDArray[np.int64],
+        NDArray[np.float64],
+    ]:
+        """Sub-flows of sprayed flows: (path, hops, flow of each sub-flow, sub-flows per
+        flow, bytes per sub-flow).
+
+        A flow uses ``spray_ways`` paths, or one per packet when it has fewer packets
+        (a one-packet message has one path). The bytes are split evenly; the last
+        sub-flow takes the rounding, so the sub-flows add up to the flow exactly.
+        """
+        w = self.spray_ways
+        path, hops = spray(self.topo, src, dst, key, ways=w, link_cost=cost)
+        packets = np.ceil(size / self.profile.mtu_bytes)
+        n_sub = np.clip(packets, 1, w).astype(np.int64)
+        rows = np.flatnonzero((np.arange(w)[None, :] < n_sub[:, None]).ravel())
+        of = rows // w
+        share = size / n_sub
+        last = rows % w == n_sub[of] - 1
+        sub_size = np.where(last, size[of] - (n_sub[of] - 1) * share[of], share[of])
+        return path[:, rows], hops[rows], of, n_sub, sub_size
 
     def add_static_route(self, src: str, dst: str, via: list[str]) -> None:
         """Pin flows from ``src`` to ``dst`` to a path through the switches ``via``
@@ -524,8 +577,11 @@ class Fabric:
         fluid_end = now + np.minimum(t, dt)
         size = fl.size[flows]
         path0 = fl.path[0, flows]
+        # the whole flow crosses the source NIC, sprayed or not
         fifo_end = (
-            fl.start_s[flows] + fl.wait_s[flows] + size / self.topo.links.bandwidth_Bps[path0]
+            fl.start_s[flows]
+            + fl.wait_s[flows]
+            + fl.parent_size[flows] / self.topo.links.bandwidth_Bps[path0]
         )
         finish = (
             np.maximum(fluid_end, fifo_end) + fl.fixed_latency_s[flows] + fl.extra_latency_s[flows]
@@ -534,10 +590,14 @@ class Fabric:
         # billionth of the flow) are delivered with it, so the byte count stays exact
         self.delivered_bytes += float((size - fl.delivered[flows]).sum())
         fl.delivered[flows] = size
-        self.completed_flows += int(flows.size)
-        cls = fl.cls[flows]
-        wls = fl.workload[flows]
-        latency = finish - fl.start_s[flows]
+        # a sprayed flow completes with its last sub-flow: one report per flow
+        whole, whole_finish = fl.finish(flows, finish)
+        if whole.size == 0:
+            return
+        self.completed_flows += int(whole.size)
+        cls = fl.cls[whole]
+        wls = fl.workload[whole]
+        latency = whole_finish - fl.start_s[whole]
         for ci, name in enumerate(self.classes):
             m = cls == ci
             if m.any():
@@ -545,19 +605,18 @@ class Fabric:
         for wi, wl in enumerate(self.workloads):
             m = wls == wi
             if m.any():
-                sel = flows[m]
+                sel = whole[m]
                 wl.on_complete(
                     Completions(
                         tag=fl.tag[sel],
-                        src=self.topo.links.src[fl.path[0, sel]].astype(np.int64),
-                        dst=self.topo.links.dst[fl.path[fl.hops[sel] - 1, sel]].astype(np.int64),
-                        size_bytes=fl.size[sel],
+                        src=fl.src[sel],
+                        dst=fl.dst[sel],
+                        size_bytes=fl.parent_size[sel],
                         start_s=fl.start_s[sel],
-                        finish_s=finish[m],
+                        finish_s=whole_finish[m],
                     ),
                     now + dt,
                 )
-        fl.remove(flows)
 
     def _track_link_changes(self, status: NDArray[np.int8], now: float) -> None:
         # detection, reroute / reconvergence, time-driven faults, measured recovery
@@ -680,7 +739,7 @@ class Fabric:
                 dropped_bytes_total=self.dropped_bytes,
                 in_flight_bytes=self.flows.in_flight_bytes(),
                 throughput_Bps=self.throughput_Bps(),
-                active_flows=self.flows.n_active,
+                active_flows=self.flows.n_parents,
                 completed_flows_total=self.completed_flows,
             ),
             latency={c: h.freeze() for c, h in self.class_hist.items()},

@@ -4,6 +4,12 @@ Per-(hop, flow) state is hop-major (``backlog[hop, flow]``); per-flow state is
 one array per field. Slots are reused: a finished flow's slot is marked free and
 taken by a later flow, so no array is rebuilt on the tick path. The table grows
 (by doubling) when it runs out of slots.
+
+A sprayed flow is several sub-flows, one slot each, that share a *parent*: the slot
+of the first sub-flow (its head). The head counts the sub-flows still running and
+the latest finish time so far; when it finishes before its siblings its slot is
+*held* (out of the solve, not reusable) until the last one is done. A flow that is
+not sprayed is its own head with one sub-flow.
 """
 
 from __future__ import annotations
@@ -30,6 +36,12 @@ class NewFlows:
     tag: NDArray[np.int64]  # the workload's own id (message group, request, ...)
     start_s: NDArray[np.float64]  # when the flow became ready (<= the tick it is injected in)
     extra_latency_s: NDArray[np.float64]  # endpoint costs the fabric does not carry
+    src: NDArray[np.int64]  # endpoint node ids (kept for the completion report)
+    dst: NDArray[np.int64]
+    #: sprayed flows: sub-flows per flow, the rows of one flow consecutive (sum = rows);
+    #: None: every row is a flow of its own
+    n_sub: NDArray[np.int64] | None = None
+    total_bytes: NDArray[np.float64] | None = None  # per row: its flow's size (None: its own)
 
     def __len__(self) -> int:
         return int(self.size_bytes.size)
@@ -53,6 +65,13 @@ class FlowTable:
     extra_latency_s: NDArray[np.float64]
     fixed_latency_s: NDArray[np.float64]
     wait_s: NDArray[np.float64]
+    src: NDArray[np.int64]
+    dst: NDArray[np.int64]
+    parent: NDArray[np.intp]  # head slot of the flow this slot belongs to (-1 never used)
+    parent_size: NDArray[np.float64]  # the whole flow's bytes
+    pending: NDArray[np.int32]  # on a head: sub-flows of its flow not finished yet
+    latest_finish_s: NDArray[np.float64]  # on a head: latest sub-flow finish so far
+    held: NDArray[np.bool_]  # a finished head waiting for its siblings
 
     def __init__(self, capacity: int = 1024) -> None:
         self.capacity = 0
@@ -85,23 +104,45 @@ class FlowTable:
         self.extra_latency_s = grow(None if first else self.extra_latency_s, 0.0, np.float64)
         self.fixed_latency_s = grow(None if first else self.fixed_latency_s, 0.0, np.float64)
         self.wait_s = grow(None if first else self.wait_s, 0.0, np.float64)
+        self.src = grow(None if first else self.src, -1, np.int64)
+        self.dst = grow(None if first else self.dst, -1, np.int64)
+        self.parent = grow(None if first else self.parent, -1, np.intp)
+        self.parent_size = grow(None if first else self.parent_size, 0.0, np.float64)
+        self.pending = grow(None if first else self.pending, 0, np.int32)
+        self.latest_finish_s = grow(None if first else self.latest_finish_s, 0.0, np.float64)
+        self.held = grow(None if first else self.held, False, bool)
         self.capacity = capacity
 
     @property
     def n_active(self) -> int:
-        """Number of flows in flight."""
+        """Number of (sub-)flows in flight: entries the solver carries."""
         return int(np.count_nonzero(self.active))
 
+    @property
+    def n_parents(self) -> int:
+        """Number of flows in flight, a sprayed flow counting once."""
+        live = self.active | self.held
+        return int(np.count_nonzero(live & (self.parent == np.arange(self.capacity))))
+
     def add(self, new: NewFlows) -> NDArray[np.intp]:
-        """Start flows; their bytes wait at the source NIC. Returns their slots."""
+        """Start flows (or sprayed flows' sub-flows, see ``NewFlows.n_sub``); their bytes
+        wait at the source NIC. Returns their slots, in row order."""
         n = len(new)
         if n == 0:
             return np.zeros(0, dtype=np.intp)
-        free = np.flatnonzero(~self.active)
+        free = np.flatnonzero(~self.active & ~self.held)
         if free.size < n:
             self._alloc(max(self.capacity * 2, self.capacity + n - free.size + 16))
-            free = np.flatnonzero(~self.active)
+            free = np.flatnonzero(~self.active & ~self.held)
         slots = free[:n]
+        counts = np.ones(n, dtype=np.int64) if new.n_sub is None else new.n_sub
+        heads = slots[np.cumsum(counts) - counts]  # one per flow
+        self.parent[slots] = np.repeat(heads, counts)
+        self.pending[heads] = counts
+        self.latest_finish_s[heads] = -np.inf
+        self.parent_size[slots] = new.size_bytes if new.total_bytes is None else new.total_bytes
+        self.src[slots] = new.src
+        self.dst[slots] = new.dst
         self.active[slots] = True
         self.path[:, slots] = new.path
         self.backlog[:, slots] = 0.0
@@ -130,6 +171,25 @@ class FlowTable:
         self.backlog[:, slots] = 0.0
         self.rate[:, slots] = 0.0
         self.version += 1
+
+    def finish(
+        self, slots: NDArray[np.intp], finish_s: NDArray[np.float64]
+    ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+        """Retire finished sub-flows (finishing at ``finish_s``) and free their slots.
+
+        Returns the heads of the flows whose last sub-flow this was (in the order
+        they first appear in ``slots``) and each flow's finish: its latest sub-flow's.
+        """
+        head = self.parent[slots]
+        np.maximum.at(self.latest_finish_s, head, finish_s)
+        np.subtract.at(self.pending, head, 1)
+        _, first = np.unique(head, return_index=True)
+        heads = head[np.sort(first)]
+        whole = heads[self.pending[heads] <= 0]
+        self.remove(slots)
+        self.held[slots[head == slots]] = True
+        self.held[whole] = False
+        return whole, self.latest_finish_s[whole]
 
     def in_flight_bytes(self) -> float:
         """Bytes injected (or waiting at the source) and not yet delivered."""

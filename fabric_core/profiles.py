@@ -66,7 +66,11 @@ class Profile:
         "credit return delay is carried by the per-hop latency (fluid model); 0 = none extra",
         "s",
     )
-    routing: str = _p("adaptive", "native: adaptive routing (least-loaded uplink), article C10")
+    routing: str = _p(
+        "adaptive",
+        "native: adaptive routing (least-loaded uplink), article C10; one of ecmp, adaptive, "
+        "spray (credit fabric only)",
+    )
     fault_detect_s: float = _p(
         10e-6,
         "link failure seen by the adjacent port (loss of signal / credit watchdog): a guess, µs scale",
@@ -225,6 +229,29 @@ class Profile:
         ]
 
 
+#: The values ``Profile.routing`` may take (see ``fabric_core.routing``).
+ROUTING_MODES = ("ecmp", "adaptive", "spray")
+
+
+def check_routing(profile: Profile) -> None:
+    """Reject a routing mode the fabric cannot model.
+
+    Raises:
+        ValueError: ``routing`` is unknown, or ``spray`` on a PFC (RoCE) profile: the
+            lossy-Ethernet model routes with ECMP (or adaptively) and has no spraying.
+    """
+    if profile.routing not in ROUTING_MODES:
+        raise ValueError(
+            f"routing: must be one of {', '.join(ROUTING_MODES)}, got {profile.routing!r}"
+        )
+    if profile.routing == "spray" and profile.flow_control != "credit":
+        raise ValueError(
+            f"routing: 'spray' is modelled on the credit fabric only (flow_control = "
+            f"'credit'); profile {profile.name!r} uses {profile.flow_control!r}: "
+            "route it with 'ecmp' or 'adaptive'"
+        )
+
+
 NATIVE_400G = Profile(
     name="native-400g",
     description="native credit-based lossless RDMA, cut-through, adaptive routing (scaleFabric/IB NDR class)",
@@ -233,7 +260,7 @@ NATIVE_400G = Profile(
 NATIVE_800G = dataclasses.replace(
     NATIVE_400G,
     name="native-800g",
-    description="next generation: 800 Gb/s links (article C10; XDR class); packet spraying is asked for but not modelled yet: routed adaptively per flow",
+    description="next generation: 800 Gb/s links (article C10; XDR class) with packet spraying: every flow spread evenly over up to 8 equal-cost paths",
     link_bandwidth_Bps=100e9,
     routing="spray",
 )

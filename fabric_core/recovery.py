@@ -300,8 +300,9 @@ def reroute(fabric: Fabric, links: NDArray[np.int64]) -> tuple[int, NDArray[np.f
     """Give flows crossing ``links`` new paths avoiding known-down links.
 
     The bytes those flows had past their source are sent again (counted as
-    retransmitted on their first link). Returns (flows moved, bytes resent per
-    link of ``links``' fabric, indexed like the link table).
+    retransmitted on their first link). A sprayed flow's sub-flows that cross
+    ``links`` each get an adaptive path. Returns (flows moved, a sprayed flow counting
+    once; bytes resent per link of ``links``' fabric, indexed like the link table).
     """
     fl = fabric.flows
     n_links = len(fabric.topo.links)
@@ -310,11 +311,16 @@ def reroute(fabric: Fabric, links: NDArray[np.int64]) -> tuple[int, NDArray[np.f
     slots = np.flatnonzero(hit)
     if slots.size == 0:
         return 0, resent_by_link
-    src = fabric.topo.links.src[fl.path[0, slots]].astype(np.int64)
-    dst = fabric.topo.links.dst[fl.path[fl.hops[slots] - 1, slots]].astype(np.int64)
+    src = fl.src[slots]
+    dst = fl.dst[slots]
     cost = np.where(fabric.known_down, np.inf, 0.0)
     mode = "ecmp" if fabric.profile.routing == "ecmp" else "adaptive"
     key = fl.tag[slots] * 1_000_003 + fl.workload[slots]
+    if fabric.profile.routing == "spray":
+        # a sprayed flow's sub-flows each get an adaptive path of their own (the slot
+        # tells them apart), not one path for all: the spray over the links left is
+        # only approximately even until the flow ends
+        key = key + slots.astype(np.int64) * 7_919
     path, hops = route(fabric.topo, src, dst, key, mode=mode, link_cost=cost)
     in_network = fl.backlog[1:, slots].sum(axis=0)
     fabric.counters["retransmitted_bytes_total"][fl.path[0, slots]] += in_network
@@ -331,7 +337,7 @@ def reroute(fabric: Fabric, links: NDArray[np.int64]) -> tuple[int, NDArray[np.f
     fl.vl[:, slots] = fabric.lanes(path, fl.vl[0, slots])
     fl.version += 1
     fabric._set_fixed_latency(slots)
-    return int(slots.size), resent_by_link
+    return int(np.unique(fl.parent[slots]).size), resent_by_link
 
 
 # ---------------------------------------------------------------------- effects

@@ -8,10 +8,13 @@ equal-cost paths is:
 
 * ``ecmp``: a hash of the flow (static per flow, so collisions and
   polarisation happen, as with RoCE ECMP);
-* ``adaptive``: the less loaded of two hashed candidates when the flow starts.
-
-Packet spraying (a flow split over every candidate) is not modelled: a profile that
-asks for ``spray`` is routed adaptively, per flow.
+* ``adaptive``: the less loaded of two hashed candidates when the flow starts;
+* ``spray`` (function ``spray``): packet spraying, in the fluid model. A flow
+  becomes ``spray_ways`` sub-flows on distinct candidates (at most
+  ``SPRAY_MAX_WAYS``), so its bytes are spread evenly over the equal-cost paths;
+  the fabric splits the bytes and reports one completion per flow
+  (``Fabric.start_flows``, ``FlowTable.finish``). Reordering costs are not
+  modelled; docs/MODEL.md has the details.
 
 Links that are down are never chosen while any candidate avoids them (that is
 "routes have converged"; until then the caller keeps the old paths).
@@ -19,6 +22,7 @@ Links that are down are never chosen while any candidate avoids them (that is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 import numpy as np
@@ -33,6 +37,13 @@ _BIG = 1e30
 #: Adaptive routing treats candidate paths whose queueing delay differs by less
 #: than this as equally good (a model choice: about two 4 KiB packets at 400 Gb/s).
 ADAPTIVE_COST_QUANTUM_S = 100e-9
+
+#: Most sub-flows a sprayed flow is split into. Per-packet spraying spreads a flow over
+#: every equal-cost path; the fluid model carries one sub-flow per path used, so the
+#: flow table grows by this factor. 8 covers every spine of the usual 2-tier fabric and
+#: keeps the solve's entry count bounded on wide 3-tier ones (where the 8 paths are
+#: spread evenly over the spines, and over cores round-robin).
+SPRAY_MAX_WAYS = 8
 
 
 def _hash(*arrays: NDArray[np.int64]) -> NDArray[np.uint64]:
@@ -75,6 +86,9 @@ def _pick(costs: NDArray[np.float64], key: NDArray[np.uint64], mode: str) -> NDA
     return cast(NDArray[np.intp], np.where(c2 < c1, second, first))
 
 
+_Chooser = Callable[[NDArray[np.float64], NDArray[np.uint64], NDArray[np.intp]], NDArray[np.intp]]
+
+
 def route(
     topo: Topology,
     src: NDArray[np.int64],
@@ -99,9 +113,89 @@ def route(
     Returns:
         ``path[hop, flow]`` link ids (-1 past the end) and hops per flow.
     """
+
+    def choose(
+        c: NDArray[np.float64], h: NDArray[np.uint64], order: NDArray[np.intp]
+    ) -> NDArray[np.intp]:
+        return _pick(c, h, mode)[:, None]
+
+    path, nh = _paths(topo, src, dst, key, link_cost, plane, 1, choose)
+    return path[:, :, 0], nh[:, 0]
+
+
+def spray_ways(topo: Topology) -> int:
+    """Sub-flows a sprayed flow is split into on ``topo`` (see ``SPRAY_MAX_WAYS``).
+
+    The number of equal-cost up*/down* candidates of the widest pair (spines on a
+    2-tier fabric, spines × cores per spine across pods on a 3-tier one), capped at
+    ``SPRAY_MAX_WAYS`` and, past the spine count, rounded down to a multiple of it so
+    that every spine carries the same number of sub-flows.
+    """
+    spines = int(topo.spines_by_pod.shape[2])
+    widest = spines * int(topo.cores_by_slot.shape[2]) if topo.tiers == 3 else spines
+    ways = min(widest, SPRAY_MAX_WAYS)
+    if spines <= ways < widest:
+        ways -= ways % spines
+    return max(ways, 1)
+
+
+def spray(
+    topo: Topology,
+    src: NDArray[np.int64],
+    dst: NDArray[np.int64],
+    key: NDArray[np.int64],
+    *,
+    ways: int,
+    link_cost: NDArray[np.float64],
+) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
+    """Paths of sprayed flows: ``ways`` sub-flows per flow, on distinct candidates.
+
+    Sub-flow ``i`` of flow ``f`` is column ``f * ways + i``. The sub-flows of a flow
+    take consecutive usable candidates from a hashed offset, ordered so that
+    consecutive candidates climb to different spines: with ``ways`` from
+    ``spray_ways`` every spine (and, up to the cap, every core) of the pair gets the
+    same share. Pairs with fewer usable candidates than ``ways`` (same leaf, down
+    links) reuse candidates round-robin. All sub-flows of a flow stay in one plane.
+
+    Returns:
+        ``path[hop, sub-flow]`` link ids (-1 past the end) and hops per sub-flow.
+    """
+    steps = np.arange(ways, dtype=np.uint64)
+
+    def choose(
+        c: NDArray[np.float64], h: NDArray[np.uint64], order: NDArray[np.intp]
+    ) -> NDArray[np.intp]:
+        c = c[:, order]
+        n = c.shape[1]
+        usable = c < _BIG
+        n_usable = np.maximum(usable.sum(axis=1), 1).astype(np.uint64)
+        rank = np.cumsum(usable, axis=1) - 1
+        want = ((h % n_usable)[:, None] + steps[None, :]) % n_usable[:, None]  # [flows, ways]
+        hit = usable[:, None, :] & (rank[:, None, :] == want.astype(np.intp)[:, :, None])
+        fallback = (want % np.uint64(n)).astype(np.intp)
+        col = np.where(hit.any(axis=2), hit.argmax(axis=2), fallback)
+        return cast(NDArray[np.intp], order[col])
+
+    path, nh = _paths(topo, src, dst, key, link_cost, None, ways, choose)
+    return path.reshape(MAX_HOPS, -1), nh.reshape(-1)
+
+
+def _paths(
+    topo: Topology,
+    src: NDArray[np.int64],
+    dst: NDArray[np.int64],
+    key: NDArray[np.int64],
+    link_cost: NDArray[np.float64],
+    plane: NDArray[np.int64] | None,
+    ways: int,
+    choose: _Chooser,
+) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
+    """``path[hop, flow, way]`` and ``hops[flow, way]``: ``choose(cost, hash, order)``
+    gives, per flow, ``ways`` candidate columns of ``cost[flow, candidate]``; ``order``
+    lists the candidates so that neighbours climb to different spines."""
     f = src.size
-    path = np.full((MAX_HOPS, f), -1, dtype=np.int32)
-    nh = np.zeros(f, dtype=np.int8)
+    path = np.full((MAX_HOPS, f, ways), -1, dtype=np.int32)
+    nh = np.zeros((f, ways), dtype=np.int8)
     if f == 0:
         return path, nh
     h = _hash(src, dst, key)
@@ -116,10 +210,10 @@ def route(
     down = topo.ep_downlink[dst, plane]
     ls = topo.ep_leaf[src, plane]
     ld = topo.ep_leaf[dst, plane]
-    path[0] = up
+    path[0] = up[:, None]
     same_leaf = ls == ld
     # 2 hops: endpoint -> leaf -> endpoint
-    path[1, same_leaf] = down[same_leaf]
+    path[1, same_leaf] = down[same_leaf, None]
     nh[same_leaf] = 2
     sw = topo.switch_index
     sl = topo.switch_link
@@ -138,11 +232,11 @@ def route(
         l_dn = sl[sw[cand], sw[ld[idx]][:, None]]
         c = cost[l_up] + cost[l_dn] + cost[up[idx]][:, None] + cost[down[idx]][:, None]
         c = np.where((l_up < 0) | (l_dn < 0), _BIG, c)
-        k = _pick(c, h[idx], mode)
-        rows = np.arange(idx.size)
+        k = choose(c, h[idx], np.arange(n_slots))  # [n, ways]
+        rows = np.arange(idx.size)[:, None]
         path[1, idx] = l_up[rows, k]
         path[2, idx] = l_dn[rows, k]
-        path[3, idx] = down[idx]
+        path[3, idx] = down[idx, None]
         nh[idx] = 4
     # 6 hops: leaf -> spine(slot j) -> core (group j) -> spine(slot j, dst pod) -> leaf
     idx = np.flatnonzero(~same_leaf & ~same_pod)
@@ -159,13 +253,15 @@ def route(
         l3 = sl[sw[cr], sw[sb][:, :, None]]
         c = cost[l1][:, :, None] + cost[l2] + cost[l3] + cost[l4][:, :, None]
         c = np.where((l2 < 0) | (l3 < 0), _BIG, c).reshape(idx.size, n_slots * per)
-        k = _pick(c, h[idx], mode)
+        # candidate j * per + m; listed core-major so that neighbours use different spines
+        r = np.arange(n_slots * per)
+        k = choose(c, h[idx], (r % n_slots) * per + r // n_slots)
         j, m = np.divmod(k, per)
-        rows = np.arange(idx.size)
+        rows = np.arange(idx.size)[:, None]
         path[1, idx] = l1[rows, j]
         path[2, idx] = l2[rows, j, m]
         path[3, idx] = l3[rows, j, m]
         path[4, idx] = l4[rows, j]
-        path[5, idx] = down[idx]
+        path[5, idx] = down[idx, None]
         nh[idx] = 6
     return path, nh

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fabric_core.profiles import Profile, get_profile
+from fabric_core.profiles import Profile, check_routing, get_profile
 from fabric_core.topology import Topology, fat_tree, leaf_spine
 from fabric_core.units import parse_duration
 from fabric_core.workloads import Workload, build_workload
@@ -212,6 +212,11 @@ def _parse(
         prof = prof.with_overrides(**overrides)
     except KeyError as exc:
         raise ValueError(f"profile_overrides: {exc.args[0]}") from None
+    try:
+        check_routing(prof)
+    except ValueError as exc:
+        where = "profile_overrides." if "routing" in overrides else f"profile {prof.name!r}: "
+        raise ValueError(f"{where}{exc.args[0]}") from None
     topo = data.get("topology")
     if not isinstance(topo, dict):
         raise ValueError("topology: missing table [topology]")

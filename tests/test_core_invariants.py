@@ -23,7 +23,8 @@ def fabrics(draw: st.DrawFn) -> Fabric:
     per_leaf = draw(st.integers(1, 3))
     buffer = draw(st.sampled_from([2048.0, 16384.0, 131072.0]))
     dt = draw(st.sampled_from([100e-9, 1e-6, 20e-6]))
-    prof = profile(buffer_per_vl_bytes=buffer)
+    routing = draw(st.sampled_from(["adaptive", "ecmp", "spray"]))
+    prof = profile(buffer_per_vl_bytes=buffer, routing=routing)
     topo = leaf_spine(prof, leaves=leaves, spines=spines, gpus_per_leaf=per_leaf)
     n = int(topo.gpus.size)
     if n < 2:
