@@ -3,7 +3,7 @@
     python benchmarks/bench_core.py [--ticks N] [--warmup N] [--repeat N] [--json FILE]
                                     [--sizes default,1k,10k]
 
-Fabrics: the bundled default scenario; a ~1k-endpoint and a ~10k-endpoint 3-tier fat-tree
+Fabrics: the bundled default scenario (also on ``native-800g``, which sprays); a ~1k-endpoint and a ~10k-endpoint 3-tier fat-tree
 with all-to-all traffic (every GPU keeps ``outstanding`` 1 MiB flows to uniformly random
 peers, so every pair of pods exchanges traffic). The warm-up runs into the steady state (at
 least ``--warmup`` ticks, and until as many flows have finished as are in flight), where
@@ -28,8 +28,8 @@ from fabric_core.topology import fat_tree
 from fabric_core.workloads.traffic import Bulk
 
 
-def default_fabric() -> Fabric:
-    return Fabric.from_scenario(load_scenario("default"))
+def default_fabric(profile: str | None = None) -> Fabric:
+    return Fabric.from_scenario(load_scenario("default", profile=profile))
 
 
 def fat_tree_fabric(
@@ -49,6 +49,8 @@ def fat_tree_fabric(
 
 SIZES: dict[str, Callable[[], Fabric]] = {
     "default": default_fabric,
+    # the same on native-800g: packet spraying carries each flow as up to 8 sub-flows
+    "default-spray": lambda: default_fabric("native-800g"),
     # 8 pods x 8 leaves x 16 GPUs = 1,024 GPUs; 8 spines/pod, 8 cores per spine group
     "1k": lambda: fat_tree_fabric(8, 8, 8, 8, 16, 4),
     # 16 pods x 20 leaves x 32 GPUs = 10,240 GPUs; 16 spines/pod, 16 cores per group
@@ -96,17 +98,19 @@ def main() -> None:
     ap.add_argument("--ticks", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=200, help="least ticks before measuring")
     ap.add_argument("--repeat", type=int, default=3, help="measured runs; the best counts")
-    ap.add_argument("--sizes", default="default,1k,10k")
+    ap.add_argument(
+        "--sizes", default="default,default-spray,1k,10k", help="of: " + ",".join(SIZES)
+    )
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
     rows = [bench(s, args.ticks, args.warmup, args.repeat) for s in args.sizes.split(",")]
     print(
-        f"{'fabric':<8} {'endpoints':>9} {'links':>7} {'flows':>7} {'done/tick':>9} "
+        f"{'fabric':<13} {'endpoints':>9} {'links':>7} {'flows':>7} {'done/tick':>9} "
         f"{'entries/tick':>12} {'ms/tick':>9} {'ticks/s':>9} {'hop-updates/s':>14}"
     )
     for r in rows:
         print(
-            f"{r['fabric']:<8} {r['endpoints']:>9} {r['links']:>7} {r['flows_in_flight']:>7} "
+            f"{r['fabric']:<13} {r['endpoints']:>9} {r['links']:>7} {r['flows_in_flight']:>7} "
             f"{r['completions_per_tick']:>9.1f} {r['entries_per_tick']:>12.0f} "
             f"{r['ms_per_tick']:>9.2f} {r['ticks_per_second']:>9.1f} {r['hop_updates_per_second']:>14.3g}"
         )
