@@ -8,10 +8,10 @@ capped at buffer/dt (see DESIGN.md, "Model notes"). The rules:
 1. **Link sharing** (max-min, per flow): each link's bandwidth is shared by
    water-filling among the entries on it; an entry's demand is what it holds
    (``backlog/dt``) plus what arrives from its previous hop. Sweeps start from
-   line rate and only the demand pulls rates down, so coarse ticks do not
-   collapse to a low fixed point.
+   last tick's rates (new entries from line rate) and only the demand pulls
+   rates down, so coarse ticks do not collapse to a low fixed point.
 2. **Conservation**, exact: a hop never sends more than it holds plus what
-   arrives (``r[e]·dt <= B[e] + r[prev]·dt``), enforced in hop order.
+   arrives (``r[e]·dt <= B[e] + r[prev]·dt``), enforced upstream first.
 3. **Credits**, exact: the bytes sent into a downstream buffer (link, VL) in a
    tick never exceed its free space plus what it drains in the same tick. All
    inflows into a short buffer are scaled by one factor ``alpha`` (upstream
