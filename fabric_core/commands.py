@@ -20,6 +20,10 @@ import msgspec
 #: Identifies a command for idempotency (MQTT) and replies; at most 64 characters.
 CommandId = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[\w.:-]+$")]
 Seconds = Annotated[float, msgspec.Meta(gt=0, le=1e6)]
+#: The tick lengths a fabric accepts: the model's results are tested to be the same from
+#: 100 ns to 1 ms (tests/test_core_timing.py); 1 ns and 10 ms are the outer bounds.
+MIN_TICK_S = 1e-9
+MAX_TICK_S = 1e-2
 
 
 class CommandError(ValueError):
@@ -61,6 +65,13 @@ class SetSpeed(_Command, tag="speed", frozen=True):
     speed: Annotated[float, msgspec.Meta(ge=0, le=1e3)] = 0.0
 
 
+class SetTick(_Command, tag="tick", frozen=True):
+    """Simulated time per tick, seconds. Results do not depend on it (see docs/MODEL.md,
+    "Time scales"); a longer tick lets the engine keep up with a faster speed."""
+
+    dt_s: Annotated[float, msgspec.Meta(ge=MIN_TICK_S, le=MAX_TICK_S)] = 1e-6
+
+
 class SetParam(_Command, tag="set", frozen=True):
     """Set a live-tunable profile parameter (e.g. ``ecn_kmin_bytes``)."""
 
@@ -81,7 +92,15 @@ class StopWorkload(_Command, tag="stop", frozen=True):
 
 
 Command = (
-    InjectFault | ClearFault | Pause | Resume | SetSpeed | SetParam | StartWorkload | StopWorkload
+    InjectFault
+    | ClearFault
+    | Pause
+    | Resume
+    | SetSpeed
+    | SetTick
+    | SetParam
+    | StartWorkload
+    | StopWorkload
 )
 
 COMMAND_NAMES: tuple[str, ...] = (
@@ -90,6 +109,7 @@ COMMAND_NAMES: tuple[str, ...] = (
     "pause",
     "resume",
     "speed",
+    "tick",
     "set",
     "start",
     "stop",
@@ -167,6 +187,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         ("pause", Pause),
         ("resume", Resume),
         ("speed", SetSpeed),
+        ("tick", SetTick),
         ("set", SetParam),
         ("start", StartWorkload),
         ("stop", StopWorkload),

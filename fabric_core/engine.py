@@ -6,6 +6,12 @@ Ticks run in batches in a worker thread so that a long batch never starves the
 event loop the console and the exporters share. Pacing: the engine aims at
 ``speed`` simulated seconds per wall second (0 = flat out) and publishes a
 snapshot at most every ``publish_interval_s`` of wall time.
+
+The tick adapts to the speed (``max_tick_s``): an engine that falls behind doubles
+the tick, one that mostly waits halves it again, never below the tick it started
+with (or the one an operator set). The model's results do not depend on the tick
+(docs/MODEL.md, "Time scales"), so this trades nothing but the granularity of
+arrivals for keeping up; each change is a ``tick`` command, so a recording replays it.
 """
 
 from __future__ import annotations
@@ -18,12 +24,15 @@ from dataclasses import dataclass
 
 from fabric_core.bus import SnapshotBus
 from fabric_core.commands import (
+    MAX_TICK_S,
+    MIN_TICK_S,
     Command,
     CommandError,
     CommandResult,
     Pause,
     Resume,
     SetSpeed,
+    SetTick,
 )
 from fabric_core.fabric import Fabric
 from fabric_core.snapshot import Snapshot
@@ -46,6 +55,7 @@ class Engine:
         publish_interval_s: float = 0.1,
         max_batch_wall_s: float = 0.05,
         on_command: Callable[[int, Command], None] | None = None,
+        max_tick_s: float | None = None,
     ) -> None:
         """Create an engine.
 
@@ -57,9 +67,13 @@ class Engine:
                 commands (bounds the latency of pause and of every command).
             on_command: called with (tick, command) for every command applied
                 (the recorder uses it).
+            max_tick_s: the longest tick the engine may switch to when it cannot
+                keep up with ``speed``; None keeps the tick fixed.
         """
         if speed < 0:
             raise ValueError("speed must be >= 0")
+        if max_tick_s is not None and not MIN_TICK_S <= max_tick_s <= MAX_TICK_S:
+            raise ValueError(f"max tick must be between {MIN_TICK_S:g} and {MAX_TICK_S:g} s")
         self.fabric = fabric
         self.bus = SnapshotBus()
         self.speed = speed
@@ -72,8 +86,17 @@ class Engine:
         self._wake = asyncio.Event()
         self._wall_start = time.monotonic()
         self._measured_speed = 0.0
+        self._recent = (0.0, 0.0)  # (simulated, wall) seconds, decaying sums over batches
         self._ticks_per_batch = 1
         self._peers: list[Engine] = []
+        self.max_tick_s = max_tick_s
+        self._floor_tick_s = fabric.dt_s  # adaptation never goes below this
+        self._behind = 0  # batches in a row that could not keep pace
+        self._waiting = 0  # batches in a row that mostly waited
+        self._mark: float | None = None  # when the last batch ended (None: after a pause)
+        # (wall, simulated) time the pace counts from: sleeps aim at a cumulative deadline,
+        # so a sleep that overruns (a busy event loop) is made up by the next one
+        self._pace_from: tuple[float, float] | None = None
 
     @staticmethod
     def lockstep(*engines: Engine) -> None:
@@ -103,7 +126,17 @@ class Engine:
         return applied
 
     def apply(self, command: Command) -> CommandResult:
-        """Apply one command now (between ticks). Never raises for bad input."""
+        """Apply one command now (between ticks). Never raises for bad input.
+
+        A ``tick`` command from an operator also sets the shortest tick the engine
+        adapts down to.
+        """
+        result = self._apply(command)
+        if result.ok and isinstance(command, SetTick):
+            self._floor_tick_s = self.fabric.dt_s
+        return result
+
+    def _apply(self, command: Command) -> CommandResult:
         try:
             if isinstance(command, Pause):
                 self.running = False
@@ -113,6 +146,7 @@ class Engine:
                 detail = {}
             elif isinstance(command, SetSpeed):
                 self.speed = command.speed
+                self._pace_from = None
                 detail = {"speed": command.speed}
             else:
                 detail = dict(self.fabric.apply(command))
@@ -147,9 +181,11 @@ class Engine:
                 if not self.running:
                     if changed:
                         self.bus.publish(self.snapshot())
+                    self._mark = self._pace_from = None  # paused time is not stepping time
                     await self._idle(0.02)
                     continue
                 if self._ahead_of_peers():
+                    self._mark = self._pace_from = None  # nor is waiting for a peer
                     await self._idle(0.002)
                     continue
                 await self._run_batch()
@@ -177,6 +213,9 @@ class Engine:
         """Run a batch of ticks in a worker thread, then sleep to keep pace."""
         n = self._ticks_per_batch
         wall0 = time.monotonic()
+        # the measured speed counts from the end of the previous batch: the time between
+        # batches (snapshots, the event loop's other work) is part of a simulated second's cost
+        since = wall0 if self._mark is None else self._mark
         sim0 = self.fabric.sim_time_s
         await asyncio.to_thread(self.fabric.run_ticks, n)
         wall = max(time.monotonic() - wall0, 1e-9)
@@ -184,15 +223,57 @@ class Engine:
         # adapt the batch so that it lasts about max_batch_wall_s / 2
         per_tick = wall / n
         self._ticks_per_batch = max(1, min(10_000, int(self.max_batch_wall_s / 2 / per_tick)))
+        waited = 0.0
         if self.speed > 0:
-            wanted_wall = sim / self.speed
-            if wanted_wall > wall:
-                await self._idle(wanted_wall - wall)
+            if self._pace_from is None:
+                self._pace_from = (since, sim0)
+            wall_from, sim_from = self._pace_from
+            wait = wall_from + (self.fabric.sim_time_s - sim_from) / self.speed - time.monotonic()
+            if wait > 0:
+                await self._idle(wait)
+                waited = wait
+            elif wait < -self.publish_interval_s:
+                self._pace_from = None  # far behind: keep pace from here, no catch-up burst
             # Throttle the batch so one batch never spans much more than the interval.
             ticks_for_interval = self.publish_interval_s * self.speed / max(self.fabric.dt_s, 1e-15)
             self._ticks_per_batch = max(1, min(self._ticks_per_batch, int(ticks_for_interval)))
-        elapsed = max(time.monotonic() - wall0, 1e-9)
-        inst = sim / elapsed
-        self._measured_speed = (
-            inst if self._measured_speed == 0 else 0.8 * self._measured_speed + 0.2 * inst
-        )
+        now = time.monotonic()
+        elapsed = max(now - since, 1e-9)
+        self._mark = now
+        # simulated over wall time of the recent batches (weighted by their length, so a
+        # short batch that catches up after an overlong sleep does not count for more)
+        recent_sim, recent_wall = self._recent
+        self._recent = (0.8 * recent_sim + sim, 0.8 * recent_wall + elapsed)
+        self._measured_speed = self._recent[0] / self._recent[1]
+        if self.speed > 0 and self.max_tick_s is not None:
+            # behind: busy all the time and still below the pace (smoothed over batches)
+            behind = waited == 0 and self._measured_speed < self.BEHIND * self.speed
+            self._adapt_tick(behind=behind, waited=waited / elapsed)
+
+    #: Batches in a row behind pace before the tick doubles, and mostly waiting (more
+    #: than WAITING of the wall time) before it halves: the hysteresis keeps a tick that
+    #: just keeps up from flapping (a tick that halves leaves the engine at most 80 %
+    #: busy, so it does not fall behind again).
+    BEHIND_BATCHES = 3
+    WAITING_BATCHES = 5
+    WAITING = 0.6
+    #: A measured speed below this fraction of the pace counts as behind.
+    BEHIND = 0.95
+
+    def _adapt_tick(self, *, behind: bool, waited: float) -> None:
+        """Double the tick after a few batches behind pace, halve it after a few that
+        mostly waited (see the module docstring)."""
+        assert self.max_tick_s is not None
+        self._behind = self._behind + 1 if behind else 0
+        self._waiting = self._waiting + 1 if waited > self.WAITING else 0
+        dt = self.fabric.dt_s
+        new = dt
+        if self._behind >= self.BEHIND_BATCHES and dt < self.max_tick_s:
+            new = min(dt * 2, self.max_tick_s)
+        elif self._waiting >= self.WAITING_BATCHES and dt > self._floor_tick_s:
+            new = max(dt / 2, self._floor_tick_s)
+        if new != dt:
+            self._behind = self._waiting = 0
+            self._apply(SetTick(dt_s=new))
+            self._ticks_per_batch = max(1, int(self._ticks_per_batch * dt / new))
+            self._recent = (0.0, 0.0)  # measure the new tick afresh

@@ -18,11 +18,14 @@ from numpy.typing import NDArray
 
 from fabric_core import recovery
 from fabric_core.commands import (
+    MAX_TICK_S,
+    MIN_TICK_S,
     ClearFault,
     Command,
     CommandError,
     InjectFault,
     SetParam,
+    SetTick,
     StartWorkload,
     StopWorkload,
     unknown,
@@ -139,6 +142,7 @@ class Fabric:
         self.rng = np.random.default_rng(seed)
         self.tick = 0
         self.sim_time_s = 0.0
+        self._epoch_tick, self._epoch_s = 0, 0.0  # where the current tick length took over
         self.flows = FlowTable(1024)
         self.events: deque[Event] = deque(maxlen=MAX_EVENTS)
         self.faults = FaultBook(
@@ -369,6 +373,21 @@ class Fabric:
         sub_size = np.where(last, size[of] - (n_sub[of] - 1) * share[of], share[of])
         return path[:, rows], hops[rows], of, n_sub, sub_size
 
+    def set_dt(self, dt_s: float) -> float:
+        """Change the tick length from the next tick on (the engine adapts it to the speed
+        asked for; results do not depend on it). Returns the new tick.
+
+        Raises:
+            CommandError: outside MIN_TICK_S..MAX_TICK_S.
+        """
+        if not MIN_TICK_S <= dt_s <= MAX_TICK_S:
+            raise CommandError(
+                f"tick must be between {MIN_TICK_S:g} and {MAX_TICK_S:g} s, got {dt_s:g}"
+            )
+        self._epoch_tick, self._epoch_s = self.tick, self.sim_time_s
+        self.dt_s = float(dt_s)
+        return self.dt_s
+
     def add_static_route(self, src: str, dst: str, via: list[str]) -> None:
         """Pin flows from ``src`` to ``dst`` to a path through the switches ``via``
         (a misconfigured or hand-made route; it may break up*/down*)."""
@@ -533,7 +552,8 @@ class Fabric:
 
     def _finish_tick(self, status: NDArray[np.int8], dt: float) -> None:
         self.tick += 1
-        self.sim_time_s = self.tick * dt
+        # time since the last change of tick length, as a product: no drift from summing
+        self.sim_time_s = self._epoch_s + (self.tick - self._epoch_tick) * dt
         self._window.append((self.sim_time_s, self.delivered_bytes))
 
     def _generate(self, now: float, dt: float) -> None:
@@ -643,6 +663,8 @@ class Fabric:
             return {"cleared": self.faults.clear(cmd, now)}
         if isinstance(cmd, SetParam):
             return self._set_param(cmd)
+        if isinstance(cmd, SetTick):
+            return {"dt_s": self.set_dt(cmd.dt_s)}
         if isinstance(cmd, StartWorkload | StopWorkload):
             wl = self._workload(cmd.workload)
             if isinstance(cmd, StartWorkload):

@@ -169,6 +169,7 @@ _FIELDS = [
     "fault_id",
     "all",
     "speed",
+    "dt_s",
     "name",
     "value",
     "workload",

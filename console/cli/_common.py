@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from fabric_core.commands import MAX_TICK_S, MIN_TICK_S
 from fabric_core.fabric import Fabric
 from fabric_core.profiles import PROFILES
 from fabric_core.scenario import Scenario, ScenarioError, load_scenario
@@ -17,6 +18,41 @@ def duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+#: Longest tick a live engine adapts to by default: 50 times the default scenario's 2 µs,
+#: well inside the range over which the model's results are tested not to change.
+DEFAULT_MAX_TICK = "100us"
+
+
+def max_tick(text: str) -> float | None:
+    """argparse type: the longest tick the engine may adapt to; 0 keeps the tick fixed."""
+    try:
+        value = parse_duration(text, allow_zero=True)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value == 0:
+        return None
+    if not MIN_TICK_S <= value <= MAX_TICK_S:
+        raise argparse.ArgumentTypeError(
+            f"max tick must be 0 (fixed) or between {MIN_TICK_S:g} and {MAX_TICK_S:g} s, "
+            f"got {text!r}"
+        )
+    return value
+
+
+def add_max_tick_option(parser: argparse._ActionsContainer, prefix: str = "") -> None:
+    """``--max-tick``: how far a live engine may lengthen the tick to keep up."""
+    parser.add_argument(
+        "--max-tick",
+        type=max_tick,
+        default=max_tick(DEFAULT_MAX_TICK),
+        metavar="DURATION",
+        help=(
+            f"{prefix}longest tick the engine may switch to when it cannot keep up with "
+            f"the speed; 0 keeps the scenario's tick (default {DEFAULT_MAX_TICK})"
+        ),
+    )
 
 
 def add_scenario_options(parser: argparse.ArgumentParser, *, positional: bool = True) -> None:

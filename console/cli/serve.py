@@ -15,7 +15,12 @@ import signal
 import sys
 from typing import Any
 
-from console.cli._common import add_scenario_options, build_fabric, load_from_args
+from console.cli._common import (
+    add_max_tick_option,
+    add_scenario_options,
+    build_fabric,
+    load_from_args,
+)
 from exporters.mqtt.bridge import MqttBridge
 from exporters.mqtt.options import CliError, add_broker_options, broker_config, cluster_name
 from fabric_core.engine import Engine
@@ -36,6 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_scenario_options(p)
     p.add_argument("--speed", type=float, metavar="X", help="simulated s per wall s (0 = flat out)")
+    add_max_tick_option(p)
     add_broker_options(p, cluster_help="topic level fabtop/<NAME> (default: the scenario's)")
     p.add_argument("--telemetry-hz", type=float, default=4.0, metavar="HZ", help="default 4")
     p.add_argument(
@@ -78,7 +84,7 @@ def _build_engine(args: argparse.Namespace) -> Engine:
         raise CliError("", code=2)
     kwargs = {} if args.speed is None else {"speed": args.speed}
     try:
-        return Engine(fabric, **kwargs)
+        return Engine(fabric, max_tick_s=args.max_tick, **kwargs)
     except ValueError as exc:
         raise CliError(str(exc)) from None
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from console.cli._common import build_fabric, load_from_args
+from console.cli._common import add_max_tick_option, build_fabric, load_from_args
 from fabric_core.profiles import PROFILES
 
 DEFAULT_METRICS = "127.0.0.1:9464"
@@ -56,6 +56,7 @@ def register(sub: Any) -> None:
         default=1e-3,
         help="console: simulated seconds per wall second, 0 = flat out (default 1e-3)",
     )
+    add_max_tick_option(main, prefix="console: ")
     main.add_argument(
         "--metrics",
         type=host_port,
@@ -109,7 +110,7 @@ def run_console(args: argparse.Namespace) -> int:
     fabric = build_fabric(scn)
     if fabric is None:
         return 2
-    engine = Engine(fabric, speed=args.speed)
+    engine = Engine(fabric, speed=args.speed, max_tick_s=args.max_tick)
     source = EngineSource(engine, description=f"embedded {scn.name}")
     compare: tuple[FabricSource, FabricSource] | None = None
     if args.compare:
@@ -118,7 +119,7 @@ def run_console(args: argparse.Namespace) -> int:
         other_fabric = build_fabric(other_scn) if other_scn is not None else None
         if other_fabric is None:
             return 2
-        other_engine = Engine(other_fabric, speed=args.speed)
+        other_engine = Engine(other_fabric, speed=args.speed, max_tick_s=args.max_tick)
         Engine.lockstep(engine, other_engine)  # both sides at the same simulated time
         other = EngineSource(other_engine, f"embedded {args.compare}")
         compare = (source, other)

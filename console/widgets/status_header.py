@@ -46,7 +46,7 @@ class StatusHeader(TextView):
             fc = FLOW_CONTROL_NAMES.get(snap.flow_control, snap.flow_control)
             text.append(f" {snap.cluster} ", "bold")
             text.append(f"│ {snap.profile} · {fc} ")
-            text.append(f"│ sim {fmt_seconds(snap.sim_time_s)} ")
+            text.append(f"│ sim {fmt_seconds(snap.sim_time_s)} · tick {fmt_seconds(snap.dt_s)} ")
             speed = f"speed {fmt_speed(snap.target_speed)}"
             if snap.measured_speed > 0:
                 speed += f" (now {fmt_speed(snap.measured_speed)})"

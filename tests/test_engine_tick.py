@@ -1,0 +1,130 @@
+"""The tick adapts to the speed: longer when the engine falls behind, back when it waits;
+results do not change, and a recording of an adapted run replays exactly."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+import pytest
+
+from fabric_core.commands import CommandError, SetSpeed, SetTick, parse_command
+from fabric_core.engine import Engine
+from fabric_core.fabric import Fabric
+from fabric_core.record import Recorder, replay
+from fabric_core.scenario import load_scenario
+from tests.helpers import profile, scripted_fabric, small_leaf_spine
+from tests.test_core_timing import fixed_latency, payload_rate
+
+
+def test_changing_the_tick_mid_flow_keeps_completion_time_and_clock() -> None:
+    prof = profile(buffer_per_vl_bytes=8 * 1024)
+    topo = small_leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=1)  # 4 hops
+    size = 16 * 1024**2
+    fabric, (wl,) = scripted_fabric(topo, prof, [("gpu0000", "gpu0001", size, 0.0)], dt_s=1e-6)
+    fabric.run_ticks(50)  # 50 µs at 1 µs ticks
+    assert fabric.apply(SetTick(dt_s=20e-6)) == {"dt_s": 20e-6}
+    fabric.run_ticks(10)  # 200 µs at 20 µs ticks
+    fabric.apply(SetTick(dt_s=100e-9))
+    fabric.run_ticks(7)
+    assert fabric.sim_time_s == pytest.approx(50e-6 + 200e-6 + 0.7e-6, rel=1e-12)
+    fabric.apply(SetTick(dt_s=5e-6))
+    while not wl.finished:
+        fabric.step()
+    _, start, finish = wl.finished[0]
+    hops = ["gpu0000->leaf00", "leaf00->spine00", "spine00->leaf01", "leaf01->gpu0001"]
+    expected = size / payload_rate(prof) + fixed_latency(fabric, hops)
+    assert finish - start == pytest.approx(expected, rel=0.01)
+    assert fabric.delivered_bytes == pytest.approx(size, rel=1e-12)
+
+
+def test_tick_commands_are_checked() -> None:
+    with pytest.raises(CommandError, match=r"dt_s must be a number >= 1e-09"):
+        parse_command('{"command": "tick", "dt_s": 0}')
+    with pytest.raises(CommandError, match=r"dt_s must be a number <= 0\.01"):
+        parse_command('{"command": "tick", "dt_s": 1}')
+    fabric = Fabric.from_scenario(load_scenario("tiny"))
+    with pytest.raises(CommandError, match="tick must be between"):
+        fabric.set_dt(0.5)
+    assert fabric.dt_s == 1e-6  # unchanged
+    assert parse_command('{"command": "tick", "dt_s": 2e-6}') == SetTick(dt_s=2e-6)
+
+
+def _engine(speed: float, **kw: object) -> Engine:
+    fabric = Fabric.from_scenario(load_scenario("tiny"))  # 1 µs ticks
+    return Engine(fabric, speed=speed, publish_interval_s=0.01, max_batch_wall_s=0.02, **kw)  # type: ignore[arg-type]
+
+
+async def _until(cond, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not cond():
+        assert loop.time() < end, "condition not reached"
+        await asyncio.sleep(0.01)
+
+
+async def test_the_engine_lengthens_the_tick_to_keep_up_and_shortens_it_again() -> None:
+    # 50 ms of simulated time per wall second is 50,000 ticks a second at 1 µs: too many
+    engine = _engine(speed=0.05, max_tick_s=64e-6)
+    task = asyncio.create_task(engine.run())
+    try:
+        await _until(lambda: engine.fabric.dt_s >= 16e-6)
+        await _until(lambda: engine.bus.latest is not None and engine.bus.latest.dt_s >= 16e-6)
+        assert engine.fabric.dt_s <= 64e-6  # never past the most it may use
+        # a slow pace leaves the engine waiting: the tick comes back to where it started
+        assert (await engine.submit(SetSpeed(speed=2e-4))).ok
+        await _until(lambda: engine.fabric.dt_s == 1e-6)
+    finally:
+        engine.stop()
+        await task
+
+
+async def test_without_a_max_tick_the_tick_stays() -> None:
+    engine = _engine(speed=0.05)
+    task = asyncio.create_task(engine.run())
+    await asyncio.sleep(0.5)
+    engine.stop()
+    await task
+    assert engine.fabric.dt_s == 1e-6
+
+
+async def test_an_operator_tick_is_the_floor_the_engine_adapts_down_to() -> None:
+    engine = _engine(speed=1e-4, max_tick_s=1e-4)
+    task = asyncio.create_task(engine.run())
+    try:
+        assert (await engine.submit(SetTick(dt_s=8e-6))).ok
+        await asyncio.sleep(1.0)  # slow pace: the engine waits, but keeps the operator's tick
+        assert engine.fabric.dt_s == 8e-6
+    finally:
+        engine.stop()
+        await task
+
+
+async def test_an_adapted_run_replays_exactly() -> None:
+    scn = load_scenario("tiny")
+    fabric = Fabric.from_scenario(scn)
+    rec = Recorder.start(scn, fabric)
+    engine = Engine(
+        fabric,
+        speed=0.05,
+        publish_interval_s=0.01,
+        max_batch_wall_s=0.02,
+        on_command=rec.on_command,
+        max_tick_s=32e-6,
+    )
+    task = asyncio.create_task(engine.run())
+    try:
+        await _until(lambda: fabric.dt_s >= 8e-6)
+        start = fabric.tick
+        await _until(lambda: fabric.tick > start + 20)
+    finally:
+        engine.stop()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    record = json.loads(json.dumps(rec.to_dict()))
+    ticks = [c for c in record["commands"] if c["command"]["command"] == "tick"]
+    assert len(ticks) >= 3  # 1 -> 2 -> 4 -> 8 µs at least
+    result = replay(record)
+    assert result.mismatches == [] and result.ok
+    assert result.fabric.sim_time_s == pytest.approx(fabric.sim_time_s, rel=1e-12)
