@@ -84,7 +84,7 @@ def _build_engine(args: argparse.Namespace) -> Engine:
         raise CliError("", code=2)
     kwargs = {} if args.speed is None else {"speed": args.speed}
     try:
-        return Engine(fabric, max_tick_s=args.max_tick, **kwargs)
+        return Engine(fabric, max_tick_s=args.max_tick.resolve(fabric.dt_s), **kwargs)
     except ValueError as exc:
         raise CliError(str(exc)) from None
 

@@ -110,7 +110,7 @@ def run_console(args: argparse.Namespace) -> int:
     fabric = build_fabric(scn)
     if fabric is None:
         return 2
-    engine = Engine(fabric, speed=args.speed, max_tick_s=args.max_tick)
+    engine = Engine(fabric, speed=args.speed, max_tick_s=args.max_tick.resolve(fabric.dt_s))
     source = EngineSource(engine, description=f"embedded {scn.name}")
     compare: tuple[FabricSource, FabricSource] | None = None
     if args.compare:
@@ -119,7 +119,9 @@ def run_console(args: argparse.Namespace) -> int:
         other_fabric = build_fabric(other_scn) if other_scn is not None else None
         if other_fabric is None:
             return 2
-        other_engine = Engine(other_fabric, speed=args.speed, max_tick_s=args.max_tick)
+        other_engine = Engine(
+            other_fabric, speed=args.speed, max_tick_s=args.max_tick.resolve(other_fabric.dt_s)
+        )
         Engine.lockstep(engine, other_engine)  # both sides at the same simulated time
         other = EngineSource(other_engine, f"embedded {args.compare}")
         compare = (source, other)
