@@ -115,7 +115,9 @@ def pause_limits(
     """
     ignoring = q.watchdog_until_s >= now
     reaction_bytes = capacity_Bps * q.reaction_s
-    room = np.maximum(q.xoff - occupancy, 0.0) + reaction_bytes
+    # the reaction's bytes are one allowance past XOFF, not one per tick: a queue already
+    # past XOFF (paused, its sender resuming within a long tick) has only what is left of it
+    room = np.maximum(q.xoff + reaction_bytes - occupancy, 0.0)
     to_xon = np.divide(
         np.maximum(occupancy - q.xon, 0.0),
         drain_Bps,

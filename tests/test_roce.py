@@ -28,7 +28,9 @@ def _incast_fabric(prof, dt: float, senders: int = 8) -> tuple[Fabric, Scripted]
     return Fabric(topo, prof, [wl], dt_s=dt, seed=1), wl
 
 
-@pytest.mark.parametrize("dt", [1e-6, 10e-6])
+# up to the longest ticks a live engine may adapt to: the reaction's bytes past XOFF are one
+# allowance, not one per tick, or a queue whose sender resumes within a long tick overflows
+@pytest.mark.parametrize("dt", [1e-6, 10e-6, 40e-6, 100e-6])
 def test_pfc_headroom_from_the_driver_formula_drops_nothing(dt: float) -> None:
     prof = dataclasses.replace(ROCE_400G, pfc_buffer_bytes=SHALLOW)
     fabric, wl = _incast_fabric(prof, dt)
