@@ -22,9 +22,9 @@ def duration(text: str) -> float:
 
 
 #: Longest tick a live engine adapts to by default, as a multiple of the scenario's tick:
-#: on the default scenario a tick 2x longer changes no reported figure beyond run-to-run
-#: noise on either fabric, while 4x (RoCE) and 50x (both) do (docs/MODEL.md "Time scales").
-DEFAULT_MAX_TICK = "2x"
+#: on the default scenario a tick up to 4x longer leaves the latencies as they are on
+#: either fabric, while 10x starts to move them (docs/MODEL.md "Time scales").
+DEFAULT_MAX_TICK = "4x"
 
 
 @dataclass(frozen=True)
