@@ -47,6 +47,16 @@ class _Pending:
 class Engine:
     """Runs a fabric continuously; see the module docstring."""
 
+    #: Batches in a row behind pace before the tick doubles, and mostly waiting (more
+    #: than WAITING of the wall time) before it halves: the hysteresis keeps a tick that
+    #: just keeps up from flapping (a tick that halves leaves the engine at most 80 %
+    #: busy, so it does not fall behind again).
+    BEHIND_BATCHES = 3
+    WAITING_BATCHES = 5
+    WAITING = 0.6
+    #: A measured speed below this fraction of the pace counts as behind.
+    BEHIND = 0.95
+
     def __init__(
         self,
         fabric: Fabric,
@@ -249,16 +259,6 @@ class Engine:
             # behind: busy all the time and still below the pace (smoothed over batches)
             behind = waited == 0 and self._measured_speed < self.BEHIND * self.speed
             self._adapt_tick(behind=behind, waited=waited / elapsed)
-
-    #: Batches in a row behind pace before the tick doubles, and mostly waiting (more
-    #: than WAITING of the wall time) before it halves: the hysteresis keeps a tick that
-    #: just keeps up from flapping (a tick that halves leaves the engine at most 80 %
-    #: busy, so it does not fall behind again).
-    BEHIND_BATCHES = 3
-    WAITING_BATCHES = 5
-    WAITING = 0.6
-    #: A measured speed below this fraction of the pace counts as behind.
-    BEHIND = 0.95
 
     def _adapt_tick(self, *, behind: bool, waited: float) -> None:
         """Double the tick after a few batches behind pace, halve it after a few that
