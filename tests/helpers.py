@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from fabric_core.fabric import Fabric
@@ -48,3 +50,12 @@ def small_leaf_spine(
 ) -> Topology:
     """A small 2-tier fabric."""
     return leaf_spine(prof, leaves=leaves, spines=spines, gpus_per_leaf=gpus_per_leaf)
+
+
+async def until(cond: Callable[[], bool], timeout: float = 20.0) -> None:
+    """Wait (polling every 10 ms) until ``cond()`` holds; fail after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not cond():
+        assert loop.time() < end, "condition not reached"
+        await asyncio.sleep(0.01)

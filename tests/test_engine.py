@@ -10,24 +10,17 @@ from fabric_core.commands import InjectFault, Pause, Resume, SetSpeed, parse_com
 from fabric_core.engine import Engine
 from fabric_core.fabric import Fabric
 from fabric_core.scenario import load_scenario
+from tests.helpers import until
 
 
 def _engine(speed: float = 0.0) -> Engine:
     return Engine(Fabric.from_scenario(load_scenario("tiny")), speed=speed, publish_interval_s=0.01)
 
 
-async def _until(cond, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not cond():
-        assert loop.time() < end, "condition not reached"
-        await asyncio.sleep(0.01)
-
-
 async def test_pause_stops_simulated_time_and_resume_restarts_it() -> None:
     engine = _engine()
     task = asyncio.create_task(engine.run())
-    await _until(lambda: engine.bus.latest is not None and engine.bus.latest.tick > 5)
+    await until(lambda: engine.bus.latest is not None and engine.bus.latest.tick > 5)
     assert (await engine.submit(Pause(id="p1"))).ok
     await asyncio.sleep(0.05)
     frozen = engine.fabric.tick
@@ -35,7 +28,7 @@ async def test_pause_stops_simulated_time_and_resume_restarts_it() -> None:
     assert engine.fabric.tick == frozen
     assert engine.bus.latest is not None and not engine.bus.latest.running
     assert (await engine.submit(Resume())).ok
-    await _until(lambda: engine.fabric.tick > frozen + 5)
+    await until(lambda: engine.fabric.tick > frozen + 5)
     engine.stop()
     await task
     assert engine.bus.closed
@@ -58,7 +51,7 @@ async def test_speed_paces_simulated_time_against_the_wall_clock() -> None:
 async def test_bad_commands_get_specific_errors_and_change_nothing() -> None:
     engine = _engine()
     task = asyncio.create_task(engine.run())
-    await _until(lambda: engine.bus.latest is not None)
+    await until(lambda: engine.bus.latest is not None)
     bad = await engine.submit(InjectFault(id="x1", kind="link_down", target="leaf00->spine07"))
     assert not bad.ok and bad.id == "x1"
     assert "unknown link 'leaf00->spine07'" in (bad.error or "")
@@ -69,7 +62,7 @@ async def test_bad_commands_get_specific_errors_and_change_nothing() -> None:
         )
     )
     assert good.ok and good.detail["fault_id"]
-    await _until(lambda: any(f.kind == "link_down" for f in engine.bus.latest.faults))  # type: ignore[union-attr]
+    await until(lambda: any(f.kind == "link_down" for f in engine.bus.latest.faults))  # type: ignore[union-attr]
     engine.stop()
     await task
 

@@ -14,7 +14,7 @@ from fabric_core.engine import Engine
 from fabric_core.fabric import Fabric
 from fabric_core.record import Recorder, replay
 from fabric_core.scenario import load_scenario
-from tests.helpers import profile, scripted_fabric, small_leaf_spine
+from tests.helpers import profile, scripted_fabric, small_leaf_spine, until
 from tests.test_core_timing import fixed_latency, payload_rate
 
 
@@ -56,25 +56,17 @@ def _engine(speed: float, **kw: object) -> Engine:
     return Engine(fabric, speed=speed, publish_interval_s=0.01, max_batch_wall_s=0.02, **kw)  # type: ignore[arg-type]
 
 
-async def _until(cond, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not cond():
-        assert loop.time() < end, "condition not reached"
-        await asyncio.sleep(0.01)
-
-
 async def test_the_engine_lengthens_the_tick_to_keep_up_and_shortens_it_again() -> None:
     # 50 ms of simulated time per wall second is 50,000 ticks a second at 1 µs: too many
     engine = _engine(speed=0.05, max_tick_s=64e-6)
     task = asyncio.create_task(engine.run())
     try:
-        await _until(lambda: engine.fabric.dt_s >= 16e-6)
-        await _until(lambda: engine.bus.latest is not None and engine.bus.latest.dt_s >= 16e-6)
+        await until(lambda: engine.fabric.dt_s >= 16e-6)
+        await until(lambda: engine.bus.latest is not None and engine.bus.latest.dt_s >= 16e-6)
         assert engine.fabric.dt_s <= 64e-6  # never past the most it may use
         # a slow pace leaves the engine waiting: the tick comes back to where it started
         assert (await engine.submit(SetSpeed(speed=2e-4))).ok
-        await _until(lambda: engine.fabric.dt_s == 1e-6)
+        await until(lambda: engine.fabric.dt_s == 1e-6, timeout=30.0)
     finally:
         engine.stop()
         await task
@@ -115,9 +107,9 @@ async def test_an_adapted_run_replays_exactly() -> None:
     )
     task = asyncio.create_task(engine.run())
     try:
-        await _until(lambda: fabric.dt_s >= 8e-6)
+        await until(lambda: fabric.dt_s >= 8e-6)
         start = fabric.tick
-        await _until(lambda: fabric.tick > start + 20)
+        await until(lambda: fabric.tick > start + 20)
     finally:
         engine.stop()
         with contextlib.suppress(asyncio.CancelledError):
