@@ -65,13 +65,20 @@ def _pick(costs: NDArray[np.float64], key: NDArray[np.uint64], mode: str) -> NDA
     candidate (ecmp); both only among usable candidates."""
     n = costs.shape[1]
     usable = costs < _BIG
-    n_usable = np.maximum(usable.sum(axis=1), 1).astype(np.uint64)
-    rank = np.cumsum(usable, axis=1) - 1
+    if usable.all():  # the usual case, no link down: the k-th usable candidate is column k
+        n_usable = np.full(costs.shape[0], n, dtype=np.uint64)
 
-    def kth_usable(k: NDArray[np.uint64]) -> NDArray[np.intp]:
-        hit = usable & (rank == k.astype(np.intp)[:, None])
-        fallback = (k % np.uint64(n)).astype(np.intp)
-        return cast(NDArray[np.intp], np.where(hit.any(axis=1), hit.argmax(axis=1), fallback))
+        def kth_usable(k: NDArray[np.uint64]) -> NDArray[np.intp]:
+            return k.astype(np.intp)
+
+    else:
+        n_usable = np.maximum(usable.sum(axis=1), 1).astype(np.uint64)
+        rank = np.cumsum(usable, axis=1) - 1
+
+        def kth_usable(k: NDArray[np.uint64]) -> NDArray[np.intp]:
+            hit = usable & (rank == k.astype(np.intp)[:, None])
+            fallback = (k % np.uint64(n)).astype(np.intp)
+            return cast(NDArray[np.intp], np.where(hit.any(axis=1), hit.argmax(axis=1), fallback))
 
     first = kth_usable(key % n_usable)
     if mode != "adaptive":
