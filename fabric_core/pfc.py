@@ -291,12 +291,11 @@ def hol_send_fraction(
     and lets cyclic dependencies deadlock).
     """
     own = send_fraction[idx.queue]
-    has_prev = idx.prev >= 0
-    upstream = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
-    holding = has_prev & (backlog > 0)
-    worst = np.ones(send_fraction.size)
+    upstream = idx.drains_pad  # the padding queue at the source NIC stays at 1
+    holding = (upstream < send_fraction.size) & (backlog > 0)
+    worst = np.ones(send_fraction.size + 1)
     np.minimum.at(worst, upstream[holding], own[holding])
-    return np.where(has_prev, np.minimum(own, worst[upstream]), own)
+    return np.minimum(own, worst[upstream])
 
 
 def find_deadlock(
@@ -313,8 +312,8 @@ def find_deadlock(
     pruned, repeatedly; what is left lies on cycles (Hu et al., HotNets 2016).
     """
     n = occupancy.size
-    e = np.flatnonzero((idx.prev >= 0) & (backlog > 0))
-    u = idx.buf[idx.prev[e]]
+    e = np.flatnonzero((idx.drains_pad < n) & (backlog > 0))
+    u = idx.drains_pad[e]
     v = idx.queue[e]
     edge = blocked[v]
     alive = (occupancy > 0) & (sum_by(u, edge.astype(np.float64), n) > 0)
@@ -329,8 +328,8 @@ def find_deadlock(
 def one_cycle(idx: EntryIndex, queues: NDArray[np.intp]) -> list[int]:
     """One cycle through ``queues`` (queue ids), following the flows' hops."""
     members = set(queues.tolist())
-    e = np.flatnonzero(idx.prev >= 0)
-    src = idx.buf[idx.prev[e]]
+    e = np.flatnonzero(idx.prev_pad < idx.size)
+    src = idx.drains_pad[e]
     dst = idx.queue[e]
     succ: dict[int, int] = {}
     for s_, d_ in zip(src.tolist(), dst.tolist(), strict=True):

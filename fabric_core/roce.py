@@ -65,9 +65,8 @@ class RoceFlowControl:
         self._pause = pt
         entry_cap = hol_send_fraction(idx, backlog, pt.send_fraction) * cap[idx.link]
         self.dcqcn.grow(f.flows.capacity)
-        entry_cap = np.where(
-            idx.prev < 0, np.minimum(entry_cap, self.dcqcn.rc[idx.flow]), entry_cap
-        )
+        heads = idx.heads  # DCQCN paces the sender
+        entry_cap[heads] = np.minimum(entry_cap[heads], self.dcqcn.rc[idx.flow[heads]])
         room = np.where(np.repeat(f.to_endpoint, f.n_vls), 1e30, pt.room_bytes)
         return entry_cap, room
 
@@ -96,16 +95,17 @@ class RoceFlowControl:
         nq = L * V
         # 1. overflow: what does not fit is dropped from this tick's arrivals
         excess = np.maximum(f.occupancy - q.buffer, 0.0)
-        has_prev = idx.prev >= 0
+        # the queue each entry's bytes wait in (the padding queue at the source NIC, where
+        # nothing arrives)
+        up = idx.drains_pad
         if (excess > 1e-9).any():
-            up = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
-            arrived = np.where(has_prev, arrival * dt, 0.0)
-            total_arrived = sum_by(up, arrived, nq)
+            arrived = arrival * dt
+            total_arrived = sum_by(up, arrived, nq + 1)[up]
             share = np.divide(
-                excess[up] * arrived,
-                total_arrived[up],
+                np.append(excess, 0.0)[up] * arrived,
+                total_arrived,
                 out=np.zeros(idx.size),
-                where=total_arrived[up] > 0,
+                where=total_arrived > 0,
             )
             share = np.minimum(share, new_backlog)
             new_backlog -= share
@@ -117,13 +117,13 @@ class RoceFlowControl:
             after = hit[idx.flow] & (idx.hop > drop_hop[idx.flow])
             resent = dropped_flow + sum_by(idx.flow, np.where(after, new_backlog, 0.0), fl.capacity)
             new_backlog[after] = 0.0
-            first = idx.prev < 0
-            new_backlog[first] += resent[idx.flow[first]]
-            fl.backlog[idx.hop, idx.flow] = new_backlog
-            c["discards_bytes_total"] += sum_by(up // V, share, L)
-            c["retransmitted_bytes_total"] += sum_by(idx.link[first], resent[idx.flow[first]], L)
+            heads = idx.heads
+            new_backlog[heads] += resent[idx.flow[heads]]
+            fl.backlog.reshape(-1)[idx.pos] = new_backlog
+            c["discards_bytes_total"] += sum_by(up // V, share, L + 1)[:L]
+            c["retransmitted_bytes_total"] += sum_by(idx.link[heads], resent[idx.flow[heads]], L)
             f.dropped_bytes += float(share.sum())
-            f.occupancy = sum_by(up, np.where(has_prev, new_backlog, 0.0), nq)
+            f.occupancy = sum_by(up, new_backlog, nq + 1)[:nq]
         # 2. pause transitions and counters (frames are received by the link's sender)
         hit = (sol.alpha < 1 - 1e-9) & ~pt.ignoring
         ev = update_pause(q, f.occupancy, hit, stormed, p, now, dt)
@@ -145,11 +145,10 @@ class RoceFlowControl:
             )
         # 3. ECN: packets leaving a queue are marked by its occupancy
         mark = ecn_probability(f.occupancy, p)
-        up_q = np.where(has_prev, idx.buf[np.maximum(idx.prev, 0)], 0)
-        p_entry = np.where(has_prev, mark[up_q], 0.0)
+        p_entry = np.append(mark, 0.0)[up]  # bytes leaving the NIC are not marked
         c["ecn_marked_packets_total"] += sum_by(idx.link, rate * dt / p.mtu_bytes * p_entry, L)
         unmarked = sum_by(idx.flow, np.log1p(-np.minimum(p_entry, 1 - 1e-12)), fl.capacity)
-        heads = np.flatnonzero(idx.prev < 0)
+        heads = idx.heads
         flows = idx.flow[heads]
         sent = rate[heads] * dt
         packets = sent / p.mtu_bytes
@@ -162,7 +161,7 @@ class RoceFlowControl:
         # 4. deadlock: a cycle of paused queues that cannot drain
         blocked = (pt.send_fraction <= 0) & q.paused
         if blocked.any():
-            stuck = find_deadlock(idx, fl.backlog[idx.hop, idx.flow], f.occupancy, blocked)
+            stuck = find_deadlock(idx, new_backlog, f.occupancy, blocked)
             key = frozenset(stuck.tolist())
             if stuck.size and key != self._deadlock_set:
                 cycle = one_cycle(idx, stuck)

@@ -27,7 +27,6 @@ capped at buffer/dt (see DESIGN.md, "Model notes"). The rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import cast
 
 import numpy as np
@@ -137,21 +136,6 @@ class EntryIndex:
     def size(self) -> int:
         """Number of entries."""
         return int(self.link.size)
-
-    @cached_property
-    def prev(self) -> NDArray[np.intp]:
-        """Entry of the previous hop, -1 at the source."""
-        return np.where(self.prev_pad < self.size, self.prev_pad, -1)
-
-    @cached_property
-    def nxt(self) -> NDArray[np.intp]:
-        """Entry of the next hop, -1 at the last hop."""
-        return np.where(self.nxt_pad < self.size, self.nxt_pad, -1)
-
-    @cached_property
-    def buf(self) -> NDArray[np.intp]:
-        """Downstream buffer (link * VLs + vl), -1 at the last hop."""
-        return np.where(self.nxt_pad < self.size, self.buf_pad, -1)
 
 
 def build_index(flows: FlowTable, layout: RankLayout, n_vls: int) -> EntryIndex:
