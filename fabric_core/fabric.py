@@ -500,7 +500,7 @@ class Fabric:
         np.add.at(fl.delivered, idx.last_flow, got)
         self.delivered_bytes += float(got.sum())
         self.hop_updates += idx.size
-        self._complete(idx, backlog, arrival, sol, cap, now, dt)
+        self._complete(idx, sol, cap, now, dt)
         self._finish_tick(status, dt)
 
     def _start_limit(
@@ -575,8 +575,6 @@ class Fabric:
     def _complete(
         self,
         idx: EntryIndex,
-        backlog: NDArray[np.float64],
-        arrival: NDArray[np.float64],
         sol: Solution,
         cap: NDArray[np.float64],
         now: float,
@@ -592,9 +590,11 @@ class Fabric:
         # Sub-tick finish: the latest hop of each finished flow (see finish_within_tick).
         is_done = np.zeros(fl.capacity, dtype=bool)
         is_done[flows] = True
-        t_entry = finish_within_tick(idx, sol, cap, is_done[idx.flow], dt)
+        finishing = is_done[idx.flow]
+        t_entry = finish_within_tick(idx, sol, cap, finishing, dt)
+        fin = np.flatnonzero(finishing)
         t_flow = np.zeros(fl.capacity)
-        np.maximum.at(t_flow, idx.flow, t_entry)
+        np.maximum.at(t_flow, idx.flow[fin], t_entry[fin])
         t = t_flow[flows]
         fluid_end = now + np.minimum(t, dt)
         size = fl.size[flows]
