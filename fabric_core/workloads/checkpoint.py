@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.workloads.base import FlowRequests, pick_endpoints
+from fabric_core.workloads.base import FlowRequests
 from fabric_core.workloads.storage_io import StorageWorkload
 
 I64 = NDArray[np.int64]
@@ -58,10 +58,7 @@ class Checkpoint(StorageWorkload):
     def bind(
         self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
     ) -> None:
-        self.bind_targets(storage)
-        self.gpus = pick_endpoints(
-            self.gpus_spec, gpus, rng, f"workload {self.name!r} gpus"
-        ).astype(np.int64)
+        self.gpus = self.bind_clients(self.gpus_spec, "gpus", gpus, storage, rng)
         if self.depth < 1 or self.size_bytes <= 0 or self.io_bytes <= 0:
             raise ValueError(f"workload {self.name!r}: depth, size and io_size must be > 0")
         G = self.gpus.size

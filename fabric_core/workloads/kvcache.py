@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.workloads.base import FlowRequests, pick_endpoints
+from fabric_core.workloads.base import FlowRequests
 from fabric_core.workloads.storage_io import StorageClient, StorageWorkload
 
 I64 = NDArray[np.int64]
@@ -146,10 +146,7 @@ class KvCache(StorageWorkload):
     def bind(
         self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
     ) -> None:
-        self.bind_targets(storage)
-        self.gpus = pick_endpoints(
-            self.gpus_spec, gpus, rng, f"workload {self.name!r} gpus"
-        ).astype(np.int64)
+        self.gpus = self.bind_clients(self.gpus_spec, "gpus", gpus, storage, rng)
         if not 0.0 <= self.hit_rate <= 1.0:
             raise ValueError(f"workload {self.name!r}: hit_rate must be in [0, 1]")
         if self.context_tokens < 1 or self.prefill_tokens_per_s <= 0:

@@ -251,8 +251,16 @@ class StorageWorkload(Workload):
     targets: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
     client: StorageClient | None = None
 
-    def bind_targets(self, storage: NDArray[np.int32]) -> None:
-        """Remember the storage targets (a remote path needs at least one)."""
+    def bind_clients(
+        self,
+        spec: Any,
+        what: str,
+        gpus: NDArray[np.int32],
+        storage: NDArray[np.int32],
+        rng: np.random.Generator,
+    ) -> I64:
+        """Remember the storage targets (a remote path needs at least one) and return the
+        client GPUs ``spec`` picks (``what`` names them in errors)."""
         path = get_path(self.path_name)
         if path.remote and storage.size == 0:
             raise ValueError(
@@ -260,6 +268,7 @@ class StorageWorkload(Workload):
                 "(topology.storage_targets)"
             )
         self.targets = storage.astype(np.int64)
+        return pick_endpoints(spec, gpus, rng, f"workload {self.name!r} {what}").astype(np.int64)
 
     def attach(self, fabric: Any) -> None:
         super().attach(fabric)
@@ -291,10 +300,7 @@ class StorageProbe(StorageWorkload):
     def bind(
         self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
     ) -> None:
-        self.bind_targets(storage)
-        self.clients = pick_endpoints(
-            self.clients_spec, gpus, rng, f"workload {self.name!r} clients"
-        ).astype(np.int64)
+        self.clients = self.bind_clients(self.clients_spec, "clients", gpus, storage, rng)
         if self.depth < 1:
             raise ValueError(f"workload {self.name!r}: depth must be >= 1")
 
