@@ -173,21 +173,20 @@ def build_index(flows: FlowTable, layout: RankLayout, n_vls: int) -> EntryIndex:
     # slices of equal key: one (rank, lane, fed) each
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if n else np.zeros(0, np.intp)
     bounds = np.r_[starts, n]
-    rank_groups: list[RankGroup] = []
+    local = layout.local[link]  # each entry's link, numbered among the links of its rank
+    spans: list[list[int]] = []  # [rank, lo, hi] of each rank's entries
     buffer_slices: list[tuple[tuple[int, int], BufferGroup]] = []
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         rank_lane, is_fed = divmod(int(key[lo]), 2)
         rank, lane = divmod(rank_lane, n_vls)
-        if rank_groups and int(layout.rank[link[rank_groups[-1].lo]]) == rank:
-            g = rank_groups[-1]
-            rank_groups[-1] = RankGroup(g.lo, hi, g.links, layout.local[link[g.lo : hi]])
+        if spans and spans[-1][0] == rank:
+            spans[-1][2] = hi
         else:
-            links = layout.links[rank]
-            rank_groups.append(RankGroup(lo, hi, links, layout.local[link[lo:hi]]))
+            spans.append([rank, lo, hi])
         if is_fed:
             bufs = layout.links[rank] * n_vls + lane
-            group = BufferGroup(lo, hi, bufs, layout.local[link[lo:hi]])
-            buffer_slices.append(((lane, rank), group))
+            buffer_slices.append(((lane, rank), BufferGroup(lo, hi, bufs, local[lo:hi])))
+    rank_groups = [RankGroup(lo, hi, layout.links[r], local[lo:hi]) for r, lo, hi in spans]
     # buffers downstream first: (lane, rank) rises along every path, also on a path
     # that moves up a lane at a down->up turn (see paths.lanes)
     buffer_slices.sort(key=lambda t: t[0], reverse=True)
