@@ -1,10 +1,18 @@
 """The IBGDA bring-up check the article recommends (C3): 2 GPUs first, then the cluster.
 
 Step 1 runs a small-message all-to-all between two GPUs on one leaf (the
-article's "single machine, two cards"); step 2 runs it across every GPU of the
-scenario. Each step passes when every message completes with no WQE post error
-before a timeout. On failure the check says what failed (post error vs hang)
-and on which GPU, and for a hang where it stuck (posted, never completed).
+"single machine, two cards" first step that NVSHMEM/IBGDA bring-up guides
+recommend); step 2 runs it across every GPU of the scenario. Each step passes
+when every message completes with no WQE post error.
+
+Each step is sized from the cluster: the expected time of a round is the
+slowest of its bounds (WQE posting, the NIC's line rate, each leaf's uplinks)
+plus the latency of a round measured on two GPUs; the step may take
+``DEADLINE_MARGIN`` times the expected time. A step that stops making progress
+(no message completes for a window of ``HANG_WINDOW_ROUNDS`` expected rounds)
+is a **hang**; one that keeps completing messages but overruns its deadline is
+**slow**. On failure the check says which (post error, hang, slow) and on which
+GPU, and for a hang where it stuck (posted, never completed).
 
 Each step builds a fresh fabric from the scenario with the probe as its only
 workload (the scenario's background traffic is left out: a bring-up check runs
@@ -14,7 +22,8 @@ on an idle fabric).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +34,7 @@ from fabric_core.commands import InjectFault
 from fabric_core.endpoint import EndpointModel, EndpointParams, fault_masks
 from fabric_core.fabric import Fabric
 from fabric_core.scenario import Scenario
+from fabric_core.units import format_duration
 from fabric_core.workloads.base import Completions, FlowRequests, Workload
 
 
@@ -105,6 +115,121 @@ class ProbeAllToAll(Workload):
     _last_request_s: float = 0.0
 
 
+#: A step may take this many times its expected time before it is "slow".
+DEADLINE_MARGIN = 4.0
+#: No completion for this many expected rounds (and at least ``HANG_WINDOW_MIN_TICKS``
+#: ticks) is a hang.
+HANG_WINDOW_ROUNDS = 2.0
+HANG_WINDOW_MIN_TICKS = 20
+#: Latency of one round before anything was measured (step 1): an idle message through
+#: one switch takes a few µs on every bundled profile (docs/MODEL.md); 20 µs is generous.
+FIRST_ROUND_LATENCY_S = 20e-6
+#: The cluster step sends at most about this many messages in all (fewer rounds, then
+#: fewer messages per peer, on a large cluster): enough to load every link and every
+#: GPU's queue pair, while a 256-GPU fabric still finishes in seconds of wall time.
+CLUSTER_MESSAGE_BUDGET = 1 << 17
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """How big a step is and how long it may take (simulated seconds)."""
+
+    rounds: int
+    burst: int
+    messages: int
+    expected_s: float
+    deadline_s: float
+    hang_window_s: float
+    bound: str  # what limits a round: "posting", "NIC line rate", "leaf uplinks", "latency"
+
+    def describe(self) -> str:
+        """``expected 1.2 ms (bound: leaf uplinks), deadline 4.8 ms, hang after 0.6 ms``."""
+        d = format_duration
+        return (
+            f"expected {d(self.expected_s)} (bound: {self.bound}), deadline "
+            f"{d(self.deadline_s)}, hang after {d(self.hang_window_s)} without progress"
+        )
+
+
+@dataclass(frozen=True)
+class StepProgress:
+    """Where a running step is (passed to the progress callback every few ticks)."""
+
+    name: str
+    completed: int
+    messages: int
+    elapsed_s: float
+    plan: StepPlan
+
+
+ProgressFn = Callable[[StepProgress], None]
+
+
+def plan_step(
+    scn: Scenario,
+    gpus: NDArray[np.int64],
+    *,
+    size_bytes: float,
+    rounds: int,
+    burst: int,
+    round_latency_s: float,
+    endpoint: EndpointParams,
+    timeout_s: float | None = None,
+) -> StepPlan:
+    """The step's size and time budget from the cluster's bounds.
+
+    Per round every GPU posts ``burst`` messages to each of its ``n - 1`` peers. A round
+    cannot be faster than posting them (``gpu_wqe_post_s`` per WQE over the parallel
+    posters), than the GPU's NIC link sending them, or than the busiest leaf's uplinks
+    carrying the part that leaves the leaf; on top of that comes the latency of one
+    message (measured on two GPUs in step 1).
+    """
+    topo = scn.build_topology()
+    n = int(gpus.size)
+    msg_bytes = float(size_bytes)
+    per_round = burst * n * (n - 1)
+    if per_round * rounds > CLUSTER_MESSAGE_BUDGET and n > 2:
+        rounds = max(1, min(rounds, CLUSTER_MESSAGE_BUDGET // (burst * n * (n - 1))))
+        burst = max(1, min(burst, CLUSTER_MESSAGE_BUDGET // (rounds * n * (n - 1))))
+        per_round = burst * n * (n - 1)
+    posts = burst * (n - 1)
+    if endpoint.control == "ibgda":
+        post_s = posts * endpoint.gpu_wqe_post_s / max(1, endpoint.ibgda_posters)
+    else:
+        post_s = posts * (endpoint.gpu_request_s + endpoint.cpu_post_s)
+    links = topo.links
+    up = topo.ep_uplink[gpus, 0]
+    nic_s = posts * msg_bytes / float(links.bandwidth_Bps[up].min())
+    # the busiest leaf: bytes to GPUs under other leaves over its switch uplinks
+    leaf = topo.ep_leaf[gpus, 0]
+    uplink_s = 0.0
+    is_switch = topo.switch_index >= 0
+    for lf in np.unique(leaf).tolist():
+        under = int((leaf == lf).sum())
+        out_bytes = under * (n - under) * burst * msg_bytes
+        ups = (links.src == lf) & is_switch[links.dst]
+        cap = float(links.bandwidth_Bps[ups].sum())
+        if out_bytes > 0 and cap > 0:
+            uplink_s = max(uplink_s, out_bytes / cap)
+    bounds = {"posting": post_s, "NIC line rate": nic_s, "leaf uplinks": uplink_s}
+    bound = max(bounds, key=lambda k: bounds[k])
+    round_s = bounds[bound] + round_latency_s
+    if bounds[bound] < round_latency_s:
+        bound = "latency"
+    expected = rounds * round_s
+    window = max(HANG_WINDOW_ROUNDS * round_s, HANG_WINDOW_MIN_TICKS * scn.dt_s)
+    deadline = timeout_s if timeout_s is not None else DEADLINE_MARGIN * expected
+    return StepPlan(
+        rounds=rounds,
+        burst=burst,
+        messages=per_round * rounds,
+        expected_s=expected,
+        deadline_s=deadline,
+        hang_window_s=window,
+        bound=bound,
+    )
+
+
 @dataclass
 class StepResult:
     """One step of the check."""
@@ -118,8 +243,14 @@ class StepResult:
     latency_p50_s: float
     latency_p99_s: float
     elapsed_s: float
-    failure: str = ""  # "" | "post_error" | "hang"
+    failure: str = ""  # "" | "post_error" | "hang" | "slow"
     diagnosis: list[str] = field(default_factory=list)
+    rounds: int = 0
+    burst: int = 0
+    expected_s: float = float("nan")
+    deadline_s: float = float("nan")
+    hang_window_s: float = float("nan")
+    bound: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -145,6 +276,10 @@ def _fabric_for(scn: Scenario, probe: ProbeAllToAll) -> tuple[Fabric, list[Injec
     return fabric, cmds
 
 
+#: Ticks between two progress reports.
+PROGRESS_EVERY_TICKS = 5
+
+
 def run_step(
     scn: Scenario,
     name: str,
@@ -153,27 +288,59 @@ def run_step(
     faults: Sequence[InjectFault] = (),
     size_bytes: float = 4096.0,
     rounds: int = 4,
-    timeout_s: float = 1e-3,
+    burst: int = 8,
+    round_latency_s: float = FIRST_ROUND_LATENCY_S,
+    timeout_s: float | None = None,
     endpoint: EndpointParams | None = None,
+    progress: ProgressFn | None = None,
 ) -> StepResult:
-    """Run one all-to-all step on ``gpus`` (node ids) and judge it."""
+    """Run one all-to-all step on ``gpus`` (node ids) and judge it.
+
+    ``timeout_s`` overrides the deadline computed from the cluster (``plan_step``).
+    """
+    endpoint = endpoint or EndpointParams(control="ibgda", data_path="gdr")
+    plan = plan_step(
+        scn,
+        gpus,
+        size_bytes=size_bytes,
+        rounds=rounds,
+        burst=burst,
+        round_latency_s=round_latency_s,
+        endpoint=endpoint,
+        timeout_s=timeout_s,
+    )
     probe = ProbeAllToAll(
         name="bringup",
         traffic_class="bringup",
         ranks=gpus.astype(np.int64),
         size_bytes=size_bytes,
-        rounds=rounds,
-        endpoint=endpoint or EndpointParams(control="ibgda", data_path="gdr"),
+        rounds=plan.rounds,
+        burst=plan.burst,
+        endpoint=endpoint,
     )
     fabric, scheduled = _fabric_for(scn, probe)
     for cmd in [*scheduled, *faults]:
         fabric.apply(cmd)
     names = fabric.topo.nodes.name
-    deadline = timeout_s
-    while not probe.done and fabric.sim_time_s < deadline:
+    last_received, last_progress_s = 0, fabric.sim_time_s
+    outcome = ""  # "" (done or nothing posted) | "hang" | "slow"
+    while not probe.done:
         fabric.step()
-        if probe.sent == 0 and probe.round >= rounds:
+        now = fabric.sim_time_s
+        if probe.received != last_received:
+            last_received, last_progress_s = probe.received, now
+        if progress is not None and fabric.tick % PROGRESS_EVERY_TICKS == 0:
+            progress(StepProgress(name, probe.received, plan.messages, now, plan))
+        if probe.sent == 0 and probe.round >= plan.rounds:
+            break  # every post failed: nothing to wait for
+        if now - last_progress_s >= plan.hang_window_s:
+            outcome = "hang"
             break
+        if now >= plan.deadline_s and probe.received > 0:
+            outcome = "slow"  # still completing messages (else the window above decides)
+            break
+    if progress is not None:
+        progress(StepProgress(name, probe.received, plan.messages, fabric.sim_time_s, plan))
     ep = probe.ep
     assert ep is not None
     idx = gpus.astype(np.intp)
@@ -181,7 +348,6 @@ def run_step(
     elapsed = (probe.end_s if probe.done else fabric.sim_time_s) - (
         probe.start_s if np.isfinite(probe.start_s) else 0.0
     )
-    n_msgs = rounds * probe.burst * gpus.size * (gpus.size - 1)
     rate = probe.received / elapsed / gpus.size if elapsed > 0 else 0.0
     diagnosis: list[str] = []
     failure = ""
@@ -194,24 +360,34 @@ def run_step(
                 "driver / CUDA / NVSHMEM versions do not match)"
             )
     stuck = ep.stuck[idx]
+    silent = fabric.sim_time_s - last_progress_s
     if stuck.any():
         failure = failure or "hang"
         for g in np.flatnonzero(stuck):
             diagnosis.append(
-                f"{names[idx[g]]}: {int(stuck[g])} WQE(s) posted, no completion after "
-                f"{timeout_s * 1e6:.0f} µs timeout: stuck in the send queue (doorbell rung, "
+                f"{names[idx[g]]}: {int(stuck[g])} WQE(s) posted, no completion for "
+                f"{format_duration(silent)}: stuck in the send queue (doorbell rung, "
                 "the NIC never executed the WQE)"
             )
-    if not failure and not probe.done:
+    if not failure and outcome == "hang":
         failure = "hang"
         diagnosis.append(
-            f"{probe.received}/{n_msgs} messages completed before the {timeout_s * 1e6:.0f} µs timeout"
+            f"{probe.received:,}/{plan.messages:,} messages completed, then none for "
+            f"{format_duration(silent)}"
+        )
+    elif not failure and outcome == "slow":
+        failure = "slow"
+        diagnosis.append(
+            f"{probe.received:,}/{plan.messages:,} messages completed by the deadline "
+            f"{format_duration(plan.deadline_s)} ({DEADLINE_MARGIN:g}× the expected "
+            f"{format_duration(plan.expected_s)}, bound: {plan.bound}); messages kept "
+            "completing, so the fabric is slow, not hung"
         )
     return StepResult(
         name=name,
         gpus=[names[i] for i in idx],
         passed=not failure,
-        messages=n_msgs,
+        messages=plan.messages,
         completed=probe.received,
         message_rate_per_s=rate,
         latency_p50_s=view.quantile(0.5),
@@ -219,6 +395,12 @@ def run_step(
         elapsed_s=elapsed,
         failure=failure,
         diagnosis=diagnosis,
+        rounds=plan.rounds,
+        burst=plan.burst,
+        expected_s=plan.expected_s,
+        deadline_s=plan.deadline_s,
+        hang_window_s=plan.hang_window_s,
+        bound=plan.bound,
     )
 
 
@@ -239,18 +421,36 @@ def check_ibgda(
     faults: Sequence[InjectFault] = (),
     size_bytes: float = 4096.0,
     rounds: int = 4,
-    timeout_s: float = 1e-3,
+    timeout_s: float | None = None,
+    progress: ProgressFn | None = None,
 ) -> list[StepResult]:
-    """The bring-up check: step 1 on two GPUs of one leaf; step 2 on every GPU if step 1 passed."""
+    """The bring-up check: step 1 on two GPUs of one leaf; step 2 on every GPU if step 1 passed.
+
+    Step 2's round latency is step 1's measured time per round (the bounds come on top).
+    """
     topo = scn.build_topology()
     links = topo.links
     up = np.isin(links.src, topo.gpus)
     leaf_of = dict(zip(links.src[up].tolist(), links.dst[up].tolist(), strict=True))
     pair = two_gpus(topo.gpus, leaf_of)
     kw: dict[str, Any] = dict(
-        faults=faults, size_bytes=size_bytes, rounds=rounds, timeout_s=timeout_s
+        faults=faults,
+        size_bytes=size_bytes,
+        rounds=rounds,
+        timeout_s=timeout_s,
+        progress=progress,
     )
     first = run_step(scn, "2-GPU all-to-all", pair, **kw)
     if not first.passed:
         return [first]
-    return [first, run_step(scn, "cluster all-to-all", topo.gpus.astype(np.int64), **kw)]
+    per_round = first.elapsed_s / max(1, first.rounds)
+    cluster = run_step(
+        scn,
+        "cluster all-to-all",
+        topo.gpus.astype(np.int64),
+        round_latency_s=per_round
+        if math.isfinite(per_round) and per_round > 0
+        else FIRST_ROUND_LATENCY_S,
+        **kw,
+    )
+    return [first, cluster]

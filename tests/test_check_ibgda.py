@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
+import numpy as np
 import pytest
 
 from console.cli import main
-from fabric_core.bringup import check_ibgda
+from fabric_core.bringup import CLUSTER_MESSAGE_BUDGET, DEADLINE_MARGIN, check_ibgda, plan_step
 from fabric_core.commands import ClearFault, CommandError, InjectFault
-from fabric_core.endpoint import fault_masks
+from fabric_core.endpoint import EndpointParams, fault_masks
 from fabric_core.fabric import Fabric
 from fabric_core.scenario import load_scenario
 
@@ -28,14 +32,75 @@ def test_post_failures_are_diagnosed_on_the_right_gpu(capsys: pytest.CaptureFixt
     assert "gpu0003:" not in out
 
 
-def test_a_hang_is_found_by_timeout_and_says_where_it_stuck(
+def test_a_hang_is_found_by_its_silence_and_says_where_it_stuck(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["check", "ibgda", "tiny", "--mismatch", "gpu0000:hang", "--timeout", "200us"]) == 1
+    assert main(["check", "ibgda", "tiny", "--mismatch", "gpu0000:hang"]) == 1
     out = capsys.readouterr().out
     assert "failure: hang" in out
-    assert "gpu0000:" in out and "no completion after 200 µs" in out
+    assert "gpu0000:" in out and "no completion for" in out
     assert "step 2" not in out  # the cluster step does not run after step 1 fails
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_default_fabric_passes_and_shows_progress_on_a_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 16: the cluster step used to fail a healthy default fabric with "hang"."""
+    assert main(["check", "ibgda", "default"]) == 0
+    captured = capsys.readouterr()
+    assert "step 2 cluster all-to-all   PASS  256 GPUs" in captured.out
+    assert "bound: leaf uplinks" in captured.out  # the 2:1 oversubscribed uplinks limit it
+    assert captured.err == ""  # not a terminal: no progress bar
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    assert main(["check", "ibgda", "tiny", "--rounds", "1"]) == 0
+    shown = term.getvalue()
+    assert "step 1 2-GPU all-to-all [" in shown and "step 2 cluster all-to-all [" in shown
+    assert "messages" in shown and "wall" in shown
+
+
+def test_a_hung_gpu_in_the_cluster_step_is_a_hang(capsys: pytest.CaptureFixture[str]) -> None:
+    # gpu0100 is not in step 1's pair: step 1 passes, the cluster step stops progressing
+    assert main(["check", "ibgda", "default", "--mismatch", "gpu0100:hang"]) == 1
+    out = capsys.readouterr().out
+    assert "step 1 2-GPU all-to-all     PASS" in out and "step 2 cluster all-to-all   FAIL" in out
+    assert "failure: hang" in out and "gpu0100:" in out and "stuck in the send queue" in out
+
+
+def test_progress_past_the_deadline_is_slow_not_a_hang(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # the cluster step takes ~120 µs on default: with a 100 µs deadline it is late, not hung
+    assert main(["check", "ibgda", "default", "--timeout", "100us"]) == 1
+    out = capsys.readouterr().out
+    assert "step 1 2-GPU all-to-all     PASS" in out
+    assert "failure: slow" in out and "slow, not hung" in out
+    assert "failure: hang" not in out
+
+
+def test_the_cluster_step_is_sized_from_the_cluster() -> None:
+    scn = load_scenario("default")
+    gpus = scn.build_topology().gpus.astype(np.int64)
+    plan = plan_step(
+        scn,
+        gpus,
+        size_bytes=4096,
+        rounds=4,
+        burst=8,
+        round_latency_s=4e-6,
+        endpoint=EndpointParams(),
+    )
+    assert plan.messages <= CLUSTER_MESSAGE_BUDGET
+    assert plan.messages == plan.rounds * plan.burst * 256 * 255
+    # 16 GPUs of a leaf send to 240 others over 8 uplinks of 50 GB/s
+    uplink_round = 16 * 240 * plan.burst * 4096 / (8 * 50e9)
+    assert plan.expected_s == pytest.approx(plan.rounds * (uplink_round + 4e-6))
+    assert plan.deadline_s == pytest.approx(DEADLINE_MARGIN * plan.expected_s)
 
 
 def test_clearing_the_fault_makes_the_check_pass() -> None:
@@ -79,7 +144,7 @@ def test_scenario_faults_are_part_of_the_check(
         + '\n[[fault]]\nat = "1ns"\nkind = "version_mismatch"\ntarget = "gpu0007"\n'
         + "params = { hang = 1.0 }\n"
     )
-    assert main(["check", "ibgda", str(path), "--timeout", "100us"]) == 1
+    assert main(["check", "ibgda", str(path)]) == 1
     out = capsys.readouterr().out
     assert "step 1 2-GPU all-to-all     PASS" in out
     assert "gpu0007:" in out and "failure: hang" in out

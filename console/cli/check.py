@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from console.cli._common import add_scenario_options, duration, load_from_args
-from fabric_core.bringup import check_ibgda
+from console.cli.progress import ProgressBar
+from fabric_core.bringup import DEADLINE_MARGIN, StepProgress, check_ibgda
 from fabric_core.commands import CommandError, InjectFault
 from fabric_core.scenario import ScenarioError
 from fabric_core.units import format_duration
@@ -21,10 +22,13 @@ def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "check",
         help="bring-up checks (ibgda: 2-GPU all-to-all small messages, then the cluster)",
-        description="Run the IBGDA bring-up check the article recommends: a small-message "
-        "all-to-all on two GPUs of one leaf, then on every GPU of the scenario. Prints pass/fail "
-        "per step with message rate and latency; on failure, what failed (WQE post error or hang) "
-        "and on which GPU. Exit status 0 when every step passes, 1 otherwise.",
+        description="Run the IBGDA bring-up check: a small-message all-to-all on two GPUs of "
+        "one leaf, then on every GPU of the scenario. Each step's time budget comes from the "
+        "cluster (the slowest of WQE posting, NIC line rate and leaf uplinks, plus the latency "
+        "of a round measured on two GPUs, times a margin). Prints pass/fail per step with "
+        "message rate and latency; on failure, what failed (WQE post error; hang: no message "
+        "completed for a window; slow: progress, but past the deadline) and on which GPU. "
+        "Exit status 0 when every step passes, 1 otherwise.",
     )
     p.add_argument("what", choices=["ibgda"], help="which check to run")
     add_scenario_options(p)
@@ -37,12 +41,19 @@ def register(sub: Any) -> None:
         "come; default: WQE posts fail); repeatable",
     )
     p.add_argument("--size", type=int, default=4096, help="message size in bytes (default 4096)")
-    p.add_argument("--rounds", type=int, default=4, help="all-to-all rounds per step (default 4)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="all-to-all rounds per step (default 4; fewer on a large cluster, see --help)",
+    )
     p.add_argument(
         "--timeout",
         type=duration,
-        default=duration("1ms"),
-        help="simulated time after which a step that has not finished is a hang (default 1ms)",
+        default=None,
+        metavar="DURATION",
+        help="simulated time after which a step that is still making progress is 'slow' "
+        f"(default: {DEADLINE_MARGIN:g}x the step's expected time, computed from the cluster)",
     )
     p.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
     p.set_defaults(func=run)
@@ -66,20 +77,37 @@ def run(args: argparse.Namespace) -> int:
     scn = load_from_args(args)
     if scn is None:
         return 2
+    bar = ProgressBar()
+    names: list[str] = []
+
+    def progress(p: StepProgress) -> None:
+        if p.name not in names:
+            names.append(p.name)
+            bar.restart(f"step {len(names)} {p.name}")
+        bar.update(p.elapsed_s, p.plan.expected_s, f"{p.completed:,}/{p.messages:,} messages")
+
+    print(f"IBGDA bring-up check on {scn.name} ({scn.profile.name})", flush=True)
     try:
         faults = [_fault(s) for s in args.mismatch]
         steps = check_ibgda(
-            scn, faults=faults, size_bytes=args.size, rounds=args.rounds, timeout_s=args.timeout
+            scn,
+            faults=faults,
+            size_bytes=args.size,
+            rounds=args.rounds,
+            timeout_s=args.timeout,
+            progress=progress,
         )
     except (argparse.ArgumentTypeError, CommandError, ScenarioError, ValueError) as exc:
+        bar.close()
         print(f"fabtop: {exc}", file=sys.stderr)
         return 2
-    print(f"IBGDA bring-up check on {scn.name} ({scn.profile.name})")
+    bar.close()
     for i, st in enumerate(steps, 1):
         verdict = "PASS" if st.passed else "FAIL"
         print(
             f"step {i} {st.name:<20} {verdict}  {len(st.gpus)} GPUs  "
-            f"{st.completed}/{st.messages} messages  "
+            f"{st.completed:,}/{st.messages:,} messages in {_t(st.elapsed_s)} "
+            f"(expected {_t(st.expected_s)}, bound: {st.bound})  "
             f"rate {st.message_rate_per_s / 1e6:.3g} M msg/s per GPU  "
             f"latency p50 {_t(st.latency_p50_s)} p99 {_t(st.latency_p99_s)}"
         )
