@@ -12,13 +12,62 @@ from fabric_core.profiles import PROFILES
 from fabric_core.scenario import Scenario, ScenarioError, load_scenario
 from fabric_core.units import parse_duration
 
+#: The units a duration on the command line must carry.
+DURATION_UNITS = "ns, us, ms, s"
+
 
 def duration(text: str) -> float:
-    """argparse type: a duration with a unit (``5ms``)."""
+    """argparse type: a positive duration with a unit (``5ms``).
+
+    A bare number is refused rather than read as seconds: ``--duration 5`` would run five
+    simulated seconds, many CPU-minutes, when the user most likely meant 5 ms.
+    """
+    t = text.strip()
+    if t.startswith("-"):
+        raise argparse.ArgumentTypeError(f"duration must be positive, got {text!r}")
     try:
-        return parse_duration(text)
+        float(t)
+    except ValueError:
+        pass
+    else:
+        raise argparse.ArgumentTypeError(
+            f"duration {text!r} needs a unit ({DURATION_UNITS}): e.g. {t}ms or {t}s"
+        )
+    try:
+        return parse_duration(t)
     except ValueError as exc:
+        if "must be" in str(exc):  # zero
+            raise argparse.ArgumentTypeError(f"duration must be positive, got {text!r}") from None
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+#: Options whose value may start with "-" (a negative number a user typed by mistake):
+#: ``--duration -1ms`` is joined into ``--duration=-1ms`` before parsing, so the user
+#: hears "must be positive" instead of argparse's "expected one argument".
+VALUE_OPTIONS = frozenset(
+    {"--duration", "--timeout", "--max-tick", "--speed", "--seed", "--scale", "--size", "--rounds"}
+)
+
+
+def join_negative_values(argv: list[str]) -> list[str]:
+    """``["--duration", "-1ms"]`` -> ``["--duration=-1ms"]`` (see ``VALUE_OPTIONS``)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        nxt = argv[i + 1] if i + 1 < len(argv) else ""
+        if (
+            a in VALUE_OPTIONS
+            and len(nxt) > 1
+            and nxt[0] == "-"
+            and (nxt[1].isdigit() or nxt[1] == ".")
+        ):
+            out.append(f"{a}={nxt}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
 
 
 #: Longest tick a live engine adapts to by default, as a multiple of the scenario's tick:

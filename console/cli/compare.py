@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from console.cli._common import duration
+from console.cli.progress import ProgressBar
 from fabric_core.compare import DEFAULT_PROFILES, compare_scenario, latency_by_size
 from fabric_core.profiles import PROFILES
 from fabric_core.scenario import ScenarioError
@@ -59,21 +60,22 @@ def _d(x: float | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run both profiles, print the tables, write JSON."""
-    tty = sys.stderr.isatty()
+    bar = ProgressBar()
 
     def progress(name: str, done: float, total: float) -> None:
-        if tty:
-            print(f"\r{name}: {100 * done / total:5.1f}%", end="", file=sys.stderr, flush=True)
+        if bar.label != name:
+            bar.restart(name)
+        bar.update(done, total)
 
     try:
         result = compare_scenario(
             args.scenario, args.duration, profiles=args.profiles, seed=args.seed, progress=progress
         )
     except ScenarioError as exc:
+        bar.close()
         print(f"fabtop: {exc}", file=sys.stderr)
         return 2
-    if tty:
-        print(file=sys.stderr)
+    bar.close()
     a, b = args.profiles
     if not args.no_sizes:
         result["latency_by_size"] = latency_by_size(args.profiles)

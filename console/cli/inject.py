@@ -13,6 +13,8 @@ import sys
 import aiomqtt
 import msgspec
 
+from console.cli._common import duration
+from console.targets import normalise_target
 from exporters.mqtt.client import explain
 from exporters.mqtt.oneshot import NoAnswerError, send_command
 from exporters.mqtt.options import (
@@ -36,7 +38,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     p.add_argument("kind", metavar="KIND", help="fault kind, e.g. link_down, link_degraded")
-    p.add_argument("target", metavar="TARGET", help="link, switch, GPU or storage target")
+    p.add_argument(
+        "target",
+        metavar="TARGET",
+        help="link, switch, GPU or storage target; a link as leaf01:spine00 (no quotes "
+        "needed) or 'leaf01->spine00' (quoted: > redirects in a shell)",
+    )
     p.add_argument(
         "--param",
         "-p",
@@ -45,7 +52,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=[],
         help="fault parameter (repeatable); numbers are read as numbers, e.g. ber=1e-6",
     )
-    p.add_argument("--duration", type=float, metavar="S", help="clear after S simulated seconds")
+    p.add_argument(
+        "--duration",
+        type=duration,
+        metavar="DURATION",
+        help="clear after this much simulated time (e.g. 5ms)",
+    )
     p.add_argument("--id", metavar="ID", help="command id (default: generated); retries reuse it")
     p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="wait for the result")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -85,7 +97,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _inject(args: argparse.Namespace) -> int:
-    body: dict[str, object] = {"kind": args.kind, "target": args.target}
+    body: dict[str, object] = {"kind": args.kind, "target": normalise_target(args.target)}
     body["params"] = parse_params(args.param)
     if args.duration is not None:
         body["duration_s"] = args.duration

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from console.cli._common import add_scenario_options, build_fabric, duration, load_from_args
+from console.cli.progress import ProgressBar
 from fabric_core.record import save_run
 from fabric_core.report import run_for
 from fabric_core.units import format_bytes, format_duration, format_rate
@@ -28,7 +29,7 @@ def register(sub: Any) -> None:
         "--duration",
         type=duration,
         default=duration("1ms"),
-        help="simulated time to run (default 1ms; units ns, us, ms, s)",
+        help="simulated time to run, with a unit (default 1ms; units ns, us, ms, s)",
     )
     p.add_argument(
         "--json", type=Path, metavar="FILE", help="write the full report as JSON to FILE"
@@ -36,32 +37,6 @@ def register(sub: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.add_argument("--record", type=Path, metavar="FILE", help="record the run for `fabtop replay`")
     p.set_defaults(func=run)
-
-
-class _Progress:
-    """A one-line progress bar on a terminal (nothing when stderr is not a TTY)."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self.last = -1
-
-    def __call__(self, done: float, total: float) -> None:
-        if not self.enabled:
-            return
-        pct = int(100 * done / total)
-        if pct != self.last:
-            self.last = pct
-            bar = "#" * (pct // 4)
-            print(
-                f"\r[{bar:<25}] {pct:3d}%  {format_duration(done)} / {format_duration(total)}",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    def close(self) -> None:
-        if self.enabled:
-            print(file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,9 +47,9 @@ def run(args: argparse.Namespace) -> int:
     fabric = build_fabric(scn)
     if fabric is None:
         return 2
-    progress = _Progress(not args.quiet)
-    report = run_for(fabric, args.duration, progress)
-    progress.close()
+    bar = ProgressBar(f"run {scn.name}")
+    report = run_for(fabric, args.duration, None if args.quiet else bar.update)
+    bar.close()
     if args.record:
         save_run(args.record, scn, fabric, report)
     if not args.quiet:

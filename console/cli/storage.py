@@ -7,11 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from console.cli.progress import ProgressBar
+from fabric_core.report import run_for
 from fabric_core.scenario import ScenarioError
 from fabric_core.storage_report import (
     CASES,
+    Case,
+    CaseResult,
+    build_variant,
     markdown,
-    run_case,
     splice,
     splice_params,
     text_table,
@@ -48,6 +52,16 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _run_case(case: Case, scale: float, bar: ProgressBar) -> CaseResult:
+    """``storage_report.run_case`` with a progress bar per variant."""
+    d = case.duration_s * scale
+    rows = []
+    for v in case.variants:
+        bar.restart(f"{case.scenario} {v.label}")
+        rows.append((v.label, run_for(build_variant(case, v), d, bar.update)))
+    return CaseResult(case, d, rows)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the cases, print them, write the docs table."""
     names = args.scenarios or list(CASES)
@@ -62,12 +76,15 @@ def run(args: argparse.Namespace) -> int:
         print("fabtop: --scale must be > 0", file=sys.stderr)
         return 2
     results = []
+    bar = ProgressBar()
     for name in names:
         try:
-            res = run_case(CASES[name], args.scale)
+            res = _run_case(CASES[name], args.scale, bar)
         except ScenarioError as exc:
+            bar.close()
             print(f"fabtop: {exc}", file=sys.stderr)
             return 2
+        bar.close()
         print(text_table(res), end="\n\n", flush=True)
         results.append(res)
     if args.write_docs:

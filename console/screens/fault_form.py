@@ -20,6 +20,7 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Select, Static
 
 from console.faultkinds import FaultKind, fault_kinds, kind_named
+from console.targets import normalise_target
 from fabric_core.commands import Command, CommandError, CommandResult, InjectFault, unknown
 from fabric_core.snapshot import Snapshot
 
@@ -103,7 +104,7 @@ def build_inject(
     kind = kind_named(kind_name)
     if kind is None:
         raise unknown("fault kind", kind_name, [k.name for k in fault_kinds()])
-    target = target.strip()
+    target = normalise_target(target)
     check_target(kind, target, snap, link_names)
     return InjectFault(
         kind=kind.name,

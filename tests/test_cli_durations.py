@@ -1,0 +1,85 @@
+"""Durations on the command line need a unit and must be positive; long runs show progress on
+a terminal only (issue 16, items 3 and 4)."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+
+from console.cli import main
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _usage_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "tiny", "--duration", "5"],
+        ["compare", "tiny", "--duration", "0.5"],
+        ["check", "ibgda", "tiny", "--timeout", "1"],
+    ],
+)
+def test_a_duration_without_a_unit_is_refused(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    err = _usage_error(capsys, argv)
+    assert "needs a unit (ns, us, ms, s)" in err and "ms or" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "tiny", "--duration", "-1ms"],
+        ["run", "tiny", "--duration=-1ms"],
+        ["run", "tiny", "--duration", "0s"],
+        ["compare", "tiny", "--duration", "-.5ms"],
+    ],
+)
+def test_a_negative_or_zero_duration_must_be_positive(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    err = _usage_error(capsys, argv)
+    assert "duration must be positive" in err
+    assert "expected one argument" not in err
+
+
+def test_run_shows_progress_on_a_terminal_and_nothing_in_a_pipe(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert main(["run", "tiny", "--duration", "200us"]) == 0
+    piped = capsys.readouterr()
+    assert piped.err == "" and "scenario tiny" in piped.out
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    assert main(["run", "tiny", "--duration", "200us"]) == 0
+    shown = term.getvalue()
+    assert "run tiny [####################] 100%" in shown
+    assert "sim 200 µs / 200 µs" in shown and "wall" in shown and "speed" in shown
+    assert shown.endswith("\r")  # the line is cleared before the summary
+
+
+def test_compare_and_storage_report_show_progress_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    assert main(["compare", "tiny", "--duration", "100us", "--no-sizes"]) == 0
+    shown = term.getvalue()
+    assert "native-400g [" in shown and "roce-400g [" in shown
+    term.seek(0)
+    term.truncate()
+    assert main(["storage-report", "storage-random-read", "--scale", "0.02"]) == 0
+    assert "storage-random-read nvmeof [" in term.getvalue()
+    capsys.readouterr()
