@@ -10,20 +10,33 @@ exist?). Both raise ``CommandError`` with a message meant for the operator.
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
 from collections.abc import Iterable
 from typing import Annotated, Any
 
 import msgspec
+import numpy as np
 
-#: Identifies a command for idempotency (MQTT) and replies; at most 64 characters.
-CommandId = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[\w.:-]+$")]
+#: The characters of a command id: ASCII letters and digits, ``_``, ``.``, ``:``, ``-``.
+COMMAND_ID_CHARS = r"[A-Za-z0-9_.:-]"
+#: Identifies a command for idempotency (MQTT) and replies; at most 64 characters, the
+#: whole string (``\Z``: no trailing newline; ASCII only, no Unicode letters).
+CommandId = Annotated[
+    str,
+    msgspec.Meta(min_length=1, max_length=64, pattern=rf"^{COMMAND_ID_CHARS}+\Z"),
+]
 Seconds = Annotated[float, msgspec.Meta(gt=0, le=1e6)]
 #: The tick lengths a fabric accepts: the model's results are tested to be the same from
 #: 100 ns to 1 ms (tests/test_core_timing.py); 1 ns and 10 ms are the outer bounds.
 MIN_TICK_S = 1e-9
 MAX_TICK_S = 1e-2
+#: The speeds (simulated seconds per wall second) the engine accepts besides 0 (flat
+#: out). Below 1e-6 one 1 us tick would take more than a wall second; above 1e3 no
+#: fabric keeps up (the default scenario runs at ~1e-3 on one core).
+MIN_SPEED = 1e-6
+MAX_SPEED = 1e3
 
 
 class CommandError(ValueError):
@@ -62,7 +75,7 @@ class Resume(_Command, tag="resume", frozen=True):
 class SetSpeed(_Command, tag="speed", frozen=True):
     """Simulated seconds per wall second; 0 runs flat out."""
 
-    speed: Annotated[float, msgspec.Meta(ge=0, le=1e3)] = 0.0
+    speed: Annotated[float, msgspec.Meta(ge=0, le=MAX_SPEED)] = 0.0
 
 
 class SetTick(_Command, tag="tick", frozen=True):
@@ -117,6 +130,56 @@ COMMAND_NAMES: tuple[str, ...] = (
 
 #: Largest JSON command accepted (bytes); anything bigger is refused unread.
 MAX_COMMAND_BYTES = 64 * 1024
+#: Deepest nesting of JSON arrays and objects accepted; a command needs 2 (the object
+#: and its ``params``). Checked before parsing: a deep payload would exhaust the stack.
+MAX_COMMAND_DEPTH = 8
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"?')
+
+
+def nesting_depth(raw: bytes) -> int:
+    """How deep the arrays and objects of a JSON text nest (strings skipped); no parsing."""
+    text = np.frombuffer(_STRING.sub(b'""', raw), dtype=np.uint8)
+    step = np.isin(text, _OPENERS).astype(np.int64) - np.isin(text, _CLOSERS)
+    return int(np.cumsum(step).max(initial=0))
+
+
+_OPENERS = np.frombuffer(b"[{", dtype=np.uint8)
+_CLOSERS = np.frombuffer(b"]}", dtype=np.uint8)
+
+
+def check_bounds(raw: bytes) -> None:
+    """Refuse, before any parsing, a payload too large, too deep or not UTF-8.
+
+    Raises:
+        CommandError: naming the limit.
+    """
+    if len(raw) > MAX_COMMAND_BYTES:
+        raise CommandError(f"command is {len(raw)} bytes; the limit is {MAX_COMMAND_BYTES}")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"invalid UTF-8 at byte {exc.start}") from None
+    depth = nesting_depth(raw)
+    if depth > MAX_COMMAND_DEPTH:
+        raise CommandError(
+            f"command nests arrays/objects more than {MAX_COMMAND_DEPTH} levels deep;"
+            f" the limit is {MAX_COMMAND_DEPTH} (a command needs 2)"
+        )
+
+
+def _decode_error(exc: msgspec.DecodeError, raw: bytes) -> CommandError:
+    """A JSON syntax error for an operator (msgspec reports a lone surrogate escape as
+    "truncated" or a bad hex escape)."""
+    if any(word in str(exc) for word in ("truncated", "hex escape", "surrogate")):
+        try:
+            json.loads(raw)  # depth is bounded already: the stdlib parser is safe here
+        except ValueError:
+            pass
+        else:
+            return CommandError(r"invalid UTF-8: a string holds a lone surrogate (e.g. \ud800)")
+    return CommandError(f"malformed JSON: {exc}")
+
 
 _decoder = msgspec.json.Decoder(Command)
 _encoder = msgspec.json.Encoder()
@@ -134,9 +197,11 @@ def parse_command(payload: bytes | str, *, command: str | None = None) -> Comman
     Raises:
         CommandError: with a specific message (bad JSON, unknown command, wrong type...).
     """
-    raw = payload.encode() if isinstance(payload, str) else payload
-    if len(raw) > MAX_COMMAND_BYTES:
-        raise CommandError(f"command is {len(raw)} bytes; the limit is {MAX_COMMAND_BYTES}")
+    try:
+        raw = payload.encode() if isinstance(payload, str) else payload
+    except UnicodeEncodeError as exc:
+        raise CommandError(f"invalid UTF-8 at character {exc.start}") from None
+    check_bounds(raw)
     if not raw.strip():
         raise CommandError("empty command: expected a JSON object")
     if command is not None:
@@ -148,7 +213,7 @@ def parse_command(payload: bytes | str, *, command: str | None = None) -> Comman
         try:
             obj = msgspec.json.decode(raw)
         except msgspec.DecodeError as exc:
-            raise CommandError(f"malformed JSON: {exc}") from None
+            raise _decode_error(exc, raw) from None
         if not isinstance(obj, dict):
             raise CommandError(f"expected a JSON object, got {type(obj).__name__}")
         given = obj.setdefault("command", command)
@@ -160,7 +225,7 @@ def parse_command(payload: bytes | str, *, command: str | None = None) -> Comman
     except msgspec.ValidationError as exc:
         raise CommandError(_explain(str(exc), raw)) from None
     except msgspec.DecodeError as exc:
-        raise CommandError(f"malformed JSON: {exc}") from None
+        raise _decode_error(exc, raw) from None
     _check_values(cmd)
     return cmd
 
@@ -267,6 +332,12 @@ def _check_values(cmd: Command) -> None:
     elif isinstance(cmd, ClearFault):
         if not cmd.all and cmd.fault_id is None and cmd.target is None:
             raise CommandError("clear needs 'fault_id', 'target' or 'all': true")
+    elif isinstance(cmd, SetSpeed):
+        if not (cmd.speed == 0 or MIN_SPEED <= cmd.speed <= MAX_SPEED):
+            raise CommandError(
+                f"speed must be 0 (flat out) or between {MIN_SPEED:g} and {MAX_SPEED:g}"
+                f" simulated seconds per wall second, got {cmd.speed!r}"
+            )
     elif isinstance(cmd, SetParam):
         if not cmd.name:
             raise CommandError("set needs a parameter 'name'")
