@@ -12,6 +12,14 @@ the tick, one that mostly waits halves it again, never below the tick it started
 with (or the one an operator set). The model's results do not depend on the tick
 (docs/MODEL.md, "Time scales"), so this trades nothing but the granularity of
 arrivals for keeping up; each change is a ``tick`` command, so a recording replays it.
+
+A command cuts a pacing sleep short (``submit`` wakes the engine), so it applies at
+the next tick boundary however slow the speed. Operator commands (pause, resume,
+clear) go ahead of the others queued at the same boundary. ``health`` says whether
+the engine keeps pace: ``behind`` (it steps all the time and still falls short: the
+fabric costs more than the speed allows) or ``starved`` (it falls short while it
+steps less than half of the time: the process's other work, or the machine, holds
+it up).
 """
 
 from __future__ import annotations
@@ -19,13 +27,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from fabric_core.bus import SnapshotBus
 from fabric_core.commands import (
+    MAX_SPEED,
     MAX_TICK_S,
+    MIN_SPEED,
     MIN_TICK_S,
+    ClearFault,
     Command,
     CommandError,
     CommandResult,
@@ -42,6 +54,28 @@ from fabric_core.snapshot import Snapshot
 class _Pending:
     command: Command
     reply: asyncio.Future[CommandResult]
+
+
+#: Commands an operator needs even while a flood of others is queued: applied first.
+URGENT_COMMANDS = (Pause, Resume, ClearFault)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineHealth:
+    """How the engine keeps up with its pace (see the module docstring).
+
+    Attributes:
+        pacing: ``ok``, ``behind``, ``starved``, ``paused`` or ``flat-out`` (speed 0).
+        busy_fraction: share of the recent wall time the engine did not sleep that went
+            into stepping the fabric (0..1; the rest: snapshots, the event loop's other work).
+        queued_commands: commands waiting for the next tick boundary.
+        flows_refused_total: flows the admission limits refused (``fabric_core.admission``).
+    """
+
+    pacing: str
+    busy_fraction: float
+    queued_commands: int
+    flows_refused_total: int
 
 
 class Engine:
@@ -80,8 +114,10 @@ class Engine:
             max_tick_s: the longest tick the engine may switch to when it cannot
                 keep up with ``speed``; None keeps the tick fixed.
         """
-        if speed < 0:
-            raise ValueError("speed must be >= 0")
+        if not (speed == 0 or MIN_SPEED <= speed <= MAX_SPEED):
+            raise ValueError(
+                f"speed must be 0 (flat out) or between {MIN_SPEED:g} and {MAX_SPEED:g}, got {speed!r}"
+            )
         if max_tick_s is not None and not MIN_TICK_S <= max_tick_s <= MAX_TICK_S:
             raise ValueError(f"max tick must be between {MIN_TICK_S:g} and {MAX_TICK_S:g} s")
         self.fabric = fabric
@@ -91,12 +127,14 @@ class Engine:
         self.publish_interval_s = publish_interval_s
         self.max_batch_wall_s = max_batch_wall_s
         self._on_command = on_command
-        self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
+        self._queue: deque[_Pending] = deque()
+        self._urgent: deque[_Pending] = deque()
         self._stop = asyncio.Event()
         self._wake = asyncio.Event()
         self._wall_start = time.monotonic()
         self._measured_speed = 0.0
         self._recent = (0.0, 0.0)  # (simulated, wall) seconds, decaying sums over batches
+        self._busy = (0.0, 0.0)  # (stepping, wall) seconds, decaying sums over batches
         self._ticks_per_batch = 1
         self._peers: list[Engine] = []
         self.max_tick_s = max_tick_s
@@ -120,15 +158,21 @@ class Engine:
     async def submit(self, command: Command) -> CommandResult:
         """Queue a command; returns its result once applied at a tick boundary."""
         reply: asyncio.Future[CommandResult] = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Pending(command, reply))
+        queue = self._urgent if isinstance(command, URGENT_COMMANDS) else self._queue
+        queue.append(_Pending(command, reply))
         self._wake.set()  # cut a pacing sleep short: commands apply at the next boundary
         return await reply
 
+    @property
+    def queued(self) -> int:
+        """Commands waiting for the next tick boundary."""
+        return len(self._queue) + len(self._urgent)
+
     def _apply_pending(self) -> bool:
-        """Apply queued commands; True if any was applied (a snapshot is due)."""
+        """Apply queued commands, operator ones first; True if any was applied."""
         applied = False
-        while not self._queue.empty():
-            pending = self._queue.get_nowait()
+        while self._urgent or self._queue:
+            pending = (self._urgent or self._queue).popleft()
             result = self.apply(pending.command)
             if not pending.reply.done():  # the caller may have given up waiting
                 pending.reply.set_result(result)
@@ -170,6 +214,24 @@ class Engine:
     def stop(self) -> None:
         """Ask ``run`` to return after the current batch."""
         self._stop.set()
+        self._wake.set()
+
+    @property
+    def health(self) -> EngineHealth:
+        """Whether the engine keeps pace now (see ``EngineHealth``)."""
+        stepping, wall = self._busy
+        busy = stepping / wall if wall > 0 else 0.0
+        if not self.running:
+            pacing = "paused"
+        elif self.speed == 0:
+            pacing = "flat-out"
+        elif wall > 0 and self._measured_speed < self.BEHIND * self.speed:
+            pacing = "behind" if busy >= 0.5 else "starved"
+        else:
+            pacing = "ok"
+        admission = getattr(self.fabric.faults, "admission", None)
+        refused = 0 if admission is None else int(admission.refused_flows_total)
+        return EngineHealth(pacing, min(busy, 1.0), self.queued, refused)
 
     def snapshot(self) -> Snapshot:
         """Build a snapshot of the fabric now, with the engine's pacing figures."""
@@ -216,8 +278,12 @@ class Engine:
         )
 
     async def _idle(self, seconds: float) -> None:
+        """Sleep up to ``seconds``; a command (``submit``) or ``stop`` ends it at once."""
+        if self._queue or self._urgent or self._stop.is_set():
+            return
+        self._wake.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stop.wait(), timeout=seconds)
+            await asyncio.wait_for(self._wake.wait(), timeout=seconds)
 
     async def _run_batch(self) -> None:
         """Run a batch of ticks in a worker thread, then sleep to keep pace."""
@@ -229,6 +295,7 @@ class Engine:
         sim0 = self.fabric.sim_time_s
         await asyncio.to_thread(self.fabric.run_ticks, n)
         wall = max(time.monotonic() - wall0, 1e-9)
+        stepping = wall
         sim = self.fabric.sim_time_s - sim0
         # adapt the batch so that it lasts about max_batch_wall_s / 2
         per_tick = wall / n
@@ -240,8 +307,9 @@ class Engine:
             wall_from, sim_from = self._pace_from
             wait = wall_from + (self.fabric.sim_time_s - sim_from) / self.speed - time.monotonic()
             if wait > 0:
-                await self._idle(wait)
-                waited = wait
+                slept_from = time.monotonic()
+                await self._idle(wait)  # a command cuts it short
+                waited = max(time.monotonic() - slept_from, 1e-9)
             elif wait < -self.publish_interval_s:
                 self._pace_from = None  # far behind: keep pace from here, no catch-up burst
             # Throttle the batch so one batch never spans much more than the interval.
@@ -255,6 +323,8 @@ class Engine:
         recent_sim, recent_wall = self._recent
         self._recent = (0.8 * recent_sim + sim, 0.8 * recent_wall + elapsed)
         self._measured_speed = self._recent[0] / self._recent[1]
+        busy_step, busy_wall = self._busy
+        self._busy = (0.8 * busy_step + stepping, 0.8 * busy_wall + elapsed - waited)
         if self.speed > 0 and self.max_tick_s is not None:
             # behind: busy all the time and still below the pace (smoothed over batches)
             behind = waited == 0 and self._measured_speed < self.BEHIND * self.speed
