@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core.admission import Admission
 from fabric_core.commands import ClearFault, CommandError, InjectFault, unknown
 from fabric_core.snapshot import FaultView, LinkStatus, LinkTable, NodeTable
 
@@ -142,6 +143,7 @@ class Fault:
     #: bytes lost on the failed part and sent again (reroute), counted by ``recovery``
     lost_bytes: float = 0.0
     sent: int = 0  # incast: rounds started so far
+    refused: int = 0  # incast: flows the admission limits refused
 
     @property
     def state(self) -> str:
@@ -186,6 +188,8 @@ class FaultBook:
     _ids: itertools.count[int] = field(default_factory=itertools.count)
     #: the fabric's flow control ("credit" | "pfc"); kept current by ``recovery.track``
     flow_control: str = "credit"
+    #: what faults (and the fabric) may add in flows (``fabric_core.admission``)
+    admission: Admission = field(default_factory=Admission)
 
     def __post_init__(self) -> None:
         n = len(self.links)
@@ -200,6 +204,8 @@ class FaultBook:
         self.down_since_s = np.full(n, np.inf)
         #: (simulated time, delivered bytes so far) per tick, for the recovery measurement
         self.delivered_history: deque[tuple[float, float]] = deque(maxlen=4096)
+        #: incasts cleared since the last tick: ``recovery`` cancels their unsent messages
+        self.cleared_incasts: list[Fault] = []
         self.buffer_base: NDArray[np.float64] | None = None  # buffers before credit loss
         self.buffer_written: NDArray[np.float64] | None = None
 
@@ -268,7 +274,30 @@ class FaultBook:
             if not lo <= float(value) <= hi:
                 raise CommandError(f"{cmd.kind}: {name} must be in [{lo:g}, {hi:g}], got {value!r}")
             params[name] = float(value)
+        if kind.name == "incast":
+            self._check_incast(node, params)
         return kind, ids, node, params
+
+    def _check_incast(self, node: int, params: dict[str, float | str]) -> None:
+        """An incast's parameters against what the fabric can carry: there must be that
+        many other GPUs, and a sender cannot offer more than its NIC's line rate."""
+        others = sum(1 for k in self.nodes.kind if k == "gpu") - 1
+        senders = float(params["senders"])
+        if senders > others:
+            raise CommandError(
+                f"incast: senders must be at most {others} (the GPUs other than the target),"
+                f" got {senders:g}"
+            )
+        gpus = np.array([k == "gpu" for k in self.nodes.kind])
+        uplinks = gpus[self.links.src] & (self.links.src != node)
+        nic_Bps = float(self.links.bandwidth_Bps[uplinks].min()) if uplinks.any() else 0.0
+        size, period = float(params["size_bytes"]), float(params["period_s"])
+        if nic_Bps > 0 and size / period > nic_Bps * (1 + 1e-9):
+            raise CommandError(
+                f"incast: each sender would offer size_bytes/period_s = {size / period:.3g} B/s,"
+                f" more than its NIC's line rate {nic_Bps:.3g} B/s: raise period_s to at least"
+                f" {size / nic_Bps:.3g} s or lower size_bytes to at most {nic_Bps * period:.3g}"
+            )
 
     # ---------------------------------------------------------------- changes
     def inject(self, cmd: InjectFault, now_s: float) -> Fault:
@@ -325,6 +354,8 @@ class FaultBook:
         f.cleared_at_s = now_s
         if f.kind in DOWN_KINDS:
             self.down_count[f.links] -= 1
+        elif f.kind == "incast":
+            self.cleared_incasts.append(f)
         self._refresh()
         self.emit("info", "fault_cleared", f.target, f"{f.kind} on {f.target} cleared ({f.id})")
 

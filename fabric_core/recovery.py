@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core.admission import admit_rounds
 from fabric_core.commands import ClearFault, CommandError, InjectFault, unknown
 from fabric_core.faults import FAULT_KINDS, Fault, FaultBook
 from fabric_core.profiles import Profile
@@ -383,8 +384,34 @@ def _endpoint_ingress(fabric: Fabric, node: int) -> int:
     return int(np.flatnonzero(links.dst == node)[0])
 
 
+def incast_tag_base(f: Fault) -> int:
+    """The first tag of an incast fault's flows: each fault has its own tag range,
+    ``INCAST_TAG_BASE + (fault number mod 64) × 2**36``, and round × 4096 + sender
+    within it (tags stay below 2**43, so routing's ``tag × 1_000_003`` key fits int64)."""
+    return INCAST_TAG_BASE + (int(f.id.removeprefix("f")) % 64) * _INCAST_TAG_SPAN
+
+
+_INCAST_TAG_SPAN = 1 << 36
+
+
+def _incast_slots(fabric: Fabric, f: Fault) -> NDArray[np.bool_]:
+    """Slots (in flight, or a sprayed head waiting for its siblings) of ``f``'s flows."""
+    fl = fabric.flows
+    base = incast_tag_base(f)
+    return np.asarray(
+        (fl.active | fl.held)
+        & (fl.workload == INCAST_WORKLOAD)
+        & (fl.tag >= base)
+        & (fl.tag < base + _INCAST_TAG_SPAN),
+        dtype=np.bool_,
+    )
+
+
 def _incasts(fabric: Fabric, book: FaultBook, now: float) -> None:
-    """Start the messages of active incast faults due in [now, now + dt)."""
+    """Start the messages of active incast faults due in [now, now + dt), within the
+    admission limits (``fabric_core.admission``); cancel a cleared one's unsent ones."""
+    while book.cleared_incasts:
+        _cancel_incast(fabric, book.cleared_incasts.pop())
     dt = fabric.dt_s
     for f in book.active("incast"):
         period = float(f.params["period_s"])
@@ -397,23 +424,91 @@ def _incasts(fabric: Fabric, book: FaultBook, now: float) -> None:
         pool = pool[pool != f.node][: int(f.params["senders"])]
         if pool.size == 0:
             continue
-        r = np.arange(f.sent, due)
-        src = np.tile(pool, r.size)
-        ready = np.repeat(f.injected_at_s + r * period, pool.size)
-        n = src.size
+        size = float(f.params["size_bytes"])
+        first_round = f.sent
+        f.sent = due
+        ok, considered = _admit_incast(fabric, book, f, pool, rounds, size)
+        refused = rounds * pool.size - int(ok.sum())
+        if refused:
+            _refused(fabric, book, f, refused, size)
+        if not ok.any():
+            continue
+        r = np.repeat(np.arange(first_round, first_round + considered), pool.size)[ok]
+        sender = np.tile(np.arange(pool.size), considered)[ok]
+        n = r.size
         cls = fabric.classes.index("bulk") if "bulk" in fabric.classes else 0
         fabric.start_flows(
-            src,
+            pool[sender],
             np.full(n, f.node, dtype=np.int64),
-            np.full(n, float(f.params["size_bytes"])),
+            np.full(n, size),
             traffic_class=cls,
             workload=INCAST_WORKLOAD,
-            tag=INCAST_TAG_BASE
-            + np.repeat(r, pool.size) * 4096
-            + np.tile(np.arange(pool.size), r.size),
-            ready_s=np.maximum(ready, now),
+            tag=incast_tag_base(f) + (r % (1 << 24)) * 4096 + sender,
+            ready_s=np.maximum(f.injected_at_s + r * period, now),
         )
-        f.sent = due
+
+
+def _admit_incast(
+    fabric: Fabric, book: FaultBook, f: Fault, pool: NDArray[np.int64], rounds: int, size: float
+) -> tuple[NDArray[np.bool_], int]:
+    """Which of the due rounds' flows the limits admit; (mask, rounds it covers).
+
+    Only the first rounds up to the largest per-sender room can hold an admitted flow,
+    so a long backlog of due rounds (a long tick, a tiny period) is never materialised."""
+    fl = fabric.flows
+    lim = book.admission.limits
+    mine = _incast_slots(fabric, f)
+    heads = np.flatnonzero(mine & (fl.parent == np.arange(fl.capacity)))
+    live = fl.active & mine
+    outstanding = float((fl.size[live] - fl.delivered[live]).sum())
+    in_flight = np.zeros(len(fabric.topo.nodes), dtype=np.int64)
+    np.add.at(in_flight, fl.src[heads], 1)
+    sender_room = lim.per_sender_flows - in_flight[pool]
+    considered = int(min(rounds, max(int(sender_room.max()), 0)))
+    flow_room = min(lim.fault_flows - heads.size, book.admission.room(fl.n_parents))
+    ok = admit_rounds(sender_room, considered, size, flow_room, lim.fault_bytes - outstanding)
+    return ok, considered
+
+
+def _refused(fabric: Fabric, book: FaultBook, f: Fault, refused: int, size: float) -> None:
+    first = f.refused == 0
+    f.refused += refused
+    book.admission.refuse(refused, refused * size)
+    if first:
+        lim = book.admission.limits
+        fabric.emit(
+            "warning",
+            "flows_refused",
+            f.target,
+            f"{f.kind} {f.id}: admission limits reached ({lim.per_sender_flows} flows per "
+            f"sender, {lim.fault_flows} flows or {lim.fault_bytes:.3g} bytes outstanding per "
+            f"fault, {lim.fabric_flows} flows fabric-wide): further messages are refused "
+            f"and counted (fabtop_flows_refused_total)",
+        )
+
+
+def _cancel_incast(fabric: Fabric, f: Fault) -> None:
+    """A cleared incast's messages not sent yet are cancelled (their bytes leave the
+    injected total); what is already in the network drains and is delivered."""
+    fl = fabric.flows
+    slots = np.flatnonzero(_incast_slots(fabric, f) & fl.active)
+    if slots.size == 0:
+        return
+    unsent = fl.backlog[0, slots].copy()
+    fl.backlog[0, slots] = 0.0
+    fl.size[slots] -= unsent
+    per_flow = np.zeros(fl.capacity)
+    np.add.at(per_flow, fl.parent[slots], unsent)
+    fl.parent_size[slots] -= per_flow[fl.parent[slots]]
+    fabric.injected_bytes -= float(unsent.sum())
+    cancelled = int(np.count_nonzero(fl.size[slots] <= fl.delivered[slots] + 1e-6))
+    fabric.emit(
+        "info",
+        "flows_cancelled",
+        f.target,
+        f"{f.kind} {f.id} cleared: {cancelled} of its {slots.size} messages in flight cancelled "
+        f"({float(unsent.sum()):.3g} bytes not sent yet); the rest drain",
+    )
 
 
 # ---------------------------------------------------------------------- schedules
