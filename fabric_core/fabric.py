@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -48,19 +48,18 @@ from fabric_core.snapshot import (
     WorkloadView,
     frozen,
 )
-from fabric_core.step import (
-    EntryIndex,
-    RankLayout,
-    Solution,
-    build_index,
-    finish_within_tick,
-    solve,
-    sum_by,
-)
+from fabric_core.step import EntryIndex, RankLayout, ReferenceTick, Solution
 from fabric_core.topology import Topology
 from fabric_core.workloads import Completions, Workload
 
+if TYPE_CHECKING:
+    from fabric_core.kernels.tick import CompiledTick
+
 MAX_EVENTS = 500
+#: The tick's solver: numba kernels, or the vectorised numpy reference they are tested
+#: against (``fabric_core.step``; the same results, some 10x slower).
+Solver = Literal["compiled", "reference"]
+SOLVERS: tuple[Solver, ...] = ("compiled", "reference")
 #: Round trip that sets RoCE's go-back-N window on a bit error (the bytes in flight
 #: at line rate): a few µs across a 3-tier fabric plus NIC time; a guess.
 GO_BACK_N_RTT_S = 10e-6
@@ -128,6 +127,7 @@ class Fabric:
         cluster: str = "fabtop",
         scenario: str = "custom",
         class_vl: Mapping[str, int] | None = None,
+        solver: Solver = "compiled",
     ) -> None:
         if dt_s <= 0:
             raise ValueError("dt must be > 0")
@@ -167,6 +167,16 @@ class Fabric:
             wl.attach(self)
         L = len(topo.links)
         self._layout = RankLayout.of(_link_rank(topo))
+        self.solver = solver
+        self._tick: ReferenceTick | CompiledTick
+        if solver == "compiled":
+            from fabric_core.kernels.tick import CompiledTick  # imports numba: only when used
+
+            self._tick = CompiledTick.of(self._layout, self.n_vls)
+        elif solver == "reference":
+            self._tick = ReferenceTick(self._layout, self.n_vls)
+        else:
+            raise ValueError(f"solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
         self.to_endpoint = topo.nodes.tier[topo.links.dst] == 0
         self._endpoint_queues = np.repeat(self.to_endpoint, self.n_vls)
         self._index: EntryIndex | None = None
@@ -216,8 +226,9 @@ class Fabric:
             self.buffer_bytes = self.roce.pfc.buffer.copy()
 
     @classmethod
-    def from_scenario(cls, scn: Scenario) -> Fabric:
-        """Build the fabric a scenario describes (fresh workloads, scheduled faults).
+    def from_scenario(cls, scn: Scenario, solver: Solver = "compiled") -> Fabric:
+        """Build the fabric a scenario describes (fresh workloads, scheduled faults), solved
+        by ``solver``.
 
         Raises:
             ScenarioError: a workload or scheduled fault does not fit the topology.
@@ -233,6 +244,7 @@ class Fabric:
                 cluster=scn.cluster,
                 scenario=scn.name,
                 class_vl=scn.classes,
+                solver=solver,
             )
         except ValueError as exc:
             raise ScenarioError(f"{scn.source}: {exc}") from None
@@ -433,47 +445,42 @@ class Fabric:
         self._generate(now, dt)
         status = self.faults.status()
         self._track_link_changes(status, now)
-        fl = self.flows
-        if self._index is None or self._index.version != fl.version:
-            self._index = build_index(fl, self._layout, self.n_vls)
-        idx = self._index
-        L = len(self.topo.links)
-        n_bufs = L * self.n_vls
+        idx = self._current_index()
         if idx.size == 0:
             self.link_rate[:] = 0.0
             self._finish_tick(status, dt)
             return
+        fl = self.flows
+        L = len(self.topo.links)
+        n_bufs = L * self.n_vls
         # the flow table's per-hop arrays, flat: one gather per tick instead of a 2-D one
-        backlog_table = fl.backlog.reshape(-1)
-        rate_table = fl.rate.reshape(-1)
-        backlog = backlog_table[idx.pos]
+        backlog = fl.backlog.reshape(-1)[idx.pos]
         goodput = self._goodput()
         cap = self.capacity(status, goodput)
-        free = np.maximum(self.buffer_bytes - self.occupancy, 0.0)
-        free[self._endpoint_queues] = 1e30  # the NIC sinks at line rate
-        warm = rate_table[idx.pos]
+        warm = fl.rate.reshape(-1)[idx.pos]
         stormed = self._stormed_queues()
         limit = self._start_limit(idx, cap, now, dt)
         if self.roce is not None:
             entry_cap, room = self.roce.limits(self, idx, backlog, cap, stormed, now, dt)
             if limit is not None:
                 entry_cap = np.minimum(entry_cap, limit)
-            sol = solve(idx, backlog, cap, room, dt, warm, entry_cap=entry_cap)
+            sol = self._solve(idx, backlog, cap, room, dt, warm, entry_cap)
         else:
+            free = np.maximum(self.buffer_bytes - self.occupancy, 0.0)
+            free[self._endpoint_queues] = 1e30  # the NIC sinks at line rate
             if stormed.any():
                 # a NIC that stops taking data (stuck, storming) returns no credits
                 base = np.full(idx.size, np.inf) if limit is None else limit
                 limit = np.where(stormed[idx.queue], 0.0, base)
-            sol = solve(idx, backlog, cap, free, dt, warm, entry_cap=limit, warm_share=self._share)
+            sol = self._solve(idx, backlog, cap, free, dt, warm, limit)
         self._share = sol.share
         rate = sol.rate
-        arrival = sol.padded[idx.prev_pad]
-        new_backlog = backlog + (arrival - rate) * dt
-        np.maximum(new_backlog, 0.0, out=new_backlog)
-        backlog_table[idx.pos] = new_backlog
-        rate_table[idx.pos] = rate
-        # per-link figures
-        self.link_rate = sum_by(idx.link, rate, L)
+        moved = self._tick.move(idx, sol, backlog, fl, L, n_bufs, dt)
+        self.link_rate = moved.link_rate
+        self.occupancy = moved.occupancy
+        self.buffer_drain = moved.drain
+        self.delivered_bytes += moved.delivered_bytes
+        # per-link counters
         carried = self.link_rate * dt
         c = self.counters
         c["tx_bytes_total"] += carried
@@ -482,26 +489,42 @@ class Fabric:
         c["retransmitted_bytes_total"] += resent
         c["link_error_recovery_total"] += resent / self.profile.mtu_bytes
         c["symbol_errors_total"] += carried * 8 * self.faults.ber
-        # bytes in, and drained from, each switch buffer (bytes at the NIC go to the pad)
-        self.occupancy = sum_by(idx.drains_pad, new_backlog, n_bufs + 1)[:n_bufs]
-        self.buffer_drain = sum_by(idx.drains_pad, rate, n_bufs + 1)[:n_bufs]
         if self.roce is not None:
-            self.roce.after_tick(self, idx, rate, arrival, new_backlog, sol, stormed, now, dt)
+            self.roce.after_tick(
+                self, idx, rate, moved.arrival, moved.new_backlog, sol, stormed, now, dt
+            )
         else:
             # credit-starved: a buffer that held back inflow that wanted in this tick
-            inflow = sum_by(idx.buf_pad, rate, n_bufs + 1)[:n_bufs]
-            held_back = np.where((sol.alpha < 1 - 1e-9) & (inflow > 0), sol.alpha, 1.0)
+            held_back = np.where((sol.alpha < 1 - 1e-9) & (moved.inflow > 0), sol.alpha, 1.0)
             alpha_link = _over_lanes(held_back, self.n_vls)
             self.paused = alpha_link < 1 - 1e-9
             c["transmit_wait_seconds_total"] += (1 - alpha_link) * dt
-        # deliveries and completions
-        last = idx.last
-        got = rate[last] * dt
-        np.add.at(fl.delivered, idx.last_flow, got)
-        self.delivered_bytes += float(got.sum())
         self.hop_updates += idx.size
-        self._complete(idx, sol, cap, now, dt)
+        if moved.done.size:
+            self._complete(idx, sol, cap, moved.done, now, dt)
         self._finish_tick(status, dt)
+
+    def _current_index(self) -> EntryIndex:
+        """The entry index of the flows in flight, rebuilt when the set of flows changed."""
+        fl = self.flows
+        if self._index is None or self._index.version != fl.version:
+            self._index = self._tick.build_index(fl)
+        return self._index
+
+    def _solve(
+        self,
+        idx: EntryIndex,
+        backlog: NDArray[np.float64],
+        cap: NDArray[np.float64],
+        free: NDArray[np.float64],
+        dt: float,
+        warm: NDArray[np.float64],
+        entry_cap: NDArray[np.float64] | None,
+    ) -> Solution:
+        """The tick's rates. ``free`` is each buffer's room: credits on the credit fabric,
+        the PFC bound on RoCE."""
+        share = self._share if self.roce is None else None
+        return self._tick.solve(idx, backlog, cap, free, dt, warm, entry_cap, share)
 
     def _start_limit(
         self, idx: EntryIndex, cap: NDArray[np.float64], now: float, dt: float
@@ -577,25 +600,14 @@ class Fabric:
         idx: EntryIndex,
         sol: Solution,
         cap: NDArray[np.float64],
+        flows: NDArray[np.intp],
         now: float,
         dt: float,
     ) -> None:
+        """Retire the flows whose bytes have all arrived this tick and report them."""
         fl = self.flows
-        lf = idx.last_flow
-        remaining = fl.size[lf] - fl.delivered[lf]
-        done = remaining <= 1e-9 * fl.size[lf] + 1e-6
-        if not done.any():
-            return
-        flows = lf[done]
-        # Sub-tick finish: the latest hop of each finished flow (see finish_within_tick).
-        is_done = np.zeros(fl.capacity, dtype=bool)
-        is_done[flows] = True
-        finishing = is_done[idx.flow]
-        t_entry = finish_within_tick(idx, sol, cap, finishing, dt)
-        fin = np.flatnonzero(finishing)
-        t_flow = np.zeros(fl.capacity)
-        np.maximum.at(t_flow, idx.flow[fin], t_entry[fin])
-        t = t_flow[flows]
+        # sub-tick finish: the latest hop of each finished flow (``step.finish_within_tick``)
+        t = self._tick.finish_times(idx, sol, cap, flows, fl.capacity, dt)
         fluid_end = now + np.minimum(t, dt)
         size = fl.size[flows]
         path0 = fl.path[0, flows]

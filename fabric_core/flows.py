@@ -22,6 +22,11 @@ from numpy.typing import NDArray
 
 from fabric_core.routing import MAX_HOPS
 
+#: A flow is done when what is left is at most this fraction of it plus this many
+#: bytes: the rounding of rate × dt, not bytes still in the network.
+DONE_FRACTION = 1e-9
+DONE_BYTES = 1e-6
+
 
 @dataclass
 class NewFlows:

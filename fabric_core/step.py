@@ -27,12 +27,12 @@ capped at buffer/dt (see DESIGN.md, "Model notes"). The rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.flows import FlowTable
+from fabric_core.flows import DONE_BYTES, DONE_FRACTION, FlowTable
 from fabric_core.routing import MAX_HOPS
 
 #: Water-filling rounds per max-min solve (each round settles the flows whose demand
@@ -131,6 +131,8 @@ class EntryIndex:
     hop_groups: list[NDArray[np.intp]]  # entries by hop (conservation when not feedforward)
     last: NDArray[np.intp]  # last-hop entry of each active flow
     last_flow: NDArray[np.intp]
+    #: the compiled solver's groups (``fabric_core.kernels.tick``); None on the reference
+    csr: Any = None
 
     @property
     def size(self) -> int:
@@ -516,3 +518,101 @@ def finish_within_tick(
     out = np.zeros(idx.size)
     out[fin[order]] = t_sorted
     return out
+
+
+@dataclass
+class Moved:
+    """What a tick's byte move leaves: per entry, per link, per buffer, per flow."""
+
+    new_backlog: NDArray[np.float64]  # per entry, after the tick
+    arrival: NDArray[np.float64]  # per entry: the rate arriving from its previous hop
+    link_rate: NDArray[np.float64]
+    occupancy: NDArray[np.float64]  # per buffer: bytes waiting in it
+    drain: NDArray[np.float64]  # per buffer: rate leaving it
+    inflow: NDArray[np.float64]  # per buffer: rate entering it
+    delivered_bytes: float  # arrived at their destinations this tick
+    done: NDArray[np.intp]  # flows whose bytes have all arrived, in entry order
+
+
+def move_bytes(idx: EntryIndex, sol: Solution, backlog: NDArray[np.float64], flows: FlowTable,
+               n_links: int, n_bufs: int, dt: float) -> Moved:  # fmt: skip
+    """One tick of bytes: backlogs and rates written back into the flow table, the
+    last hops' bytes added to ``flows.delivered``, and the sums the next tick needs."""
+    rate = sol.rate
+    arrival = sol.padded[idx.prev_pad]
+    new_backlog = backlog + (arrival - rate) * dt
+    np.maximum(new_backlog, 0.0, out=new_backlog)
+    flows.backlog.reshape(-1)[idx.pos] = new_backlog
+    flows.rate.reshape(-1)[idx.pos] = rate
+    got = rate[idx.last] * dt
+    np.add.at(flows.delivered, idx.last_flow, got)
+    lf = idx.last_flow
+    remaining = flows.size[lf] - flows.delivered[lf]
+    return Moved(
+        new_backlog=new_backlog,
+        arrival=arrival,
+        link_rate=sum_by(idx.link, rate, n_links),
+        # bytes in, and drained from, each switch buffer (bytes at the NIC go to the pad)
+        occupancy=sum_by(idx.drains_pad, new_backlog, n_bufs + 1)[:n_bufs],
+        drain=sum_by(idx.drains_pad, rate, n_bufs + 1)[:n_bufs],
+        inflow=sum_by(idx.buf_pad, rate, n_bufs + 1)[:n_bufs],
+        delivered_bytes=float(got.sum()),
+        done=lf[remaining <= DONE_FRACTION * flows.size[lf] + DONE_BYTES],
+    )
+
+
+def flow_finish_times(
+    idx: EntryIndex,
+    sol: Solution,
+    capacity: NDArray[np.float64],
+    done: NDArray[np.intp],
+    n_slots: int,
+    dt: float,
+) -> NDArray[np.float64]:
+    """When, inside the tick, each flow in ``done`` sent its last byte: its latest hop's
+    ``finish_within_tick``."""
+    is_done = np.zeros(n_slots, dtype=bool)
+    is_done[done] = True
+    finishing = is_done[idx.flow]
+    t_entry = finish_within_tick(idx, sol, capacity, finishing, dt)
+    fin = np.flatnonzero(finishing)
+    t_flow = np.zeros(n_slots)
+    np.maximum.at(t_flow, idx.flow[fin], t_entry[fin])
+    return t_flow[done]
+
+
+class ReferenceTick:
+    """The numpy solver behind the interface the fabric uses (``kernels.tick.CompiledTick``
+    is the compiled one): the reference the kernels are tested against."""
+
+    def __init__(self, layout: RankLayout, n_vls: int) -> None:
+        self.layout = layout
+        self.n_vls = n_vls
+
+    def build_index(self, flows: FlowTable) -> EntryIndex:
+        """The active entries (see ``build_index``)."""
+        return build_index(flows, self.layout, self.n_vls)
+
+    def solve(
+        self,
+        idx: EntryIndex,
+        backlog: NDArray[np.float64],
+        capacity: NDArray[np.float64],
+        free_bytes: NDArray[np.float64],
+        dt: float,
+        warm: NDArray[np.float64],
+        entry_cap: NDArray[np.float64] | None,
+        warm_share: NDArray[np.float64] | None,
+    ) -> Solution:
+        """The tick's rates (see ``solve``)."""
+        return solve(idx, backlog, capacity, free_bytes, dt, warm, entry_cap, warm_share=warm_share)
+
+    def move(self, idx: EntryIndex, sol: Solution, backlog: NDArray[np.float64],
+             flows: FlowTable, n_links: int, n_bufs: int, dt: float) -> Moved:  # fmt: skip
+        """One tick of bytes (see ``move_bytes``)."""
+        return move_bytes(idx, sol, backlog, flows, n_links, n_bufs, dt)
+
+    def finish_times(self, idx: EntryIndex, sol: Solution, capacity: NDArray[np.float64],
+                     done: NDArray[np.intp], n_slots: int, dt: float) -> NDArray[np.float64]:  # fmt: skip
+        """Sub-tick finish of the flows in ``done`` (see ``flow_finish_times``)."""
+        return flow_finish_times(idx, sol, capacity, done, n_slots, dt)

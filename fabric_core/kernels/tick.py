@@ -1,0 +1,213 @@
+"""The compiled tick's Python face: the same ``EntryIndex`` and ``Solution`` the reference
+solver (``fabric_core.step``) gives, computed by the kernels of this package.
+
+A handful of calls per tick, none of which loops in Python over flows or links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.flows import FlowTable
+from fabric_core.kernels.index import entry_index
+from fabric_core.kernels.move import finish_times, move_bytes
+from fabric_core.kernels.solve import solve_tick
+from fabric_core.step import EntryIndex, Moved, RankLayout, Solution
+
+
+@dataclass(frozen=True)
+class CompiledTick:
+    """The compiled solver of one fabric, with what its kernels need of the topology,
+    built once: links by rank, and buffers in the order credits are settled (lane,
+    then rank, downstream first, as the reference)."""
+
+    link_rank: NDArray[np.int64]
+    rank_link_ptr: NDArray[np.intp]
+    rank_links: NDArray[np.intp]
+    buf_order: NDArray[np.intp]
+    n_vls: int
+
+    @classmethod
+    def of(cls, layout: RankLayout, n_vls: int) -> CompiledTick:
+        """From the reference's rank layout."""
+        sizes = np.array([m.size for m in layout.links], dtype=np.intp)
+        ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+        links = np.concatenate([*layout.links, np.zeros(0, np.intp)]).astype(np.intp)
+        n_links = layout.rank.size
+        buf = np.arange(n_links * n_vls, dtype=np.intp)
+        lane, rank = buf % n_vls, layout.rank[buf // n_vls]
+        order = np.lexsort((rank, lane))[::-1].astype(np.intp)  # (lane, rank) descending
+        return cls(layout.rank.astype(np.int64), ptr, links, np.ascontiguousarray(order), n_vls)
+
+    def build_index(self, flows: FlowTable) -> EntryIndex:
+        """The active entries (see ``build_index``)."""
+        return build_index(flows, self)
+
+    def solve(
+        self,
+        idx: EntryIndex,
+        backlog: NDArray[np.float64],
+        capacity: NDArray[np.float64],
+        free_bytes: NDArray[np.float64],
+        dt: float,
+        warm: NDArray[np.float64],
+        entry_cap: NDArray[np.float64] | None,
+        warm_share: NDArray[np.float64] | None = None,
+    ) -> Solution:
+        """The tick's rates (see ``solve``; progressive filling needs no warm share)."""
+        return solve(idx, self, backlog, capacity, free_bytes, dt, warm, entry_cap)
+
+    def move(
+        self,
+        idx: EntryIndex,
+        sol: Solution,
+        backlog: NDArray[np.float64],
+        flows: FlowTable,
+        n_links: int,
+        n_bufs: int,
+        dt: float,
+    ) -> Moved:
+        """One tick of bytes (``kernels.move.move_bytes``)."""
+        new_backlog, arrival, link_rate, occupancy, drain, inflow, got, done = move_bytes(
+            sol.padded,
+            idx.prev_pad,
+            idx.nxt_pad,
+            idx.link,
+            idx.drains_pad,
+            idx.buf_pad,
+            idx.pos,
+            backlog,
+            flows.backlog.reshape(-1),
+            flows.rate.reshape(-1),
+            flows.delivered,
+            flows.size,
+            n_links,
+            n_bufs,
+            dt,
+        )
+        return Moved(new_backlog, arrival, link_rate, occupancy, drain, inflow, got, done)
+
+    def finish_times(
+        self,
+        idx: EntryIndex,
+        sol: Solution,
+        capacity: NDArray[np.float64],
+        done: NDArray[np.intp],
+        n_slots: int,
+        dt: float,
+    ) -> NDArray[np.float64]:
+        """Sub-tick finish of the flows in ``done`` (``kernels.move.finish_times``)."""
+        csr: IndexCsr = idx.csr
+        return finish_times(
+            sol.padded,
+            sol.level,
+            sol.alpha,
+            idx.link,
+            idx.buf_pad,
+            idx.pos,
+            csr.link_ptr,
+            csr.link_ent,
+            capacity,
+            done,
+            n_slots,
+            dt,
+        )
+
+
+@dataclass(frozen=True)
+class IndexCsr:
+    """Entries grouped for the kernels (offsets ``*_ptr`` into ``*_ent``)."""
+
+    key_ptr: NDArray[np.intp]  # entries of key (rank, lane, fed)
+    link_ptr: NDArray[np.intp]
+    link_ent: NDArray[np.intp]
+    buf_ptr: NDArray[np.intp]
+    buf_ent: NDArray[np.intp]
+
+
+def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
+    """The flow table's active entries, in the reference's order, with the kernels' groups."""
+    (
+        pos,
+        link,
+        queue,
+        prev_pad,
+        nxt_pad,
+        buf_pad,
+        drains_pad,
+        first,
+        key_ptr,
+        link_ptr,
+        link_ent,
+        buf_ptr,
+        buf_ent,
+        feedforward,
+    ) = entry_index(flows.path, flows.vl, flows.active, layout.link_rank, layout.n_vls)
+    n = pos.size
+    hop, flow = np.divmod(pos, flows.capacity)
+    last = np.flatnonzero(nxt_pad == n)
+    return EntryIndex(
+        version=flows.version,
+        hop=hop,
+        flow=flow,
+        pos=pos,
+        link=link,
+        queue=queue,
+        prev_pad=prev_pad,
+        nxt_pad=nxt_pad,
+        buf_pad=buf_pad,
+        drains_pad=drains_pad,
+        heads=np.flatnonzero(prev_pad == n),
+        first=first,
+        feedforward=bool(feedforward),
+        rank_groups=[],
+        buffer_groups=[],
+        hop_groups=[],
+        last=last,
+        last_flow=flow[last],
+        csr=IndexCsr(key_ptr, link_ptr, link_ent, buf_ptr, buf_ent),
+    )
+
+
+def solve(
+    idx: EntryIndex,
+    layout: CompiledTick,
+    backlog: NDArray[np.float64],
+    capacity: NDArray[np.float64],
+    free_bytes: NDArray[np.float64],
+    dt: float,
+    warm: NDArray[np.float64],
+    entry_cap: NDArray[np.float64] | None = None,
+) -> Solution:
+    """The tick's rates (``fabric_core.step.solve``'s contract, compiled)."""
+    csr: IndexCsr = idx.csr
+    if entry_cap is None:
+        entry_cap = np.full(idx.size, np.inf)
+    rate, level, alpha, share = solve_tick(
+        idx.link,
+        idx.prev_pad,
+        idx.nxt_pad,
+        idx.first,
+        idx.hop,
+        csr.key_ptr,
+        csr.link_ptr,
+        csr.link_ent,
+        csr.buf_ptr,
+        csr.buf_ent,
+        idx.feedforward,
+        layout.rank_link_ptr,
+        layout.rank_links,
+        layout.buf_order,
+        2 * layout.n_vls,
+        backlog,
+        capacity,
+        free_bytes,
+        dt,
+        warm,
+        entry_cap,
+        True,
+    )
+    return Solution(padded=rate, level=level, alpha=alpha, share=share)
