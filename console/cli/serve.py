@@ -22,7 +22,9 @@ from console.cli._common import (
     load_from_args,
 )
 from exporters.mqtt.bridge import MqttBridge
+from exporters.mqtt.inbox import check_allowed
 from exporters.mqtt.options import CliError, add_broker_options, broker_config, cluster_name
+from fabric_core.commands import COMMAND_NAMES
 from fabric_core.engine import Engine
 
 log = logging.getLogger("fabtop.serve")
@@ -59,6 +61,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="top:50",
         metavar="MODE",
         help="per-link series: all, top:N or switch (default top:50)",
+    )
+    p.add_argument(
+        "--read-only",
+        action="store_true",
+        help='telemetry and metrics only: every command is answered "read-only"',
+    )
+    p.add_argument(
+        "--allow",
+        metavar="KINDS",
+        help="comma-separated command kinds accepted, e.g. pause,resume,clear (default: all);"
+        f" known: {', '.join(COMMAND_NAMES)}",
     )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(func=main)
@@ -104,7 +117,11 @@ async def _start_metrics(args: argparse.Namespace, engine: Engine) -> Any:
         raise CliError(f"--metrics {args.metrics!r}: {exc}") from None
     try:
         server = start_metrics_server(
-            lambda: engine.bus.latest, host, port, link_metrics=args.link_metrics
+            lambda: engine.bus.latest,
+            host,
+            port,
+            link_metrics=args.link_metrics,
+            health=lambda: engine.health,
         )
         if inspect.isawaitable(server):
             server = await server
@@ -112,6 +129,16 @@ async def _start_metrics(args: argparse.Namespace, engine: Engine) -> Any:
         raise CliError(str(exc)) from None
     log.info("metrics on http://%s/metrics", _address(server.address))
     return server
+
+
+def _allowed(text: str | None) -> frozenset[str] | None:
+    """``--allow`` as a set of command kinds (None when not given)."""
+    if text is None:
+        return None
+    try:
+        return check_allowed(frozenset(w.strip() for w in text.split(",") if w.strip()))
+    except ValueError as exc:
+        raise CliError(f"--allow {text!r}: {exc}") from None
 
 
 def _address(address: Any) -> str:
@@ -128,6 +155,7 @@ async def _serve(args: argparse.Namespace) -> int:
         raise CliError(f"--telemetry-hz must be in (0, 50], got {args.telemetry_hz}")
     if args.top_links < 1:
         raise CliError(f"--top-links must be at least 1, got {args.top_links}")
+    allowed = _allowed(args.allow)
     engine = _build_engine(args)
     metrics = await _start_metrics(args, engine)
     bridge = MqttBridge(
@@ -137,7 +165,14 @@ async def _serve(args: argparse.Namespace) -> int:
         cluster=cluster,
         telemetry_hz=args.telemetry_hz,
         top_links=args.top_links,
+        read_only=args.read_only,
+        allowed=allowed,
+        health=lambda: engine.health,
     )
+    if args.read_only:
+        log.info("read-only: commands are refused")
+    elif allowed is not None:
+        log.info("commands allowed: %s", ", ".join(sorted(allowed)) or "none")
     loop = asyncio.get_running_loop()
 
     def on_signal(sig: signal.Signals) -> None:

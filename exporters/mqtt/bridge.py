@@ -8,25 +8,42 @@ on ``result/<id>`` by ``CommandInbox``.
 When the broker goes away the bridge reconnects with exponential backoff; the
 engine keeps running, nothing is queued meanwhile (telemetry resumes from the
 latest snapshot; events still in the snapshot's window are sent on reconnect).
+
+Hardening (docs/MQTT.md, "Limits"): each command is handled in a task of its own,
+so one message can neither block the others nor end the bridge (an exception is
+logged and answered "internal error"); ``offline`` is published on every exit
+from a connection, not only a clean stop; operator commands (pause, resume,
+clear) are read ahead of a flood (``CommandQueue``) and answered "busy" never;
+incoming messages paho had to discard are counted. The bridge speaks MQTT 5 and
+subscribes with "retain as published", so a retained command is seen as
+retained even when it arrives while subscribed: it is refused and cleared (an
+empty retained message on its topic), once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import secrets
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from typing import Any
 
 import aiomqtt
+from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from exporters.mqtt._tasks import cancel_and_wait
 from exporters.mqtt.client import Backoff, explain, make_client
 from exporters.mqtt.encode import EventCursor, encode_event, encode_meta, encode_telemetry
-from exporters.mqtt.inbox import CommandInbox, Submit
-from exporters.mqtt.schema import encoder
+from exporters.mqtt.inbox import OPERATOR_COMMANDS, CommandInbox, Submit, lenient_id
+from exporters.mqtt.schema import CommandStatsMsg, encoder
 from exporters.mqtt.topics import Topics
 from exporters.mqtt.url import BrokerConfig
 from fabric_core.bus import SnapshotBus
+from fabric_core.commands import CommandResult
+from fabric_core.engine import EngineHealth
 from fabric_core.snapshot import NodeTable, Snapshot
 
 log = logging.getLogger("fabtop.mqtt")
@@ -35,6 +52,73 @@ ONLINE = b"online"
 OFFLINE = b"offline"
 #: Longest gap between two telemetry messages, even when nothing changed (paused engine).
 HEARTBEAT_S = 1.0
+#: Commands handled at once (each waits for its reply to be published); the reader
+#: waits for a place, so a flood backs up into the bounded incoming queue.
+MAX_HANDLERS = 256
+#: Operator commands kept in their own lane of the incoming queue, even when it is full.
+URGENT_QUEUE = 256
+
+
+def _urgent(message: aiomqtt.Message) -> bool:
+    return str(message.topic).rsplit("/", 1)[-1] in OPERATOR_COMMANDS
+
+
+class _TwoLanes:
+    """The deque behind ``CommandQueue``: operator commands first, then the rest."""
+
+    def __init__(self) -> None:
+        self.urgent: deque[aiomqtt.Message] = deque()
+        self.other: deque[aiomqtt.Message] = deque()
+
+    def __len__(self) -> int:
+        return len(self.other)  # what counts against the queue's size limit
+
+    def append(self, message: aiomqtt.Message) -> None:
+        (self.urgent if _urgent(message) else self.other).append(message)
+
+    def popleft(self) -> aiomqtt.Message:
+        return self.urgent.popleft() if self.urgent else self.other.popleft()
+
+
+class CommandQueue(asyncio.Queue):  # type: ignore[type-arg]
+    """aiomqtt's incoming queue with operator commands (pause, resume, clear) read first
+    and never discarded for lack of room (up to ``URGENT_QUEUE`` of them)."""
+
+    _queue: _TwoLanes
+    _forcing = False
+
+    def _init(self, maxsize: int) -> None:
+        self._queue = _TwoLanes()
+
+    def qsize(self) -> int:
+        return len(self._queue.urgent) + len(self._queue.other)
+
+    def empty(self) -> bool:
+        return self.qsize() == 0
+
+    def full(self) -> bool:
+        if self._forcing:
+            return False
+        return 0 < self.maxsize <= len(self._queue.other)
+
+    def put_nowait(self, item: Any) -> None:
+        self._forcing = _urgent(item) and len(self._queue.urgent) < URGENT_QUEUE
+        try:
+            super().put_nowait(item)
+        finally:
+            self._forcing = False
+
+
+class _CountDiscards(logging.Handler):
+    """Counts the messages aiomqtt discards because its incoming queue is full."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.discarded = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "Discarding message" in record.getMessage():
+            self.discarded += 1
 
 
 class MqttBridge:
@@ -50,6 +134,10 @@ class MqttBridge:
         telemetry_hz: float = 4.0,
         top_links: int = 32,
         command_memory: int = 1024,
+        read_only: bool = False,
+        allowed: frozenset[str] | None = None,
+        health: Callable[[], EngineHealth] | None = None,
+        max_in_flight: int = 64,
     ) -> None:
         """Create a bridge (``run`` starts it).
 
@@ -61,6 +149,10 @@ class MqttBridge:
             telemetry_hz: most telemetry messages per second.
             top_links: links per telemetry message (see ``encode.top_links``).
             command_memory: how many applied command ids are remembered.
+            read_only: refuse every command ("read-only").
+            allowed: the only command kinds accepted (None: all).
+            health: the engine's pacing figures for telemetry (``Engine.health``).
+            max_in_flight: commands waiting for the engine at once before "busy".
         """
         if not 0 < telemetry_hz <= 50:
             raise ValueError(f"telemetry rate must be in (0, 50] Hz, got {telemetry_hz}")
@@ -71,6 +163,19 @@ class MqttBridge:
         self.telemetry_hz = telemetry_hz
         self.top_links = top_links
         self.command_memory = command_memory
+        self.read_only = read_only
+        self.allowed = allowed
+        self.health = health
+        self.max_in_flight = max_in_flight
+        self.internal_errors = 0
+        self.replies_lost = 0  # replies that could not be published (broker gone)
+        self.retained_cleared = 0
+        #: (topic, digest) of the retained commands cleared (the last 1024)
+        self._cleared: OrderedDict[tuple[str, bytes], None] = OrderedDict()
+        self._discards = _CountDiscards()
+        self._mqtt_log = logging.getLogger(f"fabtop.mqtt.client.{id(self):x}")
+        self._mqtt_log.addHandler(self._discards)
+        self._mqtt_log.propagate = False
         self.run_id = secrets.token_hex(6)
         self.connected = False
         self.connections = 0
@@ -93,20 +198,37 @@ class MqttBridge:
         if first is None:
             return
         topics = Topics(self.cluster or first.cluster)
-        self.inbox = CommandInbox(topics, self.submit, memory=self.command_memory)
+        self.inbox = CommandInbox(
+            topics,
+            self.submit,
+            memory=self.command_memory,
+            read_only=self.read_only,
+            allowed=self.allowed,
+            max_in_flight=self.max_in_flight,
+        )
         will = aiomqtt.Will(topics.status, OFFLINE, qos=1, retain=True)
         backoff = Backoff()
         while not self._stop.is_set():
-            client = make_client(self.config, role=f"serve-{topics.cluster}", will=will)
+            client = make_client(
+                self.config,
+                role=f"serve-{topics.cluster}",
+                will=will,
+                protocol=aiomqtt.ProtocolVersion.V5,
+                queue_type=CommandQueue,
+                logger=self._mqtt_log,
+            )
             try:
                 async with client:
                     self.connected = True
                     self.connections += 1
                     backoff.reset()
                     log.info("connected to %s as %s", self.config.display(), topics.root)
-                    await self._serve(client, topics)
-                    await client.publish(topics.status, OFFLINE, qos=1, retain=True)
-                    self.said_offline = True
+                    try:
+                        await self._serve(client, topics)
+                    finally:
+                        # on any exit (a stop, an error, a cancellation): the clean
+                        # disconnect suppresses the will, so say it here
+                        await self._say_offline(client, topics)
                     return
             except aiomqtt.MqttError as exc:
                 delay = backoff.next_delay()
@@ -117,13 +239,24 @@ class MqttBridge:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), delay)
 
+    async def _say_offline(self, client: aiomqtt.Client, topics: Topics) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(
+                client.publish(topics.status, OFFLINE, qos=1, retain=True), timeout=2.0
+            )
+            self.said_offline = True
+
     async def _serve(self, client: aiomqtt.Client, topics: Topics) -> None:
         """One connection's life: returns on stop, raises MqttError if the broker goes."""
         snap = self.bus.latest
         if snap is not None:
             await self._publish_meta(client, topics, snap)
         await client.publish(topics.status, ONLINE, qos=1, retain=True)
-        await client.subscribe(topics.cmd_filter, qos=1)
+        # retain as published: a retained command keeps its flag even when it arrives
+        # while the bridge is subscribed (MQTT 3.1.1 brokers clear it then)
+        await client.subscribe(
+            topics.cmd_filter, options=SubscribeOptions(qos=1, retainAsPublished=True)
+        )
         tasks = [
             asyncio.create_task(self._telemetry(client, topics)),
             asyncio.create_task(self._commands(client, topics)),
@@ -153,7 +286,13 @@ class MqttBridge:
                 return
             tick = snap.tick
             await self._publish_meta(client, topics, snap)
-            msg = encode_telemetry(snap, run_id=self.run_id, top_k=self.top_links)
+            msg = encode_telemetry(
+                snap,
+                run_id=self.run_id,
+                top_k=self.top_links,
+                health=None if self.health is None else self.health(),
+                commands=self.command_stats(),
+            )
             await client.publish(topics.telemetry, encoder.encode(msg), qos=0)
             self.telemetry_sent += 1
             for event in self._cursor.new_events(snap.events):
@@ -175,19 +314,83 @@ class MqttBridge:
         await cancel_and_wait([waiter])
         return None if self.bus.closed else self.bus.latest
 
+    def command_stats(self) -> CommandStatsMsg:
+        """The bridge's command counters (every message is counted in exactly one of
+        applied, refused, duplicates, internal_errors, discarded)."""
+        inbox = self.inbox
+        return CommandStatsMsg(
+            applied=0 if inbox is None else inbox.applied,
+            refused=0 if inbox is None else inbox.refused,
+            busy=0 if inbox is None else inbox.busy,
+            duplicates=0 if inbox is None else inbox.duplicates,
+            internal_errors=self.internal_errors,
+            discarded=self._discards.discarded,
+            replies_lost=self.replies_lost,
+            retained_cleared=self.retained_cleared,
+            read_only=self.read_only,
+            allowed=None if self.allowed is None else sorted(self.allowed),
+        )
+
     async def _commands(self, client: aiomqtt.Client, topics: Topics) -> None:
+        """Read commands and hand each to a task of its own (at most ``MAX_HANDLERS``)."""
+        places = asyncio.Semaphore(MAX_HANDLERS)
+        handlers: set[asyncio.Task[None]] = set()
+        try:
+            async for message in client.messages:
+                payload = message.payload
+                if isinstance(payload, str):
+                    data = payload.encode(errors="surrogateescape")
+                elif isinstance(payload, bytes | bytearray):
+                    data = bytes(payload)
+                else:
+                    data = b""
+                if message.retain and not data:
+                    continue  # a retained command being cleared: nothing to answer
+                await places.acquire()
+                task = asyncio.create_task(
+                    self._handle(client, topics, str(message.topic), data, bool(message.retain))
+                )
+                handlers.add(task)
+                task.add_done_callback(handlers.discard)
+                task.add_done_callback(lambda _t: places.release())
+        finally:
+            await cancel_and_wait(list(handlers))
+
+    async def _handle(
+        self, client: aiomqtt.Client, topics: Topics, topic: str, data: bytes, retained: bool
+    ) -> None:
+        """One command: never raises (an exception is logged and answered)."""
         assert self.inbox is not None
-        async for message in client.messages:
-            payload = message.payload
-            if isinstance(payload, str):
-                data = payload.encode()
-            elif isinstance(payload, bytes | bytearray):
-                data = bytes(payload)
-            else:
-                data = b""
-            reply_topic, result = await self.inbox.handle(
-                str(message.topic), data, retained=bool(message.retain)
+        try:
+            reply_topic, result = await self.inbox.handle(topic, data, retained=retained)
+        except Exception:
+            self.internal_errors += 1
+            log.exception("command on %s failed", topic)
+            cid = None
+            with contextlib.suppress(Exception):
+                cid = lenient_id(data)
+            reply_topic = topics.result(cid)
+            result = CommandResult(
+                id=cid, ok=False, error="internal error: the command was not applied"
             )
-            if not result.ok:
-                log.info("command on %s refused: %s", message.topic, result.error)
+        if not result.ok:
+            log.info("command on %s refused: %s", topic, result.error)
+        try:
             await client.publish(reply_topic, result.to_json(), qos=1)
+            if retained:
+                await self._clear_retained(client, topic, data)
+        except aiomqtt.MqttError as exc:
+            self.replies_lost += 1
+            log.warning("reply to %s not sent: %s", topic, exc)
+
+    async def _clear_retained(self, client: aiomqtt.Client, topic: str, data: bytes) -> None:
+        """Delete a refused retained command from the broker (once per topic and body)."""
+        key = (topic, hashlib.sha256(data).digest())
+        if key in self._cleared:
+            return
+        self._cleared[key] = None
+        while len(self._cleared) > 1024:
+            self._cleared.popitem(last=False)
+        await client.publish(topic, b"", qos=1, retain=True)
+        self.retained_cleared += 1
+        log.info("cleared the retained command on %s", topic)

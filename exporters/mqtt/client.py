@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
 import secrets
 
@@ -21,6 +23,9 @@ def make_client(
     role: str,
     will: aiomqtt.Will | None = None,
     timeout_s: float = 10.0,
+    protocol: aiomqtt.ProtocolVersion | None = None,
+    queue_type: type[asyncio.Queue[aiomqtt.Message]] | None = None,
+    logger: logging.Logger | None = None,
 ) -> aiomqtt.Client:
     """A new (not yet connected) client; ``role`` prefixes the generated client id.
 
@@ -39,6 +44,9 @@ def make_client(
         tls_context=config.tls_context(),
         max_queued_outgoing_messages=MAX_QUEUED_OUTGOING,
         max_queued_incoming_messages=MAX_QUEUED_INCOMING,
+        protocol=protocol,
+        queue_type=queue_type,
+        logger=logger,
     )
 
 

@@ -9,8 +9,10 @@ from numpy.typing import NDArray
 
 from exporters.mqtt.schema import (
     SCHEMA_VERSION,
+    CommandStatsMsg,
     EventMsg,
     FaultMsg,
+    HealthMsg,
     HistogramLayoutMsg,
     HistogramMsg,
     LinksMsg,
@@ -21,6 +23,7 @@ from exporters.mqtt.schema import (
     WorkloadMsg,
 )
 from fabric_core import histogram as hist
+from fabric_core.engine import EngineHealth
 from fabric_core.histogram import HistogramView
 from fabric_core.snapshot import Event, LinkStatus, Snapshot
 
@@ -134,8 +137,16 @@ def _faults(snap: Snapshot) -> list[FaultMsg]:
     ]
 
 
-def encode_telemetry(snap: Snapshot, *, run_id: str, top_k: int = 32) -> TelemetryMsg:
-    """The telemetry message for one snapshot."""
+def encode_telemetry(
+    snap: Snapshot,
+    *,
+    run_id: str,
+    top_k: int = 32,
+    health: EngineHealth | None = None,
+    commands: CommandStatsMsg | None = None,
+) -> TelemetryMsg:
+    """The telemetry message for one snapshot (with the engine's pacing and the
+    bridge's command counters when given)."""
     t = snap.totals
     return TelemetryMsg(
         v=SCHEMA_VERSION,
@@ -174,6 +185,15 @@ def encode_telemetry(snap: Snapshot, *, run_id: str, top_k: int = 32) -> Telemet
         },
         faults=_faults(snap),
         params={k: _num(float(v)) for k, v in snap.params.items()},
+        health=None
+        if health is None
+        else HealthMsg(
+            pacing=health.pacing,
+            busy_fraction=health.busy_fraction,
+            queued_commands=health.queued_commands,
+            flows_refused_total=health.flows_refused_total,
+        ),
+        commands=commands,
     )
 
 

@@ -8,7 +8,12 @@ its replies), so every rule is visible here:
   makes a retry safe. A command without a usable id is refused, and the
   refusal goes to ``result`` (no id to name a topic after);
 * retained messages are refused: a retained command would be applied again by
-  every bridge that subscribes later;
+  every bridge that subscribes later (the bridge then clears it, see ``bridge``);
+* ``read_only`` refuses every command ("read-only"); ``allowed`` names the only
+  command kinds accepted (an allow-list; None: all);
+* at most ``max_in_flight`` commands wait for the engine at once; one more is
+  answered "busy" at once rather than queued (pause, resume and clear, the
+  operator's way out of a flood, have ``max_in_flight`` places of their own);
 * an id that was applied successfully is remembered (the last ``memory`` ids):
   the same command again gets the same result with ``"duplicate": true`` and is
   not applied again; a different command under a used id is refused. Refused
@@ -26,24 +31,32 @@ import msgspec
 
 from exporters.mqtt.topics import Topics
 from fabric_core.commands import (
-    MAX_COMMAND_BYTES,
+    COMMAND_ID_CHARS,
+    COMMAND_NAMES,
     Command,
     CommandError,
     CommandResult,
+    check_bounds,
     encode_command,
     parse_command,
 )
 
 Submit = Callable[[Command], Awaitable[CommandResult]]
 
-_ID = re.compile(r"^[\w.:-]{1,64}$")
-# For a body too big to decode: an id near the start still names the reply topic.
-_ID_IN_HEAD = re.compile(rb'"id"\s*:\s*"([\w.:-]{1,64})"')
+#: Command kinds never answered "busy" (they get places of their own).
+OPERATOR_COMMANDS = frozenset({"pause", "resume", "clear"})
+
+_ID = re.compile(rf"{COMMAND_ID_CHARS}{{1,64}}")  # with fullmatch: the whole string, ASCII
+# For a body refused unread (too big, too deep): an id near the start still names the
+# reply topic.
+_ID_IN_HEAD = re.compile(rb'"id"\s*:\s*"(' + COMMAND_ID_CHARS.encode() + rb'{1,64})"')
 
 
 def lenient_id(payload: bytes) -> str | None:
     """The command id if one can be read, even from an invalid command."""
-    if len(payload) > MAX_COMMAND_BYTES:
+    try:
+        check_bounds(payload)  # size, depth, UTF-8: before any parsing
+    except CommandError:
         match = _ID_IN_HEAD.search(payload[:4096])
         return match.group(1).decode() if match else None
     try:
@@ -51,23 +64,50 @@ def lenient_id(payload: bytes) -> str | None:
     except msgspec.DecodeError:
         return None
     cid = obj.get("id") if isinstance(obj, dict) else None
-    return cid if isinstance(cid, str) and _ID.match(cid) else None
+    return cid if isinstance(cid, str) and _ID.fullmatch(cid) else None
+
+
+def check_allowed(names: frozenset[str]) -> frozenset[str]:
+    """An allow-list of command kinds, each checked against the known ones.
+
+    Raises:
+        ValueError: naming the unknown kinds.
+    """
+    bad = sorted(names - set(COMMAND_NAMES))
+    if bad:
+        raise ValueError(
+            f"unknown command kind(s) {', '.join(bad)}; known: {', '.join(COMMAND_NAMES)}"
+        )
+    return names
 
 
 class CommandInbox:
     """Turns (topic, payload) into (reply topic, result); see the module docstring."""
 
     def __init__(
-        self, topics: Topics, submit: Submit, *, memory: int = 1024, timeout_s: float = 10.0
+        self,
+        topics: Topics,
+        submit: Submit,
+        *,
+        memory: int = 1024,
+        timeout_s: float = 10.0,
+        read_only: bool = False,
+        allowed: frozenset[str] | None = None,
+        max_in_flight: int = 64,
     ) -> None:
         self.topics = topics
         self.submit = submit
         self.memory = memory
         self.timeout_s = timeout_s
+        self.read_only = read_only
+        self.allowed = None if allowed is None else check_allowed(frozenset(allowed))
+        self.max_in_flight = max_in_flight
         self._seen: OrderedDict[str, tuple[bytes, asyncio.Future[CommandResult]]] = OrderedDict()
+        self._in_flight = {False: 0, True: 0}  # waiting for the engine: (others, operator)
         self.applied = 0
         self.refused = 0
         self.duplicates = 0
+        self.busy = 0  # refused because too many commands were waiting (counted in refused)
 
     async def handle(
         self, topic: str, payload: bytes, *, retained: bool = False
@@ -79,7 +119,18 @@ class CommandInbox:
             return self._refuse(
                 cid,
                 "retained command refused: publish commands without the retain flag"
-                " (and clear this one with an empty retained message)",
+                " (the emulator clears this retained message)",
+            )
+        if self.read_only:
+            return self._refuse(
+                cid,
+                f"read-only: this emulator serves telemetry and metrics only"
+                f" (fabtop serve --read-only); {name or 'the'} command refused",
+            )
+        if self.allowed is not None and name not in self.allowed:
+            accepted = ", ".join(sorted(self.allowed)) or "none"
+            return self._refuse(
+                cid, f"command {name!r} is not allowed on this emulator (allowed: {accepted})"
             )
         try:
             cmd = parse_command(payload, command=name)
@@ -89,7 +140,19 @@ class CommandInbox:
             return self._refuse(
                 None, f'{name} command has no \'id\': add one, e.g. {{"id": "op-1", ...}}'
             )
-        return self.topics.result(cmd.id), await self._apply_once(cmd.id, cmd)
+        lane = name in OPERATOR_COMMANDS
+        if self._in_flight[lane] >= self.max_in_flight and cmd.id not in self._seen:
+            self.busy += 1
+            return self._refuse(
+                cmd.id,
+                f"busy: {self._in_flight[lane]} commands are waiting for the emulator;"
+                " retry later (pause, resume and clear have places of their own)",
+            )
+        self._in_flight[lane] += 1
+        try:
+            return self.topics.result(cmd.id), await self._apply_once(cmd.id, cmd)
+        finally:
+            self._in_flight[lane] -= 1
 
     def _refuse(self, cid: str | None, error: str) -> tuple[str, CommandResult]:
         self.refused += 1

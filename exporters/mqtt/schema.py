@@ -97,6 +97,34 @@ class WorkloadMsg(msgspec.Struct, frozen=True):
     histograms: dict[str, HistogramMsg]
 
 
+class HealthMsg(msgspec.Struct, frozen=True):
+    """Whether the engine keeps pace (``fabric_core.engine.EngineHealth``)."""
+
+    pacing: str  # ok | behind | starved | paused | flat-out
+    busy_fraction: float
+    queued_commands: int
+    flows_refused_total: int
+
+
+class CommandStatsMsg(msgspec.Struct, frozen=True):
+    """What the bridge did with the commands it received (counters since it started).
+
+    Every message on ``cmd/#`` lands in one of applied, refused (``busy`` is part of
+    it), duplicates, internal_errors or discarded (the incoming queue was full).
+    """
+
+    applied: int
+    refused: int
+    busy: int
+    duplicates: int
+    internal_errors: int
+    discarded: int
+    replies_lost: int
+    retained_cleared: int
+    read_only: bool
+    allowed: list[str] | None
+
+
 class TelemetryMsg(msgspec.Struct, frozen=True):
     """``fabtop/<cluster>/telemetry``: one consistent tick, a few times a second."""
 
@@ -120,6 +148,8 @@ class TelemetryMsg(msgspec.Struct, frozen=True):
     workloads: dict[str, WorkloadMsg]
     faults: list[FaultMsg]
     params: dict[str, float | None]
+    health: HealthMsg | None = None  # absent from emulators older than this field
+    commands: CommandStatsMsg | None = None
 
 
 class NodesMsg(msgspec.Struct, frozen=True):

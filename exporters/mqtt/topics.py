@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 PREFIX = "fabtop"
-_CLUSTER = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_CLUSTER = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # with fullmatch: no trailing newline
 
 
 class TopicError(ValueError):
@@ -32,7 +32,7 @@ def check_cluster(name: str) -> str:
     Raises:
         TopicError: with the reason.
     """
-    if not _CLUSTER.match(name):
+    if not _CLUSTER.fullmatch(name):
         raise TopicError(
             f"cluster name {name!r} must be 1-64 characters among letters, digits, '_', '.', '-'"
         )
