@@ -20,6 +20,7 @@ from exporters.prometheus.options import (
     parse_metrics_address,
 )
 from exporters.prometheus.server import MetricsServer, start_metrics_server
+from fabric_core.engine import EngineHealth
 from fabric_core.snapshot import Snapshot
 
 
@@ -62,7 +63,9 @@ def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def start_from_args(
-    args: argparse.Namespace, get_snapshot: Callable[[], Snapshot | None]
+    args: argparse.Namespace,
+    get_snapshot: Callable[[], Snapshot | None],
+    health: Callable[[], EngineHealth] | None = None,
 ) -> MetricsServer | None:
     """Start the exporter the options ask for; ``None`` with ``--no-metrics``.
 
@@ -72,4 +75,4 @@ def start_from_args(
     if args.no_metrics:
         return None
     host, port = args.metrics
-    return start_metrics_server(get_snapshot, host, port, str(args.link_metrics))
+    return start_metrics_server(get_snapshot, host, port, str(args.link_metrics), health=health)

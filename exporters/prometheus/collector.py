@@ -21,12 +21,17 @@ from exporters.prometheus.links import (
     LinkLabels,
     aggregate_families,
     always_exported,
+    error_totals,
     per_link_families,
     port_counters,
 )
 from exporters.prometheus.options import LinkMetrics
 from exporters.prometheus.selection import DEFAULT_HOLD_S, LinkSelector, heat
+from fabric_core.engine import EngineHealth
 from fabric_core.snapshot import Snapshot
+
+#: The states ``fabtop_engine_pacing`` has a series for (``EngineHealth.pacing``).
+PACING_STATES = ("ok", "behind", "starved", "paused", "flat-out")
 
 #: Every state a fault goes through (``fabtop_fault_state`` has one series per state).
 FAULT_STATES = ("active", "detected", "mitigated", "recovered", "cleared")
@@ -47,6 +52,8 @@ class FabtopCollector(Collector):
         get_snapshot: Callable[[], Snapshot | None],
         link_metrics: LinkMetrics,
         hold_s: float = DEFAULT_HOLD_S,
+        health: Callable[[], EngineHealth] | None = None,
+        scrape_stats: Callable[[], dict[str, float]] | None = None,
     ) -> None:
         """Create the collector.
 
@@ -54,9 +61,13 @@ class FabtopCollector(Collector):
             get_snapshot: returns the latest snapshot (None before the first).
             link_metrics: the ``--link-metrics`` policy.
             hold_s: how long a link stays exported after it left the top N.
+            health: the engine's pacing figures (``Engine.health``), if known.
+            scrape_stats: the HTTP server's counters (``encodes``, ``refused``).
         """
         self._get_snapshot = get_snapshot
         self.link_metrics = link_metrics
+        self._health = health
+        self._scrape_stats = scrape_stats
         self._selector = LinkSelector(link_metrics, hold_s)
         self._labels: LinkLabels | None = None
         self._exported = 0  # links with per-link series in the last scrape
@@ -110,6 +121,7 @@ class FabtopCollector(Collector):
         idx = self._selector.select(
             heat(state.utilisation, state.queue_bytes, snap.links.buffer_bytes),
             always_exported(snap),
+            error_totals(snap),
         )
         self._exported = int(idx.size)
         yield fam.info(
@@ -155,6 +167,58 @@ class FabtopCollector(Collector):
             [{}],
             [float(exported < links)],
         )
+        yield fam.gauge(
+            "fabtop_exporter_links_cut",
+            "Links that qualified for per-link series (hot, down or with errors in the hold "
+            "time) but were left out by the cap on exported links.",
+            [{}],
+            [float(self._selector.cut if snap is not None else 0)],
+        )
+        stats = {} if self._scrape_stats is None else self._scrape_stats()
+        for key, name, doc in (
+            (
+                "encodes",
+                "fabtop_exporter_encodes_total",
+                "Expositions encoded (at most one per snapshot and format; scrapes of the "
+                "same snapshot get the cached bytes).",
+            ),
+            (
+                "refused",
+                "fabtop_exporter_scrapes_refused_total",
+                "Scrapes answered 503 because too many were in progress.",
+            ),
+        ):
+            if key in stats:
+                yield fam.counter(name, doc, [{}], [float(stats[key])])
+        if self._health is not None:
+            h = self._health()
+            yield fam.gauge(
+                "fabtop_engine_pacing",
+                "1 for the engine's pacing state (ok, behind: it steps all the time and "
+                "cannot keep the speed; starved: it falls short while stepping less than "
+                "half of the time; paused; flat-out), 0 for the others.",
+                [{"state": st} for st in PACING_STATES],
+                [float(h.pacing == st) for st in PACING_STATES],
+            )
+            yield fam.gauge(
+                "fabtop_engine_busy_ratio",
+                "Share of the engine's recent wall time, sleeps excluded, spent stepping.",
+                [{}],
+                [h.busy_fraction],
+            )
+            yield fam.gauge(
+                "fabtop_engine_queued_commands",
+                "Commands waiting for the next tick boundary.",
+                [{}],
+                [float(h.queued_commands)],
+            )
+            yield fam.counter(
+                "fabtop_flows_refused_total",
+                "Flows the admission limits refused (per-sender, per-fault or the "
+                "fabric-wide cap; see docs/FAULTS.md).",
+                [{}],
+                [float(h.flows_refused_total)],
+            )
         yield fam.gauge(
             "fabtop_exporter_series",
             "Samples in this scrape before the exporter's own metrics.",

@@ -177,12 +177,17 @@ def port_counters(snap: Snapshot) -> dict[str, F64]:
 
 
 def always_exported(snap: Snapshot) -> NDArray[np.bool_]:
-    """Links exported in every mode but ``switch``: not up, or with errors counted."""
+    """Links exported in every mode but ``switch`` (within the cap): not up now."""
+    return np.asarray(snap.link_state.status != LinkStatus.UP, dtype=np.bool_)
+
+
+def error_totals(snap: Snapshot) -> NDArray[np.float64]:
+    """Per link, the sum of its error counters (a link whose sum grows is "hot")."""
     state = snap.link_state
-    mask = state.status != LinkStatus.UP
+    total = np.zeros(len(snap.links))
     for field in ERROR_FIELDS:
-        mask = mask | (getattr(state, field) > 0)
-    return np.asarray(mask, dtype=np.bool_)
+        total += np.asarray(getattr(state, field), dtype=np.float64)
+    return total
 
 
 def per_link_families(

@@ -1,12 +1,25 @@
-"""Serving the collector over HTTP with prometheus-client's own server."""
+"""Serving the collector over HTTP: one encoding per snapshot, a cap on concurrent scrapes.
+
+A scrape never touches the engine: the HTTP server runs in its own daemon
+threads and reads the latest snapshot. The exposition is encoded at most once
+per snapshot (and format, text or OpenMetrics): every scrape of the same
+snapshot gets the cached bytes, so back-to-back scrapers cost a socket write
+each, not an encoding (the engine publishes ~10 snapshots a second, so at most
+~10 encodings a second whatever the scrape load). At most
+``MAX_CONCURRENT_SCRAPES`` requests are served at once; one more is answered
+``503`` with ``Retry-After: 1`` at once and counted
+(``fabtop_exporter_scrapes_refused_total``).
+"""
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable
-from wsgiref.simple_server import WSGIServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
 
 from exporters.prometheus.collector import FabtopCollector
 from exporters.prometheus.options import (
@@ -15,7 +28,88 @@ from exporters.prometheus.options import (
     DEFAULT_PORT,
     parse_link_metrics,
 )
+from fabric_core.engine import EngineHealth
 from fabric_core.snapshot import Snapshot
+
+#: Scrapes served at the same time; more are refused with 503 (Prometheus retries).
+MAX_CONCURRENT_SCRAPES = 4
+
+
+class ExpositionCache:
+    """The encoded exposition of the latest snapshot, per format; see the module docstring."""
+
+    def __init__(
+        self, registry: CollectorRegistry, get_snapshot: Callable[[], Snapshot | None]
+    ) -> None:
+        self._registry = registry
+        self._get_snapshot = get_snapshot
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[Snapshot | None, bytes]] = {}
+        #: the snapshot being encoded: what the collector reads
+        self.current: Snapshot | None = None
+        self.encodes = 0
+        self.hits = 0
+        self.refused = 0
+
+    def stats(self) -> dict[str, float]:
+        """Counters for the exporter's own metrics."""
+        return {"encodes": self.encodes, "refused": self.refused}
+
+    def get(self, accept: str | None) -> tuple[bytes, str]:
+        """(body, content type) for a request's ``Accept`` header."""
+        encoder, content_type = choose_encoder(accept or "")
+        snap = self._get_snapshot()
+        with self._lock:  # one encoding at a time; the others then find it cached
+            entry = self._entries.get(content_type)
+            if entry is not None and entry[0] is snap and snap is not None:
+                self.hits += 1
+                return entry[1], content_type
+            self.current = snap
+            self.encodes += 1
+            body = encoder(self._registry)
+            self._entries[content_type] = (snap, body)
+            return body, content_type
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    cache: ExpositionCache
+    slots: threading.BoundedSemaphore
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:
+        if self.path.split("?", 1)[0] not in ("/metrics", "/"):
+            self._reply(404, b"not found: fabtop serves /metrics\n", "text/plain")
+            return
+        if not self.server.slots.acquire(blocking=False):
+            self.server.cache.refused += 1
+            self._reply(503, b"too many concurrent scrapes\n", "text/plain", {"Retry-After": "1"})
+            return
+        try:
+            body, content_type = self.server.cache.get(self.headers.get("Accept"))
+        except Exception as exc:  # never let one scrape take the server down
+            self._reply(500, f"error collecting metrics: {exc!r}\n".encode(), "text/plain")
+            return
+        finally:
+            self.server.slots.release()
+        self._reply(200, body, content_type)
+
+    def _reply(
+        self, code: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: no line per scrape on stderr."""
 
 
 class MetricsServer:
@@ -23,7 +117,7 @@ class MetricsServer:
 
     def __init__(
         self,
-        server: WSGIServer,
+        server: _Server,
         thread: threading.Thread,
         registry: CollectorRegistry,
         collector: FabtopCollector,
@@ -33,6 +127,7 @@ class MetricsServer:
         self._thread = thread
         self.registry = registry
         self.collector = collector
+        self.cache = server.cache
         host, port = server.server_address[:2]
         self.host = str(host)
         self.port = int(port)
@@ -67,15 +162,20 @@ def start_metrics_server(
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     link_metrics: str = DEFAULT_LINK_METRICS,
+    *,
+    health: Callable[[], EngineHealth] | None = None,
+    max_concurrent: int = MAX_CONCURRENT_SCRAPES,
 ) -> MetricsServer:
     """Serve fabtop's metrics on ``http://host:port/metrics`` in a daemon thread.
 
     Args:
         get_snapshot: returns the latest snapshot (e.g. ``lambda: engine.bus.latest``);
-            called once per scrape, from the server thread.
+            called once per scrape, from a server thread.
         host: address to bind (loopback by default: expose it on purpose).
         port: TCP port; 0 picks a free one (see ``MetricsServer.address``).
         link_metrics: ``all``, ``top:N`` or ``switch`` (see docs/METRICS.md).
+        health: the engine's pacing figures (``Engine.health``), exported when given.
+        max_concurrent: scrapes served at once; more get 503.
 
     Raises:
         ValueError: for a bad ``link_metrics``.
@@ -83,10 +183,27 @@ def start_metrics_server(
     """
     policy = parse_link_metrics(link_metrics)
     registry = CollectorRegistry(auto_describe=False)
-    collector = FabtopCollector(get_snapshot, policy)
+    cache_box: list[ExpositionCache] = []
+    collector = FabtopCollector(
+        lambda: cache_box[0].current,
+        policy,
+        health=health,
+        scrape_stats=lambda: cache_box[0].stats(),
+    )
     registry.register(collector)
+    cache = ExpositionCache(registry, get_snapshot)
+    cache_box.append(cache)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+    class _Bound(_Server):
+        address_family = family
+
     try:
-        server, thread = start_http_server(port, addr=host, registry=registry)
+        server = _Bound((host, port), _Handler)
     except OSError as exc:
         raise OSError(exc.errno, f"cannot serve metrics on {host}:{port}: {exc.strerror}") from exc
+    server.cache = cache
+    server.slots = threading.BoundedSemaphore(max_concurrent)
+    thread = threading.Thread(target=server.serve_forever, name="fabtop-metrics", daemon=True)
+    thread.start()
     return MetricsServer(server, thread, registry, collector)
