@@ -29,7 +29,7 @@ from console.palette import FabricCommands
 from console.screens.compare import CompareScreen
 from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
-from console.screens.help import HelpScreen, describe
+from console.screens.help import MAIN_NAVIGATION, MAIN_NOTES, HelpScreen, describe
 from console.screens.link_detail import LinkDetailScreen
 from console.source import EngineSource, FabricSource
 from console.viewstate import FabricView
@@ -103,7 +103,8 @@ class FabtopApp(App[None]):
         self.fabric_map = FabricMap(id="map")
         self.latency_panel = LatencyPanel(id="latency")
         self.filter_input = FilterInput(
-            placeholder="filter: leaf03  is:down  is:paused …", id="filter"
+            placeholder="filter: leaf03  is:down  is:starved (credit)  is:paused (PFC)  is:hot …",
+            id="filter",
         )
         self.links_table = LinksTable(id="links")
         self.links_box = Vertical(id="links-box")
@@ -209,10 +210,13 @@ class FabtopApp(App[None]):
             link_filter=self.link_filter,
         )
         self.links_table.show(rows)
-        title = f"Links: {len(rows)} of {matching}"
+        shown = "all" if len(rows) == matching else f"top {len(rows):,} of"
         if self.link_filter.text:
-            title += f" matching “{self.link_filter.text}”"
-        title += f" (of {len(snap.links)}) · by {COLUMNS[self.sort_column][0]}"
+            title = f"Links: {shown} {matching:,} matching “{self.link_filter.text}”"
+            title += f" ({len(snap.links):,} in all)"
+        else:
+            title = f"Links: {shown} {matching:,}"
+        title += f" · by {COLUMNS[self.sort_column][0]}"
         self.links_box.border_title = title
         self.latency_panel.show(view.latency, dict(snap.workloads))
         self.faults_panel.show(snap)
@@ -363,8 +367,29 @@ class FabtopApp(App[None]):
         self.push_screen(screen)
 
     def action_help(self) -> None:
-        """Show every key."""
-        self.push_screen(HelpScreen(describe(list(self.BINDINGS))))
+        """Show the keys of the screen on top (its own, then the app's that work there)."""
+        screen = self.screen
+        own = [b for b in screen.BINDINGS if isinstance(b, Binding)]
+        taken = {k.strip() for b in own for k in b.key.split(",")}
+        app_keys = [
+            b
+            for b in self.BINDINGS
+            if isinstance(b, Binding)
+            and not taken & {k.strip() for k in b.key.split(",")}
+            and self.check_action(b.action.split("(")[0], ())
+        ]
+        if isinstance(screen, CompareScreen | LinkDetailScreen):
+            title = "compare view keys" if isinstance(screen, CompareScreen) else "link detail keys"
+            self.push_screen(HelpScreen(describe([*own, *app_keys]), title=title))
+            return
+        self.push_screen(
+            HelpScreen(
+                describe([*app_keys, *own]),
+                title="fabtop keys (main view)",
+                navigation=MAIN_NAVIGATION,
+                notes=MAIN_NOTES,
+            )
+        )
 
     # --------------------------------------------------------------- messages
     def open_link(self, name: str) -> None:

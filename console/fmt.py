@@ -1,11 +1,20 @@
-"""Short, fixed-width renderings of numbers in base units for the console."""
+"""Short, fixed-width renderings of numbers in base units for the console and the CLI.
+
+One unit convention everywhere (console, ``fabtop run``, ``compare``, ``storage-report``;
+stated in the README), the one ``fabric_core.units`` prints: sizes in bytes with binary
+prefixes (B, KiB, MiB, GiB), as messages, buffers and scenario files give them; data rates
+in bits per second with decimal prefixes (kb/s, Mb/s, Gb/s, Tb/s), as links are rated (a
+400G link carries 400 Gb/s); times in s / ms / µs / ns; counts as grouped integers (15,040);
+event rates (pauses, ECN marks) as plain numbers per second (3.4k).
+"""
 
 from __future__ import annotations
 
 import math
 
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
-_BYTE_UNITS = ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"))
+_BYTE_UNITS = ((1024.0**4, "TiB"), (1024.0**3, "GiB"), (1024.0**2, "MiB"), (1024.0, "KiB"))
+_BIT_RATE_UNITS = ((1e12, "Tb/s"), (1e9, "Gb/s"), (1e6, "Mb/s"), (1e3, "kb/s"))
 
 
 def fmt_seconds(value_s: float | None) -> str:
@@ -21,13 +30,26 @@ def fmt_seconds(value_s: float | None) -> str:
 
 
 def fmt_bytes(value: float) -> str:
-    """``12.3 MB`` (decimal units, like link bandwidths)."""
+    """``12.3 MiB``, ``512 B`` (binary prefixes, as buffers and messages are sized)."""
     if not math.isfinite(value):
         return "—"
     for scale, unit in _BYTE_UNITS:
         if abs(value) >= scale:
             return f"{value / scale:.3g} {unit}"
     return f"{value:.0f} B"
+
+
+def fmt_bitrate(bytes_per_s: float) -> str:
+    """A data rate given in bytes/s, shown in bits/s: ``400 Gb/s`` (as links are rated)."""
+    if not math.isfinite(bytes_per_s):
+        return "—"
+    bits = bytes_per_s * 8
+    if bits == 0:
+        return "0 b/s"
+    for scale, unit in _BIT_RATE_UNITS:
+        if abs(bits) >= scale:
+            return f"{bits / scale:.3g} {unit}"
+    return f"{bits:.3g} b/s"
 
 
 def fmt_rate(per_s: float) -> str:
@@ -50,24 +72,98 @@ def fmt_pct(fraction: float) -> str:
 
 
 def fmt_speed(speed: float) -> str:
-    """Simulated seconds per wall second: ``1e-3×``; 0 means flat out."""
+    """Simulated seconds per wall second: ``1e-3×``, ``9.8e-4×``; 0 means flat out."""
     if speed <= 0 or not math.isfinite(speed):
         return "max"
     if speed >= 0.1:
         return f"{speed:.3g}×"
-    exp = math.floor(math.log10(speed))
-    mant = speed / 10**exp
-    return f"{mant:.2g}e{exp}×"
+    mant, _, exp = f"{speed:.1e}".partition("e")  # rounds first: 9.96e-4 -> 1.0e-03
+    mant = mant.removesuffix(".0")
+    return f"{mant}e{int(exp)}×"
+
+
+def fmt_count(value: float) -> str:
+    """A count as a grouped integer (``15,040``); non-integers keep 3 significant digits."""
+    if not math.isfinite(value):
+        return "—"
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+#: Words in KPI names read better spelled out.
+_KPI_WORDS = {
+    "alltoall": "all-to-all",
+    "ttft": "TTFT",
+    "kv": "KV",
+    "gpu": "GPU",
+    "cpu": "CPU",
+    "io": "I/O",
+    "rdma": "RDMA",
+    "fct": "flow completion",
+    "p50": "p50",
+    "p99": "p99",
+}
+#: Unit suffixes, longest first: (suffix, unit tag); the tag chooses the formatting.
+_KPI_UNITS = (
+    ("_bytes_per_second_per_rank", "Bps", " per rank"),
+    ("_bytes_per_second_last", "Bps", " (last)"),
+    ("_bytes_per_second", "Bps", ""),
+    ("_bytes_per_byte", "ratio", " per byte"),
+    ("_bytes_per_request", "bytes", " per request"),
+    ("_bytes_per_token", "bytes", " per token"),
+    ("_per_second_per_rank", "rate", " per rank"),
+    ("_tokens_per_s", "rate", " tokens"),
+    ("_seconds_last", "s", " (last)"),
+    ("_seconds_mean", "s", " (mean)"),
+    ("_last_seconds", "s", " (last)"),
+    ("_seconds", "s", ""),
+    ("_bytes", "bytes", ""),
+    ("_Bps", "Bps", ""),
+    ("_fraction", "pct", ""),
+    ("_share_of_ttft", "pct", " share of TTFT"),
+    ("_utilisation", "pct", " utilisation"),
+    ("_per_s", "rate", ""),
+)
+
+
+def _kpi_parts(name: str) -> tuple[str, str]:
+    """(human label, unit tag) of a KPI name."""
+    unit, tail = "count", ""
+    for suffix, tag, extra in _KPI_UNITS:
+        if name.endswith(suffix):
+            name, unit, tail = name[: -len(suffix)], tag, extra
+            break
+    if name == "utilisation" or name.endswith("_utilisation"):
+        unit = "pct"
+    words = [_KPI_WORDS.get(w, w) for w in name.split("_") if w]
+    return " ".join(words) + tail, unit
+
+
+def kpi_label(name: str) -> str:
+    """``goodput_bytes_per_second`` -> ``goodput``; ``incast_seconds_last`` -> ``incast
+    (last)``; ``messages_sent`` -> ``messages sent``: the value carries the unit."""
+    return _kpi_parts(name)[0]
 
 
 def fmt_kpi(name: str, value: float) -> str:
-    """A workload KPI by its name's unit suffix (``_seconds``, ``_bytes``, ratio)."""
-    if name.endswith(("_Bps", "_bytes_per_second")):
-        return fmt_bytes(value) + "/s"
-    if name.endswith("_s") or "_seconds" in name:
+    """A workload KPI's value in the unit its name says (``_seconds``, ``_bytes``, …)."""
+    unit = _kpi_parts(name)[1]
+    if unit == "Bps":
+        return fmt_bitrate(value)
+    if unit == "s":
         return fmt_seconds(value)
-    if name.endswith("_bytes"):
+    if unit == "bytes":
         return fmt_bytes(value)
-    if "utilisation" in name or "utilization" in name or name.endswith(("_ratio", "_fraction")):
+    if unit == "pct":
         return fmt_pct(value)
-    return f"{value:.4g}"
+    if unit == "rate":
+        return fmt_rate(value) + "/s"
+    return fmt_count(value)
+
+
+def kpi_text(name: str, value: float) -> str:
+    """``goodput 5.35 Tb/s``."""
+    return f"{kpi_label(name)} {fmt_kpi(name, value)}"

@@ -34,7 +34,7 @@ COLUMNS: dict[str, tuple[str, bool]] = {
     "credits": ("credits", False),  # fewer credits left = hotter
     "pauses": ("pauses/s", True),
     "ecn": ("ECN/s", True),
-    "drops": ("drops B/s", True),
+    "drops": ("drops b/s", True),
 }
 SORT_ORDER: tuple[str, ...] = (
     "util",
@@ -50,6 +50,21 @@ SORT_ORDER: tuple[str, ...] = (
 # Severity of a link (and of a switch: its worst port), lowest first.
 OK, BUSY, HOT, STARVED, DEGRADED, DOWN = range(6)
 SEVERITY_NAMES = ("ok", "busy", "hot", "starved", "degraded", "down")
+
+
+def stalled_word(flow_control: str) -> str:
+    """One word per concept: a credit link with no credit is "starved" (it waits for the
+    receiver's buffer; no frame is sent), a PFC link told to stop is "paused" (pause frames)."""
+    return "paused" if flow_control == "pfc" else "starved"
+
+
+def severity_names(flow_control: str) -> tuple[str, ...]:
+    """``SEVERITY_NAMES`` with the stalled level named for this fabric."""
+    names = list(SEVERITY_NAMES)
+    names[STARVED] = stalled_word(flow_control)
+    return tuple(names)
+
+
 BUSY_UTILISATION = 0.7
 HOT_UTILISATION = 0.95
 
@@ -123,11 +138,12 @@ def node_severity(snap: Snapshot, link_sev: NDArray[np.int8]) -> NDArray[np.int8
 class LinkFilter:
     """A filter typed by the operator: words match link names, ``is:STATE`` matches states.
 
-    ``leaf03`` keeps the ports of leaf03; ``is:down`` the down links; ``is:paused``
-    the credit-starved or PFC-paused ones; words combine with AND.
+    ``leaf03`` keeps the ports of leaf03; ``is:down`` the down links; ``is:starved`` the
+    credit-starved ones (credit fabric), ``is:paused`` the PFC-paused ones (RoCE; on a
+    credit fabric it matches nothing, as no link there is ever paused); words combine with AND.
     """
 
-    STATES = ("up", "down", "degraded", "paused", "hot")
+    STATES = ("up", "down", "degraded", "starved", "paused", "hot")
 
     def __init__(self, text: str) -> None:
         self.text = text.strip()
@@ -160,8 +176,8 @@ class LinkFilter:
                 keep = keep & (ls.status == LinkStatus.DOWN)
             elif state == "degraded":
                 keep = keep & (ls.status == LinkStatus.DEGRADED)
-            elif state == "paused":
-                keep = keep & ls.paused
+            elif state in ("starved", "paused"):
+                keep = keep & ls.paused & (stalled_word(snap.flow_control) == state)
             elif state == "hot":
                 keep = keep & (ls.utilisation >= HOT_UTILISATION)
         return keep

@@ -19,6 +19,7 @@ from console.linkview import (
     RateTracker,
     link_severity,
     node_severity,
+    stalled_word,
     top_links,
 )
 from console.widgets.links_table import row_texts
@@ -65,7 +66,8 @@ class FabricView:
         return row_texts(snap, self.rates, idx), matching
 
     def link_counts(self) -> dict[str, int]:
-        """How many links are down, degraded, paused (for summaries)."""
+        """How many links are down, degraded, starved/paused (for summaries: the key is
+        ``stalled_word`` of the fabric, "starved" on credit, "paused" on PFC)."""
         snap = self.snapshot
         if snap is None:
             return {}
@@ -74,5 +76,5 @@ class FabricView:
             "links": len(snap.links),
             "down": int((ls.status == LinkStatus.DOWN).sum()),
             "degraded": int((ls.status == LinkStatus.DEGRADED).sum()),
-            "paused": int(ls.paused.sum()),
+            stalled_word(snap.flow_control): int(ls.paused.sum()),
         }

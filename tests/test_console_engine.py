@@ -129,7 +129,8 @@ async def test_inject_link_down_from_the_form_then_clear_it() -> None:
     ("target", "duration", "message"),
     [
         ("leaf00->spine09", "", "unknown link 'leaf00->spine09'"),
-        (LINK, "-5", "duration must be a positive number"),
+        (LINK, "-5ms", "duration must be positive"),
+        (LINK, "5", "needs a unit"),
     ],
 )
 async def test_a_bad_form_entry_says_why_and_injects_nothing(

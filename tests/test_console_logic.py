@@ -80,10 +80,12 @@ def test_event_log_is_bounded() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("-1", "positive number of seconds"),
-        ("0", "positive number of seconds"),
-        ("soon", "must be a number of seconds, got 'soon'"),
-        ("inf", "positive number"),
+        ("-1ms", "duration must be positive"),
+        ("0ms", "positive time with a unit"),
+        ("0.05", r"needs a unit \(ns, us, ms, s\): e.g. 0.05ms"),
+        ("soon", "positive time with a unit .*got 'soon'"),
+        ("inf", "needs a unit"),
+        ("2e6s", "at most"),
     ],
 )
 def test_bad_durations_say_why(text: str, message: str) -> None:
@@ -93,7 +95,8 @@ def test_bad_durations_say_why(text: str, message: str) -> None:
 
 def test_durations_and_params_parse() -> None:
     assert parse_duration("") is None
-    assert parse_duration(" 0.05 ") == 0.05
+    assert parse_duration(" 50ms ") == pytest.approx(0.05)  # the CLI's units
+    assert parse_duration("250us") == pytest.approx(250e-6)
     assert parse_params("ber=1e-6, mode=soft") == {"ber": 1e-6, "mode": "soft"}
     with pytest.raises(CommandError, match="must look like name=value"):
         parse_params("ber")
@@ -123,7 +126,7 @@ def test_form_rejects_a_node_where_a_link_is_needed() -> None:
 
 
 def test_form_builds_the_command() -> None:
-    cmd = build_inject("link_degraded", " leaf00->spine01 ", "ber=1e-5", "0.5", snapshot())
+    cmd = build_inject("link_degraded", " leaf00->spine01 ", "ber=1e-5", "500ms", snapshot())
     assert (cmd.kind, cmd.target, cmd.params, cmd.duration_s) == (
         "link_degraded",
         "leaf00->spine01",

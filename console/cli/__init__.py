@@ -36,7 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
             "and the exporter."
         ),
     )
-    sub = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND")
+    sub = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", title="subcommands")
+    # the console's options (no subcommand) get their own heading in --help, not
+    # "positional arguments" (the group argparse puts the subcommands in)
+    sub.console_group = parser.add_argument_group(  # type: ignore[attr-defined]
+        "console options (fabtop with no subcommand)"
+    )
     for name in SUBCOMMANDS:
         module = importlib.import_module(f"console.cli.{name}")
         module.register(sub)

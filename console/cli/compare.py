@@ -111,16 +111,18 @@ def render(result: dict[str, Any], a: str, b: str) -> str:
     lines.append(
         f"{'throughput':<24} {format_rate(fa['throughput_bytes_per_second']):>16} {format_rate(fb['throughput_bytes_per_second']):>16}"
     )
-    lines.append(f"{'completed flows':<24} {fa['completed_flows']:>16} {fb['completed_flows']:>16}")
+    lines.append(
+        f"{'completed flows':<24} {fa['completed_flows']:>16,} {fb['completed_flows']:>16,}"
+    )
     lines.append(
         f"{'dropped':<24} {format_bytes(fa['dropped_bytes']):>16} {format_bytes(fb['dropped_bytes']):>16}"
     )
     lines.append(
         f"{'retransmitted':<24} {format_bytes(fa['retransmitted_bytes']):>16} {format_bytes(fb['retransmitted_bytes']):>16}"
     )
-    lines.append(f"{'pause frames':<24} {fa['pause_frames']:>16.0f} {fb['pause_frames']:>16.0f}")
+    lines.append(f"{'pause frames':<24} {fa['pause_frames']:>16,.0f} {fb['pause_frames']:>16,.0f}")
     lines.append(
-        f"{'ECN-marked packets':<24} {fa['ecn_marked_packets']:>16.0f} {fb['ecn_marked_packets']:>16.0f}"
+        f"{'ECN-marked packets':<24} {fa['ecn_marked_packets']:>16,.0f} {fb['ecn_marked_packets']:>16,.0f}"
     )
     lines.append(f"{'deadlocks':<24} {fa['deadlocks']:>16} {fb['deadlocks']:>16}")
     if "latency_by_size" in result:

@@ -59,7 +59,8 @@ async def _console(args: argparse.Namespace) -> int:
     mqtt_source = await open_source(args)
     source: FabricSource = mqtt_source  # mypy checks MqttSource against the protocol here
     try:
-        app = FabtopApp(source, read_only=args.read_only)
+        # the exporter runs with the emulator (`fabtop serve --metrics`), not here
+        app = FabtopApp(source, read_only=args.read_only, metrics_address="on the server")
         await app.run_async()
     finally:
         await mqtt_source.close()

@@ -50,9 +50,11 @@ def run(args: argparse.Namespace) -> int:
     n_cmd = len(record["commands"])
     if result.ok:
         report = "" if result.report_matches is None else " and the report"
+        digests = "digest" if result.checked == 1 else "digests"
         print(
-            f"replay OK: {result.fabric.tick} ticks, {n_cmd} commands; "
-            f"{result.checked} snapshot digests{report} match"
+            f"replay OK: {result.fabric.tick:,} ticks, {n_cmd:,} commands; "
+            f"{result.checked:,} state {digests} (one after each command, one at the end)"
+            f"{report} match"
         )
         return 0
     if result.mismatches:

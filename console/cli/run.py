@@ -74,23 +74,23 @@ def print_summary(report: dict[str, Any]) -> None:
     links = report["links"]
     print(f"scenario {report['scenario']}  profile {report['profile']}  seed {report['seed']}")
     print(
-        f"simulated {format_duration(r['simulated_seconds'])} in {r['ticks']} ticks of {format_duration(r['dt_seconds'])}; "
+        f"simulated {format_duration(r['simulated_seconds'])} in {r['ticks']:,} ticks of {format_duration(r['dt_seconds'])}; "
         f"wall {r['wall_seconds']:.2f} s ({r['hop_updates_per_second']:.3g} hop-updates/s)"
     )
     print(
         f"delivered {format_bytes(t['delivered_bytes'])} ({format_rate(t['throughput_bytes_per_second'])}), "
-        f"{t['completed_flows']} flows completed, in flight {format_bytes(t['in_flight_bytes'])}, "
+        f"{t['completed_flows']:,} flows completed, in flight {format_bytes(t['in_flight_bytes'])}, "
         f"dropped {format_bytes(t['dropped_bytes'])}"
     )
     print(
-        f"links: {links['count']}, mean utilisation {links['mean_utilisation']:.1%} "
+        f"links: {links['count']:,}, mean utilisation {links['mean_utilisation']:.1%} "
         f"(switch-to-switch {links['fabric_mean_utilisation']:.1%}), retransmitted "
         f"{format_bytes(links['retransmitted_bytes'])}, credit wait {format_duration(links['transmit_wait_seconds'])}"
     )
     print(f"{'class':<12} {'flows':>8} {'p50':>10} {'p99':>10} {'p99.9':>10}")
     for name, c in report["classes"].items():
         print(
-            f"{name:<12} {c['completed']:>8} {_fmt(c['p50_seconds']):>10} {_fmt(c['p99_seconds']):>10} {_fmt(c['p999_seconds']):>10}"
+            f"{name:<12} {c['completed']:>8,} {_fmt(c['p50_seconds']):>10} {_fmt(c['p99_seconds']):>10} {_fmt(c['p999_seconds']):>10}"
         )
     for f in report["faults"]:
         print(

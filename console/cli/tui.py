@@ -10,6 +10,9 @@ from console.cli._common import add_max_tick_option, build_fabric, load_from_arg
 from fabric_core.profiles import PROFILES
 
 DEFAULT_METRICS = "127.0.0.1:9464"
+#: The console's default target speed (simulated seconds per wall second, ``--speed``).
+#: The one place to change it: the option's default and its help text read it.
+DEFAULT_SPEED = 1e-3
 
 
 def speed_value(text: str) -> float:
@@ -40,7 +43,7 @@ def register(sub: Any) -> None:
     (the group it was added to, which shares the parser's options and defaults), so
     the options go there: they are parsed by the main parser, before any subcommand.
     """
-    main: argparse._ActionsContainer = sub.container
+    main: argparse._ActionsContainer = getattr(sub, "console_group", sub.container)
     main.add_argument(
         "--scenario",
         default="default",
@@ -53,8 +56,8 @@ def register(sub: Any) -> None:
     main.add_argument(
         "--speed",
         type=speed_value,
-        default=1e-3,
-        help="console: simulated seconds per wall second, 0 = flat out (default 1e-3)",
+        default=DEFAULT_SPEED,
+        help=f"console: simulated seconds per wall second, 0 = flat out (default {DEFAULT_SPEED:g})",
     )
     add_max_tick_option(main, prefix="console: ")
     main.add_argument(

@@ -19,14 +19,18 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from console.fmt import fmt_bytes, fmt_kpi, fmt_rate, fmt_seconds, fmt_speed
+from console.fmt import fmt_bitrate, fmt_bytes, fmt_rate, fmt_seconds, fmt_speed, kpi_text
+from console.linkview import stalled_word
 from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
 from console.source import FabricSource
 from console.viewstate import FabricView
 from console.widgets.faults_panel import faults_to_show
 from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
-from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume
+from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume, SetSpeed
+
+#: The speed range the keys move in (the same as the main view's).
+MIN_SPEED, MAX_SPEED = 1e-9, 1e3
 
 
 def side_summary(view: FabricView, source: FabricSource) -> Table:
@@ -42,21 +46,26 @@ def side_summary(view: FabricView, source: FabricSource) -> Table:
     table.add_row("profile", f"{snap.profile} · {FLOW_CONTROL_NAMES.get(snap.flow_control, '')}")
     table.add_row("source", source.description)
     table.add_row("state", Text(label, style=style))
-    table.add_row("sim time", f"{fmt_seconds(snap.sim_time_s)} at {fmt_speed(snap.target_speed)}")
-    table.add_row("throughput", f"{fmt_bytes(snap.totals.throughput_Bps)}/s")
+    speed = f"speed {fmt_speed(snap.target_speed)}"
+    if snap.measured_speed > 0:
+        speed += f" (now {fmt_speed(snap.measured_speed)})"
+    table.add_row("sim time", f"{fmt_seconds(snap.sim_time_s)} · tick {fmt_seconds(snap.dt_s)}")
+    table.add_row("speed", speed.removeprefix("speed "))
+    table.add_row("throughput", fmt_bitrate(snap.totals.throughput_Bps))
     table.add_row("dropped", fmt_bytes(snap.totals.dropped_bytes_total))
     counts = view.link_counts()
+    stalled = stalled_word(snap.flow_control)
     table.add_row(
         "links",
-        f"{counts['links']} · down {counts['down']} · degraded {counts['degraded']}"
-        f" · paused {counts['paused']}",
+        f"{counts['links']:,} · down {counts['down']:,} · degraded {counts['degraded']:,}"
+        f" · {stalled} {counts[stalled]:,}",
     )
     rates = view.rates
     table.add_row(
         "fabric-wide",
         f"pauses/s {fmt_rate(float(rates.pauses_per_s.sum()))}"
         f" · ECN/s {fmt_rate(float(rates.ecn_per_s.sum()))}"
-        f" · drops {fmt_bytes(float(rates.drops_Bps.sum()))}/s",
+        f" · drops {fmt_bitrate(float(rates.drops_Bps.sum()))}",
     )
     table.add_row("", "")
     table.add_row(Text("latency now", style="bold underline"), Text("p50 · p99 · p99.9", "dim"))
@@ -68,7 +77,7 @@ def side_summary(view: FabricView, source: FabricSource) -> Table:
     table.add_row("", "")
     table.add_row(Text("workloads", style="bold underline"), "")
     for name, wl in sorted(snap.workloads.items()):
-        kpis = ", ".join(f"{k} {fmt_kpi(k, v)}" for k, v in sorted(wl.kpis.items()))
+        kpis = " · ".join(kpi_text(k, v) for k, v in sorted(wl.kpis.items()))
         table.add_row(name, kpis or "—")
     table.add_row("", "")
     table.add_row(Text("faults", style="bold underline"), "")
@@ -87,6 +96,29 @@ def side_summary(view: FabricView, source: FabricSource) -> Table:
         ]
         table.add_row(f"{f.kind} {f.target}", f"{f.state}; " + ("; ".join(times) or "…"))
     return table
+
+
+def speed_line(views: tuple[FabricView, FabricView]) -> Text:
+    """``speed 1e-3× both · now 9.8e-4× native-400g · 9.9e-4× roce-400g · +/- ×2 / ÷2``."""
+    snaps = [v.snapshot for v in views]
+    text = Text(" ")
+    if any(s is None for s in snaps):
+        return text
+    a, b = snaps[0], snaps[1]
+    assert a is not None and b is not None
+    if a.target_speed == b.target_speed:
+        text.append(f"speed {fmt_speed(a.target_speed)} on both", "bold")
+    else:
+        text.append(
+            f"speed {fmt_speed(a.target_speed)} {a.profile} · {fmt_speed(b.target_speed)} "
+            f"{b.profile}",
+            "bold",
+        )
+    now = [f"{fmt_speed(s.measured_speed)} {s.profile}" for s in (a, b) if s.measured_speed > 0]
+    if now:
+        text.append("  (now " + " · ".join(now) + ")")
+    text.append("   + faster ×2 · - slower ÷2 (both engines)", "dim")
+    return text
 
 
 def ratio(a: float, b: float, *, larger_is_worse: bool = True) -> Text:
@@ -131,8 +163,8 @@ def difference_table(left: FabricView, right: FabricView) -> Table:
             "",
             "",
             "",
-            f"{fmt_bytes(a.totals.throughput_Bps)}/s",
-            f"{fmt_bytes(b.totals.throughput_Bps)}/s",
+            fmt_bitrate(a.totals.throughput_Bps),
+            fmt_bitrate(b.totals.throughput_Bps),
             ratio(a.totals.throughput_Bps, b.totals.throughput_Bps, larger_is_worse=False),
         )
     return table
@@ -146,6 +178,8 @@ class CompareScreen(Screen[None]):
         Binding("i", "inject", "Inject on both"),
         Binding("x", "clear_all", "Clear all on both"),
         Binding("p", "toggle_pause", "Pause/Resume both"),
+        Binding("plus,equals_sign", "speed(2.0)", "Faster (both)", key_display="+"),
+        Binding("minus", "speed(0.5)", "Slower (both)", key_display="-"),
     ]
     DEFAULT_CSS = """
     CompareScreen Horizontal { height: 1fr; }
@@ -173,6 +207,7 @@ class CompareScreen(Screen[None]):
             yield Static(id="left", classes="side")
             yield Static(id="right", classes="side")
         yield Static(id="delta")
+        yield Static(id="speed-line")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -192,6 +227,7 @@ class CompareScreen(Screen[None]):
                 panel.update(side_summary(view, source), layout=False)
         if changed:
             self.query_one("#delta", Static).update(difference_table(*self.views))
+            self.query_one("#speed-line", Static).update(speed_line(self.views))
 
     async def send_both(self, command: Command) -> CommandResult:
         """Send ``command`` to both sources; the result is the first refusal, if any."""
@@ -231,6 +267,20 @@ class CompareScreen(Screen[None]):
                 self._send(ClearFault(all=True))
 
         self.app.push_screen(ConfirmScreen("Clear all faults on both fabrics?"), confirmed)
+
+    def action_speed(self, factor: float) -> None:
+        """Multiply both engines' target speed (they run in lockstep: the slower sets the pace)."""
+        if self.read_only:
+            self.notify("read-only console: changing the speed is disabled", severity="warning")
+            return
+        snap = self.sources[0].latest()
+        current = snap.target_speed if snap is not None else 0.0
+        if current <= 0:
+            if factor > 1:
+                self.notify("already running flat out")
+                return
+            current = 1.0
+        self._send(SetSpeed(speed=min(max(current * factor, MIN_SPEED), MAX_SPEED)))
 
     def action_toggle_pause(self) -> None:
         """Pause or resume both fabrics together."""

@@ -23,8 +23,18 @@ from console.faultkinds import FaultKind, fault_kinds, kind_named
 from console.targets import normalise_target
 from fabric_core.commands import Command, CommandError, CommandResult, InjectFault, unknown
 from fabric_core.snapshot import Snapshot
+from fabric_core.units import parse_duration as parse_quantity
 
 MAX_DURATION_S = 1e6
+#: An example value per parameter name for the placeholder (the hint gives the range).
+PARAM_EXAMPLES = {
+    "ber": "1e-6",
+    "period_s": "0.001",
+    "rate": "0.1",
+    "slowdown": "2",
+    "factor": "10",
+    "hang": "1",
+}
 
 
 def parse_params(text: str) -> dict[str, float | str]:
@@ -46,19 +56,45 @@ def parse_params(text: str) -> dict[str, float | str]:
 
 
 def parse_duration(text: str) -> float | None:
-    """Seconds of simulated time; empty means "until cleared"."""
+    """Seconds of simulated time from ``5ms`` (a unit is needed, as on the command line);
+    empty means "until cleared"."""
     text = text.strip()
     if not text:
         return None
+    if text.startswith("-"):
+        raise CommandError(f"duration must be positive, got {text!r}")
     try:
-        value = float(text)
+        float(text)
     except ValueError:
-        raise CommandError(f"duration must be a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0 or value > MAX_DURATION_S:
+        pass
+    else:
+        raise CommandError(f"duration {text!r} needs a unit (ns, us, ms, s): e.g. {text}ms")
+    try:
+        value = parse_quantity(text)
+    except ValueError:
         raise CommandError(
-            f"duration must be a positive number of seconds up to {MAX_DURATION_S:g}, got {text!r}"
-        )
+            f"duration must be a positive time with a unit (5ms, 250us, 1s), got {text!r}"
+        ) from None
+    if value > MAX_DURATION_S:
+        raise CommandError(f"duration must be at most {MAX_DURATION_S:g} s, got {text!r}")
     return value
+
+
+class CompletingInput(Input):
+    """An ``Input`` where Tab takes the suggestion shown (and moves on when there is none)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("tab", "complete", "Complete", show=False, priority=True)
+    ]
+
+    def action_complete(self) -> None:
+        """Accept the suggested completion, or focus the next field."""
+        suggestion = self._suggestion
+        if suggestion and suggestion != self.value:
+            self.value = suggestion
+            self.cursor_position = len(suggestion)
+        else:
+            self.screen.focus_next()
 
 
 def check_target(
@@ -159,18 +195,18 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
             yield Static(f"[b]{self._title}[/b]")
             yield Label("Kind")
             yield Select(kinds, value=initial_kind, allow_blank=False, id="kind")
-            yield Label("Target (link, switch, GPU, storage; Tab completes)")
-            yield Input(
+            yield Label("Target (link, switch, GPU, storage; Tab takes the suggestion)")
+            yield CompletingInput(
                 self._target,
-                placeholder="leaf00->spine01",
+                placeholder="leaf00->spine01 (or leaf00:spine01)",
                 suggester=SuggestFromList(names, case_sensitive=False),
                 id="target",
             )
             yield Label("Parameters (name=value …)")
-            yield Input(placeholder="ber=1e-6", id="params")
+            yield Input(id="params")
             yield Static(id="hint")
-            yield Label("Duration, simulated seconds (empty: until cleared)")
-            yield Input(placeholder="e.g. 0.05", id="duration")
+            yield Label("Duration, simulated time with a unit (empty: until cleared)")
+            yield Input(placeholder="e.g. 5ms, 250us, 1s", id="duration")
             yield Static(id="error")
             with Horizontal():
                 yield Button("Inject", variant="error", id="inject")
@@ -193,6 +229,16 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
             if kind.params:
                 hint += "; parameters: " + ", ".join(f"{n} ({h})" for n, h in kind.params)
         self.query_one("#hint", Static).update(hint)
+        params = self.query_one("#params", Input)
+        if kind is not None and kind.params:
+            name, hint = kind.params[0]
+            example = PARAM_EXAMPLES.get(name) or hint.split(",")[0].removeprefix("default ")
+            params.placeholder = f"e.g. {name}={example}"
+            params.disabled = False
+        else:
+            params.placeholder = "this kind takes no parameters"
+            params.value = ""
+            params.disabled = True
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#inject")

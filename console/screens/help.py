@@ -1,4 +1,4 @@
-"""The help screen: every key of the console and the filter syntax."""
+"""The help screen: the keys of the screen it was opened from, as typed, and the filter syntax."""
 
 from __future__ import annotations
 
@@ -14,9 +14,30 @@ from textual.widgets import Static
 
 FILTER_HELP = (
     "Filter (/): words match link names (leaf03 shows leaf03's ports), "
-    "is:down, is:degraded, is:paused, is:hot, is:up match states; words combine with AND. "
-    "An empty filter shows all links."
+    "is:down, is:degraded, is:hot, is:up match states, is:starved the credit links waiting "
+    "for credit (native fabric), is:paused the links stopped by PFC pause frames (RoCE); "
+    "words combine with AND. An empty filter shows all links; Esc cancels the filter line."
 )
+
+#: Textual's key names -> what the operator types.
+TYPED = {
+    "plus": "+",
+    "minus": "-",
+    "equals_sign": "=",
+    "slash": "/",
+    "question_mark": "?",
+    "escape": "Esc",
+    "enter": "Enter",
+    "tab": "Tab",
+    "shift+tab": "Shift+Tab",
+    "space": "Space",
+    "ctrl+p": "Ctrl+P",
+}
+
+
+def typed(key: str) -> str:
+    """``question_mark`` -> ``?``, ``escape`` -> ``Esc``, ``p`` -> ``p``."""
+    return TYPED.get(key, key)
 
 
 def bindings_table(bindings: list[tuple[str, str]]) -> Table:
@@ -30,16 +51,21 @@ def bindings_table(bindings: list[tuple[str, str]]) -> Table:
 
 
 def describe(bindings: list[BindingType]) -> list[tuple[str, str]]:
-    """(keys, description) of ``Binding`` objects, in order."""
+    """(keys as typed, description) of ``Binding`` objects, in order.
+
+    ``plus,equals_sign`` with ``key_display="+"`` reads ``+``: the display wins when
+    given (an alias such as ``=`` for an unshifted ``+`` is not worth a line).
+    """
     out = []
     for b in bindings:
         if isinstance(b, Binding) and b.description:
-            out.append((b.key.replace(",", " / "), b.description))
+            keys = b.key_display or " / ".join(typed(k.strip()) for k in b.key.split(","))
+            out.append((keys, b.description))
     return out
 
 
 class HelpScreen(ModalScreen[None]):
-    """Lists the app's and the map/table keys; any of escape, q, ? closes it."""
+    """Lists the keys of one screen (and the navigation keys); Esc, q or ? closes it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "dismiss_help", "Close")
@@ -47,35 +73,49 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
-        width: 84; height: 80%; border: thick $primary; background: $surface; padding: 1 2;
+        width: 90; height: 80%; border: thick $primary; background: $surface; padding: 1 2;
     }
     """
 
-    def __init__(self, app_bindings: list[tuple[str, str]]) -> None:
+    def __init__(
+        self,
+        app_bindings: list[tuple[str, str]],
+        *,
+        title: str = "fabtop keys",
+        navigation: list[tuple[str, str]] | None = None,
+        notes: str = "",
+    ) -> None:
         super().__init__()
         self.app_bindings = app_bindings
+        self.heading = title
+        self.navigation = navigation or []
+        self.notes = notes
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static(Text("fabtop keys", style="bold"))
+            yield Static(Text(self.heading, style="bold"))
             yield Static(bindings_table(self.app_bindings))
-            yield Static(
-                bindings_table(
-                    [
-                        ("↑ ↓ ← →", "move in the links table / fabric map"),
-                        ("enter", "links table: open the link; map: show the node's ports"),
-                        ("tab", "next panel"),
-                        ("ctrl+p", "command palette: inject on a link, clear, pause, sort…"),
-                    ]
-                )
-            )
-            yield Static("\n" + FILTER_HELP)
-            yield Static(
-                "\nRates (pauses/s, ECN/s, drops B/s) are per simulated second. "
-                "Latency 'now' is measured over the last few samples; "
-                "the sparkline is p99 history."
-            )
+            if self.navigation:
+                yield Static(Text("\nmoving around", style="bold"))
+                yield Static(bindings_table(self.navigation))
+            if self.notes:
+                yield Static("\n" + self.notes)
+            yield Static(Text("\nEsc, q or ? closes this help.", style="dim"))
 
     def action_dismiss_help(self) -> None:
         """Close the help screen."""
         self.dismiss(None)
+
+
+MAIN_NAVIGATION = [
+    ("↑ ↓ ← →", "move in the links table / fabric map"),
+    ("Enter", "links table: open the link; map: show the node's ports"),
+    ("Tab / Shift+Tab", "next / previous panel (Shift+Tab from the table goes to the map)"),
+    ("Esc", "close the filter line, a form, or go back from a screen"),
+    ("Ctrl+P", "command palette: inject on a link, clear, pause, sort…"),
+]
+
+MAIN_NOTES = (
+    FILTER_HELP + "\n\nRates (pauses/s, ECN/s, drops) are per simulated second. Latency 'now' is "
+    "measured over the last few samples; the sparkline is p99 history."
+)

@@ -13,9 +13,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from console.eventlog import EventLog
-from console.fmt import fmt_bytes, fmt_pct, fmt_rate, fmt_seconds
+from console.fmt import fmt_bitrate, fmt_bytes, fmt_pct, fmt_rate, fmt_seconds
 from console.linkhistory import LinkHistory
-from console.linkview import LinkRates
+from console.linkview import LinkRates, stalled_word
 from console.messages import InjectRequested, RedrawRequested
 from console.widgets.event_log_view import entry_line
 from console.widgets.links_table import link_state_name
@@ -42,10 +42,10 @@ def summary(snap: Snapshot, i: int, rates: LinkRates) -> Text:
     """State, bandwidth, utilisation, queue, credits and rates of link ``i``."""
     ls, lt = snap.link_state, snap.links
     credit_word = "credits free" if snap.flow_control == "credit" else "PFC headroom"
-    state = link_state_name(int(ls.status[i]), bool(ls.paused[i]))
+    state = link_state_name(int(ls.status[i]), bool(ls.paused[i]), snap.flow_control)
     text = Text()
     text.append(f"{lt.name[i]}", "bold")
-    text.append(f"  ({lt.tier[i]}, {fmt_bytes(float(lt.bandwidth_Bps[i]))}/s, ")
+    text.append(f"  ({lt.tier[i]}, {fmt_bitrate(float(lt.bandwidth_Bps[i]))}, ")
     text.append(f"prop {fmt_seconds(float(lt.prop_delay_s[i]))}, ")
     text.append(f"buffer/VL {fmt_bytes(float(lt.buffer_bytes[i]))})\n")
     text.append("state ")
@@ -56,8 +56,8 @@ def summary(snap: Snapshot, i: int, rates: LinkRates) -> Text:
     text.append(f"   {credit_word} {fmt_bytes(float(ls.credits_bytes[i]))}\n")
     text.append(f"pauses/s {fmt_rate(float(rates.pauses_per_s[i]))}")
     text.append(f"   ECN/s {fmt_rate(float(rates.ecn_per_s[i]))}")
-    text.append(f"   drops {fmt_bytes(float(rates.drops_Bps[i]))}/s")
-    text.append(f"   retrans {fmt_bytes(float(rates.retrans_Bps[i]))}/s")
+    text.append(f"   drops {fmt_bitrate(float(rates.drops_Bps[i]))}")
+    text.append(f"   retrans {fmt_bitrate(float(rates.retrans_Bps[i]))}")
     return text
 
 
@@ -81,6 +81,8 @@ def counters_table(snap: Snapshot, i: int) -> Table:
     table.add_column("total", justify="right")
     ls = snap.link_state
     for field, label, fmt in COUNTERS:
+        if field == "pause_seconds_total":
+            label = f"{stalled_word(snap.flow_control)} for"
         table.add_row(label, fmt(float(getattr(ls, field)[i])))
     return table
 

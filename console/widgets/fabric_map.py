@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from console.linkview import SEVERITY_NAMES
+from console.linkview import SEVERITY_NAMES, severity_names
 from console.messages import SwitchSelected
 from fabric_core.snapshot import Snapshot
 
@@ -53,11 +53,13 @@ class FabricMap(Widget, can_focus=True):
         self._names: tuple[str, ...] = ()
         self._severity: NDArray[np.int8] = np.zeros(0, dtype=np.int8)
         self._tables: object = None
+        self.severity_names: tuple[str, ...] = SEVERITY_NAMES
 
     def show(self, snap: Snapshot, node_sev: NDArray[np.int8]) -> None:
         """Recolour from a snapshot's node severities; redraws only on change."""
         if snap.nodes is not self._tables:
             self._tables = snap.nodes
+            self.severity_names = severity_names(snap.flow_control)
             self._names = snap.nodes.name
             self.rows = self._build_rows(snap)
             self._severity = node_sev.copy()
@@ -126,7 +128,7 @@ class FabricMap(Widget, can_focus=True):
                 text.append(f"{len(members)} nodes: ")
                 for level, n in enumerate(counts.tolist()):
                     if n:
-                        text.append(f" {SEVERITY_NAMES[level]} {n} ", SEVERITY_STYLES[level])
+                        text.append(f" {self.severity_names[level]} {n} ", SEVERITY_STYLES[level])
                         text.append(" ")
                 continue
             compact = label in ("gpu", "storage") or len(members) > 32
@@ -151,6 +153,6 @@ class FabricMap(Widget, can_focus=True):
     def legend(self) -> Text:
         """The colour key."""
         text = Text()
-        for level, name in enumerate(SEVERITY_NAMES):
+        for level, name in enumerate(self.severity_names):
             text.append(f" {name} ", SEVERITY_STYLES[level])
         return text

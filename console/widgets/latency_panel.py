@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Sparkline
 
-from console.fmt import fmt_kpi, fmt_seconds
+from console.fmt import fmt_kpi, fmt_seconds, kpi_label
 from console.latency import ClassLatency
 from console.widgets.text_view import TextView
 from fabric_core.snapshot import WorkloadView
@@ -37,7 +37,7 @@ def kpi_lines(workloads: dict[str, WorkloadView] | None) -> Text:
         text.append(f"{name} ", "bold")
         text.append(f"({wl.kind}) ", "dim")
         for key, value in sorted(wl.kpis.items()):
-            text.append(f"{key} ", "dim")
+            text.append(f"{kpi_label(key)} ", "dim")
             text.append(f"{fmt_kpi(key, value)}  ")
     return text
 

@@ -14,8 +14,8 @@ from numpy.typing import NDArray
 from rich.text import Text
 from textual.widgets import DataTable
 
-from console.fmt import fmt_bytes, fmt_pct, fmt_rate
-from console.linkview import COLUMNS, WIDTHS, LinkRates
+from console.fmt import fmt_bitrate, fmt_bytes, fmt_pct, fmt_rate
+from console.linkview import COLUMNS, WIDTHS, LinkRates, stalled_word
 from console.messages import LinkChosen, SortRequested
 from fabric_core.snapshot import LinkStatus, Snapshot
 
@@ -31,11 +31,12 @@ STATE_STYLES = {
 _STATUS_NAMES = {int(LinkStatus.UP): "up", int(LinkStatus.DOWN): "down", 2: "degraded"}
 
 
-def link_state_name(status: int, paused: bool) -> str:
-    """What the state column says: down / degraded win over paused, then up."""
+def link_state_name(status: int, paused: bool, flow_control: str = "credit") -> str:
+    """What the state column says: down / degraded win over starved (credit) / paused
+    (PFC), then up."""
     name = _STATUS_NAMES.get(int(status), "up")
     if name == "up" and paused:
-        return "paused"
+        return stalled_word(flow_control)
     return name
 
 
@@ -54,13 +55,13 @@ def row_texts(snap: Snapshot, rates: LinkRates, idx: NDArray[np.intp]) -> list[t
     return [
         (
             names[i],
-            link_state_name(status[k], paused[k]),
+            link_state_name(status[k], paused[k], snap.flow_control),
             fmt_pct(util[k]),
             fmt_bytes(queue[k]),
             fmt_bytes(credits[k]),
             fmt_rate(pauses[k]),
             fmt_rate(ecn[k]),
-            fmt_bytes(drops[k]) if drops[k] else "0",
+            fmt_bitrate(drops[k]) if drops[k] else "0",
         )
         for k, i in enumerate(idx.tolist())
     ]

@@ -1,0 +1,175 @@
+"""What a new operator met in the console (issue 16), by key presses on the seeded ``tiny``
+fabric: Tab completes a fault target, help shows keys as typed and per screen, the credit
+fabric says "starved" where RoCE says "paused", KPI labels are words with units, the links
+title reads, and the compare view's ``+``/``-`` drive both engines (issue 13)."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+from console.app import FabtopApp
+from console.screens.compare import CompareScreen
+from console.screens.fault_form import FaultFormScreen
+from console.screens.help import HelpScreen
+from console.stepped import SteppedSource
+from console.widgets.links_table import LinksTable
+from fabric_core.fabric import Fabric
+from fabric_core.scenario import load_scenario
+from tests.test_console_screens import shown
+
+SIZE = (140, 44)
+
+
+def source(profile: str | None = None, ticks: int = 200) -> SteppedSource:
+    src = SteppedSource(Fabric.from_scenario(load_scenario("tiny", profile=profile)))
+    src.step(ticks)
+    return src
+
+
+async def test_tab_completes_the_fault_target_then_moves_on() -> None:
+    src = source()
+    app = FabtopApp(src, render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("i", *"leaf00->spine0")
+        form = app.screen
+        assert isinstance(form, FaultFormScreen)
+        target = form.query_one("#target", Input)
+        await pilot.pause()
+        await pilot.press("tab")
+        assert target.value == "leaf00->spine00"  # the suggestion, taken
+        assert app.focused is target
+        await pilot.press("tab")  # nothing left to complete: the next field
+        assert app.focused is not target
+
+
+async def test_a_colon_target_injects_on_the_link_and_the_form_says_what_it_takes() -> None:
+    src = source()
+    app = FabtopApp(src, render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("i")
+        form = app.screen
+        assert isinstance(form, FaultFormScreen)
+        params = form.query_one("#params", Input)
+        assert params.disabled and "no parameters" in params.placeholder  # link_down
+        await pilot.press(*"leaf00:spine01")
+        form.query_one("#duration", Input).value = "2ms"
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        snap = src.latest()
+        assert snap is not None
+        assert [(f.kind, f.target) for f in snap.active_faults] == [
+            ("link_down", "leaf00->spine01")
+        ]
+
+
+def _keys(screen: HelpScreen) -> dict[str, str]:
+    return dict(screen.app_bindings)
+
+
+async def test_help_shows_keys_as_typed_and_esc() -> None:
+    app = FabtopApp(source(), render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        keys = _keys(help_screen)
+        assert keys["+"] == "Faster" and keys["-"] == "Slower"
+        assert keys["/"] == "Filter" and keys["?"] == "Help"
+        listed = " ".join([*keys, *dict(help_screen.navigation)])
+        for internal in ("plus", "equals_sign", "slash", "question_mark", "escape"):
+            assert internal not in listed
+        assert "Esc" in dict(help_screen.navigation)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_help_in_the_compare_view_lists_only_its_keys() -> None:
+    left, right = source("native-400g", 50), source("roce-400g", 50)
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        keys = _keys(help_screen)
+        assert keys["Esc / c"] == "Back" and keys["i"] == "Inject on both"
+        assert keys["+"] == "Faster (both)" and keys["-"] == "Slower (both)"
+        for main_only in ("Sort", "Reverse", "Filter", "Freeze", "Compare"):
+            assert main_only not in keys.values()
+
+
+async def test_compare_plus_and_minus_change_both_engines_and_show_the_speed() -> None:
+    left, right = source("native-400g", 50), source("roce-400g", 50)
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("c")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        footer_keys = {k for k, b in screen.active_bindings.items() if b.binding.show and b.enabled}
+        assert {"plus", "minus"} <= footer_keys  # the footer shows + and -
+        assert "speed 1e-3× on both" in shown(screen.query_one("#speed-line"))
+        await pilot.press("plus")
+        await pilot.pause(0.2)
+        assert left.engine.speed == right.engine.speed == 2e-3
+        await pilot.press("minus", "minus")
+        await pilot.pause(0.2)
+        assert left.engine.speed == right.engine.speed == 5e-4
+        screen.refresh_sides(force=True)
+        await pilot.pause()
+        assert "speed 5e-4× on both" in shown(screen.query_one("#speed-line"))
+        for side in ("#left", "#right"):
+            assert "5e-4×" in shown(screen.query_one(side))
+
+
+async def test_credit_links_are_starved_and_pfc_links_paused() -> None:
+    left, right = source("native-400g", 400), source("roce-400g", 400)
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        states = {
+            row[1]
+            for row in app.view.table_rows(
+                column="util", reverse=False, limit=50, link_filter=app.link_filter
+            )[0]
+        }
+        assert "paused" not in states
+        await pilot.press("c")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        native, roce = shown(screen.query_one("#left")), shown(screen.query_one("#right"))
+        assert "starved" in native and "paused" not in native.split("links", 1)[1].split("\n")[0]
+        assert " paused " in roce and "starved" not in roce
+
+
+async def test_the_filter_knows_starved_links_on_the_credit_fabric() -> None:
+    src = source("native-400g", 400)
+    app = FabtopApp(src, render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        snap = src.latest()
+        assert snap is not None and snap.link_state.paused.any()  # the tiny fabric stalls
+        await pilot.press("slash", *"is:starved", "enter")
+        await pilot.pause()
+        names = app.query_one(LinksTable).links_shown
+        assert sorted(names) == sorted(
+            n for n, p in zip(snap.links.name, snap.link_state.paused, strict=True) if p
+        )
+        await pilot.press("slash", *"is:paused", "enter")  # PFC only: none on credit links
+        await pilot.pause()
+        assert app.query_one(LinksTable).links_shown == []
+
+
+async def test_kpis_are_words_with_units_and_the_links_title_reads() -> None:
+    app = FabtopApp(source(), render_interval_s=0.05, metrics_address="on the server")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        kpis = app.latency_panel.query_one("#kpis").render()
+        text = str(kpis)
+        assert "goodput" in text and "_" not in text.replace("moe_", "")
+        assert "e+0" not in text
+        assert app.links_box.border_title == "Links: all 24 · by util"
+        assert "metrics on the server" in str(app.header_bar.render())
