@@ -37,7 +37,7 @@ from fabric_core.paths import StaticRoutes, fixed_costs, lanes
 from fabric_core.pfc import Dcqcn, PfcQueues
 from fabric_core.profiles import Profile, check_routing
 from fabric_core.roce import RoceFlowControl
-from fabric_core.routing import route, spray, spray_ways
+from fabric_core.routing import spray, spray_ways
 from fabric_core.scenario import Scenario, ScenarioError
 from fabric_core.snapshot import (
     Event,
@@ -324,12 +324,22 @@ class Fabric:
             if extra_latency_s is not None:
                 extra_latency_s = extra_latency_s[of]
         else:
-            mode = "ecmp" if self.profile.routing == "ecmp" else "adaptive"
-            path, hops = route(self.topo, src, dst, key, mode=mode, link_cost=cost)
+            adaptive = self.profile.routing != "ecmp"
+            path, hops = self._tick.route(self.topo, src, dst, key, adaptive, cost)
         rows = src.size
         if self.static_routes:
             self.static_routes.apply(src, dst, path, hops)
-        vl = self.lanes(path, np.full(rows, self.class_vl[traffic_class], dtype=np.int8))
+        vl, fixed, wait = self._tick.lanes_and_costs(
+            self.topo,
+            self.profile,
+            path,
+            hops,
+            np.full(rows, self.class_vl[traffic_class], dtype=np.int8),
+            size,
+            self.occupancy,
+            self.buffer_drain,
+            self.pfc_paused_queues(),
+        )
         new = NewFlows(
             path=path,
             hops=hops,
@@ -346,7 +356,8 @@ class Fabric:
             total_bytes=total,
         )
         slots = self.flows.add(new)
-        self._set_fixed_latency(slots)
+        self.flows.fixed_latency_s[slots] = fixed
+        self.flows.wait_s[slots] = wait
         if self.roce is not None:
             self.roce.start_flows(
                 self.flows.capacity, slots, self.topo.links.bandwidth_Bps[path[0]]

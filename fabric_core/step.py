@@ -33,7 +33,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.flows import DONE_BYTES, DONE_FRACTION, FlowTable
-from fabric_core.routing import MAX_HOPS
+from fabric_core.paths import fixed_costs, lanes
+from fabric_core.profiles import Profile
+from fabric_core.routing import MAX_HOPS, route
+from fabric_core.topology import Topology
 
 #: Water-filling rounds per max-min solve (each round settles the flows whose demand
 #: is below the current fair share; 4 settles all but pathological mixes).
@@ -588,6 +591,38 @@ class ReferenceTick:
     def __init__(self, layout: RankLayout, n_vls: int) -> None:
         self.layout = layout
         self.n_vls = n_vls
+
+    def route(
+        self,
+        topo: Topology,
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        key: NDArray[np.int64],
+        adaptive: bool,
+        link_cost: NDArray[np.float64],
+    ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
+        """Paths of new flows (``routing.route``)."""
+        mode = "adaptive" if adaptive else "ecmp"
+        return route(topo, src, dst, key, mode=mode, link_cost=link_cost)
+
+    def lanes_and_costs(
+        self,
+        topo: Topology,
+        profile: Profile,
+        path: NDArray[np.int32],
+        hops: NDArray[np.int8],
+        vl0: NDArray[np.int8],
+        size: NDArray[np.float64],
+        occupancy: NDArray[np.float64],
+        drain: NDArray[np.float64],
+        paused: NDArray[np.bool_],
+    ) -> tuple[NDArray[np.int8], NDArray[np.float64], NDArray[np.float64]]:
+        """Lane per hop, fixed latency and FIFO wait of new flows (``paths.lanes`` and
+        ``paths.fixed_costs``)."""
+        vl = lanes(topo, profile.flow_control, self.n_vls, path, vl0)
+        queue = (np.where(path >= 0, path, 0) * self.n_vls + vl).astype(np.intp)
+        fixed, wait = fixed_costs(topo, profile, path, hops, size, queue, occupancy, drain, paused)
+        return vl, fixed, wait
 
     def build_index(self, flows: FlowTable) -> EntryIndex:
         """The active entries (see ``build_index``)."""

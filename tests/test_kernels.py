@@ -19,7 +19,7 @@ from fabric_core.fabric import Fabric, Solver
 from fabric_core.kernels.solve import fill_link
 from fabric_core.profiles import NATIVE_400G, ROCE_400G
 from fabric_core.step import waterfill
-from fabric_core.topology import leaf_spine
+from fabric_core.topology import Topology, fat_tree, leaf_spine
 from fabric_core.workloads.traffic import Scripted
 
 RTOL = 1e-9
@@ -132,3 +132,89 @@ def test_fill_link_is_the_reference_waterfill(demands: list[float], capacity: fl
     np.testing.assert_allclose(out, rate, rtol=1e-12, atol=1e-6)
     assert np.isclose(level, ref_level[0], rtol=1e-12, atol=1e-6)
     assert share == ref_share[0] or np.isclose(share, ref_share[0], rtol=1e-12, atol=1e-6)
+
+
+@st.composite
+def routing_cases(draw: st.DrawFn) -> tuple[Topology, np.ndarray, np.ndarray, np.ndarray]:
+    """A topology (2- or 3-tier, 1 or 2 planes), flows between random endpoints, and link
+    costs with some links down (inf)."""
+    prof = NATIVE_400G
+    if draw(st.booleans()):
+        topo = fat_tree(
+            prof,
+            pods=draw(st.integers(1, 3)),
+            leaves_per_pod=draw(st.integers(1, 3)),
+            spines_per_pod=draw(st.integers(1, 3)),
+            cores_per_spine=draw(st.integers(1, 3)),
+            gpus_per_leaf=2,
+        )
+    else:
+        topo = leaf_spine(
+            prof,
+            leaves=draw(st.integers(1, 4)),
+            spines=draw(st.integers(1, 4)),
+            gpus_per_leaf=2,
+            planes=draw(st.integers(1, 2)),
+        )
+    eps = topo.endpoints
+    n = draw(st.integers(1, 40))
+    src = eps[draw(st.lists(st.integers(0, eps.size - 1), min_size=n, max_size=n))]
+    dst = eps[draw(st.lists(st.integers(0, eps.size - 1), min_size=n, max_size=n))]
+    cost = np.array(
+        draw(
+            st.lists(
+                st.sampled_from([0.0, 50e-9, 150e-9, 1e-6, np.inf]),
+                min_size=len(topo.links),
+                max_size=len(topo.links),
+            )
+        )
+    )
+    return topo, src.astype(np.int64), dst.astype(np.int64), cost
+
+
+@settings(max_examples=200, deadline=None)
+@given(routing_cases(), st.booleans(), st.integers(0, 2**40))
+def test_compiled_routing_is_the_reference(
+    case: tuple[Topology, np.ndarray, np.ndarray, np.ndarray], adaptive: bool, salt: int
+) -> None:
+    topo, src, dst, cost = case
+    key = np.arange(src.size, dtype=np.int64) * 1_000_003 + salt
+    ref = Fabric(topo, NATIVE_400G, [], dt_s=1e-6, seed=1, solver="reference")._tick
+    comp = Fabric(topo, NATIVE_400G, [], dt_s=1e-6, seed=1, solver="compiled")._tick
+    path, hops = ref.route(topo, src, dst, key, adaptive, cost)
+    c_path, c_hops = comp.route(topo, src, dst, key, adaptive, cost)
+    np.testing.assert_array_equal(c_path, path)
+    np.testing.assert_array_equal(c_hops, hops)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    routing_cases(),
+    st.sampled_from(["credit", "pfc", "store-and-forward"]),
+    st.integers(0, 2**16),
+)
+def test_compiled_lanes_and_costs_are_the_reference(
+    case: tuple[Topology, np.ndarray, np.ndarray, np.ndarray], kind: str, seed: int
+) -> None:
+    topo, src, dst, cost = case
+    prof = {
+        "credit": NATIVE_400G,
+        "pfc": ROCE_400G,
+        "store-and-forward": dataclasses.replace(NATIVE_400G, cut_through=False),
+    }[kind]
+    rng = np.random.default_rng(seed)
+    fabric = Fabric(topo, prof, [], dt_s=1e-6, seed=1, solver="reference")
+    path, hops = fabric._tick.route(topo, src, dst, np.arange(src.size), True, cost)
+    n_bufs = len(topo.links) * fabric.n_vls
+    occupancy = np.where(rng.random(n_bufs) < 0.5, 0.0, rng.uniform(0, 1e6, n_bufs))
+    drain = np.where(rng.random(n_bufs) < 0.3, 0.0, rng.uniform(0, 5e10, n_bufs))
+    paused = rng.random(n_bufs) < 0.3
+    vl0 = rng.integers(0, fabric.n_vls - 1, src.size).astype(np.int8)
+    size = rng.uniform(1, 1e7, src.size)
+    args = (topo, prof, path, hops, vl0, size, occupancy, drain, paused)
+    vl, fixed, wait = fabric._tick.lanes_and_costs(*args)
+    comp = Fabric(topo, prof, [], dt_s=1e-6, seed=1, solver="compiled")._tick
+    c_vl, c_fixed, c_wait = comp.lanes_and_costs(*args)
+    np.testing.assert_array_equal(c_vl, vl)
+    np.testing.assert_allclose(c_fixed, fixed, rtol=1e-12)
+    np.testing.assert_allclose(c_wait, wait, rtol=1e-12)

@@ -11,11 +11,15 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core.commands import CommandError
 from fabric_core.flows import FlowTable
 from fabric_core.kernels.index import entry_index
 from fabric_core.kernels.move import finish_times, move_bytes
+from fabric_core.kernels.route import lanes_and_costs, route_flows
 from fabric_core.kernels.solve import solve_tick
+from fabric_core.profiles import Profile
 from fabric_core.step import EntryIndex, Moved, RankLayout, Solution
+from fabric_core.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,77 @@ class CompiledTick:
     def build_index(self, flows: FlowTable) -> EntryIndex:
         """The active entries (see ``build_index``)."""
         return build_index(flows, self)
+
+    def route(
+        self,
+        topo: Topology,
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        key: NDArray[np.int64],
+        adaptive: bool,
+        link_cost: NDArray[np.float64],
+    ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
+        """Paths of new flows (``kernels.route.route_flows``)."""
+        return route_flows(
+            src.astype(np.int64),
+            dst.astype(np.int64),
+            key.astype(np.int64),
+            link_cost,
+            topo.ep_uplink,
+            topo.ep_downlink,
+            topo.ep_leaf,
+            topo.node_pod,
+            topo.switch_index,
+            topo.switch_link,
+            topo.spines_by_pod,
+            topo.cores_by_slot,
+            topo.planes,
+            topo.tiers,
+            adaptive,
+        )
+
+    def lanes_and_costs(
+        self,
+        topo: Topology,
+        profile: Profile,
+        path: NDArray[np.int32],
+        hops: NDArray[np.int8],
+        vl0: NDArray[np.int8],
+        size: NDArray[np.float64],
+        occupancy: NDArray[np.float64],
+        drain: NDArray[np.float64],
+        paused: NDArray[np.bool_],
+    ) -> tuple[NDArray[np.int8], NDArray[np.float64], NDArray[np.float64]]:
+        """Lane per hop, fixed latency and FIFO wait of new flows
+        (``kernels.route.lanes_and_costs``).
+
+        Raises:
+            CommandError: a route turns down-up more often than there are lanes.
+        """
+        vl, fixed, wait, top = lanes_and_costs(
+            path,
+            hops,
+            vl0,
+            size.astype(np.float64),
+            topo.nodes.tier,
+            topo.links.src,
+            topo.links.dst,
+            topo.links.prop_delay_s,
+            topo.links.bandwidth_Bps,
+            occupancy,
+            drain,
+            paused,
+            self.n_vls,
+            profile.flow_control == "credit",
+            profile.cut_through,
+            profile.switch_latency_s,
+            profile.nic_latency_s,
+            float(profile.mtu_bytes),
+            float(profile.header_bytes),
+        )
+        if top >= self.n_vls:
+            raise CommandError("a route turns down-up more often than there are virtual lanes")
+        return vl, fixed, wait
 
     def solve(
         self,
