@@ -1,0 +1,216 @@
+"""New flows' paths, lanes and fixed costs, compiled: one loop over the flows of a batch.
+
+The rules are ``fabric_core.routing`` (up*/down* candidates, ECMP hash or adaptive
+"power of two choices"), ``fabric_core.paths.lanes`` and
+``fabric_core.paths.fixed_costs``, whose docstrings give the reasons; the numpy
+versions there stay the reference, and the tests hold these to them exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.kernels._jit import kernel
+from fabric_core.routing import ADAPTIVE_COST_QUANTUM_S, MAX_HOPS
+
+_BIG = 1e30
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
+
+_F = NDArray[np.float64]
+_I32 = NDArray[np.int32]
+
+
+@kernel
+def flow_hash(src: int, dst: int, key: int) -> np.uint64:
+    """``routing._hash(src, dst, key)`` for one flow (splitmix64 finaliser, wrapping)."""
+    h = np.uint64(0)
+    for a in (src, dst, key):
+        h ^= np.uint64(a) + _MIX[0] + (h << np.uint64(6))
+        h ^= h >> np.uint64(30)
+        h *= _MIX[1]
+        h ^= h >> np.uint64(27)
+        h *= _MIX[2]
+        h ^= h >> np.uint64(31)
+    return h
+
+
+@kernel
+def _kth_usable(cost: _F, k: np.uint64, all_usable: bool) -> np.int64:
+    """Column of the ``k``-th usable candidate (cost below ``_BIG``); ``k`` mod the
+    number of candidates when there is no such column."""
+    # every return is an int64: numba unifies int64 with uint64 as a float
+    if all_usable:
+        return np.int64(k)
+    rank = -1
+    for c in range(cost.size):
+        if cost[c] < _BIG:
+            rank += 1
+            if rank == np.int64(k):
+                return np.int64(c)
+    return np.int64(k % np.uint64(cost.size))
+
+
+@kernel
+def pick(cost: _F, h: np.uint64, adaptive: bool) -> np.int64:
+    """``routing._pick`` for one flow: a hashed usable candidate (ECMP), or the less
+    loaded of two (adaptive)."""
+    n_usable = 0
+    for c in range(cost.size):
+        if cost[c] < _BIG:
+            n_usable += 1
+    all_usable = n_usable == cost.size
+    n = np.uint64(max(n_usable, 1))
+    first = _kth_usable(cost, h % n, all_usable)
+    if not adaptive:
+        return first
+    second = _kth_usable(cost, (h >> np.uint64(17)) % n, all_usable)
+    c1 = np.floor(cost[first] / ADAPTIVE_COST_QUANTUM_S)
+    c2 = np.floor(cost[second] / ADAPTIVE_COST_QUANTUM_S)
+    return second if c2 < c1 else first
+
+
+@kernel
+def route_flows(
+    src: NDArray[np.int64],
+    dst: NDArray[np.int64],
+    key: NDArray[np.int64],
+    link_cost: _F,
+    ep_uplink: _I32,
+    ep_downlink: _I32,
+    ep_leaf: _I32,
+    node_pod: _I32,
+    switch_index: _I32,
+    switch_link: _I32,
+    spines_by_pod: _I32,
+    cores_by_slot: _I32,
+    planes: int,
+    tiers: int,
+    adaptive: bool,
+) -> tuple[_I32, NDArray[np.int8]]:
+    """``routing.route``: ``path[hop, flow]`` (-1 past the end) and hops per flow."""
+    n = src.size
+    path = np.full((MAX_HOPS, n), -1, dtype=np.int32)
+    nh = np.zeros(n, dtype=np.int8)
+    n_slots = spines_by_pod.shape[2]
+    per = cores_by_slot.shape[2]
+    cost4 = np.empty(n_slots)
+    cost6 = np.empty(n_slots * per)
+    sw, sl = switch_index, switch_link
+    for f in range(n):
+        h = flow_hash(src[f], dst[f], key[f])
+        plane = int(np.int64(h >> np.uint64(40)) % planes) if planes > 1 else 0
+        up, down = ep_uplink[src[f], plane], ep_downlink[dst[f], plane]
+        ls, ld = ep_leaf[src[f], plane], ep_leaf[dst[f], plane]
+        c_up = link_cost[up] if np.isfinite(link_cost[up]) else _BIG
+        c_down = link_cost[down] if np.isfinite(link_cost[down]) else _BIG
+        path[0, f] = up
+        if ls == ld:  # endpoint -> leaf -> endpoint
+            path[1, f] = down
+            nh[f] = 2
+        elif tiers == 2 or node_pod[ls] == node_pod[ld]:
+            # up to a spine of the pod, down to the destination leaf
+            for j in range(n_slots):
+                s = spines_by_pod[plane, node_pod[ls], j]
+                l_up, l_dn = sl[sw[ls], sw[s]], sl[sw[s], sw[ld]]
+                if l_up < 0 or l_dn < 0:
+                    cost4[j] = _BIG
+                else:
+                    cost4[j] = _cost(link_cost, l_up) + _cost(link_cost, l_dn) + c_up + c_down
+            k = pick(cost4, h, adaptive)
+            s = spines_by_pod[plane, node_pod[ls], k]
+            path[1, f] = sl[sw[ls], sw[s]]
+            path[2, f] = sl[sw[s], sw[ld]]
+            path[3, f] = down
+            nh[f] = 4
+        else:
+            # leaf -> spine (slot j) -> core (group j) -> spine (slot j, dst pod) -> leaf
+            for j in range(n_slots):
+                sa = spines_by_pod[plane, node_pod[ls], j]
+                sb = spines_by_pod[plane, node_pod[ld], j]
+                c1 = _cost(link_cost, sl[sw[ls], sw[sa]])
+                c4 = _cost(link_cost, sl[sw[sb], sw[ld]])
+                for m in range(per):
+                    cr = cores_by_slot[plane, j, m]
+                    l2, l3 = sl[sw[sa], sw[cr]], sl[sw[cr], sw[sb]]
+                    if l2 < 0 or l3 < 0:
+                        cost6[j * per + m] = _BIG
+                    else:
+                        cost6[j * per + m] = c1 + _cost(link_cost, l2) + _cost(link_cost, l3) + c4
+            j, m = divmod(pick(cost6, h, adaptive), per)
+            sa = spines_by_pod[plane, node_pod[ls], j]
+            sb = spines_by_pod[plane, node_pod[ld], j]
+            cr = cores_by_slot[plane, j, m]
+            path[1, f] = sl[sw[ls], sw[sa]]
+            path[2, f] = sl[sw[sa], sw[cr]]
+            path[3, f] = sl[sw[cr], sw[sb]]
+            path[4, f] = sl[sw[sb], sw[ld]]
+            path[5, f] = down
+            nh[f] = 6
+    return path, nh
+
+
+@kernel
+def _cost(link_cost: _F, li: int) -> float:
+    """A link's routing cost, ``_BIG`` for one that must not be used (inf), as the
+    reference reads it (a missing link, -1, reads the last link's cost)."""
+    c = link_cost[li]
+    return c if np.isfinite(c) else _BIG
+
+
+@kernel
+def lanes_and_costs(
+    path: _I32,
+    hops: NDArray[np.int8],
+    vl0: NDArray[np.int8],
+    size: _F,
+    node_tier: NDArray[np.int8],
+    link_src: _I32,
+    link_dst: _I32,
+    prop_delay_s: _F,
+    bandwidth_Bps: _F,
+    occupancy: _F,
+    drain: _F,
+    paused: NDArray[np.bool_],
+    n_vls: int,
+    credit: bool,
+    cut_through: bool,
+    switch_latency_s: float,
+    nic_latency_s: float,
+    mtu_bytes: float,
+    header_bytes: float,
+) -> tuple[NDArray[np.int8], _F, _F, int]:
+    """``paths.lanes`` and ``paths.fixed_costs`` for new flows: (lane per hop, fixed
+    latency, FIFO wait, highest lane used)."""
+    max_hops, n = path.shape
+    vl = np.empty((max_hops, n), dtype=np.int8)
+    fixed = np.empty(n)
+    wait = np.empty(n)
+    top = 0
+    for f in range(n):
+        lane = vl0[f]
+        prop = 0.0
+        saf = 0.0
+        w = 0.0
+        pkt = min(size[f], mtu_bytes) + header_bytes
+        was_up = False
+        for h in range(max_hops):
+            li = path[h, f]
+            if li < 0:
+                vl[h, f] = lane
+                continue
+            up = node_tier[link_dst[li]] > node_tier[link_src[li]]
+            if credit and h > 0 and path[h - 1, f] >= 0 and up and not was_up:
+                lane += 1  # a down->up turn moves up a lane (paths.lanes)
+            was_up = up
+            vl[h, f] = lane
+            top = max(top, lane)
+            prop += prop_delay_s[li]
+            if h + 1 < max_hops and path[h + 1, f] >= 0:  # the hop feeds a switch buffer
+                q = li * n_vls + lane
+                if not cut_through or (not credit and (occupancy[q] > 0 or paused[q])):
+                    saf += pkt / bandwidth_Bps[li]
+                w += occupancy[q] / max(drain[q], bandwidth_Bps[li] * 1e-3)
+        fixed[f] = prop + (hops[f] - 1.0) * switch_latency_s + 2 * nic_latency_s + saf
+        wait[f] = w
+    return vl, fixed, wait, top
