@@ -293,9 +293,8 @@ class Engine:
         # batches (snapshots, the event loop's other work) is part of a simulated second's cost
         since = wall0 if self._mark is None else self._mark
         sim0 = self.fabric.sim_time_s
-        await asyncio.to_thread(self.fabric.run_ticks, n)
+        stepping = await asyncio.to_thread(self._timed_ticks, n)
         wall = max(time.monotonic() - wall0, 1e-9)
-        stepping = wall
         sim = self.fabric.sim_time_s - sim0
         # adapt the batch so that it lasts about max_batch_wall_s / 2
         per_tick = wall / n
@@ -329,6 +328,12 @@ class Engine:
             # behind: busy all the time and still below the pace (smoothed over batches)
             behind = waited == 0 and self._measured_speed < self.BEHIND * self.speed
             self._adapt_tick(behind=behind, waited=waited / elapsed)
+
+    def _timed_ticks(self, n: int) -> float:
+        """Run ``n`` ticks (in the worker thread); the wall time they took."""
+        start = time.monotonic()
+        self.fabric.run_ticks(n)
+        return time.monotonic() - start
 
     def _adapt_tick(self, *, behind: bool, waited: float) -> None:
         """Double the tick after a few batches behind pace, halve it after a few that
