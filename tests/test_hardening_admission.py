@@ -127,7 +127,7 @@ def test_clearing_an_incast_cancels_its_unsent_messages_and_its_flows_go() -> No
 
 def test_two_incasts_keep_their_flows_apart() -> None:
     fabric = _fabric()
-    params = {"senders": 2.0, "size_bytes": 1e6, "period_s": 1e-4}
+    params: dict[str, float | str] = {"senders": 2.0, "size_bytes": 1e6, "period_s": 1e-4}
     fabric.apply(InjectFault(kind="incast", target="gpu0000", params=params))
     second = fabric.apply(InjectFault(kind="incast", target="gpu0001", params=params))
     fabric.step()

@@ -19,6 +19,7 @@ from fabric_core.commands import (
     Command,
     CommandError,
     CommandResult,
+    SetSpeed,
     nesting_depth,
     parse_command,
 )
@@ -103,7 +104,7 @@ def test_a_speed_below_the_range_is_refused_naming_the_field(speed: float) -> No
 def test_speed_range_ends_are_accepted() -> None:
     for speed in (0.0, 1e-6, 1e3):
         cmd = parse_command(json.dumps({"speed": speed}), command="speed")
-        assert cmd.speed == speed
+        assert isinstance(cmd, SetSpeed) and cmd.speed == speed
     with pytest.raises(CommandError, match=r"^speed must be a number <= 1000"):
         parse_command(json.dumps({"speed": 1001}), command="speed")
 
