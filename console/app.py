@@ -235,9 +235,20 @@ class FabtopApp(App[None]):
         {"toggle_freeze", "speed", "cycle_sort", "reverse_sort", "filter", "compare"}
     )
 
+    #: Of those, the ones that still make sense on the link detail screen.
+    DETAIL_VIEW_ACTIONS = frozenset({"toggle_freeze", "speed"})
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Main-view keys do nothing on the compare screen (which has its own)."""
-        return not (action in self.MAIN_VIEW_ACTIONS and isinstance(self.screen, CompareScreen))
+        """Main-view keys do nothing on the compare screen (which has its own), and only
+        freeze and speed work on the link detail screen (sorting or filtering the hidden
+        table would surprise)."""
+        if action not in self.MAIN_VIEW_ACTIONS:
+            return True
+        if isinstance(self.screen, CompareScreen):
+            return False
+        if isinstance(self.screen, LinkDetailScreen):
+            return action in self.DETAIL_VIEW_ACTIONS
+        return True
 
     # --------------------------------------------------------------- commands
     async def send(self, command: Command) -> CommandResult:
@@ -369,7 +380,13 @@ class FabtopApp(App[None]):
     def action_help(self) -> None:
         """Show the keys of the screen on top (its own, then the app's that work there)."""
         screen = self.screen
-        own = [b for b in screen.BINDINGS if isinstance(b, Binding)]
+        # the main view's screen has only Textual's defaults (Tab, copy): the navigation
+        # table below says those in the console's words
+        own = (
+            [b for b in screen.BINDINGS if isinstance(b, Binding)]
+            if isinstance(screen, CompareScreen | LinkDetailScreen)
+            else []
+        )
         taken = {k.strip() for b in own for k in b.key.split(",")}
         app_keys = [
             b

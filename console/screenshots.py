@@ -20,7 +20,7 @@ from fabric_core.commands import InjectFault
 from fabric_core.fabric import Fabric
 from fabric_core.scenario import load_scenario
 
-SIZE = (150, 46)
+SIZE = (200, 60)  # the size issue 16 checked the layout at
 WARMUP_TICKS = 120
 FAULT_LINK = "leaf00->spine01"
 #: The second fabric of the compare view (the RoCE profile replaces it once it exists).
@@ -84,7 +84,7 @@ async def scene(
         await pilot.pause()
         app.refresh_view(force=True)
     elif name == "fault_dialog":
-        await pilot.press("i", *"leaf01->spine00", "tab", "tab")
+        await pilot.press("i", *"leaf01->sp", "tab", "tab")  # Tab completes, then moves on
     elif name == "compare":
         await pilot.press("c")
         await pilot.pause()

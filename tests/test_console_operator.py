@@ -5,12 +5,15 @@ title reads, and the compare view's ``+``/``-`` drive both engines (issue 13).""
 
 from __future__ import annotations
 
+import pytest
 from textual.widgets import Input
 
 from console.app import FabtopApp
+from console.linkview import WIDTHS
 from console.screens.compare import CompareScreen
 from console.screens.fault_form import FaultFormScreen
 from console.screens.help import HelpScreen
+from console.screens.link_detail import spark_rows
 from console.stepped import SteppedSource
 from console.widgets.links_table import LinksTable
 from fabric_core.fabric import Fabric
@@ -173,3 +176,33 @@ async def test_kpis_are_words_with_units_and_the_links_title_reads() -> None:
         assert "e+0" not in text
         assert app.links_box.border_title == "Links: all 24 · by util"
         assert "metrics on the server" in str(app.header_bar.render())
+
+
+@pytest.mark.parametrize("size", [(120, 40), (200, 60), (240, 70)])
+async def test_the_layout_uses_the_terminal(size: tuple[int, int]) -> None:
+    """Issue 16 item 13: panels take the room they need at 120x40, 200x60 and 240x70."""
+    left, right = source("native-400g"), source("roce-400g")
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        width, height = size
+        assert "running" in str(app.header_bar.render())[:40]  # the state is never cut off
+        table = app.query_one(LinksTable)
+        used = sum(col.get_render_width(table) for col in table.columns.values())
+        assert used >= min(0.85 * width, 2 * sum(WIDTHS.values()))
+        faults = app.query_one("#faults-box")
+        events = app.query_one("#events-box")
+        assert faults.size.width <= 95 and events.size.width >= width - 95 - 2
+        app.open_link("leaf00->spine01")
+        await pilot.pause(0.2)
+        spark = app.screen.query_one("#credit-spark")
+        # the sparklines share the height left over (3 rows at least)
+        assert spark.size.height >= 3
+        if height >= 60:  # a tall terminal gets taller sparklines (it had 3 rows and blank)
+            assert spark.size.height >= spark_rows(height, 12, 4) > 3
+        await pilot.press("escape", "c")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        timelines = screen.query_one("#faults-both")
+        assert timelines.size.height >= 5 and timelines.region.bottom >= height - 3

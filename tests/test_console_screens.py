@@ -141,7 +141,10 @@ async def test_compare_shows_both_fabrics_and_injects_on_both() -> None:
         screen.refresh_sides()
         await pilot.pause()
         for side in ("#left", "#right"):
-            assert "link_down leaf00->spine01" in shown(screen.query_one(side))
+            assert "1 active" in shown(screen.query_one(side))
+        timelines = shown(screen.query_one("#faults-both"))
+        assert "link_down leaf00->spine01" in timelines
+        assert "native-400g: state" in timelines and f"{other}: state" in timelines
         await pilot.press("p")
         await pilot.pause(0.2)
         assert not left.engine.running and not right.engine.running

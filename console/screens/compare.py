@@ -28,6 +28,7 @@ from console.viewstate import FabricView
 from console.widgets.faults_panel import faults_to_show
 from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
 from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume, SetSpeed
+from fabric_core.snapshot import FaultView
 
 #: The speed range the keys move in (the same as the main view's).
 MIN_SPEED, MAX_SPEED = 1e-9, 1e3
@@ -37,8 +38,8 @@ def side_summary(view: FabricView, source: FabricSource) -> Table:
     """One side of the comparison as a rich table."""
     snap = view.snapshot
     table = Table(box=None, expand=True, show_header=False, pad_edge=False)
-    table.add_column("what", style="bold", ratio=2)
-    table.add_column("value", ratio=3)
+    table.add_column("what", style="bold", min_width=12, no_wrap=True)
+    table.add_column("value", ratio=1)
     if snap is None:
         table.add_row(source.description, "waiting for the first snapshot…")
         return table
@@ -79,22 +80,53 @@ def side_summary(view: FabricView, source: FabricSource) -> Table:
     for name, wl in sorted(snap.workloads.items()):
         kpis = " · ".join(kpi_text(k, v) for k, v in sorted(wl.kpis.items()))
         table.add_row(name, kpis or "—")
-    table.add_row("", "")
-    table.add_row(Text("faults", style="bold underline"), "")
-    faults = faults_to_show(snap)
-    if not faults:
-        table.add_row("none", "")
-    for f in faults:
-        times = [
-            f"{what} +{fmt_seconds(at - f.injected_at_s)}"
-            for what, at in (
-                ("detected", f.detected_at_s),
-                ("rerouted", f.mitigated_at_s),
-                ("recovered", f.recovered_at_s),
-            )
-            if at is not None
-        ]
-        table.add_row(f"{f.kind} {f.target}", f"{f.state}; " + ("; ".join(times) or "…"))
+    n_faults = len(snap.active_faults)
+    table.add_row("faults", f"{n_faults} active (timelines below)" if n_faults else "none")
+    return table
+
+
+def _since(at: float | None, injected: float) -> str:
+    return "…" if at is None else f"+{fmt_seconds(at - injected)}"
+
+
+def faults_table(left: FabricView, right: FabricView) -> Table:
+    """Every fault of either side, one row each, with both sides' timelines in full
+    (state, then detected / rerouted / recovered relative to the injection)."""
+    table = Table(box=None, expand=True, header_style="bold", pad_edge=False)
+    a, b = left.snapshot, right.snapshot
+    table.add_column("fault", no_wrap=True)
+    for snap in (a, b):
+        name = snap.profile if snap is not None else "—"
+        table.add_column(f"{name}: state", no_wrap=True)
+        table.add_column("detected", justify="right", no_wrap=True)
+        table.add_column("rerouted", justify="right", no_wrap=True)
+        table.add_column("recovered", justify="right", no_wrap=True)
+    sides = [faults_to_show(s) if s is not None else [] for s in (a, b)]
+    keys: list[tuple[str, str, str]] = []
+    by_side: list[dict[tuple[str, str, str], FaultView]] = [{}, {}]
+    for k, faults in enumerate(sides):
+        for f in faults:
+            key = (f.id, f.kind, f.target)
+            by_side[k][key] = f
+            if key not in keys:
+                keys.append(key)
+    if not keys:
+        table.add_row(Text("no faults: i injects one on both fabrics", style="dim"))
+    for key in keys:
+        cells: list[str | Text] = [f"{key[0]} {key[1]} {key[2]}"]
+        for k in range(2):
+            fv = by_side[k].get(key)
+            if fv is None:
+                cells += ["—", "", "", ""]
+                continue
+            t0 = fv.injected_at_s
+            cells += [
+                fv.state,
+                _since(fv.detected_at_s, t0),
+                _since(fv.mitigated_at_s, t0),
+                _since(fv.recovered_at_s, t0),
+            ]
+        table.add_row(*cells)
     return table
 
 
@@ -182,9 +214,10 @@ class CompareScreen(Screen[None]):
         Binding("minus", "speed(0.5)", "Slower (both)", key_display="-"),
     ]
     DEFAULT_CSS = """
-    CompareScreen Horizontal { height: 1fr; }
+    CompareScreen Horizontal { height: auto; }
     CompareScreen #delta { height: auto; border: round $primary; padding: 0 1; }
-    CompareScreen .side { width: 1fr; border: round $secondary; padding: 0 1; }
+    CompareScreen #faults-both { height: 1fr; min-height: 5; border: round $error; padding: 0 1; }
+    CompareScreen .side { width: 1fr; height: auto; border: round $secondary; padding: 0 1; }
     """
 
     def __init__(
@@ -207,11 +240,15 @@ class CompareScreen(Screen[None]):
             yield Static(id="left", classes="side")
             yield Static(id="right", classes="side")
         yield Static(id="delta")
+        yield Static(id="faults-both")
         yield Static(id="speed-line")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#delta", Static).border_title = "difference (right / left; red = worse)"
+        self.query_one(
+            "#faults-both", Static
+        ).border_title = "faults on both fabrics (times from the injection)"
         self.set_interval(self.render_interval_s, self.refresh_sides)
         self.refresh_sides(force=True)
 
@@ -224,9 +261,10 @@ class CompareScreen(Screen[None]):
                 panel = self.query_one(side, Static)
                 snap = view.snapshot
                 panel.border_title = snap.profile if snap is not None else source.description
-                panel.update(side_summary(view, source), layout=False)
+                panel.update(side_summary(view, source))
         if changed:
             self.query_one("#delta", Static).update(difference_table(*self.views))
+            self.query_one("#faults-both", Static).update(faults_table(*self.views))
             self.query_one("#speed-line", Static).update(speed_line(self.views))
 
     async def send_both(self, command: Command) -> CommandResult:

@@ -87,6 +87,19 @@ def counters_table(snap: Snapshot, i: int) -> Table:
     return table
 
 
+#: Events of the link shown at most.
+MAX_EVENTS = 12
+
+
+def spark_rows(height: int, n_events: int, n_vls: int) -> int:
+    """How tall each sparkline can be so the screen is filled without scrolling: what is
+    left of ``height`` after the summary, the labels, the VL/counter tables, the events
+    and the footer, split between the two sparklines (3 to 16 rows each)."""
+    tables = max(len(COUNTERS), n_vls) + 2  # rows + title + header
+    fixed = 5 + 2 + tables + (max(n_events, 1) + 3) + 1
+    return min(max((height - fixed) // 2, 3), 16)
+
+
 class LinkDetailScreen(Screen[None]):
     """See the module docstring; the app calls ``show`` on each refresh while it is open."""
 
@@ -98,7 +111,7 @@ class LinkDetailScreen(Screen[None]):
     DEFAULT_CSS = """
     LinkDetailScreen #summary { height: auto; padding: 0 1; border: round $secondary; }
     LinkDetailScreen .spark-label { height: 1; padding: 0 1; }
-    LinkDetailScreen .spark { height: 3; margin: 0 1; }
+    LinkDetailScreen .spark { height: auto; margin: 0 1; }
     LinkDetailScreen Horizontal { height: auto; }
     LinkDetailScreen #vls, LinkDetailScreen #counters { width: 1fr; height: auto; padding: 0 1; }
     LinkDetailScreen #events { height: auto; padding: 0 1; border: round $secondary; }
@@ -143,19 +156,20 @@ class LinkDetailScreen(Screen[None]):
         # Fixed scales: a full bar is a full buffer of credit (as an idle link has), or line rate.
         full = max(float(snap.links.buffer_bytes[i]), max(credits, default=0.0))
         width = max(self.size.width - 4, 10)
-        self.query_one("#credit-spark", Static).update(
-            scaled_sparkline(credits, full, width=width), layout=False
-        )
-        self.query_one("#util-spark", Static).update(
-            scaled_sparkline(util, 1.0, width=width), layout=False
-        )
-        self.query_one("#vls", Static).update(vl_table(snap, i))
-        self.query_one("#counters", Static).update(counters_table(snap, i))
         src = snap.nodes.name[int(snap.links.src[i])]
         dst = snap.nodes.name[int(snap.links.dst[i])]
         reverse = snap.links.name[int(snap.links.reverse[i])]
+        entries = log.for_target(self.link, reverse, src, dst)[-MAX_EVENTS:]
+        rows = spark_rows(self.size.height, len(entries), len(snap.link_state.queue_vl_bytes[i]))
+        self.query_one("#credit-spark", Static).update(
+            scaled_sparkline(credits, full, rows=rows, width=width)
+        )
+        self.query_one("#util-spark", Static).update(
+            scaled_sparkline(util, 1.0, rows=rows, width=width)
+        )
+        self.query_one("#vls", Static).update(vl_table(snap, i))
+        self.query_one("#counters", Static).update(counters_table(snap, i))
         self._reverse_name = reverse
-        entries = log.for_target(self.link, reverse, src, dst)[-12:]
         lines = Text("events on this link, its other direction and its ends\n", style="bold")
         if entries:
             lines.append_text(Text("\n").join(entry_line(e) for e in entries))

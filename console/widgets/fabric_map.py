@@ -128,7 +128,9 @@ class FabricMap(Widget, can_focus=True):
                 text.append(f"{len(members)} nodes: ")
                 for level, n in enumerate(counts.tolist()):
                     if n:
-                        text.append(f" {self.severity_names[level]} {n} ", SEVERITY_STYLES[level])
+                        text.append(
+                            f" {self.severity_names[level]}\u00a0{n} ", SEVERITY_STYLES[level]
+                        )
                         text.append(" ")
                 continue
             compact = label in ("gpu", "storage") or len(members) > 32

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 from rich.text import Text
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from console.fmt import fmt_bitrate, fmt_bytes, fmt_pct, fmt_rate
 from console.linkview import COLUMNS, WIDTHS, LinkRates, stalled_word
@@ -87,6 +88,30 @@ class LinksTable(DataTable[Text]):
         for key, (label, _) in COLUMNS.items():
             self.add_column(label, key=key, width=WIDTHS[key])
         self._label_columns()
+
+    def on_resize(self) -> None:
+        """Spread the width over the columns (a wide terminal gets wider columns, up to
+        twice their natural width, the link name column first), so the table reads
+        across the screen instead of leaving half of it blank."""
+        natural = sum(WIDTHS.values())
+        pad = 2 * self.cell_padding * len(WIDTHS) + 2  # cell padding and the scrollbar
+        spare = max(0, self.size.width - natural - pad)
+        widths = dict(WIDTHS)
+        grow_link = min(spare, WIDTHS["link"] // 2)
+        widths["link"] += grow_link
+        spare -= grow_link
+        others = [k for k in WIDTHS if k != "link"]
+        for k in others:
+            widths[k] += min(WIDTHS[k], spare // len(others))
+        changed = False
+        for key, w in widths.items():
+            col = self.columns.get(ColumnKey(key))
+            if col is not None and col.width != w:
+                col.width = w
+                changed = True
+        if changed:
+            self._require_update_dimensions = True
+            self.refresh()
 
     def set_sort(self, column: str, reverse: bool) -> None:
         """Show which column orders the rows (the app recomputes the rows)."""

@@ -42,6 +42,8 @@ class StatusHeader(TextView):
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(" fabtop ", "bold reverse")
         label, style = state_label(snap, frozen=frozen)
+        # the state first: on a narrow terminal the end of the line is cut
+        text.append(f" {label} ", style)
         if snap is not None:
             fc = FLOW_CONTROL_NAMES.get(snap.flow_control, snap.flow_control)
             text.append(f" {snap.cluster} ", "bold")
@@ -55,9 +57,7 @@ class StatusHeader(TextView):
             text.append("│ ")
             text.append(f"faults {n_faults}", "bold red" if n_faults else "")
             text.append(" ")
-        text.append("│ ")
-        text.append(f" {label} ", style)
-        text.append(f" │ metrics {metrics_address or 'off'} │ {source}")
+        text.append(f"│ metrics {metrics_address or 'off'} │ {source}")
         if read_only:
             text.append(" │ ")
             text.append("read-only", "bold magenta")
