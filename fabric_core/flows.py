@@ -135,11 +135,10 @@ class FlowTable:
         n = len(new)
         if n == 0:
             return np.zeros(0, dtype=np.intp)
-        free = np.flatnonzero(~self.active & ~self.held)
-        if free.size < n:
-            self._alloc(max(self.capacity * 2, self.capacity + n - free.size + 16))
-            free = np.flatnonzero(~self.active & ~self.held)
-        slots = free[:n]
+        slots = self._free_slots(n)
+        if slots.size < n:
+            self._alloc(max(self.capacity * 2, self.capacity + n - slots.size + 16))
+            slots = self._free_slots(n)
         counts = np.ones(n, dtype=np.int64) if new.n_sub is None else new.n_sub
         heads = slots[np.cumsum(counts) - counts]  # one per flow
         self.parent[slots] = np.repeat(heads, counts)
@@ -167,6 +166,12 @@ class FlowTable:
         self.version += 1
         return slots
 
+    def _free_slots(self, n: int) -> NDArray[np.intp]:
+        """The ``n`` lowest free slots (fewer when the table is full)."""
+        from fabric_core.kernels.slots import lowest_free  # compiled: imported when used
+
+        return lowest_free(self.active, self.held, n)
+
     def remove(self, slots: NDArray[np.intp]) -> None:
         """Free slots of finished (or dropped) flows."""
         if slots.size == 0:
@@ -185,15 +190,10 @@ class FlowTable:
         Returns the heads of the flows whose last sub-flow this was (in the order
         they first appear in ``slots``) and each flow's finish: its latest sub-flow's.
         """
-        head = self.parent[slots]
-        np.maximum.at(self.latest_finish_s, head, finish_s)
-        np.subtract.at(self.pending, head, 1)
-        _, first = np.unique(head, return_index=True)
-        heads = head[np.sort(first)]
-        whole = heads[self.pending[heads] <= 0]
+        from fabric_core.kernels.slots import retire
+
+        whole = retire(self.parent, self.pending, self.latest_finish_s, self.held, slots, finish_s)
         self.remove(slots)
-        self.held[slots[head == slots]] = True
-        self.held[whole] = False
         return whole, self.latest_finish_s[whole]
 
     def in_flight_bytes(self) -> float:

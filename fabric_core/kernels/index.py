@@ -29,14 +29,15 @@ def entry_index(
     active: NDArray[np.bool_],
     link_rank: NDArray[np.int64],
     n_vls: int,
-) -> tuple[_I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, bool]:
+) -> tuple[_I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, bool]:
     """Entries of the active flows (see the module docstring).
 
-    Returns, per entry: ``pos``, ``link``, ``queue`` (link * lanes + lane),
+    Returns, per entry: ``pos``, ``hop``, ``flow``, ``link``, ``queue`` (link * lanes + lane),
     ``prev_pad``/``nxt_pad`` (the entry one hop up/downstream, ``n`` if none),
     ``buf_pad`` (the downstream buffer, ``n_bufs`` at the last hop),
     ``drains_pad`` (the buffer it drains: its previous hop's, ``n_bufs`` at the
-    source), ``first`` (the flow's hop-0 entry); then ``key_ptr`` (entries of key ``k`` are
+    source), ``first`` (the flow's hop-0 entry); the hop-0 and last-hop entries
+    (``heads``, ``last``, in entry order); then ``key_ptr`` (entries of key ``k`` are
     ``key_ptr[k]:key_ptr[k + 1]``), ``link_ptr``/``link_ent`` (entries by link,
     in entry order), ``buf_ptr``/``buf_ent`` (entries feeding each buffer), and
     whether every path climbs the link ranks (``feedforward``).
@@ -79,6 +80,8 @@ def entry_index(
                 fill[key] += 1
                 pos[e] = h * cap + f
                 ids[h + 1, j] = e
+    hop = np.empty(n, dtype=np.intp)
+    flow = np.empty(n, dtype=np.intp)
     link = np.empty(n, dtype=np.intp)
     queue = np.empty(n, dtype=np.intp)
     prev_pad = np.empty(n, dtype=np.intp)
@@ -90,6 +93,7 @@ def entry_index(
     feedforward = True
     for e in range(n):
         h, f = pos[e] // cap, pos[e] % cap
+        hop[e], flow[e] = h, f
         li = path[h, f]
         link[e] = li
         queue[e] = li * n_vls + vl[h, f]
@@ -103,8 +107,17 @@ def entry_index(
         if prev_pad[e] < n and link_rank[path[h - 1, f]] >= link_rank[li]:
             feedforward = False
     drains_pad = np.empty(n, dtype=np.intp)
+    heads = np.empty(live.size, dtype=np.intp)
+    last = np.empty(live.size, dtype=np.intp)
+    n_heads = n_last = 0
     for e in range(n):
         drains_pad[e] = buf_pad[prev_pad[e]] if prev_pad[e] < n else n_bufs
+        if prev_pad[e] == n:
+            heads[n_heads] = e
+            n_heads += 1
+        if nxt_pad[e] == n:
+            last[n_last] = e
+            n_last += 1
     link_ptr = np.cumsum(link_count)
     buf_ptr = np.cumsum(buf_count[: n_bufs + 1])
     link_ent = np.empty(n, dtype=np.intp)
@@ -120,6 +133,8 @@ def entry_index(
             bfill[b] += 1
     return (
         pos,
+        hop,
+        flow,
         link,
         queue,
         prev_pad,
@@ -127,6 +142,8 @@ def entry_index(
         buf_pad,
         drains_pad,
         first,
+        heads[:n_heads],
+        last[:n_last],
         key_ptr,
         link_ptr,
         link_ent,

@@ -207,6 +207,8 @@ def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
     """The flow table's active entries, in the reference's order, with the kernels' groups."""
     (
         pos,
+        hop,
+        flow,
         link,
         queue,
         prev_pad,
@@ -214,6 +216,8 @@ def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
         buf_pad,
         drains_pad,
         first,
+        heads,
+        last,
         key_ptr,
         link_ptr,
         link_ent,
@@ -221,9 +225,6 @@ def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
         buf_ent,
         feedforward,
     ) = entry_index(flows.path, flows.vl, flows.active, layout.link_rank, layout.n_vls)
-    n = pos.size
-    hop, flow = np.divmod(pos, flows.capacity)
-    last = np.flatnonzero(nxt_pad == n)
     return EntryIndex(
         version=flows.version,
         hop=hop,
@@ -235,7 +236,7 @@ def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
         nxt_pad=nxt_pad,
         buf_pad=buf_pad,
         drains_pad=drains_pad,
-        heads=np.flatnonzero(prev_pad == n),
+        heads=heads,
         first=first,
         feedforward=bool(feedforward),
         rank_groups=[],
