@@ -100,3 +100,20 @@ def test_inject_sends_a_colon_target_as_the_link(
     assert main([*argv, "--mqtt", "mqtt://127.0.0.1:1"]) == 0
     assert sent[0].target == "leaf01->spine00" and sent[0].duration_s == pytest.approx(5e-3)
     assert "ok" in capsys.readouterr().out
+
+
+def test_scenarios_spell_out_the_claims_they_show(capsys: pytest.CaptureFixture[str]) -> None:
+    from console.cli import main
+
+    assert main(["scenarios"]) == 0
+    out = capsys.readouterr().out
+    assert "(claims C" not in out and "(claim C" not in out
+    assert "C4 remote NVMe over RDMA close to local" in out
+    assert "article claims: what a vendor article on scaleFabric" in out
+
+
+@pytest.mark.parametrize("doc", ["FAULTS.md", "SCENARIOS.md", "ENDPOINTS.md", "ENDPOINTS.head.md"])
+def test_docs_name_nothing_a_newcomer_cannot_find(doc: str) -> None:
+    text = (ROOT / "docs" / doc).read_text()
+    assert "DESIGN.md" not in text  # not in the repository
+    assert "the lead" not in text

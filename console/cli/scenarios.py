@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from console.claims import spell_out_claims
 from fabric_core.scenario import bundled_dir, list_scenarios
 
 
@@ -19,6 +20,10 @@ def run(args: argparse.Namespace) -> int:
     rows = list_scenarios()
     width = max((len(n) for n, _ in rows), default=0)
     for name, desc in rows:
-        print(f"{name:<{width}}  {desc}")
+        print(f"{name:<{width}}  {spell_out_claims(desc)}")
     print(f"\n(files in {bundled_dir()})")
+    print(
+        "(article claims: what a vendor article on scaleFabric, a native lossless RDMA "
+        "fabric, says; fabtop measures each against RoCE: README, docs/MODEL.md)"
+    )
     return 0

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from console.claims import spell_out_claims
 from console.cli.progress import ProgressBar
 from fabric_core.report import run_for
 from fabric_core.scenario import ScenarioError
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"fabtop: {exc}", file=sys.stderr)
             return 2
         bar.close()
-        print(text_table(res), end="\n\n", flush=True)
+        print(spell_out_claims(text_table(res)), end="\n\n", flush=True)
         results.append(res)
     if args.write_docs:
         cmd = "python -m console.cli storage-report" + "".join(f" {n}" for n in args.scenarios)
