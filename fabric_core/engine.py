@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections import deque
 from collections.abc import Callable
@@ -145,6 +146,7 @@ class Engine:
         # (wall, simulated) time the pace counts from: sleeps aim at a cumulative deadline,
         # so a sleep that overruns (a busy event loop) is made up by the next one
         self._pace_from: tuple[float, float] | None = None
+        self._last_publish = 0.0
 
     @staticmethod
     def lockstep(*engines: Engine) -> None:
@@ -246,7 +248,7 @@ class Engine:
         """Run until ``stop``; publishes the first snapshot at once."""
         self._wall_start = time.monotonic()
         self.bus.publish(self.snapshot())
-        last_publish = time.monotonic()
+        self._last_publish = time.monotonic()
         try:
             while not self._stop.is_set():
                 changed = self._apply_pending()
@@ -260,15 +262,20 @@ class Engine:
                     self._mark = self._pace_from = None  # nor is waiting for a peer
                     await self._idle(0.002)
                     continue
-                await self._run_batch()
-                now = time.monotonic()
-                if changed or now - last_publish >= self.publish_interval_s:
-                    self.bus.publish(self.snapshot())
-                    last_publish = now
+                # the snapshot goes out before the pacing sleep: at a slow speed the
+                # sleep is long, and telemetry must show the state it sleeps in
+                await self._run_batch(functools.partial(self._publish_due, changed))
         finally:
             self._apply_pending()
             self.bus.publish(self.snapshot())
             self.bus.close()
+
+    def _publish_due(self, changed: bool) -> None:
+        """Publish a snapshot if a command changed something or the interval is up."""
+        now = time.monotonic()
+        if changed or now - self._last_publish >= self.publish_interval_s:
+            self.bus.publish(self.snapshot())
+            self._last_publish = now
 
     def _ahead_of_peers(self) -> bool:
         mine = self.fabric.sim_time_s
@@ -285,8 +292,9 @@ class Engine:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout=seconds)
 
-    async def _run_batch(self) -> None:
-        """Run a batch of ticks in a worker thread, then sleep to keep pace."""
+    async def _run_batch(self, stepped: Callable[[], None] = lambda: None) -> None:
+        """Run a batch of ticks in a worker thread, call ``stepped``, then sleep to keep
+        pace."""
         n = self._ticks_per_batch
         wall0 = time.monotonic()
         # the measured speed counts from the end of the previous batch: the time between
@@ -295,6 +303,7 @@ class Engine:
         sim0 = self.fabric.sim_time_s
         stepping = await asyncio.to_thread(self._timed_ticks, n)
         wall = max(time.monotonic() - wall0, 1e-9)
+        stepped()
         sim = self.fabric.sim_time_s - sim0
         # adapt the batch so that it lasts about max_batch_wall_s / 2
         per_tick = wall / n
