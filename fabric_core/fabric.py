@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -113,6 +113,15 @@ def _link_rank(topo: Topology) -> NDArray[np.int64]:
     return np.where(t_dst > t_src, t_src, 6 - t_src)
 
 
+class LinkConditions(NamedTuple):
+    """What the faults make of the links in a tick."""
+
+    status: NDArray[np.int8]  # LinkStatus per link
+    goodput: NDArray[np.float64]  # share of each link left for new data under bit errors
+    capacity: NDArray[np.float64]  # payload bytes/s per link
+    stormed: NDArray[np.bool_]  # per queue: into a NIC that refuses data (PFC storm)
+
+
 class Fabric:
     """A running emulation; see the module docstring."""
 
@@ -181,6 +190,8 @@ class Fabric:
         self._endpoint_queues = np.repeat(self.to_endpoint, self.n_vls)
         self._index: EntryIndex | None = None
         self._share: NDArray[np.float64] | None = None  # last tick's fair shares (warm start)
+        #: (profile, status, goodput, capacity, stormed) of a fabric with no fault open
+        self._healthy: tuple[Profile, LinkConditions] | None = None
         self.buffer_bytes = np.repeat(topo.links.buffer_bytes, self.n_vls).astype(np.float64)
         self.occupancy = np.zeros(L * self.n_vls)
         self.buffer_drain = np.zeros(L * self.n_vls)  # last tick's drain per buffer, B/s
@@ -454,7 +465,7 @@ class Fabric:
             recovery.apply_scheduled(self, cmd, now)
         self.faults.expire(now)
         self._generate(now, dt)
-        status = self.faults.status()
+        status, goodput, cap, stormed = self._link_conditions()
         self._track_link_changes(status, now)
         idx = self._current_index()
         if idx.size == 0:
@@ -466,10 +477,7 @@ class Fabric:
         n_bufs = L * self.n_vls
         # the flow table's per-hop arrays, flat: one gather per tick instead of a 2-D one
         backlog = fl.backlog.reshape(-1)[idx.pos]
-        goodput = self._goodput()
-        cap = self.capacity(status, goodput)
         warm = fl.rate.reshape(-1)[idx.pos]
-        stormed = self._stormed_queues()
         limit = self._start_limit(idx, cap, now, dt)
         if self.roce is not None:
             entry_cap, room = self.roce.limits(self, idx, backlog, cap, stormed, now, dt)
@@ -514,6 +522,27 @@ class Fabric:
         if moved.done.size:
             self._complete(idx, sol, cap, moved.done, now, dt)
         self._finish_tick(status, dt)
+
+    def _link_conditions(self) -> LinkConditions:
+        """What the faults make of the links this tick: (status, goodput, payload
+        capacity, stormed queues). With no fault open (the usual case) they are the same
+        every tick, so they are kept (read-only) instead of recomputed."""
+        if not self.faults.settled():
+            status, goodput = self.faults.status(), self._goodput()
+            return LinkConditions(
+                status, goodput, self.capacity(status, goodput), self._stormed_queues()
+            )
+        if self._healthy is None or self._healthy[0] is not self.profile:
+            L = len(self.topo.links)
+            status = np.full(L, LinkStatus.UP, dtype=np.int8)
+            goodput = np.ones(L)
+            healthy = LinkConditions(
+                status, goodput, self.capacity(status, goodput), self._stormed_queues()
+            )
+            for a in healthy:
+                a.setflags(write=False)
+            self._healthy = (self.profile, healthy)
+        return self._healthy[1]
 
     def _current_index(self) -> EntryIndex:
         """The entry index of the flows in flight, rebuilt when the set of flows changed."""

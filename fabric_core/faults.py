@@ -208,6 +208,9 @@ class FaultBook:
         self.cleared_incasts: list[Fault] = []
         self.buffer_base: NDArray[np.float64] | None = None  # buffers before credit loss
         self.buffer_written: NDArray[np.float64] | None = None
+        #: faults still active, or cleared but not yet recovered: the ones a tick must look
+        #: at (``faults`` keeps every fault of the run for the snapshot)
+        self.open: dict[str, Fault] = {}
 
     # ---------------------------------------------------------------- validation
     def check(
@@ -315,6 +318,7 @@ class FaultBook:
             clear_at_s=None if cmd.duration_s is None else now_s + cmd.duration_s,
         )
         self.faults[fid] = fault
+        self.open[fid] = fault
         if kind.name in DOWN_KINDS:
             self.down_count[ids] += 1
         elif kind.name == "link_flap":
@@ -350,8 +354,18 @@ class FaultBook:
             self._undo(f, now_s)
         return [f.id for f in chosen]
 
+    def settle(self, f: Fault) -> None:
+        """Stop looking at ``f`` once it is both cleared and recovered."""
+        if f.cleared_at_s is not None and f.recovered_at_s is not None:
+            self.open.pop(f.id, None)
+
+    def settled(self) -> bool:
+        """No fault to look at and nothing left to undo: every link is up and whole."""
+        return not self.open and self.buffer_base is None and not self.cleared_incasts
+
     def _undo(self, f: Fault, now_s: float) -> None:
         f.cleared_at_s = now_s
+        self.settle(f)
         if f.kind in DOWN_KINDS:
             self.down_count[f.links] -= 1
         elif f.kind == "incast":
@@ -379,7 +393,7 @@ class FaultBook:
 
     def expire(self, now_s: float) -> None:
         """Clear faults whose duration has run out; move flapping links up or down."""
-        for f in list(self.faults.values()):
+        for f in list(self.open.values()):
             if (
                 f.cleared_at_s is None
                 and f.clear_at_s is not None
@@ -404,7 +418,7 @@ class FaultBook:
         """Faults not cleared yet (of one kind, or all)."""
         return [
             f
-            for f in self.faults.values()
+            for f in self.open.values()
             if f.cleared_at_s is None and (kind is None or f.kind == kind)
         ]
 

@@ -89,6 +89,8 @@ def track(fabric: Fabric, status: NDArray[np.int8], now: float) -> None:
     book = fabric.faults
     book.flow_control = fabric.profile.flow_control
     book.delivered_history.append((now, fabric.delivered_bytes))
+    if book.settled() and fabric._prev_status is status:
+        return  # nothing open, and the last tick already saw every link up
     down = status == LinkStatus.DOWN
     went_down = down & (fabric._prev_status != LinkStatus.DOWN)
     if went_down.any():
@@ -127,9 +129,7 @@ def _progress(
     resent: NDArray[np.float64],
 ) -> None:
     p = fabric.profile
-    for f in book.faults.values():
-        if f.recovered_at_s is not None and f.cleared_at_s is not None:
-            continue
+    for f in list(book.open.values()):
         if f.baseline_Bps is None:
             f.baseline_Bps = _rate(book.delivered_history, f.injected_at_s, fabric.dt_s)
         if f.cleared_at_s is None:
@@ -241,6 +241,7 @@ def _check_recovered(fabric: Fabric, book: FaultBook, f: Fault, now: float) -> N
     ):
         return
     f.recovered_at_s = now
+    book.settle(f)
     fabric.emit(
         "info",
         "fault_recovered",
