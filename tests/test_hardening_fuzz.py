@@ -114,7 +114,7 @@ def _payload(rng: random.Random, i: int, names: dict[str, list[str]]) -> tuple[s
     if kind == 5:  # unknown fields
         return name, json.dumps({"id": cid, "nope": 1, "params": {"x": 1}}).encode()
     if kind == 6:  # broken ids
-        bad = rng.choice([5, None, [], "é", "a b", "x" * 65, "ok\n", "", "\\u0000"])
+        bad: Any = rng.choice([5, None, [], "é", "a b", "x" * 65, "ok\n", "", "\\u0000"])
         return name, json.dumps({"id": bad}).encode()
     # wrong types and extreme values in every field of the command kind
     body: dict[str, Any] = {"id": cid}
@@ -170,15 +170,16 @@ async def _run(port: int, names: dict[str, list[str]]) -> tuple[int, int, dict[s
             while len(replies) < sent and loop.time() < deadline:
                 await asyncio.sleep(0.01)
         # after the storm: valid commands put the emulator back into a known state
-        for cid, name, body in [
+        finals_to_send: list[tuple[str, str, dict[str, Any]]] = [
             ("ok-1", "resume", {}),
             ("ok-2", "speed", {"speed": 1e-3}),
             ("ok-3", "tick", {"dt_s": 1e-6}),
             ("ok-4", "clear", {"all": True}),
             ("ok-5", "inject", {"kind": "link_down", "target": "leaf00->spine01"}),
-        ]:
+        ]
+        for cid, command, fields in finals_to_send:
             await client.publish(
-                f"fabtop/{CLUSTER}/cmd/{name}", json.dumps({"id": cid, **body}), qos=1
+                f"fabtop/{CLUSTER}/cmd/{command}", json.dumps({"id": cid, **fields}), qos=1
             )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 60
