@@ -1,0 +1,116 @@
+"""Issue 20, defect 1: no exception from one message ends the bridge; offline on any exit.
+
+In-process (so the test can make the bridge's own code fail) against a real mosquitto.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+
+import pytest
+
+from exporters.mqtt.bridge import MqttBridge
+from exporters.mqtt.inbox import CommandInbox
+from exporters.mqtt.url import parse_broker_url
+from fabric_core.commands import CommandResult
+from fabric_core.engine import Engine, EngineHealth
+from fabric_core.fabric import Fabric
+from fabric_core.scenario import load_scenario
+from tests._mosquitto import Mosquitto, mosquitto  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.integration
+
+
+async def until(cond: Callable[[], bool], what: str, limit_s: float = 30.0) -> None:
+    """Wait for a condition (a bound against hangs, not a timing assertion)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit_s
+    while not cond():
+        if loop.time() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        await asyncio.sleep(0.02)
+
+
+async def _reply(mosquitto: Mosquitto, topic: str, payload: str, result: str) -> dict[str, object]:  # noqa: F811
+    cli = mosquitto.cli()
+    sub = await asyncio.to_thread(cli.sub_start, result, count=1)
+    await asyncio.to_thread(cli.pub, topic, payload)
+    got = await asyncio.to_thread(cli.sub_collect, sub)
+    assert got, f"no reply on {result}"
+    reply: dict[str, object] = json.loads(got[0][1])
+    return reply
+
+
+async def test_an_exception_in_one_command_is_answered_and_the_bridge_goes_on(
+    mosquitto: Mosquitto,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    engine = Engine(Fabric.from_scenario(load_scenario("tiny")))
+    bridge = MqttBridge(parse_broker_url(mosquitto.url), engine.bus, engine.submit, cluster="ex")
+    real = CommandInbox.handle
+
+    async def handle(
+        self: CommandInbox, topic: str, payload: bytes, *, retained: bool = False
+    ) -> tuple[str, CommandResult]:
+        if b"boom" in payload:
+            raise RecursionError("maximum recursion depth exceeded")  # what nesting used to do
+        return await real(self, topic, payload, retained=retained)
+
+    monkeypatch.setattr(CommandInbox, "handle", handle)
+    tasks = [asyncio.create_task(engine.run()), asyncio.create_task(bridge.run())]
+    try:
+        await until(lambda: bridge.connected, "connected")
+        bad = await _reply(
+            mosquitto, "fabtop/ex/cmd/pause", '{"id": "bx-1", "boom": 1}', "fabtop/ex/result/bx-1"
+        )
+        assert bad == {
+            "id": "bx-1",
+            "ok": False,
+            "error": "internal error: the command was not applied",
+            "detail": {},
+        }
+        assert bridge.internal_errors == 1 and not tasks[1].done()
+        good = await _reply(
+            mosquitto, "fabtop/ex/cmd/pause", '{"id": "bx-2"}', "fabtop/ex/result/bx-2"
+        )
+        assert good["ok"] is True
+        status = await asyncio.to_thread(mosquitto.cli().sub, "fabtop/ex/status")
+        assert status == [("fabtop/ex/status", b"online")]
+    finally:
+        bridge.stop()
+        engine.stop()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_bridge_that_fails_says_offline(mosquitto: Mosquitto) -> None:  # noqa: F811
+    engine = Engine(Fabric.from_scenario(load_scenario("tiny")))
+    calls = 0
+
+    def health() -> EngineHealth:
+        nonlocal calls
+        calls += 1
+        if calls > 3:
+            raise RuntimeError("a bug in the bridge's own code")
+        return engine.health
+
+    bridge = MqttBridge(
+        parse_broker_url(mosquitto.url),
+        engine.bus,
+        engine.submit,
+        cluster="dies",
+        telemetry_hz=20,
+        health=health,
+    )
+    engine_task = asyncio.create_task(engine.run())
+    try:
+        with pytest.raises(RuntimeError, match="a bug in the bridge"):
+            await asyncio.wait_for(bridge.run(), 60)
+        # the clean disconnect suppressed the will: the bridge said offline itself
+        assert bridge.said_offline
+        status = await asyncio.to_thread(mosquitto.cli().sub, "fabtop/dies/status")
+        assert status == [("fabtop/dies/status", b"offline")]
+    finally:
+        engine.stop()
+        await engine_task
