@@ -19,3 +19,9 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 def kernel(fn: _F) -> _F:
     """Compile ``fn`` in nopython mode, cached on disk (typed as ``fn`` for mypy)."""
     return cast(_F, njit(cache=True, nogil=True, error_model="numpy")(fn))
+
+
+def inline_kernel(fn: _F) -> _F:
+    """A small kernel called from other kernels' inner loops: inlined into its callers
+    (``inline="always"``) instead of called, which saves a call per link or entry."""
+    return cast(_F, njit(cache=True, nogil=True, error_model="numpy", inline="always")(fn))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.kernels._jit import kernel
+from fabric_core.kernels._jit import inline_kernel, kernel
 
 _F = NDArray[np.float64]
 _I = NDArray[np.intp]
@@ -30,7 +30,7 @@ NEWTON_ITERATIONS = 12
 CUT_FRACTION = 1e-9
 
 
-@kernel
+@inline_kernel
 def _share(left: float, count: int) -> float:
     """Fair share of ``left`` among ``count`` entries (±inf for none)."""
     if count > 0:
@@ -38,7 +38,7 @@ def _share(left: float, count: int) -> float:
     return np.inf if left >= 0 else -np.inf
 
 
-@kernel
+@inline_kernel
 def fill_link(
     ents: _I,
     lo: int,
@@ -46,6 +46,7 @@ def fill_link(
     demand: _F,
     capacity: float,
     out: _F,
+    want: _F,
     unsat: NDArray[np.bool_],
 ) -> tuple[float, float]:
     """Max-min rates of the entries ``ents[lo:hi]`` of one link (into ``out``).
@@ -54,29 +55,31 @@ def fill_link(
     share of what is left are satisfied, which raises the share of the rest.
     Returns the link's (level, share): the rate of the unsatisfied entries (or the
     capacity left when all are satisfied), and the same but infinite then.
+    ``want`` and ``unsat`` are scratch space (at least ``hi - lo`` long): the rounds
+    work on the link's demands gathered there, not scattered over the entries.
     """
+    k = hi - lo
+    for i in range(k):
+        want[i] = demand[ents[lo + i]]
+        unsat[i] = True
     left = capacity
-    count = hi - lo
-    for k in range(lo, hi):
-        unsat[ents[k]] = True
+    count = k
     share = _share(left, count)
     for _ in range(WATERFILL_ROUNDS):
         taken = 0.0
         n_sat = 0
-        for k in range(lo, hi):
-            e = ents[k]
-            if unsat[e] and demand[e] <= share:
-                unsat[e] = False
-                taken += demand[e]
+        for i in range(k):
+            if unsat[i] and want[i] <= share:
+                unsat[i] = False
+                taken += want[i]
                 n_sat += 1
         if n_sat == 0:
             break
         left = max(left - taken, 0.0)
         count -= n_sat
         share = _share(left, count)
-    for k in range(lo, hi):
-        e = ents[k]
-        out[e] = min(share, demand[e]) if unsat[e] else demand[e]
+    for i in range(k):
+        out[ents[lo + i]] = min(share, want[i]) if unsat[i] else want[i]
     return (share if count > 0 else left), share
 
 
@@ -121,17 +124,24 @@ def enforce_credits(
     Buffers are taken downstream first (``buf_order``); ``alpha`` keeps each
     buffer's smallest factor.
     """
+    n_max = 0
+    for b in range(buf_ptr.size - 1):
+        n_max = max(n_max, buf_ptr[b + 1] - buf_ptr[b])
+    a = np.empty(n_max)  # the buffer's inflows, and their next hops' rates and holdings,
+    c = np.empty(n_max)  # gathered once: Newton walks them several times
+    d = np.empty(n_max)
     for b in buf_order:
         lo, hi = buf_ptr[b], buf_ptr[b + 1]
         if lo == hi:
             continue
+        k = hi - lo
         inflow = 0.0
         drain = 0.0
-        for k in range(lo, hi):
-            e = buf_ent[k]
-            c, d = rate[nxt_pad[e]], held[nxt_pad[e]]
-            inflow += rate[e]
-            drain += min(c, d + rate[e])
+        for i in range(k):
+            e = buf_ent[lo + i]
+            a[i], c[i], d[i] = rate[e], rate[nxt_pad[e]], held[nxt_pad[e]]
+            inflow += a[i]
+            drain += min(c[i], d[i] + a[i])
         room = free_bytes[b] / dt
         g = inflow - drain - room
         tol = 1e-12 * (inflow + room) + 1e-9
@@ -141,16 +151,14 @@ def enforce_credits(
         pending = True
         for _ in range(NEWTON_ITERATIONS):
             slope = inflow
-            for k in range(lo, hi):
-                e = buf_ent[k]
-                if held[nxt_pad[e]] + al * rate[e] < rate[nxt_pad[e]]:
-                    slope -= rate[e]
+            for i in range(k):
+                if d[i] + al * a[i] < c[i]:
+                    slope -= a[i]
             step = g / slope if slope > 0 else 0.0
             al = min(max(al - step, 0.0), 1.0)
             drain = 0.0
-            for k in range(lo, hi):
-                e = buf_ent[k]
-                drain += min(rate[nxt_pad[e]], held[nxt_pad[e]] + al * rate[e])
+            for i in range(k):
+                drain += min(c[i], d[i] + al * a[i])
             g = al * inflow - drain - room
             pending = g > tol
             if not pending:
@@ -158,13 +166,12 @@ def enforce_credits(
         if pending:
             # not converged (rare): the drain that cannot shrink any further
             safe = 0.0
-            for k in range(lo, hi):
-                e = buf_ent[k]
-                safe += min(rate[nxt_pad[e]], held[nxt_pad[e]])
+            for i in range(k):
+                safe += min(c[i], d[i])
             al = min(al, (safe + room) / inflow if inflow > 0 else 0.0)
         alpha[b] = min(alpha[b], al)
-        for k in range(lo, hi):
-            rate[buf_ent[k]] *= al
+        for i in range(k):
+            rate[buf_ent[lo + i]] = a[i] * al
 
 
 @kernel
@@ -212,7 +219,11 @@ def solve_tick(
     cap_demand = entry_cap.copy()
     demand = np.empty(n)
     new = np.empty(n)
-    unsat = np.zeros(n, dtype=np.bool_)
+    n_max = 0  # the most entries on one link: the size of fill_link's scratch
+    for li in range(n_links):
+        n_max = max(n_max, link_ptr[li + 1] - link_ptr[li])
+    want = np.empty(n_max)
+    unsat = np.empty(n_max, dtype=np.bool_)
     before = np.empty(n)
     tol = SWEEP_TOLERANCE * max(capacity.max() if n_links else 1.0, 1.0)
     changed_from = 0
@@ -230,7 +241,14 @@ def solve_tick(
                 for k in range(rank_link_ptr[r], rank_link_ptr[r + 1]):
                     li = rank_links[k]
                     level[li], share[li] = fill_link(
-                        link_ent, link_ptr[li], link_ptr[li + 1], demand, capacity[li], rate, unsat
+                        link_ent,
+                        link_ptr[li],
+                        link_ptr[li + 1],
+                        demand,
+                        capacity[li],
+                        rate,
+                        want,
+                        unsat,
                     )
         else:
             for _ in range(MAX_SWEEPS):
@@ -238,7 +256,14 @@ def solve_tick(
                     demand[e] = min(held[e] + rate[prev_pad[e]], cap_demand[e])
                 for li in range(n_links):
                     level[li], share[li] = fill_link(
-                        link_ent, link_ptr[li], link_ptr[li + 1], demand, capacity[li], new, unsat
+                        link_ent,
+                        link_ptr[li],
+                        link_ptr[li + 1],
+                        demand,
+                        capacity[li],
+                        new,
+                        want,
+                        unsat,
                     )
                 moved = 0.0
                 for e in range(n):
