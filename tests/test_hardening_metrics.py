@@ -146,3 +146,29 @@ def test_links_cut_is_a_self_metric(engine: EngineThread) -> None:
         _, body = _get(server.url)
     assert _value(body, "fabtop_exporter_links_exported") == 0
     assert _value(body, "fabtop_exporter_links_cut") >= 1
+
+
+def test_responses_are_paced_to_the_rate_in_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    from exporters.prometheus import server as srv
+
+    class FakeTime:
+        def __init__(self) -> None:
+            self.now = 100.0
+            self.slept: list[float] = []
+
+        def monotonic(self) -> float:
+            return self.now
+
+        def sleep(self, s: float) -> None:
+            self.slept.append(round(s, 9))
+
+    fake = FakeTime()
+    monkeypatch.setattr(srv, "time", fake)
+    pacer = srv.Pacer(20.0)
+    for _ in range(4):  # four back-to-back requests at the same moment
+        pacer.wait()
+    assert fake.slept == [0.05, 0.1, 0.15]  # the first goes at once, then one per 50 ms
+    fake.now += 10  # long after: at once again
+    pacer.wait()
+    assert fake.slept == [0.05, 0.1, 0.15]
+    srv.Pacer(0).wait()  # 0: no pacing

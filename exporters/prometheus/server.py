@@ -8,13 +8,18 @@ each, not an encoding (the engine publishes ~10 snapshots a second, so at most
 ~10 encodings a second whatever the scrape load). At most
 ``MAX_CONCURRENT_SCRAPES`` requests are served at once; one more is answered
 ``503`` with ``Retry-After: 1`` at once and counted
-(``fabtop_exporter_scrapes_refused_total``).
+(``fabtop_exporter_scrapes_refused_total``). Responses are paced to at most
+``MAX_SCRAPES_PER_S`` a second in all: a faster scraper waits for its turn (a
+sleeping thread costs the engine nothing), so clients scraping back-to-back cannot
+turn request handling into a load on the process (Prometheus scrapes every few
+seconds; 20 a second is far above any real setup).
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -33,6 +38,28 @@ from fabric_core.snapshot import Snapshot
 
 #: Scrapes served at the same time; more are refused with 503 (Prometheus retries).
 MAX_CONCURRENT_SCRAPES = 4
+#: Most responses a second, all clients together; faster ones wait their turn.
+MAX_SCRAPES_PER_S = 20.0
+
+
+class Pacer:
+    """Spaces events at least ``1 / rate`` seconds apart: ``wait`` sleeps until its turn."""
+
+    def __init__(self, rate: float) -> None:
+        self.interval = 1.0 / rate if rate > 0 else 0.0
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        """Sleep until this caller's turn (at once when the last one was long ago)."""
+        if self.interval == 0:
+            return
+        with self._lock:
+            now = time.monotonic()
+            turn = max(now, self._next)
+            self._next = turn + self.interval
+        if turn > now:
+            time.sleep(turn - now)
 
 
 class ExpositionCache:
@@ -75,10 +102,12 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     cache: ExpositionCache
     slots: threading.BoundedSemaphore
+    pacer: Pacer
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    timeout = 10  # a client that sends nothing does not hold a thread for ever
 
     def do_GET(self) -> None:
         if self.path.split("?", 1)[0] not in ("/metrics", "/"):
@@ -89,6 +118,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(503, b"too many concurrent scrapes\n", "text/plain", {"Retry-After": "1"})
             return
         try:
+            self.server.pacer.wait()
             body, content_type = self.server.cache.get(self.headers.get("Accept"))
         except Exception as exc:  # never let one scrape take the server down
             self._reply(500, f"error collecting metrics: {exc!r}\n".encode(), "text/plain")
@@ -165,6 +195,7 @@ def start_metrics_server(
     *,
     health: Callable[[], EngineHealth] | None = None,
     max_concurrent: int = MAX_CONCURRENT_SCRAPES,
+    max_rate: float = MAX_SCRAPES_PER_S,
 ) -> MetricsServer:
     """Serve fabtop's metrics on ``http://host:port/metrics`` in a daemon thread.
 
@@ -176,6 +207,7 @@ def start_metrics_server(
         link_metrics: ``all``, ``top:N`` or ``switch`` (see docs/METRICS.md).
         health: the engine's pacing figures (``Engine.health``), exported when given.
         max_concurrent: scrapes served at once; more get 503.
+        max_rate: most responses a second in all (0: no pacing); faster scrapers wait.
 
     Raises:
         ValueError: for a bad ``link_metrics``.
@@ -204,6 +236,7 @@ def start_metrics_server(
         raise OSError(exc.errno, f"cannot serve metrics on {host}:{port}: {exc.strerror}") from exc
     server.cache = cache
     server.slots = threading.BoundedSemaphore(max_concurrent)
+    server.pacer = Pacer(max_rate)
     thread = threading.Thread(target=server.serve_forever, name="fabtop-metrics", daemon=True)
     thread.start()
     return MetricsServer(server, thread, registry, collector)
