@@ -35,7 +35,7 @@ MAX_FLOWS_IN_FLIGHT = 262_144
 
 @dataclass(frozen=True, slots=True)
 class AdmissionLimits:
-    """The limits (see the module docstring); the defaults are documented in docs/FAULTS.md."""
+    """The limits (see the module docstring); the defaults are documented in docs/MQTT.md, "Limits"."""
 
     per_sender_flows: int = 16
     fault_flows: int = 4096

@@ -215,7 +215,7 @@ class FabtopCollector(Collector):
             yield fam.counter(
                 "fabtop_flows_refused_total",
                 "Flows the admission limits refused (per-sender, per-fault or the "
-                "fabric-wide cap; see docs/FAULTS.md).",
+                "fabric-wide cap; see docs/MQTT.md, Limits).",
                 [{}],
                 [float(h.flows_refused_total)],
             )
