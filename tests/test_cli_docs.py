@@ -83,14 +83,16 @@ def test_inject_sends_a_colon_target_as_the_link(
 ) -> None:
     import console.cli.inject as inject
     from console.cli import main
-    from fabric_core.commands import CommandResult
+    from fabric_core.commands import CommandResult, InjectFault
 
-    sent = []
+    sent: list[InjectFault] = []
 
     async def cluster(config: object, name: object) -> str:
         return "demo"
 
-    async def send(config: object, cluster: str, command: object, timeout_s: float) -> object:
+    async def send(
+        config: object, cluster: str, command: InjectFault, timeout_s: float
+    ) -> CommandResult:
         sent.append(command)
         return CommandResult(id="x", ok=True, detail={"fault_id": "f0"})
 

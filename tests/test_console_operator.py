@@ -5,7 +5,10 @@ title reads, and the compare view's ``+``/``-`` drive both engines (issue 13).""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Input
 
 from console.app import FabtopApp
@@ -21,6 +24,16 @@ from fabric_core.scenario import load_scenario
 from tests.test_console_screens import shown
 
 SIZE = (140, 44)
+
+
+async def settle(pilot: Pilot[None], cond: Callable[[], bool], limit: int = 400) -> None:
+    """Let the app run until ``cond`` holds (commands go out in a worker); a bound
+    against hangs, not a timing assertion."""
+    for _ in range(limit):
+        if cond():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("the app never got there")
 
 
 def source(profile: str | None = None, ticks: int = 200) -> SteppedSource:
@@ -57,7 +70,7 @@ async def test_a_colon_target_injects_on_the_link_and_the_form_says_what_it_take
         await pilot.press(*"leaf00:spine01")
         form.query_one("#duration", Input).value = "2ms"
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await settle(pilot, lambda: bool(src.latest().active_faults))  # type: ignore[union-attr]
         snap = src.latest()
         assert snap is not None
         assert [(f.kind, f.target) for f in snap.active_faults] == [
@@ -116,10 +129,12 @@ async def test_compare_plus_and_minus_change_both_engines_and_show_the_speed() -
         assert {"plus", "minus"} <= footer_keys  # the footer shows + and -
         assert "speed 1e-3× on both" in shown(screen.query_one("#speed-line"))
         await pilot.press("plus")
-        await pilot.pause(0.2)
+        await settle(pilot, lambda: right.engine.speed != 1e-3)
         assert left.engine.speed == right.engine.speed == 2e-3
-        await pilot.press("minus", "minus")
-        await pilot.pause(0.2)
+        await pilot.press("minus")
+        await settle(pilot, lambda: right.engine.speed != 2e-3)
+        await pilot.press("minus")
+        await settle(pilot, lambda: right.engine.speed != 1e-3)
         assert left.engine.speed == right.engine.speed == 5e-4
         screen.refresh_sides(force=True)
         await pilot.pause()
@@ -194,7 +209,9 @@ async def test_the_layout_uses_the_terminal(size: tuple[int, int]) -> None:
         events = app.query_one("#events-box")
         assert faults.size.width <= 95 and events.size.width >= width - 95 - 2
         app.open_link("leaf00->spine01")
-        await pilot.pause(0.2)
+        await pilot.pause()
+        app.refresh_view(force=True)  # draw the detail now (not on the timer's schedule)
+        await pilot.pause()
         spark = app.screen.query_one("#credit-spark")
         # the sparklines share the height left over (3 rows at least)
         assert spark.size.height >= 3
