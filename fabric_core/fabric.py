@@ -232,7 +232,11 @@ class Fabric:
         self.static_routes = StaticRoutes(topo)
         self.spray_ways = spray_ways(topo)  # sub-flows per sprayed flow (routing "spray")
         # RoCE: PFC queues, DCQCN senders, the deadlock watch (None on a credit fabric)
-        self.roce = RoceFlowControl(self) if profile.flow_control == "pfc" else None
+        self.roce = (
+            RoceFlowControl(self, compiled=solver == "compiled")
+            if profile.flow_control == "pfc"
+            else None
+        )
         if self.roce is not None:
             self.buffer_bytes = self.roce.pfc.buffer.copy()
 

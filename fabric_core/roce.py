@@ -35,12 +35,14 @@ if TYPE_CHECKING:
 class RoceFlowControl:
     """PFC queues, DCQCN senders and the deadlock watch of one RoCE fabric."""
 
-    def __init__(self, fabric: Fabric) -> None:
+    def __init__(self, fabric: Fabric, compiled: bool = False) -> None:
         self.pfc = PfcQueues.build(fabric.topo.links, fabric.profile, fabric.n_vls)
         self.dcqcn = Dcqcn.empty(fabric.flows.capacity)
         self.deadlocks = 0
         self._deadlock_set: frozenset[int] = frozenset()
         self._pause: PauseTick | None = None
+        #: by the kernels of ``fabric_core.kernels.pfc`` (else the numpy reference here)
+        self.compiled = compiled
 
     def start_flows(
         self, capacity: int, slots: NDArray[np.intp], line_rate: NDArray[np.float64]
@@ -60,11 +62,13 @@ class RoceFlowControl:
         dt: float,
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(most each entry may carry this tick, bytes each queue may still take)."""
+        self.dcqcn.grow(f.flows.capacity)
+        if self.compiled:
+            return self._limits_compiled(f, idx, backlog, cap, stormed, now, dt)
         link_cap = np.repeat(cap, f.n_vls)
         pt = pause_limits(self.pfc, f.occupancy, f.buffer_drain, link_cap, stormed, now, dt)
         self._pause = pt
         entry_cap = hol_send_fraction(idx, backlog, pt.send_fraction) * cap[idx.link]
-        self.dcqcn.grow(f.flows.capacity)
         heads = idx.heads  # DCQCN paces the sender
         entry_cap[heads] = np.minimum(entry_cap[heads], self.dcqcn.rc[idx.flow[heads]])
         room = np.where(np.repeat(f.to_endpoint, f.n_vls), 1e30, pt.room_bytes)
@@ -85,6 +89,9 @@ class RoceFlowControl:
         """Drops past the buffer (go-back-N), pause and ECN counters, DCQCN, deadlock watch."""
         pt = self._pause
         assert pt is not None, "limits() comes first in a tick"
+        if self.compiled:
+            self._after_tick_compiled(f, idx, rate, arrival, new_backlog, sol, stormed, now, dt)
+            return
         q = self.pfc
         dc = self.dcqcn
         fl = f.flows
@@ -159,8 +166,17 @@ class RoceFlowControl:
         np.add.at(c["cnp_handled_total"], idx.link[heads[cnp]], 1.0)
         dc.update(flows, cnp, sent, f.topo.links.bandwidth_Bps[idx.link[heads]], p, dt)
         # 4. deadlock: a cycle of paused queues that cannot drain
-        blocked = (pt.send_fraction <= 0) & q.paused
-        if blocked.any():
+        self._watch_deadlock(f, idx, new_backlog, bool(((pt.send_fraction <= 0) & q.paused).any()))
+
+    def _watch_deadlock(
+        self, f: Fabric, idx: EntryIndex, new_backlog: NDArray[np.float64], any_blocked: bool
+    ) -> None:
+        """Report a new cycle of paused queues that cannot drain (Hu et al., HotNets 2016)."""
+        q = self.pfc
+        V = f.n_vls
+        if any_blocked:
+            assert self._pause is not None
+            blocked = (self._pause.send_fraction <= 0) & q.paused
             stuck = find_deadlock(idx, new_backlog, f.occupancy, blocked)
             key = frozenset(stuck.tolist())
             if stuck.size and key != self._deadlock_set:
@@ -176,3 +192,78 @@ class RoceFlowControl:
             self._deadlock_set = key
         else:
             self._deadlock_set = frozenset()
+
+    # ---------------------------------------------------------------- compiled
+    def _limits_compiled(
+        self,
+        f: Fabric,
+        idx: EntryIndex,
+        backlog: NDArray[np.float64],
+        cap: NDArray[np.float64],
+        stormed: NDArray[np.bool_],
+        now: float,
+        dt: float,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        from fabric_core.kernels.pfc import entry_caps, pfc_limits
+
+        q = self.pfc
+        send, room, ignoring = pfc_limits(
+            q.xoff, q.xon, q.reaction_s, q.paused, q.watchdog_until_s, f.occupancy,
+            f.buffer_drain, cap, stormed, f.to_endpoint, now, dt,
+        )  # fmt: skip
+        self._pause = PauseTick(send_fraction=send, room_bytes=room, ignoring=ignoring)
+        entry_cap = entry_caps(
+            send, idx.queue, idx.drains_pad, idx.link, idx.flow, idx.heads, backlog, cap,
+            self.dcqcn.rc,
+        )  # fmt: skip
+        return entry_cap, room
+
+    def _after_tick_compiled(
+        self,
+        f: Fabric,
+        idx: EntryIndex,
+        rate: NDArray[np.float64],
+        arrival: NDArray[np.float64],
+        new_backlog: NDArray[np.float64],
+        sol: Solution,
+        stormed: NDArray[np.bool_],
+        now: float,
+        dt: float,
+    ) -> None:
+        from fabric_core.kernels.pfc import pfc_after_tick
+
+        pt = self._pause
+        assert pt is not None
+        q, dc, p, c = self.pfc, self.dcqcn, f.profile, f.counters
+        rand = f.rng.random(idx.heads.size)  # the reference draws these for the CNPs
+        dropped, occupancy, fired, any_blocked, n_cnp = pfc_after_tick(
+            rate, arrival, new_backlog, sol.alpha, pt.send_fraction, pt.ignoring, stormed,
+            rand, idx.pos, idx.hop, idx.flow, idx.link, idx.drains_pad, idx.heads,
+            f.flows.backlog.reshape(-1), f.occupancy, f.topo.links.bandwidth_Bps,
+            f.flows.capacity,
+            q.buffer, q.xoff, q.xon, q.paused, q.paused_since_s, q.refresh_due_s,
+            q.watchdog_until_s,
+            c["discards_bytes_total"], c["retransmitted_bytes_total"], c["pause_frames_total"],
+            c["pause_seconds_total"], f.pause_vl["pause_frames_vl_total"].reshape(-1),
+            f.pause_vl["pause_seconds_vl_total"].reshape(-1), c["transmit_wait_seconds_total"],
+            c["ecn_marked_packets_total"], c["cnp_handled_total"], f.paused,
+            dc.rc, dc.rt, dc.alpha, dc.since_cut_s, dc.since_alpha_s, dc.bytes_since, dc.stage,
+            dc.last_cnp_s,
+            float(p.mtu_bytes), p.ecn_kmin_bytes, p.ecn_kmax_bytes, p.ecn_pmax, p.pfc_refresh_s,
+            p.pfc_watchdog_s, p.pfc_watchdog_recovery_s, p.cnp_interval_s, p.dcqcn_g,
+            p.dcqcn_alpha_timer_s, p.dcqcn_timer_s, p.dcqcn_byte_counter_bytes, p.dcqcn_ai_Bps,
+            p.dcqcn_hai_Bps, int(p.dcqcn_fast_recovery_steps), MAX_HOPS, now, dt,
+        )  # fmt: skip
+        f.dropped_bytes += dropped
+        f.occupancy = occupancy
+        dc.cnps_total += n_cnp
+        V = f.n_vls
+        for qi in fired.tolist():
+            name = f.topo.links.name[qi // V]
+            f.emit(
+                "warning",
+                "pfc_watchdog",
+                name,
+                f"PFC watchdog on {name} priority {qi % V}: pause ignored, queue drops",
+            )
+        self._watch_deadlock(f, idx, new_backlog, any_blocked)

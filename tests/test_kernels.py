@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -40,7 +41,25 @@ def fabric_factories(draw: st.DrawFn) -> FabricFactory:
     buffer = draw(st.sampled_from([2048.0, 16384.0, 131072.0]))
     dt = draw(st.sampled_from([100e-9, 1e-6, 20e-6]))
     if roce:
-        prof = dataclasses.replace(ROCE_400G, pfc_buffer_bytes=buffer * 8)
+        # a headroom smaller than what is in flight at XOFF makes the queue overflow: drops
+        headroom = draw(st.sampled_from([0.0, 200.0]))  # 0: the mlx5 formula
+        # the paper-replica ECN thresholds mark these small queues: CNPs and DCQCN act
+        kmin, kmax, pmax = draw(
+            st.sampled_from(
+                [
+                    (ROCE_400G.ecn_kmin_bytes, ROCE_400G.ecn_kmax_bytes, ROCE_400G.ecn_pmax),
+                    (5e3, 100e3, 0.01),
+                ]
+            )
+        )
+        prof = dataclasses.replace(
+            ROCE_400G,
+            pfc_buffer_bytes=buffer * 8,
+            pfc_headroom_bytes=headroom,
+            ecn_kmin_bytes=kmin,
+            ecn_kmax_bytes=kmax,
+            ecn_pmax=pmax,
+        )
     else:
         routing = draw(st.sampled_from(["adaptive", "ecmp", "spray"]))
         prof = dataclasses.replace(NATIVE_400G, buffer_per_vl_bytes=buffer, routing=routing)
@@ -93,10 +112,8 @@ def _close(name: str, a: np.ndarray, b: np.ndarray) -> None:
     np.testing.assert_allclose(b, a, rtol=RTOL, atol=RTOL * scale + 1e-9, err_msg=name)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(fabric_factories(), st.integers(20, 150))
-def test_compiled_tick_matches_the_reference(build: FabricFactory, ticks: int) -> None:
-    ref, comp = build("reference"), build("compiled")
+def _lockstep(ref: Fabric, comp: Fabric, ticks: int) -> None:
+    """Step both fabrics and compare them after every tick."""
     for _ in range(ticks):
         ref.step()
         comp.step()
@@ -111,14 +128,54 @@ def test_compiled_tick_matches_the_reference(build: FabricFactory, ticks: int) -
         _close("drain", ref.buffer_drain, comp.buffer_drain)
         _close("link rate", ref.link_rate, comp.link_rate)
         _close("delivered", ref.flows.delivered, comp.flows.delivered)
+        for name, counter in ref.counters.items():
+            _close(name, counter, comp.counters[name])
         assert comp.completed_flows == ref.completed_flows
         assert comp.dropped_bytes == np.float64(ref.dropped_bytes) or np.isclose(
             comp.dropped_bytes, ref.dropped_bytes, rtol=RTOL
         )
         np.testing.assert_array_equal(comp.paused, ref.paused)
+        if ref.roce is not None and comp.roce is not None:
+            np.testing.assert_array_equal(comp.roce.pfc.paused, ref.roce.pfc.paused)
+            _close("DCQCN rate", ref.roce.dcqcn.rc, comp.roce.dcqcn.rc)
+            _close("DCQCN alpha", ref.roce.dcqcn.alpha, comp.roce.dcqcn.alpha)
     for cls, hist in ref.class_hist.items():
         np.testing.assert_array_equal(comp.class_hist[cls].counts, hist.counts, err_msg=cls)
     assert comp.sim_time_s == ref.sim_time_s
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fabric_factories(), st.integers(20, 150))
+def test_compiled_tick_matches_the_reference(build: FabricFactory, ticks: int) -> None:
+    _lockstep(build("reference"), build("compiled"), ticks)
+
+
+@pytest.mark.parametrize("dt", [250e-9, 2e-6])
+def test_compiled_roce_matches_the_reference_under_pfc_and_dcqcn(dt: float) -> None:
+    """An incast into small PFC buffers with the paper's ECN thresholds: pauses, XON
+    resumes, overflow drops with go-back-N, and many CNPs cutting DCQCN rates."""
+    prof = dataclasses.replace(
+        ROCE_400G,
+        pfc_buffer_bytes=128e3,
+        pfc_headroom_bytes=200.0,
+        ecn_kmin_bytes=5e3,
+        ecn_kmax_bytes=100e3,
+        ecn_pmax=0.2,
+        dcqcn_timer_s=5e-6,
+    )
+    topo = leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=4)
+    g = topo.gpus
+    flows = [(int(g[i]), int(g[7]), 3e6, i * 1e-6) for i in range(6)]
+    flows += [(int(g[0]), int(g[6]), 3e6, 0.0)]  # a victim sharing the first sender's queue
+
+    def build(solver: Solver) -> Fabric:
+        wl = Scripted(name="w", traffic_class="a", flows=flows)
+        return Fabric(topo, prof, [wl], dt_s=dt, seed=3, solver=solver)
+
+    ref, comp = build("reference"), build("compiled")
+    _lockstep(ref, comp, int(400e-6 / dt))
+    assert ref.dropped_bytes > 0 and ref.counters["pause_frames_total"].sum() > 0
+    assert ref.roce is not None and ref.roce.dcqcn.cnps_total > 20
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,0 +1,351 @@
+"""RoCEv2 flow control in the tick, compiled: PFC limits before the solve, then drops,
+pause transitions, ECN marks, CNPs and DCQCN after it.
+
+The rules and their sources are in ``fabric_core.pfc`` (whose numpy functions stay
+the reference); these kernels do the same per queue, per entry and per flow in one
+pass each, so a RoCE tick costs a few calls instead of some sixty array operations.
+Random draws (which flows' CNPs get through) are made by the caller with the
+fabric's generator, in the reference's order, so both solvers see the same run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.kernels._jit import kernel
+
+_F = NDArray[np.float64]
+_I = NDArray[np.intp]
+_B = NDArray[np.bool_]
+
+
+@kernel
+def pfc_limits(
+    xoff: _F,
+    xon: _F,
+    reaction_s: _F,
+    paused: _B,
+    watchdog_until_s: _F,
+    occupancy: _F,
+    drain_Bps: _F,
+    link_cap_Bps: _F,
+    forced: _B,
+    to_endpoint: _B,
+    now: float,
+    dt: float,
+) -> tuple[_F, _F, _B]:
+    """Per queue: (share of the tick its sender may send, bytes it may still take,
+    whether the watchdog ignores its pause); ``pfc.pause_limits``, with the room of a
+    queue into a NIC unlimited (the NIC sinks at line rate)."""
+    nq = occupancy.size
+    send = np.empty(nq)
+    room = np.empty(nq)
+    ignoring = np.empty(nq, dtype=np.bool_)
+    n_vls = nq // link_cap_Bps.size
+    for q in range(nq):
+        cap = link_cap_Bps[q // n_vls]
+        ignoring[q] = watchdog_until_s[q] >= now
+        room[q] = max(xoff[q] + cap * reaction_s[q] - occupancy[q], 0.0)
+        if paused[q]:
+            to_xon = max(occupancy[q] - xon[q], 0.0) / drain_Bps[q] if drain_Bps[q] > 0 else np.inf
+            send[q] = min(max(1 - (to_xon + reaction_s[q]) / dt, 0.0), 1.0)
+        else:
+            send[q] = 1.0
+        if forced[q]:
+            send[q] = 0.0
+        if ignoring[q]:
+            send[q] = 1.0
+            room[q] = 1e30
+        if to_endpoint[q // n_vls]:
+            room[q] = 1e30
+    return send, room, ignoring
+
+
+@kernel
+def entry_caps(
+    send: _F,
+    queue: _I,
+    drains_pad: _I,
+    link: _I,
+    flow: _I,
+    heads: _I,
+    backlog: _F,
+    capacity: _F,
+    dcqcn_rc: _F,
+) -> _F:
+    """The most each entry may carry this tick: its share of the tick times line rate,
+    with head-of-line blocking (``pfc.hol_send_fraction``), the senders paced by DCQCN."""
+    n = queue.size
+    nq = send.size
+    worst = np.ones(nq + 1)  # per queue: the least share of any flow holding bytes in it
+    for e in range(n):
+        up = drains_pad[e]
+        if up < nq and backlog[e] > 0:
+            worst[up] = min(worst[up], send[queue[e]])
+    cap = np.empty(n)
+    for e in range(n):
+        cap[e] = min(send[queue[e]], worst[drains_pad[e]]) * capacity[link[e]]
+    for e in heads:
+        cap[e] = min(cap[e], dcqcn_rc[flow[e]])
+    return cap
+
+
+@kernel
+def pfc_after_tick(
+    # the tick: per entry, then the index
+    rate: _F,
+    arrival: _F,
+    new_backlog: _F,
+    alpha: _F,
+    send: _F,
+    ignoring: _B,
+    forced: _B,
+    rand: _F,
+    pos: _I,
+    hop: _I,
+    flow: _I,
+    link: _I,
+    drains_pad: _I,
+    heads: _I,
+    backlog_table: _F,
+    occupancy: _F,
+    line_rate_Bps: _F,
+    n_slots: int,
+    # PFC queues (in place)
+    buffer: _F,
+    xoff: _F,
+    xon: _F,
+    paused: _B,
+    paused_since_s: _F,
+    refresh_due_s: _F,
+    watchdog_until_s: _F,
+    # per-link counters (in place)
+    discards: _F,
+    retransmitted: _F,
+    pause_frames: _F,
+    pause_seconds: _F,
+    pause_frames_vl: _F,
+    pause_seconds_vl: _F,
+    transmit_wait: _F,
+    ecn_marked: _F,
+    cnp_handled: _F,
+    link_paused: _B,
+    # DCQCN senders, per flow slot (in place)
+    rc: _F,
+    rt: _F,
+    dc_alpha: _F,
+    since_cut_s: _F,
+    since_alpha_s: _F,
+    bytes_since: _F,
+    stage: _F,
+    last_cnp_s: _F,
+    # the profile
+    mtu: float,
+    kmin: float,
+    kmax: float,
+    pmax: float,
+    refresh_s: float,
+    watchdog_s: float,
+    watchdog_recovery_s: float,
+    cnp_interval_s: float,
+    g: float,
+    alpha_timer_s: float,
+    timer_s: float,
+    byte_counter: float,
+    ai_Bps: float,
+    hai_Bps: float,
+    fast_recovery: int,
+    max_hops: int,
+    now: float,
+    dt: float,
+) -> tuple[float, _F, _I, bool, int]:
+    """What follows a RoCE tick once bytes have moved (``roce.RoceFlowControl.after_tick``):
+
+    1. bytes past a queue's buffer are dropped from this tick's arrivals, in
+       proportion, and the senders go back N;
+    2. pause transitions, frames and the watchdog (``pfc.update_pause``), counters;
+    3. ECN marks by queue occupancy, at most one CNP per flow and interval
+       (``rand``: one uniform draw per head entry), DCQCN cut and recovery
+       (``pfc.Dcqcn.update``).
+
+    Returns (bytes dropped, occupancy after drops, queues whose watchdog fired,
+    whether any queue is paused with its sender stopped (a deadlock candidate),
+    CNPs sent).
+    """
+    n = rate.size
+    nq = occupancy.size
+    n_links = pause_frames.size
+    V = nq // n_links
+    # 1. overflow: what does not fit is dropped from this tick's arrivals
+    dropped = 0.0
+    overflow = False
+    for q in range(nq):
+        if occupancy[q] - buffer[q] > 1e-9:
+            overflow = True
+            break
+    if overflow:
+        total_arrived = np.zeros(nq + 1)
+        for e in range(n):
+            total_arrived[drains_pad[e]] += arrival[e] * dt
+        share = np.zeros(n)
+        dropped_flow = np.zeros(n_slots)
+        drop_hop = np.full(n_slots, max_hops, dtype=np.intp)
+        for e in range(n):
+            up = drains_pad[e]
+            if up < nq and total_arrived[up] > 0:
+                excess = max(occupancy[up] - buffer[up], 0.0)
+                share[e] = min(excess * (arrival[e] * dt) / total_arrived[up], new_backlog[e])
+            new_backlog[e] -= share[e]
+            dropped_flow[flow[e]] += share[e]
+            if share[e] > 0:
+                drop_hop[flow[e]] = min(drop_hop[flow[e]], hop[e])
+        # go-back-N: the receiver discards what follows the loss; the sender resends it
+        resent = dropped_flow.copy()
+        for e in range(n):
+            f = flow[e]
+            if dropped_flow[f] > 0 and hop[e] > drop_hop[f]:
+                resent[f] += new_backlog[e]
+                new_backlog[e] = 0.0
+        for e in heads:
+            new_backlog[e] += resent[flow[e]]
+            retransmitted[link[e]] += resent[flow[e]]
+        occupancy = np.zeros(nq + 1)
+        for e in range(n):
+            backlog_table[pos[e]] = new_backlog[e]
+            up = drains_pad[e]
+            if up < nq:
+                discards[up // V] += share[e]
+            dropped += share[e]
+            occupancy[up] += new_backlog[e]
+        occupancy = occupancy[:nq]
+    # 2. pause transitions and counters (frames are received by the link's sender)
+    fired = np.empty(nq, dtype=np.intp)
+    n_fired = 0
+    blocked = False
+    for li in range(n_links):
+        link_paused[li] = False
+        worst_stop = 0.0
+        for v in range(V):
+            q = li * V + v
+            hit = alpha[q] < 1 - 1e-9 and not ignoring[q]
+            start = (hit or occupancy[q] > xoff[q] or forced[q]) and not paused[q]
+            stop = paused[q] and occupancy[q] <= xon[q] and not forced[q] and not hit
+            frames = 1.0 if start else 0.0
+            paused[q] = (paused[q] or start) and not stop
+            if start:
+                paused_since_s[q] = now
+                refresh_due_s[q] = now + refresh_s
+            if paused[q] and not start and refresh_due_s[q] <= now + dt:
+                n_refresh = np.floor((now + dt - refresh_due_s[q]) / refresh_s) + 1
+                frames += n_refresh
+                refresh_due_s[q] = refresh_due_s[q] + n_refresh * refresh_s
+            if paused[q] and now - paused_since_s[q] >= watchdog_s and watchdog_until_s[q] < now:
+                watchdog_until_s[q] = now + watchdog_recovery_s
+                paused_since_s[q] = now + watchdog_recovery_s
+                fired[n_fired] = q
+                n_fired += 1
+            stopped = 1 - send[q]
+            pause_frames[li] += frames
+            pause_seconds_vl[li * V + v] += stopped * dt
+            pause_frames_vl[li * V + v] += frames
+            worst_stop = max(worst_stop, stopped)
+            link_paused[li] = link_paused[li] or paused[q]
+            blocked = blocked or (send[q] <= 0 and paused[q])
+        stopped_sum = 0.0
+        for v in range(V):
+            stopped_sum += 1 - send[li * V + v]
+        pause_seconds[li] += stopped_sum * dt
+        transmit_wait[li] += worst_stop * dt
+    # 3. ECN: packets leaving a queue are marked by its occupancy (none leaving the NIC)
+    unmarked = np.zeros(n_slots)
+    for e in range(n):
+        up = drains_pad[e]
+        p = 0.0
+        if up < nq:
+            occ = occupancy[up]
+            if occ <= kmin:
+                p = 0.0
+            elif occ >= kmax:
+                p = 1.0
+            else:
+                p = pmax * (occ - kmin) / max(kmax - kmin, 1e-9)
+        ecn_marked[link[e]] += rate[e] * dt / mtu * p
+        unmarked[flow[e]] += np.log1p(-min(p, 1 - 1e-12))
+    n_cnp = 0
+    for i in range(heads.size):
+        e = heads[i]
+        f = flow[e]
+        sent = rate[e] * dt
+        p_cnp = -np.expm1(unmarked[f] * (sent / mtu))  # at least one marked packet
+        cnp = (now - last_cnp_s[f]) >= cnp_interval_s and rand[i] < p_cnp
+        if cnp:
+            last_cnp_s[f] = now
+            cnp_handled[link[e]] += 1.0
+            n_cnp += 1
+        _dcqcn_update(
+            f, cnp, sent, line_rate_Bps[link[e]], rc, rt, dc_alpha, since_cut_s,
+            since_alpha_s, bytes_since, stage, g, alpha_timer_s, timer_s, byte_counter,
+            ai_Bps, hai_Bps, fast_recovery, dt,
+        )  # fmt: skip
+    return dropped, occupancy, fired[:n_fired], blocked, n_cnp
+
+
+@kernel
+def _dcqcn_update(
+    f: int,
+    cnp: bool,
+    sent: float,
+    line_rate: float,
+    rc: _F,
+    rt: _F,
+    alpha: _F,
+    since_cut_s: _F,
+    since_alpha_s: _F,
+    bytes_since: _F,
+    stage: _F,
+    g: float,
+    alpha_timer_s: float,
+    timer_s: float,
+    byte_counter: float,
+    ai_Bps: float,
+    hai_Bps: float,
+    fast_recovery: int,
+    dt: float,
+) -> None:
+    """One tick of one DCQCN sender (``pfc.Dcqcn.update``): cut on a CNP, alpha decay,
+    then the rate-increase events of the timer and the byte counter."""
+    r_c, r_t, al = rc[f], rt[f], alpha[f]
+    since, since_a = since_cut_s[f] + dt, since_alpha_s[f] + dt
+    nbytes, st = bytes_since[f] + sent, stage[f]
+    if cnp:
+        r_t = r_c
+        r_c = r_c * (1 - al / 2)
+        al = (1 - g) * al + g
+        since = since_a = nbytes = st = 0.0
+    k_alpha = np.floor(since_a / alpha_timer_s)
+    al = al * (1 - g) ** k_alpha
+    since_a -= k_alpha * alpha_timer_s
+    k_timer = np.floor(since / timer_s)
+    k_bytes = np.floor(nbytes / byte_counter)
+    since -= k_timer * timer_s
+    nbytes -= k_bytes * byte_counter
+    events = int(min(k_timer + k_bytes, 64))
+    for _ in range(events):
+        st += 1
+        hyper = st > 2 * fast_recovery
+        additive = st > fast_recovery and not hyper
+        r_t = (
+            r_t
+            + (ai_Bps if additive else 0.0)
+            + ((st - 2 * fast_recovery) * hai_Bps if hyper else 0.0)
+        )
+        r_t = min(r_t, line_rate)
+        r_c = (r_t + r_c) / 2
+    rc[f] = min(r_c, line_rate)
+    rt[f] = r_t
+    alpha[f] = al
+    since_cut_s[f] = since
+    since_alpha_s[f] = since_a
+    bytes_since[f] = nbytes
+    stage[f] = st
