@@ -22,10 +22,10 @@ async def test_a_command_cuts_a_long_pacing_sleep_short() -> None:
     engine = _engine(speed=1e-3)
     task = asyncio.create_task(engine.run())
     try:
+        await until(lambda: engine.fabric.tick > 5, timeout=300)  # compiled, stepping
         assert (await engine.submit(SetTick(dt_s=1e-5))).ok
         assert (await engine.submit(SetSpeed(speed=1e-6))).ok
-        tick = engine.fabric.tick
-        await until(lambda: engine.fabric.tick > tick)  # a batch ran: the engine now sleeps
+        await asyncio.sleep(0.5)  # let it step its tick and go to sleep (10 s)
         assert engine.health.pacing == "ok"
         # the corrective command is applied long before the 10 s sleep would have ended
         result = await asyncio.wait_for(engine.submit(SetSpeed(speed=1e-3)), timeout=5)
