@@ -360,8 +360,8 @@ class Fabric:
             hops=hops,
             size_bytes=size,
             vl=vl,
-            traffic_class=np.full(rows, traffic_class, dtype=np.int16),
-            workload=np.full(rows, workload, dtype=np.int16),
+            traffic_class=traffic_class,
+            workload=workload,
             tag=tag,
             start_s=ready_s,
             extra_latency_s=np.zeros(rows) if extra_latency_s is None else extra_latency_s,
@@ -482,7 +482,7 @@ class Fabric:
         # the flow table's per-hop arrays, flat: one gather per tick instead of a 2-D one
         backlog = fl.backlog.reshape(-1)[idx.pos]
         warm = fl.rate.reshape(-1)[idx.pos]
-        limit = self._start_limit(idx, cap, now, dt)
+        limit = self._tick.start_limit(idx, self.flows.start_s, cap, now, dt)
         if self.roce is not None:
             entry_cap, room = self.roce.limits(self, idx, backlog, cap, stormed, now, dt)
             if limit is not None:
@@ -569,21 +569,6 @@ class Fabric:
         the PFC bound on RoCE."""
         share = self._share if self.roce is None else None
         return self._tick.solve(idx, backlog, cap, free, dt, warm, entry_cap, share)
-
-    def _start_limit(
-        self, idx: EntryIndex, cap: NDArray[np.float64], now: float, dt: float
-    ) -> NDArray[np.float64] | None:
-        """A flow ready only inside this tick sends for the part of the tick it exists:
-        the most each entry may carry (None when every flow is ready all tick)."""
-        heads = idx.heads
-        ready = (now + dt - self.flows.start_s[idx.flow[heads]]) / dt
-        late = ready < 1
-        if not late.any():
-            return None
-        limit = np.full(idx.size, np.inf)
-        late_heads = heads[late]
-        limit[late_heads] = np.clip(ready[late], 0.0, 1.0) * cap[idx.link[late_heads]]
-        return limit
 
     # ------------------------------------------------------------------ RoCE
     def _stormed_queues(self) -> NDArray[np.bool_]:

@@ -36,8 +36,8 @@ class NewFlows:
     hops: NDArray[np.int8]
     size_bytes: NDArray[np.float64]
     vl: NDArray[np.int8]  # [MAX_HOPS, n]: virtual lane on each hop (a reroute may change it)
-    traffic_class: NDArray[np.int16]
-    workload: NDArray[np.int16]
+    traffic_class: int  # one class and one workload per batch
+    workload: int
     tag: NDArray[np.int64]  # the workload's own id (message group, request, ...)
     start_s: NDArray[np.float64]  # when the flow became ready (<= the tick it is injected in)
     extra_latency_s: NDArray[np.float64]  # endpoint costs the fabric does not carry
@@ -139,30 +139,22 @@ class FlowTable:
         if slots.size < n:
             self._alloc(max(self.capacity * 2, self.capacity + n - slots.size + 16))
             slots = self._free_slots(n)
-        counts = np.ones(n, dtype=np.int64) if new.n_sub is None else new.n_sub
-        heads = slots[np.cumsum(counts) - counts]  # one per flow
-        self.parent[slots] = np.repeat(heads, counts)
-        self.pending[heads] = counts
-        self.latest_finish_s[heads] = -np.inf
-        self.parent_size[slots] = new.size_bytes if new.total_bytes is None else new.total_bytes
-        self.src[slots] = new.src
-        self.dst[slots] = new.dst
-        self.active[slots] = True
-        self.path[:, slots] = new.path
-        self.backlog[:, slots] = 0.0
-        self.backlog[0, slots] = new.size_bytes
-        self.rate[:, slots] = 0.0
-        self.hops[slots] = new.hops
-        self.size[slots] = new.size_bytes
-        self.delivered[slots] = 0.0
-        self.vl[:, slots] = new.vl
-        self.cls[slots] = new.traffic_class
-        self.workload[slots] = new.workload
-        self.tag[slots] = new.tag
-        self.start_s[slots] = new.start_s
-        self.extra_latency_s[slots] = new.extra_latency_s
-        self.fixed_latency_s[slots] = 0.0
-        self.wait_s[slots] = 0.0
+        from fabric_core.kernels.slots import fill_slots
+
+        fill_slots(
+            slots,
+            np.ones(n, dtype=np.int64) if new.n_sub is None else new.n_sub.astype(np.int64),
+            self.path, self.vl, self.backlog, self.rate, self.parent, self.pending,
+            self.latest_finish_s, self.active, self.hops, self.cls, self.workload, self.size,
+            self.delivered, self.start_s, self.extra_latency_s, self.fixed_latency_s,
+            self.wait_s, self.parent_size, self.tag, self.src, self.dst,
+            new.path.astype(np.int32), new.vl.astype(np.int8), new.hops.astype(np.int8),
+            new.traffic_class, new.workload,
+            new.size_bytes.astype(np.float64), new.start_s.astype(np.float64),
+            new.extra_latency_s.astype(np.float64),
+            (new.size_bytes if new.total_bytes is None else new.total_bytes).astype(np.float64),
+            new.tag.astype(np.int64), new.src.astype(np.int64), new.dst.astype(np.int64),
+        )  # fmt: skip
         self.version += 1
         return slots
 

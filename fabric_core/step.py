@@ -537,8 +537,15 @@ class Moved:
     done: NDArray[np.intp]  # flows whose bytes have all arrived, in entry order
 
 
-def move_bytes(idx: EntryIndex, sol: Solution, backlog: NDArray[np.float64], flows: FlowTable,
-               n_links: int, n_bufs: int, dt: float) -> Moved:  # fmt: skip
+def move_bytes(
+    idx: EntryIndex,
+    sol: Solution,
+    backlog: NDArray[np.float64],
+    flows: FlowTable,
+    n_links: int,
+    n_bufs: int,
+    dt: float,
+) -> Moved:
     """One tick of bytes: backlogs and rates written back into the flow table, the
     last hops' bytes added to ``flows.delivered``, and the sums the next tick needs."""
     rate = sol.rate
@@ -642,12 +649,47 @@ class ReferenceTick:
         """The tick's rates (see ``solve``)."""
         return solve(idx, backlog, capacity, free_bytes, dt, warm, entry_cap, warm_share=warm_share)
 
-    def move(self, idx: EntryIndex, sol: Solution, backlog: NDArray[np.float64],
-             flows: FlowTable, n_links: int, n_bufs: int, dt: float) -> Moved:  # fmt: skip
+    def start_limit(
+        self,
+        idx: EntryIndex,
+        start_s: NDArray[np.float64],
+        capacity: NDArray[np.float64],
+        now: float,
+        dt: float,
+    ) -> NDArray[np.float64] | None:
+        """A flow ready only inside this tick sends for the part of the tick it exists:
+        the most each entry may carry (None when every flow is ready all tick)."""
+        heads = idx.heads
+        ready = (now + dt - start_s[idx.flow[heads]]) / dt
+        late = ready < 1
+        if not late.any():
+            return None
+        limit = np.full(idx.size, np.inf)
+        late_heads = heads[late]
+        limit[late_heads] = np.clip(ready[late], 0.0, 1.0) * capacity[idx.link[late_heads]]
+        return limit
+
+    def move(
+        self,
+        idx: EntryIndex,
+        sol: Solution,
+        backlog: NDArray[np.float64],
+        flows: FlowTable,
+        n_links: int,
+        n_bufs: int,
+        dt: float,
+    ) -> Moved:
         """One tick of bytes (see ``move_bytes``)."""
         return move_bytes(idx, sol, backlog, flows, n_links, n_bufs, dt)
 
-    def finish_times(self, idx: EntryIndex, sol: Solution, capacity: NDArray[np.float64],
-                     done: NDArray[np.intp], n_slots: int, dt: float) -> NDArray[np.float64]:  # fmt: skip
+    def finish_times(
+        self,
+        idx: EntryIndex,
+        sol: Solution,
+        capacity: NDArray[np.float64],
+        done: NDArray[np.intp],
+        n_slots: int,
+        dt: float,
+    ) -> NDArray[np.float64]:
         """Sub-tick finish of the flows in ``done`` (see ``flow_finish_times``)."""
         return flow_finish_times(idx, sol, capacity, done, n_slots, dt)

@@ -74,3 +74,99 @@ def retire(
             n_whole += 1
             held[h] = False
     return whole[:n_whole]
+
+
+@kernel
+def start_limits(
+    heads: _I,
+    flow: _I,
+    link: _I,
+    start_s: NDArray[np.float64],
+    capacity: NDArray[np.float64],
+    n: int,
+    now: float,
+    dt: float,
+) -> tuple[NDArray[np.float64], bool]:
+    """The most each of ``n`` entries may carry when its flow is ready only inside this
+    tick (it sends for the part of the tick it exists), and whether any is."""
+    limit = np.full(n, np.inf)
+    late = False
+    for e in heads:
+        ready = (now + dt - start_s[flow[e]]) / dt
+        if ready < 1:
+            late = True
+            limit[e] = min(max(ready, 0.0), 1.0) * capacity[link[e]]
+    return limit, late
+
+
+@kernel
+def fill_slots(
+    slots: _I,
+    counts: NDArray[np.int64],
+    # the table (in place): per (hop, slot), then per slot
+    path: NDArray[np.int32],
+    vl: NDArray[np.int8],
+    backlog: NDArray[np.float64],
+    rate: NDArray[np.float64],
+    parent: _I,
+    pending: NDArray[np.int32],
+    latest_finish_s: NDArray[np.float64],
+    active: NDArray[np.bool_],
+    hops: NDArray[np.int8],
+    cls: NDArray[np.int16],
+    workload: NDArray[np.int16],
+    size: NDArray[np.float64],
+    delivered: NDArray[np.float64],
+    start_s: NDArray[np.float64],
+    extra_latency_s: NDArray[np.float64],
+    fixed_latency_s: NDArray[np.float64],
+    wait_s: NDArray[np.float64],
+    parent_size: NDArray[np.float64],
+    tag: NDArray[np.int64],
+    src: NDArray[np.int64],
+    dst: NDArray[np.int64],
+    # the new flows, one row each
+    new_path: NDArray[np.int32],
+    new_vl: NDArray[np.int8],
+    new_hops: NDArray[np.int8],
+    new_cls: int,
+    new_workload: int,
+    new_size: NDArray[np.float64],
+    new_start_s: NDArray[np.float64],
+    new_extra_latency_s: NDArray[np.float64],
+    new_parent_size: NDArray[np.float64],
+    new_tag: NDArray[np.int64],
+    new_src: NDArray[np.int64],
+    new_dst: NDArray[np.int64],
+) -> None:
+    """Write new flows into their slots (``FlowTable.add``): ``counts`` sub-flows per
+    flow, the first of each its head; every flow's bytes wait at hop 0."""
+    row = 0
+    for c in counts:
+        head = slots[row]
+        pending[head] = c
+        latest_finish_s[head] = -np.inf
+        for _ in range(c):
+            s = slots[row]
+            parent[s] = head
+            active[s] = True
+            for h in range(path.shape[0]):
+                path[h, s] = new_path[h, row]
+                vl[h, s] = new_vl[h, row]
+                backlog[h, s] = 0.0
+                rate[h, s] = 0.0
+            backlog[0, s] = new_size[row]
+            hops[s] = new_hops[row]
+            cls[s] = new_cls
+            workload[s] = new_workload
+            size[s] = new_size[row]
+            delivered[s] = 0.0
+            start_s[s] = new_start_s[row]
+            extra_latency_s[s] = new_extra_latency_s[row]
+            fixed_latency_s[s] = 0.0
+            wait_s[s] = 0.0
+            parent_size[s] = new_parent_size[row]
+            tag[s] = new_tag[row]
+            src[s] = new_src[row]
+            dst[s] = new_dst[row]
+            row += 1

@@ -16,6 +16,7 @@ from fabric_core.flows import FlowTable
 from fabric_core.kernels.index import entry_index
 from fabric_core.kernels.move import finish_times, move_bytes
 from fabric_core.kernels.route import lanes_and_costs, route_flows
+from fabric_core.kernels.slots import start_limits
 from fabric_core.kernels.solve import solve_tick
 from fabric_core.profiles import Profile
 from fabric_core.step import EntryIndex, Moved, RankLayout, Solution
@@ -134,6 +135,20 @@ class CompiledTick:
     ) -> Solution:
         """The tick's rates (see ``solve``; progressive filling needs no warm share)."""
         return solve(idx, self, backlog, capacity, free_bytes, dt, warm, entry_cap)
+
+    def start_limit(
+        self,
+        idx: EntryIndex,
+        start_s: NDArray[np.float64],
+        capacity: NDArray[np.float64],
+        now: float,
+        dt: float,
+    ) -> NDArray[np.float64] | None:
+        """The late-start limit per entry (``kernels.slots.start_limits``), None if none."""
+        limit, late = start_limits(
+            idx.heads, idx.flow, idx.link, start_s, capacity, idx.size, now, dt
+        )
+        return limit if late else None
 
     def move(
         self,
