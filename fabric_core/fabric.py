@@ -637,24 +637,12 @@ class Fabric:
         fl = self.flows
         # sub-tick finish: the latest hop of each finished flow (``step.finish_within_tick``)
         t = self._tick.finish_times(idx, sol, cap, flows, fl.capacity, dt)
-        fluid_end = now + np.minimum(t, dt)
-        size = fl.size[flows]
-        path0 = fl.path[0, flows]
-        # the whole flow crosses the source NIC, sprayed or not
-        fifo_end = (
-            fl.start_s[flows]
-            + fl.wait_s[flows]
-            + fl.parent_size[flows] / self.topo.links.bandwidth_Bps[path0]
-        )
-        finish = (
-            np.maximum(fluid_end, fifo_end) + fl.fixed_latency_s[flows] + fl.extra_latency_s[flows]
+        whole, whole_finish, rounding = fl.finish_at(
+            flows, t, now, dt, self.topo.links.bandwidth_Bps
         )
         # the last bytes that floating-point rounding left in the network (at most a
         # billionth of the flow) are delivered with it, so the byte count stays exact
-        self.delivered_bytes += float((size - fl.delivered[flows]).sum())
-        fl.delivered[flows] = size
-        # a sprayed flow completes with its last sub-flow: one report per flow
-        whole, whole_finish = fl.finish(flows, finish)
+        self.delivered_bytes += rounding
         if whole.size == 0:
             return
         self.completed_flows += int(whole.size)

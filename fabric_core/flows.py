@@ -164,29 +164,32 @@ class FlowTable:
 
         return lowest_free(self.active, self.held, n)
 
-    def remove(self, slots: NDArray[np.intp]) -> None:
-        """Free slots of finished (or dropped) flows."""
-        if slots.size == 0:
-            return
-        self.active[slots] = False
-        self.path[:, slots] = -1
-        self.backlog[:, slots] = 0.0
-        self.rate[:, slots] = 0.0
-        self.version += 1
+    def finish_at(
+        self,
+        slots: NDArray[np.intp],
+        t_fluid: NDArray[np.float64],
+        now: float,
+        dt: float,
+        bandwidth_Bps: NDArray[np.float64],
+    ) -> tuple[NDArray[np.intp], NDArray[np.float64], float]:
+        """Finish the sub-flows in ``slots``, whose last fluid bytes left ``t_fluid`` into
+        the tick that starts at ``now`` (``kernels.slots.complete_flows``: the later of
+        that and the whole flow's time through its source NIC, plus the fixed costs).
 
-    def finish(
-        self, slots: NDArray[np.intp], finish_s: NDArray[np.float64]
-    ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
-        """Retire finished sub-flows (finishing at ``finish_s``) and free their slots.
-
-        Returns the heads of the flows whose last sub-flow this was (in the order
-        they first appear in ``slots``) and each flow's finish: its latest sub-flow's.
+        Returns the heads of the flows now whole, their finish times, and the bytes
+        that rounding left in the network (counted delivered now).
         """
-        from fabric_core.kernels.slots import retire
+        from fabric_core.kernels.slots import complete_flows
 
-        whole = retire(self.parent, self.pending, self.latest_finish_s, self.held, slots, finish_s)
-        self.remove(slots)
-        return whole, self.latest_finish_s[whole]
+        whole, finish, rounding = complete_flows(
+            slots, t_fluid, now, dt, self.path, self.backlog, self.rate, self.active,
+            self.size, self.delivered, self.start_s, self.wait_s, self.parent_size,
+            self.fixed_latency_s, self.extra_latency_s, self.parent, self.pending,
+            self.latest_finish_s, self.held, bandwidth_Bps,
+        )  # fmt: skip
+        if slots.size:
+            self.version += 1
+        return whole, finish, rounding
 
     def in_flight_bytes(self) -> float:
         """Bytes injected (or waiting at the source) and not yet delivered."""

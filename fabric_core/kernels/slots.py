@@ -170,3 +170,58 @@ def fill_slots(
             src[s] = new_src[row]
             dst[s] = new_dst[row]
             row += 1
+
+
+@kernel
+def complete_flows(
+    done: _I,
+    t_fluid: NDArray[np.float64],
+    now: float,
+    dt: float,
+    # the table (in place)
+    path: NDArray[np.int32],
+    backlog: NDArray[np.float64],
+    rate: NDArray[np.float64],
+    active: NDArray[np.bool_],
+    size: NDArray[np.float64],
+    delivered: NDArray[np.float64],
+    start_s: NDArray[np.float64],
+    wait_s: NDArray[np.float64],
+    parent_size: NDArray[np.float64],
+    fixed_latency_s: NDArray[np.float64],
+    extra_latency_s: NDArray[np.float64],
+    parent: _I,
+    pending: NDArray[np.int32],
+    latest_finish_s: NDArray[np.float64],
+    held: NDArray[np.bool_],
+    bandwidth_Bps: NDArray[np.float64],
+) -> tuple[_I, NDArray[np.float64], float]:
+    """Finish the (sub-)flows in ``done``, whose last bytes left inside the tick at
+    ``t_fluid`` (``finish_times``), and free their slots.
+
+    A flow finishes when its fluid bytes are through or when the whole flow has
+    crossed its source NIC after the FIFO wait it found, whichever is later, plus the
+    costs the fluid model does not carry. Returns the heads of the flows now whole,
+    their finish times, and the bytes rounding left in the network (delivered now).
+    """
+    finish = np.empty(done.size)
+    rounding = 0.0
+    for i in range(done.size):
+        f = done[i]
+        fluid_end = now + min(t_fluid[i], dt)
+        # the whole flow crosses the source NIC, sprayed or not
+        fifo_end = start_s[f] + wait_s[f] + parent_size[f] / bandwidth_Bps[path[0, f]]
+        finish[i] = max(fluid_end, fifo_end) + fixed_latency_s[f] + extra_latency_s[f]
+        rounding += size[f] - delivered[f]
+        delivered[f] = size[f]
+    whole = retire(parent, pending, latest_finish_s, held, done, finish)
+    for f in done:
+        active[f] = False
+        for h in range(path.shape[0]):
+            path[h, f] = -1
+            backlog[h, f] = 0.0
+            rate[h, f] = 0.0
+    whole_finish = np.empty(whole.size)
+    for i in range(whole.size):
+        whole_finish[i] = latest_finish_s[whole[i]]
+    return whole, whole_finish, rounding
