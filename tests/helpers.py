@@ -7,10 +7,12 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from fabric_core.fabric import Fabric
+from fabric_core.fabric import SOLVERS, Fabric, Solver
 from fabric_core.profiles import NATIVE_400G, Profile
 from fabric_core.topology import Topology, leaf_spine
 from fabric_core.workloads.traffic import Scripted
+
+__all__ = ["SOLVERS", "profile", "scripted_fabric", "small_leaf_spine", "until"]
 
 
 def profile(**overrides: Any) -> Profile:
@@ -28,10 +30,12 @@ def scripted_fabric(
     extra: list[tuple[str, str, list[tuple[str, str, float, float]]]] | None = None,
     class_vl: dict[str, int] | None = None,
     seed: int = 1,
+    solver: Solver = "compiled",
 ) -> tuple[Fabric, list[Scripted]]:
     """A fabric running scripted flows ``(src name, dst name, bytes, start s)``.
 
-    ``extra`` adds more scripted workloads as ``(name, class, flows)``.
+    ``extra`` adds more scripted workloads as ``(name, class, flows)``; ``solver`` picks
+    the compiled tick (the default) or the numpy reference.
     """
     idx = topo.nodes.index
 
@@ -41,7 +45,7 @@ def scripted_fabric(
     wls = [Scripted(name="main", traffic_class=traffic_class, flows=conv(flows))]
     for name, cls, rows in extra or []:
         wls.append(Scripted(name=name, traffic_class=cls, flows=conv(rows)))
-    fabric = Fabric(topo, prof, list(wls), dt_s=dt_s, seed=seed, class_vl=class_vl)
+    fabric = Fabric(topo, prof, list(wls), dt_s=dt_s, seed=seed, class_vl=class_vl, solver=solver)
     return fabric, wls
 
 
