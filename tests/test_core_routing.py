@@ -7,13 +7,13 @@ import pytest
 from fabric_core.fabric import Solver
 from tests.helpers import SOLVERS, profile, scripted_fabric, small_leaf_spine
 
-PROBE_BYTES = 256 * 1024
+PROBE_BYTES = 256 * 1024.0
 T_PROBES = 50e-6
 #: two line-rate flows from different leaves onto one receiver: the hash puts both on
 #: spine01, whose buffers then hold 128 KiB (the receiver's downlink is the bottleneck)
 HOGS = [("gpu0000", "gpu0004", 1e12, 0.0), ("gpu0008", "gpu0004", 1e12, 0.0)]
 #: six flows from leaf00 to idle receivers on leaf01, started once the queues are full
-PROBES = [
+PROBES: list[tuple[str, str, float, float]] = [
     (s, d, PROBE_BYTES, T_PROBES)
     for s in ("gpu0002", "gpu0003")
     for d in ("gpu0005", "gpu0006", "gpu0007")
