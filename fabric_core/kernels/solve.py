@@ -121,19 +121,17 @@ def enforce_credits(
     The net inflow of a buffer whose inflows are scaled by ``a`` is convex and
     piecewise linear in ``a`` (the drain of a flow cut through follows its
     inflow), so Newton's method from 1 finds the largest admissible factor.
-    Buffers are taken downstream first (``buf_order``); ``alpha`` keeps each
-    buffer's smallest factor.
+    Buffers are taken downstream first (``buf_order``: the buffers that have
+    inflows); ``alpha`` keeps each buffer's smallest factor.
     """
     n_max = 0
-    for b in range(buf_ptr.size - 1):
+    for b in buf_order:
         n_max = max(n_max, buf_ptr[b + 1] - buf_ptr[b])
     a = np.empty(n_max)  # the buffer's inflows, and their next hops' rates and holdings,
     c = np.empty(n_max)  # gathered once: Newton walks them several times
     d = np.empty(n_max)
     for b in buf_order:
         lo, hi = buf_ptr[b], buf_ptr[b + 1]
-        if lo == hi:
-            continue
         k = hi - lo
         inflow = 0.0
         drain = 0.0
@@ -219,16 +217,34 @@ def solve_tick(
     cap_demand = entry_cap.copy()
     demand = np.empty(n)
     new = np.empty(n)
+    # only links and buffers that carry entries are worked on (the others keep level =
+    # capacity, share = inf, alpha = 1): a pass costs what the traffic uses, not the fabric
+    n_ranks = rank_link_ptr.size - 1
+    used_ptr = np.zeros(n_ranks + 1, dtype=np.intp)
+    used_links = np.empty(rank_links.size, dtype=np.intp)
     n_max = 0  # the most entries on one link: the size of fill_link's scratch
-    for li in range(n_links):
-        n_max = max(n_max, link_ptr[li + 1] - link_ptr[li])
+    k_used = 0
+    for r in range(n_ranks):
+        for k in range(rank_link_ptr[r], rank_link_ptr[r + 1]):
+            li = rank_links[k]
+            if link_ptr[li + 1] > link_ptr[li]:
+                used_links[k_used] = li
+                k_used += 1
+                n_max = max(n_max, link_ptr[li + 1] - link_ptr[li])
+        used_ptr[r + 1] = k_used
+    used_bufs = np.empty(buf_order.size, dtype=np.intp)
+    n_used_bufs = 0
+    for b in buf_order:
+        if buf_ptr[b + 1] > buf_ptr[b]:
+            used_bufs[n_used_bufs] = b
+            n_used_bufs += 1
+    used_bufs = used_bufs[:n_used_bufs]
     want = np.empty(n_max)
     unsat = np.empty(n_max, dtype=np.bool_)
     before = np.empty(n)
     tol = SWEEP_TOLERANCE * max(capacity.max() if n_links else 1.0, 1.0)
     changed_from = 0
     first_share = share.copy()
-    n_ranks = rank_link_ptr.size - 1
     for pass_no in range(2):
         if feedforward:
             # Gauss-Seidel by rank: each link sees the final rates of its upstream hops
@@ -238,8 +254,8 @@ def solve_tick(
                     continue
                 for e in range(lo, hi):
                     demand[e] = min(held[e] + rate[prev_pad[e]], cap_demand[e])
-                for k in range(rank_link_ptr[r], rank_link_ptr[r + 1]):
-                    li = rank_links[k]
+                for k in range(used_ptr[r], used_ptr[r + 1]):
+                    li = used_links[k]
                     level[li], share[li] = fill_link(
                         link_ent,
                         link_ptr[li],
@@ -254,7 +270,7 @@ def solve_tick(
             for _ in range(MAX_SWEEPS):
                 for e in range(n):
                     demand[e] = min(held[e] + rate[prev_pad[e]], cap_demand[e])
-                for li in range(n_links):
+                for li in used_links[:k_used]:
                     level[li], share[li] = fill_link(
                         link_ent,
                         link_ptr[li],
@@ -277,7 +293,7 @@ def solve_tick(
         if not credits:
             break
         before[:] = rate[:n]
-        enforce_credits(rate, held, nxt_pad, buf_ptr, buf_ent, buf_order, free_bytes, dt, alpha)
+        enforce_credits(rate, held, nxt_pad, buf_ptr, buf_ent, used_bufs, free_bytes, dt, alpha)
         conserve(rate, held, prev_pad, hop, feedforward)
         changed_from = -1
         for e in range(n):
