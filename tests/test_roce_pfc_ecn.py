@@ -8,6 +8,7 @@ Each runs through the public ``Fabric`` on both solvers, so the compiled kernels
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
@@ -44,7 +45,7 @@ def test_ecn_probability_at_kmin_midway_and_kmax() -> None:
     assert ecn_probability(q, prof) == pytest.approx(want, rel=1e-12)
 
 
-def _incast(solver: Solver, **overrides: float) -> tuple[Fabric, Scripted]:
+def _incast(solver: Solver, **overrides: Any) -> tuple[Fabric, Scripted]:
     """Three GPUs of one leaf send 4 MiB each to a fourth: its downlink is the bottleneck,
     the three ingress queues at the leaf fill, PFC pauses the senders, ECN marks."""
     prof: Profile = dataclasses.replace(
@@ -58,7 +59,7 @@ def _incast(solver: Solver, **overrides: float) -> tuple[Fabric, Scripted]:
     )
     topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=4)
     idx = topo.nodes.index
-    flows = [(idx[f"gpu{k:04d}"], idx["gpu0003"], 4 * 1024**2, 0.0) for k in range(3)]
+    flows = [(idx[f"gpu{k:04d}"], idx["gpu0003"], 4.0 * 1024**2, 0.0) for k in range(3)]
     wl = Scripted(name="incast", traffic_class="bulk", flows=flows)
     return Fabric(topo, prof, [wl], dt_s=1e-6, seed=1, solver=solver), wl
 
