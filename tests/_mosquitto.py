@@ -165,11 +165,25 @@ class MqttCli:
         return messages
 
 
+def require(*tools: str) -> None:
+    """Fail (not skip) when a tool the test needs is missing, as the promtool and Prometheus
+    fixtures do: a run without a broker must not pass by leaving the MQTT tests out.
+    Deselect them explicitly instead, with ``-m "not integration"``."""
+    found = {
+        t: Path(MOSQUITTO).exists() if t == "mosquitto" else bool(shutil.which(t)) for t in tools
+    }
+    missing = [t for t, ok in found.items() if not ok]
+    if missing:
+        pytest.fail(
+            f"{', '.join(missing)} not found: install Debian's mosquitto and mosquitto-clients "
+            "(scripts/test does), or deselect these tests with -m 'not integration'"
+        )
+
+
 @pytest.fixture
 def mosquitto(tmp_path: Path) -> Iterator[Mosquitto]:
     """A fresh broker for one test, stopped afterwards."""
-    if not Path(MOSQUITTO).exists():
-        pytest.skip("mosquitto is not installed (scripts/test installs it)")
+    require("mosquitto")
     broker = Mosquitto(tmp_path)
     broker.start()
     try:
@@ -181,8 +195,7 @@ def mosquitto(tmp_path: Path) -> Iterator[Mosquitto]:
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mosquitto]:
     """One broker shared by the tests of a module (each test uses its own ids)."""
-    if not Path(MOSQUITTO).exists():
-        pytest.skip("mosquitto is not installed (scripts/test installs it)")
+    require("mosquitto")
     b = Mosquitto(tmp_path_factory.mktemp("mosquitto"))
     b.start()
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._mosquitto import MOSQUITTO, REPO, Mosquitto, Served
+from tests._mosquitto import REPO, Mosquitto, Served, require
 
 pytestmark = pytest.mark.integration
 
@@ -20,10 +20,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def secure() -> Iterator[tuple[Mosquitto, Path]]:
     """A broker on TLS (self-signed certificate for 127.0.0.1) with user 'ops' / 'pw-1'."""
-    if not (
-        Path(MOSQUITTO).exists() and shutil.which("openssl") and shutil.which("mosquitto_passwd")
-    ):
-        pytest.skip("needs mosquitto, mosquitto_passwd and openssl")
+    require("mosquitto", "mosquitto_passwd", "openssl")
     # mosquitto (started as root) drops to its own user before reading the password file,
     # so the files live in a directory that user can reach (pytest's tmp_path is 0700).
     d = Path(tempfile.mkdtemp(prefix="fabtop-mqtt-"))
