@@ -1,96 +1,165 @@
-"""Core speed: ticks/s and hop-updates/s (one (hop, flow) entry solved and moved = one update).
+"""Core speed: the compiled tick against the numpy reference, in the same run.
 
-    python benchmarks/bench_core.py [--ticks N] [--warmup N] [--repeat N] [--json FILE]
-                                    [--sizes default,1k,10k]
+    python benchmarks/bench_core.py [--sizes default,default-roce,...] [--ticks N]
+                                    [--warmup N] [--repeat N] [--json FILE] [--startup]
 
-Fabrics: the bundled default scenario (also on ``native-800g``, which sprays); a ~1k-endpoint and a ~10k-endpoint 3-tier fat-tree
-with all-to-all traffic (every GPU keeps ``outstanding`` 1 MiB flows to uniformly random
-peers, so every pair of pods exchanges traffic). The warm-up runs into the steady state (at
-least ``--warmup`` ticks, and until as many flows have finished as are in flight), where
-flows finish and new ones start every tick (the flow index is rebuilt every tick);
-the figures are the best of ``--repeat`` runs of ``--ticks`` ticks (the machine is shared,
-so the best run is the least disturbed one). Runs on one core (numpy is single-threaded
-here). Not a test: it prints figures for the README.
+For each fabric both solvers (``Fabric(solver="compiled")`` and ``"reference"``) run
+the same scenario, seed and warm-up, then ``--ticks`` measured ticks, best of
+``--repeat`` (the machine is shared: the best run is the least disturbed one, and the
+ratio of two runs made minutes apart would mean little). Printed per fabric: entries
+(hop, flow) per tick, ms per tick of each solver and their ratio, hop-updates/s and
+simulated seconds per wall second of the compiled tick.
+
+Fabrics: the bundled default scenario on native-400g, roce-400g and native-800g
+(packet spraying); the bundled ``incast-100g`` (8 x 1 MiB into one 100G port on RoCE,
+run to completion: its flow completion times must agree); a ~1k- and a ~10k-endpoint
+3-tier fat-tree with all-to-all traffic (every GPU keeps ``outstanding`` 1 MiB flows
+to uniformly random peers). The warm-up runs into the steady state (at least
+``--warmup`` ticks, and until as many flows have finished as are in flight).
+
+``--startup`` also times, in fresh processes, ``fabtop run default`` for one tick with
+an empty kernel cache (numba compiles: the first run after install) and again with
+the cache filled. Runs on one core. Not a test: it prints figures for the README.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from fabric_core.fabric import Fabric
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fabric_core.fabric import Fabric, Solver
 from fabric_core.profiles import NATIVE_400G
 from fabric_core.scenario import load_scenario
 from fabric_core.topology import fat_tree
 from fabric_core.workloads.traffic import Bulk
 
 
-def default_fabric(profile: str | None = None) -> Fabric:
-    return Fabric.from_scenario(load_scenario("default", profile=profile))
+def scenario(name: str, profile: str | None = None) -> Callable[[Solver], Fabric]:
+    return lambda solver: Fabric.from_scenario(load_scenario(name, profile=profile), solver)
 
 
 def fat_tree_fabric(
     pods: int, leaves: int, spines: int, cores: int, gpus: int, outstanding: int
-) -> Fabric:
-    topo = fat_tree(
-        NATIVE_400G,
-        pods=pods,
-        leaves_per_pod=leaves,
-        spines_per_pod=spines,
-        cores_per_spine=cores,
-        gpus_per_leaf=gpus,
-    )
-    wl = Bulk(name="all-to-all", traffic_class="bulk", size_bytes=1024**2, outstanding=outstanding)
-    return Fabric(topo, NATIVE_400G, [wl], dt_s=1e-6, seed=1)
+) -> Callable[[Solver], Fabric]:
+    def build(solver: Solver) -> Fabric:
+        topo = fat_tree(
+            NATIVE_400G,
+            pods=pods,
+            leaves_per_pod=leaves,
+            spines_per_pod=spines,
+            cores_per_spine=cores,
+            gpus_per_leaf=gpus,
+        )
+        wl = Bulk(
+            name="all-to-all", traffic_class="bulk", size_bytes=1024**2, outstanding=outstanding
+        )
+        return Fabric(topo, NATIVE_400G, [wl], dt_s=1e-6, seed=1, solver=solver)
+
+    return build
 
 
-SIZES: dict[str, Callable[[], Fabric]] = {
-    "default": default_fabric,
-    # the same on native-800g: packet spraying carries each flow as up to 8 sub-flows
-    "default-spray": lambda: default_fabric("native-800g"),
+SIZES: dict[str, Callable[[Solver], Fabric]] = {
+    "default": scenario("default"),
+    "default-roce": scenario("default", "roce-400g"),
+    # packet spraying carries each flow as up to 8 sub-flows
+    "default-spray": scenario("default", "native-800g"),
     # 8 pods x 8 leaves x 16 GPUs = 1,024 GPUs; 8 spines/pod, 8 cores per spine group
-    "1k": lambda: fat_tree_fabric(8, 8, 8, 8, 16, 4),
+    "1k": fat_tree_fabric(8, 8, 8, 8, 16, 4),
     # 16 pods x 20 leaves x 32 GPUs = 10,240 GPUs; 16 spines/pod, 16 cores per group
-    "10k": lambda: fat_tree_fabric(16, 20, 16, 16, 32, 2),
+    "10k": fat_tree_fabric(16, 20, 16, 16, 32, 2),
 }
-
 
 #: Longest warm-up, ticks (the 1k fabric turns its flows over in about 600).
 MAX_WARMUP = 3000
 
 
-def bench(name: str, ticks: int, warmup: int, repeat: int) -> dict[str, Any]:
-    t0 = time.perf_counter()
-    fabric = SIZES[name]()
-    build = time.perf_counter() - t0
-    # steady state: as many flows finished as there are in flight (each replaced about once)
+def steady(fabric: Fabric, warmup: int) -> None:
+    """Run into the steady state: flows finish and start every tick."""
     fabric.run_ticks(warmup)
     while fabric.completed_flows < fabric.flows.n_parents and fabric.tick < MAX_WARMUP:
         fabric.run_ticks(10)
+
+
+def measure(fabric: Fabric, ticks: int, repeat: int) -> dict[str, float]:
     runs = []
     for _ in range(repeat):
-        h0, c0 = fabric.hop_updates, fabric.completed_flows
-        t0 = time.perf_counter()
+        h0, t0 = fabric.hop_updates, fabric.sim_time_s
+        w0 = time.perf_counter()
         fabric.run_ticks(ticks)
-        wall = time.perf_counter() - t0
-        runs.append((wall, fabric.hop_updates - h0, fabric.completed_flows - c0))
-    wall, updates, completed = min(runs)
+        wall = time.perf_counter() - w0
+        runs.append((wall, fabric.hop_updates - h0, fabric.sim_time_s - t0))
+    wall, updates, sim = min(runs)
     return {
-        "fabric": name,
-        "endpoints": int(fabric.topo.endpoints.size),
-        "links": len(fabric.topo.links),
-        "entries_per_tick": updates / ticks,
-        "flows_in_flight": fabric.flows.n_parents,
-        "completions_per_tick": completed / ticks,
-        "build_seconds": build,
-        "warmup_ticks": fabric.tick - repeat * ticks,
-        "ticks_per_second": ticks / wall,
-        "hop_updates_per_second": updates / wall,
         "ms_per_tick": wall / ticks * 1e3,
+        "entries_per_tick": updates / ticks,
+        "hop_updates_per_second": updates / wall,
+        "sim_per_wall": sim / wall,
     }
+
+
+def bench(name: str, ticks: int, warmup: int, repeat: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"fabric": name}
+    for solver in ("compiled", "reference"):
+        fabric = SIZES[name](solver)
+        fabric.run_ticks(2)  # compiled: loads the kernels from the cache (or compiles)
+        steady(fabric, warmup)
+        out[solver] = measure(fabric, ticks, repeat)
+        out["endpoints"] = int(fabric.topo.endpoints.size)
+        out["links"] = len(fabric.topo.links)
+    out["ratio"] = out["reference"]["ms_per_tick"] / out["compiled"]["ms_per_tick"]
+    return out
+
+
+def bench_incast(repeat: int) -> dict[str, Any]:
+    """incast-100g to completion: wall time, simulated s per wall s, and the FCTs."""
+    out: dict[str, Any] = {"fabric": "incast-100g"}
+    for solver in ("compiled", "reference"):
+        best = None
+        for _ in range(repeat):
+            fabric = SIZES["incast"](solver)
+            fabric.run_ticks(2)
+            w0 = time.perf_counter()
+            while fabric.completed_flows < 8:
+                fabric.step()
+            wall = time.perf_counter() - w0
+            hist = fabric.class_hist["incast"].freeze()
+            run = {
+                "ms_per_tick": wall / (fabric.tick - 2) * 1e3,
+                "sim_per_wall": (fabric.tick - 2) * fabric.dt_s / wall,
+                "fct_p50_s": hist.quantile(0.5),
+                "completed_at_s": fabric.sim_time_s,
+            }
+            if best is None or run["ms_per_tick"] < best["ms_per_tick"]:
+                best = run
+        out[solver] = best
+    out["ratio"] = out["reference"]["ms_per_tick"] / out["compiled"]["ms_per_tick"]
+    return out
+
+
+SIZES["incast"] = scenario("incast-100g")
+
+
+def startup() -> dict[str, float]:
+    """Seconds to the end of a one-tick ``fabtop run default``: cold and warm kernel cache."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        cmd = [sys.executable, "-m", "console.cli", "run", "default", "--duration", "2us"]
+        out = {}
+        for label in ("cold_cache_s", "warm_cache_s"):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, env=env, check=True, capture_output=True)
+            out[label] = time.perf_counter() - t0
+    return out
 
 
 def main() -> None:
@@ -99,20 +168,48 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=200, help="least ticks before measuring")
     ap.add_argument("--repeat", type=int, default=3, help="measured runs; the best counts")
     ap.add_argument(
-        "--sizes", default="default,default-spray,1k,10k", help="of: " + ",".join(SIZES)
+        "--sizes",
+        default="default,default-roce,default-spray,incast,1k,10k",
+        help="of: " + ",".join(SIZES),
     )
+    ap.add_argument("--startup", action="store_true", help="also time a cold and a warm start")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
-    rows = [bench(s, args.ticks, args.warmup, args.repeat) for s in args.sizes.split(",")]
     print(
-        f"{'fabric':<13} {'endpoints':>9} {'links':>7} {'flows':>7} {'done/tick':>9} "
-        f"{'entries/tick':>12} {'ms/tick':>9} {'ticks/s':>9} {'hop-updates/s':>14}"
+        f"{'fabric':<14} {'entries/tick':>12} {'compiled ms':>12} {'reference ms':>13} "
+        f"{'ratio':>6} {'hop-updates/s':>14} {'sim s/wall s':>13}"
     )
-    for r in rows:
+    rows = []
+    for name in args.sizes.split(","):
+        if name == "incast":
+            r = bench_incast(args.repeat)
+        else:
+            r = bench(name, args.ticks, args.warmup, args.repeat)
+        rows.append(r)
+        c, ref = r["compiled"], r["reference"]
+        entries = f"{c['entries_per_tick']:>12.0f}" if "entries_per_tick" in c else f"{'':>12}"
+        updates = (
+            f"{c['hop_updates_per_second']:>14.3g}"
+            if "hop_updates_per_second" in c
+            else f"{'':>14}"
+        )
         print(
-            f"{r['fabric']:<13} {r['endpoints']:>9} {r['links']:>7} {r['flows_in_flight']:>7} "
-            f"{r['completions_per_tick']:>9.1f} {r['entries_per_tick']:>12.0f} "
-            f"{r['ms_per_tick']:>9.2f} {r['ticks_per_second']:>9.1f} {r['hop_updates_per_second']:>14.3g}"
+            f"{r['fabric']:<14} {entries} {c['ms_per_tick']:>12.3f} {ref['ms_per_tick']:>13.3f} "
+            f"{r['ratio']:>6.1f} {updates} {c['sim_per_wall']:>13.3g}",
+            flush=True,
+        )
+        if name == "incast":
+            print(
+                f"{'':<14} flows done at {c['completed_at_s'] * 1e6:.1f} µs (reference "
+                f"{ref['completed_at_s'] * 1e6:.1f} µs), FCT p50 {c['fct_p50_s'] * 1e6:.1f} µs "
+                f"(reference {ref['fct_p50_s'] * 1e6:.1f} µs)"
+            )
+    if args.startup:
+        s = startup()
+        rows.append({"startup": s})
+        print(
+            f"start-up, fabtop run default for one tick: {s['cold_cache_s']:.1f} s with an empty "
+            f"kernel cache (compiling), {s['warm_cache_s']:.1f} s with it filled"
         )
     if args.json:
         with open(args.json, "w") as fh:

@@ -503,25 +503,21 @@ class Fabric:
         self.occupancy = moved.occupancy
         self.buffer_drain = moved.drain
         self.delivered_bytes += moved.delivered_bytes
-        # per-link counters
-        carried = self.link_rate * dt
-        c = self.counters
-        c["tx_bytes_total"] += carried
-        c["tx_packets_total"] += carried / self.profile.mtu_bytes
-        resent = carried * (1 / np.maximum(goodput, 1e-12) - 1)
-        c["retransmitted_bytes_total"] += resent
-        c["link_error_recovery_total"] += resent / self.profile.mtu_bytes
-        c["symbol_errors_total"] += carried * 8 * self.faults.ber
+        self._tick.link_counters(
+            self.link_rate, goodput, self.faults.ber, self.profile.mtu_bytes, dt, self.counters
+        )
         if self.roce is not None:
             self.roce.after_tick(
                 self, idx, rate, moved.arrival, moved.new_backlog, sol, stormed, now, dt
             )
         else:
-            # credit-starved: a buffer that held back inflow that wanted in this tick
-            held_back = np.where((sol.alpha < 1 - 1e-9) & (moved.inflow > 0), sol.alpha, 1.0)
-            alpha_link = _over_lanes(held_back, self.n_vls)
-            self.paused = alpha_link < 1 - 1e-9
-            c["transmit_wait_seconds_total"] += (1 - alpha_link) * dt
+            self.paused = self._tick.credit_wait(
+                sol.alpha,
+                moved.inflow,
+                self.n_vls,
+                dt,
+                self.counters["transmit_wait_seconds_total"],
+            )
         self.hop_updates += idx.size
         if moved.done.size:
             self._complete(idx, sol, cap, moved.done, now, dt)

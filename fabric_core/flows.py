@@ -26,6 +26,10 @@ from fabric_core.routing import MAX_HOPS
 #: bytes: the rounding of rate × dt, not bytes still in the network.
 DONE_FRACTION = 1e-9
 DONE_BYTES = 1e-6
+#: A backlog below this after a tick is the rounding of rates × dt, not bytes: it is
+#: taken as empty (else a PFC queue with XOFF at 0 would pause on 1e-11 B, and whether
+#: it does would depend on the order of a sum).
+RESIDUE_BYTES = 1e-9
 
 
 @dataclass

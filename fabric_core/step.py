@@ -32,7 +32,7 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.flows import DONE_BYTES, DONE_FRACTION, FlowTable
+from fabric_core.flows import DONE_BYTES, DONE_FRACTION, RESIDUE_BYTES, FlowTable
 from fabric_core.paths import fixed_costs, lanes
 from fabric_core.profiles import Profile
 from fabric_core.routing import MAX_HOPS, route
@@ -551,7 +551,7 @@ def move_bytes(
     rate = sol.rate
     arrival = sol.padded[idx.prev_pad]
     new_backlog = backlog + (arrival - rate) * dt
-    np.maximum(new_backlog, 0.0, out=new_backlog)
+    new_backlog[new_backlog < RESIDUE_BYTES] = 0.0
     flows.backlog.reshape(-1)[idx.pos] = new_backlog
     flows.rate.reshape(-1)[idx.pos] = rate
     got = rate[idx.last] * dt
@@ -668,6 +668,43 @@ class ReferenceTick:
         late_heads = heads[late]
         limit[late_heads] = np.clip(ready[late], 0.0, 1.0) * capacity[idx.link[late_heads]]
         return limit
+
+    def link_counters(
+        self,
+        link_rate: NDArray[np.float64],
+        goodput: NDArray[np.float64],
+        ber: NDArray[np.float64],
+        mtu: float,
+        dt: float,
+        counters: dict[str, NDArray[np.float64]],
+    ) -> None:
+        """Add a tick to the per-link counters: bytes and packets sent, and what bit
+        errors cost (the retries on top of the goodput, the symbols hit)."""
+        carried = link_rate * dt
+        counters["tx_bytes_total"] += carried
+        counters["tx_packets_total"] += carried / mtu
+        resent = carried * (1 / np.maximum(goodput, 1e-12) - 1)
+        counters["retransmitted_bytes_total"] += resent
+        counters["link_error_recovery_total"] += resent / mtu
+        counters["symbol_errors_total"] += carried * 8 * ber
+
+    def credit_wait(
+        self,
+        alpha: NDArray[np.float64],
+        inflow: NDArray[np.float64],
+        n_vls: int,
+        dt: float,
+        transmit_wait: NDArray[np.float64],
+    ) -> NDArray[np.bool_]:
+        """Credit-starved links (a buffer held back inflow that wanted in this tick); adds
+        the share of the tick the most held-back lane could not send to ``transmit_wait``."""
+        held_back = np.where((alpha < 1 - 1e-9) & (inflow > 0), alpha, 1.0)
+        lanes = held_back.reshape(-1, n_vls)
+        worst = lanes[:, 0].copy()
+        for v in range(1, n_vls):
+            np.minimum(worst, lanes[:, v], out=worst)
+        transmit_wait += (1 - worst) * dt
+        return worst < 1 - 1e-9
 
     def move(
         self,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.flows import DONE_BYTES, DONE_FRACTION
+from fabric_core.flows import DONE_BYTES, DONE_FRACTION, RESIDUE_BYTES
 from fabric_core.kernels._jit import kernel
 
 _F = NDArray[np.float64]
@@ -58,7 +58,9 @@ def move_bytes(
     done = np.empty(n, dtype=np.intp)
     for e in range(n):
         arrival[e] = rate[prev_pad[e]]
-        b = max(backlog[e] + (arrival[e] - rate[e]) * dt, 0.0)
+        b = backlog[e] + (arrival[e] - rate[e]) * dt
+        if b < RESIDUE_BYTES:
+            b = 0.0
         new_backlog[e] = b
         backlog_table[pos[e]] = b
         rate_table[pos[e]] = rate[e]
@@ -159,3 +161,44 @@ def finish_times(
     for i in range(done.size):
         out[i] = t_flow[done[i]]
     return out
+
+
+@kernel
+def link_counters(
+    link_rate: _F,
+    goodput: _F,
+    ber: _F,
+    mtu: float,
+    dt: float,
+    tx_bytes: _F,
+    tx_packets: _F,
+    retransmitted: _F,
+    error_recovery: _F,
+    symbol_errors: _F,
+) -> None:
+    """The per-link counters of a tick (in place): bytes and packets sent, and what bit
+    errors cost (the retries on top of the goodput, the symbols hit)."""
+    for li in range(link_rate.size):
+        carried = link_rate[li] * dt
+        tx_bytes[li] += carried
+        tx_packets[li] += carried / mtu
+        resent = carried * (1 / max(goodput[li], 1e-12) - 1)
+        retransmitted[li] += resent
+        error_recovery[li] += resent / mtu
+        symbol_errors[li] += carried * 8 * ber[li]
+
+
+@kernel
+def credit_wait(
+    alpha: _F, inflow: _F, n_vls: int, dt: float, transmit_wait: _F, starved: NDArray[np.bool_]
+) -> None:
+    """Credit starvation per link (in place): a link waits for the tick's share its
+    most held-back lane could not send (a buffer that held back inflow that wanted in)."""
+    for li in range(transmit_wait.size):
+        worst = 1.0
+        for v in range(n_vls):
+            b = li * n_vls + v
+            if alpha[b] < 1 - 1e-9 and inflow[b] > 0:
+                worst = min(worst, alpha[b])
+        starved[li] = worst < 1 - 1e-9
+        transmit_wait[li] += (1 - worst) * dt

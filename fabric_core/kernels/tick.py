@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from fabric_core.commands import CommandError
 from fabric_core.flows import FlowTable
 from fabric_core.kernels.index import entry_index
-from fabric_core.kernels.move import finish_times, move_bytes
+from fabric_core.kernels.move import credit_wait, finish_times, link_counters, move_bytes
 from fabric_core.kernels.route import lanes_and_costs, route_flows
 from fabric_core.kernels.slots import start_limits
 from fabric_core.kernels.solve import solve_tick
@@ -149,6 +149,42 @@ class CompiledTick:
             idx.heads, idx.flow, idx.link, start_s, capacity, idx.size, now, dt
         )
         return limit if late else None
+
+    def link_counters(
+        self,
+        link_rate: NDArray[np.float64],
+        goodput: NDArray[np.float64],
+        ber: NDArray[np.float64],
+        mtu: float,
+        dt: float,
+        counters: dict[str, NDArray[np.float64]],
+    ) -> None:
+        """Add a tick to the per-link counters (``kernels.move.link_counters``)."""
+        link_counters(
+            link_rate,
+            goodput,
+            ber,
+            float(mtu),
+            dt,
+            counters["tx_bytes_total"],
+            counters["tx_packets_total"],
+            counters["retransmitted_bytes_total"],
+            counters["link_error_recovery_total"],
+            counters["symbol_errors_total"],
+        )
+
+    def credit_wait(
+        self,
+        alpha: NDArray[np.float64],
+        inflow: NDArray[np.float64],
+        n_vls: int,
+        dt: float,
+        transmit_wait: NDArray[np.float64],
+    ) -> NDArray[np.bool_]:
+        """Credit-starved links (``kernels.move.credit_wait``)."""
+        starved = np.empty(transmit_wait.size, dtype=np.bool_)
+        credit_wait(alpha, inflow, n_vls, dt, transmit_wait, starved)
+        return starved
 
     def move(
         self,
