@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
@@ -22,11 +23,11 @@ async def test_pause_stops_simulated_time_and_resume_restarts_it() -> None:
     task = asyncio.create_task(engine.run())
     await until(lambda: engine.bus.latest is not None and engine.bus.latest.tick > 5)
     assert (await engine.submit(Pause(id="p1"))).ok
-    await asyncio.sleep(0.05)
+    # commands apply between batches: once the result is back no batch is in flight
+    await until(lambda: engine.bus.latest is not None and not engine.bus.latest.running)
     frozen = engine.fabric.tick
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(0.2)  # time passing while paused (load can only make this pass)
     assert engine.fabric.tick == frozen
-    assert engine.bus.latest is not None and not engine.bus.latest.running
     assert (await engine.submit(Resume())).ok
     await until(lambda: engine.fabric.tick > frozen + 5)
     engine.stop()
@@ -36,14 +37,18 @@ async def test_pause_stops_simulated_time_and_resume_restarts_it() -> None:
 
 async def test_speed_paces_simulated_time_against_the_wall_clock() -> None:
     engine = _engine(speed=1e-4)  # 100 µs of simulated time per wall second
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     task = asyncio.create_task(engine.run())
-    await asyncio.sleep(0.5)
-    sim = engine.fabric.sim_time_s
-    assert sim <= 1e-4  # never ahead of the pace (0.5 s wall -> at most 50 µs, plus a batch)
+    await until(lambda: engine.fabric.sim_time_s >= 20e-6)
+    sim, wall = engine.fabric.sim_time_s, loop.time() - started
+    # never ahead of the pace: at most speed x wall, plus the batch in flight (a batch is
+    # throttled to the publish interval: 10 ms x 1e-4 = 1 µs) and a tick. Load can only
+    # make the engine slower, so this bound holds on a busy machine too.
+    assert sim <= 1e-4 * wall + 1e-6 + engine.fabric.dt_s, (sim, wall)
     result = await engine.submit(SetSpeed(speed=0))
     assert result.ok and result.detail == {"speed": 0}
-    await asyncio.sleep(0.3)
-    assert engine.fabric.sim_time_s > sim
+    await until(lambda: engine.fabric.sim_time_s > 10 * sim)  # flat out now
     engine.stop()
     await task
 
@@ -86,7 +91,9 @@ def test_engine_rejects_a_negative_speed() -> None:
         _engine(speed=-1)
 
 
-async def test_lockstepped_engines_keep_the_same_simulated_time() -> None:
+def _lockstepped() -> tuple[Engine, Engine, list[int]]:
+    """The compare view's pair: tiny on native and on RoCE, lockstepped, flat out; every
+    batch's size (ticks) is recorded as it starts."""
     native = Engine(Fabric.from_scenario(load_scenario("tiny")), speed=0, max_batch_wall_s=0.01)
     roce = Engine(
         Fabric.from_scenario(load_scenario("tiny", profile="roce-400g")),
@@ -94,15 +101,52 @@ async def test_lockstepped_engines_keep_the_same_simulated_time() -> None:
         max_batch_wall_s=0.01,
     )
     Engine.lockstep(native, roce)
+    batches: list[int] = []
+    for e in (native, roce):
+        timed = e._timed_ticks
+
+        def recording(n: int, timed: Callable[[int], float] = timed) -> float:
+            batches.append(n)
+            return timed(n)
+
+        e._timed_ticks = recording  # type: ignore[method-assign]
+    return native, roce, batches
+
+
+async def test_lockstepped_engines_stay_within_one_batch_of_each_other() -> None:
+    """README: both sides show the same simulated moment, within one batch of ticks."""
+    native, roce, batches = _lockstepped()
+    assert native.fabric.dt_s == roce.fabric.dt_s
     tasks = [asyncio.create_task(e.run()) for e in (native, roce)]
-    gaps, batches = [], []
-    for _ in range(20):
-        await asyncio.sleep(0.05)
+    gaps = []
+    await until(lambda: min(native.fabric.tick, roce.fabric.tick) > 50)
+    for _ in range(200):
+        await asyncio.sleep(0.002)  # a sampling interval, not a wait for a state
         gaps.append(abs(native.fabric.tick - roce.fabric.tick))
-        batches.append(native._ticks_per_batch + roce._ticks_per_batch)
     for e in (native, roce):
         e.stop()
     await asyncio.gather(*tasks)
-    assert min(native.fabric.tick, roce.fabric.tick) > 50  # both ran
-    # never further apart than the two batches in flight (both step in worker threads)
-    assert max(gaps) <= 2 * max(batches)
+    assert max(gaps) <= max(batches), (max(gaps), max(batches))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: each engine applies the command at its own next tick boundary, up to a "
+    "batch apart (seen: 100 µs and 133 µs); CompareScreen.send_both submits in turn",
+)
+async def test_a_fault_sent_to_both_lockstepped_engines_is_injected_at_the_same_time() -> None:
+    """README: a fault injected in the compare view reaches both fabrics at the same
+    simulated time. Sent as the compare view sends it (to each engine in turn)."""
+    native, roce, _ = _lockstepped()
+    tasks = [asyncio.create_task(e.run()) for e in (native, roce)]
+    await until(lambda: min(native.fabric.tick, roce.fabric.tick) > 50)
+    for i in range(3):
+        cmd = InjectFault(id=f"both-{i}", kind="link_down", target=f"leaf00->spine0{i % 2}")
+        results = [await e.submit(cmd) for e in (native, roce)]
+        assert all(r.ok for r in results), results
+        await until(lambda: min(native.fabric.tick, roce.fabric.tick) > 50 * (i + 2))
+    for e in (native, roce):
+        e.stop()
+    await asyncio.gather(*tasks)
+    at = [[f.injected_at_s for f in e.fabric.snapshot().faults] for e in (native, roce)]
+    assert len(at[0]) == 3 and at[0] == at[1], at
