@@ -138,13 +138,17 @@ async def test_a_fault_sent_to_both_lockstepped_engines_is_injected_at_the_same_
     """README: a fault injected in the compare view reaches both fabrics at the same
     simulated time. Sent as the compare view sends it (to each engine in turn)."""
     native, roce, _ = _lockstepped()
+
+    def both_past(tick: int) -> Callable[[], bool]:
+        return lambda: min(native.fabric.tick, roce.fabric.tick) > tick
+
     tasks = [asyncio.create_task(e.run()) for e in (native, roce)]
-    await until(lambda: min(native.fabric.tick, roce.fabric.tick) > 50)
+    await until(both_past(50))
     for i in range(3):
         cmd = InjectFault(id=f"both-{i}", kind="link_down", target=f"leaf00->spine0{i % 2}")
         results = [await e.submit(cmd) for e in (native, roce)]
         assert all(r.ok for r in results), results
-        await until(lambda: min(native.fabric.tick, roce.fabric.tick) > 50 * (i + 2))
+        await until(both_past(50 * (i + 2)))
     for e in (native, roce):
         e.stop()
     await asyncio.gather(*tasks)
