@@ -94,18 +94,6 @@ TUNABLE: dict[str, TunableParam] = {
 }
 
 
-def _over_lanes(
-    per_buffer: NDArray[np.float64], n_vls: int, op: np.ufunc = np.minimum
-) -> NDArray[np.float64]:
-    """Per link, ``op`` (minimum, add) over its lanes' values: a column loop, much faster
-    than ``reshape(-1, n_vls).min(axis=1)`` for a handful of lanes."""
-    lanes = per_buffer.reshape(-1, n_vls)
-    out = lanes[:, 0].copy()
-    for v in range(1, n_vls):
-        op(out, lanes[:, v], out=out)
-    return out
-
-
 def _link_rank(topo: Topology) -> NDArray[np.int64]:
     """Order of links along any up*/down* path: up links by tier, then down links."""
     t_src = topo.nodes.tier[topo.links.src].astype(np.int64)
@@ -326,13 +314,12 @@ class Fabric:
         n = src.size
         if n == 0:
             return
-        cost = _over_lanes(self.occupancy, self.n_vls, np.add) / self.topo.links.bandwidth_Bps
-        cost = np.where(self.known_down, np.inf, cost)
         key = tag * 1_000_003 + workload
         flow_bytes = float(size.sum())
         n_sub: NDArray[np.int64] | None = None
         total: NDArray[np.float64] | None = None
         if self.profile.routing == "spray":
+            cost = self._tick.link_cost(self.topo, self.occupancy, self.n_vls, self.known_down)
             path, hops, of, n_sub, sub_size = self._spray(src, dst, size, key, cost)
             total = size[of]
             src, dst, size, tag, ready_s = src[of], dst[of], sub_size, tag[of], ready_s[of]
@@ -340,7 +327,9 @@ class Fabric:
                 extra_latency_s = extra_latency_s[of]
         else:
             adaptive = self.profile.routing != "ecmp"
-            path, hops = self._tick.route(self.topo, src, dst, key, adaptive, cost)
+            path, hops = self._tick.route(
+                self.topo, src, dst, key, adaptive, self.occupancy, self.n_vls, self.known_down
+            )
         rows = src.size
         if self.static_routes:
             self.static_routes.apply(src, dst, path, hops)

@@ -599,6 +599,21 @@ class ReferenceTick:
         self.layout = layout
         self.n_vls = n_vls
 
+    def link_cost(
+        self,
+        topo: Topology,
+        occupancy: NDArray[np.float64],
+        n_vls: int,
+        known_down: NDArray[np.bool_],
+    ) -> NDArray[np.float64]:
+        """Adaptive routing's cost of each link: the queueing delay of the bytes waiting
+        for it (all lanes), infinite for a link routing knows is down."""
+        lanes = occupancy.reshape(-1, n_vls)
+        queued = lanes[:, 0].copy()
+        for v in range(1, n_vls):
+            queued += lanes[:, v]
+        return np.where(known_down, np.inf, queued / topo.links.bandwidth_Bps)
+
     def route(
         self,
         topo: Topology,
@@ -606,11 +621,14 @@ class ReferenceTick:
         dst: NDArray[np.int64],
         key: NDArray[np.int64],
         adaptive: bool,
-        link_cost: NDArray[np.float64],
+        occupancy: NDArray[np.float64],
+        n_vls: int,
+        known_down: NDArray[np.bool_],
     ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
-        """Paths of new flows (``routing.route``)."""
+        """Paths of new flows (``routing.route``) by ``link_cost``."""
         mode = "adaptive" if adaptive else "ecmp"
-        return route(topo, src, dst, key, mode=mode, link_cost=link_cost)
+        cost = self.link_cost(topo, occupancy, n_vls, known_down)
+        return route(topo, src, dst, key, mode=mode, link_cost=cost)
 
     def lanes_and_costs(
         self,

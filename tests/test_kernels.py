@@ -196,9 +196,11 @@ def test_fill_link_is_the_reference_waterfill(demands: list[float], capacity: fl
 
 
 @st.composite
-def routing_cases(draw: st.DrawFn) -> tuple[Topology, np.ndarray, np.ndarray, np.ndarray]:
-    """A topology (2- or 3-tier, 1 or 2 planes), flows between random endpoints, and link
-    costs with some links down (inf)."""
+def routing_cases(
+    draw: st.DrawFn,
+) -> tuple[Topology, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A topology (2- or 3-tier, 1 or 2 planes), flows between random endpoints, queued
+    bytes per buffer (adaptive routing's costs) and some links known to be down."""
     prof = NATIVE_400G
     if draw(st.booleans()):
         topo = fat_tree(
@@ -221,31 +223,33 @@ def routing_cases(draw: st.DrawFn) -> tuple[Topology, np.ndarray, np.ndarray, np
     n = draw(st.integers(1, 40))
     src = eps[draw(st.lists(st.integers(0, eps.size - 1), min_size=n, max_size=n))]
     dst = eps[draw(st.lists(st.integers(0, eps.size - 1), min_size=n, max_size=n))]
-    cost = np.array(
-        draw(
-            st.lists(
-                st.sampled_from([0.0, 50e-9, 150e-9, 1e-6, np.inf]),
-                min_size=len(topo.links),
-                max_size=len(topo.links),
-            )
-        )
+    n_bufs = len(topo.links) * int(prof.virtual_lanes)
+    queued = st.sampled_from([0.0, 2048.0, 4096.0, 10_000.0, 50_000.0])
+    occupancy = np.array(draw(st.lists(queued, min_size=n_bufs, max_size=n_bufs)))
+    down = np.array(
+        draw(st.lists(st.booleans(), min_size=len(topo.links), max_size=len(topo.links)))
     )
-    return topo, src.astype(np.int64), dst.astype(np.int64), cost
+    return topo, src.astype(np.int64), dst.astype(np.int64), occupancy, down
+
+
+Case = tuple[Topology, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 @settings(max_examples=200, deadline=None)
 @given(routing_cases(), st.booleans(), st.integers(0, 2**40))
-def test_compiled_routing_is_the_reference(
-    case: tuple[Topology, np.ndarray, np.ndarray, np.ndarray], adaptive: bool, salt: int
-) -> None:
-    topo, src, dst, cost = case
+def test_compiled_routing_is_the_reference(case: Case, adaptive: bool, salt: int) -> None:
+    topo, src, dst, occupancy, down = case
     key = np.arange(src.size, dtype=np.int64) * 1_000_003 + salt
     ref = Fabric(topo, NATIVE_400G, [], dt_s=1e-6, seed=1, solver="reference")._tick
     comp = Fabric(topo, NATIVE_400G, [], dt_s=1e-6, seed=1, solver="compiled")._tick
-    path, hops = ref.route(topo, src, dst, key, adaptive, cost)
-    c_path, c_hops = comp.route(topo, src, dst, key, adaptive, cost)
+    v = int(NATIVE_400G.virtual_lanes)
+    path, hops = ref.route(topo, src, dst, key, adaptive, occupancy, v, down)
+    c_path, c_hops = comp.route(topo, src, dst, key, adaptive, occupancy, v, down)
     np.testing.assert_array_equal(c_path, path)
     np.testing.assert_array_equal(c_hops, hops)
+    np.testing.assert_array_equal(
+        comp.link_cost(topo, occupancy, v, down), ref.link_cost(topo, occupancy, v, down)
+    )
 
 
 @settings(max_examples=150, deadline=None)
@@ -254,10 +258,8 @@ def test_compiled_routing_is_the_reference(
     st.sampled_from(["credit", "pfc", "store-and-forward"]),
     st.integers(0, 2**16),
 )
-def test_compiled_lanes_and_costs_are_the_reference(
-    case: tuple[Topology, np.ndarray, np.ndarray, np.ndarray], kind: str, seed: int
-) -> None:
-    topo, src, dst, cost = case
+def test_compiled_lanes_and_costs_are_the_reference(case: Case, kind: str, seed: int) -> None:
+    topo, src, dst, _, down = case
     prof = {
         "credit": NATIVE_400G,
         "pfc": ROCE_400G,
@@ -265,8 +267,11 @@ def test_compiled_lanes_and_costs_are_the_reference(
     }[kind]
     rng = np.random.default_rng(seed)
     fabric = Fabric(topo, prof, [], dt_s=1e-6, seed=1, solver="reference")
-    path, hops = fabric._tick.route(topo, src, dst, np.arange(src.size), True, cost)
     n_bufs = len(topo.links) * fabric.n_vls
+    idle = np.zeros(n_bufs)
+    path, hops = fabric._tick.route(
+        topo, src, dst, np.arange(src.size), True, idle, fabric.n_vls, down
+    )
     occupancy = np.where(rng.random(n_bufs) < 0.5, 0.0, rng.uniform(0, 1e6, n_bufs))
     drain = np.where(rng.random(n_bufs) < 0.3, 0.0, rng.uniform(0, 5e10, n_bufs))
     paused = rng.random(n_bufs) < 0.3

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.kernels._jit import kernel
+from fabric_core.kernels._jit import inline_kernel, kernel
 from fabric_core.routing import ADAPTIVE_COST_QUANTUM_S, MAX_HOPS
 
 _BIG = 1e30
@@ -75,7 +75,10 @@ def route_flows(
     src: NDArray[np.int64],
     dst: NDArray[np.int64],
     key: NDArray[np.int64],
-    link_cost: _F,
+    occupancy: _F,
+    n_vls: int,
+    bandwidth_Bps: _F,
+    known_down: NDArray[np.bool_],
     ep_uplink: _I32,
     ep_downlink: _I32,
     ep_leaf: _I32,
@@ -88,7 +91,8 @@ def route_flows(
     tiers: int,
     adaptive: bool,
 ) -> tuple[_I32, NDArray[np.int8]]:
-    """``routing.route``: ``path[hop, flow]`` (-1 past the end) and hops per flow."""
+    """``routing.route``: ``path[hop, flow]`` (-1 past the end) and hops per flow; a
+    link's cost is its ``link_cost``, computed only for the candidates a flow reads."""
     n = src.size
     path = np.full((MAX_HOPS, n), -1, dtype=np.int32)
     nh = np.zeros(n, dtype=np.int8)
@@ -102,8 +106,8 @@ def route_flows(
         plane = int(np.int64(h >> np.uint64(40)) % planes) if planes > 1 else 0
         up, down = ep_uplink[src[f], plane], ep_downlink[dst[f], plane]
         ls, ld = ep_leaf[src[f], plane], ep_leaf[dst[f], plane]
-        c_up = link_cost[up] if np.isfinite(link_cost[up]) else _BIG
-        c_down = link_cost[down] if np.isfinite(link_cost[down]) else _BIG
+        c_up = _cost(occupancy, n_vls, bandwidth_Bps, known_down, up)
+        c_down = _cost(occupancy, n_vls, bandwidth_Bps, known_down, down)
         path[0, f] = up
         if ls == ld:  # endpoint -> leaf -> endpoint
             path[1, f] = down
@@ -116,7 +120,12 @@ def route_flows(
                 if l_up < 0 or l_dn < 0:
                     cost4[j] = _BIG
                 else:
-                    cost4[j] = _cost(link_cost, l_up) + _cost(link_cost, l_dn) + c_up + c_down
+                    cost4[j] = (
+                        _cost(occupancy, n_vls, bandwidth_Bps, known_down, l_up)
+                        + _cost(occupancy, n_vls, bandwidth_Bps, known_down, l_dn)
+                        + c_up
+                        + c_down
+                    )
             k = pick(cost4, h, adaptive)
             s = spines_by_pod[plane, node_pod[ls], k]
             path[1, f] = sl[sw[ls], sw[s]]
@@ -128,15 +137,20 @@ def route_flows(
             for j in range(n_slots):
                 sa = spines_by_pod[plane, node_pod[ls], j]
                 sb = spines_by_pod[plane, node_pod[ld], j]
-                c1 = _cost(link_cost, sl[sw[ls], sw[sa]])
-                c4 = _cost(link_cost, sl[sw[sb], sw[ld]])
+                c1 = _cost(occupancy, n_vls, bandwidth_Bps, known_down, sl[sw[ls], sw[sa]])
+                c4 = _cost(occupancy, n_vls, bandwidth_Bps, known_down, sl[sw[sb], sw[ld]])
                 for m in range(per):
                     cr = cores_by_slot[plane, j, m]
                     l2, l3 = sl[sw[sa], sw[cr]], sl[sw[cr], sw[sb]]
                     if l2 < 0 or l3 < 0:
                         cost6[j * per + m] = _BIG
                     else:
-                        cost6[j * per + m] = c1 + _cost(link_cost, l2) + _cost(link_cost, l3) + c4
+                        cost6[j * per + m] = (
+                            c1
+                            + _cost(occupancy, n_vls, bandwidth_Bps, known_down, l2)
+                            + _cost(occupancy, n_vls, bandwidth_Bps, known_down, l3)
+                            + c4
+                        )
             j, m = divmod(pick(cost6, h, adaptive), per)
             sa = spines_by_pod[plane, node_pod[ls], j]
             sb = spines_by_pod[plane, node_pod[ld], j]
@@ -150,11 +164,38 @@ def route_flows(
     return path, nh
 
 
+@inline_kernel
+def link_cost(
+    occupancy: _F, n_vls: int, bandwidth_Bps: _F, known_down: NDArray[np.bool_], li: int
+) -> float:
+    """Adaptive routing's cost of link ``li``: the queueing delay of the bytes waiting
+    for it (all lanes), infinite when routing knows it is down (``step.ReferenceTick``)."""
+    if known_down[li]:
+        return np.inf
+    queued: float = occupancy[li * n_vls]
+    for v in range(1, n_vls):
+        queued += occupancy[li * n_vls + v]
+    return float(queued / bandwidth_Bps[li])
+
+
 @kernel
-def _cost(link_cost: _F, li: int) -> float:
-    """A link's routing cost, ``_BIG`` for one that must not be used (inf), as the
-    reference reads it (a missing link, -1, reads the last link's cost)."""
-    c = link_cost[li]
+def link_costs(occupancy: _F, n_vls: int, bandwidth_Bps: _F, known_down: NDArray[np.bool_]) -> _F:
+    """``link_cost`` of every link (for spraying, which stays in numpy)."""
+    out = np.empty(bandwidth_Bps.size)
+    for li in range(out.size):
+        out[li] = link_cost(occupancy, n_vls, bandwidth_Bps, known_down, li)
+    return out
+
+
+@inline_kernel
+def _cost(
+    occupancy: _F, n_vls: int, bandwidth_Bps: _F, known_down: NDArray[np.bool_], li: int
+) -> float:
+    """A link's routing cost as the reference reads it: ``_BIG`` for one that must not
+    be used, and a missing link (-1) reads the last link."""
+    if li < 0:
+        li += bandwidth_Bps.size
+    c = link_cost(occupancy, n_vls, bandwidth_Bps, known_down, li)
     return c if np.isfinite(c) else _BIG
 
 

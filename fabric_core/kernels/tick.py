@@ -15,7 +15,7 @@ from fabric_core.commands import CommandError
 from fabric_core.flows import FlowTable
 from fabric_core.kernels.index import entry_index
 from fabric_core.kernels.move import credit_wait, finish_times, link_counters, move_bytes
-from fabric_core.kernels.route import lanes_and_costs, route_flows
+from fabric_core.kernels.route import lanes_and_costs, link_costs, route_flows
 from fabric_core.kernels.slots import start_limits
 from fabric_core.kernels.solve import solve_tick
 from fabric_core.profiles import Profile
@@ -51,6 +51,16 @@ class CompiledTick:
         """The active entries (see ``build_index``)."""
         return build_index(flows, self)
 
+    def link_cost(
+        self,
+        topo: Topology,
+        occupancy: NDArray[np.float64],
+        n_vls: int,
+        known_down: NDArray[np.bool_],
+    ) -> NDArray[np.float64]:
+        """Adaptive routing's cost of every link (``kernels.route.link_costs``)."""
+        return link_costs(occupancy, n_vls, topo.links.bandwidth_Bps, known_down)
+
     def route(
         self,
         topo: Topology,
@@ -58,14 +68,20 @@ class CompiledTick:
         dst: NDArray[np.int64],
         key: NDArray[np.int64],
         adaptive: bool,
-        link_cost: NDArray[np.float64],
+        occupancy: NDArray[np.float64],
+        n_vls: int,
+        known_down: NDArray[np.bool_],
     ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
-        """Paths of new flows (``kernels.route.route_flows``)."""
+        """Paths of new flows (``kernels.route.route_flows``), each candidate link's cost
+        computed where it is read."""
         return route_flows(
             src.astype(np.int64),
             dst.astype(np.int64),
             key.astype(np.int64),
-            link_cost,
+            occupancy,
+            n_vls,
+            topo.links.bandwidth_Bps,
+            known_down,
             topo.ep_uplink,
             topo.ep_downlink,
             topo.ep_leaf,
