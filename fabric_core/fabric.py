@@ -32,7 +32,7 @@ from fabric_core.commands import (
 )
 from fabric_core.faults import FaultBook, goodput_fraction
 from fabric_core.flows import FlowTable, NewFlows
-from fabric_core.histogram import Histogram
+from fabric_core.histogram import Histogram, observe_by_class
 from fabric_core.paths import StaticRoutes, fixed_costs, lanes
 from fabric_core.pfc import Dcqcn, PfcQueues
 from fabric_core.profiles import Profile, check_routing
@@ -159,6 +159,7 @@ class Fabric:
         if (self.class_vl >= self.n_vls).any() or (self.class_vl < 0).any():
             raise ValueError(f"virtual lanes must be in 0..{self.n_vls - 1}")
         self.class_hist = {c: Histogram() for c in names}
+        self._class_hists = list(self.class_hist.values())  # by class index
         for wl in workloads:
             wl.bind(topo.gpus, topo.storage, self.rng)
             wl.attach(self)
@@ -631,28 +632,29 @@ class Fabric:
         if whole.size == 0:
             return
         self.completed_flows += int(whole.size)
-        cls = fl.cls[whole]
-        wls = fl.workload[whole]
         latency = whole_finish - fl.start_s[whole]
-        for ci, name in enumerate(self.classes):
-            m = cls == ci
-            if m.any():
-                self.class_hist[name].observe_many(latency[m])
-        for wi, wl in enumerate(self.workloads):
-            m = wls == wi
-            if m.any():
-                sel = whole[m]
-                wl.on_complete(
+        observe_by_class(self._class_hists, fl.cls[whole], latency)
+        # the completions of each workload, in the order they finished
+        wls = fl.workload[whole]
+        order = np.argsort(wls, kind="stable")
+        bounds = np.cumsum(np.bincount(wls, minlength=len(self.workloads)))
+        lo = 0
+        for wi, hi in enumerate(bounds.tolist()):
+            if hi > lo:
+                pick = order[lo:hi]
+                sel = whole[pick]
+                self.workloads[wi].on_complete(
                     Completions(
                         tag=fl.tag[sel],
                         src=fl.src[sel],
                         dst=fl.dst[sel],
                         size_bytes=fl.parent_size[sel],
                         start_s=fl.start_s[sel],
-                        finish_s=whole_finish[m],
+                        finish_s=whole_finish[pick],
                     ),
                     now + dt,
                 )
+            lo = hi
 
     def _track_link_changes(self, status: NDArray[np.int8], now: float) -> None:
         # detection, reroute / reconvergence, time-driven faults, measured recovery
