@@ -10,7 +10,6 @@ import pytest
 from fabric_core.commands import CommandError, SetParam
 from fabric_core.compare import message_latency
 from fabric_core.fabric import Fabric
-from fabric_core.pfc import mlx5_headroom_bytes
 from fabric_core.profiles import ROCE_400G, get_profile
 from fabric_core.scenario import load_scenario
 from fabric_core.topology import leaf_spine
@@ -39,9 +38,14 @@ def test_pfc_headroom_from_the_driver_formula_drops_nothing(dt: float) -> None:
     assert fabric.counters["pause_frames_total"].sum() > 0  # PFC did act
     assert fabric.dropped_bytes == 0
     assert fabric.counters["retransmitted_bytes_total"].sum() == 0
-    cable = fabric.topo.links.prop_delay_s / prof.propagation_s_per_m
-    headroom = mlx5_headroom_bytes(fabric.topo.links.bandwidth_Bps, cable, prof.ethernet_mtu_bytes)
-    assert np.allclose(fabric.pfc.buffer - fabric.pfc.xoff, np.repeat(headroom, fabric.n_vls))
+    # mlx5's calculate_xoff, (301 + 2.16 · cable_m) · Gb/s + 2.72 · MTU, by hand at 400 Gb/s
+    # and a 1500 B MTU: 307.48 · 400 + 4080 = 127,072 B on the 3 m GPU cables,
+    # 365.8 · 400 + 4080 = 150,400 B on the 30 m leaf-spine ones
+    links = fabric.topo.links
+    headroom = fabric.pfc.buffer - fabric.pfc.xoff
+    for name, i in links.index.items():
+        want = 127_072.0 if "gpu" in name else 150_400.0
+        assert headroom[i * fabric.n_vls : (i + 1) * fabric.n_vls] == pytest.approx(want), name
 
 
 def test_too_little_headroom_drops_and_goes_back_n() -> None:
