@@ -180,10 +180,27 @@ def test_concurrent_scrapes_each_get_a_whole_consistent_scrape(
         assert len(port_series(values)) == values[("fabtop_exporter_links_exported", ())]
 
 
+@pytest.fixture
+def own_engine() -> Iterator[EngineThread]:
+    """An engine of its own, for a test that changes the fabric (the module's is shared)."""
+    running = EngineThread("tiny").start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def own_servers(own_engine: EngineThread) -> Iterator[dict[str, MetricsServer]]:
+    started = {m: start_metrics_server(own_engine.latest, port=0, link_metrics=m) for m in MODES}
+    yield started
+    for server in started.values():
+        server.close()
+
+
 def test_link_down_fault_is_exported_in_every_mode(
-    engine: EngineThread, servers: dict[str, MetricsServer]
+    own_engine: EngineThread, own_servers: dict[str, MetricsServer]
 ) -> None:
-    # Runs last in this module: it leaves the fabric with a link down.
+    # its own engine: the link it takes down stays down, and no other test sees it
+    engine, servers = own_engine, own_servers
     link = next(n for n in engine.wait_ticks(1).links.name if n.startswith("leaf00->spine"))
     result = engine.submit(InjectFault(kind="link_down", target=link))
     assert result.ok, result.error
