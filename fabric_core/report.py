@@ -40,6 +40,8 @@ def run_for(
         "ticks_per_second": ticks / wall if wall > 0 else float("inf"),
         "hop_updates": fabric.hop_updates - hop0,
         "hop_updates_per_second": (fabric.hop_updates - hop0) / wall if wall > 0 else float("inf"),
+        "sim_seconds_per_wall_second": ticks * fabric.dt_s / wall if wall > 0 else float("inf"),
+        "solver": fabric.solver,
     }
     return report
 

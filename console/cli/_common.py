@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass
 
 from fabric_core.commands import MAX_TICK_S, MIN_TICK_S
-from fabric_core.fabric import Fabric
+from fabric_core.fabric import Fabric, Solver
 from fabric_core.profiles import PROFILES
 from fabric_core.scenario import Scenario, ScenarioError, load_scenario
 from fabric_core.units import parse_duration
@@ -162,10 +162,10 @@ def load_from_args(args: argparse.Namespace, scenario: str | None = None) -> Sce
         return None
 
 
-def build_fabric(scn: Scenario) -> Fabric | None:
+def build_fabric(scn: Scenario, solver: Solver = "compiled") -> Fabric | None:
     """A fabric for the scenario, or None after printing the error to stderr."""
     try:
-        return Fabric.from_scenario(scn)
+        return Fabric.from_scenario(scn, solver)
     except ScenarioError as exc:
         print(f"fabtop: {exc}", file=sys.stderr)
         return None

@@ -11,6 +11,7 @@ from typing import Any
 
 from console.cli._common import add_scenario_options, build_fabric, duration, load_from_args
 from console.cli.progress import ProgressBar
+from fabric_core.fabric import SOLVERS
 from fabric_core.record import save_run
 from fabric_core.report import run_for
 from fabric_core.units import format_bytes, format_duration, format_rate
@@ -34,6 +35,13 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--json", type=Path, metavar="FILE", help="write the full report as JSON to FILE"
     )
+    p.add_argument(
+        "--solver",
+        choices=SOLVERS,
+        default="compiled",
+        help="the tick's solver: the compiled kernels (default) or the numpy reference they "
+        "are tested against (same results within 1e-9, several times slower)",
+    )
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.add_argument("--record", type=Path, metavar="FILE", help="record the run for `fabtop replay`")
     p.set_defaults(func=run)
@@ -44,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     scn = load_from_args(args)
     if scn is None:
         return 2
-    fabric = build_fabric(scn)
+    fabric = build_fabric(scn, args.solver)
     if fabric is None:
         return 2
     bar = ProgressBar(f"run {scn.name}")
@@ -75,7 +83,8 @@ def print_summary(report: dict[str, Any]) -> None:
     print(f"scenario {report['scenario']}  profile {report['profile']}  seed {report['seed']}")
     print(
         f"simulated {format_duration(r['simulated_seconds'])} in {r['ticks']:,} ticks of {format_duration(r['dt_seconds'])}; "
-        f"wall {r['wall_seconds']:.2f} s ({r['hop_updates_per_second']:.3g} hop-updates/s)"
+        f"wall {r['wall_seconds']:.2f} s ({r['sim_seconds_per_wall_second']:.3g} simulated s per "
+        f"wall s, {r['hop_updates_per_second']:.3g} hop-updates/s)"
     )
     print(
         f"delivered {format_bytes(t['delivered_bytes'])} ({format_rate(t['throughput_bytes_per_second'])}), "
