@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -44,3 +45,21 @@ def test_an_unknown_solver_is_refused() -> None:
     )  # fmt: skip
     assert proc.returncode == 2
     assert "invalid choice: 'fast'" in proc.stderr and "compiled" in proc.stderr
+
+
+def test_the_kernels_run_as_python_with_numba_disabled(tmp_path: Path) -> None:
+    """``NUMBA_DISABLE_JIT=1`` runs the same kernels as plain Python (to step through them
+    or measure coverage): the run is the compiled one."""
+    reports = []
+    for disable in ("0", "1"):
+        out = tmp_path / f"jit-{disable}.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "console.cli", "run", "tiny", "--profile", "roce-400g",
+             "--duration", "20us", "--json", str(out)],
+            capture_output=True, text=True, timeout=300,
+            env={**os.environ, "NUMBA_DISABLE_JIT": disable},
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        reports.append(json.loads(out.read_text()))
+    assert reports[0]["totals"] == reports[1]["totals"]
+    assert reports[0]["classes"] == reports[1]["classes"]
