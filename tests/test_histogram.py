@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric_core.histogram import BOUNDS_S, BUCKETS_PER_DECADE, Histogram
+from fabric_core.histogram import (
+    BOUNDS_S,
+    BUCKETS_PER_DECADE,
+    N_BUCKETS,
+    Histogram,
+    observe_by_class,
+)
 
 #: One bucket's width in log10 space: bounds are 10**(1/20) apart.
 BUCKET_LOG10 = 1 / BUCKETS_PER_DECADE
@@ -74,3 +80,57 @@ def test_merged_histograms_give_the_quantiles_of_the_union() -> None:
     assert merged.mean() == pytest.approx(float(np.r_[a, b].mean()))
     for q in (0.5, 0.99):
         assert merged.quantile(q) == hab.freeze().quantile(q)
+
+
+def test_bucket_layout_is_twenty_per_decade_from_ten_nanoseconds_to_a_hundred_seconds() -> None:
+    """The bounds are exported as Prometheus ``le`` labels: their layout is a contract."""
+    assert BOUNDS_S.size == 10 * 20 + 1
+    assert N_BUCKETS == 202  # and the overflow bucket
+    want = 10 ** (-8 + np.arange(201) / 20)
+    np.testing.assert_allclose(BOUNDS_S, want, rtol=1e-12)
+
+
+def test_a_value_below_the_lowest_bound_is_in_the_first_bucket_one_width_down() -> None:
+    h = Histogram()
+    h.observe_many(np.array([5e-9]))
+    lowest = float(BOUNDS_S[0])
+    assert h.counts[0] == 1
+    # the first bucket reaches one bucket width below 10 ns: its median is half a width down
+    assert h.freeze().quantile(0.5) == pytest.approx(lowest / 10 ** (0.5 / 20), rel=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n_hists=st.integers(min_value=1, max_value=4),
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    size=st.integers(min_value=0, max_value=300),
+)
+def test_observe_by_class_is_observe_many_per_class(n_hists: int, seed: int, size: int) -> None:
+    rng = np.random.default_rng(seed)
+    values = 10 ** rng.uniform(-9, 3, size)
+    group = rng.integers(0, n_hists, size)
+    by_class = [Histogram() for _ in range(n_hists)]
+    for h in by_class:  # start from something, so adding (not overwriting) is checked
+        h.observe_many(np.array([1e-6]))
+    observe_by_class(by_class, group, values)
+    for i, h in enumerate(by_class):
+        want = Histogram()
+        want.observe_many(np.r_[1e-6, values[group == i]])
+        assert (h.counts == want.counts).all()
+        assert h.sum_s == pytest.approx(want.sum_s, rel=1e-12)
+
+
+def test_merge_adds_counts_and_sums_and_a_frozen_view_is_read_only() -> None:
+    a, b = Histogram(), Histogram()
+    a.observe_many(np.array([1e-6, 2e-6]))
+    b.observe_many(np.array([3e-3]))
+    a.merge(b)
+    view = a.freeze()
+    assert view.count == 3 and view.sum_s == pytest.approx(1e-6 + 2e-6 + 3e-3)
+    assert b.freeze().count == 1  # the other one is unchanged
+    with pytest.raises(ValueError):
+        view.counts[0] = 7
+    a.observe_many(np.array([1.0]))
+    assert view.count == 3  # a copy: later observations do not reach it
+    a.observe_many(np.array([]))
+    assert a.freeze().count == 4
