@@ -145,19 +145,20 @@ class FlowTable:
             slots = self._free_slots(n)
         from fabric_core.kernels.slots import fill_slots
 
+        # np.asarray: no copy where the dtype is already right (astype would copy)
         fill_slots(
             slots,
-            np.ones(n, dtype=np.int64) if new.n_sub is None else new.n_sub.astype(np.int64),
+            np.ones(n, dtype=np.int64) if new.n_sub is None else np.asarray(new.n_sub, np.int64),
             self.path, self.vl, self.backlog, self.rate, self.parent, self.pending,
             self.latest_finish_s, self.active, self.hops, self.cls, self.workload, self.size,
             self.delivered, self.start_s, self.extra_latency_s, self.fixed_latency_s,
             self.wait_s, self.parent_size, self.tag, self.src, self.dst,
-            new.path.astype(np.int32), new.vl.astype(np.int8), new.hops.astype(np.int8),
+            np.asarray(new.path, np.int32), np.asarray(new.vl, np.int8), np.asarray(new.hops, np.int8),
             new.traffic_class, new.workload,
-            new.size_bytes.astype(np.float64), new.start_s.astype(np.float64),
-            new.extra_latency_s.astype(np.float64),
-            (new.size_bytes if new.total_bytes is None else new.total_bytes).astype(np.float64),
-            new.tag.astype(np.int64), new.src.astype(np.int64), new.dst.astype(np.int64),
+            np.asarray(new.size_bytes, np.float64), np.asarray(new.start_s, np.float64),
+            np.asarray(new.extra_latency_s, np.float64),
+            np.asarray(new.size_bytes if new.total_bytes is None else new.total_bytes, np.float64),
+            np.asarray(new.tag, np.int64), np.asarray(new.src, np.int64), np.asarray(new.dst, np.int64),
         )  # fmt: skip
         self.version += 1
         return slots

@@ -75,9 +75,9 @@ class CompiledTick:
         """Paths of new flows (``kernels.route.route_flows``), each candidate link's cost
         computed where it is read."""
         return route_flows(
-            src.astype(np.int64),
-            dst.astype(np.int64),
-            key.astype(np.int64),
+            np.asarray(src, np.int64),
+            np.asarray(dst, np.int64),
+            np.asarray(key, np.int64),
             occupancy,
             n_vls,
             topo.links.bandwidth_Bps,
@@ -117,7 +117,7 @@ class CompiledTick:
             path,
             hops,
             vl0,
-            size.astype(np.float64),
+            np.asarray(size, np.float64),
             topo.nodes.tier,
             topo.links.src,
             topo.links.dst,
