@@ -32,7 +32,7 @@ from fabric_core.commands import (
 )
 from fabric_core.faults import FaultBook, goodput_fraction
 from fabric_core.flows import FlowTable, NewFlows
-from fabric_core.histogram import Histogram, observe_by_class
+from fabric_core.histogram import HistogramRows
 from fabric_core.paths import StaticRoutes, fixed_costs, lanes
 from fabric_core.pfc import Dcqcn, PfcQueues
 from fabric_core.profiles import Profile, check_routing
@@ -158,8 +158,8 @@ class Fabric:
         )
         if (self.class_vl >= self.n_vls).any() or (self.class_vl < 0).any():
             raise ValueError(f"virtual lanes must be in 0..{self.n_vls - 1}")
-        self.class_hist = {c: Histogram() for c in names}
-        self._class_hists = list(self.class_hist.values())  # by class index
+        self._class_rows = HistogramRows(len(names))  # latency per class, filled together
+        self.class_hist = dict(zip(names, self._class_rows.hists, strict=True))
         for wl in workloads:
             wl.bind(topo.gpus, topo.storage, self.rng)
             wl.attach(self)
@@ -633,7 +633,7 @@ class Fabric:
             return
         self.completed_flows += int(whole.size)
         latency = whole_finish - fl.start_s[whole]
-        observe_by_class(self._class_hists, fl.cls[whole], latency)
+        self._class_rows.observe(fl.cls[whole], latency)
         # the completions of each workload, in the order they finished
         wls = fl.workload[whole]
         order = np.argsort(wls, kind="stable")

@@ -32,22 +32,6 @@ def bucket_index(values_s: NDArray[np.float64]) -> NDArray[np.intp]:
     return np.searchsorted(BOUNDS_S, values_s, side="left")
 
 
-def observe_by_class(
-    hists: list[Histogram], group: NDArray[np.integer], values_s: NDArray[np.float64]
-) -> None:
-    """Add each value to the histogram of its group (``hists[group[i]]``) in one pass:
-    the same as ``observe_many`` per group, without a mask per group."""
-    if values_s.size == 0:
-        return
-    n = len(hists)
-    g = group.astype(np.intp)
-    counts = np.bincount(g * N_BUCKETS + bucket_index(values_s), minlength=n * N_BUCKETS)
-    sums = np.bincount(g, weights=values_s, minlength=n)
-    for i, h in enumerate(hists):
-        h.counts += counts[i * N_BUCKETS : (i + 1) * N_BUCKETS]
-        h.sum_s += float(sums[i])
-
-
 class Histogram:
     """A mutable log-bucketed histogram of durations in seconds."""
 
@@ -124,3 +108,26 @@ class HistogramView:
         counts = self.counts + other.counts
         counts.flags.writeable = False
         return HistogramView(counts=counts, sum_s=self.sum_s + other.sum_s)
+
+
+class HistogramRows:
+    """Histograms that share one array (a row each), filled together: each value goes to
+    the row of its group in one compiled pass (``kernels.slots.observe_rows``), the same
+    as ``observe_many`` on each group's values."""
+
+    def __init__(self, n: int) -> None:
+        self.counts: NDArray[np.int64] = np.zeros((n, N_BUCKETS), dtype=np.int64)
+        self.hists = [Histogram() for _ in range(n)]
+        for h, row in zip(self.hists, self.counts, strict=True):
+            h.counts = row  # a view: the kernel's increments are the histogram's
+
+    def observe(self, group: NDArray[np.integer], values_s: NDArray[np.float64]) -> None:
+        """Add ``values_s[i]`` to histogram ``group[i]``."""
+        from fabric_core.kernels.slots import observe_rows  # compiled: imported when used
+
+        if values_s.size == 0:
+            return
+        sums = np.zeros(len(self.hists))
+        observe_rows(self.counts, sums, np.asarray(group, np.int16), values_s, BOUNDS_S)
+        for h, s in zip(self.hists, sums.tolist(), strict=True):
+            h.sum_s += s
