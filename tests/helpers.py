@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fabric_core.fabric import SOLVERS, Fabric, Solver
 from fabric_core.profiles import NATIVE_400G, Profile
 from fabric_core.topology import Topology, leaf_spine
 from fabric_core.workloads.traffic import Scripted
 
-__all__ = ["SOLVERS", "profile", "scripted_fabric", "small_leaf_spine", "until"]
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
+
+__all__ = ["SOLVERS", "profile", "scripted_fabric", "settle", "small_leaf_spine", "until"]
 
 
 def profile(**overrides: Any) -> Profile:
@@ -63,3 +66,14 @@ async def until(cond: Callable[[], bool], timeout: float = 20.0) -> None:
     while not cond():
         assert loop.time() < end, "condition not reached"
         await asyncio.sleep(0.01)
+
+
+async def settle(pilot: Pilot[Any], cond: Callable[[], bool], limit: int = 400) -> None:
+    """Let a Textual app run until ``cond()`` holds (a refresh timer or a worker must act
+    first); fail after ``limit`` pauses of 50 ms. A bound against hangs, not a timing
+    assertion: on a loaded machine it just takes more of the pauses."""
+    for _ in range(limit):
+        if cond():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("the app never got there")

@@ -8,10 +8,12 @@ from typing import Any
 
 from rich.console import Console
 from textual import events
-from textual.command import CommandInput
+from textual.command import CommandInput, CommandList
+from textual.css.query import NoMatches
 
 from console.app import UNFOCUSED_EVERY, FabtopApp
 from console.screens.compare import CompareScreen
+from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
 from console.screens.help import HelpScreen
 from console.screens.link_detail import LinkDetailScreen
@@ -20,6 +22,7 @@ from console.widgets.links_table import LinksTable
 from fabric_core.fabric import Fabric
 from fabric_core.profiles import PROFILES
 from fabric_core.scenario import load_scenario
+from tests.helpers import settle
 
 SIZE = (140, 44)
 
@@ -29,6 +32,16 @@ def shown(widget: Any) -> str:
     console = Console(width=200, file=io.StringIO(), record=True)
     console.print(widget.content)
     return console.export_text()
+
+
+def highlighted(app: FabtopApp) -> str:
+    """The command the palette would run on Enter ("" while it has none)."""
+    try:
+        listing = app.screen.query_one(CommandList)
+    except NoMatches:
+        return ""
+    i = listing.highlighted
+    return "" if i is None else str(listing.get_option_at_index(i).prompt)
 
 
 def source(profile: str | None = None) -> SteppedSource:
@@ -84,22 +97,20 @@ async def test_palette_injects_a_link_down_and_clears_all() -> None:
         await pilot.press("ctrl+p")
         # Typing char by char costs Pilot an idle wait per key; the palette searches on change.
         app.screen.query_one(CommandInput).value = "down leaf01->spine00"
-        await pilot.pause(0.3)
+        await settle(pilot, lambda: highlighted(app).startswith("Inject link down on leaf01"))
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await settle(pilot, lambda: bool(src.latest().active_faults))  # type: ignore[union-attr]
         snap = src.latest()
         assert snap is not None
         assert [(f.kind, f.target) for f in snap.active_faults] == [
             ("link_down", "leaf01->spine00")
         ]
         await pilot.press("ctrl+p", *"clear all")
-        await pilot.pause(0.3)
+        await settle(pilot, lambda: highlighted(app).startswith("Clear all faults"))
         await pilot.press("enter")  # asks first
-        await pilot.pause()
+        await settle(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await pilot.pause(0.2)
-        snap = src.latest()
-        assert snap is not None and snap.active_faults == ()
+        await settle(pilot, lambda: src.latest().active_faults == ())  # type: ignore[union-attr]
 
 
 async def test_help_lists_every_key_of_the_footer() -> None:
@@ -145,9 +156,8 @@ async def test_compare_shows_both_fabrics_and_injects_on_both() -> None:
         timelines = shown(screen.query_one("#faults-both"))
         assert "link_down leaf00->spine01" in timelines
         assert "native-400g: state" in timelines and f"{other}: state" in timelines
-        await pilot.press("p")
-        await pilot.pause(0.2)
-        assert not left.engine.running and not right.engine.running
+        await pilot.press("p")  # sent in a worker, to both
+        await settle(pilot, lambda: not left.engine.running and not right.engine.running)
 
 
 async def test_compare_without_a_second_fabric_says_how_to_get_one() -> None:

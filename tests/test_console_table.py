@@ -9,6 +9,7 @@ from __future__ import annotations
 from console.app import FabtopApp
 from console.widgets.links_table import LinksTable
 from tests.console_synthetic import StubSource, snapshot, tables
+from tests.helpers import settle
 
 SIZE = (130, 42)
 BASE = tables()
@@ -70,8 +71,7 @@ async def test_cursor_stays_on_its_link_when_rows_move() -> None:
         assert link == BASE[1].name[2]
         # The link under the cursor becomes the hottest: its row moves to the top.
         src.set(snapshot(tick=2, utilisation=[0.9, 0.8, 0.99, 0.6], base=BASE))
-        await pilot.pause(0.2)
-        assert table.links_shown[0] == link
+        await settle(pilot, lambda: table.links_shown[0] == link)  # the next refresh
         assert table.cursor_link == link
         assert table.cursor_row == 0
 
@@ -85,8 +85,7 @@ async def test_rows_update_in_place_without_rebuilding() -> None:
         name = BASE[1].name[0]
         row_key_before = table.rows.get(name)  # type: ignore[call-overload]
         src.set(snapshot(tick=2, utilisation=[0.95, 0.8], base=BASE))
-        await pilot.pause(0.2)
-        assert table.get_row(name)[2].plain == "95.0%"
+        await settle(pilot, lambda: table.get_row(name)[2].plain == "95.0%")
         assert table.rows.get(name) is row_key_before  # type: ignore[call-overload]
 
 
@@ -98,6 +97,6 @@ async def test_cursor_on_the_top_row_watches_the_hottest_link() -> None:
         table = app.query_one(LinksTable)
         assert table.cursor_link == BASE[1].name[0]
         src.set(snapshot(tick=2, utilisation=[0.1, 0.8], base=BASE))
-        await pilot.pause(0.2)
+        await settle(pilot, lambda: table.links_shown[0] == BASE[1].name[1])  # re-sorted
         assert table.cursor_row == 0
         assert table.cursor_link == BASE[1].name[1]  # the new hottest, not the old one

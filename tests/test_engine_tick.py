@@ -75,7 +75,9 @@ async def test_the_engine_lengthens_the_tick_to_keep_up_and_shortens_it_again() 
 async def test_without_a_max_tick_the_tick_stays() -> None:
     engine = _engine(speed=0.05)
     task = asyncio.create_task(engine.run())
-    await asyncio.sleep(0.5)
+    # the state in which an engine with a max tick lengthens it: behind its pace, here for
+    # thousands of ticks (with a max tick, the tick doubles within the first ten)
+    await until(lambda: engine.health.pacing in ("behind", "starved") and engine.fabric.tick > 3000)
     engine.stop()
     await task
     assert engine.fabric.dt_s == 1e-6
