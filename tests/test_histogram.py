@@ -14,7 +14,7 @@ from fabric_core.histogram import (
     BUCKETS_PER_DECADE,
     N_BUCKETS,
     Histogram,
-    observe_by_class,
+    HistogramRows,
 )
 
 #: One bucket's width in log10 space: bounds are 10**(1/20) apart.
@@ -105,15 +105,17 @@ def test_a_value_below_the_lowest_bound_is_in_the_first_bucket_one_width_down() 
     seed=st.integers(min_value=0, max_value=2**32 - 1),
     size=st.integers(min_value=0, max_value=300),
 )
-def test_observe_by_class_is_observe_many_per_class(n_hists: int, seed: int, size: int) -> None:
+def test_rows_observed_together_are_observe_many_per_class(
+    n_hists: int, seed: int, size: int
+) -> None:
     rng = np.random.default_rng(seed)
     values = 10 ** rng.uniform(-9, 3, size)
     group = rng.integers(0, n_hists, size)
-    by_class = [Histogram() for _ in range(n_hists)]
-    for h in by_class:  # start from something, so adding (not overwriting) is checked
+    rows = HistogramRows(n_hists)
+    for h in rows.hists:  # start from something, so adding (not overwriting) is checked
         h.observe_many(np.array([1e-6]))
-    observe_by_class(by_class, group, values)
-    for i, h in enumerate(by_class):
+    rows.observe(group, values)
+    for i, h in enumerate(rows.hists):
         want = Histogram()
         want.observe_many(np.r_[1e-6, values[group == i]])
         assert (h.counts == want.counts).all()
