@@ -121,3 +121,42 @@ def test_contention_costs_the_message_its_extra_serialisation_at_every_dt(
     idle = _message_latency(dt, loaded=False, solver=solver)
     loaded = _message_latency(dt, loaded=True, solver=solver)
     assert loaded - idle == pytest.approx(extra, rel=0.01)
+
+
+def _latency_beside_a_held_flow(dt: float, loaded: bool, solver: Solver) -> float:
+    """A 4 KiB message gpu0000 -> gpu0007 across the spine; loaded: a long flow
+    gpu0001 -> gpu0004 shares the spine links with it, held to a third of a link at
+    gpu0004's downlink by two more senders there (gpu0005, gpu0006, local on leaf01)."""
+    prof = profile()
+    topo = small_leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=4)
+    size = 256 * 1024**2
+    background = (
+        [(s, "gpu0004", size, 0.0) for s in ("gpu0001", "gpu0005", "gpu0006")] if loaded else []
+    )
+    fabric, (_, probe) = scripted_fabric(
+        topo,
+        prof,
+        background,
+        dt_s=dt,
+        extra=[("probe", "rpc", [("gpu0000", "gpu0007", 4096, 2e-3)])],
+        solver=solver,
+    )
+    while not probe.finished:
+        fabric.step()
+    _, start, finish = probe.finished[0]
+    return finish - start
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("dt", DTS)
+def test_a_flow_held_down_elsewhere_keeps_its_rate_and_the_message_gets_the_rest(
+    dt: float, solver: Solver
+) -> None:
+    """The neighbour on the spine links runs at a third of a link (its bottleneck is
+    elsewhere) and does not yield: the message gets the other two thirds, so it takes
+    1.5 serialisations there instead of 1, half a serialisation (42 ns) more than on an
+    idle fabric, at every dt."""
+    extra = 4096 / payload_rate(profile()) / 2
+    idle = _latency_beside_a_held_flow(dt, loaded=False, solver=solver)
+    loaded = _latency_beside_a_held_flow(dt, loaded=True, solver=solver)
+    assert loaded - idle == pytest.approx(extra, rel=0.01)
