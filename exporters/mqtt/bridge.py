@@ -32,6 +32,8 @@ from collections.abc import Callable
 from typing import Any
 
 import aiomqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from exporters.mqtt._tasks import cancel_and_wait
@@ -57,6 +59,27 @@ HEARTBEAT_S = 1.0
 MAX_HANDLERS = 256
 #: Operator commands kept in their own lane of the incoming queue, even when it is full.
 URGENT_QUEUE = 256
+#: The incoming queue's bounds: a flood of small commands waits here to be answered
+#: ("busy" if need be) instead of being discarded; its bytes bound the memory it takes.
+QUEUED_MESSAGES = 100_000
+QUEUED_BYTES = 32 * 2**20
+
+
+def _receive_all() -> Properties:
+    """MQTT 5 CONNECT properties: let the broker send up to 65535 commands unacknowledged.
+
+    With the default (the broker's own, 20 for mosquitto) a flood waits in the broker's
+    per-client queue (1000 messages for mosquitto), and the broker drops what does not
+    fit without telling anyone; in the bridge's own queue it is answered ("busy").
+    """
+    props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+    props.ReceiveMaximum = 65535
+    return props
+
+
+def _size(message: aiomqtt.Message) -> int:
+    payload = message.payload
+    return len(payload) if isinstance(payload, bytes | bytearray | str) else 0
 
 
 def _urgent(message: aiomqtt.Message) -> bool:
@@ -69,20 +92,25 @@ class _TwoLanes:
     def __init__(self) -> None:
         self.urgent: deque[aiomqtt.Message] = deque()
         self.other: deque[aiomqtt.Message] = deque()
+        self.bytes = 0  # payload bytes queued
 
     def __len__(self) -> int:
         return len(self.other)  # what counts against the queue's size limit
 
     def append(self, message: aiomqtt.Message) -> None:
+        self.bytes += _size(message)
         (self.urgent if _urgent(message) else self.other).append(message)
 
     def popleft(self) -> aiomqtt.Message:
-        return self.urgent.popleft() if self.urgent else self.other.popleft()
+        message = self.urgent.popleft() if self.urgent else self.other.popleft()
+        self.bytes -= _size(message)
+        return message
 
 
 class CommandQueue(asyncio.Queue):  # type: ignore[type-arg]
     """aiomqtt's incoming queue with operator commands (pause, resume, clear) read first
-    and never discarded for lack of room (up to ``URGENT_QUEUE`` of them)."""
+    and never discarded for lack of room (up to ``URGENT_QUEUE`` of them); the others are
+    bounded by count (``maxsize``) and by bytes (``QUEUED_BYTES``)."""
 
     _queue: _TwoLanes
     _forcing = False
@@ -99,7 +127,7 @@ class CommandQueue(asyncio.Queue):  # type: ignore[type-arg]
     def full(self) -> bool:
         if self._forcing:
             return False
-        return 0 < self.maxsize <= len(self._queue.other)
+        return 0 < self.maxsize <= len(self._queue.other) or self._queue.bytes >= QUEUED_BYTES
 
     def put_nowait(self, item: Any) -> None:
         self._forcing = _urgent(item) and len(self._queue.urgent) < URGENT_QUEUE
@@ -216,6 +244,8 @@ class MqttBridge:
                 protocol=aiomqtt.ProtocolVersion.V5,
                 queue_type=CommandQueue,
                 logger=self._mqtt_log,
+                max_queued_incoming=QUEUED_MESSAGES,
+                properties=_receive_all(),
             )
             try:
                 async with client:
@@ -373,8 +403,9 @@ class MqttBridge:
             result = CommandResult(
                 id=cid, ok=False, error="internal error: the command was not applied"
             )
-        if not result.ok:
-            log.info("command on %s refused: %s", topic, result.error)
+        if not result.ok:  # "busy" at debug level: a flood must not flood the log too
+            level = logging.DEBUG if (result.error or "").startswith("busy:") else logging.INFO
+            log.log(level, "command on %s refused: %s", topic, result.error)
         try:
             await client.publish(reply_topic, result.to_json(), qos=1)
             if retained:

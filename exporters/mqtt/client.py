@@ -9,6 +9,7 @@ import secrets
 
 import aiomqtt
 from aiomqtt.exceptions import MqttConnectError
+from paho.mqtt.properties import Properties
 
 from exporters.mqtt.url import BrokerConfig
 
@@ -26,6 +27,8 @@ def make_client(
     protocol: aiomqtt.ProtocolVersion | None = None,
     queue_type: type[asyncio.Queue[aiomqtt.Message]] | None = None,
     logger: logging.Logger | None = None,
+    max_queued_incoming: int = MAX_QUEUED_INCOMING,
+    properties: Properties | None = None,
 ) -> aiomqtt.Client:
     """A new (not yet connected) client; ``role`` prefixes the generated client id.
 
@@ -43,7 +46,8 @@ def make_client(
         timeout=timeout_s,
         tls_context=config.tls_context(),
         max_queued_outgoing_messages=MAX_QUEUED_OUTGOING,
-        max_queued_incoming_messages=MAX_QUEUED_INCOMING,
+        max_queued_incoming_messages=max_queued_incoming,
+        properties=properties,
         protocol=protocol,
         queue_type=queue_type,
         logger=logger,
