@@ -634,10 +634,12 @@ class Fabric:
         self.completed_flows += int(whole.size)
         latency = whole_finish - fl.start_s[whole]
         self._class_rows.observe(fl.cls[whole], latency)
-        # the completions of each workload, in the order they finished
+        # the completions of each workload, in the order they finished (a fault's own
+        # flows, such as an incast's, belong to none: workload -1)
         wls = fl.workload[whole]
-        order = np.argsort(wls, kind="stable")
-        bounds = np.cumsum(np.bincount(wls, minlength=len(self.workloads)))
+        order = np.flatnonzero(wls >= 0)
+        order = order[np.argsort(wls[order], kind="stable")]
+        bounds = np.cumsum(np.bincount(wls[order], minlength=len(self.workloads)))
         lo = 0
         for wi, hi in enumerate(bounds.tolist()):
             if hi > lo:
