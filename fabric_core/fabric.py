@@ -315,6 +315,20 @@ class Fabric:
         n = src.size
         if n == 0:
             return
+        # the fabric-wide cap on flows in flight (fabric_core.admission): the rest refused
+        keep = self.faults.admission.fabric_admit(size, self.flows.n_parents, self.emit)
+        if keep < n:
+            if keep == 0:
+                return
+            src, dst, size, tag, ready_s = (
+                src[:keep],
+                dst[:keep],
+                size[:keep],
+                tag[:keep],
+                ready_s[:keep],
+            )
+            if extra_latency_s is not None:
+                extra_latency_s = extra_latency_s[:keep]
         key = tag * 1_000_003 + workload
         flow_bytes = float(size.sum())
         n_sub: NDArray[np.int64] | None = None

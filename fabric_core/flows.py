@@ -86,6 +86,7 @@ class FlowTable:
         self.capacity = 0
         self._alloc(max(capacity, 16))
         self.version = 0  # bumped whenever the set of active (hop, flow) entries changes
+        self._n_flows = 0  # flows in flight (heads started, not yet whole)
 
     def _alloc(self, capacity: int) -> None:
         old = self.capacity
@@ -129,9 +130,9 @@ class FlowTable:
 
     @property
     def n_parents(self) -> int:
-        """Number of flows in flight, a sprayed flow counting once."""
-        live = self.active | self.held
-        return int(np.count_nonzero(live & (self.parent == np.arange(self.capacity))))
+        """Number of flows in flight, a sprayed flow counting once (kept as flows start
+        and finish: no pass over the table)."""
+        return self._n_flows
 
     def add(self, new: NewFlows) -> NDArray[np.intp]:
         """Start flows (or sprayed flows' sub-flows, see ``NewFlows.n_sub``); their bytes
@@ -161,6 +162,7 @@ class FlowTable:
             np.asarray(new.tag, np.int64), np.asarray(new.src, np.int64), np.asarray(new.dst, np.int64),
         )  # fmt: skip
         self.version += 1
+        self._n_flows += n if new.n_sub is None else int(new.n_sub.size)
         return slots
 
     def _free_slots(self, n: int) -> NDArray[np.intp]:
@@ -194,6 +196,7 @@ class FlowTable:
         )  # fmt: skip
         if slots.size:
             self.version += 1
+        self._n_flows -= int(whole.size)
         return whole, finish, rounding
 
     def in_flight_bytes(self) -> float:
