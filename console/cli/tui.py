@@ -80,7 +80,9 @@ def register(sub: Any) -> None:
     main.set_defaults(default_func=run_console)
 
 
-def start_exporter(get_snapshot: Any, host: str, port: int) -> tuple[Any, str | None]:
+def start_exporter(
+    get_snapshot: Any, host: str, port: int, health: Any = None
+) -> tuple[Any, str | None]:
     """The exporter (server, its address), or (None, None) after saying why on stderr."""
     try:
         from exporters.prometheus import start_metrics_server
@@ -90,7 +92,7 @@ def start_exporter(get_snapshot: Any, host: str, port: int) -> tuple[Any, str | 
         )
         return None, None
     try:
-        server = start_metrics_server(get_snapshot, host=host, port=port)
+        server = start_metrics_server(get_snapshot, host=host, port=port, health=health)
     except OSError as exc:
         print(
             f"fabtop: cannot serve metrics on {host}:{port}: {exc.strerror or exc}; "
@@ -131,7 +133,9 @@ def run_console(args: argparse.Namespace) -> int:
     server, address = None, None
     if not args.no_metrics:
         host, port = args.metrics
-        server, address = start_exporter(lambda: engine.bus.latest, host, port)
+        server, address = start_exporter(
+            lambda: engine.bus.latest, host, port, health=lambda: engine.health
+        )
     try:
         FabtopApp(
             source, read_only=args.read_only, metrics_address=address, compare_sources=compare
