@@ -35,7 +35,7 @@ PORT_COUNTERS: tuple[tuple[str, str, str, bool], ...] = (
     ("packets_received_total", "Packets received by the port.", "tx_packets_total", True),
     (
         "transmit_wait_seconds_total",
-        "Time the port had data to send but no credit or was paused.",
+        "Time the port had data to send but could not: starved of credit (credit fabric) or paused by PFC (RoCE).",
         "transmit_wait_seconds_total",
         False,
     ),
@@ -221,7 +221,7 @@ def per_link_families(
         ),
         (
             "fabtop_port_paused",
-            "1 if the port was credit-starved or PFC-paused in the last tick.",
+            "1 if the port could not send in the last tick: starved on a credit fabric (no credit from the receiver), paused on RoCE (PFC pause frames).",
             state.paused.astype(np.float64),
         ),
         (
@@ -299,7 +299,7 @@ def aggregate_families(
         ),
         (
             f"{prefix}_paused_ports",
-            f"Ports of the {what} paused or credit-starved.",
+            f"Ports of the {what} that could not send in the last tick: starved (credit fabric) or paused (RoCE PFC).",
             groups.total(state.paused.astype(np.float64)),
         ),
         (
