@@ -36,6 +36,7 @@ from fabric_core.histogram import HistogramRows
 from fabric_core.paths import StaticRoutes, fixed_costs, lanes
 from fabric_core.pfc import Dcqcn, PfcQueues
 from fabric_core.profiles import Profile, check_routing
+from fabric_core.reference_tick import ReferenceTick
 from fabric_core.roce import RoceFlowControl
 from fabric_core.routing import spray, spray_ways
 from fabric_core.scenario import Scenario, ScenarioError
@@ -48,7 +49,7 @@ from fabric_core.snapshot import (
     WorkloadView,
     frozen,
 )
-from fabric_core.step import EntryIndex, RankLayout, ReferenceTick, Solution
+from fabric_core.step import EntryIndex, RankLayout, Solution
 from fabric_core.topology import Topology
 from fabric_core.workloads import Completions, Workload
 
