@@ -27,9 +27,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import math
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from fabric_core.bus import SnapshotBus
@@ -130,6 +131,9 @@ class Engine:
         self._on_command = on_command
         self._queue: deque[_Pending] = deque()
         self._urgent: deque[_Pending] = deque()
+        #: commands due at a simulated time (``submit_together``), by that time
+        self._due: list[tuple[float, _Pending]] = []
+        self._batch_end_s: float | None = None  # where the batch being run will end
         self._stop = asyncio.Event()
         self._wake = asyncio.Event()
         self._wall_start = time.monotonic()
@@ -156,6 +160,25 @@ class Engine:
         for engine in engines:
             engine._peers = [e for e in engines if e is not engine]
 
+    @staticmethod
+    async def submit_together(engines: Sequence[Engine], command: Command) -> list[CommandResult]:
+        """Apply ``command`` in every engine at the same simulated time (the compare view's
+        faults): the first tick boundary at or after the furthest any of them gets before
+        it hears of the command (the end of the batch it is running). Each engine ends
+        its batches there, so with equal ticks both apply it at that very time. A paused
+        engine applies it at once."""
+        at_s = max(e._batch_end_s or e.fabric.sim_time_s for e in engines)
+        # queued before anything awaits: an engine must not start a batch past at_s unaware
+        replies = [e._schedule(command, at_s) for e in engines]
+        return list(await asyncio.gather(*replies))
+
+    def _schedule(self, command: Command, at_s: float) -> asyncio.Future[CommandResult]:
+        reply: asyncio.Future[CommandResult] = asyncio.get_running_loop().create_future()
+        self._due.append((at_s, _Pending(command, reply)))
+        self._due.sort(key=lambda d: d[0])
+        self._wake.set()
+        return reply
+
     # ---------------------------------------------------------------- commands
     async def submit(self, command: Command) -> CommandResult:
         """Queue a command; returns its result once applied at a tick boundary."""
@@ -170,16 +193,23 @@ class Engine:
         """Commands waiting for the next tick boundary."""
         return len(self._queue) + len(self._urgent)
 
-    def _apply_pending(self) -> bool:
-        """Apply queued commands, operator ones first; True if any was applied."""
+    def _apply_pending(self, everything: bool = False) -> bool:
+        """Apply queued commands, operator ones first, then those due by now (all of
+        them when ``everything`` or paused); True if any was applied."""
         applied = False
         while self._urgent or self._queue:
-            pending = (self._urgent or self._queue).popleft()
-            result = self.apply(pending.command)
-            if not pending.reply.done():  # the caller may have given up waiting
-                pending.reply.set_result(result)
+            self._reply((self._urgent or self._queue).popleft())
+            applied = True
+        now = self.fabric.sim_time_s
+        while self._due and (everything or not self.running or self._due[0][0] <= now + 1e-15):
+            self._reply(self._due.pop(0)[1])
             applied = True
         return applied
+
+    def _reply(self, pending: _Pending) -> None:
+        result = self.apply(pending.command)
+        if not pending.reply.done():  # the caller may have given up waiting
+            pending.reply.set_result(result)
 
     def apply(self, command: Command) -> CommandResult:
         """Apply one command now (between ticks). Never raises for bad input.
@@ -266,7 +296,7 @@ class Engine:
                 # sleep is long, and telemetry must show the state it sleeps in
                 await self._run_batch(functools.partial(self._publish_due, changed))
         finally:
-            self._apply_pending()
+            self._apply_pending(everything=True)
             self.bus.publish(self.snapshot())
             self.bus.close()
 
@@ -296,12 +326,19 @@ class Engine:
         """Run a batch of ticks in a worker thread, call ``stepped``, then sleep to keep
         pace."""
         n = self._ticks_per_batch
+        if self._due:  # end the batch at the boundary a due command waits for
+            dt = self.fabric.dt_s
+            n = max(1, min(n, math.ceil((self._due[0][0] - self.fabric.sim_time_s) / dt - 1e-9)))
+        self._batch_end_s = self.fabric.sim_time_s + n * self.fabric.dt_s
         wall0 = time.monotonic()
         # the measured speed counts from the end of the previous batch: the time between
         # batches (snapshots, the event loop's other work) is part of a simulated second's cost
         since = wall0 if self._mark is None else self._mark
         sim0 = self.fabric.sim_time_s
-        stepping = await asyncio.to_thread(self._timed_ticks, n)
+        try:
+            stepping = await asyncio.to_thread(self._timed_ticks, n)
+        finally:
+            self._batch_end_s = None
         wall = max(time.monotonic() - wall0, 1e-9)
         stepped()
         sim = self.fabric.sim_time_s - sim0

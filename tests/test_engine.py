@@ -129,14 +129,9 @@ async def test_lockstepped_engines_stay_within_one_batch_of_each_other() -> None
     assert max(gaps) <= max(batches), (max(gaps), max(batches))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: each engine applies the command at its own next tick boundary, up to a "
-    "batch apart (seen: 100 µs and 133 µs); CompareScreen.send_both submits in turn",
-)
 async def test_a_fault_sent_to_both_lockstepped_engines_is_injected_at_the_same_time() -> None:
     """README: a fault injected in the compare view reaches both fabrics at the same
-    simulated time. Sent as the compare view sends it (to each engine in turn)."""
+    simulated time. Sent as the compare view sends it (``Engine.submit_together``)."""
     native, roce, _ = _lockstepped()
 
     def both_past(tick: int) -> Callable[[], bool]:
@@ -146,7 +141,7 @@ async def test_a_fault_sent_to_both_lockstepped_engines_is_injected_at_the_same_
     await until(both_past(50))
     for i in range(3):
         cmd = InjectFault(id=f"both-{i}", kind="link_down", target=f"leaf00->spine0{i % 2}")
-        results = [await e.submit(cmd) for e in (native, roce)]
+        results = await Engine.submit_together((native, roce), cmd)
         assert all(r.ok for r in results), results
         await until(both_past(50 * (i + 2)))
     for e in (native, roce):

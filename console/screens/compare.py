@@ -23,11 +23,12 @@ from console.fmt import fmt_bitrate, fmt_bytes, fmt_rate, fmt_seconds, fmt_speed
 from console.linkview import stalled_word
 from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
-from console.source import FabricSource
+from console.source import EngineSource, FabricSource
 from console.viewstate import FabricView
 from console.widgets.faults_panel import faults_to_show
 from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
 from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume, SetSpeed
+from fabric_core.engine import Engine
 from fabric_core.snapshot import FaultView
 
 #: The speed range the keys move in (the same as the main view's).
@@ -268,8 +269,15 @@ class CompareScreen(Screen[None]):
             self.query_one("#speed-line", Static).update(speed_line(self.views))
 
     async def send_both(self, command: Command) -> CommandResult:
-        """Send ``command`` to both sources; the result is the first refusal, if any."""
-        results = [await src.submit(command) for src in self.sources]
+        """Send ``command`` to both sources; the result is the first refusal, if any.
+
+        Two embedded engines apply it at the same simulated time
+        (``Engine.submit_together``); other sources each at their next boundary."""
+        engines = [src.engine for src in self.sources if isinstance(src, EngineSource)]
+        if len(engines) == len(self.sources):
+            results = await Engine.submit_together(engines, command)
+        else:
+            results = [await src.submit(command) for src in self.sources]
         for src, result in zip(self.sources, results, strict=True):
             if not result.ok:
                 return CommandResult(
