@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     """Write the document."""
     args = sys.argv[1:] if argv is None else argv
     out = Path(args[0] if args else "docs/ENDPOINTS.md")
-    head = (Path(__file__).parent.parent / "docs" / "ENDPOINTS.head.md").read_text()
+    head = (Path(__file__).parent / "templates" / "ENDPOINTS.head.md").read_text()
     parts = [
         head,
         "## Parameters and their sources\n",
