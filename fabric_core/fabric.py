@@ -212,6 +212,7 @@ class Fabric:
             "pause_seconds_vl_total": np.zeros((L, self.n_vls)),
         }
         self.injected_bytes = 0.0
+        self.cancelled_bytes = 0.0  # injected, then cancelled before they were sent
         self.delivered_bytes = 0.0
         self.dropped_bytes = 0.0
         self.completed_flows = 0
@@ -792,6 +793,7 @@ class Fabric:
             link_state=self.link_state(),
             totals=Totals(
                 injected_bytes_total=self.injected_bytes,
+                cancelled_bytes_total=self.cancelled_bytes,
                 delivered_bytes_total=self.delivered_bytes,
                 dropped_bytes_total=self.dropped_bytes,
                 in_flight_bytes=self.flows.in_flight_bytes(),

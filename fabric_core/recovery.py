@@ -489,8 +489,8 @@ def _refused(fabric: Fabric, book: FaultBook, f: Fault, refused: int, size: floa
 
 
 def _cancel_incast(fabric: Fabric, f: Fault) -> None:
-    """A cleared incast's messages not sent yet are cancelled (their bytes leave the
-    injected total); what is already in the network drains and is delivered."""
+    """A cleared incast's messages not sent yet are cancelled (their bytes are counted
+    cancelled); what is already in the network drains and is delivered."""
     fl = fabric.flows
     slots = np.flatnonzero(_incast_slots(fabric, f) & fl.active)
     if slots.size == 0:
@@ -501,7 +501,7 @@ def _cancel_incast(fabric: Fabric, f: Fault) -> None:
     per_flow = np.zeros(fl.capacity)
     np.add.at(per_flow, fl.parent[slots], unsent)
     fl.parent_size[slots] -= per_flow[fl.parent[slots]]
-    fabric.injected_bytes -= float(unsent.sum())
+    fabric.cancelled_bytes += float(unsent.sum())
     cancelled = int(np.count_nonzero(fl.size[slots] <= fl.delivered[slots] + 1e-6))
     fabric.emit(
         "info",

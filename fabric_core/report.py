@@ -76,6 +76,7 @@ def summarise(snap: Snapshot) -> dict[str, Any]:
         "seed": snap.seed,
         "totals": {
             "injected_bytes": snap.totals.injected_bytes_total,
+            "cancelled_bytes": snap.totals.cancelled_bytes_total,
             "delivered_bytes": snap.totals.delivered_bytes_total,
             "dropped_bytes": snap.totals.dropped_bytes_total,
             "in_flight_bytes": snap.totals.in_flight_bytes,

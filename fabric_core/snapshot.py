@@ -143,6 +143,9 @@ class Totals:
 
     injected_bytes_total: float
     delivered_bytes_total: float
+    #: bytes of flows cancelled before they were sent (a cleared incast's): they leave
+    #: the balance injected = delivered + in flight + cancelled, the counters stay counters
+    cancelled_bytes_total: float
     dropped_bytes_total: float
     in_flight_bytes: float
     throughput_Bps: float  # delivered over the last reporting window

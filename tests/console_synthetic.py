@@ -133,7 +133,7 @@ def snapshot(
         nodes=nodes,
         links=links,
         link_state=state,
-        totals=Totals(0.0, 0.0, 0.0, 0.0, 0.0, 0, 0),
+        totals=Totals(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0),
         latency={"bulk": hist.freeze()},
         workloads={},
         faults=(),

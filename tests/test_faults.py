@@ -427,7 +427,9 @@ def test_random_fault_sequences_keep_the_invariants(
         # bytes are conserved: everything injected is delivered or still in flight (bytes
         # dropped on a PFC fabric are sent again, so they are in flight too)
         assert t.injected_bytes_total == pytest.approx(
-            t.delivered_bytes_total + t.in_flight_bytes, rel=1e-9, abs=1.0
+            t.delivered_bytes_total + t.in_flight_bytes + t.cancelled_bytes_total,
+            rel=1e-9,
+            abs=1.0,
         )
         if not pfc:
             assert t.dropped_bytes_total == 0

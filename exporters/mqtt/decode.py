@@ -158,6 +158,7 @@ def snapshot_from(
         link_state=state,
         totals=Totals(
             injected_bytes_total=t.injected_bytes_total,
+            cancelled_bytes_total=t.cancelled_bytes_total,
             delivered_bytes_total=t.delivered_bytes_total,
             dropped_bytes_total=t.dropped_bytes_total,
             in_flight_bytes=t.in_flight_bytes,

@@ -165,6 +165,7 @@ def encode_telemetry(
         running=snap.running,
         totals=TotalsMsg(
             injected_bytes_total=t.injected_bytes_total,
+            cancelled_bytes_total=t.cancelled_bytes_total,
             delivered_bytes_total=t.delivered_bytes_total,
             dropped_bytes_total=t.dropped_bytes_total,
             in_flight_bytes=t.in_flight_bytes,

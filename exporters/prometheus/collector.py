@@ -271,6 +271,11 @@ def _run_families(snap: Snapshot) -> Iterator[Metric]:
             snap.totals.injected_bytes_total,
         ),
         (
+            "fabtop_cancelled_bytes_total",
+            "Bytes of flows cancelled before they were sent (a cleared incast fault's).",
+            snap.totals.cancelled_bytes_total,
+        ),
+        (
             "fabtop_delivered_bytes_total",
             "Bytes delivered to their destination.",
             snap.totals.delivered_bytes_total,
