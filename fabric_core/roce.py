@@ -142,14 +142,7 @@ class RoceFlowControl:
         f.pause_vl["pause_seconds_vl_total"] += stopped * dt
         c["transmit_wait_seconds_total"] += stopped.max(axis=1) * dt
         f.paused = np.asarray(q.paused.reshape(L, V).any(axis=1))
-        for qi in ev.new_watchdog.tolist():
-            name = f.topo.links.name[qi // V]
-            f.emit(
-                "warning",
-                "pfc_watchdog",
-                name,
-                f"PFC watchdog on {name} priority {qi % V}: pause ignored, queue drops",
-            )
+        _report_watchdog(f, ev.new_watchdog)
         # 3. ECN: packets leaving a queue are marked by its occupancy
         mark = ecn_probability(f.occupancy, p)
         p_entry = np.append(mark, 0.0)[up]  # bytes leaving the NIC are not marked
@@ -257,13 +250,18 @@ class RoceFlowControl:
         f.dropped_bytes += dropped
         f.occupancy = occupancy
         dc.cnps_total += n_cnp
-        V = f.n_vls
-        for qi in fired.tolist():
-            name = f.topo.links.name[qi // V]
-            f.emit(
-                "warning",
-                "pfc_watchdog",
-                name,
-                f"PFC watchdog on {name} priority {qi % V}: pause ignored, queue drops",
-            )
+        _report_watchdog(f, fired)
         self._watch_deadlock(f, idx, new_backlog, any_blocked)
+
+
+def _report_watchdog(f: Fabric, queues: NDArray[np.intp]) -> None:
+    """An event for each queue whose PFC watchdog fired this tick."""
+    V = f.n_vls
+    for qi in queues.tolist():
+        name = f.topo.links.name[qi // V]
+        f.emit(
+            "warning",
+            "pfc_watchdog",
+            name,
+            f"PFC watchdog on {name} priority {qi % V}: pause ignored, queue drops",
+        )
