@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._mosquitto import MOSQUITTO, REPO, Mosquitto, MqttCli, Served, free_port
+from tests._mosquitto import REPO, Mosquitto, MqttCli, Served, free_port, require
 
 pytestmark = pytest.mark.integration
 
@@ -28,8 +28,7 @@ CLUSTER = "acl"
 
 @pytest.fixture(scope="module")
 def secured() -> Iterator[Mosquitto]:
-    if not (Path(MOSQUITTO).exists() and shutil.which("mosquitto_passwd")):
-        pytest.skip("needs mosquitto and mosquitto_passwd")
+    require("mosquitto", "mosquitto_passwd")  # fails, not skips, when they are missing
     d = Path(tempfile.mkdtemp(prefix="fabtop-acl-"))
     d.chmod(0o755)  # mosquitto drops to its own user before reading the files
     pwfile, acl = d / "fabtop.passwd", d / "fabtop.acl"
