@@ -7,6 +7,10 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from hypothesis import strategies as st
+from numpy.typing import NDArray
+
 from fabric_core.fabric import SOLVERS, Fabric, Solver
 from fabric_core.profiles import NATIVE_400G, Profile
 from fabric_core.topology import Topology, leaf_spine
@@ -77,3 +81,26 @@ async def settle(pilot: Pilot[Any], cond: Callable[[], bool], limit: int = 400) 
             return
         await pilot.pause(0.05)
     raise AssertionError("the app never got there")
+
+
+def draw_flows(
+    draw: st.DrawFn, gpus: NDArray[np.int32], max_flows: int
+) -> list[tuple[int, int, float, float]]:
+    """Scripted flows for a hypothesis test: ``(src, dst, bytes, start s)`` between
+    distinct GPUs (node ids), 1 B to 4 MB, starting in the first 30 µs, in start order."""
+    n = int(gpus.size)
+    rows = draw(
+        st.lists(
+            st.tuples(
+                st.integers(0, n - 1),
+                st.integers(0, n - 1),
+                st.floats(1, 4e6),
+                st.floats(0, 30e-6),
+            ).filter(lambda t: t[0] != t[1]),
+            min_size=1,
+            max_size=max_flows,
+        )
+    )
+    return sorted(
+        ((int(gpus[s]), int(gpus[d]), size, at) for s, d, size, at in rows), key=lambda f: f[3]
+    )

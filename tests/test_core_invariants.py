@@ -13,7 +13,7 @@ from fabric_core.report import run_for
 from fabric_core.scenario import load_scenario
 from fabric_core.topology import leaf_spine
 from fabric_core.workloads.traffic import Scripted
-from tests.helpers import profile
+from tests.helpers import draw_flows, profile
 
 
 @st.composite
@@ -30,22 +30,7 @@ def fabrics(draw: st.DrawFn) -> Fabric:
     if n < 2:
         topo = leaf_spine(prof, leaves=leaves, spines=spines, gpus_per_leaf=2)
         n = int(topo.gpus.size)
-    pairs = draw(
-        st.lists(
-            st.tuples(
-                st.integers(0, n - 1),
-                st.integers(0, n - 1),
-                st.floats(1, 4e6),
-                st.floats(0, 30e-6),
-            ).filter(lambda t: t[0] != t[1]),
-            min_size=1,
-            max_size=12,
-        )
-    )
-    flows = sorted(
-        ((int(topo.gpus[s]), int(topo.gpus[d]), size, at) for s, d, size, at in pairs),
-        key=lambda f: f[3],
-    )
+    flows = draw_flows(draw, topo.gpus, 12)
     classes = draw(st.lists(st.sampled_from(["a", "b"]), min_size=2, max_size=2))
     half = len(flows) // 2
     wls = [

@@ -22,6 +22,7 @@ from fabric_core.profiles import NATIVE_400G, ROCE_400G
 from fabric_core.step import waterfill
 from fabric_core.topology import Topology, fat_tree, leaf_spine
 from fabric_core.workloads.traffic import Scripted
+from tests.helpers import draw_flows
 
 RTOL = 1e-9
 
@@ -64,23 +65,7 @@ def fabric_factories(draw: st.DrawFn) -> FabricFactory:
         routing = draw(st.sampled_from(["adaptive", "ecmp", "spray"]))
         prof = dataclasses.replace(NATIVE_400G, buffer_per_vl_bytes=buffer, routing=routing)
     topo = leaf_spine(prof, leaves=leaves, spines=spines, gpus_per_leaf=per_leaf)
-    n = int(topo.gpus.size)
-    rows = draw(
-        st.lists(
-            st.tuples(
-                st.integers(0, n - 1),
-                st.integers(0, n - 1),
-                st.floats(1, 4e6),
-                st.floats(0, 30e-6),
-            ).filter(lambda t: t[0] != t[1]),
-            min_size=1,
-            max_size=16,
-        )
-    )
-    flows = sorted(
-        ((int(topo.gpus[s]), int(topo.gpus[d]), size, at) for s, d, size, at in rows),
-        key=lambda f: f[3],
-    )
+    flows = draw_flows(draw, topo.gpus, 16)
     # a pinned route gpu0 -> leaf00 -> spine00 -> leaf01 -> spine00 -> leaf00 -> gpu1 turns
     # down then up: the buffer graph is no longer acyclic, so the solver sweeps
     pinned = per_leaf >= 2 and draw(st.booleans())
