@@ -33,7 +33,7 @@ from fabric_core.commands import (
 from fabric_core.faults import FaultBook, goodput_fraction
 from fabric_core.flows import FlowTable, NewFlows
 from fabric_core.histogram import HistogramRows
-from fabric_core.paths import StaticRoutes, fixed_costs, lanes
+from fabric_core.paths import StaticRoutes
 from fabric_core.pfc import Dcqcn, PfcQueues
 from fabric_core.profiles import Profile, check_routing
 from fabric_core.reference_tick import ReferenceTick
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
 MAX_EVENTS = 500
 #: The tick's solver: numba kernels, or the vectorised numpy reference they are tested
-#: against (``fabric_core.step``; the same results, some 10x slower).
+#: against (``fabric_core.step``; the same results, several times slower).
 Solver = Literal["compiled", "reference"]
 SOLVERS: tuple[Solver, ...] = ("compiled", "reference")
 #: Round trip that sets RoCE's go-back-N window on a bit error (the bytes in flight
@@ -350,17 +350,8 @@ class Fabric:
         rows = src.size
         if self.static_routes:
             self.static_routes.apply(src, dst, path, hops)
-        vl, fixed, wait = self._tick.lanes_and_costs(
-            self.topo,
-            self.profile,
-            path,
-            hops,
-            np.full(rows, self.class_vl[traffic_class], dtype=np.int8),
-            size,
-            self.occupancy,
-            self.buffer_drain,
-            self.pfc_paused_queues(),
-        )
+        vl0 = np.full(rows, self.class_vl[traffic_class], dtype=np.int8)
+        vl, fixed, wait = self.lanes_and_costs(path, hops, vl0, size)
         new = NewFlows(
             path=path,
             hops=hops,
@@ -437,28 +428,27 @@ class Fabric:
         (a misconfigured or hand-made route; it may break up*/down*)."""
         self.static_routes.add(src, dst, via)
 
-    def lanes(self, path: NDArray[np.int32], vl: NDArray[np.int8]) -> NDArray[np.int8]:
-        """Virtual lane on every hop (see ``paths.lanes``)."""
-        return lanes(self.topo, self.profile.flow_control, self.n_vls, path, vl)
-
-    def _set_fixed_latency(self, slots: NDArray[np.intp]) -> None:
-        """Costs the fluid model does not carry, plus the FIFO wait, for new flows."""
-        fl = self.flows
-        path = fl.path[:, slots]
-        queue = (np.where(path >= 0, path, 0) * self.n_vls + fl.vl[:, slots]).astype(np.intp)
-        fixed, wait = fixed_costs(
+    def lanes_and_costs(
+        self,
+        path: NDArray[np.int32],
+        hops: NDArray[np.int8],
+        vl0: NDArray[np.int8],
+        size: NDArray[np.float64],
+    ) -> tuple[NDArray[np.int8], NDArray[np.float64], NDArray[np.float64]]:
+        """Lane per hop (``paths.lanes``), fixed latency and FIFO wait
+        (``paths.fixed_costs``) of flows starting on ``path[hop, flow]`` now, or moved to
+        it by a reroute, from the buffers as they are."""
+        return self._tick.lanes_and_costs(
             self.topo,
             self.profile,
             path,
-            fl.hops[slots],
-            fl.size[slots],
-            queue,
+            hops,
+            vl0,
+            size,
             self.occupancy,
             self.buffer_drain,
             self.pfc_paused_queues(),
         )
-        fl.fixed_latency_s[slots] = fixed
-        fl.wait_s[slots] = wait
 
     # ------------------------------------------------------------------ the tick
     def run_ticks(self, n: int) -> None:

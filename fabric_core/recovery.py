@@ -336,9 +336,11 @@ def reroute(fabric: Fabric, links: NDArray[np.int64]) -> tuple[int, NDArray[np.f
     fl.rate[:, slots] = 0.0
     fl.path[:, slots] = path
     fl.hops[slots] = hops
-    fl.vl[:, slots] = fabric.lanes(path, fl.vl[0, slots])
+    vl, fixed, wait = fabric.lanes_and_costs(path, hops, fl.vl[0, slots], fl.size[slots])
+    fl.vl[:, slots] = vl
+    fl.fixed_latency_s[slots] = fixed
+    fl.wait_s[slots] = wait
     fl.version += 1
-    fabric._set_fixed_latency(slots)
     return int(np.unique(fl.parent[slots]).size), resent_by_link
 
 
