@@ -28,6 +28,7 @@ def entry_index(
     vl: NDArray[np.int8],
     active: NDArray[np.bool_],
     link_rank: NDArray[np.int64],
+    n_ranks: int,
     n_vls: int,
 ) -> tuple[_I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, bool]:
     """Entries of the active flows (see the module docstring).
@@ -45,10 +46,6 @@ def entry_index(
     max_hops, cap = path.shape
     n_links = link_rank.size
     n_bufs = n_links * n_vls
-    n_ranks = 1
-    for li in range(n_links):
-        if link_rank[li] + 1 > n_ranks:
-            n_ranks = link_rank[li] + 1
     n_keys = n_ranks * n_vls * 2
     live = np.flatnonzero(active)  # one pass over the slots; then only flows in flight
     key_count = np.zeros(n_keys + 1, dtype=np.intp)

@@ -291,7 +291,14 @@ def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
         buf_ptr,
         buf_ent,
         feedforward,
-    ) = entry_index(flows.path, flows.vl, flows.active, layout.link_rank, layout.n_vls)
+    ) = entry_index(
+        flows.path,
+        flows.vl,
+        flows.active,
+        layout.link_rank,
+        layout.rank_link_ptr.size - 1,  # the ranks, counted once per topology
+        layout.n_vls,
+    )
     return EntryIndex(
         version=flows.version,
         hop=hop,
