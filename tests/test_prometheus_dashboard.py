@@ -1,12 +1,39 @@
-"""The shipped Grafana dashboard, rules and configs, checked as files (no server)."""
+"""The shipped Grafana dashboard, rules and configs: checked as files, and every panel and
+rule against a real Prometheus on a fabric with every workload kind (none exempt)."""
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from exporters.grafana import build_dashboard
-from tests._prometheus import DASHBOARD_FILE, GRAFANA_DIR, RULES_FILE, promtool
+from exporters.prometheus import start_metrics_server
+from fabric_core.commands import InjectFault
+from tests._prometheus import (
+    DASHBOARD_FILE,
+    GRAFANA_DIR,
+    ROOT,
+    RULES_FILE,
+    EngineThread,
+    PrometheusServer,
+    promtool,
+    samples,
+    scrape,
+    wait_until,
+)
+from tests.test_prometheus_server import (
+    FED_BY_OPTIONAL_WORKLOADS,
+    dashboard_queries,
+    resolve_variables,
+    substitute,
+)
+
+#: PD, training, KVCache, checkpoint, storage I/O, MoE, bulk and all-to-all on one fabric
+EVERY_WORKLOAD = ROOT / "tests" / "scenarios" / "catalogue-workloads.toml"
 
 
 def load() -> dict[str, Any]:
@@ -63,3 +90,48 @@ def test_promtool_accepts_the_rules_and_the_example_config() -> None:
     assert rules.returncode == 0, rules.stdout + rules.stderr
     config = promtool("check", "config", str(GRAFANA_DIR / "prometheus-scrape.yml"))
     assert config.returncode == 0, config.stdout + config.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_every_panel_and_rule_has_data_with_pd_and_training(tmp_path: Path) -> None:
+    """test_prometheus_server.py runs the dashboard on ``tiny``, which has neither PD nor
+    training: the TTFT and GPU utilisation panels and rules are exempt there. Here the
+    fabric has every workload kind, so every query of the dashboard and every recording rule
+    must return data, with no exemption."""
+    engine = EngineThread(str(EVERY_WORKLOAD)).start()
+    exporter = start_metrics_server(engine.latest, port=0)  # the default: top:50
+    prom: PrometheusServer | None = None
+    try:
+        result = engine.submit(InjectFault(kind="link_degraded", target="leaf00->spine00"))
+        assert result.ok, result.error  # the fault panels need a fault
+
+        def produced() -> bool:
+            names = {n.removesuffix("_bucket") for n, _ in samples(scrape(exporter.url))}
+            return set(FED_BY_OPTIONAL_WORKLOADS) <= names
+
+        wait_until(produced, 30, "TTFT and GPU utilisation samples")
+        prom = PrometheusServer(exporter.address, tmp_path, (RULES_FILE,))
+        variables, exprs = dashboard_queries()
+        values = resolve_variables(prom, variables)
+        queries = {title + ": " + expr: substitute(expr, values) for title, expr in exprs}
+        rules = re.findall(r"^\s*- record: (\S+)$", RULES_FILE.read_text(), flags=re.MULTILINE)
+        assert any("ttft" in q for q in queries) and any("gpu_utilisation" in q for q in queries)
+        assert len(rules) == RULES_FILE.read_text().count("record:")
+        queries.update({f"rule {r}": r for r in rules})
+        missing: list[str] = []
+
+        def all_have_data() -> bool:
+            assert prom is not None
+            missing[:] = [k for k, q in queries.items() if not prom.query(q)]
+            return not missing
+
+        try:
+            wait_until(all_have_data, 45, "every dashboard query and rule to return data")
+        except pytest.fail.Exception:
+            pytest.fail("no data for:\n" + "\n".join(missing))
+    finally:
+        if prom is not None:
+            prom.stop()
+        exporter.close()
+        engine.stop()
