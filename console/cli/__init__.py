@@ -17,6 +17,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "scenarios",
     "storage",
     "check",
+    "claims",
     "serve",
     "remote_console",
     "inject",

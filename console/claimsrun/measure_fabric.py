@@ -1,0 +1,266 @@
+"""C8 (lossless without PFC; PFC deadlock) and C10 (800G, spraying, fast recovery).
+
+C8 runs the bundled ``pfc-deadlock`` scenario on both flow-control families, and a
+bulk leaf-spine fabric (``fabric_table``: every GPU keeps ``outstanding`` 1 MiB flows
+to random peers, RPC probes beside them) over fabric size and load. C10 runs the
+same fabric on ``native-800g`` and with each routing mode, and the bundled
+``chaos-recovery`` scenario (one leaf uplink fails) for the time to recover.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from console.claimsrun.model import Figure, Measurement, PartResult, Settings, Sweep, Tick
+from console.claimsrun.params import profile_params
+from console.claimsrun.runs import bundled, run_scenario
+
+NATIVE, ROCE, NEXT = "native-400g", "roce-400g", "native-800g"
+DEFAULT_LEAVES, DEFAULT_OUTSTANDING = 4, 2
+
+
+def fabric_table(leaves: int, outstanding: int, routing: str | None = None) -> dict[str, Any]:
+    """A leaf-spine fabric (4 GPUs a leaf, 4 spines) under closed-loop bulk + RPC probes."""
+    raw: dict[str, Any] = {
+        "name": f"bulk-{leaves}x4",
+        "dt": "1us",
+        "seed": 1,
+        "topology": {"kind": "leaf-spine", "leaves": leaves, "spines": 4, "gpus_per_leaf": 4},
+        "classes": {"bulk": 0, "rpc": 1},
+        "workload": [
+            {
+                "name": "bulk",
+                "kind": "bulk",
+                "class": "bulk",
+                "senders": "all",
+                "size": "1MiB",
+                "outstanding": outstanding,
+            },
+            {"name": "probe", "kind": "rpc", "class": "rpc", "size": "4KiB", "rate_per_s": 20000},
+        ],
+    }
+    if routing is not None:
+        raw["profile_overrides"] = {"routing": routing}
+    return raw
+
+
+def _bulk(
+    settings: Settings,
+    tick: Tick,
+    prof: str,
+    leaves: int,
+    outstanding: int,
+    routing: str | None = None,
+) -> dict[str, Any]:
+    d = 1e-3 if settings.quick else 2e-3
+    what = f" routing={routing}" if routing else ""
+    return run_scenario(
+        fabric_table(leaves, outstanding, routing),
+        d,
+        settings,
+        tick,
+        prof=prof,
+        cache=True,
+        label=f"bulk {leaves} leaves, {outstanding} outstanding, {prof}{what}",
+    )
+
+
+def _tput(r: dict[str, Any]) -> float:
+    return float(r["totals"]["throughput_bytes_per_second"])
+
+
+def _p99(r: dict[str, Any], cls: str) -> float:
+    v = r["classes"].get(cls, {}).get("p99_seconds")
+    return float("nan") if v is None else float(v)
+
+
+def measure_c8(settings: Settings, tick: Tick) -> Measurement:
+    """Deadlock and drops on pfc-deadlock; throughput and p99 vs fabric size and load."""
+    d = 10e-3 if settings.quick else 20e-3
+    dl = {
+        p: run_scenario(
+            bundled("pfc-deadlock"), d, settings, tick, prof=p, label=f"pfc-deadlock {p}"
+        )
+        for p in (NATIVE, ROCE)
+    }
+    sizes = (2, 4) if settings.quick else (2, 4, 8)
+    loads = (1, 4) if settings.quick else (1, 2, 4)
+    tp_size = Sweep(
+        "c8_throughput_vs_size",
+        "C8: throughput vs fabric size (bulk, 2 flows per GPU)",
+        "GPUs",
+        "n",
+        "throughput",
+        "Bps",
+        panel="c8size",
+    )
+    p99_size = Sweep(
+        "c8_p99_vs_size",
+        "C8: RPC p99 vs fabric size (4 KiB probes beside bulk)",
+        "GPUs",
+        "n",
+        "RPC p99",
+        "s",
+        panel="c8size",
+    )
+    tp_load = Sweep(
+        "c8_throughput_vs_load",
+        "C8: throughput vs load (16 GPUs)",
+        "flows outstanding per GPU",
+        "n",
+        "throughput",
+        "Bps",
+        panel="c8load",
+    )
+    p99_load = Sweep(
+        "c8_p99_vs_load",
+        "C8: RPC p99 vs load (16 GPUs)",
+        "flows outstanding per GPU",
+        "n",
+        "RPC p99",
+        "s",
+        panel="c8load",
+    )
+    for leaves in sizes:
+        r = {p: _bulk(settings, tick, p, leaves, DEFAULT_OUTSTANDING) for p in (NATIVE, ROCE)}
+        tp_size.add(4 * leaves, {p: _tput(x) for p, x in r.items()})
+        p99_size.add(4 * leaves, {p: _p99(x, "rpc") for p, x in r.items()})
+    for out in loads:
+        r = {p: _bulk(settings, tick, p, DEFAULT_LEAVES, out) for p in (NATIVE, ROCE)}
+        tp_load.add(out, {p: _tput(x) for p, x in r.items()})
+        p99_load.add(out, {p: _p99(x, "rpc") for p, x in r.items()})
+    nat, roce = dl[NATIVE], dl[ROCE]
+    src = "report deadlocks (Fabric.deadlocks), totals.dropped_bytes (pfc-deadlock)"
+    part = PartResult(
+        Figure(NATIVE, float(nat["deadlocks"]), "n", src),
+        Figure(ROCE, float(roce["deadlocks"]), "n", src),
+        _tput(nat) / _tput(roce),
+        "native / RoCE throughput",
+        {
+            "native_dropped_bytes": float(nat["totals"]["dropped_bytes"]),
+            "native_deadlocks": float(nat["deadlocks"]),
+            "roce_deadlocks": float(roce["deadlocks"]),
+        },
+        f"pfc-deadlock: 16 GPUs, two misrouted flows close a cyclic buffer dependency, "
+        f"{d * 1e3:g} ms; deadlocks found; dropped native "
+        f"{nat['totals']['dropped_bytes'] / 1e6:.3g} MB, RoCE "
+        f"{roce['totals']['dropped_bytes'] / 1e6:.3g} MB",
+    )
+    params = profile_params(
+        settings,
+        ("flow_control", "buffer_per_vl_bytes", "pfc_buffer_bytes", "pfc_watchdog_s"),
+        NATIVE,
+        ROCE,
+    )
+    return Measurement(
+        {"deadlock": part},
+        [tp_size, p99_size, tp_load, p99_load],
+        params,
+        runs=2 + 2 * (len(sizes) + len(loads)),
+    )
+
+
+def recovery(settings: Settings, tick: Tick) -> dict[str, float]:
+    """Time to recover from the chaos-recovery link failure, per profile (cached)."""
+    out = {}
+    for prof, dt, dur in ((NATIVE, "1us", 12e-3), (ROCE, "100us", 1.1)):
+        raw = bundled("chaos-recovery")
+        raw["dt"] = dt  # RoCE's BFD takes ~1 s: a coarse tick keeps the run short
+        rep = run_scenario(
+            raw, dur, settings, tick, prof=prof, cache=True, label=f"chaos-recovery {prof}"
+        )
+        t = rep["faults"][0]["time_to_recover_seconds"] if rep["faults"] else None
+        out[prof] = float("nan") if t is None else float(t)
+    return out
+
+
+def measure_c10(settings: Settings, tick: Tick) -> Measurement:
+    """800G vs 400G; spraying vs adaptive vs ECMP; link-failure recovery native vs RoCE."""
+    sizes = (2, 4) if settings.quick else (2, 4, 8)
+    loads = (1, 4) if settings.quick else (1, 2, 4)
+    gen = Sweep(
+        "c10_throughput_400_800",
+        "C10: throughput, 400G vs 800G (bulk, 2 flows per GPU)",
+        "GPUs",
+        "n",
+        "throughput",
+        "Bps",
+    )
+    for leaves in sizes:
+        gen.add(
+            4 * leaves,
+            {
+                p: _tput(_bulk(settings, tick, p, leaves, DEFAULT_OUTSTANDING))
+                for p in (NATIVE, NEXT)
+            },
+        )
+    routings = ("ecmp", "adaptive", "spray")
+    route = Sweep(
+        "c10_fct_p99_vs_routing",
+        "C10: 1 MiB flow-completion p99 by routing (16 GPUs)",
+        "flows outstanding per GPU",
+        "n",
+        "bulk FCT p99",
+        "s",
+    )
+    for out in loads:
+        route.add(
+            out,
+            {
+                r: _p99(_bulk(settings, tick, NATIVE, DEFAULT_LEAVES, out, r), "bulk")
+                for r in routings
+            },
+        )
+    t4 = _tput(_bulk(settings, tick, NATIVE, DEFAULT_LEAVES, DEFAULT_OUTSTANDING))
+    t8 = _tput(_bulk(settings, tick, NEXT, DEFAULT_LEAVES, DEFAULT_OUTSTANDING))
+    p = {
+        r: _p99(_bulk(settings, tick, NATIVE, DEFAULT_LEAVES, DEFAULT_OUTSTANDING, r), "bulk")
+        for r in routings
+    }
+    rec = recovery(settings, tick)
+    cond = f"16 GPUs (4 leaves × 4 spines), every GPU keeps {DEFAULT_OUTSTANDING} 1 MiB flows to random peers"
+    src_t = "report totals.throughput_bytes_per_second"
+    src_p = "report classes.bulk.p99_seconds"
+    src_r = "report faults[0].time_to_recover_seconds (chaos-recovery)"
+    parts = {
+        "800g": PartResult(
+            Figure(NEXT, t8, "Bps", src_t),
+            Figure(NATIVE, t4, "Bps", src_t),
+            t8 / t4,
+            "800G / 400G throughput",
+            {"throughput_ratio": t8 / t4},
+            cond,
+        ),
+        "spray": PartResult(
+            Figure("spray", p["spray"], "s", src_p),
+            Figure("ECMP", p["ecmp"], "s", src_p),
+            p["ecmp"] / p["spray"],
+            "ECMP / spray p99",
+            {"p99_reduction": 1 - p["spray"] / p["ecmp"]},
+            cond + f", native-400g; adaptive {p['adaptive'] * 1e6:.0f} µs",
+        ),
+        "recovery": PartResult(
+            Figure(NATIVE, rec[NATIVE], "s", src_r),
+            Figure(ROCE, rec[ROCE], "s", src_r),
+            rec[ROCE] / rec[NATIVE],
+            "RoCE / native recovery time",
+            {"recovery_ratio": rec[ROCE] / rec[NATIVE]},
+            "chaos-recovery: leaf00->spine00 fails at 5 ms under bulk + all-to-all; native "
+            "local fast reroute vs RoCE BFD + ECMP reconvergence",
+        ),
+    }
+    params = profile_params(
+        settings,
+        (
+            "link_bandwidth_Bps",
+            "routing",
+            "reroute_s",
+            "bfd_interval_s",
+            "bfd_multiplier",
+            "ecmp_reconverge_s",
+        ),
+        NATIVE,
+        ROCE,
+        NEXT,
+    )
+    return Measurement(parts, [gen, route], params, runs=2 * len(sizes) + 3 * len(loads) + 2)

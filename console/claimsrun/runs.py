@@ -1,0 +1,141 @@
+"""Building and running the emulator for the claims: bundled scenarios, with the settings applied.
+
+Every run goes through ``run_scenario`` (a fabric from a scenario table, run with
+``fabric_core.report.run_for``, the same library call as ``fabtop run``) or one of
+the two probes below, so each figure is a field of a run report or of a
+workload's KPIs. Runs shared between claims (C8 and C10 both read the link-failure
+recovery) are cached per ``Settings``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from console.claimsrun.model import Settings, Tick
+from fabric_core.bringup import ProbeAllToAll
+from fabric_core.endpoint import EndpointParams
+from fabric_core.fabric import Fabric
+from fabric_core.profiles import Profile, get_profile
+from fabric_core.report import run_for
+from fabric_core.scenario import load_scenario, parse_scenario
+from fabric_core.storage_report import STORAGE_KINDS
+from fabric_core.topology import leaf_spine
+from fabric_core.workloads.traffic import Scripted
+
+ENDPOINT_KINDS = ("moe", "pd")
+
+_CACHE: dict[str, dict[str, Any]] = {}
+
+
+def bundled(name: str) -> dict[str, Any]:
+    """A bundled scenario's table (a deep copy: callers change it)."""
+    return copy.deepcopy(load_scenario(name).raw)
+
+
+def profile(name: str, settings: Settings) -> Profile:
+    """A profile with the settings' overrides for it."""
+    return get_profile(name).with_overrides(**dict(settings.profile_overrides.get(name, {})))
+
+
+def apply(raw: dict[str, Any], settings: Settings, *, prof: str | None = None) -> dict[str, Any]:
+    """``raw`` on profile ``prof`` (default: its own) with the settings' parameters applied."""
+    raw = copy.deepcopy(raw)
+    if prof is not None:
+        raw["profile"] = prof
+    name = str(raw.get("profile", "native-400g"))
+    over = settings.profile_overrides.get(name)
+    if over:
+        raw["profile_overrides"] = {**raw.get("profile_overrides", {}), **over}
+    if settings.seed is not None:
+        raw["seed"] = settings.seed
+    for t in raw.get("workload", []):
+        if t.get("kind") in ENDPOINT_KINDS and settings.endpoint:
+            t["endpoint"] = {**t.get("endpoint", {}), **settings.endpoint}
+        if t.get("kind") in STORAGE_KINDS and settings.storage:
+            t["storage"] = {**t.get("storage", {}), **settings.storage}
+    return raw
+
+
+def set_workloads(raw: dict[str, Any], kinds: tuple[str, ...], **keys: Any) -> dict[str, Any]:
+    """Set ``keys`` in every workload of one of ``kinds`` (a path, a depth, a rate)."""
+    for t in raw.get("workload", []):
+        if t.get("kind") in kinds:
+            t.update(keys)
+    return raw
+
+
+def run_scenario(
+    raw: dict[str, Any],
+    duration_s: float,
+    settings: Settings,
+    tick: Tick,
+    *,
+    label: str,
+    prof: str | None = None,
+    cache: bool = False,
+) -> dict[str, Any]:
+    """Run one scenario table for ``duration_s``; the ``fabtop run --json`` report."""
+    table = apply(raw, settings, prof=prof)
+    key = repr((sorted(table.items(), key=str), duration_s, settings.key()))
+    if cache and key in _CACHE:
+        return _CACHE[key]
+    fabric = Fabric.from_scenario(parse_scenario(table, label))
+    report = run_for(fabric, duration_s)
+    report["deadlocks"] = fabric.deadlocks
+    tick(label)
+    if cache:
+        _CACHE[key] = report
+    return report
+
+
+def kpi(report: Mapping[str, Any], workload: str, name: str) -> float:
+    """A workload KPI of a report (NaN when the run did not produce it)."""
+    v = report.get("workloads", {}).get(workload, {}).get("kpis", {}).get(name)
+    return float("nan") if v is None else float(v)
+
+
+def message_latency(prof: Profile, size_bytes: float, switch_hops: int) -> float:
+    """One message alone on an idle fabric over 1 (same leaf) or 3 switches (leaf, spine,
+    leaf): ``fabric_core.compare.message_latency`` on a profile object, so that the
+    settings' overrides reach it."""
+    topo = leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=2)
+    idx = topo.nodes.index
+    dst = "gpu0001" if switch_hops == 1 else "gpu0002"
+    wl = Scripted(
+        name="probe", traffic_class="probe", flows=[(idx["gpu0000"], idx[dst], size_bytes, 0.0)]
+    )
+    fabric = Fabric(topo, prof, [wl], dt_s=1e-6, seed=1)
+    while not wl.finished and fabric.sim_time_s < 1.0:
+        fabric.step()
+    _, start, finish = wl.finished[0]
+    return float(finish - start)
+
+
+def endpoint_probe(
+    prof: Profile, params: EndpointParams, size_bytes: float, burst: int
+) -> ProbeAllToAll:
+    """Two GPUs on one leaf send ``burst`` messages of ``size_bytes`` to each other through
+    the endpoint model (as ``fabric_core.docgen_endpoints.probe``, on any profile)."""
+    topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=2)
+    p = ProbeAllToAll(
+        name="p",
+        traffic_class="p",
+        ranks=topo.gpus.astype(np.int64),
+        size_bytes=size_bytes,
+        rounds=1,
+        burst=burst,
+        endpoint=params,
+    )
+    fabric = Fabric(topo, prof, [p], dt_s=1e-6, seed=1)
+    while not p.done and fabric.sim_time_s < 0.05:
+        fabric.step()
+    return p
+
+
+def clear_cache() -> None:
+    """Forget cached runs (a new ``fabtop claims`` invocation starts clean)."""
+    _CACHE.clear()
