@@ -54,7 +54,12 @@ def apply(raw: dict[str, Any], settings: Settings, *, prof: str | None = None) -
         raw["seed"] = settings.seed
     for t in raw.get("workload", []):
         if t.get("kind") in ENDPOINT_KINDS and settings.endpoint:
-            t["endpoint"] = {**t.get("endpoint", {}), **settings.endpoint}
+            over = dict(settings.endpoint)
+            # the workload's own control / data_path keys win over its endpoint table
+            for key in ("control", "data_path"):
+                if key in over:
+                    t[key] = over.pop(key)
+            t["endpoint"] = {**t.get("endpoint", {}), **over}
         if t.get("kind") in STORAGE_KINDS and settings.storage:
             t["storage"] = {**t.get("storage", {}), **settings.storage}
     return raw
