@@ -18,6 +18,8 @@ FULL_SIZES = (64, 256, 1024, 4096, 16384, 65536, 262144, 1048576)
 QUICK_SIZES = (64, 4096, 65536, 1048576)
 #: The article's claim is for messages of at least this size.
 CLAIM_MIN_BYTES = 4096
+#: The article's figure, drawn on the plot for comparison (never used as a result).
+ARTICLE_GAP = 0.63
 
 
 def measure_c7(settings: Settings, tick: Tick) -> Measurement:
@@ -48,6 +50,7 @@ def measure_c7(settings: Settings, tick: Tick) -> Measurement:
             "frac",
             log_x=True,
             panel="c7gap",
+            reference=(ARTICLE_GAP, "article: −63 % (3 switches, ≥ 4 KB)") if hops == 3 else None,
         )
         for size in sizes:
             v = {p: message_latency(pr, size, hops) for p, pr in profs.items()}

@@ -106,6 +106,7 @@ def measure_c5(settings: Settings, tick: Tick) -> Measurement:
         "GPU utilisation",
         "frac",
         log_x=True,
+        reference=(0.95, "article: > 95 % on NFS/RDMA"),
     )
     for c in cores:
         util.add(

@@ -103,7 +103,9 @@ class Sweep:
     series: dict[str, list[float]] = field(default_factory=dict)
     log_x: bool = False
     log_y: bool = False
-    panel: str = ""  # sweeps with the same panel share a figure (e.g. 1 and 3 switches)
+    panel: str = ""  # sweeps that belong together (e.g. 1 and 3 switches)
+    #: the article's figure as a horizontal line on the plot: (value, label)
+    reference: tuple[float, str] | None = None
 
     def add(self, x: float, values: Mapping[str, float]) -> None:
         """One point of every series."""

@@ -51,6 +51,10 @@ def plot(sw: Sweep, path: Path) -> Path:
         pts = [(x, y * fy) for x, y in zip(sw.x, ys, strict=True) if math.isfinite(y)]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+    if sw.reference is not None:
+        ax.axhline(
+            sw.reference[0] * fy, color="grey", linestyle="--", linewidth=1, label=sw.reference[1]
+        )
     if sw.log_x:
         ax.set_xscale("log", base=2 if sw.x_unit == "B" else 10)
     if sw.log_y:

@@ -97,6 +97,12 @@ def _md(s: str) -> str:
     return s.replace("|", "/").replace("\n", " ")
 
 
+def _public(source: str) -> str:
+    """A source as a reader of the repository can follow it: the design notes that some
+    sources cite are not in the repository."""
+    return source.replace("of DESIGN.md", "of the project's design notes")
+
+
 def markdown(
     report: Report, command: str, plots: dict[str, Path] | None = None, doc_dir: Path | None = None
 ) -> str:
@@ -178,7 +184,7 @@ def markdown(
                 "| parameter | value | source |",
                 "|---|---|---|",
             ]
-            out += [f"| `{p.name}` | {_md(p.value)} | {_md(p.source)} |" for p in m.params]
+            out += [f"| `{p.name}` | {_md(p.value)} | {_md(_public(p.source))} |" for p in m.params]
             out.append("")
     return "\n".join(out) + "\n"
 
