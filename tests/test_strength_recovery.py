@@ -1,0 +1,91 @@
+"""Fault detection and credit loss, held to the profile's figures (``recovery.py``).
+
+Each expectation comes from the fault catalogue (docs/FAULTS.md) and the profile, not
+from the code: a credit loss leaks the sender's share of the downstream buffer by
+``loss_fraction`` of every byte carried, the credit watchdog detects it after
+``credit_watchdog_s`` and a link retrain ``link_retrain_s`` later restores the credits;
+a link down is detected after ``fault_detect_s`` on the native fabric (fast reroute).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fabric_core.commands import InjectFault
+from fabric_core.fabric import Fabric
+from fabric_core.snapshot import LinkStatus
+from tests.helpers import profile, scripted_fabric, small_leaf_spine
+
+BIG = 1e12
+BUFFER = 64 * 1024
+DT = 1e-6
+
+
+def one_flow(**overrides: float) -> Fabric:
+    prof = profile(buffer_per_vl_bytes=BUFFER, **overrides)
+    topo = small_leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=2)
+    fabric, _ = scripted_fabric(topo, prof, [("gpu0001", "gpu0000", BIG, 0.0)], dt_s=DT)
+    fabric.run_ticks(5)
+    return fabric
+
+
+def test_credit_loss_leaks_the_buffer_with_the_bytes_carried_until_the_retrain() -> None:
+    fabric = one_flow(credit_watchdog_s=200e-6, link_retrain_s=100e-6)
+    link = int(fabric.topo.links.index["gpu0001->leaf00"])
+    lanes = slice(link * fabric.n_vls, (link + 1) * fabric.n_vls)
+    base = fabric.buffer_bytes[lanes].copy()
+    port_buffer = float(base.sum())
+    loss = 0.01
+    fabric.apply(
+        InjectFault(kind="credit_loss", target="gpu0001->leaf00", params={"loss_fraction": loss})
+    )
+    t0 = fabric.sim_time_s
+    tx0 = float(fabric.counters["tx_bytes_total"][link])
+    fabric.run_ticks(50)
+    carried = float(fabric.counters["tx_bytes_total"][link]) - tx0
+    assert carried > 0
+    # the usable buffer shrinks by loss x bytes carried (over the whole port), never grows
+    factor = max(1 - loss * carried / port_buffer, 1e-3)
+    np.testing.assert_allclose(fabric.buffer_bytes[lanes], base * factor, rtol=0.05)
+    assert (fabric.buffer_bytes[lanes] < base).all()
+    snap = fabric.snapshot()
+    assert snap.link_state.status[link] == LinkStatus.DEGRADED
+    (fault,) = snap.faults
+    assert fault.state == "active" and fault.time_to_detect_s is None
+    # the watchdog: detected after credit_watchdog_s, mitigated (retrained) after
+    # link_retrain_s more; the credits come back in full
+    while fabric.snapshot().faults[0].time_to_detect_s is None:
+        fabric.step()
+        assert fabric.sim_time_s - t0 < 1e-3, "never detected"
+    fault = fabric.snapshot().faults[0]
+    assert fault.time_to_detect_s == pytest.approx(200e-6, abs=1.5 * DT)
+    while fabric.snapshot().faults[0].state in ("active", "detected"):
+        fabric.step()
+        assert fabric.sim_time_s - t0 < 2e-3, "never retrained"
+    fabric.run_ticks(2)
+    fault = fabric.snapshot().faults[0]
+    assert fault.mitigated_at_s is not None
+    assert fault.mitigated_at_s - fault.injected_at_s == pytest.approx(300e-6, abs=1.5 * DT)
+    assert fabric.snapshot().link_state.status[link] == LinkStatus.UP
+    np.testing.assert_allclose(fabric.buffer_bytes[lanes], base, rtol=1e-12)
+
+
+def test_a_link_down_is_detected_after_the_profiles_detection_time() -> None:
+    prof_detect = 50e-6
+    fabric = one_flow(fault_detect_s=prof_detect, reroute_s=80e-6)
+    t0 = fabric.sim_time_s
+    fabric.apply(InjectFault(kind="link_down", target="gpu0001->leaf00"))
+    link = int(fabric.topo.links.index["gpu0001->leaf00"])
+    back = int(fabric.topo.links.index["leaf00->gpu0001"])
+    fabric.run_ticks(10)
+    snap = fabric.snapshot()
+    assert snap.faults[0].time_to_detect_s is None  # not before its time
+    assert snap.link_state.link_downed_total[link] == 1
+    assert snap.link_state.link_downed_total[back] == 1
+    while fabric.snapshot().faults[0].time_to_detect_s is None:
+        fabric.step()
+        assert fabric.sim_time_s - t0 < 1e-3, "never detected"
+    assert fabric.snapshot().faults[0].time_to_detect_s == pytest.approx(prof_detect, abs=1.5 * DT)
+    fabric.run_ticks(20)
+    assert fabric.snapshot().link_state.link_downed_total[link] == 1  # counted once
