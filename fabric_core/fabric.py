@@ -82,8 +82,12 @@ TUNABLE: dict[str, TunableParam] = {
         TunableParam("buffer_per_vl_bytes", 1024.0, 1e9, "per-VL ingress buffer (credits)"),
         TunableParam("switch_latency_s", 0.0, 1e-3, "switch port-to-port latency"),
         TunableParam("reroute_s", 1e-6, 60.0, "time from a link failure to traffic rerouted"),
-        TunableParam("ecn_kmin_bytes", 0.0, 1e9, "ECN marking starts above this queue"),
-        TunableParam("ecn_kmax_bytes", 0.0, 1e9, "ECN marks every packet above this queue"),
+        TunableParam(
+            "ecn_kmin_s", 0.0, 1.0, "ECN marking starts above this queue (time at line rate)"
+        ),
+        TunableParam(
+            "ecn_kmax_s", 0.0, 1.0, "ECN marks every packet above this queue (time at line rate)"
+        ),
         TunableParam("ecn_pmax", 0.0, 1.0, "ECN marking probability at Kmax"),
         TunableParam("dcqcn_g", 1e-6, 1.0, "DCQCN alpha gain"),
         TunableParam("dcqcn_timer_s", 1e-6, 1.0, "DCQCN rate-increase timer"),
@@ -504,7 +508,16 @@ class Fabric:
         )
         if self.roce is not None:
             self.roce.after_tick(
-                self, idx, rate, moved.arrival, moved.new_backlog, sol, stormed, now, dt
+                self,
+                idx,
+                rate,
+                moved.arrival,
+                moved.new_backlog,
+                moved.inflow,
+                sol,
+                stormed,
+                now,
+                dt,
             )
         else:
             self.paused = self._tick.credit_wait(
@@ -713,9 +726,9 @@ class Fabric:
                 f"{cmd.name} must be in [{spec.low:g}, {spec.high:g}], got {cmd.value:g}"
             )
         new = self.profile.with_overrides(**{cmd.name: cmd.value})
-        if new.ecn_kmin_bytes > new.ecn_kmax_bytes:
+        if new.ecn_kmin_s > new.ecn_kmax_s:
             raise CommandError(
-                f"ECN Kmin ({new.ecn_kmin_bytes:g} B) must not exceed Kmax ({new.ecn_kmax_bytes:g} B)"
+                f"ECN Kmin ({new.ecn_kmin_s:g} s) must not exceed Kmax ({new.ecn_kmax_s:g} s)"
             )
         self.profile = new
         if cmd.name == "buffer_per_vl_bytes" and self.roce is None:

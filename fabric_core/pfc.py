@@ -11,11 +11,23 @@ downstream end of a link for one priority (virtual lane), indexed
   reaction's bytes), so the overshoot does not grow with ``dt``.
   XOFF = buffer − headroom, XON = XOFF − MTU, the headroom computed as the mlx5
   driver does. Bytes past the buffer are dropped; the sender goes back N.
-  Pause frames: one at XOFF, then one per refresh interval while paused.
+* **Pause time and frames** are counted from the fluid rates, not from the tick's
+  transitions (``pause_accounting``): the sender of a queue whose bound was hit
+  sent for ``send × alpha`` of the tick, and a pause at the tick's rates lasts
+  ``(XOFF − XON + A·reaction) / drain`` (``A``: the sender's rate while sending).
+  A frame is sent at each XOFF and re-sent every refresh period while paused
+  (half the 65535 × 512 bit times a frame asks for, so it depends on the link's
+  speed). With the hysteresis smaller than a tick's drain a queue goes through
+  many pause cycles in one tick; counted this way, frames and paused time do not
+  depend on ``dt``.
 * **Watchdog.** A queue paused longer than ``pfc_watchdog_s`` has its pause
   ignored for ``pfc_watchdog_recovery_s`` (what switch PFC watchdogs do).
-* **ECN/DCQCN.** Packets leaving a queue are marked with probability
-  0 below Kmin, rising linearly to Pmax at Kmax, 1 above. A flow that received
+* **ECN/DCQCN.** Packets are marked by the **egress** queue of the port they
+  leave (RED on the output queue, as switches and ns-3's switch model do; the
+  DCQCN paper): the bytes at the switch waiting for that link and priority,
+  whichever ingress buffer holds them. Probability 0 below Kmin, rising
+  linearly to Pmax at Kmax, 1 above; Kmin and Kmax scale with the port's speed
+  (``ecn_kmin_s``, ``ecn_kmax_s``: queueing time at line rate). A flow that received
   a marked packet gets at most one CNP per ``cnp_interval_s``; its sender cuts
   its rate ``RC *= 1 - alpha/2``, then recovers (fast recovery, additive and
   hyper increase) on a timer and a byte counter (DCQCN, SIGCOMM 2015).
@@ -53,10 +65,13 @@ class PfcQueues:
     xoff: NDArray[np.float64]
     xon: NDArray[np.float64]
     reaction_s: NDArray[np.float64]  # pause reaction + cable round trip, per queue
+    line_rate_Bps: NDArray[np.float64]  # of the link each queue's sender sends on
     paused: NDArray[np.bool_]
-    paused_since_s: NDArray[np.float64]
-    refresh_due_s: NDArray[np.float64]
+    paused_since_s: NDArray[np.float64]  # when it passed XOFF
+    resume_s: NDArray[np.float64]  # when its sender resumes (a reaction after XON)
     watchdog_until_s: NDArray[np.float64]
+    frames_owed: NDArray[np.float64]  # frames the pause time so far accounts for (fractional)
+    frames_sent: NDArray[np.float64]  # whole frames counted: ceil(frames_owed)
 
     @classmethod
     def build(cls, links: LinkTable, profile: Profile, n_vls: int) -> PfcQueues:
@@ -80,10 +95,13 @@ class PfcQueues:
             xoff=rep(xoff),
             xon=rep(xon),
             reaction_s=rep(reaction),
+            line_rate_Bps=rep(links.bandwidth_Bps.astype(np.float64)),
             paused=np.zeros(n, dtype=bool),
             paused_since_s=np.zeros(n),
-            refresh_due_s=np.zeros(n),
+            resume_s=np.full(n, -1.0),
             watchdog_until_s=np.full(n, -1.0),
+            frames_owed=np.zeros(n),
+            frames_sent=np.zeros(n),
         )
 
 
@@ -110,8 +128,10 @@ def pause_limits(
     A queue that is not paused may take bytes up to XOFF, plus what its sender
     sends during the reaction time after the crossing (``capacity × reaction``):
     the solver enforces that as a credit-like bound, and the tick that hits it
-    is the one that pauses. A paused queue's sender resumes when the queue has
-    drained to XON (at last tick's drain rate) plus the reaction time.
+    is the one that pauses; its sender stops a reaction time after that tick began.
+    A paused queue's sender resumes a reaction time after the queue has drained to
+    XON (within this tick, at last tick's drain rate, or at the crossing
+    ``update_pause`` found).
     """
     ignoring = q.watchdog_until_s >= now
     reaction_bytes = capacity_Bps * q.reaction_s
@@ -125,57 +145,150 @@ def pause_limits(
         where=drain_Bps > 0,
     )
     resume_in = to_xon + q.reaction_s
-    send = np.where(q.paused, np.clip(1 - resume_in / dt, 0.0, 1.0), 1.0)
+    # the sender of a queue that has just passed XOFF stops only a reaction time later
+    # (the pause frame's generation, flight and the MAC's response): what matters when
+    # ticks are shorter than that
+    stop_in = q.paused_since_s + q.reaction_s - now
+    sending = np.clip(stop_in / dt, 0.0, 1.0) + np.clip(1 - resume_in / dt, 0.0, 1.0)
+    # and one that has drained to XON resumes a reaction time after that
+    resumed = np.clip((now + dt - q.resume_s) / dt, 0.0, 1.0)
+    send = np.where(q.paused, np.minimum(sending, 1.0), resumed)
     send = np.where(forced, 0.0, send)
     send = np.where(ignoring, 1.0, send)
     room = np.where(ignoring, 1e30, room)
     return PauseTick(send_fraction=send, room_bytes=room, ignoring=ignoring)
 
 
-@dataclass
-class PauseEvents:
-    """Pause frames and watchdog firings of one tick."""
+#: Pause quanta a PFC frame asks for (the 16-bit field's maximum) and the bit times in one
+#: quantum (IEEE 802.1Qbb).
+PAUSE_QUANTA = 65535
+QUANTUM_BITS = 512
+#: A fraction of the tick this close to 1 is "not stopped" (the solver's own rounding).
+STOP_EPS = 1e-9
 
-    frames: NDArray[np.float64]  # per queue
-    new_watchdog: NDArray[np.intp]
+
+def refresh_period_s(line_rate_Bps: NDArray[np.float64], fraction: float) -> NDArray[np.float64]:
+    """How often a paused receiver re-sends PAUSE: ``fraction`` of the time one frame
+    pauses the sender, 65535 quanta of 512 bit times at the link's speed."""
+    return fraction * PAUSE_QUANTA * QUANTUM_BITS / (8.0 * line_rate_Bps)
 
 
 def update_pause(
     q: PfcQueues,
     occupancy: NDArray[np.float64],
+    net_Bps: NDArray[np.float64],
     hit_xoff: NDArray[np.bool_],
     forced: NDArray[np.bool_],
     profile: Profile,
     now: float,
     dt: float,
-) -> PauseEvents:
-    """Pause transitions at the end of a tick (``hit_xoff``: the queue reached XOFF in it)."""
+) -> NDArray[np.intp]:
+    """Pause transitions at the end of a tick (``hit_xoff``: the queue reached XOFF in it;
+    ``net_Bps``: its inflow less its drain) and the watchdog. Returns the queues whose
+    watchdog fired.
+
+    A pause starts when the queue crossed XOFF, and ends when it crossed XON, each
+    found inside the tick from its net rate: the sender stops, and resumes, a
+    reaction time after that instant (``pause_limits``).
+    """
     start = (hit_xoff | (occupancy > q.xoff) | forced) & ~q.paused
     stop = q.paused & (occupancy <= q.xon) & ~forced & ~hit_xoff
-    frames = start.astype(np.float64)
     q.paused = (q.paused | start) & ~stop
-    q.paused_since_s = np.where(start, now, q.paused_since_s)
-    q.refresh_due_s = np.where(start, now + profile.pfc_refresh_s, q.refresh_due_s)
-    due = q.paused & ~start & (q.refresh_due_s <= now + dt)
-    n_refresh = np.where(
-        due, np.floor((now + dt - q.refresh_due_s) / profile.pfc_refresh_s) + 1, 0.0
+    rise = net_Bps * dt
+    into_tick = np.divide(
+        q.xoff - (occupancy - rise), rise, out=np.zeros(rise.size), where=rise > 0
     )
-    frames += n_refresh
-    q.refresh_due_s = q.refresh_due_s + n_refresh * profile.pfc_refresh_s
+    crossed_s = now + np.clip(into_tick, 0.0, 1.0) * dt
+    q.paused_since_s = np.where(start, crossed_s, q.paused_since_s)
+    fall = -rise
+    above_xon = np.divide((occupancy + fall) - q.xon, fall, out=np.zeros(fall.size), where=fall > 0)
+    xon_s = now + np.clip(above_xon, 0.0, 1.0) * dt
+    q.resume_s = np.where(stop, xon_s + q.reaction_s, q.resume_s)
     # watchdog: a queue paused too long has its pause ignored for a recovery period
     fire = (
         q.paused & (now - q.paused_since_s >= profile.pfc_watchdog_s) & (q.watchdog_until_s < now)
     )
     q.watchdog_until_s = np.where(fire, now + profile.pfc_watchdog_recovery_s, q.watchdog_until_s)
     q.paused_since_s = np.where(fire, now + profile.pfc_watchdog_recovery_s, q.paused_since_s)
-    return PauseEvents(frames=frames, new_watchdog=np.flatnonzero(fire))
+    return np.flatnonzero(fire)
 
 
-def ecn_probability(queue_bytes: NDArray[np.float64], profile: Profile) -> NDArray[np.float64]:
-    """RED-style marking probability of a packet leaving a queue of this many bytes."""
-    kmin, kmax, pmax = profile.ecn_kmin_bytes, profile.ecn_kmax_bytes, profile.ecn_pmax
-    ramp = pmax * (queue_bytes - kmin) / max(kmax - kmin, 1e-9)
+def pause_accounting(
+    q: PfcQueues,
+    send_fraction: NDArray[np.float64],
+    alpha: NDArray[np.float64],
+    inflow_Bps: NDArray[np.float64],
+    drain_Bps: NDArray[np.float64],
+    profile: Profile,
+    dt: float,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(fraction of the tick each queue's sender was stopped, pause frames it received).
+
+    The sender of a queue may send ``send_fraction`` of the tick and, when the
+    queue's bound was hit, did so for ``alpha`` of that (the solver's factor: in
+    a fluid tick, the time until the queue reached XOFF plus the reaction).
+    Frames follow from how long one pause lasts at this tick's rates,
+    ``S = (XOFF − XON + A·reaction) / drain`` with ``A`` the sender's rate while
+    sending: one frame at its start and one per refresh period within it, so a
+    stopped second carries ``(1 + floor(S / refresh)) / S`` frames. A queue that
+    does not drain, or whose sender is no faster than the drain, goes through no
+    cycle: one frame per refresh period. Whole frames are counted as
+    soon as a pause begins (``ceil`` of what is owed); a queue that ran free for a
+    whole tick starts its next pause with a new frame.
+    """
+    sending = send_fraction * alpha
+    stopped = np.where(sending > 1 - STOP_EPS, 0.0, np.clip(1 - sending, 0.0, 1.0))
+    rate_sending = np.divide(
+        inflow_Bps, sending, out=q.line_rate_Bps.copy(), where=(sending > 0) & (inflow_Bps > 0)
+    )
+    hysteresis = q.xoff - q.xon + rate_sending * q.reaction_s
+    # a sender no faster than the drain fills the queue no more: no new pause, only
+    # the refreshes of the one on
+    cycles = (drain_Bps > 0) & (rate_sending > drain_Bps)
+    pause_s = np.divide(hysteresis, drain_Bps, out=np.full(stopped.size, np.inf), where=cycles)
+    pause_s = np.maximum(pause_s, 1e-9)
+    refresh = refresh_period_s(q.line_rate_Bps, profile.pfc_refresh_fraction)
+    finite = np.isfinite(pause_s)
+    pause_s = np.where(finite, pause_s, 1.0)  # (the other branch is taken there)
+    per_stopped_s = np.where(finite, (1 + np.floor(pause_s / refresh)) / pause_s, 1 / refresh)
+    q.frames_owed += stopped * dt * per_stopped_s
+    sent = np.ceil(q.frames_owed - 1e-9)
+    frames = sent - q.frames_sent
+    q.frames_sent = sent
+    # a queue that was not stopped and is not paused has ended its pause: the next one
+    # begins with a frame of its own
+    over = (stopped == 0) & ~q.paused
+    q.frames_owed = np.where(over, q.frames_sent, q.frames_owed)
+    return stopped, frames
+
+
+def ecn_thresholds(
+    line_rate_Bps: NDArray[np.float64], profile: Profile
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(Kmin, Kmax) in bytes of each queue: the profile's queueing times at its port's
+    line rate (deployments scale Kmin/Kmax with link speed)."""
+    return profile.ecn_kmin_s * line_rate_Bps, profile.ecn_kmax_s * line_rate_Bps
+
+
+def ecn_probability(
+    queue_bytes: NDArray[np.float64],
+    kmin: NDArray[np.float64],
+    kmax: NDArray[np.float64],
+    pmax: float,
+) -> NDArray[np.float64]:
+    """RED-style marking probability of a packet leaving an egress queue of this many bytes."""
+    ramp = pmax * (queue_bytes - kmin) / np.maximum(kmax - kmin, 1e-9)
     return np.where(queue_bytes <= kmin, 0.0, np.where(queue_bytes >= kmax, 1.0, ramp))
+
+
+def egress_bytes(
+    idx: EntryIndex, backlog: NDArray[np.float64], n_queues: int
+) -> NDArray[np.float64]:
+    """Bytes waiting at a switch for each (link, priority): the egress queue of the port,
+    gathered from the ingress buffers that hold them (a NIC's send queue is not a switch
+    queue: hop-0 bytes are left out)."""
+    at_switch = idx.prev_pad < idx.size
+    return sum_by(idx.queue[at_switch], backlog[at_switch], n_queues)
 
 
 @dataclass

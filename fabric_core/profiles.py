@@ -155,11 +155,13 @@ class Profile:
         "transmission and MAC response): a guess, µs scale; cable delay is added per link",
         "s",
     )
-    pfc_refresh_s: float = _p(
-        42e-6,
-        "a paused receiver re-sends PAUSE before the quanta expire: 65535 quanta × 512 bit "
-        "times at 400 Gb/s = 84 µs, refreshed at half (IEEE 802.1Qbb; derived)",
-        "s",
+    pfc_refresh_fraction: float = _p(
+        0.5,
+        "a paused receiver re-sends PAUSE before the quanta it asked for expire: each frame "
+        "asks for 65535 quanta of 512 bit times (IEEE 802.1Qbb), so at L b/s the pause lasts "
+        "65535·512/L s (84 µs at 400 Gb/s, 336 µs at 100 Gb/s); re-sent at this fraction of "
+        "it (half: the usual switch and NIC default, e.g. Linux mlx5 and SONiC; derived)",
+        "",
     )
     pfc_watchdog_s: float = _p(
         0.2,
@@ -170,14 +172,20 @@ class Profile:
     pfc_watchdog_recovery_s: float = _p(
         0.2, "PFC watchdog recovery period: pause ignored, queue drops (Juniper docs)", "s"
     )
-    ecn_kmin_bytes: float = _p(
-        1.6e6,
-        "DCQCN production: Kmin = 100 KB × (400G/25G) (HPCC repo mix/config_doc.txt, issue #21)",
-        "B",
+    ecn_kmin_s: float = _p(
+        32e-6,
+        "ECN marking starts above this much queue at the port's line rate: DCQCN production "
+        "Kmin = 100 KB × (speed / 25 Gb/s) (HPCC repo mix/config_doc.txt, issue #21) = 32 µs "
+        "of line rate, so 1.6 MB at 400G and 400 KB at 100G",
+        "s",
         tunable=True,
     )
-    ecn_kmax_bytes: float = _p(
-        6.4e6, "DCQCN production: Kmax = 400 KB × (400G/25G) (same source)", "B", tunable=True
+    ecn_kmax_s: float = _p(
+        128e-6,
+        "every packet is marked above this much queue at line rate: Kmax = 400 KB × "
+        "(speed / 25 Gb/s) (same source) = 128 µs of line rate",
+        "s",
+        tunable=True,
     )
     ecn_pmax: float = _p(0.2, "DCQCN production: Pmax = 0.2 (same source)", "", tunable=True)
     dcqcn_g: float = _p(1 / 256, "DCQCN g = 1/256 (DCQCN paper; HPCC repo)", "", tunable=True)

@@ -19,9 +19,12 @@ from fabric_core.pfc import (
     PauseTick,
     PfcQueues,
     ecn_probability,
+    ecn_thresholds,
+    egress_bytes,
     find_deadlock,
     hol_send_fraction,
     one_cycle,
+    pause_accounting,
     pause_limits,
     update_pause,
 )
@@ -81,16 +84,22 @@ class RoceFlowControl:
         rate: NDArray[np.float64],
         arrival: NDArray[np.float64],
         new_backlog: NDArray[np.float64],
+        inflow: NDArray[np.float64],
         sol: Solution,
         stormed: NDArray[np.bool_],
         now: float,
         dt: float,
     ) -> None:
-        """Drops past the buffer (go-back-N), pause and ECN counters, DCQCN, deadlock watch."""
+        """Drops past the buffer (go-back-N), pause and ECN counters, DCQCN, deadlock watch.
+
+        ``arrival`` is each entry's arrival rate, ``inflow`` each queue's (before drops).
+        """
         pt = self._pause
         assert pt is not None, "limits() comes first in a tick"
         if self.compiled:
-            self._after_tick_compiled(f, idx, rate, arrival, new_backlog, sol, stormed, now, dt)
+            self._after_tick_compiled(
+                f, idx, rate, arrival, new_backlog, inflow, sol, stormed, now, dt
+            )
             return
         q = self.pfc
         dc = self.dcqcn
@@ -131,21 +140,28 @@ class RoceFlowControl:
             c["retransmitted_bytes_total"] += sum_by(idx.link[heads], resent[idx.flow[heads]], L)
             f.dropped_bytes += float(share.sum())
             f.occupancy = sum_by(up, new_backlog, nq + 1)[:nq]
-        # 2. pause transitions and counters (frames are received by the link's sender)
+        # 2. pause time and frames from this tick's rates, then the transitions (frames are
+        # received by the link's sender)
+        stopped_q, frames_q = pause_accounting(
+            q, pt.send_fraction, sol.alpha, inflow, f.buffer_drain, p, dt
+        )
         hit = (sol.alpha < 1 - 1e-9) & ~pt.ignoring
-        ev = update_pause(q, f.occupancy, hit, stormed, p, now, dt)
-        stopped = (1 - pt.send_fraction).reshape(L, V)
-        frames = ev.frames.reshape(L, V)
+        net = inflow - f.buffer_drain
+        fired = update_pause(q, f.occupancy, net, hit, stormed, p, now, dt)
+        stopped = stopped_q.reshape(L, V)
+        frames = frames_q.reshape(L, V)
         c["pause_frames_total"] += frames.sum(axis=1)
         c["pause_seconds_total"] += stopped.sum(axis=1) * dt
         f.pause_vl["pause_frames_vl_total"] += frames
         f.pause_vl["pause_seconds_vl_total"] += stopped * dt
         c["transmit_wait_seconds_total"] += stopped.max(axis=1) * dt
         f.paused = np.asarray(q.paused.reshape(L, V).any(axis=1))
-        _report_watchdog(f, ev.new_watchdog)
-        # 3. ECN: packets leaving a queue are marked by its occupancy
-        mark = ecn_probability(f.occupancy, p)
-        p_entry = np.append(mark, 0.0)[up]  # bytes leaving the NIC are not marked
+        _report_watchdog(f, fired)
+        # 3. ECN: packets are marked by the egress queue of the port they leave (bytes
+        # leaving a NIC are not marked)
+        kmin, kmax = ecn_thresholds(q.line_rate_Bps, p)
+        mark = ecn_probability(egress_bytes(idx, new_backlog, nq), kmin, kmax, p.ecn_pmax)
+        p_entry = np.where(idx.prev_pad < idx.size, mark[idx.queue], 0.0)
         c["ecn_marked_packets_total"] += sum_by(idx.link, rate * dt / p.mtu_bytes * p_entry, L)
         unmarked = sum_by(idx.flow, np.log1p(-np.minimum(p_entry, 1 - 1e-12)), fl.capacity)
         heads = idx.heads
@@ -201,7 +217,8 @@ class RoceFlowControl:
 
         q = self.pfc
         send, room, ignoring = pfc_limits(
-            q.xoff, q.xon, q.reaction_s, q.paused, q.watchdog_until_s, f.occupancy,
+            q.xoff, q.xon, q.reaction_s, q.paused, q.paused_since_s, q.resume_s,
+            q.watchdog_until_s, f.occupancy,
             f.buffer_drain, cap, stormed, f.to_endpoint, now, dt,
         )  # fmt: skip
         self._pause = PauseTick(send_fraction=send, room_bytes=room, ignoring=ignoring)
@@ -218,6 +235,7 @@ class RoceFlowControl:
         rate: NDArray[np.float64],
         arrival: NDArray[np.float64],
         new_backlog: NDArray[np.float64],
+        inflow: NDArray[np.float64],
         sol: Solution,
         stormed: NDArray[np.bool_],
         now: float,
@@ -231,18 +249,18 @@ class RoceFlowControl:
         rand = f.rng.random(idx.heads.size)  # the reference draws these for the CNPs
         dropped, occupancy, fired, any_blocked, n_cnp = pfc_after_tick(
             rate, arrival, new_backlog, sol.alpha, pt.send_fraction, pt.ignoring, stormed,
-            rand, idx.pos, idx.hop, idx.flow, idx.link, idx.drains_pad, idx.heads,
-            f.flows.backlog.reshape(-1), f.occupancy, f.topo.links.bandwidth_Bps,
-            f.flows.capacity,
-            q.buffer, q.xoff, q.xon, q.paused, q.paused_since_s, q.refresh_due_s,
-            q.watchdog_until_s,
+            rand, idx.pos, idx.hop, idx.flow, idx.link, idx.queue, idx.drains_pad, idx.heads,
+            inflow, f.buffer_drain, f.flows.backlog.reshape(-1), f.occupancy,
+            f.topo.links.bandwidth_Bps, f.flows.capacity,
+            q.buffer, q.xoff, q.xon, q.reaction_s, q.paused, q.paused_since_s, q.resume_s,
+            q.watchdog_until_s, q.frames_owed, q.frames_sent,
             c["discards_bytes_total"], c["retransmitted_bytes_total"], c["pause_frames_total"],
             c["pause_seconds_total"], f.pause_vl["pause_frames_vl_total"].reshape(-1),
             f.pause_vl["pause_seconds_vl_total"].reshape(-1), c["transmit_wait_seconds_total"],
             c["ecn_marked_packets_total"], c["cnp_handled_total"], f.paused,
             dc.rc, dc.rt, dc.alpha, dc.since_cut_s, dc.since_alpha_s, dc.bytes_since, dc.stage,
             dc.last_cnp_s,
-            float(p.mtu_bytes), p.ecn_kmin_bytes, p.ecn_kmax_bytes, p.ecn_pmax, p.pfc_refresh_s,
+            float(p.mtu_bytes), p.ecn_kmin_s, p.ecn_kmax_s, p.ecn_pmax, p.pfc_refresh_fraction,
             p.pfc_watchdog_s, p.pfc_watchdog_recovery_s, p.cnp_interval_s, p.dcqcn_g,
             p.dcqcn_alpha_timer_s, p.dcqcn_timer_s, p.dcqcn_byte_counter_bytes, p.dcqcn_ai_Bps,
             p.dcqcn_hai_Bps, int(p.dcqcn_fast_recovery_steps), MAX_HOPS, now, dt,

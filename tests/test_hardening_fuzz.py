@@ -224,7 +224,7 @@ def test_hostile_payloads_neither_crash_nor_freeze_the_emulator(
     ]
     names = {
         "targets": meta["link_names"][:20] + gpus[:8] + ["spine00", "nowhere"],
-        "params": ["ecn_kmin_bytes", "ecn_kmax_bytes", "ecn_pmax", "buffer_per_vl_bytes", "x"],
+        "params": ["ecn_kmin_s", "ecn_kmax_s", "ecn_pmax", "buffer_per_vl_bytes", "x"],
         "param_keys": [
             "senders",
             "size_bytes",

@@ -48,8 +48,8 @@ def fabric_factories(draw: st.DrawFn) -> FabricFactory:
         kmin, kmax, pmax = draw(
             st.sampled_from(
                 [
-                    (ROCE_400G.ecn_kmin_bytes, ROCE_400G.ecn_kmax_bytes, ROCE_400G.ecn_pmax),
-                    (5e3, 100e3, 0.01),
+                    (ROCE_400G.ecn_kmin_s, ROCE_400G.ecn_kmax_s, ROCE_400G.ecn_pmax),
+                    (0.1e-6, 2e-6, 0.01),  # 5 KB and 100 KB at 400G
                 ]
             )
         )
@@ -57,8 +57,8 @@ def fabric_factories(draw: st.DrawFn) -> FabricFactory:
             ROCE_400G,
             pfc_buffer_bytes=buffer * 8,
             pfc_headroom_bytes=headroom,
-            ecn_kmin_bytes=kmin,
-            ecn_kmax_bytes=kmax,
+            ecn_kmin_s=kmin,
+            ecn_kmax_s=kmax,
             ecn_pmax=pmax,
         )
     else:
@@ -143,8 +143,8 @@ def test_compiled_roce_matches_the_reference_under_pfc_and_dcqcn(dt: float) -> N
         ROCE_400G,
         pfc_buffer_bytes=128e3,
         pfc_headroom_bytes=200.0,
-        ecn_kmin_bytes=5e3,
-        ecn_kmax_bytes=100e3,
+        ecn_kmin_s=0.1e-6,  # 5 KB at 400G
+        ecn_kmax_s=2e-6,  # 100 KB
         ecn_pmax=0.2,
         dcqcn_timer_s=5e-6,
     )

@@ -29,7 +29,9 @@ def _link_down(fabric: Fabric, at_tick: int = 200) -> tuple[Fault, list[float]]:
     fabric.apply(InjectFault(kind="link_down", target=links.name[busiest]))
     rates = []
     f = fabric.faults.faults["f0"]
-    for _ in range(100):
+    # up to 6 ms: on RoCE, DCQCN cuts the senders that the failure congests, and they
+    # climb back on its rate-increase timer
+    for _ in range(300):
         fabric.run_ticks(20)
         rates.append(
             recovery._rate(fabric.faults.delivered_history, fabric.sim_time_s, fabric.dt_s)

@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.kernels._jit import kernel
+from fabric_core.pfc import PAUSE_QUANTA, QUANTUM_BITS, STOP_EPS
 
 _F = NDArray[np.float64]
 _I = NDArray[np.intp]
@@ -26,6 +27,8 @@ def pfc_limits(
     xon: _F,
     reaction_s: _F,
     paused: _B,
+    paused_since_s: _F,
+    resume_s: _F,
     watchdog_until_s: _F,
     occupancy: _F,
     drain_Bps: _F,
@@ -49,9 +52,12 @@ def pfc_limits(
         room[q] = max(xoff[q] + cap * reaction_s[q] - occupancy[q], 0.0)
         if paused[q]:
             to_xon = max(occupancy[q] - xon[q], 0.0) / drain_Bps[q] if drain_Bps[q] > 0 else np.inf
-            send[q] = min(max(1 - (to_xon + reaction_s[q]) / dt, 0.0), 1.0)
-        else:
-            send[q] = 1.0
+            stop_in = paused_since_s[q] + reaction_s[q] - now  # the sender stops late
+            before = min(max(stop_in / dt, 0.0), 1.0)
+            after = min(max(1 - (to_xon + reaction_s[q]) / dt, 0.0), 1.0)
+            send[q] = min(before + after, 1.0)
+        else:  # resumes a reaction time after XON
+            send[q] = min(max((now + dt - resume_s[q]) / dt, 0.0), 1.0)
         if forced[q]:
             send[q] = 0.0
         if ignoring[q]:
@@ -106,8 +112,11 @@ def pfc_after_tick(
     hop: _I,
     flow: _I,
     link: _I,
+    queue: _I,
     drains_pad: _I,
     heads: _I,
+    inflow: _F,
+    drain: _F,
     backlog_table: _F,
     occupancy: _F,
     line_rate_Bps: _F,
@@ -116,10 +125,13 @@ def pfc_after_tick(
     buffer: _F,
     xoff: _F,
     xon: _F,
+    reaction_s: _F,
     paused: _B,
     paused_since_s: _F,
-    refresh_due_s: _F,
+    resume_s: _F,
     watchdog_until_s: _F,
+    frames_owed: _F,
+    frames_sent: _F,
     # per-link counters (in place)
     discards: _F,
     retransmitted: _F,
@@ -142,10 +154,10 @@ def pfc_after_tick(
     last_cnp_s: _F,
     # the profile
     mtu: float,
-    kmin: float,
-    kmax: float,
+    kmin_s: float,
+    kmax_s: float,
     pmax: float,
-    refresh_s: float,
+    refresh_fraction: float,
     watchdog_s: float,
     watchdog_recovery_s: float,
     cnp_interval_s: float,
@@ -164,8 +176,9 @@ def pfc_after_tick(
 
     1. bytes past a queue's buffer are dropped from this tick's arrivals, in
        proportion, and the senders go back N;
-    2. pause transitions, frames and the watchdog (``pfc.update_pause``), counters;
-    3. ECN marks by queue occupancy, at most one CNP per flow and interval
+    2. pause time and frames from the tick's rates (``pfc.pause_accounting``), pause
+       transitions and the watchdog (``pfc.update_pause``), counters;
+    3. ECN marks by the egress queue of the port, at most one CNP per flow and interval
        (``rand``: one uniform draw per head entry), DCQCN cut and recovery
        (``pfc.Dcqcn.update``).
 
@@ -219,51 +232,75 @@ def pfc_after_tick(
             dropped += share[e]
             occupancy[up] += new_backlog[e]
         occupancy = occupancy[:nq]
-    # 2. pause transitions and counters (frames are received by the link's sender)
+    # 2. pause time and frames from this tick's rates (``pfc.pause_accounting``), then the
+    # transitions and the watchdog (``pfc.update_pause``); frames are received by the
+    # link's sender
     fired = np.empty(nq, dtype=np.intp)
     n_fired = 0
     blocked = False
     for li in range(n_links):
         link_paused[li] = False
         worst_stop = 0.0
+        stopped_sum = 0.0
+        lr = line_rate_Bps[li]
+        refresh = refresh_fraction * PAUSE_QUANTA * QUANTUM_BITS / (8.0 * lr)
         for v in range(V):
             q = li * V + v
+            sending = send[q] * alpha[q]
+            stopped = 0.0 if sending > 1 - STOP_EPS else min(max(1 - sending, 0.0), 1.0)
+            a_rate = inflow[q] / sending if sending > 0 and inflow[q] > 0 else lr
+            hysteresis = xoff[q] - xon[q] + a_rate * reaction_s[q]
+            cycles = drain[q] > 0 and a_rate > drain[q]  # else no new pause: refreshes only
+            pause_s = max(hysteresis / drain[q] if cycles else np.inf, 1e-9)
+            if np.isfinite(pause_s):
+                per_stopped_s = (1 + np.floor(pause_s / refresh)) / pause_s
+            else:
+                per_stopped_s = 1 / refresh
+            frames_owed[q] += stopped * dt * per_stopped_s
+            sent = np.ceil(frames_owed[q] - 1e-9)
+            frames = sent - frames_sent[q]
+            frames_sent[q] = sent
+            if stopped == 0 and not paused[q]:
+                frames_owed[q] = frames_sent[q]
             hit = alpha[q] < 1 - 1e-9 and not ignoring[q]
             start = (hit or occupancy[q] > xoff[q] or forced[q]) and not paused[q]
             stop = paused[q] and occupancy[q] <= xon[q] and not forced[q] and not hit
-            frames = 1.0 if start else 0.0
             paused[q] = (paused[q] or start) and not stop
-            if start:
-                paused_since_s[q] = now
-                refresh_due_s[q] = now + refresh_s
-            if paused[q] and not start and refresh_due_s[q] <= now + dt:
-                n_refresh = np.floor((now + dt - refresh_due_s[q]) / refresh_s) + 1
-                frames += n_refresh
-                refresh_due_s[q] = refresh_due_s[q] + n_refresh * refresh_s
+            if start:  # at the XOFF crossing, found inside the tick from the net rate
+                rise = (inflow[q] - drain[q]) * dt
+                into = (xoff[q] - (occupancy[q] - rise)) / rise if rise > 0 else 0.0
+                paused_since_s[q] = now + min(max(into, 0.0), 1.0) * dt
+            if stop:  # the sender resumes a reaction time after the XON crossing
+                fall = (drain[q] - inflow[q]) * dt
+                above = ((occupancy[q] + fall) - xon[q]) / fall if fall > 0 else 0.0
+                resume_s[q] = now + min(max(above, 0.0), 1.0) * dt + reaction_s[q]
             if paused[q] and now - paused_since_s[q] >= watchdog_s and watchdog_until_s[q] < now:
                 watchdog_until_s[q] = now + watchdog_recovery_s
                 paused_since_s[q] = now + watchdog_recovery_s
                 fired[n_fired] = q
                 n_fired += 1
-            stopped = 1 - send[q]
             pause_frames[li] += frames
-            pause_seconds_vl[li * V + v] += stopped * dt
-            pause_frames_vl[li * V + v] += frames
+            pause_seconds_vl[q] += stopped * dt
+            pause_frames_vl[q] += frames
             worst_stop = max(worst_stop, stopped)
+            stopped_sum += stopped
             link_paused[li] = link_paused[li] or paused[q]
             blocked = blocked or (send[q] <= 0 and paused[q])
-        stopped_sum = 0.0
-        for v in range(V):
-            stopped_sum += 1 - send[li * V + v]
         pause_seconds[li] += stopped_sum * dt
         transmit_wait[li] += worst_stop * dt
-    # 3. ECN: packets leaving a queue are marked by its occupancy (none leaving the NIC)
+    # 3. ECN by the egress queue of the port a packet leaves (``pfc.egress_bytes``); bytes
+    # leaving a NIC are not marked
+    egress = np.zeros(nq)
+    for e in range(n):
+        if drains_pad[e] < nq:
+            egress[queue[e]] += new_backlog[e]
     unmarked = np.zeros(n_slots)
     for e in range(n):
-        up = drains_pad[e]
         p = 0.0
-        if up < nq:
-            occ = occupancy[up]
+        if drains_pad[e] < nq:
+            occ = egress[queue[e]]
+            kmin = kmin_s * line_rate_Bps[link[e]]
+            kmax = kmax_s * line_rate_Bps[link[e]]
             if occ <= kmin:
                 p = 0.0
             elif occ >= kmax:
