@@ -107,7 +107,7 @@ class Profile:
         0.1,
         "BGP withdrawal + ECMP group / FIB update after BFD declares a session down: no "
         "public figure for an AI fabric; a guess that makes BFD (0.9 s) + ECMP ≈ 1 s, the "
-        "'BFD/ECMP reconvergence ~1 s' of DESIGN.md",
+        "usual order of BFD/ECMP reconvergence",
         "s",
     )
     sm_resweep_s: float = _p(
