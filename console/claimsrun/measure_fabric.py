@@ -146,6 +146,12 @@ def measure_c8(settings: Settings, tick: Tick) -> Measurement:
         f"{nat['totals']['dropped_bytes'] / 1e6:.3g} MB, RoCE "
         f"{roce['totals']['dropped_bytes'] / 1e6:.3g} MB",
     )
+    rec = recovery(settings, tick)  # shared with C10 (cached)
+    notes = [
+        f"a leaf uplink failing under load (chaos-recovery): the native fabric recovers in "
+        f"{rec[NATIVE] * 1e3:.3g} ms (local fast reroute), RoCE in {rec[ROCE]:.3g} s (BFD "
+        "detection + ECMP reconvergence); the row is under C10"
+    ]
     params = profile_params(
         settings,
         ("flow_control", "buffer_per_vl_bytes", "pfc_buffer_bytes", "pfc_watchdog_s"),
@@ -156,7 +162,8 @@ def measure_c8(settings: Settings, tick: Tick) -> Measurement:
         {"deadlock": part},
         [tp_size, p99_size, tp_load, p99_load],
         params,
-        runs=2 + 2 * (len(sizes) + len(loads)),
+        notes,
+        runs=4 + 2 * (len(sizes) + len(loads)),
     )
 
 
