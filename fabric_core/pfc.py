@@ -81,7 +81,7 @@ class PfcQueues:
             headroom = np.full(len(links), profile.pfc_headroom_bytes)
         else:
             headroom = mlx5_headroom_bytes(links.bandwidth_Bps, cable_m, profile.ethernet_mtu_bytes)
-        buffer = np.full(len(links), profile.pfc_buffer_bytes)
+        buffer = links.buffer_bytes.astype(np.float64)  # per (port, priority)
         xoff = np.maximum(buffer - headroom, 0.0)
         xon = np.maximum(xoff - profile.ethernet_mtu_bytes, 0.0)
         reaction = profile.pfc_reaction_s + 2 * links.prop_delay_s

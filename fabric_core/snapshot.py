@@ -53,7 +53,7 @@ class LinkTable:
     tier: tuple[str, ...]  # "gpu-leaf", "leaf-spine", "spine-leaf", ... (src kind-dst kind)
     bandwidth_Bps: NDArray[np.float64]
     prop_delay_s: NDArray[np.float64]
-    buffer_bytes: NDArray[np.float64]  # downstream ingress buffer per virtual lane
+    buffer_bytes: NDArray[np.float64]  # downstream ingress buffer per lane (credits or PFC)
     reverse: NDArray[np.int32]  # index of the other direction of the same cable
     index: Mapping[str, int] = field(repr=False)
 

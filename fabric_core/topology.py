@@ -106,7 +106,10 @@ def _finish(b: _Builder, kind: str, tiers: int, planes: int) -> Topology:
         tier=ltier,
         bandwidth_Bps=np.full(src.size, p.link_bandwidth_Bps),
         prop_delay_s=cable * p.propagation_s_per_m,
-        buffer_bytes=np.full(src.size, p.buffer_per_vl_bytes),
+        # the ingress buffer per lane: credits, or a PFC queue's per priority
+        buffer_bytes=np.full(
+            src.size, p.buffer_per_vl_bytes if p.flow_control == "credit" else p.pfc_buffer_bytes
+        ),
         reverse=reverse,
         index=link_index,
     )
