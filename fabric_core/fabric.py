@@ -35,7 +35,7 @@ from fabric_core.flows import FlowTable, NewFlows
 from fabric_core.histogram import HistogramRows
 from fabric_core.paths import StaticRoutes
 from fabric_core.pfc import Dcqcn, PfcQueues
-from fabric_core.profiles import Profile, check_routing
+from fabric_core.profiles import Profile, check_pfc, check_routing
 from fabric_core.reference_tick import ReferenceTick
 from fabric_core.roce import RoceFlowControl
 from fabric_core.routing import spray, spray_ways
@@ -134,6 +134,7 @@ class Fabric:
         if dt_s <= 0:
             raise ValueError("dt must be > 0")
         check_routing(profile)
+        check_pfc(profile)
         self.topo = topo
         self.profile = profile
         self.workloads = workloads
@@ -233,7 +234,8 @@ class Fabric:
             else None
         )
         if self.roce is not None:
-            self.buffer_bytes = self.roce.pfc.buffer.copy()
+            # the PFC queues' own array: a shared buffer moves it every tick
+            self.buffer_bytes = self.roce.pfc.buffer
 
     @classmethod
     def from_scenario(cls, scn: Scenario, solver: Solver = "compiled") -> Fabric:

@@ -11,6 +11,14 @@ downstream end of a link for one priority (virtual lane), indexed
   reaction's bytes), so the overshoot does not grow with ``dt``.
   XOFF = buffer − headroom, XON = XOFF − MTU, the headroom computed as the mlx5
   driver does. Bytes past the buffer are dropped; the sender goes back N.
+* **Shared buffer** (``pfc_buffer_mode = "shared"``, the default). A switch's
+  queues share its buffer: each keeps its headroom reserved, and may hold
+  ``pfc_alpha`` × the shared buffer still free before it pauses (Broadcom's
+  dynamic threshold, as HPCC's ns-3 switch model computes it: ``GetPfcThreshold``
+  = (buffer − headroom − used) >> pfc_a_shift). The thresholds are set at the
+  start of each tick from the switch's occupancy, so one congested queue may
+  take about ``alpha/(1 + alpha)`` of the pool and N of them ``alpha/(1 + N·alpha)``
+  each. ``"static"`` keeps a fixed ``pfc_buffer_bytes`` per port and priority.
 * **Pause time and frames** are counted from the fluid rates, not from the tick's
   transitions (``pause_accounting``): the sender of a queue whose bound was hit
   sent for ``send × alpha`` of the tick, and a pause at the tick's rates lasts
@@ -72,10 +80,27 @@ class PfcQueues:
     watchdog_until_s: NDArray[np.float64]
     frames_owed: NDArray[np.float64]  # frames the pause time so far accounts for (fractional)
     frames_sent: NDArray[np.float64]  # whole frames counted: ceil(frames_owed)
+    headroom: NDArray[np.float64]  # reserved above XOFF, per queue
+    #: shared buffer: the switch holding each queue (-1: a NIC's, or static mode), the
+    #: pool each switch shares (its buffer less the headroom it reserves), and alpha
+    switch_of: NDArray[np.intp]
+    shared_pool: NDArray[np.float64]
+    alpha: float = 0.0
+    mtu: float = 1500.0
 
     @classmethod
-    def build(cls, links: LinkTable, profile: Profile, n_vls: int) -> PfcQueues:
-        """Thresholds from the profile, the links' speed and cable length."""
+    def build(
+        cls,
+        links: LinkTable,
+        profile: Profile,
+        n_vls: int,
+        switch_nodes: NDArray[np.bool_] | None = None,
+    ) -> PfcQueues:
+        """Thresholds from the profile, the links' speed and cable length.
+
+        ``switch_nodes`` says which nodes are switches (their queues share a buffer in
+        the shared mode; a NIC's do not); without it every link's far end is one.
+        """
         cable_m = links.prop_delay_s / profile.propagation_s_per_m
         if profile.pfc_headroom_bytes > 0:
             headroom = np.full(len(links), profile.pfc_headroom_bytes)
@@ -90,7 +115,20 @@ class PfcQueues:
         def rep(a: NDArray[np.float64]) -> NDArray[np.float64]:
             return np.repeat(a, n_vls)
 
-        return cls(
+        shared = profile.pfc_buffer_mode == "shared"
+        is_switch = (
+            np.ones(int(links.dst.max(initial=-1)) + 1, dtype=bool)
+            if switch_nodes is None
+            else switch_nodes
+        )
+        owner = np.where(is_switch[links.dst] & shared, links.dst, -1).astype(np.intp)
+        switch_of = np.repeat(owner, n_vls)
+        n_nodes = is_switch.size
+        reserved = np.bincount(
+            switch_of[switch_of >= 0], rep(headroom)[switch_of >= 0], minlength=n_nodes
+        )
+        pool = np.maximum(profile.switch_buffer_bytes - reserved, 0.0)
+        queues = cls(
             buffer=rep(buffer),
             xoff=rep(xoff),
             xon=rep(xon),
@@ -102,7 +140,29 @@ class PfcQueues:
             watchdog_until_s=np.full(n, -1.0),
             frames_owed=np.zeros(n),
             frames_sent=np.zeros(n),
+            headroom=rep(headroom),
+            switch_of=switch_of,
+            shared_pool=pool,
+            alpha=profile.pfc_alpha if shared else 0.0,
+            mtu=profile.ethernet_mtu_bytes,
         )
+        queues.share(np.zeros(n))
+        return queues
+
+    def share(self, occupancy: NDArray[np.float64]) -> None:
+        """Set the shared-buffer queues' thresholds from their switches' occupancy (the
+        start of a tick): XOFF = alpha × the pool still free, XON one MTU below, the
+        buffer XOFF plus the headroom. Static queues keep theirs."""
+        mine = self.switch_of >= 0
+        if not mine.any():
+            return
+        owner = self.switch_of[mine]
+        used = np.bincount(owner, occupancy[mine], minlength=self.shared_pool.size)
+        free = np.maximum(self.shared_pool - used, 0.0)
+        xoff = self.alpha * free[owner]
+        self.xoff[mine] = xoff
+        self.xon[mine] = np.maximum(xoff - self.mtu, 0.0)
+        self.buffer[mine] = xoff + self.headroom[mine]
 
 
 @dataclass

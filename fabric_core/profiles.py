@@ -135,11 +135,33 @@ class Profile:
         "Ethernet MTU of the port (default 1500; RoCE MTU is the largest IB MTU below it)",
         "B",
     )
+    pfc_buffer_mode: str = _p(
+        "static",
+        "'shared': a switch's ports share its buffer and each lossless queue pauses at a "
+        "dynamic threshold, pfc_alpha × the shared buffer still free (Broadcom's dynamic "
+        "threshold; HPCC ns-3 switch-mmu.cc GetPfcThreshold), with headroom reserved per "
+        "queue; 'static': a fixed pfc_buffer_bytes per port and priority. 'shared' is the "
+        "better-founded model but not yet the default: with it, head-of-line-blocked "
+        "queues make the FIFO-wait estimate of new messages (bytes ahead / this tick's "
+        "drain) run to tens of ms (docs/MODEL.md, Limits)",
+    )
+    switch_buffer_bytes: float = _p(
+        128e6,
+        "packet buffer of one switch, shared by its ports: Spectrum-4 (SN5600) 128 MB "
+        "(third-party figure, probsee.com; NVIDIA publishes none)",
+        "B",
+    )
+    pfc_alpha: float = _p(
+        1 / 8,
+        "dynamic-threshold factor: a queue may hold 1/8 of the free shared buffer before "
+        "it pauses (HPCC ns-3 switch-mmu.cc, pfc_a_shift = 3; PARAMETERS.md)",
+    )
     pfc_buffer_bytes: float = _p(
         16e6,
-        "lossless ingress limit per port and priority: a dynamic threshold of free shared buffer / 8 "
-        "(HPCC ns-3 third.cc) on Spectrum-4's 128 MB shared buffer (probsee.com) → 16 MB while "
-        "few queues are congested (derived)",
+        "lossless ingress limit per port and priority when pfc_buffer_mode = 'static': "
+        "what the dynamic threshold of free shared buffer / 8 (HPCC ns-3 third.cc) gives on "
+        "Spectrum-4's 128 MB shared buffer (probsee.com) while few queues are congested, "
+        "16 MB (derived)",
         "B",
     )
     pfc_headroom_bytes: float = _p(
@@ -239,6 +261,30 @@ class Profile:
 
 #: The values ``Profile.routing`` may take (see ``fabric_core.routing``).
 ROUTING_MODES = ("ecmp", "adaptive", "spray")
+
+
+#: The values ``Profile.pfc_buffer_mode`` may take (see ``fabric_core.pfc``).
+PFC_BUFFER_MODES = ("shared", "static")
+
+
+def check_pfc(profile: Profile) -> None:
+    """Reject PFC buffer settings the model cannot run.
+
+    Raises:
+        ValueError: an unknown ``pfc_buffer_mode``, or a dynamic threshold factor or
+            switch buffer that is not positive.
+    """
+    if profile.pfc_buffer_mode not in PFC_BUFFER_MODES:
+        raise ValueError(
+            f"pfc_buffer_mode: must be one of {', '.join(PFC_BUFFER_MODES)}, "
+            f"got {profile.pfc_buffer_mode!r}"
+        )
+    if not profile.pfc_alpha > 0:
+        raise ValueError(f"pfc_alpha: must be > 0, got {profile.pfc_alpha:g}")
+    if not profile.switch_buffer_bytes > 0:
+        raise ValueError(
+            f"switch_buffer_bytes: must be > 0, got {profile.switch_buffer_bytes:g}"
+        )
 
 
 def check_routing(profile: Profile) -> None:

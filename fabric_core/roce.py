@@ -30,6 +30,7 @@ from fabric_core.pfc import (
 )
 from fabric_core.routing import MAX_HOPS
 from fabric_core.step import EntryIndex, Solution, sum_by
+from fabric_core.topology import TIER_ENDPOINT
 
 if TYPE_CHECKING:
     from fabric_core.fabric import Fabric
@@ -39,7 +40,10 @@ class RoceFlowControl:
     """PFC queues, DCQCN senders and the deadlock watch of one RoCE fabric."""
 
     def __init__(self, fabric: Fabric, compiled: bool = False) -> None:
-        self.pfc = PfcQueues.build(fabric.topo.links, fabric.profile, fabric.n_vls)
+        topo = fabric.topo
+        self.pfc = PfcQueues.build(
+            topo.links, fabric.profile, fabric.n_vls, topo.nodes.tier != TIER_ENDPOINT
+        )
         self.dcqcn = Dcqcn.empty(fabric.flows.capacity)
         self.deadlocks = 0
         self._deadlock_set: frozenset[int] = frozenset()
@@ -66,6 +70,7 @@ class RoceFlowControl:
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(most each entry may carry this tick, bytes each queue may still take)."""
         self.dcqcn.grow(f.flows.capacity)
+        self.pfc.share(f.occupancy)  # the shared buffer's thresholds for this tick
         if self.compiled:
             return self._limits_compiled(f, idx, backlog, cap, stormed, now, dt)
         link_cap = np.repeat(cap, f.n_vls)
@@ -117,8 +122,10 @@ class RoceFlowControl:
         if (excess > 1e-9).any():
             arrived = arrival * dt
             total_arrived = sum_by(up, arrived, nq + 1)[up]
+            # only what arrives is dropped (admission at enqueue): a threshold that fell
+            # below what a queue already held drops nothing it had taken
             share = np.divide(
-                np.append(excess, 0.0)[up] * arrived,
+                np.minimum(np.append(excess, 0.0)[up], total_arrived) * arrived,
                 total_arrived,
                 out=np.zeros(idx.size),
                 where=total_arrived > 0,

@@ -53,9 +53,13 @@ def fabric_factories(draw: st.DrawFn) -> FabricFactory:
                 ]
             )
         )
+        # a fixed buffer per queue, or a small shared one whose thresholds move every tick
+        mode = draw(st.sampled_from(["static", "shared"]))
         prof = dataclasses.replace(
             ROCE_400G,
+            pfc_buffer_mode=mode,
             pfc_buffer_bytes=buffer * 8,
+            switch_buffer_bytes=buffer * 64,
             pfc_headroom_bytes=headroom,
             ecn_kmin_s=kmin,
             ecn_kmax_s=kmax,
@@ -141,6 +145,7 @@ def test_compiled_roce_matches_the_reference_under_pfc_and_dcqcn(dt: float) -> N
     resumes, overflow drops with go-back-N, and many CNPs cutting DCQCN rates."""
     prof = dataclasses.replace(
         ROCE_400G,
+        pfc_buffer_mode="static",
         pfc_buffer_bytes=128e3,
         pfc_headroom_bytes=200.0,
         ecn_kmin_s=0.1e-6,  # 5 KB at 400G

@@ -262,7 +262,7 @@ def test_pfc_counters_per_priority_on_a_roce_fabric() -> None:
     from fabric_core.workloads.traffic import Scripted
 
     # an incast into a shallow lossless buffer: PFC pauses on priority 0
-    prof = dataclasses.replace(ROCE_400G, pfc_buffer_bytes=512 * 1024)
+    prof = dataclasses.replace(ROCE_400G, pfc_buffer_mode="static", pfc_buffer_bytes=512 * 1024)
     topo = leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=9)
     idx = topo.nodes.index
     flows = [(idx[f"gpu{k:04d}"], idx["gpu0009"], 8 * 1024**2, 0.0) for k in range(8)]

@@ -31,7 +31,7 @@ def _incast_fabric(prof, dt: float, senders: int = 8) -> tuple[Fabric, Scripted]
 # allowance, not one per tick, or a queue whose sender resumes within a long tick overflows
 @pytest.mark.parametrize("dt", [1e-6, 10e-6, 40e-6, 100e-6])
 def test_pfc_headroom_from_the_driver_formula_drops_nothing(dt: float) -> None:
-    prof = dataclasses.replace(ROCE_400G, pfc_buffer_bytes=SHALLOW)
+    prof = dataclasses.replace(ROCE_400G, pfc_buffer_mode="static", pfc_buffer_bytes=SHALLOW)
     fabric, wl = _incast_fabric(prof, dt)
     while len(wl.finished) < 8:
         fabric.step()
@@ -49,7 +49,9 @@ def test_pfc_headroom_from_the_driver_formula_drops_nothing(dt: float) -> None:
 
 
 def test_too_little_headroom_drops_and_goes_back_n() -> None:
-    prof = dataclasses.replace(ROCE_400G, pfc_buffer_bytes=SHALLOW, pfc_headroom_bytes=2000.0)
+    prof = dataclasses.replace(
+        ROCE_400G, pfc_buffer_mode="static", pfc_buffer_bytes=SHALLOW, pfc_headroom_bytes=2000.0
+    )
     fabric, wl = _incast_fabric(prof, 1e-6)
     while len(wl.finished) < 8:
         fabric.step()
@@ -106,7 +108,9 @@ def _victim_run(prof) -> dict[str, float]:  # type: ignore[no-untyped-def]
 
 
 def test_pfc_pauses_the_flow_that_does_not_go_to_the_congested_port() -> None:
-    r = _victim_run(dataclasses.replace(ROCE_400G, pfc_buffer_bytes=SHALLOW))
+    r = _victim_run(
+        dataclasses.replace(ROCE_400G, pfc_buffer_mode="static", pfc_buffer_bytes=SHALLOW)
+    )
     assert r["pauses_on_b_link"] > 0
     # B's own path is not congested (its receiver is idle) yet it is held back
     assert r["b_during"] < 0.5 * r["b_before"]

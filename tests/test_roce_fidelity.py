@@ -84,7 +84,10 @@ def _pfc_incast(dt: float) -> Fabric:
     run to completion at tick ``dt``: each sender's queue cycles between XON and XOFF."""
     scn = load_scenario("incast-100g")
     scn = dataclasses.replace(
-        scn, profile=scn.profile.with_overrides(pfc_buffer_bytes=256e3, **NO_ECN)
+        scn,
+        profile=scn.profile.with_overrides(
+            pfc_buffer_mode="static", pfc_buffer_bytes=256e3, **NO_ECN
+        ),
     )
     fabric = Fabric.from_scenario(scn)
     fabric.set_dt(dt)
@@ -150,3 +153,93 @@ def test_refresh_period_and_ecn_thresholds_follow_the_link_speed() -> None:
     kmin, kmax = ecn_thresholds(rates, ROCE_400G)
     assert kmin == pytest.approx([100e3 * 16, 100e3 * 4], rel=1e-9)
     assert kmax == pytest.approx([400e3 * 16, 400e3 * 4], rel=1e-9)
+
+
+def _mlx5_headroom(speed_Bps: float, cable_m: float, mtu: float) -> float:
+    """The driver's headroom (Linux mlx5 calculate_xoff), written out again here."""
+    return (301 + 2.16 * cable_m) * speed_Bps * 8 / 1e9 + 2.72 * mtu
+
+
+def test_shared_buffer_thresholds_fall_as_the_switch_fills() -> None:
+    """Broadcom's dynamic threshold: a queue pauses at alpha x the shared buffer still
+    free, the pool being the switch's buffer less the headroom every lossless queue
+    keeps; a NIC's queues take no part."""
+    prof = dataclasses.replace(
+        ROCE_400G, pfc_buffer_mode="shared", switch_buffer_bytes=8e6, pfc_alpha=0.25
+    )
+    topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=4)
+    fabric = Fabric(topo, prof, [], dt_s=1e-6, seed=1)
+    q = fabric.roce.pfc if fabric.roce else None
+    assert q is not None
+    links, V = topo.links, fabric.n_vls
+    into_leaf = [i for i, name in enumerate(links.name) if name.endswith("->leaf00")]
+    into_nic = [links.index[f"leaf00->gpu{k:04d}"] for k in range(4)]
+    hdrm = [
+        _mlx5_headroom(
+            links.bandwidth_Bps[i],
+            links.prop_delay_s[i] / prof.propagation_s_per_m,
+            prof.ethernet_mtu_bytes,
+        )
+        for i in into_leaf
+    ]
+    pool = 8e6 - V * sum(hdrm)
+    occupancy = np.zeros(len(links) * V)
+    for used in (0.0, 1e6, 3e6):
+        occupancy[into_leaf[0] * V] = used  # one queue at the leaf holds `used` bytes
+        q.share(occupancy)
+        for i, h in zip(into_leaf, hdrm, strict=True):
+            assert q.xoff[i * V] == pytest.approx(0.25 * (pool - used), rel=1e-9)
+            assert q.xon[i * V] == pytest.approx(q.xoff[i * V] - prof.ethernet_mtu_bytes)
+            assert q.buffer[i * V] == pytest.approx(q.xoff[i * V] + h, rel=1e-9)
+        for i in into_nic:  # static: the NIC sinks at line rate
+            assert q.xoff[i * V] == pytest.approx(q.buffer[i * V] - q.headroom[i * V])
+            assert q.buffer[i * V] == pytest.approx(prof.pfc_buffer_bytes)
+
+
+@pytest.mark.parametrize("senders", [2, 6])
+def test_a_shared_buffer_gives_each_congested_queue_its_dynamic_share(senders: int) -> None:
+    """N senders into one port of a switch with a small shared buffer, no ECN: each of
+    the N ingress queues settles at its dynamic threshold, x = alpha (S - N x), that is
+    alpha S / (1 + N alpha); more senders, less each. Nothing is dropped (the headroom
+    holds what is in flight when a pause is sent)."""
+    alpha, switch_buffer = 0.125, 16e6
+    prof = dataclasses.replace(
+        ROCE_400G,
+        pfc_buffer_mode="shared",
+        switch_buffer_bytes=switch_buffer,
+        pfc_alpha=alpha,
+        **NO_ECN,
+    )
+    topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=senders + 1)
+    g = [int(x) for x in topo.gpus]
+    wl = Scripted(name="incast", traffic_class="bulk", flows=[(s, g[-1], 1e9, 0.0) for s in g[:-1]])
+    fabric = Fabric(topo, prof, [wl], dt_s=1e-6, seed=1)
+    q = fabric.roce.pfc if fabric.roce else None
+    assert q is not None
+    pool = float(q.shared_pool[topo.nodes.index["leaf00"]])
+    fabric.run_ticks(400)
+    V = fabric.n_vls
+    held = [
+        float(fabric.occupancy[topo.links.index[f"gpu{k:04d}->leaf00"] * V]) for k in range(senders)
+    ]
+    share = alpha * pool / (1 + senders * alpha)
+    assert held == pytest.approx([share] * senders, rel=0.05)
+    assert fabric.dropped_bytes == 0
+    assert fabric.counters["pause_frames_total"].sum() > 0
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"pfc_buffer_mode": "sharde"}, "pfc_buffer_mode: must be one of shared, static"),
+        ({"pfc_alpha": 0.0}, "pfc_alpha: must be > 0"),
+        ({"switch_buffer_bytes": -1.0}, "switch_buffer_bytes: must be > 0"),
+    ],
+)
+def test_bad_pfc_buffer_settings_are_refused_with_the_key(
+    override: dict[str, object], message: str
+) -> None:
+    prof = dataclasses.replace(ROCE_400G, **override)  # type: ignore[arg-type]
+    topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=2)
+    with pytest.raises(ValueError, match=message):
+        Fabric(topo, prof, [], dt_s=1e-6, seed=1)

@@ -49,6 +49,7 @@ def _incast(solver: Solver, **overrides: Any) -> tuple[Fabric, Scripted]:
     """Three GPUs of one leaf send 4 MiB each to a fourth: its downlink is the bottleneck,
     the three ingress queues at the leaf fill, PFC pauses the senders, ECN marks."""
     params: dict[str, Any] = {
+        "pfc_buffer_mode": "static",
         "pfc_buffer_bytes": BUFFER,
         "pfc_headroom_bytes": HEADROOM,
         "ecn_kmin_s": KMIN / ROCE_400G.link_bandwidth_Bps,
@@ -131,7 +132,7 @@ def test_head_of_line_blocking_stops_the_victim_whose_own_egress_is_free(
     them, though its own egress never sees a pause frame. The buffer (64 MiB) is far from
     XOFF in the window, so the victim is not paused at its NIC: it is stopped by head-of-
     line blocking alone (without it, it would go on at its half of the NIC's rate)."""
-    prof = dataclasses.replace(ROCE_400G, pfc_buffer_bytes=64 * 1024**2)
+    prof = dataclasses.replace(ROCE_400G, pfc_buffer_mode="static", pfc_buffer_bytes=64 * 1024**2)
     topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=4)
     idx, links = topo.nodes.index, topo.links.index
     both = [

@@ -29,7 +29,9 @@ SIZE = 4 * 1024**2
 
 def incast(solver: Solver, senders: int = 4, headroom: float = 0.0) -> tuple[Fabric, Scripted]:
     """``senders`` GPUs each send 4 MiB to gpu0000 on one leaf, shallow PFC buffers."""
-    prof = dataclasses.replace(ROCE_400G, pfc_buffer_bytes=SHALLOW, pfc_headroom_bytes=headroom)
+    prof = dataclasses.replace(
+        ROCE_400G, pfc_buffer_mode="static", pfc_buffer_bytes=SHALLOW, pfc_headroom_bytes=headroom
+    )
     topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=senders + 1)
     idx = topo.nodes.index
     flows = [(idx[f"gpu{k:04d}"], idx["gpu0000"], SIZE, 0.0) for k in range(1, senders + 1)]

@@ -207,7 +207,8 @@ def pfc_after_tick(
         for e in range(n):
             up = drains_pad[e]
             if up < nq and total_arrived[up] > 0:
-                excess = max(occupancy[up] - buffer[up], 0.0)
+                # only what arrives is dropped (admission at enqueue)
+                excess = min(max(occupancy[up] - buffer[up], 0.0), total_arrived[up])
                 share[e] = min(excess * (arrival[e] * dt) / total_arrived[up], new_backlog[e])
             new_backlog[e] -= share[e]
             dropped_flow[flow[e]] += share[e]
