@@ -103,7 +103,8 @@ def _link_rank(topo: Topology) -> NDArray[np.int64]:
     """Order of links along any up*/down* path: up links by tier, then down links."""
     t_src = topo.nodes.tier[topo.links.src].astype(np.int64)
     t_dst = topo.nodes.tier[topo.links.dst].astype(np.int64)
-    return np.where(t_dst > t_src, t_src, 6 - t_src)
+    top = max(3, int(t_src.max(initial=0)))  # a file topology may have more than 3 tiers
+    return np.where(t_dst > t_src, t_src, 2 * top - t_src)
 
 
 class LinkConditions(NamedTuple):

@@ -93,6 +93,13 @@ def _pick(costs: NDArray[np.float64], key: NDArray[np.uint64], mode: str) -> NDA
     return cast(NDArray[np.intp], np.where(c2 < c1, second, first))
 
 
+#: the flow hash, shared with the table router of file topologies (``table_route``)
+flow_hash = _hash
+
+#: a routing cost at or above this marks a link that must not be used
+UNUSABLE_COST = _BIG
+
+
 _Chooser = Callable[[NDArray[np.float64], NDArray[np.uint64], NDArray[np.intp]], NDArray[np.intp]]
 
 
@@ -120,6 +127,10 @@ def route(
     Returns:
         ``path[hop, flow]`` link ids (-1 past the end) and hops per flow.
     """
+    if topo.updown is not None:  # a file topology: walk its up*/down* tables
+        from fabric_core import table_route  # imports this module: only when used
+
+        return table_route.route(topo, src, dst, key, mode=mode, link_cost=link_cost)
 
     def choose(
         c: NDArray[np.float64], h: NDArray[np.uint64], order: NDArray[np.intp]
@@ -136,8 +147,13 @@ def spray_ways(topo: Topology) -> int:
     The number of equal-cost up*/down* candidates of the widest pair (spines on a
     2-tier fabric, spines × cores per spine across pods on a 3-tier one), capped at
     ``SPRAY_MAX_WAYS`` and, past the spine count, rounded down to a multiple of it so
-    that every spine carries the same number of sub-flows.
+    that every spine carries the same number of sub-flows. A file topology:
+    ``table_route.spray_ways``.
     """
+    if topo.updown is not None:
+        from fabric_core import table_route
+
+        return table_route.spray_ways(topo.updown)
     spines = int(topo.spines_by_pod.shape[2])
     widest = spines * int(topo.cores_by_slot.shape[2]) if topo.tiers == 3 else spines
     ways = min(widest, SPRAY_MAX_WAYS)
@@ -167,6 +183,10 @@ def spray(
     Returns:
         ``path[hop, sub-flow]`` link ids (-1 past the end) and hops per sub-flow.
     """
+    if topo.updown is not None:
+        from fabric_core import table_route
+
+        return table_route.spray(topo, src, dst, key, ways=ways, link_cost=link_cost)
     steps = np.arange(ways, dtype=np.uint64)
 
     def choose(

@@ -14,7 +14,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from fabric_core.link_classes import LinkConfig, apply_classes, apply_named, parse_links
 from fabric_core.profiles import Profile, check_routing, get_profile
+from fabric_core.topofile import TopologySpec, load_topology
 from fabric_core.topology import Topology, fat_tree, leaf_spine
 from fabric_core.units import parse_duration
 from fabric_core.workloads import Workload, build_workload
@@ -37,6 +39,7 @@ _TOP_KEYS = {
     "workload",
     "fault",
     "route",
+    "links",
 }
 _TOPO_KEYS = {
     "leaf-spine": {
@@ -57,6 +60,7 @@ _TOPO_KEYS = {
         "gpus_per_leaf",
         "storage_targets",
     },
+    "file": {"kind", "path"},  # a topology file (fabric_core.topofile), relative to the scenario
 }
 
 
@@ -96,14 +100,28 @@ class Scenario:
     classes: dict[str, int] = field(default_factory=dict)
     faults: list[ScheduledFault] = field(default_factory=list)
     routes: list[StaticRoute] = field(default_factory=list)
+    links: LinkConfig = field(default_factory=LinkConfig)  # [links]: per class and named
+    topology_file: TopologySpec | None = None  # kind = "file": the parsed file
 
     def build_topology(self) -> Topology:
-        """The topology this scenario describes."""
+        """The topology this scenario describes, its ``[links]`` settings applied.
+
+        Raises:
+            ValueError: a ``[links]`` entry that names no link, or a file topology
+                that up*/down* cannot route (``topofile.TopologyFileError``).
+        """
         t = dict(self.topology)
         kind = t.pop("kind")
-        if kind == "leaf-spine":
-            return leaf_spine(self.profile, **t)
-        return fat_tree(self.profile, **t)
+        if self.topology_file is not None:
+            topo = self.topology_file.build(self.profile)
+        elif kind == "leaf-spine":
+            topo = leaf_spine(self.profile, **t)
+        else:
+            topo = fat_tree(self.profile, **t)
+        topo = apply_classes(topo, self.links, kind)
+        if self.topology_file is not None:
+            topo = self.topology_file.apply_settings(topo)  # a cable's own values beat its class
+        return apply_named(topo, self.links)
 
     def build_workloads(self) -> list[Workload]:
         """Fresh workload objects (a fabric owns its workloads)."""
@@ -229,12 +247,22 @@ def _parse(
             f"topology: unknown key(s) {', '.join(extra)} for {kind!r}; accepted: {', '.join(sorted(_TOPO_KEYS[kind]))}"
         )
     checked: dict[str, Any] = {"kind": kind}
-    for key in _TOPO_KEYS[kind] - {"kind"}:
+    spec = None
+    if kind == "file":
+        if not isinstance(topo.get("path"), str):
+            raise ValueError("topology.path: missing (the topology file, relative to the scenario)")
+        base = Path(source).parent if Path(source).exists() else Path()
+        try:
+            spec = load_topology(base / topo["path"])
+        except ValueError as exc:
+            raise ValueError(f"topology.path: {exc.args[0]}") from None
+        checked["path"] = str(base / topo["path"])
+    for key in _TOPO_KEYS[kind] - {"kind", "path"}:
         if key in topo:
             checked[key] = _int(
                 topo, key, "topology", low=0 if key in ("storage_targets", "rails") else 1
             )
-    required = _TOPO_KEYS[kind] - {"kind", "storage_targets", "planes", "rails"}
+    required = _TOPO_KEYS[kind] - {"kind", "path", "storage_targets", "planes", "rails"}
     missing = sorted(required - set(checked))
     if missing:
         raise ValueError(f"topology.{missing[0]}: missing (an integer is required)")
@@ -277,7 +305,7 @@ def _parse(
         if not isinstance(r["via"], list) or not all(isinstance(v, str) for v in r["via"]):
             raise ValueError(f"{where}.via: must be a list of switch names")
         routes.append(StaticRoute(str(r["src"]), str(r["dst"]), list(r["via"])))
-    return Scenario(
+    scn = Scenario(
         name=str(data.get("name", Path(source).stem)),
         description=str(data.get("description", "")),
         source=source,
@@ -290,4 +318,9 @@ def _parse(
         classes=dict(classes),
         faults=sorted(faults, key=lambda f: f.at_s),
         routes=routes,
+        links=parse_links(data.get("links", {})),
+        topology_file=spec,
     )
+    if scn.links or spec is not None:
+        scn.build_topology()  # link names, classes and up*/down* are checked at load
+    return scn

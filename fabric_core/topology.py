@@ -8,6 +8,7 @@ endpoint hangs off in each plane, switch-to-switch link ids) are built here too.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,6 +16,7 @@ from numpy.typing import NDArray
 
 from fabric_core.profiles import Profile
 from fabric_core.snapshot import LinkTable, NodeTable
+from fabric_core.updown import UpDown, build_updown
 
 TIER_ENDPOINT, TIER_LEAF, TIER_SPINE, TIER_CORE = 0, 1, 2, 3
 _TIER_WORD = {TIER_LEAF: "leaf", TIER_SPINE: "spine", TIER_CORE: "core"}
@@ -67,7 +69,9 @@ class Topology:
     node_slot: NDArray[np.int32]
     spines_by_pod: NDArray[np.int32]  # [plane, pod, slot] -> spine node id
     cores_by_slot: NDArray[np.int32]  # [plane, slot, k] -> core node id
-    tiers: int  # 2 or 3
+    tiers: int  # 2 or 3 (a file topology: its highest switch tier)
+    #: a file topology's up*/down* tables (routed by ``table_route``); None for the builders
+    updown: UpDown | None = None
 
     @property
     def n_links(self) -> int:
@@ -75,7 +79,11 @@ class Topology:
         return len(self.links)
 
 
-def _finish(b: _Builder, kind: str, tiers: int, planes: int) -> Topology:
+def _finish(
+    b: _Builder, kind: str, tiers: int, planes: int, words: list[str] | None = None
+) -> Topology:
+    """The tables of what ``b`` holds; ``words`` names each node's role in link tiers
+    (``"leaf-spine"``), by default from its kind and tier."""
     names = tuple(b.names)
     node_index = {n: i for i, n in enumerate(names)}
     tier = np.array(b.tiers, dtype=np.int8)
@@ -92,6 +100,8 @@ def _finish(b: _Builder, kind: str, tiers: int, planes: int) -> Topology:
     short = {"gpu": "gpu", "storage": "stor"}
 
     def word(i: int) -> str:
+        if words is not None:
+            return words[i]
         return short.get(b.kinds[i]) or _TIER_WORD[b.tiers[i]]
 
     ltier = tuple(f"{word(a)}-{word(c)}" for a, c in b.links)
@@ -283,3 +293,46 @@ def fat_tree(
     for i, s in enumerate(stor):
         b.cable(s, leaves[i % len(leaves)])
     return _finish(b, "fat-tree", tiers=3, planes=1)
+
+
+#: Node roles of a topology of any shape: the endpoint kinds, and switch roles that
+#: name link classes (``leaf-spine``) and cable lengths; the tiers come from up*/down*.
+ROLES = ("gpu", "storage", "leaf", "spine", "core", "switch")
+
+
+def from_cables(
+    profile: Profile,
+    nodes: list[tuple[str, str]],
+    cables: list[tuple[int, int]],
+    *,
+    roots: list[int] | None,
+    max_switch_hops: int,
+) -> Topology:
+    """A topology of any shape: ``nodes`` as (name, role in ``ROLES``), ``cables``
+    between node ids (each endpoint has exactly one, to a switch).
+
+    The links are oriented up*/down* from ``roots`` (``fabric_core.updown``); a
+    node's tier is its height in that orientation (endpoints 0, then rising along
+    every up link), so link ranks and the lane rule read it as on a built fabric.
+
+    Raises:
+        UpDownError: the graph cannot be routed up*/down* (the message says why).
+    """
+    b = _Builder(profile)
+    for name, role in nodes:
+        kind = role if role in ("gpu", "storage") else "switch"
+        b.node(name, kind, TIER_ENDPOINT if kind != "switch" else TIER_LEAF)
+    for a, c in cables:
+        b.cable(a, c)
+    is_sw = np.array([k == "switch" for k in b.kinds])
+    switch_index = np.full(len(nodes), -1, dtype=np.int32)
+    switch_index[is_sw] = np.arange(int(is_sw.sum()), dtype=np.int32)
+    src = np.array([a for a, _ in b.links], dtype=np.int32)
+    dst = np.array([c for _, c in b.links], dtype=np.int32)
+    ep_switch = np.full(len(nodes), -1, dtype=np.int32)
+    ep_switch[src[~is_sw[src]]] = dst[~is_sw[src]]
+    ud = build_updown(tuple(b.names), switch_index, src, dst, ep_switch, roots, max_switch_hops)
+    b.tiers = [int(t) for t in ud.tier]
+    words = [{"gpu": "gpu", "storage": "stor"}.get(role, role) for _, role in nodes]
+    topo = _finish(b, "file", tiers=max(b.tiers), planes=1, words=words)
+    return dataclasses.replace(topo, updown=ud)

@@ -56,6 +56,34 @@ def parse_size(text: str | float | int) -> float:
     return value
 
 
+_RATE_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def parse_rate(text: str) -> float:
+    """Bytes per second from a link rate: ``"400G"`` and ``"400Gb/s"`` (bits, as links are
+    rated), ``"100 Mbps"``, ``"50GB/s"`` (bytes: capital B).
+
+    A unit is required (a bare number could be bits or bytes) and the rate must be > 0.
+
+    Raises:
+        ValueError: naming the accepted forms.
+    """
+    m = (
+        re.fullmatch(_NUMBER + r"\s*([kKMGT]?)(b/s|bps|bit/s|B/s|Bps)?", text.strip())
+        if isinstance(text, str)
+        else None
+    )
+    if not m or not (m.group(2) or m.group(3)):
+        raise ValueError(
+            f"bad rate {text!r}: expected a number with a unit (400G, 400Gb/s, 100Mbps, 50GB/s)"
+        )
+    unit = m.group(3) or "b/s"
+    value = float(m.group(1)) * _RATE_PREFIX[m.group(2)] / (1.0 if unit[0] == "B" else 8.0)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"rate must be > 0, got {text!r}")
+    return value
+
+
 def format_duration(seconds: float) -> str:
     """``1.25 µs``, ``3.10 ms``: three significant digits in the closest unit."""
     if not math.isfinite(seconds):

@@ -199,6 +199,10 @@ def _cost(
     return c if np.isfinite(c) else _BIG
 
 
+#: ``_cost`` for the table router of file topologies (``kernels.table_route``)
+candidate_cost = _cost
+
+
 @kernel
 def lanes_and_costs(
     path: _I32,

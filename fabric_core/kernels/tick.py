@@ -18,6 +18,7 @@ from fabric_core.kernels.move import credit_wait, finish_times, link_counters, m
 from fabric_core.kernels.route import lanes_and_costs, link_costs, route_flows
 from fabric_core.kernels.slots import start_limits
 from fabric_core.kernels.solve import solve_tick
+from fabric_core.kernels.table_route import table_route_flows
 from fabric_core.profiles import Profile
 from fabric_core.step import EntryIndex, Moved, RankLayout, Solution
 from fabric_core.topology import Topology
@@ -72,8 +73,33 @@ class CompiledTick:
         n_vls: int,
         known_down: NDArray[np.bool_],
     ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
-        """Paths of new flows (``kernels.route.route_flows``), each candidate link's cost
-        computed where it is read."""
+        """Paths of new flows (``kernels.route.route_flows``; on a file topology
+        ``kernels.table_route.table_route_flows``), each candidate link's cost computed
+        where it is read."""
+        if topo.updown is not None:
+            ud = topo.updown
+            any_d, down_d = ud.tables(known_down)
+            return table_route_flows(
+                np.asarray(src, np.int64),
+                np.asarray(dst, np.int64),
+                np.asarray(key, np.int64),
+                occupancy,
+                n_vls,
+                topo.links.bandwidth_Bps,
+                known_down,
+                topo.ep_uplink,
+                topo.ep_downlink,
+                topo.ep_leaf,
+                topo.switch_index,
+                ud.adj_link,
+                ud.adj_row,
+                ud.adj_up,
+                ud.dist_any,
+                ud.dist_down,
+                any_d,
+                down_d,
+                adaptive,
+            )
         return route_flows(
             np.asarray(src, np.int64),
             np.asarray(dst, np.int64),
