@@ -95,6 +95,7 @@ TUNABLE: dict[str, TunableParam] = {
         TunableParam("dcqcn_ai_Bps", 0.0, 1e11, "DCQCN additive increase"),
         TunableParam("dcqcn_hai_Bps", 0.0, 1e11, "DCQCN hyper increase"),
         TunableParam("pfc_watchdog_s", 1e-6, 60.0, "PFC watchdog detection time"),
+        TunableParam("swift_target_delay_s", 0.0, 1.0, "Swift target queueing delay"),
     )
 }
 

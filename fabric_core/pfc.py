@@ -363,6 +363,7 @@ class Dcqcn:
     bytes_since: NDArray[np.float64]
     stage: NDArray[np.float64]  # increase events since the last cut
     last_cnp_s: NDArray[np.float64]
+    cwnd: NDArray[np.float64]  # Swift's window in bytes (0: not yet set)
     cnps_total: float = 0.0
 
     #: each per-flow field and its value for a fresh flow slot
@@ -375,6 +376,7 @@ class Dcqcn:
         "bytes_since": 0.0,
         "stage": 0.0,
         "last_cnp_s": -1.0,
+        "cwnd": 0.0,
     }
 
     @classmethod
@@ -451,6 +453,62 @@ class Dcqcn:
         self.bytes_since[active] = nbytes
         self.stage[active] = stage
         self.cnps_total += float(cnp.sum())
+
+
+#: Swift never paces a sender below this share of its line rate (its window may fall
+#: below one packet, paced; a floor keeps a fluid rate from reaching zero).
+SWIFT_MIN_RATE_FRACTION = 1e-3
+
+
+def flow_queueing_delay(
+    idx: EntryIndex,
+    egress: NDArray[np.float64],
+    line_rate_Bps: NDArray[np.float64],
+    n_slots: int,
+) -> NDArray[np.float64]:
+    """Per flow slot: the queueing delay its packets meet now, the bytes ahead of them in
+    each switch port's egress queue over that port's line rate (what a delay-based sender
+    measures, less the fabric's fixed delay)."""
+    at_switch = idx.prev_pad < idx.size
+    per_hop = np.where(at_switch, egress[idx.queue] / line_rate_Bps[idx.queue], 0.0)
+    return sum_by(idx.flow, per_hop, n_slots)
+
+
+def swift_update(
+    dc: Dcqcn,
+    flows: NDArray[np.intp],
+    delay: NDArray[np.float64],
+    base_rtt: NDArray[np.float64],
+    line_rate: NDArray[np.float64],
+    p: Profile,
+    dt: float,
+) -> None:
+    """One tick of Swift's AIMD for the senders of ``flows`` (Kumar et al., SIGCOMM 2020).
+
+    Swift is window-based: a sender keeps ``cwnd`` bytes in flight, so it sends at
+    ``cwnd / RTT`` and slows as queues lengthen the RTT (here ``base_rtt`` plus the
+    queueing ``delay``). Below the target delay the window grows by ``ai`` packets per
+    RTT; above it, at most once per RTT, it is cut by ``beta·(delay − target)/delay``,
+    at most ``max_mdf``. A new flow starts with one bandwidth-delay product. The
+    pacing rate is kept in ``dc.rc``.
+    """
+    rtt = base_rtt + delay
+    cwnd = dc.cwnd[flows]
+    cwnd = np.where(cwnd > 0, cwnd, line_rate * base_rtt)
+    since = dc.since_cut_s[flows] + dt
+    target = p.swift_target_delay_s
+    over = delay > target
+    cut = over & (since >= rtt)
+    factor = np.maximum(
+        1 - p.swift_beta * (delay - target) / np.maximum(delay, 1e-15), 1 - p.swift_max_mdf
+    )
+    cwnd = np.where(cut, cwnd * factor, cwnd)
+    since = np.where(cut, 0.0, since)
+    cwnd = np.where(over, cwnd, cwnd + p.swift_ai_packets * p.mtu_bytes * (dt / rtt))
+    cwnd = np.minimum(cwnd, line_rate * rtt)  # more in flight than line rate sends is moot
+    dc.cwnd[flows] = cwnd
+    dc.rc[flows] = np.clip(cwnd / rtt, line_rate * SWIFT_MIN_RATE_FRACTION, line_rate)
+    dc.since_cut_s[flows] = since
 
 
 def hol_send_fraction(

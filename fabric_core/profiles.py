@@ -210,6 +210,33 @@ class Profile:
         tunable=True,
     )
     ecn_pmax: float = _p(0.2, "DCQCN production: Pmax = 0.2 (same source)", "", tunable=True)
+    congestion_control: str = _p(
+        "dcqcn",
+        "the RoCE senders' congestion control: 'dcqcn' (ECN marks → CNPs → rate cuts; "
+        "DCQCN paper, SIGCOMM 2015), 'swift' (delay-based AIMD on the fabric's queueing "
+        "delay; Kumar et al., SIGCOMM 2020) or 'none' (line rate, PFC alone); user "
+        "configurable on RoCE NICs, as the article says. The credit fabric has none",
+    )
+    swift_target_delay_s: float = _p(
+        20e-6,
+        "Swift's target fabric queueing delay: a guess within the tens of µs the Swift "
+        "paper's fabric targets span (it scales them with hops and flows; not modelled)",
+        "s",
+        tunable=True,
+    )
+    swift_ai_packets: float = _p(
+        1.0,
+        "Swift additive increase, packets per RTT (Swift paper: ai of about one packet; "
+        "public ns-3 ports use 0.5-2)",
+    )
+    swift_beta: float = _p(
+        0.8,
+        "Swift multiplicative-decrease gain: cut by beta·(delay − target)/delay (Swift "
+        "paper §3; public ports use 0.5-0.8)",
+    )
+    swift_max_mdf: float = _p(
+        0.5, "Swift's largest cut at once, at most once per RTT (Swift paper §3)"
+    )
     dcqcn_g: float = _p(1 / 256, "DCQCN g = 1/256 (DCQCN paper; HPCC repo)", "", tunable=True)
     dcqcn_timer_s: float = _p(
         900e-6,
@@ -267,6 +294,10 @@ ROUTING_MODES = ("ecmp", "adaptive", "spray")
 PFC_BUFFER_MODES = ("shared", "static")
 
 
+#: The values ``Profile.congestion_control`` may take on RoCE (see ``fabric_core.pfc``).
+CONGESTION_CONTROLS = ("dcqcn", "swift", "none")
+
+
 def check_pfc(profile: Profile) -> None:
     """Reject PFC buffer settings the model cannot run.
 
@@ -281,10 +312,13 @@ def check_pfc(profile: Profile) -> None:
         )
     if not profile.pfc_alpha > 0:
         raise ValueError(f"pfc_alpha: must be > 0, got {profile.pfc_alpha:g}")
-    if not profile.switch_buffer_bytes > 0:
+    if profile.congestion_control not in CONGESTION_CONTROLS:
         raise ValueError(
-            f"switch_buffer_bytes: must be > 0, got {profile.switch_buffer_bytes:g}"
+            f"congestion_control: must be one of {', '.join(CONGESTION_CONTROLS)}, "
+            f"got {profile.congestion_control!r}"
         )
+    if not profile.switch_buffer_bytes > 0:
+        raise ValueError(f"switch_buffer_bytes: must be > 0, got {profile.switch_buffer_bytes:g}")
 
 
 def check_routing(profile: Profile) -> None:

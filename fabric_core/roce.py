@@ -22,10 +22,12 @@ from fabric_core.pfc import (
     ecn_thresholds,
     egress_bytes,
     find_deadlock,
+    flow_queueing_delay,
     hol_send_fraction,
     one_cycle,
     pause_accounting,
     pause_limits,
+    swift_update,
     update_pause,
 )
 from fabric_core.routing import MAX_HOPS
@@ -167,21 +169,28 @@ class RoceFlowControl:
         # 3. ECN: packets are marked by the egress queue of the port they leave (bytes
         # leaving a NIC are not marked)
         kmin, kmax = ecn_thresholds(q.line_rate_Bps, p)
-        mark = ecn_probability(egress_bytes(idx, new_backlog, nq), kmin, kmax, p.ecn_pmax)
+        egress = egress_bytes(idx, new_backlog, nq)
+        mark = ecn_probability(egress, kmin, kmax, p.ecn_pmax)
         p_entry = np.where(idx.prev_pad < idx.size, mark[idx.queue], 0.0)
         c["ecn_marked_packets_total"] += sum_by(idx.link, rate * dt / p.mtu_bytes * p_entry, L)
-        unmarked = sum_by(idx.flow, np.log1p(-np.minimum(p_entry, 1 - 1e-12)), fl.capacity)
         heads = idx.heads
         flows = idx.flow[heads]
         sent = rate[heads] * dt
-        packets = sent / p.mtu_bytes
-        p_cnp = -np.expm1(unmarked[flows] * packets)  # at least one marked packet
-        ready = (now - dc.last_cnp_s[flows]) >= p.cnp_interval_s
-        cnp = ready & (f.rng.random(flows.size) < p_cnp)
-        dc.last_cnp_s[flows[cnp]] = now
-        np.add.at(c["cnp_handled_total"], idx.link[heads[cnp]], 1.0)
-        dc.update(flows, cnp, sent, f.topo.links.bandwidth_Bps[idx.link[heads]], p, dt)
-        # 4. deadlock: a cycle of paused queues that cannot drain
+        line = f.topo.links.bandwidth_Bps[idx.link[heads]]
+        # 4. the senders' congestion control: DCQCN reacts to the marks, Swift to the delay
+        if p.congestion_control == "dcqcn":
+            unmarked = sum_by(idx.flow, np.log1p(-np.minimum(p_entry, 1 - 1e-12)), fl.capacity)
+            packets = sent / p.mtu_bytes
+            p_cnp = -np.expm1(unmarked[flows] * packets)  # at least one marked packet
+            ready = (now - dc.last_cnp_s[flows]) >= p.cnp_interval_s
+            cnp = ready & (f.rng.random(flows.size) < p_cnp)
+            dc.last_cnp_s[flows[cnp]] = now
+            np.add.at(c["cnp_handled_total"], idx.link[heads[cnp]], 1.0)
+            dc.update(flows, cnp, sent, line, p, dt)
+        elif p.congestion_control == "swift":
+            delay = flow_queueing_delay(idx, egress, q.line_rate_Bps, fl.capacity)[flows]
+            swift_update(dc, flows, delay, 2 * fl.fixed_latency_s[flows], line, p, dt)
+        # 5. deadlock: a cycle of paused queues that cannot drain
         self._watch_deadlock(f, idx, new_backlog, bool(((pt.send_fraction <= 0) & q.paused).any()))
 
     def _watch_deadlock(
@@ -253,12 +262,14 @@ class RoceFlowControl:
         pt = self._pause
         assert pt is not None
         q, dc, p, c = self.pfc, self.dcqcn, f.profile, f.counters
-        rand = f.rng.random(idx.heads.size)  # the reference draws these for the CNPs
+        cc = CC_MODES[p.congestion_control]
+        # the reference draws these for the CNPs (DCQCN only)
+        rand = f.rng.random(idx.heads.size) if cc == CC_MODES["dcqcn"] else np.zeros(0)
         dropped, occupancy, fired, any_blocked, n_cnp = pfc_after_tick(
             rate, arrival, new_backlog, sol.alpha, pt.send_fraction, pt.ignoring, stormed,
             rand, idx.pos, idx.hop, idx.flow, idx.link, idx.queue, idx.drains_pad, idx.heads,
             inflow, f.buffer_drain, f.flows.backlog.reshape(-1), f.occupancy,
-            f.topo.links.bandwidth_Bps, f.flows.capacity,
+            f.topo.links.bandwidth_Bps, f.flows.capacity, f.flows.fixed_latency_s,
             q.buffer, q.xoff, q.xon, q.reaction_s, q.paused, q.paused_since_s, q.resume_s,
             q.watchdog_until_s, q.frames_owed, q.frames_sent,
             c["discards_bytes_total"], c["retransmitted_bytes_total"], c["pause_frames_total"],
@@ -266,17 +277,22 @@ class RoceFlowControl:
             f.pause_vl["pause_seconds_vl_total"].reshape(-1), c["transmit_wait_seconds_total"],
             c["ecn_marked_packets_total"], c["cnp_handled_total"], f.paused,
             dc.rc, dc.rt, dc.alpha, dc.since_cut_s, dc.since_alpha_s, dc.bytes_since, dc.stage,
-            dc.last_cnp_s,
+            dc.last_cnp_s, dc.cwnd,
             float(p.mtu_bytes), p.ecn_kmin_s, p.ecn_kmax_s, p.ecn_pmax, p.pfc_refresh_fraction,
             p.pfc_watchdog_s, p.pfc_watchdog_recovery_s, p.cnp_interval_s, p.dcqcn_g,
             p.dcqcn_alpha_timer_s, p.dcqcn_timer_s, p.dcqcn_byte_counter_bytes, p.dcqcn_ai_Bps,
-            p.dcqcn_hai_Bps, int(p.dcqcn_fast_recovery_steps), MAX_HOPS, now, dt,
+            p.dcqcn_hai_Bps, int(p.dcqcn_fast_recovery_steps), cc, p.swift_target_delay_s,
+            p.swift_ai_packets, p.swift_beta, p.swift_max_mdf, MAX_HOPS, now, dt,
         )  # fmt: skip
         f.dropped_bytes += dropped
         f.occupancy = occupancy
         dc.cnps_total += n_cnp
         _report_watchdog(f, fired)
         self._watch_deadlock(f, idx, new_backlog, any_blocked)
+
+
+#: ``Profile.congestion_control`` as the kernel takes it.
+CC_MODES = {"none": 0, "dcqcn": 1, "swift": 2}
 
 
 def _report_watchdog(f: Fabric, queues: NDArray[np.intp]) -> None:

@@ -55,9 +55,12 @@ def fabric_factories(draw: st.DrawFn) -> FabricFactory:
         )
         # a fixed buffer per queue, or a small shared one whose thresholds move every tick
         mode = draw(st.sampled_from(["static", "shared"]))
+        cc = draw(st.sampled_from(["dcqcn", "swift", "none"]))
         prof = dataclasses.replace(
             ROCE_400G,
             pfc_buffer_mode=mode,
+            congestion_control=cc,
+            swift_target_delay_s=1e-6,  # these small queues pass it: Swift cuts
             pfc_buffer_bytes=buffer * 8,
             switch_buffer_bytes=buffer * 64,
             pfc_headroom_bytes=headroom,

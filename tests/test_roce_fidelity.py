@@ -234,6 +234,7 @@ def test_a_shared_buffer_gives_each_congested_queue_its_dynamic_share(senders: i
         ({"pfc_buffer_mode": "sharde"}, "pfc_buffer_mode: must be one of shared, static"),
         ({"pfc_alpha": 0.0}, "pfc_alpha: must be > 0"),
         ({"switch_buffer_bytes": -1.0}, "switch_buffer_bytes: must be > 0"),
+        ({"congestion_control": "hpcc"}, "congestion_control: must be one of dcqcn, swift"),
     ],
 )
 def test_bad_pfc_buffer_settings_are_refused_with_the_key(
@@ -243,3 +244,41 @@ def test_bad_pfc_buffer_settings_are_refused_with_the_key(
     topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=2)
     with pytest.raises(ValueError, match=message):
         Fabric(topo, prof, [], dt_s=1e-6, seed=1)
+
+
+def test_swift_holds_an_incast_at_its_target_delay_with_the_port_busy_and_no_pause() -> None:
+    """Swift is a window-based AIMD on the fabric delay: four senders into one port
+    settle where the port's egress queue delays packets by the target, the port runs
+    at its payload rate, and PFC never has to act (the queue is far below XOFF)."""
+    prof = dataclasses.replace(ROCE_400G, congestion_control="swift")
+    topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=5)
+    g = [int(x) for x in topo.gpus]
+    flows = [(s, g[-1], 1e9, 0.0) for s in g[:-1]]
+    fabric = Fabric(
+        topo, prof, [Scripted(name="i", traffic_class="bulk", flows=flows)], dt_s=1e-6, seed=1
+    )
+    fabric.run_ticks(3000)
+    V, line = fabric.n_vls, prof.link_bandwidth_Bps
+    queued = sum(
+        float(fabric.occupancy[topo.links.index[f"gpu{k:04d}->leaf00"] * V]) for k in range(4)
+    )
+    assert queued / line == pytest.approx(prof.swift_target_delay_s, rel=0.10)
+    payload = line * prof.mtu_bytes / (prof.mtu_bytes + prof.header_bytes)
+    port = topo.links.index[f"leaf00->{topo.nodes.name[g[-1]]}"]
+    assert fabric.link_rate[port] >= 0.98 * payload
+    assert fabric.counters["pause_frames_total"].sum() == 0
+    assert fabric.dcqcn is not None and fabric.dcqcn.cnps_total == 0
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_each_congestion_control_against_the_victim_case(solver: Solver) -> None:
+    """The victim case under each choice: Swift, like DCQCN, leaves the victim >= 80 %
+    of its fair share; with none the senders stay at line rate (no CNP is sent, though
+    the switches still mark), PFC does the work and the victim is held behind it."""
+    fair = LINE * (1 - 3 / 5)
+    swift = _victim_case(dataclasses.replace(ROCE_400G, congestion_control="swift"), solver)
+    none = _victim_case(dataclasses.replace(ROCE_400G, congestion_control="none"), solver)
+    assert swift["victim"] >= 0.8 * fair and swift["incast_rc"] < 0.5 * LINE
+    assert swift["paused"] < none["paused"]
+    assert none["victim"] < 0.8 * fair
+    assert none["incast_rc"] == LINE and none["marks"] > 0

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.kernels._jit import kernel
-from fabric_core.pfc import PAUSE_QUANTA, QUANTUM_BITS, STOP_EPS
+from fabric_core.pfc import PAUSE_QUANTA, QUANTUM_BITS, STOP_EPS, SWIFT_MIN_RATE_FRACTION
 
 _F = NDArray[np.float64]
 _I = NDArray[np.intp]
@@ -121,6 +121,7 @@ def pfc_after_tick(
     occupancy: _F,
     line_rate_Bps: _F,
     n_slots: int,
+    fixed_latency_s: _F,
     # PFC queues (in place)
     buffer: _F,
     xoff: _F,
@@ -152,6 +153,7 @@ def pfc_after_tick(
     bytes_since: _F,
     stage: _F,
     last_cnp_s: _F,
+    cwnd: _F,
     # the profile
     mtu: float,
     kmin_s: float,
@@ -168,6 +170,11 @@ def pfc_after_tick(
     ai_Bps: float,
     hai_Bps: float,
     fast_recovery: int,
+    cc_mode: int,
+    swift_target_s: float,
+    swift_ai: float,
+    swift_beta: float,
+    swift_max_mdf: float,
     max_hops: int,
     now: float,
     dt: float,
@@ -178,9 +185,11 @@ def pfc_after_tick(
        proportion, and the senders go back N;
     2. pause time and frames from the tick's rates (``pfc.pause_accounting``), pause
        transitions and the watchdog (``pfc.update_pause``), counters;
-    3. ECN marks by the egress queue of the port, at most one CNP per flow and interval
-       (``rand``: one uniform draw per head entry), DCQCN cut and recovery
-       (``pfc.Dcqcn.update``).
+    3. ECN marks by the egress queue of the port;
+    4. the senders' congestion control (``cc_mode``, ``roce.CC_MODES``): for DCQCN at
+       most one CNP per flow and interval (``rand``: one uniform draw per head entry),
+       its cut and recovery (``pfc.Dcqcn.update``); for Swift its AIMD on the flow's
+       queueing delay (``pfc.swift_update``); for none, nothing.
 
     Returns (bytes dropped, occupancy after drops, queues whose watchdog fired,
     whether any queue is paused with its sender stopped (a deadlock candidate),
@@ -311,21 +320,45 @@ def pfc_after_tick(
         ecn_marked[link[e]] += rate[e] * dt / mtu * p
         unmarked[flow[e]] += np.log1p(-min(p, 1 - 1e-12))
     n_cnp = 0
-    for i in range(heads.size):
-        e = heads[i]
-        f = flow[e]
-        sent = rate[e] * dt
-        p_cnp = -np.expm1(unmarked[f] * (sent / mtu))  # at least one marked packet
-        cnp = (now - last_cnp_s[f]) >= cnp_interval_s and rand[i] < p_cnp
-        if cnp:
-            last_cnp_s[f] = now
-            cnp_handled[link[e]] += 1.0
-            n_cnp += 1
-        _dcqcn_update(
-            f, cnp, sent, line_rate_Bps[link[e]], rc, rt, dc_alpha, since_cut_s,
-            since_alpha_s, bytes_since, stage, g, alpha_timer_s, timer_s, byte_counter,
-            ai_Bps, hai_Bps, fast_recovery, dt,
-        )  # fmt: skip
+    if cc_mode == 1:
+        for i in range(heads.size):
+            e = heads[i]
+            f = flow[e]
+            sent = rate[e] * dt
+            p_cnp = -np.expm1(unmarked[f] * (sent / mtu))  # at least one marked packet
+            cnp = (now - last_cnp_s[f]) >= cnp_interval_s and rand[i] < p_cnp
+            if cnp:
+                last_cnp_s[f] = now
+                cnp_handled[link[e]] += 1.0
+                n_cnp += 1
+            _dcqcn_update(
+                f, cnp, sent, line_rate_Bps[link[e]], rc, rt, dc_alpha, since_cut_s,
+                since_alpha_s, bytes_since, stage, g, alpha_timer_s, timer_s, byte_counter,
+                ai_Bps, hai_Bps, fast_recovery, dt,
+            )  # fmt: skip
+    elif cc_mode == 2:
+        delay = np.zeros(n_slots)  # per flow: the egress queues ahead, over their speed
+        for e in range(n):
+            if drains_pad[e] < nq:
+                delay[flow[e]] += egress[queue[e]] / line_rate_Bps[link[e]]
+        for e in heads:  # Swift's window (``pfc.swift_update``)
+            f = flow[e]
+            line = line_rate_Bps[link[e]]
+            base_rtt = 2 * fixed_latency_s[f]
+            rtt = base_rtt + delay[f]
+            w = cwnd[f] if cwnd[f] > 0 else line * base_rtt
+            since = since_cut_s[f] + dt
+            if delay[f] > swift_target_s:
+                if since >= rtt:
+                    cut = 1 - swift_beta * (delay[f] - swift_target_s) / max(delay[f], 1e-15)
+                    w *= max(cut, 1 - swift_max_mdf)
+                    since = 0.0
+            else:
+                w += swift_ai * mtu * (dt / rtt)
+            w = min(w, line * rtt)
+            cwnd[f] = w
+            rc[f] = min(max(w / rtt, line * SWIFT_MIN_RATE_FRACTION), line)
+            since_cut_s[f] = since
     return dropped, occupancy, fired[:n_fired], blocked, n_cnp
 
 
