@@ -115,7 +115,8 @@ class ReferenceTick:
         n_vls: int,
         known_down: NDArray[np.bool_],
     ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
-        """Paths of new flows (``routing.route``) by ``link_cost``."""
+        """Paths of new flows (``routing.route``, which walks ``table_route`` on a file
+        topology) by ``link_cost``."""
         mode = "adaptive" if adaptive else "ecmp"
         cost = self.link_cost(topo, occupancy, n_vls, known_down)
         return route(topo, src, dst, key, mode=mode, link_cost=cost)

@@ -208,21 +208,22 @@ def _orient(
     lvl[sw_nodes] = level
     dist_any, dist_down = _distances(n_sw, s_row, d_row, link_up[sw_link])
     roots = ", ".join(names[sw_nodes[r]] for r in root_rows)
-    for a in leaf_rows:
-        for b in leaf_rows:
-            hops = int(dist_any[a, b])
-            if hops >= UNREACHABLE:
-                raise UpDownError(
-                    f"no up*/down* path from {names[sw_nodes[a]]} to {names[sw_nodes[b]]} "
-                    f"with root(s) {roots}: every path between them turns down then up; "
-                    "name a single root (a `root` line) or cable them"
-                )
-            if hops > max_switch_hops:
-                raise UpDownError(
-                    f"the shortest up*/down* path from {names[sw_nodes[a]]} to "
-                    f"{names[sw_nodes[b]]} (root(s) {roots}) has {hops + 2} hops, more "
-                    f"than routing.MAX_HOPS = {max_switch_hops + 2}"
-                )
+    rows = np.array(leaf_rows, dtype=np.intp)
+    pair = dist_any[np.ix_(rows, rows)].astype(np.int64)  # between switches with endpoints
+    for bad, too_long in ((pair >= UNREACHABLE, False), (pair > max_switch_hops, True)):
+        if not bad.any():
+            continue
+        i, j = np.argwhere(bad)[0]
+        a, b = names[sw_nodes[rows[i]]], names[sw_nodes[rows[j]]]
+        if not too_long:
+            raise UpDownError(
+                f"no up*/down* path from {a} to {b} with root(s) {roots}: every path between "
+                "them turns down then up; name a single root (a `root` line) or cable them"
+            )
+        raise UpDownError(
+            f"the shortest up*/down* path from {a} to {b} (root(s) {roots}) has "
+            f"{pair[i, j] + 2} hops, more than routing.MAX_HOPS = {max_switch_hops + 2}"
+        )
     deg = np.bincount(s_row, minlength=n_sw)
     width = max(int(deg.max(initial=0)), 1)
     adj_link = np.full((n_sw, width), -1, dtype=np.int32)

@@ -207,3 +207,14 @@ def test_link_classes_apply_to_a_fat_tree_too() -> None:
     assert (topo.links.bandwidth_Bps[core] == 100e9).all()
     assert topo.links.prop_delay_s[core] == pytest.approx(700e-9)
     assert (topo.links.bandwidth_Bps[~core] == 50e9).all()
+
+
+@pytest.mark.parametrize(
+    ("text", "bytes_per_s"),
+    [("400G", 50e9), ("400Gb/s", 50e9), ("400 Gbps", 50e9), ("100Mb/s", 12.5e6),
+     ("1.6T", 200e9), ("50GB/s", 50e9), ("8e9 b/s", 1e9)],
+)  # fmt: skip
+def test_rates_read_as_links_are_rated(text: str, bytes_per_s: float) -> None:
+    from fabric_core.units import parse_rate
+
+    assert parse_rate(text) == pytest.approx(bytes_per_s)

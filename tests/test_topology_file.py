@@ -341,3 +341,14 @@ def test_fabtop_runs_a_scenario_file_with_a_topology_file(tmp_path: Path) -> Non
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "express-lab" in out.stdout and "p99" in out.stdout
+
+
+def test_sprayed_flows_on_a_file_topology_take_legal_paths() -> None:
+    from fabric_core.routing import spray, spray_ways
+
+    topo = express()
+    ways = spray_ways(topo)
+    assert ways == 3  # leaf01's up links: leaf00 and the two spines
+    src, dst, key = all_pairs(topo, keys=1)
+    path, hops = spray(topo, src, dst, key, ways=ways, link_cost=np.zeros(len(topo.links)))
+    check_paths(topo, np.repeat(src, ways), np.repeat(dst, ways), path, hops)
