@@ -33,6 +33,7 @@ from fabric_core.commands import (
 from fabric_core.faults import FaultBook, goodput_fraction
 from fabric_core.flows import FlowTable, NewFlows
 from fabric_core.histogram import HistogramRows
+from fabric_core.ibcc import IbCongestionControl
 from fabric_core.paths import StaticRoutes
 from fabric_core.pfc import Dcqcn, PfcQueues
 from fabric_core.profiles import Profile, check_pfc, check_routing
@@ -238,6 +239,12 @@ class Fabric:
         if self.roce is not None:
             # the PFC queues' own array: a shared buffer moves it every tick
             self.buffer_bytes = self.roce.pfc.buffer
+        #: IB congestion control (credit fabric, when the profile asks for it)
+        self.ibcc = (
+            IbCongestionControl()
+            if self.roce is None and profile.ib_congestion_control == "ibcc"
+            else None
+        )
 
     @classmethod
     def from_scenario(cls, scn: Scenario, solver: Solver = "compiled") -> Fabric:
@@ -382,6 +389,8 @@ class Fabric:
             self.roce.start_flows(
                 self.flows.capacity, slots, self.topo.links.bandwidth_Bps[path[0]]
             )
+        if self.ibcc is not None:
+            self.ibcc.start(self.flows.capacity, slots)
         self.injected_bytes += flow_bytes
 
     def _spray(
@@ -499,6 +508,8 @@ class Fabric:
                 # a NIC that stops taking data (stuck, storming) returns no credits
                 base = np.full(idx.size, np.inf) if limit is None else limit
                 limit = np.where(stormed[idx.queue], 0.0, base)
+            if self.ibcc is not None:
+                limit = self.ibcc.limits(self, idx, limit)
             sol = self._solve(idx, backlog, cap, free, dt, warm, limit)
         self._share = sol.share
         rate = sol.rate
@@ -524,6 +535,8 @@ class Fabric:
                 dt,
             )
         else:
+            if self.ibcc is not None:
+                self.ibcc.after_tick(self, idx, rate, moved.new_backlog, dt)
             self.paused = self._tick.credit_wait(
                 sol.alpha,
                 moved.inflow,

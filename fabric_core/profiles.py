@@ -58,6 +58,41 @@ class Profile:
         "flow control needs for line rate",
         "B",
     )
+    ib_congestion_control: str = _p(
+        "none",
+        "the credit fabric's congestion control: 'none' (credits alone: congestion trees "
+        "spread) or 'ibcc' (IB FECN/BECN with a CCT: IBTA Vol. 1 Annex A10, OpenSM's "
+        "congestion-control manager; fabric_core.ibcc)",
+    )
+    ibcc_threshold_bytes: float = _p(
+        65536.0,
+        "IB CC: FECN marking starts when a port's egress queue passes this: a guess, half "
+        "a lane's buffer (the IBTA's 4-bit threshold leaves its scale to the switch)",
+        "B",
+    )
+    ibcc_marking_rate: float = _p(
+        15.0,
+        "IB CC: packets between FECN marks on a hot port (one in 16): a guess; the IBTA "
+        "field is a mean of packets skipped",
+    )
+    ibcc_ccti_increase: float = _p(
+        1.0, "IB CC: CCT index added per BECN (IBTA CCTI_Increase; OpenSM's usual 1)"
+    )
+    ibcc_ccti_timer_s: float = _p(
+        50e-6,
+        "IB CC: the CCT index falls by one every this long (IBTA CCTI_Timer, in 1.024 µs "
+        "units): a guess of 50 µs; a throttled sender settles where its BECNs balance "
+        "the timer, MTU × (marking_rate + 1) / timer = 1.3 GB/s at 4 KiB",
+        "s",
+    )
+    ibcc_ccti_limit: float = _p(
+        127.0, "IB CC: highest CCT index (a 128-entry table; IBTA allows up to 16,384)"
+    )
+    ibcc_ipd_step: float = _p(
+        0.125,
+        "IB CC: inter-packet delay per CCT index, in packet times (a linear table: index "
+        "8 halves the rate, the limit leaves 1/17 of it): a guess",
+    )
     virtual_lanes: int = _p(
         4, "IB has up to 15 data VLs (IBTA); 4 used here: classes + a reroute lane"
     )
@@ -294,6 +329,9 @@ ROUTING_MODES = ("ecmp", "adaptive", "spray")
 PFC_BUFFER_MODES = ("shared", "static")
 
 
+#: The values ``Profile.ib_congestion_control`` may take on the credit fabric.
+IB_CONGESTION_CONTROLS = ("none", "ibcc")
+
 #: The values ``Profile.congestion_control`` may take on RoCE (see ``fabric_core.pfc``).
 CONGESTION_CONTROLS = ("dcqcn", "swift", "none")
 
@@ -312,6 +350,11 @@ def check_pfc(profile: Profile) -> None:
         )
     if not profile.pfc_alpha > 0:
         raise ValueError(f"pfc_alpha: must be > 0, got {profile.pfc_alpha:g}")
+    if profile.ib_congestion_control not in IB_CONGESTION_CONTROLS:
+        raise ValueError(
+            f"ib_congestion_control: must be one of {', '.join(IB_CONGESTION_CONTROLS)}, "
+            f"got {profile.ib_congestion_control!r}"
+        )
     if profile.congestion_control not in CONGESTION_CONTROLS:
         raise ValueError(
             f"congestion_control: must be one of {', '.join(CONGESTION_CONTROLS)}, "
