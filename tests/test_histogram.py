@@ -15,6 +15,8 @@ from fabric_core.histogram import (
     N_BUCKETS,
     Histogram,
     HistogramRows,
+    HistogramView,
+    bucket_index,
 )
 
 #: One bucket's width in log10 space: bounds are 10**(1/20) apart.
@@ -46,24 +48,35 @@ def test_quantile_of_log_uniform_samples_is_within_a_quarter_bucket_of_numpy(
     assert abs(math.log10(got) - math.log10(want)) <= BUCKET_LOG10 / 4, (got, want)
 
 
-def test_quantile_inside_one_bucket_interpolates_log_linearly() -> None:
-    """Hand-placed: 100 values in the bucket (b0, b1]; the median is half-way in log space."""
+def test_bucket_estimate_places_a_buckets_values_log_evenly_inside_it() -> None:
+    """Hand-placed: 100 values in the bucket (b0, b1], read from the counts alone (as a
+    windowed difference or a decoded remote histogram is): the k-th smallest is put at
+    log-position (k + 1/2) / 100 in the bucket, and q = k / 99 reads exactly that one."""
     b0, b1 = float(BOUNDS_S[40]), float(BOUNDS_S[41])  # 1e-6 and 10**-5.95
     h = Histogram()
     h.observe_many(np.full(100, (b0 + b1) / 2))
-    view = h.freeze()
-    assert view.quantile(0.5) == pytest.approx(math.sqrt(b0 * b1), rel=1e-12)
-    assert view.quantile(0.25) == pytest.approx(b0 * (b1 / b0) ** 0.25, rel=1e-12)
-    assert view.quantile(1.0) == pytest.approx(b1, rel=1e-12)
+    counts_only = HistogramView(counts=h.counts.copy(), sum_s=h.sum_s)
+    for k in (0, 24, 49, 99):
+        want = b0 * (b1 / b0) ** ((k + 0.5) / 100)
+        assert counts_only.quantile(k / 99) == pytest.approx(want, rel=1e-12)
+    assert counts_only.quantile(0.5) == pytest.approx(math.sqrt(b0 * b1), rel=1e-6)
+    # with the values kept (at most EXACT_SAMPLES of them) the quantile is the value itself
+    for q in (0.0, 0.5, 0.99, 1.0):
+        assert h.freeze().quantile(q) == (b0 + b1) / 2
 
 
 def test_bucket_bounds_are_le_and_the_overflow_reports_the_last_bound() -> None:
     h = Histogram()
     h.observe_many(np.array([1e-6]))  # exactly on a bound: counted in that bucket (le)
-    assert h.freeze().quantile(1.0) == pytest.approx(1e-6, rel=1e-12)
+    assert h.counts[bucket_index(np.array([1e-6]))[0]] == 1
+    assert int(bucket_index(np.array([1e-6]))[0]) == 40
+    assert h.freeze().quantile(1.0) == 1e-6
     h = Histogram()
     h.observe_many(np.array([1e3, 1e4]))  # past 100 s
-    assert h.freeze().quantile(0.5) == float(BOUNDS_S[-1]) == pytest.approx(100.0)
+    assert h.counts[-1] == 2
+    counts_only = HistogramView(counts=h.counts.copy(), sum_s=h.sum_s)
+    assert counts_only.quantile(0.5) == float(BOUNDS_S[-1]) == pytest.approx(100.0)
+    assert h.freeze().quantile(0.5) == pytest.approx(5500.0)  # the values themselves
     assert math.isnan(Histogram().freeze().quantile(0.5))
 
 
@@ -95,8 +108,11 @@ def test_a_value_below_the_lowest_bound_is_in_the_first_bucket_one_width_down() 
     h.observe_many(np.array([5e-9]))
     lowest = float(BOUNDS_S[0])
     assert h.counts[0] == 1
-    # the first bucket reaches one bucket width below 10 ns: its median is half a width down
-    assert h.freeze().quantile(0.5) == pytest.approx(lowest / 10 ** (0.5 / 20), rel=1e-12)
+    # the first bucket reaches one bucket width below 10 ns: from the counts alone its
+    # single value is put half a width down
+    counts_only = HistogramView(counts=h.counts.copy(), sum_s=h.sum_s)
+    assert counts_only.quantile(0.5) == pytest.approx(lowest / 10 ** (0.5 / 20), rel=1e-12)
+    assert h.freeze().quantile(0.5) == 5e-9
 
 
 @settings(max_examples=30, deadline=None)
