@@ -16,7 +16,7 @@ from pathlib import Path
 
 from console.cli.compare import render
 from fabric_core.compare import compare_scenario, latency_by_size
-from fabric_core.profiles import NATIVE_400G, PROFILES, ROCE_SOURCES, Profile
+from fabric_core.profiles import PROFILES, ROCE_SOURCES, Profile
 
 MODEL_MD = Path(__file__).resolve().parents[1] / "docs" / "MODEL.md"
 
@@ -32,9 +32,7 @@ def parameter_table() -> str:
             continue
         values = [_fmt(getattr(p, f.name)) for p in profiles]
         source = src
-        if f.name in ROCE_SOURCES and getattr(PROFILES["roce-400g"], f.name) != getattr(
-            NATIVE_400G, f.name
-        ):
+        if f.name in ROCE_SOURCES:  # RoCE's own source, even where the value is the same
             source = f"{src}. RoCE: {ROCE_SOURCES[f.name]}"
         rows.append(
             f"| `{f.name}` | "

@@ -193,6 +193,11 @@ class Fabric:
         self.buffer_bytes = np.repeat(topo.links.buffer_bytes, self.n_vls).astype(np.float64)
         self.occupancy = np.zeros(L * self.n_vls)
         self.buffer_drain = np.zeros(L * self.n_vls)  # last tick's drain per buffer, B/s
+        # each buffer's departure-rate measurement (kernels.departure): bytes and time of
+        # the cycle under way, and the average of those done
+        self._dq_bytes = np.zeros(L * self.n_vls)
+        self._dq_s = np.zeros(L * self.n_vls)
+        self._dq_avg_Bps = np.zeros(L * self.n_vls)
         self.link_rate = np.zeros(L)
         self.known_down = np.zeros(L, dtype=bool)  # down links routing already avoids
         c: dict[str, NDArray[np.float64]] = {
@@ -463,7 +468,7 @@ class Fabric:
             vl0,
             size,
             self.occupancy,
-            self.buffer_drain,
+            self._departure_rates(),
             self.pfc_paused_queues(),
         )
 
@@ -517,6 +522,7 @@ class Fabric:
         self.link_rate = moved.link_rate
         self.occupancy = moved.occupancy
         self.buffer_drain = moved.drain
+        self._measure_departures(moved.drain, moved.occupancy, dt)
         self.delivered_bytes += moved.delivered_bytes
         self._tick.link_counters(
             self.link_rate, goodput, self.faults.ber, self.profile.mtu_bytes, dt, self.counters
@@ -548,6 +554,21 @@ class Fabric:
         if moved.done.size:
             self._complete(idx, sol, cap, moved.done, now, dt)
         self._finish_tick(status, dt)
+
+    def _measure_departures(
+        self, drain: NDArray[np.float64], occupancy: NDArray[np.float64], dt: float
+    ) -> None:
+        """One tick of each buffer's PIE-style departure-rate measurement."""
+        from fabric_core.kernels.departure import update_departures  # numba: when used
+
+        update_departures(drain, occupancy, dt, self._dq_bytes, self._dq_s, self._dq_avg_Bps)
+
+    def _departure_rates(self) -> NDArray[np.float64]:
+        """The rate each buffer's queued bytes leave at, for new messages' FIFO wait
+        (``kernels.departure``; not this tick's drain, which a pause can make all but 0)."""
+        from fabric_core.kernels.departure import departure_rates
+
+        return departure_rates(self.buffer_drain, self._dq_s, self._dq_avg_Bps)
 
     def _link_conditions(self) -> LinkConditions:
         """What the faults make of the links this tick: (status, goodput, payload

@@ -3,7 +3,7 @@
 A profile is what distinguishes the native credit-based fabric from RoCEv2 on
 the same topology. Each field carries its source in ``metadata["source"]``;
 ``docs/MODEL.md``'s parameter tables are generated from these (``python -m
-fabric_core.docgen``), so the docs cannot drift from the code.
+console.docgen``), so the docs cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -140,9 +140,10 @@ class Profile:
     )
     ecmp_reconverge_s: float = _p(
         0.1,
-        "BGP withdrawal + ECMP group / FIB update after BFD declares a session down: no "
-        "public figure for an AI fabric; a guess that makes BFD (0.9 s) + ECMP ≈ 1 s, the "
-        "usual order of BFD/ECMP reconvergence",
+        "BGP withdrawal + ECMP group / FIB update after BFD declares a session down. An "
+        "assumption: no public figure for an AI fabric; its range runs from tens of ms "
+        "(a few prefixes, hardware next-hop groups) to about 1 s (a full FIB rewrite); "
+        "recovery then takes BFD's 0.9 s plus this",
         "s",
     )
     sm_resweep_s: float = _p(
@@ -171,14 +172,11 @@ class Profile:
         "B",
     )
     pfc_buffer_mode: str = _p(
-        "static",
+        "shared",
         "'shared': a switch's ports share its buffer and each lossless queue pauses at a "
         "dynamic threshold, pfc_alpha × the shared buffer still free (Broadcom's dynamic "
         "threshold; HPCC ns-3 switch-mmu.cc GetPfcThreshold), with headroom reserved per "
-        "queue; 'static': a fixed pfc_buffer_bytes per port and priority. 'shared' is the "
-        "better-founded model but not yet the default: with it, head-of-line-blocked "
-        "queues make the FIFO-wait estimate of new messages (bytes ahead / this tick's "
-        "drain) run to tens of ms (docs/MODEL.md, Limits)",
+        "queue; 'static': a fixed pfc_buffer_bytes per port and priority",
     )
     switch_buffer_bytes: float = _p(
         128e6,
@@ -391,7 +389,7 @@ NATIVE_400G = Profile(
 NATIVE_800G = dataclasses.replace(
     NATIVE_400G,
     name="native-800g",
-    description="next generation: 800 Gb/s links (article C10; XDR class) with packet spraying: every flow spread evenly over up to 8 equal-cost paths",
+    description="next generation: 800 Gb/s links (article C10; XDR class) with packet spraying: every flow spread evenly over up to 8 equal-cost paths; NIC and switch latencies are the 400G parts' (no 800G figures are published)",
     link_bandwidth_Bps=100e9,
     routing="spray",
 )
@@ -405,7 +403,6 @@ ROCE_400G = dataclasses.replace(
     header_bytes=82.0,
     switch_latency_s=600e-9,
     routing="ecmp",
-    reroute_s=0.9,
 )
 # Per-field sources that differ from the native profile (docs read these).
 ROCE_SOURCES: dict[str, str] = {
@@ -413,7 +410,7 @@ ROCE_SOURCES: dict[str, str] = {
     "header_bytes": "Ethernet 14 + FCS 4 + preamble 8 + IFG 12 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 (IEEE 802.3, RFC 791/768, IBTA RoCEv2 annex)",
     "switch_latency_s": "Ethernet switch: Tomahawk Ultra ~250 ns (Broadcom claim) to Arista 7050 850 ns (datasheet); a mainstream figure in that range, a guess",
     "routing": "ECMP: a static hash per flow (RFC 2992), so collisions and polarisation happen",
-    "reroute_s": "BFD detection 3 × 300 ms (IBM / Cisco BFD docs) and ECMP reconvergence: ~0.9 s (derived)",
+    "cut_through": "Ethernet switches forward cut-through and fall back to store-and-forward when the egress is busy or the speeds differ (Cisco white paper 'Cut-Through and Store-and-Forward Ethernet Switching for Low-Latency Environments')",
 }
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (NATIVE_400G, NATIVE_800G, ROCE_400G)}

@@ -1,0 +1,54 @@
+"""The departure-rate measurement behind a new message's FIFO wait (``kernels.departure``):
+PIE's cycles (RFC 8033 §5.2), not the drain of one tick."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fabric_core.kernels.departure import (
+    DQ_THRESHOLD_BYTES,
+    departure_rates,
+    update_departures,
+)
+
+RATE = 50e9  # B/s: a 400G port
+DT = 1e-6
+
+
+def _state(n: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return np.zeros(n), np.zeros(n), np.zeros(n)
+
+
+def test_a_queue_paused_half_the_time_is_seen_to_drain_at_half_its_rate() -> None:
+    """PFC on and off every other tick: each tick's drain is 0 or the line rate, the
+    bytes ahead of a new message leave at half of it on average."""
+    dq, ds, avg = _state()
+    for k in range(2000):
+        drain = np.array([RATE if k % 2 else 0.0])
+        update_departures(drain, np.array([4e6]), DT, dq, ds, avg)
+        rate = departure_rates(drain, ds, avg)[0]
+    assert rate == pytest.approx(RATE / 2, rel=0.02)
+
+
+def test_a_queue_that_stops_draining_is_seen_to_slow_down() -> None:
+    """After a steady drain, a full stop: the estimate falls as the cycle under way
+    goes on with nothing leaving (16 KiB over its time so far), instead of standing."""
+    dq, ds, avg = _state()
+    full = np.array([4e6])
+    for _ in range(100):
+        update_departures(np.array([RATE]), full, DT, dq, ds, avg)
+    assert departure_rates(np.array([RATE]), ds, avg)[0] == pytest.approx(RATE, rel=1e-9)
+    stopped = np.array([0.0])
+    for _ in range(1000):
+        update_departures(stopped, full, DT, dq, ds, avg)
+    elapsed = ds[0]
+    assert elapsed > 900 * DT
+    assert departure_rates(stopped, ds, avg)[0] <= DQ_THRESHOLD_BYTES / elapsed
+
+
+def test_a_short_queue_is_not_measured_and_falls_back_to_the_tick_drain() -> None:
+    dq, ds, avg = _state()
+    update_departures(np.array([RATE]), np.array([1000.0]), DT, dq, ds, avg)
+    assert ds[0] == 0 and avg[0] == 0
+    assert departure_rates(np.array([123.0]), ds, avg)[0] == 123.0
