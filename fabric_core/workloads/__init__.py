@@ -118,6 +118,8 @@ _ = Scripted  # re-exported for tests and programmatic use
 
 
 # --- GPU endpoints and inference workloads (issue 4) ---------------------------------------
+from fabric_core.workloads.pd_presets import INFERENCE_KEYS  # noqa: E402
+
 _ENDPOINT_KEYS = frozenset({"control", "data_path", "endpoint"})
 
 
@@ -170,8 +172,11 @@ WORKLOAD_KINDS["moe"] = (
 
 
 def _pd(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    from fabric_core.storage import parse_params
     from fabric_core.workloads.pd import PDDisagg
+    from fabric_core.workloads.pd_presets import MFU, resolve_gpu, resolve_model
 
+    model = resolve_model(t)
     return PDDisagg(
         name=name,
         traffic_class=cls,
@@ -182,10 +187,16 @@ def _pd(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         context_median=float(t.get("context_median", 2048)),
         context_sigma=float(t.get("context_sigma", 1.0)),
         context_max=int(t.get("context_max", 131072)),
-        model=str(t.get("model", "llama3-70b")),
+        preset=model,
+        gpu=resolve_gpu(t, model),
         tp=int(t.get("tp", 8)),
-        mfu=float(t.get("mfu", 0.4)),
+        mfu=float(t.get("mfu", MFU)),
         kv_chunks=int(t.get("kv_chunks", 8)),
+        kv_hold=str(t.get("kv_hold", "memory")),
+        kv_memory_bytes=parse_size(t.get("kv_memory", 0)),
+        kv_transfer=str(t.get("kv_transfer", "after")),
+        transport=str(t.get("transport", "rdma")),
+        storage=parse_params(t.get("storage")),
         endpoint=_endpoint_params(t),
     )
 
@@ -201,11 +212,14 @@ WORKLOAD_KINDS["pd"] = (
             "context_median",
             "context_sigma",
             "context_max",
-            "model",
-            "tp",
-            "mfu",
             "kv_chunks",
+            "kv_hold",
+            "kv_memory",
+            "kv_transfer",
+            "transport",
+            "storage",
         }
     )
+    | INFERENCE_KEYS
     | _ENDPOINT_KEYS,
 )

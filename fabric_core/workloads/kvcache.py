@@ -4,9 +4,12 @@ Requests arrive at each serving GPU as a Poisson process (``rate_per_s`` per
 GPU) with ``context_tokens`` of context. With probability ``hit_rate`` the
 KV of that context is in the storage tier: it is read back
 (``context_tokens × kv_bytes_per_token`` in I/Os of ``io_bytes``) and
-TTFT = restore time + first decode step. Otherwise the GPU prefills
-(``context_tokens / prefill_tokens_per_s``), TTFT = prefill + first decode,
-and the new KV is offloaded (written) in the background when ``offload``.
+TTFT = restore time + first decode step. Otherwise the GPU prefills,
+TTFT = prefill + first decode, and the new KV is offloaded (written) in the
+background when ``offload``. Prefill and the first decode step come from the
+same model as PD (``pd_presets.prefill_s`` / ``decode_step_s``: the model and
+GPU presets, ``tp``, the one MFU), unless a scenario sets
+``prefill_tokens_per_s`` / ``first_decode`` itself.
 The GPU's own queue of requests is not modelled (each request is timed on its
 own), so TTFT here is the storage-vs-prefill part the paths change.
 
@@ -28,6 +31,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.workloads.base import FlowRequests
+from fabric_core.workloads.pd_presets import (
+    GPUS,
+    MFU,
+    MODELS,
+    GpuPreset,
+    ModelPreset,
+    decode_step_s,
+    prefill_s,
+)
 from fabric_core.workloads.storage_io import StorageClient, StorageWorkload
 
 I64 = NDArray[np.int64]
@@ -132,10 +144,13 @@ class KvCache(StorageWorkload):
     gpus_spec: Any = "all"
     rate_per_s: float = 20.0
     context_tokens: int = 4096
-    kv_bytes_per_token: float = 327680.0
+    preset: ModelPreset = MODELS["llama3-70b"]
+    gpu: GpuPreset = GPUS["h100-sxm"]
+    tp: int = 8
+    mfu: float = MFU
     hit_rate: float = 0.5
-    prefill_tokens_per_s: float = 20000.0
-    first_decode_s: float = 30e-3
+    prefill_tokens_per_s: float = 0.0  # > 0: a fixed rate instead of the model's prefill
+    first_decode_s: float = 0.0  # > 0: a fixed first decode step instead of the model's
     io_bytes: float = 1024**2
     offload: bool = True
     gpus: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -149,8 +164,31 @@ class KvCache(StorageWorkload):
         self.gpus = self.bind_clients(self.gpus_spec, "gpus", gpus, storage, rng)
         if not 0.0 <= self.hit_rate <= 1.0:
             raise ValueError(f"workload {self.name!r}: hit_rate must be in [0, 1]")
-        if self.context_tokens < 1 or self.prefill_tokens_per_s <= 0:
-            raise ValueError(f"workload {self.name!r}: context_tokens and prefill rate must be > 0")
+        if self.context_tokens < 1 or self.prefill_tokens_per_s < 0 or self.tp < 1:
+            raise ValueError(
+                f"workload {self.name!r}: context_tokens and tp must be > 0, the prefill rate >= 0"
+            )
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV bytes per token of the model."""
+        return self.preset.kv_bytes_per_token
+
+    @property
+    def prefill_seconds(self) -> float:
+        """Prefill of one request: the PD compute model, or the scenario's fixed rate."""
+        if self.prefill_tokens_per_s > 0:
+            return self.context_tokens / self.prefill_tokens_per_s
+        n = np.array([float(self.context_tokens)])
+        return float(prefill_s(self.preset, n, self.tp, self.gpu.flops, self.mfu)[0])
+
+    @property
+    def decode_seconds(self) -> float:
+        """The first decode step: PD's HBM-bound step, or the scenario's fixed figure."""
+        if self.first_decode_s > 0:
+            return self.first_decode_s
+        n = np.array([float(self.context_tokens)])
+        return float(decode_step_s(self.preset, n, self.tp, self.gpu.hbm_Bps)[0])
 
     def attach(self, fabric: Any) -> None:
         super().attach(fabric)
@@ -177,13 +215,10 @@ class KvCache(StorageWorkload):
                     self.store.restore(gpu[hit], kv[hit], t[hit], external=False)
                 miss = ~hit
                 if miss.any():
-                    prefill = self.context_tokens / self.prefill_tokens_per_s
-                    self.histogram("ttft_seconds").observe_many(
-                        np.full(int(miss.sum()), prefill + self.first_decode_s)
-                    )
-                    self.histogram("ttft_miss_seconds").observe_many(
-                        np.full(int(miss.sum()), prefill + self.first_decode_s)
-                    )
+                    prefill = self.prefill_seconds
+                    ttft = np.full(int(miss.sum()), prefill + self.decode_seconds)
+                    self.histogram("ttft_seconds").observe_many(ttft)
+                    self.histogram("ttft_miss_seconds").observe_many(ttft)
                     if self.offload:
                         self.store.offload(gpu[miss], kv[miss], t[miss] + prefill, external=False)
         ids, t_done = self.store.pop_done(end, external=False)
@@ -192,8 +227,8 @@ class KvCache(StorageWorkload):
             r = ids[is_restore]
             restore_s = t_done[is_restore] - self.store.start[r]
             self.histogram("restore_seconds").observe_many(restore_s)
-            self.histogram("ttft_seconds").observe_many(restore_s + self.first_decode_s)
-            self.histogram("ttft_hit_seconds").observe_many(restore_s + self.first_decode_s)
+            self.histogram("ttft_seconds").observe_many(restore_s + self.decode_seconds)
+            self.histogram("ttft_hit_seconds").observe_many(restore_s + self.decode_seconds)
         return self.io.flows_due(now_s, dt_s)
 
     def kpis(self, now_s: float) -> Mapping[str, float]:
@@ -210,7 +245,8 @@ class KvCache(StorageWorkload):
             "restore_p50_seconds": q("restore_seconds", 0.5),
             "restore_p99_seconds": q("restore_seconds", 0.99),
             "hit_fraction": self.hits / total if total else float("nan"),
-            "prefill_seconds": self.context_tokens / self.prefill_tokens_per_s,
+            "prefill_seconds": self.prefill_seconds,
+            "first_decode_seconds": self.decode_seconds,
             "kv_bytes_per_request": self.kv_bytes,
         }
         out.update(self.io.kpis(self.gpus, now_s))

@@ -14,6 +14,7 @@ from fabric_core.units import parse_duration, parse_size
 from fabric_core.workloads.base import Workload
 from fabric_core.workloads.checkpoint import Checkpoint
 from fabric_core.workloads.kvcache import KvCache
+from fabric_core.workloads.pd_presets import INFERENCE_KEYS, MFU, resolve_gpu, resolve_model
 from fabric_core.workloads.storage_io import StorageProbe
 from fabric_core.workloads.training import Training
 
@@ -76,6 +77,7 @@ def _checkpoint(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
 
 
 def _kvcache(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    model = resolve_model(t)
     return KvCache(
         name=name,
         traffic_class=cls,
@@ -84,10 +86,13 @@ def _kvcache(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         gpus_spec=t.get("gpus", "all"),
         rate_per_s=float(t.get("rate_per_s", 20.0)),
         context_tokens=int(t.get("context_tokens", 4096)),
-        kv_bytes_per_token=parse_size(t.get("kv_bytes_per_token", 327680)),
+        preset=model,
+        gpu=resolve_gpu(t, model),
+        tp=int(t.get("tp", 8)),
+        mfu=float(t.get("mfu", MFU)),
         hit_rate=float(t.get("hit_rate", 0.5)),
-        prefill_tokens_per_s=float(t.get("prefill_tokens_per_s", 20000.0)),
-        first_decode_s=parse_duration(t.get("first_decode", "30ms")),
+        prefill_tokens_per_s=float(t.get("prefill_tokens_per_s", 0.0)),
+        first_decode_s=_dur0(t.get("first_decode", 0)),
         io_bytes=parse_size(t.get("io_size", "1MiB")),
         offload=bool(t.get("offload", True)),
     )
@@ -109,12 +114,12 @@ STORAGE_KINDS: dict[str, tuple[Builder, frozenset[str]]] = {
             "gpus",
             "rate_per_s",
             "context_tokens",
-            "kv_bytes_per_token",
             "hit_rate",
             "prefill_tokens_per_s",
             "first_decode",
             "io_size",
             "offload",
-        },
+        }
+        | INFERENCE_KEYS,
     ),
 }
