@@ -17,6 +17,38 @@ def _p(default: Any, source: str, unit: str = "", tunable: bool = False) -> Any:
     return field(default=default, metadata={"source": source, "unit": unit, "tunable": tunable})
 
 
+#: The MTUs an InfiniBand (and so a RoCE) packet may have (IBTA).
+IB_MTUS = (256.0, 512.0, 1024.0, 2048.0, 4096.0)
+#: What a RoCEv2 packet adds to its IB payload inside the Ethernet MTU (which counts the
+#: IP packet): IPv4 20 + UDP 8 + BTH 12 + ICRC 4 B.
+ROCE_IP_OVERHEAD_BYTES = 44.0
+
+
+def roce_mtu(profile: Profile) -> float:
+    """The RoCE MTU of a profile: ``roce_mtu_bytes``, or the largest IB MTU that fits.
+
+    Raises:
+        ValueError: no IB MTU fits the Ethernet MTU, or ``roce_mtu_bytes`` is not an IB
+            MTU or does not fit.
+    """
+    room = profile.ethernet_mtu_bytes - ROCE_IP_OVERHEAD_BYTES
+    fits = [m for m in IB_MTUS if m <= room]
+    if not fits:
+        raise ValueError(
+            f"ethernet_mtu_bytes: {profile.ethernet_mtu_bytes:g} B leaves room for no IB MTU "
+            f"(the smallest, 256 B, needs {256 + ROCE_IP_OVERHEAD_BYTES:g})"
+        )
+    if profile.roce_mtu_bytes == 0:
+        return fits[-1]
+    if profile.roce_mtu_bytes not in fits:
+        raise ValueError(
+            f"roce_mtu_bytes: must be 0 or an IB MTU that fits the Ethernet MTU of "
+            f"{profile.ethernet_mtu_bytes:g} B ({', '.join(f'{m:g}' for m in fits)}), "
+            f"got {profile.roce_mtu_bytes:g}"
+        )
+    return profile.roce_mtu_bytes
+
+
 @dataclass(frozen=True, slots=True)
 class Profile:
     """Physical parameters of one fabric generation / flow-control family."""
@@ -27,16 +59,21 @@ class Profile:
     link_bandwidth_Bps: float = _p(
         50e9, "NDR / 400GbE: 400 Gb/s per direction (IBTA, IEEE 802.3)", "B/s"
     )
-    mtu_bytes: float = _p(4096.0, "IB MTU 4096 B (IBTA spec)", "B")
+    mtu_bytes: float = _p(
+        4096.0,
+        "IB MTU 4096 B (IBTA spec); on RoCE it follows roce_mtu_bytes and the Ethernet MTU",
+        "B",
+    )
     header_bytes: float = _p(
         30.0,
         "IB LRH 8 + BTH 12 + ICRC 4 + VCRC 2 + 4 B framing (IBTA spec, packet format)",
         "B",
     )
     switch_latency_s: float = _p(
-        150e-9,
-        "Quantum-2 NDR port-to-port: third-party pages say < 150 ns, ~330 ns, < 400 ns; "
-        "we take the lowest (the article claims NDR parity); a guess within that range",
+        275e-9,
+        "Quantum-2 NDR port-to-port, an assumption: NVIDIA publishes no figure; third-party "
+        "pages say < 150 ns, ~330 ns and < 400 ns; the middle of that range, 275 ns "
+        "(range 150-400 ns; the claims table sweeps it)",
         "s",
     )
     cut_through: bool = _p(True, "IB switches forward cut-through (IBTA; Quantum-2 docs)")
@@ -167,8 +204,17 @@ class Profile:
 
     # ---------------------------------------------------------------- PFC, ECN, DCQCN (RoCE)
     ethernet_mtu_bytes: float = _p(
-        1500.0,
-        "Ethernet MTU of the port (default 1500; RoCE MTU is the largest IB MTU below it)",
+        9000.0,
+        "Ethernet MTU of the ports: jumbo frames, as RDMA fabrics run them (NVIDIA's RoCE "
+        "configuration guides set MTU 9000 on hosts and switches so that RoCE can use a "
+        "4096 B MTU); 1500 is the Ethernet default",
+        "B",
+    )
+    roce_mtu_bytes: float = _p(
+        0.0,
+        "RoCE MTU: 0 = the largest IB MTU (256 … 4096 B) whose RoCEv2 packet (+ IPv4 20, "
+        "UDP 8, BTH 12, ICRC 4 B) fits the Ethernet MTU, as the RDMA stack picks it "
+        "(1500 → 1024, 9000 → 4096); or one of the IB MTUs that fits",
         "B",
     )
     pfc_buffer_mode: str = _p(
@@ -292,6 +338,11 @@ class Profile:
         50e-6, "at most one CNP per flow per 50 µs (RoCEv2 CNP generation, mlx5 default)", "s"
     )
 
+    def __post_init__(self) -> None:
+        # a RoCE port's packets carry the IB MTU that fits its Ethernet MTU
+        if self.flow_control == "pfc":
+            object.__setattr__(self, "mtu_bytes", roce_mtu(self))
+
     # ---------------------------------------------------------------- helpers
     def cable_m(self, tier_pair: str) -> float:
         """Cable length for a link between two tiers (``"gpu-leaf"``, ``"leaf-spine"`` ...)."""
@@ -399,16 +450,14 @@ ROCE_400G = dataclasses.replace(
     name="roce-400g",
     description="RoCEv2 over lossless Ethernet: PFC + ECN/DCQCN, ECMP, cut-through falling back to store-and-forward",
     flow_control="pfc",
-    mtu_bytes=1024.0,
     header_bytes=82.0,
-    switch_latency_s=600e-9,
     routing="ecmp",
 )
 # Per-field sources that differ from the native profile (docs read these).
 ROCE_SOURCES: dict[str, str] = {
-    "mtu_bytes": "RoCE MTU: the largest IB MTU ≤ the Ethernet MTU; 1500 → 1024 (IBM 'set MTU' docs)",
+    "mtu_bytes": "RoCE MTU from roce_mtu_bytes: the largest IB MTU whose packet fits the Ethernet MTU (IBM 'set MTU' docs); 4096 with jumbo frames",
     "header_bytes": "Ethernet 14 + FCS 4 + preamble 8 + IFG 12 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 (IEEE 802.3, RFC 791/768, IBTA RoCEv2 annex)",
-    "switch_latency_s": "Ethernet switch: Tomahawk Ultra ~250 ns (Broadcom claim) to Arista 7050 850 ns (datasheet); a mainstream figure in that range, a guess",
+    "switch_latency_s": "a 51.2 Tb/s Ethernet switch of the same generation (Spectrum-4, Tomahawk 5): no vendor publishes a figure either, so an assumption equal to the IB part's (range 250 ns, Broadcom's Tomahawk Ultra claim, to 850 ns, Arista 7050 datasheet, an older generation; the claims table sweeps it)",
     "routing": "ECMP: a static hash per flow (RFC 2992), so collisions and polarisation happen",
     "cut_through": "Ethernet switches forward cut-through and fall back to store-and-forward when the egress is busy or the speeds differ (Cisco white paper 'Cut-Through and Store-and-Forward Ethernet Switching for Low-Latency Environments')",
 }

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fabric_core.link_classes import LinkConfig, apply_classes, apply_named, parse_links
-from fabric_core.profiles import Profile, check_routing, get_profile
+from fabric_core.profiles import Profile, check_pfc, check_routing, get_profile
 from fabric_core.topofile import TopologySpec, load_topology
 from fabric_core.topology import Topology, fat_tree, leaf_spine
 from fabric_core.units import parse_duration
@@ -230,6 +230,12 @@ def _parse(
         prof = prof.with_overrides(**overrides)
     except KeyError as exc:
         raise ValueError(f"profile_overrides: {exc.args[0]}") from None
+    except ValueError as exc:  # a value the profile refuses (the RoCE MTU, ...)
+        raise ValueError(f"profile_overrides.{exc.args[0]}") from None
+    try:
+        check_pfc(prof)
+    except ValueError as exc:
+        raise ValueError(f"profile_overrides.{exc.args[0]}") from None
     try:
         check_routing(prof)
     except ValueError as exc:

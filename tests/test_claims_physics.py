@@ -62,3 +62,17 @@ def test_a_slower_kv_transport_raises_the_c9_share() -> None:
         4096,
     )["transfer_share_of_ttft"]
     assert bounce > base
+
+
+def test_the_c7_switch_sweep_shows_the_gap_follow_the_switch_latencies() -> None:
+    """With no vendor figure for either switch the claim rests on their difference: the
+    sweep's gap grows with the RoCE switch's latency, falls with the native one's, and is
+    about nothing (headers only) where the two are equal."""
+    m = measure_c7(Settings(quick=True), _tick)
+    sweep = next(s for s in m.sweeps if s.key == "c7_switch_latency_gap")
+    for series in sweep.series.values():
+        assert all(b > a for a, b in zip(series, series[1:], strict=False))
+    by_native = list(sweep.series.values())
+    at = sweep.x.index(250e-9)  # the RoCE point nearest the native switch's 275 ns
+    assert by_native[0][at] > by_native[1][at] > by_native[2][at]  # 150, 275, 400 ns
+    assert abs(by_native[1][at]) < 0.05  # 3 x 25 ns and the headers, of ~1.8 us

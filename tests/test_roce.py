@@ -39,12 +39,12 @@ def test_pfc_headroom_from_the_driver_formula_drops_nothing(dt: float) -> None:
     assert fabric.dropped_bytes == 0
     assert fabric.counters["retransmitted_bytes_total"].sum() == 0
     # mlx5's calculate_xoff, (301 + 2.16 · cable_m) · Gb/s + 2.72 · MTU, by hand at 400 Gb/s
-    # and a 1500 B MTU: 307.48 · 400 + 4080 = 127,072 B on the 3 m GPU cables,
-    # 365.8 · 400 + 4080 = 150,400 B on the 30 m leaf-spine ones
+    # and a 9000 B (jumbo) MTU: 307.48 · 400 + 24,480 = 147,472 B on the 3 m GPU cables,
+    # 365.8 · 400 + 24,480 = 170,800 B on the 30 m leaf-spine ones
     links = fabric.topo.links
     headroom = fabric.pfc.buffer - fabric.pfc.xoff
     for name, i in links.index.items():
-        want = 127_072.0 if "gpu" in name else 150_400.0
+        want = 147_472.0 if "gpu" in name else 170_800.0
         assert headroom[i * fabric.n_vls : (i + 1) * fabric.n_vls] == pytest.approx(want), name
 
 

@@ -1,4 +1,5 @@
-"""Training data loading: the default preset is loader-bound on NFS/TCP, compute-bound on NFS/RDMA (C5)."""
+"""Training data loading: GPU utilisation follows the client's CPU budget on NFS/TCP and the
+compute on NFS/RDMA (C5 holds only where the budget is short of what the reads need)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from fabric_core.fabric import Fabric
 from fabric_core.report import run_for
 from fabric_core.scenario import load_scenario, parse_scenario
-from fabric_core.storage import inject_slow_target
+from fabric_core.storage import StorageParams, inject_slow_target
 
 
 def preset(path: str, **extra: Any) -> Fabric:
@@ -53,9 +54,30 @@ def test_default_preset_is_near_compute_bound_on_nfs_rdma(
     assert rdma["gpu_utilisation"] > 0.95
     assert rdma["client_cpu_utilisation"] < 0.5
     assert rdma["client_copy_cpu_seconds"] == 0.0
-    assert rdma["gpu_utilisation"] - tcp["gpu_utilisation"] > 0.3
-    # the step time falls by 30-60 % (the article's range) on this preset
-    assert 0.3 < 1 - rdma["step_seconds_mean"] / tcp["step_seconds_mean"] < 0.6
+    # compute-bound: a step takes the compute time (30 ms), plus at most a little waiting
+    assert rdma["step_seconds_mean"] == pytest.approx(30e-3, rel=0.05)
+
+
+def _cores_needed_per_gpu() -> float:
+    """Client cores one GPU's NFS/TCP reads need at the preset's demand, from the
+    parameters: per 1 MiB read the stack's CPU (initiator + NFS RPC), the bounce buffer's
+    cudaMemcpy launch and the receive copy of every byte; demand 128 MiB per 30 ms."""
+    p = StorageParams()
+    io = 1024**2
+    per_byte = (
+        p.tcp_rx_cpu_s_per_byte + (p.tcp_io_cpu_s + p.nfs_rpc_cpu_s + p.cuda_memcpy_cpu_s) / io
+    )
+    return 128 * 1024**2 / 30e-3 * per_byte
+
+
+@pytest.mark.parametrize("cores", [0.25, 0.5])
+def test_a_cpu_bound_loader_keeps_the_gpus_busy_in_proportion_to_its_cores(cores: float) -> None:
+    """While the client CPU is the bottleneck the loader delivers cores / (CPU per byte),
+    so GPU utilisation is cores / cores needed (about 0.94 here); the preset's 0.5 core is
+    one point of that line, not a figure the result was tuned to."""
+    got = kpis(preset("nfs-tcp", storage={"client_cores": cores}), 0.6)  # a few steps
+    assert got["client_cpu_utilisation"] > 0.9
+    assert got["gpu_utilisation"] == pytest.approx(cores / _cores_needed_per_gpu(), rel=0.05)
 
 
 def test_utilisation_follows_from_cpu_not_from_a_constant(tcp: dict[str, Any]) -> None:
