@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from console.claimsrun import Settings
 from console.claimsrun.measure_inference import pd_share
 from console.claimsrun.measure_latency import measure_c7
@@ -71,7 +73,7 @@ def test_the_c7_switch_sweep_shows_the_gap_follow_the_switch_latencies() -> None
     m = measure_c7(Settings(quick=True), _tick)
     sweep = next(s for s in m.sweeps if s.key == "c7_switch_latency_gap")
     for series in sweep.series.values():
-        assert all(b > a for a, b in zip(series, series[1:], strict=False))
+        assert all(b > a for a, b in itertools.pairwise(series))
     by_native = list(sweep.series.values())
     at = sweep.x.index(250e-9)  # the RoCE point nearest the native switch's 275 ns
     assert by_native[0][at] > by_native[1][at] > by_native[2][at]  # 150, 275, 400 ns
