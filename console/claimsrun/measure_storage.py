@@ -139,6 +139,15 @@ def measure_c5(settings: Settings, tick: Tick) -> Measurement:
         ),
     }
     notes = []
+    if 0 < u_t < 0.95:  # CPU-bound: utilisation = cores / cores needed
+        needed = cores_here / u_t
+        notes.append(
+            f"the claim holds only under a CPU budget: NFS/TCP keeps the GPUs busy in "
+            f"proportion to its client cores, cores / {needed:.2g} (the cores its reads need "
+            f"per GPU), up to 100 %; the article's ~55 % is a budget of about "
+            f"{0.55 * needed:.2g} cores per GPU, and the preset's {cores_here:g} is an "
+            "assumption (StorageParams.client_cores)"
+        )
     closes = [
         c
         for c, r, t in zip(util.x, util.series["nfs-rdma"], util.series["nfs-tcp"], strict=True)

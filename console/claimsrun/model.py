@@ -29,8 +29,8 @@ def fmt_value(value: float, unit: str) -> str:
         return format_bytes(value)
     if unit == "x":
         return f"{value:.2f}×"
-    if unit == "n":
-        return f"{value:,.0f}"
+    if unit == "n":  # a count, or a share of one (0.5 cores)
+        return f"{value:,.0f}" if value == int(value) else f"{value:.3g}"
     return f"{value:.3g}"
 
 
