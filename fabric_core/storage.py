@@ -131,16 +131,17 @@ class StorageParams:
     )
     rdma_stack_latency_s: float = _p(
         5e-6,
-        "NVMe-oF over RDMA adds ~10–30 µs over local NVMe (datacore.com); the modelled CPU "
-        "and fabric costs give ~8 µs of it, the rest (completion polling, doorbells) is this "
-        "(derived from the low end)",
+        "completion polling and doorbells of NVMe-oF over RDMA, beyond the modelled CPU and "
+        "fabric costs: an assumption, 5 µs (range 2-20 µs: NVMe-oF over RDMA is quoted at "
+        "~10-30 µs over local NVMe, datacore.com)",
         "s",
     )
     tcp_stack_latency_s: float = _p(
         60e-6,
-        "NVMe/TCP is +80–100 µs over NVMe/RoCE (blocksandfiles.com 2022-05-03); the modelled "
-        "per-I/O CPU costs give ~20 µs of it, the rest (interrupt moderation, softirq and "
-        "thread wake-ups) is this (derived from the low end)",
+        "interrupt moderation, softirq and thread wake-ups of kernel NVMe/TCP, beyond the "
+        "modelled per-I/O CPU: an assumption, 60 µs (range 30-90 µs: NVMe/TCP is quoted at "
+        "+80-100 µs over NVMe/RoCE, blocksandfiles.com 2022-05-03; the model's per-I/O CPU "
+        "gives ~13 µs; fabtop claims sweeps this over its range for C4)",
         "s",
     )
     nfs_max_io_bytes: float = _p(
