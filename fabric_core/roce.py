@@ -72,7 +72,7 @@ class RoceFlowControl:
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(most each entry may carry this tick, bytes each queue may still take)."""
         self.dcqcn.grow(f.flows.capacity)
-        self.pfc.share(f.occupancy)  # the shared buffer's thresholds for this tick
+        self._share_buffer(f.occupancy)  # the shared buffer's thresholds for this tick
         if self.compiled:
             return self._limits_compiled(f, idx, backlog, cap, stormed, now, dt)
         link_cap = np.repeat(cap, f.n_vls)
@@ -83,6 +83,20 @@ class RoceFlowControl:
         entry_cap[heads] = np.minimum(entry_cap[heads], self.dcqcn.rc[idx.flow[heads]])
         room = np.where(np.repeat(f.to_endpoint, f.n_vls), 1e30, pt.room_bytes)
         return entry_cap, room
+
+    def _share_buffer(self, occupancy: NDArray[np.float64]) -> None:
+        q = self.pfc
+        if q.alpha == 0.0:  # static thresholds
+            return
+        if self.compiled:
+            from fabric_core.kernels.pfc import share_buffer
+
+            share_buffer(
+                q.switch_of, occupancy, q.shared_pool, q.alpha, q.mtu, q.headroom, q.xoff,
+                q.xon, q.buffer,
+            )  # fmt: skip
+        else:
+            q.share(occupancy)
 
     def after_tick(
         self,

@@ -69,6 +69,33 @@ def pfc_limits(
 
 
 @kernel
+def share_buffer(
+    switch_of: _I,
+    occupancy: _F,
+    pool: _F,
+    alpha: float,
+    mtu: float,
+    headroom: _F,
+    xoff: _F,
+    xon: _F,
+    buffer: _F,
+) -> None:
+    """The shared buffer's thresholds for this tick, in place (``pfc.PfcQueues.share``):
+    XOFF = alpha × the switch's pool still free, XON an MTU below, buffer XOFF + headroom."""
+    used = np.zeros(pool.size)
+    for q in range(switch_of.size):
+        if switch_of[q] >= 0:
+            used[switch_of[q]] += occupancy[q]
+    for q in range(switch_of.size):
+        w = switch_of[q]
+        if w >= 0:
+            x = alpha * max(pool[w] - used[w], 0.0)
+            xoff[q] = x
+            xon[q] = max(x - mtu, 0.0)
+            buffer[q] = x + headroom[q]
+
+
+@kernel
 def entry_caps(
     send: _F,
     queue: _I,
@@ -258,19 +285,21 @@ def pfc_after_tick(
             q = li * V + v
             sending = send[q] * alpha[q]
             stopped = 0.0 if sending > 1 - STOP_EPS else min(max(1 - sending, 0.0), 1.0)
-            a_rate = inflow[q] / sending if sending > 0 and inflow[q] > 0 else lr
-            hysteresis = xoff[q] - xon[q] + a_rate * reaction_s[q]
-            cycles = drain[q] > 0 and a_rate > drain[q]  # else no new pause: refreshes only
-            pause_s = max(hysteresis / drain[q] if cycles else np.inf, 1e-9)
-            if np.isfinite(pause_s):
-                per_stopped_s = (1 + np.floor(pause_s / refresh)) / pause_s
-            else:
-                per_stopped_s = 1 / refresh
-            frames_owed[q] += stopped * dt * per_stopped_s
-            sent = np.ceil(frames_owed[q] - 1e-9)
-            frames = sent - frames_sent[q]
-            frames_sent[q] = sent
-            if stopped == 0 and not paused[q]:
+            frames = 0.0
+            if stopped > 0:  # (the usual queue sends all the tick: nothing to count)
+                a_rate = inflow[q] / sending if sending > 0 and inflow[q] > 0 else lr
+                hysteresis = xoff[q] - xon[q] + a_rate * reaction_s[q]
+                cycles = drain[q] > 0 and a_rate > drain[q]  # else no new pause: refreshes
+                pause_s = max(hysteresis / drain[q] if cycles else np.inf, 1e-9)
+                if np.isfinite(pause_s):
+                    per_stopped_s = (1 + np.floor(pause_s / refresh)) / pause_s
+                else:
+                    per_stopped_s = 1 / refresh
+                frames_owed[q] += stopped * dt * per_stopped_s
+                sent = np.ceil(frames_owed[q] - 1e-9)
+                frames = sent - frames_sent[q]
+                frames_sent[q] = sent
+            elif not paused[q]:
                 frames_owed[q] = frames_sent[q]
             hit = alpha[q] < 1 - 1e-9 and not ignoring[q]
             start = (hit or occupancy[q] > xoff[q] or forced[q]) and not paused[q]
@@ -317,8 +346,9 @@ def pfc_after_tick(
                 p = 1.0
             else:
                 p = pmax * (occ - kmin) / max(kmax - kmin, 1e-9)
-        ecn_marked[link[e]] += rate[e] * dt / mtu * p
-        unmarked[flow[e]] += np.log1p(-min(p, 1 - 1e-12))
+        if p > 0:  # (most packets meet a short queue: log1p(-0) adds nothing)
+            ecn_marked[link[e]] += rate[e] * dt / mtu * p
+            unmarked[flow[e]] += np.log1p(-min(p, 1 - 1e-12))
     n_cnp = 0
     if cc_mode == 1:
         for i in range(heads.size):
