@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core import endpoint_costs as ec
+
 CONTROLS = ("ibgda", "proxy")
 DATA_PATHS = ("gdr", "bounce")
 
@@ -53,11 +55,11 @@ class EndpointParams:
         "s",
     )
     cpu_post_s: float = _p(
-        0.2e-6,
-        "proxy CPU thread, per message: read the ring entry, build the WQE, ibv_post_send "
-        "with a BlueFlame write. Kalia et al. (ATC 2016, 'Design guidelines for high "
-        "performance RDMA systems') reach a few million posts/s per core, i.e. a few hundred "
-        "ns each; 200 ns is a guess in that range",
+        ec.CPU_POST_S,
+        "proxy CPU thread, per message (it also reads the ring entry): "
+        + ec.CPU_POST_SOURCE
+        + "; the same figure as Profile.host_post_s, what the fabric charges a CPU-posted "
+        "message",
         "s",
     )
     proxy_poll_interval_s: float = _p(
@@ -67,23 +69,25 @@ class EndpointParams:
         "s",
     )
     pcie_rtt_s: float = _p(
-        0.6e-6,
-        "PCIe round trip of a small DMA read (NIC reads a WQE or data): pcie-bench "
-        "(Neugebauer et al., SIGCOMM 2018) ~0.5-0.6 µs on Xeon hosts; an FPGA ping over "
-        "Gen3 850 ns (hackingnasdaq blog, 2014); 0.6 µs chosen in that range. A doorbell "
-        "(posted MMIO write) costs half of it (one way, derived)",
+        ec.PCIE_READ_S,
+        ec.PCIE_READ_SOURCE
+        + ". Here the NIC's WQE fetch from GPU memory (IBGDA); the payload's read is the "
+        "fabric's, for every message (Profile.pcie_read_latency_s, the same figure)",
         "s",
     )
-    pcie_Bps: float = _p(
-        63e9,
-        "PCIe Gen5 x16: 32 GT/s/lane x 16 x 128b/130b ≈ 63 GB/s per direction (ConnectX-7 "
-        "OCP manual, derived)",
-        "B/s",
+    pcie_write_s: float = _p(
+        ec.PCIE_WRITE_S,
+        ec.PCIE_WRITE_SOURCE
+        + ". Here the doorbell and the GPU's request write into the proxy's ring; the "
+        "receiver's DMA write is the fabric's (Profile.pcie_write_latency_s, the same figure)",
+        "s",
     )
     host_copy_Bps: float = _p(
-        50e9,
-        "pinned cudaMemcpy GPU<->host over PCIe Gen5 x16: below the 63 GB/s link; NVIDIA GDS "
-        "blog: ~50 GB/s through system memory on DGX-2; 50 GB/s is a guess in that range",
+        ec.PCIE_DMA_BPS,
+        "pinned cudaMemcpy GPU<->host (bounce staging) crosses the same PCIe link as the NIC, "
+        "at its DMA goodput: "
+        + ec.PCIE_BPS_SOURCE
+        + " (range 50-57.6 GB/s: NVIDIA GDS blog ~50 GB/s through system memory on DGX-2)",
         "B/s",
     )
     copy_launch_s: float = _p(
@@ -99,10 +103,10 @@ class EndpointParams:
         "1/s",
     )
     recv_poll_s: float = _p(
-        0.5e-6,
-        "the receiver notices arrival: a GPU thread polling a flag in GPU memory (or the "
-        "proxy polling a CQE, then writing the flag through PCIe); a guess of one GPU memory "
-        "access plus a loop iteration",
+        ec.RECV_POLL_S,
+        ec.RECV_POLL_SOURCE
+        + "; the same figure as Profile.host_poll_s, what the fabric charges a CPU-polled "
+        "message",
         "s",
     )
     sq_depth: int = _p(
@@ -185,20 +189,28 @@ class EndpointParams:
         """From the request to the posting server: 0 for IBGDA; request write + poll for proxy."""
         if self.control == "ibgda":
             return 0.0
-        return self.gpu_request_s + self.pcie_rtt_s / 2 + self.proxy_poll_interval_s / 2
+        return self.gpu_request_s + self.pcie_write_s + self.proxy_poll_interval_s / 2
 
     def post_to_wire_s(self) -> float:
-        """From a posted WQE to its first byte on the wire (doorbell, WQE fetch, data fetch)."""
-        doorbell = self.pcie_rtt_s / 2
+        """From a posted WQE to the NIC holding it (doorbell, then the WQE fetch for IBGDA).
+
+        The payload's DMA read, the NIC pipelines and the receiver's DMA write come after:
+        the fabric charges them to every message (``endpoint_costs.data_path_fixed_s``).
+        ``endpoint.EndpointModel`` times its NIC server from a doorbell of ``pcie_rtt_s / 2``
+        and takes that back off here, so a uniform shift of the server's arrivals; the
+        message is ready ``pcie_write_s + WQE fetch`` after its post.
+        """
+        doorbell = self.pcie_write_s
         wqe_fetch = self.pcie_rtt_s if self.control == "ibgda" else 0.0  # proxy: BlueFlame
-        return doorbell + wqe_fetch + self.pcie_rtt_s
+        return doorbell + wqe_fetch
 
     def receive_s(self, size: NDArray[np.float64]) -> NDArray[np.float64]:
-        """After the last byte lands: host→GPU copy (bounce) and noticing the arrival."""
+        """After the NIC's DMA write lands: host→GPU copy (bounce) and noticing the arrival."""
         return self.bounce_copy_s(size) + self.recv_poll_s
 
     def isolated_latency_s(self, size: float) -> float:
-        """Endpoint share of one message's latency on an idle endpoint (no fabric)."""
+        """Endpoint share of one message's latency on an idle endpoint, the data path the
+        fabric charges (``endpoint_costs.data_path_fixed_s``) not included."""
         s = np.array([size])
         return float(
             self.pre_post_s()

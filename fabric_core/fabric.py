@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core import recovery
+from fabric_core import endpoint_costs, recovery
 from fabric_core.commands import (
     MAX_TICK_S,
     MIN_TICK_S,
@@ -381,7 +381,11 @@ class Fabric:
             workload=workload,
             tag=tag,
             start_s=ready_s,
-            extra_latency_s=np.zeros(rows) if extra_latency_s is None else extra_latency_s,
+            # a workload that models its endpoints hands their host costs in; the others'
+            # messages are posted and polled by a CPU (endpoint_costs.host_costs_s)
+            extra_latency_s=np.full(rows, endpoint_costs.host_costs_s(self.profile))
+            if extra_latency_s is None
+            else extra_latency_s,
             src=src,
             dst=dst,
             n_sub=n_sub,

@@ -1,5 +1,6 @@
 """What a flow's path implies: its virtual lanes, pinned routes, and the costs the fluid
-model does not carry (propagation, switching, NICs, store-and-forward, the FIFO wait)."""
+model does not carry (propagation, switching, the endpoints' NIC and PCIe data path,
+store-and-forward, the FIFO wait)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import itertools
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core import endpoint_costs
 from fabric_core.commands import CommandError, unknown
 from fabric_core.profiles import Profile
 from fabric_core.routing import MAX_HOPS
@@ -111,7 +113,13 @@ def fixed_costs(
     links = topo.links
     prop = np.where(valid, links.prop_delay_s[safe], 0.0).sum(axis=0)
     switches = hops.astype(np.float64) - 1
-    fixed = prop + switches * p.switch_latency_s + 2 * p.nic_latency_s
+    # the endpoints' data path (endpoint_costs): NIC pipelines, the payload's DMA read round
+    # trip and DMA write; the payload crosses PCIe pipelined with the wire, so PCIe slower
+    # than the first link's payload rate adds size / pcie - size / payload rate
+    line = links.bandwidth_Bps[safe[0]] * p.mtu_bytes / (p.mtu_bytes + p.header_bytes)
+    pcie = endpoint_costs.pcie_Bps(p)
+    rate = np.maximum(size / pcie - size / line, 0.0)
+    fixed = prop + switches * p.switch_latency_s + endpoint_costs.data_path_fixed_s(p) + rate
     has_buf = valid.copy()
     has_buf[:-1] &= valid[1:]
     has_buf[-1] = False

@@ -12,6 +12,8 @@ import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from fabric_core import endpoint_costs as ec
+
 
 def _p(default: Any, source: str, unit: str = "", tunable: bool = False) -> Any:
     return field(default=default, metadata={"source": source, "unit": unit, "tunable": tunable})
@@ -77,11 +79,20 @@ class Profile:
         "s",
     )
     cut_through: bool = _p(True, "IB switches forward cut-through (IBTA; Quantum-2 docs)")
-    nic_latency_s: float = _p(
-        300e-9,
-        "ConnectX-7 product brief: ~600 ns end-to-end for small messages; half per side (derived)",
-        "s",
+    nic_latency_s: float = _p(ec.NIC_PIPELINE_S, ec.NIC_PIPELINE_SOURCE, "s")
+    pcie_gen: int = _p(
+        ec.PCIE_GEN,
+        "PCIe generation of the NIC's host link: Gen5 (ConnectX-7: PCIe Gen5 x16, ConnectX-7 "
+        "OCP manual); native-800g: Gen6 (ConnectX-8 SuperNIC: PCIe Gen6, NVIDIA product "
+        "brief). With pcie_lanes it sets the DMA goodput every payload crosses at "
+        "(fabric_core.endpoint_costs: GT/s x lanes x line code x TLP efficiency; Gen5 x16 "
+        "57.6 GB/s, Gen6 x16 108 GB/s, derived)",
     )
+    pcie_lanes: int = _p(ec.PCIE_LANES, "PCIe lanes of the NIC's host link: x16 (same sources)")
+    pcie_read_latency_s: float = _p(ec.PCIE_READ_S, ec.PCIE_READ_SOURCE, "s")
+    pcie_write_latency_s: float = _p(ec.PCIE_WRITE_S, ec.PCIE_WRITE_SOURCE, "s")
+    host_post_s: float = _p(ec.CPU_POST_S, ec.CPU_POST_SOURCE, "s")
+    host_poll_s: float = _p(ec.RECV_POLL_S, ec.RECV_POLL_SOURCE, "s")
     propagation_s_per_m: float = _p(
         5e-9, "fibre: c / n with n ≈ 1.47 → ≈ 4.9–5 ns/m (physics)", "s/m"
     )
@@ -339,6 +350,7 @@ class Profile:
     )
 
     def __post_init__(self) -> None:
+        ec.pcie_link_Bps(self.pcie_gen, self.pcie_lanes)  # a known generation and width
         # a RoCE port's packets carry the IB MTU that fits its Ethernet MTU
         if self.flow_control == "pfc":
             object.__setattr__(self, "mtu_bytes", roce_mtu(self))
@@ -443,6 +455,7 @@ NATIVE_800G = dataclasses.replace(
     description="next generation: 800 Gb/s links (article C10; XDR class) with packet spraying: every flow spread evenly over up to 8 equal-cost paths; NIC and switch latencies are the 400G parts' (no 800G figures are published)",
     link_bandwidth_Bps=100e9,
     routing="spray",
+    pcie_gen=6,
 )
 
 ROCE_400G = dataclasses.replace(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core import endpoint_costs as ec
 from fabric_core.faults import FaultKind, register_fault_kind
 
 if TYPE_CHECKING:
@@ -124,9 +125,8 @@ class StorageParams:
         5e-6, "CPU time to launch one cudaMemcpyAsync from a pinned bounce buffer: a guess", "s"
     )
     pcie_Bps: float = _p(
-        50e9,
-        "host↔GPU DMA: PCIe Gen5 x16 ≈ 63 GB/s per direction after encoding (ConnectX-7 OCP "
-        "manual, derived); ~80 % of it as DMA goodput: a guess",
+        ec.PCIE_DMA_BPS,
+        "host↔GPU DMA (bounce-buffer copies): the host's one PCIe figure, " + ec.PCIE_BPS_SOURCE,
         "B/s",
     )
     rdma_stack_latency_s: float = _p(

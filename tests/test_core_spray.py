@@ -30,10 +30,18 @@ def _payload_Bps(prof: Profile) -> float:
 
 
 def _fixed_latency(topo: Topology, prof: Profile, names: list[str]) -> float:
-    """Propagation + switches + NICs along a path given by link names."""
+    """Propagation + switches + the endpoints (NIC pipelines, DMA read and write, the CPU's
+    post, doorbell and poll) along a path given by link names."""
     links = topo.links
     prop = sum(links.prop_delay_s[links.index[n]] for n in names)
-    return prop + (len(names) - 1) * prof.switch_latency_s + 2 * prof.nic_latency_s
+    endpoints = (
+        2 * prof.nic_latency_s
+        + prof.pcie_read_latency_s
+        + 2 * prof.pcie_write_latency_s
+        + prof.host_post_s
+        + prof.host_poll_s
+    )
+    return prop + (len(names) - 1) * prof.switch_latency_s + endpoints
 
 
 def _run_until_done(fabric: Fabric, n_flows: int, limit: int = 5000) -> None:
@@ -133,9 +141,15 @@ def test_spray_gives_two_flows_their_full_share_where_ecmp_collides() -> None:
         _run_until_done(fabric, 2)
         fct[routing] = [f - s for _, s, f in wls[0].finished]
     nic_time = size / _payload_Bps(base)
+    # the fixed costs of the path (3 switches), endpoints included
+    fixed = _fixed_latency(
+        topo,
+        base,
+        ["gpu0000->leaf00", "leaf00->spine00", "spine00->leaf01", f"leaf01->gpu{d0:04d}"],
+    )
     # ECMP: both flows on one spine uplink, half the rate each; spray: each at line rate
-    assert max(fct["ecmp"]) == pytest.approx(2 * nic_time, rel=0.03)
-    assert max(fct["spray"]) == pytest.approx(nic_time, rel=0.03)
+    assert max(fct["ecmp"]) == pytest.approx(2 * nic_time + fixed, rel=0.03)
+    assert max(fct["spray"]) == pytest.approx(nic_time + fixed, rel=0.03)
 
 
 # ------------------------------------------------------------------ one completion per flow

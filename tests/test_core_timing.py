@@ -16,11 +16,20 @@ def payload_rate(prof) -> float:  # type: ignore[no-untyped-def]
 
 
 def fixed_latency(fabric, hops: list[str]) -> float:  # type: ignore[no-untyped-def]
-    """Propagation + switches + NICs along ``hops`` (link names), from the profile."""
+    """Propagation + switches + the endpoints along ``hops`` (link names), from the profile:
+    NIC pipelines, the payload's DMA read and write, the CPU's post, doorbell and poll
+    (docs/MODEL.md "Latency"; PCIe Gen5 x16 is faster than the wire: no rate bound)."""
     p = fabric.profile
     links = fabric.topo.links
     prop = sum(links.prop_delay_s[links.index[h]] for h in hops)
-    return prop + (len(hops) - 1) * p.switch_latency_s + 2 * p.nic_latency_s
+    endpoints = (
+        2 * p.nic_latency_s
+        + p.pcie_read_latency_s
+        + 2 * p.pcie_write_latency_s
+        + p.host_post_s
+        + p.host_poll_s
+    )
+    return prop + (len(hops) - 1) * p.switch_latency_s + endpoints
 
 
 @pytest.mark.parametrize("dt", DTS)

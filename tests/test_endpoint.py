@@ -78,14 +78,19 @@ def test_a_single_small_message_is_not_faster_with_ibgda() -> None:
     t_proxy = proxy.end_s - proxy.start_s
     assert t_ibgda >= t_proxy
     # and the difference is the endpoint model's, not the fabric's. By hand, from the
-    # defaults (GPUDirect data path, PCIe round trip 0.6 µs):
-    #   IBGDA: nothing before the post, the GPU posts the WQE 1.0, then doorbell 0.3
-    #          + WQE fetch 0.6 + data fetch 0.6 to the wire = 2.5 µs
-    #   proxy: request write 0.3 + PCIe/2 0.3 + half a poll 0.1 before the post, the CPU
-    #          posts 0.2, then doorbell 0.3 (BlueFlame: no WQE fetch) + data fetch 0.6
-    #          to the wire = 1.8 µs
-    #   (the NIC's 1 / 330e6 s per message and the 0.5 µs receive poll are common to both)
-    assert t_ibgda - t_proxy == pytest.approx(2.5e-6 - 1.8e-6, rel=1e-6)
+    # parameters (GPUDirect data path):
+    #   IBGDA: nothing before the post, the GPU posts the WQE, then the doorbell (a posted
+    #          PCIe write) and the WQE fetch (a PCIe read round trip)
+    #   proxy: request write (GPU work + a posted PCIe write) + half a poll before the
+    #          post, the CPU posts, then the doorbell (BlueFlame: no WQE fetch)
+    #   (the NIC's 1 / 330e6 s per message, the data path the fabric charges every
+    #   message - payload DMA read, NICs, DMA write - and the receive poll are common)
+    e = EndpointParams()
+    by_hand_ibgda = e.gpu_wqe_post_s + e.pcie_write_s + e.pcie_rtt_s
+    by_hand_proxy = (
+        e.gpu_request_s + e.pcie_write_s + e.proxy_poll_interval_s / 2 + e.cpu_post_s
+    ) + e.pcie_write_s
+    assert t_ibgda - t_proxy == pytest.approx(by_hand_ibgda - by_hand_proxy, rel=1e-6)
 
 
 def test_under_parallel_load_ibgda_posts_faster_and_the_proxy_queue_is_why() -> None:

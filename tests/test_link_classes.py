@@ -45,7 +45,12 @@ def expected_fct(fabric: Fabric, size: float, bw_bps: float, delays: list[float]
         size / payload
         + sum(delays)
         + (len(delays) - 1) * p.switch_latency_s
-        + 2 * (p.nic_latency_s)
+        # the endpoints: NIC pipelines, DMA read and write, the CPU's post, doorbell, poll
+        + 2 * p.nic_latency_s
+        + p.pcie_read_latency_s
+        + 2 * p.pcie_write_latency_s
+        + p.host_post_s
+        + p.host_poll_s
     )
 
 

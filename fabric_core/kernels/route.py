@@ -221,12 +221,14 @@ def lanes_and_costs(
     credit: bool,
     cut_through: bool,
     switch_latency_s: float,
-    nic_latency_s: float,
+    endpoint_fixed_s: float,
+    pcie_Bps: float,
     mtu_bytes: float,
     header_bytes: float,
 ) -> tuple[NDArray[np.int8], _F, _F, int]:
     """``paths.lanes`` and ``paths.fixed_costs`` for new flows: (lane per hop, fixed
-    latency, FIFO wait, highest lane used)."""
+    latency, FIFO wait, highest lane used). ``endpoint_fixed_s`` and ``pcie_Bps`` are
+    ``endpoint_costs.data_path_fixed_s`` and ``endpoint_costs.pcie_Bps`` of the profile."""
     max_hops, n = path.shape
     vl = np.empty((max_hops, n), dtype=np.int8)
     fixed = np.empty(n)
@@ -256,6 +258,9 @@ def lanes_and_costs(
                 if not cut_through or (not credit and (occupancy[q] > 0 or paused[q])):
                     saf += pkt / bandwidth_Bps[li]
                 w += occupancy[q] / max(drain[q], bandwidth_Bps[li] * 1e-3)
-        fixed[f] = prop + (hops[f] - 1.0) * switch_latency_s + 2 * nic_latency_s + saf
+        # the payload crosses PCIe pipelined with the first link (paths.fixed_costs)
+        line = bandwidth_Bps[max(path[0, f], 0)] * mtu_bytes / (mtu_bytes + header_bytes)
+        rate = max(size[f] / pcie_Bps - size[f] / line, 0.0)
+        fixed[f] = prop + (hops[f] - 1.0) * switch_latency_s + endpoint_fixed_s + rate + saf
         wait[f] = w
     return vl, fixed, wait, top

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core import endpoint_costs
 from fabric_core.commands import CommandError
 from fabric_core.flows import FlowTable
 from fabric_core.kernels.index import entry_index
@@ -156,7 +157,8 @@ class CompiledTick:
             profile.flow_control == "credit",
             profile.cut_through,
             profile.switch_latency_s,
-            profile.nic_latency_s,
+            endpoint_costs.data_path_fixed_s(profile),
+            endpoint_costs.pcie_Bps(profile),
             float(profile.mtu_bytes),
             float(profile.header_bytes),
         )
