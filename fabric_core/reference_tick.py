@@ -114,12 +114,13 @@ class ReferenceTick:
         occupancy: NDArray[np.float64],
         n_vls: int,
         known_down: NDArray[np.bool_],
+        size_bytes: NDArray[np.float64] | None = None,
     ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
         """Paths of new flows (``routing.route``, which walks ``table_route`` on a file
-        topology) by ``link_cost``."""
+        topology) by ``link_cost`` and, with ``size_bytes``, the batch's own load."""
         mode = "adaptive" if adaptive else "ecmp"
         cost = self.link_cost(topo, occupancy, n_vls, known_down)
-        return route(topo, src, dst, key, mode=mode, link_cost=cost)
+        return route(topo, src, dst, key, mode=mode, link_cost=cost, size_bytes=size_bytes)
 
     def lanes_and_costs(
         self,

@@ -8,7 +8,10 @@ equal-cost paths is:
 
 * ``ecmp``: a hash of the flow (static per flow, so collisions and
   polarisation happen, as with RoCE ECMP);
-* ``adaptive``: the less loaded of two hashed candidates when the flow starts;
+* ``adaptive``: the less loaded of two hashed candidates when the flow starts, the
+  load being the queues the fabric holds plus the bytes the flows routed before it in
+  the same batch have put on each link (``route``'s ``size_bytes``): a burst started
+  in one tick spreads instead of herding onto the link that looked idle;
 * ``spray`` (function ``spray``): packet spraying, in the fluid model. A flow
   becomes ``spray_ways`` sub-flows on distinct candidates (at most
   ``SPRAY_MAX_WAYS``), so its bytes are spread evenly over the equal-cost paths;
@@ -112,6 +115,7 @@ def route(
     mode: str,
     link_cost: NDArray[np.float64],
     plane: NDArray[np.int64] | None = None,
+    size_bytes: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
     """Paths for many (src, dst) endpoint pairs at once.
 
@@ -123,6 +127,12 @@ def route(
         link_cost: per-link cost for adaptive routing; ``inf`` (or > 1e30)
             marks a link that must not be used.
         plane: plane per flow (multi-plane); hashed when None.
+        size_bytes: bytes per flow (adaptive). Flows are then routed in order, each
+            seeing on every link, besides ``link_cost``, the bytes of the flows routed
+            before it at that link's line rate: the load this batch has placed. A
+            switch's adaptive routing sees its egress queues fill as a burst arrives;
+            a cost read once per tick would not, and a whole burst would take the
+            candidate that looked idle. None (or ECMP): costs as given.
 
     Returns:
         ``path[hop, flow]`` link ids (-1 past the end) and hops per flow.
@@ -137,8 +147,40 @@ def route(
     ) -> NDArray[np.intp]:
         return _pick(c, h, mode)[:, None]
 
+    if mode == "adaptive" and size_bytes is not None and src.size > 1:
+        return _route_in_order(topo, src, dst, key, link_cost, plane, size_bytes, choose)
     path, nh = _paths(topo, src, dst, key, link_cost, plane, 1, choose)
     return path[:, :, 0], nh[:, 0]
+
+
+def _route_in_order(
+    topo: Topology,
+    src: NDArray[np.int64],
+    dst: NDArray[np.int64],
+    key: NDArray[np.int64],
+    link_cost: NDArray[np.float64],
+    plane: NDArray[np.int64] | None,
+    size_bytes: NDArray[np.float64],
+    choose: _Chooser,
+) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
+    """``route`` one flow after another, each flow's bytes added to the links it takes
+    before the next is routed (the reference ``kernels.route.route_flows`` is held to;
+    a loop over flows, as the dependence is sequential)."""
+    bandwidth = topo.links.bandwidth_Bps
+    base = np.where(np.isfinite(link_cost), link_cost, _BIG)
+    placed = np.zeros(bandwidth.size)
+    cost = base.copy()  # base + placed / bandwidth, kept up to date where placed changes
+    path = np.full((MAX_HOPS, src.size), -1, dtype=np.int32)
+    nh = np.zeros(src.size, dtype=np.int8)
+    for f in range(src.size):
+        one = slice(f, f + 1)
+        pl = None if plane is None else plane[one]
+        p, n = _paths(topo, src[one], dst[one], key[one], cost, pl, 1, choose)
+        path[:, f], nh[f] = p[:, 0, 0], n[0, 0]
+        links = p[: n[0, 0], 0, 0]
+        placed[links] += size_bytes[f]
+        cost[links] = base[links] + placed[links] / bandwidth[links]
+    return path, nh
 
 
 def spray_ways(topo: Topology) -> int:

@@ -1,4 +1,5 @@
-"""Adaptive routing: a new flow avoids the spine whose queues are full."""
+"""Adaptive routing: a new flow avoids the spine whose queues are full, and a burst of
+new flows spreads by the load it places itself (``routing.route``'s ``size_bytes``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import pytest
 from fabric_core.fabric import Solver
 from tests.helpers import SOLVERS, profile, scripted_fabric, small_leaf_spine
 
-PROBE_BYTES = 256 * 1024.0
+#: small enough that all six together (96 KiB on each link of the idle path) still
+#: weigh less than the 128 KiB queued on each link of the loaded one: a burst's own load
+#: must not send any of them into the full queues
+PROBE_BYTES = 16 * 1024.0
 T_PROBES = 50e-6
 #: two line-rate flows from different leaves onto one receiver: the hash puts both on
 #: spine01, whose buffers then hold 128 KiB (the receiver's downlink is the bottleneck)
@@ -51,7 +55,7 @@ def _probes_per_spine(routing: str, solver: Solver) -> dict[str, float]:
 def test_new_flows_take_the_idle_spine(solver: Solver) -> None:
     """Adaptive routing picks the less loaded of two hashed candidates: here every probe
     has both spines as candidates, so all six cross the idle spine00 (the only traffic
-    there). ECMP, the control, keeps the hash's choice and sends most of them into the
+    there), their own 96 KiB there weighing less than spine01's queues. ECMP, the control, keeps the hash's choice and sends most of them into the
     full queues of spine01."""
     adaptive = _probes_per_spine("adaptive", solver)
     ecmp = _probes_per_spine("ecmp", solver)

@@ -229,15 +229,30 @@ Case = tuple[Topology, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 @settings(max_examples=200, deadline=None)
-@given(routing_cases(), st.booleans(), st.integers(0, 2**40))
-def test_compiled_routing_is_the_reference(case: Case, adaptive: bool, salt: int) -> None:
+@given(
+    routing_cases(),
+    st.booleans(),
+    st.integers(0, 2**40),
+    st.sampled_from([None, 64.0, 7408.0, "mixed"]),
+)
+def test_compiled_routing_is_the_reference(
+    case: Case, adaptive: bool, salt: int, sizes: float | str | None
+) -> None:
     topo, src, dst, occupancy, down = case
     key = np.arange(src.size, dtype=np.int64) * 1_000_003 + salt
     ref = Fabric(topo, NATIVE_400G, [], dt_s=1e-6, seed=1, solver="reference")._tick
     comp = Fabric(topo, NATIVE_400G, [], dt_s=1e-6, seed=1, solver="compiled")._tick
     v = int(NATIVE_400G.virtual_lanes)
-    path, hops = ref.route(topo, src, dst, key, adaptive, occupancy, v, down)
-    c_path, c_hops = comp.route(topo, src, dst, key, adaptive, occupancy, v, down)
+    # the batch's own load (adaptive routing counts the bytes placed before each flow)
+    size = (
+        None
+        if sizes is None
+        else np.random.default_rng(salt).uniform(1, 1e6, src.size)
+        if sizes == "mixed"
+        else np.full(src.size, float(sizes))
+    )
+    path, hops = ref.route(topo, src, dst, key, adaptive, occupancy, v, down, size)
+    c_path, c_hops = comp.route(topo, src, dst, key, adaptive, occupancy, v, down, size)
     np.testing.assert_array_equal(c_path, path)
     np.testing.assert_array_equal(c_hops, hops)
     np.testing.assert_array_equal(

@@ -90,9 +90,12 @@ def route_flows(
     planes: int,
     tiers: int,
     adaptive: bool,
+    size_bytes: _F,
 ) -> tuple[_I32, NDArray[np.int8]]:
     """``routing.route``: ``path[hop, flow]`` (-1 past the end) and hops per flow; a
-    link's cost is its ``link_cost``, computed only for the candidates a flow reads."""
+    link's cost is its ``link_cost`` plus the bytes this batch has already placed on it
+    (``size_bytes`` per flow, in order; empty: none counted), computed only for the
+    candidates a flow reads."""
     n = src.size
     path = np.full((MAX_HOPS, n), -1, dtype=np.int32)
     nh = np.zeros(n, dtype=np.int8)
@@ -101,13 +104,18 @@ def route_flows(
     cost4 = np.empty(n_slots)
     cost6 = np.empty(n_slots * per)
     sw, sl = switch_index, switch_link
+    # the batch's own load (routing.route): without it every flow of a burst sees the
+    # same queues and the burst herds onto the spine that looked idle
+    placed = np.zeros(bandwidth_Bps.size)
+    count_placed = adaptive and size_bytes.size == n
+    q = (occupancy, n_vls, bandwidth_Bps, known_down, placed)
     for f in range(n):
         h = flow_hash(src[f], dst[f], key[f])
         plane = int(np.int64(h >> np.uint64(40)) % planes) if planes > 1 else 0
         up, down = ep_uplink[src[f], plane], ep_downlink[dst[f], plane]
         ls, ld = ep_leaf[src[f], plane], ep_leaf[dst[f], plane]
-        c_up = _cost(occupancy, n_vls, bandwidth_Bps, known_down, up)
-        c_down = _cost(occupancy, n_vls, bandwidth_Bps, known_down, down)
+        c_up = _load_cost(q, up)
+        c_down = _load_cost(q, down)
         path[0, f] = up
         if ls == ld:  # endpoint -> leaf -> endpoint
             path[1, f] = down
@@ -120,12 +128,7 @@ def route_flows(
                 if l_up < 0 or l_dn < 0:
                     cost4[j] = _BIG
                 else:
-                    cost4[j] = (
-                        _cost(occupancy, n_vls, bandwidth_Bps, known_down, l_up)
-                        + _cost(occupancy, n_vls, bandwidth_Bps, known_down, l_dn)
-                        + c_up
-                        + c_down
-                    )
+                    cost4[j] = _load_cost(q, l_up) + _load_cost(q, l_dn) + c_up + c_down
             k = pick(cost4, h, adaptive)
             s = spines_by_pod[plane, node_pod[ls], k]
             path[1, f] = sl[sw[ls], sw[s]]
@@ -137,20 +140,15 @@ def route_flows(
             for j in range(n_slots):
                 sa = spines_by_pod[plane, node_pod[ls], j]
                 sb = spines_by_pod[plane, node_pod[ld], j]
-                c1 = _cost(occupancy, n_vls, bandwidth_Bps, known_down, sl[sw[ls], sw[sa]])
-                c4 = _cost(occupancy, n_vls, bandwidth_Bps, known_down, sl[sw[sb], sw[ld]])
+                c1 = _load_cost(q, sl[sw[ls], sw[sa]])
+                c4 = _load_cost(q, sl[sw[sb], sw[ld]])
                 for m in range(per):
                     cr = cores_by_slot[plane, j, m]
                     l2, l3 = sl[sw[sa], sw[cr]], sl[sw[cr], sw[sb]]
                     if l2 < 0 or l3 < 0:
                         cost6[j * per + m] = _BIG
                     else:
-                        cost6[j * per + m] = (
-                            c1
-                            + _cost(occupancy, n_vls, bandwidth_Bps, known_down, l2)
-                            + _cost(occupancy, n_vls, bandwidth_Bps, known_down, l3)
-                            + c4
-                        )
+                        cost6[j * per + m] = c1 + _load_cost(q, l2) + _load_cost(q, l3) + c4
             j, m = divmod(pick(cost6, h, adaptive), per)
             sa = spines_by_pod[plane, node_pod[ls], j]
             sb = spines_by_pod[plane, node_pod[ld], j]
@@ -161,6 +159,9 @@ def route_flows(
             path[4, f] = sl[sw[sb], sw[ld]]
             path[5, f] = down
             nh[f] = 6
+        if count_placed:
+            for hop in range(nh[f]):
+                placed[path[hop, f]] += size_bytes[f]
     return path, nh
 
 
@@ -197,6 +198,20 @@ def _cost(
         li += bandwidth_Bps.size
     c = link_cost(occupancy, n_vls, bandwidth_Bps, known_down, li)
     return c if np.isfinite(c) else _BIG
+
+
+@inline_kernel
+def _load_cost(
+    q: tuple[_F, int, _F, NDArray[np.bool_], _F],
+    li: int,
+) -> float:
+    """``_cost`` plus the bytes ``q[4]`` this batch has already placed on the link, at its
+    line rate (``routing.route`` adds them the same way, in the same order)."""
+    occupancy, n_vls, bandwidth_Bps, known_down, placed = q
+    if li < 0:
+        li += bandwidth_Bps.size
+    base = _cost(occupancy, n_vls, bandwidth_Bps, known_down, li)
+    return float(base + placed[li] / bandwidth_Bps[li])
 
 
 #: ``_cost`` for the table router of file topologies (``kernels.table_route``)

@@ -73,10 +73,12 @@ class CompiledTick:
         occupancy: NDArray[np.float64],
         n_vls: int,
         known_down: NDArray[np.bool_],
+        size_bytes: NDArray[np.float64] | None = None,
     ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
         """Paths of new flows (``kernels.route.route_flows``; on a file topology
         ``kernels.table_route.table_route_flows``), each candidate link's cost computed
-        where it is read."""
+        where it is read; with ``size_bytes`` adaptive routing counts the bytes the batch
+        has already placed (``routing.route``; not on a file topology)."""
         if topo.updown is not None:
             ud = topo.updown
             any_d, down_d = ud.tables(known_down)
@@ -120,6 +122,7 @@ class CompiledTick:
             topo.planes,
             topo.tiers,
             adaptive,
+            np.zeros(0) if size_bytes is None else np.asarray(size_bytes, np.float64),
         )
 
     def lanes_and_costs(
