@@ -151,8 +151,11 @@ class PfcQueues:
 
     def share(self, occupancy: NDArray[np.float64]) -> None:
         """Set the shared-buffer queues' thresholds from their switches' occupancy (the
-        start of a tick): XOFF = alpha × the pool still free, XON one MTU below, the
-        buffer XOFF plus the headroom. Static queues keep theirs."""
+        start of a tick): XOFF = alpha × the pool still free, XON one MTU below. A queue
+        drops what arrives past its headroom above XOFF, or above what it already holds
+        where the threshold has fallen below that: bytes it admitted keep their place (a
+        switch admits, or drops, a packet as it arrives; HPCC ns-3 CheckIngressAdmission).
+        Static queues keep theirs."""
         mine = self.switch_of >= 0
         if not mine.any():
             return
@@ -162,7 +165,7 @@ class PfcQueues:
         xoff = self.alpha * free[owner]
         self.xoff[mine] = xoff
         self.xon[mine] = np.maximum(xoff - self.mtu, 0.0)
-        self.buffer[mine] = xoff + self.headroom[mine]
+        self.buffer[mine] = np.maximum(xoff, occupancy[mine]) + self.headroom[mine]
 
 
 @dataclass

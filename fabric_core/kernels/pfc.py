@@ -81,7 +81,8 @@ def share_buffer(
     buffer: _F,
 ) -> None:
     """The shared buffer's thresholds for this tick, in place (``pfc.PfcQueues.share``):
-    XOFF = alpha × the switch's pool still free, XON an MTU below, buffer XOFF + headroom."""
+    XOFF = alpha × the switch's pool still free, XON an MTU below, the drop limit the
+    headroom above XOFF or above what the queue holds, whichever is higher."""
     used = np.zeros(pool.size)
     for q in range(switch_of.size):
         if switch_of[q] >= 0:
@@ -92,7 +93,7 @@ def share_buffer(
             x = alpha * max(pool[w] - used[w], 0.0)
             xoff[q] = x
             xon[q] = max(x - mtu, 0.0)
-            buffer[q] = x + headroom[q]
+            buffer[q] = max(x, occupancy[q]) + headroom[q]
 
 
 @kernel
