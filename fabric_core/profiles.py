@@ -327,24 +327,49 @@ class Profile:
     swift_max_mdf: float = _p(
         0.5, "Swift's largest cut at once, at most once per RTT (Swift paper §3)"
     )
-    dcqcn_g: float = _p(1 / 256, "DCQCN g = 1/256 (DCQCN paper; HPCC repo)", "", tunable=True)
+    dcqcn_g: float = _p(
+        1 / 256,
+        "DCQCN g = 1/256 (DCQCN paper; HPCC repo simulation/mix/config.txt EWMA_GAIN)",
+        "",
+        tunable=True,
+    )
     dcqcn_timer_s: float = _p(
         900e-6,
-        "rate-increase timer: 900 µs production (HPCC repo); the paper used 55 µs",
+        "rate-increase timer: 900 µs (HPCC repo simulation/mix/config.txt RP_TIMER, its "
+        "production set); the paper used 55 µs",
         "s",
         tunable=True,
     )
     dcqcn_byte_counter_bytes: float = _p(
-        10e6, "byte counter for rate increase: 10 MB (DCQCN-validation README)", "B", tunable=True
+        10e6,
+        "byte counter for rate increase: 10 MB (DCQCN-validation README); the HPCC repo's "
+        "Mellanox-style DCQCN increases on its timer only",
+        "B",
+        tunable=True,
     )
     dcqcn_ai_Bps: float = _p(
-        50e6 / 8, "additive increase 50 Mb/s (HPCC repo, production values)", "B/s", tunable=True
+        50e6 / 8,
+        "additive increase 50 Mb/s (HPCC repo simulation/mix/config.txt RATE_AI)",
+        "B/s",
+        tunable=True,
     )
     dcqcn_hai_Bps: float = _p(
-        100e6 / 8, "hyper increase 100 Mb/s (HPCC repo, production values)", "B/s", tunable=True
+        100e6 / 8,
+        "hyper increase 100 Mb/s (HPCC repo simulation/mix/config.txt RATE_HAI; the paper "
+        "scales it with the increase stage, as modelled)",
+        "B/s",
+        tunable=True,
     )
-    dcqcn_fast_recovery_steps: int = _p(5, "F = 5 fast-recovery steps (DCQCN paper)")
-    dcqcn_alpha_timer_s: float = _p(55e-6, "alpha update period 55 µs (DCQCN paper)", "s")
+    dcqcn_fast_recovery_steps: int = _p(
+        5,
+        "F = 5 fast-recovery steps (DCQCN paper; the HPCC repo's config sets 1): the set "
+        "mixes the paper's algorithm with production timers, a known gap (issue 22)",
+    )
+    dcqcn_alpha_timer_s: float = _p(
+        55e-6,
+        "alpha update period 55 µs (DCQCN paper; the HPCC repo's config sets 1 µs)",
+        "s",
+    )
     cnp_interval_s: float = _p(
         50e-6, "at most one CNP per flow per 50 µs (RoCEv2 CNP generation, mlx5 default)", "s"
     )
