@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from fabric_core.flows import DONE_BYTES, DONE_FRACTION, RESIDUE_BYTES, FlowTable
 from fabric_core.paths import fixed_costs, lanes
 from fabric_core.profiles import Profile
-from fabric_core.routing import route
+from fabric_core.routing import link_loads, route
 from fabric_core.step import (
     EntryIndex,
     Moved,
@@ -88,6 +88,8 @@ class ReferenceTick:
     def __init__(self, layout: RankLayout, n_vls: int) -> None:
         self.layout = layout
         self.n_vls = n_vls
+        #: adaptive routing's expected load (``CompiledTick.link_load_bytes``)
+        self.link_load_bytes = np.zeros(layout.rank.size)
 
     def link_cost(
         self,
@@ -117,10 +119,21 @@ class ReferenceTick:
         size_bytes: NDArray[np.float64] | None = None,
     ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
         """Paths of new flows (``routing.route``, which walks ``table_route`` on a file
-        topology) by ``link_cost`` and, with ``size_bytes``, the batch's own load."""
+        topology) by ``link_cost``, the load in flight and, with ``size_bytes``, the
+        batch's own load."""
         mode = "adaptive" if adaptive else "ecmp"
         cost = self.link_cost(topo, occupancy, n_vls, known_down)
-        return route(topo, src, dst, key, mode=mode, link_cost=cost, size_bytes=size_bytes)
+        load = self.link_load_bytes
+        return route(
+            topo,
+            src,
+            dst,
+            key,
+            mode=mode,
+            link_cost=cost,
+            size_bytes=size_bytes,
+            link_load_bytes=load,
+        )
 
     def lanes_and_costs(
         self,
@@ -227,7 +240,12 @@ class ReferenceTick:
         dt: float,
     ) -> Moved:
         """One tick of bytes (see ``move_bytes``)."""
-        return move_bytes(idx, sol, backlog, flows, n_links, n_bufs, dt)
+        moved = move_bytes(idx, sol, backlog, flows, n_links, n_bufs, dt)
+        # what adaptive routing will see as the load in flight (route glue; no physics)
+        self.link_load_bytes[:] = link_loads(
+            flows.active, flows.path, flows.backlog, flows.hops, n_links
+        )
+        return moved
 
     def finish_times(
         self,

@@ -116,6 +116,7 @@ def route(
     link_cost: NDArray[np.float64],
     plane: NDArray[np.int64] | None = None,
     size_bytes: NDArray[np.float64] | None = None,
+    link_load_bytes: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
     """Paths for many (src, dst) endpoint pairs at once.
 
@@ -133,6 +134,13 @@ def route(
             switch's adaptive routing sees its egress queues fill as a burst arrives;
             a cost read once per tick would not, and a whole burst would take the
             candidate that looked idle. None (or ECMP): costs as given.
+        link_load_bytes: per link, the bytes flows already in flight still have to send
+            over it (``link_loads``), added to its cost at line rate (adaptive). A flow's
+            path is fixed when it starts, so its bytes still at the NIC are load its
+            links will carry, though no switch queue holds them yet: counting only the
+            queues, every tick's new flows would take the links whose queues the last
+            tick's flows have not reached yet. With ``size_bytes`` the batch's bytes are
+            added to it in place.
 
     Returns:
         ``path[hop, flow]`` link ids (-1 past the end) and hops per flow.
@@ -147,10 +155,34 @@ def route(
     ) -> NDArray[np.intp]:
         return _pick(c, h, mode)[:, None]
 
-    if mode == "adaptive" and size_bytes is not None and src.size > 1:
-        return _route_in_order(topo, src, dst, key, link_cost, plane, size_bytes, choose)
-    path, nh = _paths(topo, src, dst, key, link_cost, plane, 1, choose)
-    return path[:, :, 0], nh[:, 0]
+    if mode != "adaptive":
+        path, nh = _paths(topo, src, dst, key, link_cost, plane, 1, choose)
+        return path[:, :, 0], nh[:, 0]
+    bandwidth = topo.links.bandwidth_Bps
+    load = np.zeros(bandwidth.size) if link_load_bytes is None else link_load_bytes
+    base = np.where(np.isfinite(link_cost), link_cost, _BIG)
+    cost = base + load / bandwidth
+    if size_bytes is None:
+        path, nh = _paths(topo, src, dst, key, cost, plane, 1, choose)
+        return path[:, :, 0], nh[:, 0]
+    return _route_in_order(topo, src, dst, key, base, load, cost, plane, size_bytes, choose)
+
+
+def link_loads(
+    active: NDArray[np.bool_],
+    path: NDArray[np.int32],
+    backlog: NDArray[np.float64],
+    hops: NDArray[np.int8],
+    n_links: int,
+) -> NDArray[np.float64]:
+    """Per link, the bytes the active flows crossing it have not yet sent over it: at hop
+    ``h`` a flow still has its backlog at ``h`` and at every hop before to send there
+    (the expected load adaptive routing adds to the queues; ``route``)."""
+    slots = np.flatnonzero(active)
+    p = path[:, slots].T  # [flow, hop]: summed flow by flow, as the kernel does
+    left = np.cumsum(backlog[:, slots].T, axis=1)
+    on = np.arange(p.shape[1])[None, :] < hops[slots, None].astype(np.intp)
+    return cast(NDArray[np.float64], np.bincount(p[on], weights=left[on], minlength=n_links))
 
 
 def _route_in_order(
@@ -158,18 +190,18 @@ def _route_in_order(
     src: NDArray[np.int64],
     dst: NDArray[np.int64],
     key: NDArray[np.int64],
-    link_cost: NDArray[np.float64],
+    base: NDArray[np.float64],
+    load: NDArray[np.float64],
+    cost: NDArray[np.float64],
     plane: NDArray[np.int64] | None,
     size_bytes: NDArray[np.float64],
     choose: _Chooser,
 ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
-    """``route`` one flow after another, each flow's bytes added to the links it takes
-    before the next is routed (the reference ``kernels.route.route_flows`` is held to;
-    a loop over flows, as the dependence is sequential)."""
+    """``route`` one flow after another, each flow's bytes added to ``load`` on the links
+    it takes (and ``cost = base + load / bandwidth`` kept up to date there) before the
+    next is routed: the reference ``kernels.route.route_flows`` is held to (a loop over
+    flows, as the dependence is sequential)."""
     bandwidth = topo.links.bandwidth_Bps
-    base = np.where(np.isfinite(link_cost), link_cost, _BIG)
-    placed = np.zeros(bandwidth.size)
-    cost = base.copy()  # base + placed / bandwidth, kept up to date where placed changes
     path = np.full((MAX_HOPS, src.size), -1, dtype=np.int32)
     nh = np.zeros(src.size, dtype=np.int8)
     for f in range(src.size):
@@ -178,8 +210,8 @@ def _route_in_order(
         p, n = _paths(topo, src[one], dst[one], key[one], cost, pl, 1, choose)
         path[:, f], nh[f] = p[:, 0, 0], n[0, 0]
         links = p[: n[0, 0], 0, 0]
-        placed[links] += size_bytes[f]
-        cost[links] = base[links] + placed[links] / bandwidth[links]
+        load[links] += size_bytes[f]
+        cost[links] = base[links] + load[links] / bandwidth[links]
     return path, nh
 
 

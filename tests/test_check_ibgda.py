@@ -75,8 +75,9 @@ def test_a_hung_gpu_in_the_cluster_step_is_a_hang(capsys: pytest.CaptureFixture[
 def test_progress_past_the_deadline_is_slow_not_a_hang(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # the cluster step takes ~120 µs on default: with a 100 µs deadline it is late, not hung
-    assert main(["check", "ibgda", "default", "--timeout", "100us"]) == 1
+    # the cluster step takes ~90 µs on default (adaptive routing spreading the burst by its
+    # load in flight, issue 15; ~120 µs before): with an 80 µs deadline it is late, not hung
+    assert main(["check", "ibgda", "default", "--timeout", "80us"]) == 1
     out = capsys.readouterr().out
     assert "step 1 2-GPU all-to-all     PASS" in out
     assert "failure: slow" in out and "slow, not hung" in out

@@ -251,8 +251,13 @@ def test_compiled_routing_is_the_reference(
         if sizes == "mixed"
         else np.full(src.size, float(sizes))
     )
+    # and the load in flight, which the batch's placements are added to in place
+    load = np.random.default_rng(salt + 1).choice([0.0, 7408.0, 1e5, 3e6], len(topo.links))
+    ref.link_load_bytes[:] = load
+    comp.link_load_bytes[:] = load
     path, hops = ref.route(topo, src, dst, key, adaptive, occupancy, v, down, size)
     c_path, c_hops = comp.route(topo, src, dst, key, adaptive, occupancy, v, down, size)
+    np.testing.assert_array_equal(comp.link_load_bytes, ref.link_load_bytes)
     np.testing.assert_array_equal(c_path, path)
     np.testing.assert_array_equal(c_hops, hops)
     np.testing.assert_array_equal(
@@ -292,3 +297,37 @@ def test_compiled_lanes_and_costs_are_the_reference(case: Case, kind: str, seed:
     np.testing.assert_array_equal(c_vl, vl)
     np.testing.assert_allclose(c_fixed, fixed, rtol=1e-12)
     np.testing.assert_allclose(c_wait, wait, rtol=1e-12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 6), st.integers(0, 40), st.integers(0, 2**16))
+def test_compiled_link_loads_are_the_reference(n_links: int, n_slots: int, seed: int) -> None:
+    """The load in flight adaptive routing reads: per link, what each active flow has
+    not yet sent over it (its backlog at that hop and every hop before)."""
+    from fabric_core.kernels.route import link_loads as compiled_loads
+    from fabric_core.routing import MAX_HOPS, link_loads
+
+    rng = np.random.default_rng(seed)
+    hops = rng.integers(1, MAX_HOPS + 1, n_slots).astype(np.int8)
+    path = np.full((MAX_HOPS, n_slots), -1, dtype=np.int32)
+    backlog = np.zeros((MAX_HOPS, n_slots))
+    for f in range(n_slots):
+        path[: hops[f], f] = rng.integers(0, n_links, hops[f])
+        backlog[: hops[f], f] = rng.choice([0.0, 1.0, 4096.0, rng.uniform(0, 1e6)], hops[f])
+    active = rng.random(n_slots) < 0.7
+    out = np.full(n_links, np.nan)
+    compiled_loads(active, path, backlog, hops, out)
+    want = link_loads(active, path, backlog, hops, n_links)
+    np.testing.assert_array_equal(out, want)
+    # bytes at hop h are still to cross every hop from h on: a flow's hop-0 backlog
+    # counts once per hop of its path
+    assert out.sum() == pytest.approx(
+        sum(
+            backlog[h, f] * (hops[f] - h)
+            for f in range(n_slots)
+            if active[f]
+            for h in range(hops[f])
+        ),
+        rel=1e-12,
+        abs=1e-9,
+    )

@@ -91,11 +91,14 @@ def route_flows(
     tiers: int,
     adaptive: bool,
     size_bytes: _F,
+    link_load_bytes: _F,
 ) -> tuple[_I32, NDArray[np.int8]]:
     """``routing.route``: ``path[hop, flow]`` (-1 past the end) and hops per flow; a
-    link's cost is its ``link_cost`` plus the bytes this batch has already placed on it
-    (``size_bytes`` per flow, in order; empty: none counted), computed only for the
-    candidates a flow reads."""
+    link's cost is its ``link_cost`` plus, adaptive, its expected load at line rate:
+    ``link_load_bytes`` (the bytes flows in flight still have to send over it; empty:
+    none) and the bytes this batch has placed on it before the flow (``size_bytes`` per
+    flow, in order, added to ``link_load_bytes`` in place; empty: none counted). Costs
+    are computed only for the candidates a flow reads."""
     n = src.size
     path = np.full((MAX_HOPS, n), -1, dtype=np.int32)
     nh = np.zeros(n, dtype=np.int8)
@@ -104,9 +107,10 @@ def route_flows(
     cost4 = np.empty(n_slots)
     cost6 = np.empty(n_slots * per)
     sw, sl = switch_index, switch_link
-    # the batch's own load (routing.route): without it every flow of a burst sees the
-    # same queues and the burst herds onto the spine that looked idle
-    placed = np.zeros(bandwidth_Bps.size)
+    # the expected load (routing.route): without it every flow of a burst sees the same
+    # queues and the burst herds onto the spine that looked idle
+    has_load = adaptive and link_load_bytes.size == bandwidth_Bps.size
+    placed = link_load_bytes if has_load else np.zeros(bandwidth_Bps.size)
     count_placed = adaptive and size_bytes.size == n
     q = (occupancy, n_vls, bandwidth_Bps, known_down, placed)
     for f in range(n):
@@ -198,6 +202,26 @@ def _cost(
         li += bandwidth_Bps.size
     c = link_cost(occupancy, n_vls, bandwidth_Bps, known_down, li)
     return c if np.isfinite(c) else _BIG
+
+
+@kernel
+def link_loads(
+    active: NDArray[np.bool_],
+    path: _I32,
+    backlog: _F,
+    hops: NDArray[np.int8],
+    out: _F,
+) -> None:
+    """``routing.link_loads`` into ``out``: per link, the bytes the active flows crossing
+    it have not yet sent over it (a flow's backlog at that hop and every hop before)."""
+    out[:] = 0.0
+    for f in range(active.size):
+        if not active[f]:
+            continue
+        left = 0.0
+        for h in range(hops[f]):
+            left += backlog[h, f]
+            out[path[h, f]] += left
 
 
 @inline_kernel

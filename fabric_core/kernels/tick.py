@@ -16,7 +16,7 @@ from fabric_core.commands import CommandError
 from fabric_core.flows import FlowTable
 from fabric_core.kernels.index import entry_index
 from fabric_core.kernels.move import credit_wait, finish_times, link_counters, move_bytes
-from fabric_core.kernels.route import lanes_and_costs, link_costs, route_flows
+from fabric_core.kernels.route import lanes_and_costs, link_costs, link_loads, route_flows
 from fabric_core.kernels.slots import start_limits
 from fabric_core.kernels.solve import solve_tick
 from fabric_core.kernels.table_route import table_route_flows
@@ -36,6 +36,10 @@ class CompiledTick:
     rank_links: NDArray[np.intp]
     buf_order: NDArray[np.intp]
     n_vls: int
+    #: adaptive routing's expected load: per link, the bytes flows in flight still have to
+    #: send over it, as of the last tick's move, plus what routing placed since
+    #: (``routing.route``); written in place
+    link_load_bytes: NDArray[np.float64]
 
     @classmethod
     def of(cls, layout: RankLayout, n_vls: int) -> CompiledTick:
@@ -47,7 +51,14 @@ class CompiledTick:
         buf = np.arange(n_links * n_vls, dtype=np.intp)
         lane, rank = buf % n_vls, layout.rank[buf // n_vls]
         order = np.lexsort((rank, lane))[::-1].astype(np.intp)  # (lane, rank) descending
-        return cls(layout.rank.astype(np.int64), ptr, links, np.ascontiguousarray(order), n_vls)
+        return cls(
+            layout.rank.astype(np.int64),
+            ptr,
+            links,
+            np.ascontiguousarray(order),
+            n_vls,
+            np.zeros(n_links),
+        )
 
     def build_index(self, flows: FlowTable) -> EntryIndex:
         """The active entries (see ``build_index``)."""
@@ -77,8 +88,9 @@ class CompiledTick:
     ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
         """Paths of new flows (``kernels.route.route_flows``; on a file topology
         ``kernels.table_route.table_route_flows``), each candidate link's cost computed
-        where it is read; with ``size_bytes`` adaptive routing counts the bytes the batch
-        has already placed (``routing.route``; not on a file topology)."""
+        where it is read; adaptive routing adds the load in flight (``link_load_bytes``)
+        and, with ``size_bytes``, the bytes the batch has already placed (``routing.route``;
+        not on a file topology)."""
         if topo.updown is not None:
             ud = topo.updown
             any_d, down_d = ud.tables(known_down)
@@ -123,6 +135,7 @@ class CompiledTick:
             topo.tiers,
             adaptive,
             np.zeros(0) if size_bytes is None else np.asarray(size_bytes, np.float64),
+            self.link_load_bytes,
         )
 
     def lanes_and_costs(
@@ -261,6 +274,8 @@ class CompiledTick:
             n_bufs,
             dt,
         )
+        # what adaptive routing will see as the load in flight (route glue; no physics)
+        link_loads(flows.active, flows.path, flows.backlog, flows.hops, self.link_load_bytes)
         return Moved(new_backlog, arrival, link_rate, occupancy, drain, inflow, got, done)
 
     def finish_times(
