@@ -128,11 +128,19 @@ class EndpointModel:
     ``release`` each tick to get the ones whose posting finished.
     """
 
-    def __init__(self, params: EndpointParams, n_nodes: int) -> None:
+    def __init__(
+        self,
+        params: EndpointParams,
+        n_nodes: int,
+        wire_Bps: NDArray[np.float64] | None = None,
+    ) -> None:
         self.params = params
         self.n_nodes = n_nodes
         self.poster_free_at_s = np.zeros(n_nodes)  # the posting server (P GPU threads or 1 CPU)
-        self.nic_free_at_s = np.zeros(n_nodes)  # the NIC's WQE processing
+        self.nic_free_at_s = np.zeros(n_nodes)  # the NIC's send engine
+        # payload line rate of each node's NIC (all its ports); infinite = WQE processing
+        # alone paces the NIC (``nic_serve``)
+        self.wire_Bps = np.full(n_nodes, np.inf) if wire_Bps is None else wire_Bps
         self.posted = np.zeros(n_nodes, dtype=np.int64)
         self.completed = np.zeros(n_nodes, dtype=np.int64)
         self.post_errors = np.zeros(n_nodes, dtype=np.int64)
@@ -236,10 +244,10 @@ class EndpointModel:
         wait = start - arrive
         np.add.at(self.post_wait_s, src, wait)
         np.maximum.at(self.max_post_wait_s, src, wait)
-        # stage 2: the NIC takes WQEs one after another (after the doorbell)
+        # stage 2: the NIC's send engine (after the doorbell)
         doorbell = posted + p.pcie_rtt_s / 2
         nic_start = fifo_serve(
-            src, doorbell, np.full(src.size, 1.0 / p.nic_msg_rate_per_s), self.nic_free_at_s
+            src, doorbell, self.nic_service_s(src, dst, size), self.nic_free_at_s
         )
         ready = nic_start + 1.0 / p.nic_msg_rate_per_s + p.post_to_wire_s() - p.pcie_rtt_s / 2
         np.add.at(self.posted, src, 1)
@@ -259,6 +267,26 @@ class EndpointModel:
             ready_s=ready[live],
             request_s=request_s[live],
         )
+
+    def nic_service_s(
+        self, src: NDArray[np.int64], dst: NDArray[np.int64], size: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """The NIC's time per message: its WQE processing (``nic_msg_rate_per_s``) or, when
+        longer, the message's wire time at the NIC's line rate.
+
+        A NIC executes the WQEs it is given in order (an RC QP's requests are executed in
+        order: IBTA Vol. 1, ch. 9, transaction ordering; the send engine takes the next WQE once the current
+        message is on the wire), so its messages leave one after another, each at line
+        rate, and complete in that order. Handing them all to the fabric at once would
+        share the NIC among all of them: under fair sharing none would complete before
+        the last, and a full send queue would refill only then (issue 15: combine 408 µs
+        against a 315 µs bound). The fetches of the next WQE and its data overlap the
+        current message's transmission (a pipeline): only the first pays them. A message
+        to the GPU itself does not use the wire (DeepEP copies it over NVLink / P2P).
+        """
+        wqe = 1.0 / self.params.nic_msg_rate_per_s
+        wire = np.where(src != dst, size / self.wire_Bps[src], 0.0)
+        return np.maximum(wqe, wire)
 
     def release(self, now_s: float, dt_s: float) -> tuple[FlowRequests, NDArray[np.float64]]:
         """Messages whose first byte reaches the wire in [now, now + dt) as flow requests,

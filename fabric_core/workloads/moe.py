@@ -39,6 +39,16 @@ def _tags(phase: int, n: int) -> NDArray[np.int64]:
     return (np.int64(phase) << TAG_SHIFT) + np.arange(n, dtype=np.int64)
 
 
+def nic_payload_Bps(fabric: Fabric) -> NDArray[np.float64]:
+    """Each node's NIC payload line rate (all its planes' ports; infinite for a node
+    without one): link bandwidth × MTU / (MTU + headers)."""
+    topo, prof = fabric.topo, fabric.profile
+    up = topo.ep_uplink
+    bw = np.where(up >= 0, topo.links.bandwidth_Bps[np.maximum(up, 0)], 0.0).sum(axis=1)
+    payload = bw * prof.mtu_bytes / (prof.mtu_bytes + prof.header_bytes)
+    return np.where(payload > 0, payload, np.inf)
+
+
 def dispatch_bytes(hidden: int, dtype: str) -> float:
     """DeepEP low-latency message per token: 16 B header + payload (+ FP8 scales per 128)."""
     if dtype == "fp8":
@@ -110,6 +120,19 @@ class MoEAllToAll(Workload):
     def attach(self, fabric: Fabric) -> None:
         super().attach(fabric)
         self._rng = np.random.default_rng(fabric.seed + 101)
+        assert self.ep is not None
+        self.ep.wire_Bps = nic_payload_Bps(fabric)[: self.ep.n_nodes]
+
+    def nic_bounds_s(self) -> tuple[float, float]:
+        """(dispatch, combine) lower bounds of the last layer routed: the busiest NIC's
+        remote messages (sent or received) at its payload line rate. No schedule beats it."""
+        remote = self.msg_src != self.msg_dst
+        rate = nic_payload_Bps(self.fabric)
+        n = rate.size
+        sent = np.bincount(self.msg_src[remote], minlength=n)
+        got = np.bincount(self.msg_dst[remote], minlength=n)
+        busiest = float(np.max(np.maximum(sent, got) / rate))
+        return busiest * self.dispatch_size, busiest * self.combine_size
 
     # ------------------------------------------------------------------ phases
     def _route_tokens(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -159,7 +182,14 @@ class MoEAllToAll(Workload):
             self.bw_sum += self.bytes_per_phase[self.phase] / t
             self.bw_n += 1
         if self.phase == "dispatch":
-            self._start_phase("combine", self.msg_dst, self.msg_src, end_s + self.expert_compute_s)
+            # DeepEP's combine posts from one warp group per (peer, expert) at once, so a GPU's
+            # messages reach its NIC interleaved across peers, in no fixed order; taken in
+            # dispatch order they would go to one peer after another and every GPU would
+            # send to the same peer at once
+            order = self._rng.permutation(self.msg_src.size)
+            self._start_phase(
+                "combine", self.msg_dst[order], self.msg_src[order], end_s + self.expert_compute_s
+            )
         else:
             self.layer += 1
             self.phase = "between"
