@@ -116,7 +116,8 @@ def measure_c7(settings: Settings, tick: Tick) -> Measurement:
             lat[(1, sizes[0])][ROCE] / lat[(1, sizes[0])][NATIVE],
             "RoCE / native latency",
             {"native_1sw_small_s": lat[(1, sizes[0])][NATIVE]},
-            f"one {sizes[0]} B message through one switch, NIC to NIC; per-hop forwarding "
+            f"one {sizes[0]} B message through one switch, host to host (post to poll, with "
+            f"the NICs' PCIe transfers); per-hop forwarding "
             f"{profs[NATIVE].switch_latency_s * 1e9:.0f} ns native, "
             f"{profs[ROCE].switch_latency_s * 1e9:.0f} ns RoCE",
         ),
