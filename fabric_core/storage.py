@@ -310,9 +310,11 @@ class StorageSystem:
         self.h2d = ServerPool(n, np.ones(n))  # host→GPU DMA, one engine per GPU
         self.d2h = ServerPool(n, np.ones(n))
         prof = fabric.profile
-        # one-way small-message latency (command capsule / completion) across a leaf-spine
+        # one-way small-message latency (command capsule / completion) across a leaf-spine:
+        # the data path every message pays (NIC pipelines, the DMA read of the capsule and
+        # the write at the far end: endpoint_costs), switches and cables
         self.capsule_s = (
-            2 * prof.nic_latency_s
+            ec.data_path_fixed_s(prof)
             + 3 * prof.switch_latency_s
             + prof.propagation_s_per_m * 2 * (prof.cable_m_endpoint + prof.cable_m_leaf_spine)
         )
