@@ -364,8 +364,17 @@ class Fabric:
                 extra_latency_s = extra_latency_s[of]
         else:
             adaptive = self.profile.routing != "ecmp"
+            # the sizes let adaptive routing count what this batch itself places
             path, hops = self._tick.route(
-                self.topo, src, dst, key, adaptive, self.occupancy, self.n_vls, self.known_down
+                self.topo,
+                src,
+                dst,
+                key,
+                adaptive,
+                self.occupancy,
+                self.n_vls,
+                self.known_down,
+                size,
             )
         rows = src.size
         if self.static_routes:
