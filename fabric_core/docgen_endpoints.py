@@ -17,7 +17,7 @@ from fabric_core.bringup import ProbeAllToAll, check_ibgda
 from fabric_core.commands import InjectFault
 from fabric_core.endpoint import EndpointParams
 from fabric_core.fabric import Fabric
-from fabric_core.profiles import get_profile
+from fabric_core.profiles import Profile, get_profile
 from fabric_core.report import run_for
 from fabric_core.scenario import load_scenario, parse_scenario
 from fabric_core.topology import leaf_spine
@@ -32,9 +32,12 @@ def _us(x: float) -> str:
     return f"{x * 1e6:.2f}" if np.isfinite(x) else "—"
 
 
-def probe(params: EndpointParams, size: float, burst: int) -> ProbeAllToAll:
-    """Two GPUs on one leaf send ``burst`` messages of ``size`` to each other."""
-    prof = get_profile("native-400g")
+def probe(
+    params: EndpointParams, size: float, burst: int, prof: Profile | None = None
+) -> ProbeAllToAll:
+    """Two GPUs on one leaf send ``burst`` messages of ``size`` to each other (on
+    ``native-400g`` unless ``prof`` is given)."""
+    prof = get_profile("native-400g") if prof is None else prof
     topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=2)
     p = ProbeAllToAll(
         name="p",

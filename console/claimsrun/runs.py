@@ -13,10 +13,9 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from console.claimsrun.model import Settings, Tick
 from fabric_core.bringup import ProbeAllToAll
+from fabric_core.docgen_endpoints import probe
 from fabric_core.endpoint import EndpointParams
 from fabric_core.fabric import Fabric
 from fabric_core.profiles import Profile, get_profile
@@ -124,21 +123,8 @@ def endpoint_probe(
     prof: Profile, params: EndpointParams, size_bytes: float, burst: int
 ) -> ProbeAllToAll:
     """Two GPUs on one leaf send ``burst`` messages of ``size_bytes`` to each other through
-    the endpoint model (as ``fabric_core.docgen_endpoints.probe``, on any profile)."""
-    topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=2)
-    p = ProbeAllToAll(
-        name="p",
-        traffic_class="p",
-        ranks=topo.gpus.astype(np.int64),
-        size_bytes=size_bytes,
-        rounds=1,
-        burst=burst,
-        endpoint=params,
-    )
-    fabric = Fabric(topo, prof, [p], dt_s=1e-6, seed=1)
-    while not p.done and fabric.sim_time_s < 0.05:
-        fabric.step()
-    return p
+    the endpoint model (``fabric_core.docgen_endpoints.probe``, on any profile)."""
+    return probe(params, size_bytes, burst, prof)
 
 
 def clear_cache() -> None:
