@@ -52,11 +52,10 @@ def test_compare_prints_both_profiles_and_writes_json(tmp_path: Path) -> None:
         == kpis["roce-400g"]["moe"]["rounds_started"]
         > 0
     )
-    assert (
-        kpis["native-400g"]["background"]["flows_in_flight"]
-        == kpis["roce-400g"]["background"]["flows_in_flight"]
-        > 0
-    )
+    # the same closed loop on both: tiny's 4 senders keep 1 flow each in flight (a flow
+    # that ended in the last tick is replaced in the next, so the count may be short)
+    for p in ("native-400g", "roce-400g"):
+        assert 0 < kpis[p]["background"]["flows_in_flight"] <= 4
 
 
 def test_compare_rejects_an_unknown_profile() -> None:
