@@ -145,6 +145,29 @@ def measure_c5(settings: Settings, tick: Tick) -> Measurement:
         util.add(
             c, {p: kpi(loader(p, c), "loader", "gpu_utilisation") for p in ("nfs-rdma", "nfs-tcp")}
         )
+    # the other side of the budget: what the GPUs ask for (batch per 30 ms step)
+    demand = Sweep(
+        "c5_gpu_util_vs_batch",
+        "C5: GPU utilisation vs the batch each GPU needs per 30 ms step",
+        "batch per step",
+        "B",
+        "GPU utilisation",
+        "frac",
+        log_x=True,
+        reference=(0.95, "article: > 95 % on NFS/RDMA"),
+    )
+    for mib in (64, 128) if settings.quick else (32, 64, 128, 256):
+        demand.add(
+            mib * 2**20,
+            {
+                p: kpi(
+                    _run("training-nfs", p, d, settings, tick, dt="200us", batch=f"{mib}MiB"),
+                    "loader",
+                    "gpu_utilisation",
+                )
+                for p in ("nfs-rdma", "nfs-tcp")
+            },
+        )
     rdma, tcp = loader("nfs-rdma", None), loader("nfs-tcp", None)
     u_r, u_t = kpi(rdma, "loader", "gpu_utilisation"), kpi(tcp, "loader", "gpu_utilisation")
     s_r, s_t = kpi(rdma, "loader", "step_seconds_mean"), kpi(tcp, "loader", "step_seconds_mean")
@@ -195,7 +218,9 @@ def measure_c5(settings: Settings, tick: Tick) -> Measurement:
     params = storage_params(
         settings, ("client_cores", "tcp_rx_cpu_s_per_byte", "nfs_rpc_cpu_s", "tcp_io_cpu_s")
     )
-    return Measurement(parts, [util], params, notes, runs=2 * len(cores) + 2)
+    return Measurement(
+        parts, [util, demand], params, notes, runs=2 * len(cores) + 2 + 2 * len(demand.x)
+    )
 
 
 def measure_c6(settings: Settings, tick: Tick) -> Measurement:
