@@ -198,6 +198,9 @@ class Fabric:
         self._dq_bytes = np.zeros(L * self.n_vls)
         self._dq_s = np.zeros(L * self.n_vls)
         self._dq_avg_Bps = np.zeros(L * self.n_vls)
+        #: the rate each buffer's queued bytes leave at, for new messages' FIFO wait (set
+        #: once a tick from the measurement; every batch of new flows that tick reads it)
+        self.departure_Bps = np.zeros(L * self.n_vls)
         self.link_rate = np.zeros(L)
         self.known_down = np.zeros(L, dtype=bool)  # down links routing already avoids
         c: dict[str, NDArray[np.float64]] = {
@@ -481,7 +484,7 @@ class Fabric:
             vl0,
             size,
             self.occupancy,
-            self._departure_rates(),
+            self.departure_Bps,
             self.pfc_paused_queues(),
         )
 
@@ -571,17 +574,13 @@ class Fabric:
     def _measure_departures(
         self, drain: NDArray[np.float64], occupancy: NDArray[np.float64], dt: float
     ) -> None:
-        """One tick of each buffer's PIE-style departure-rate measurement."""
-        from fabric_core.kernels.departure import update_departures  # numba: when used
+        """One tick of each buffer's PIE-style departure-rate measurement, and the rate
+        new messages' FIFO wait is charged at (``kernels.departure``; not this tick's
+        drain, which a pause can make all but 0)."""
+        from fabric_core.kernels.departure import departure_rates, update_departures
 
         update_departures(drain, occupancy, dt, self._dq_bytes, self._dq_s, self._dq_avg_Bps)
-
-    def _departure_rates(self) -> NDArray[np.float64]:
-        """The rate each buffer's queued bytes leave at, for new messages' FIFO wait
-        (``kernels.departure``; not this tick's drain, which a pause can make all but 0)."""
-        from fabric_core.kernels.departure import departure_rates
-
-        return departure_rates(self.buffer_drain, self._dq_s, self._dq_avg_Bps)
+        self.departure_Bps = departure_rates(drain, self._dq_s, self._dq_avg_Bps)
 
     def _link_conditions(self) -> LinkConditions:
         """What the faults make of the links this tick: (status, goodput, payload

@@ -85,8 +85,8 @@ class PfcQueues:
     #: pool each switch shares (its buffer less the headroom it reserves), and alpha
     switch_of: NDArray[np.intp]
     shared_pool: NDArray[np.float64]
-    alpha: float = 0.0
-    mtu: float = 1500.0
+    alpha: float  # 0 in the static mode
+    mtu: float
 
     @classmethod
     def build(
