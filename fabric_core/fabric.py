@@ -176,12 +176,14 @@ class Fabric:
         self._layout = RankLayout.of(_link_rank(topo))
         self.solver = solver
         self._tick: ReferenceTick | CompiledTick
+        # only adaptive routing reads the load in flight: the others need not track it
+        track_load = profile.routing == "adaptive"
         if solver == "compiled":
             from fabric_core.kernels.tick import CompiledTick  # imports numba: only when used
 
-            self._tick = CompiledTick.of(self._layout, self.n_vls)
+            self._tick = CompiledTick.of(self._layout, self.n_vls, track_load)
         elif solver == "reference":
-            self._tick = ReferenceTick(self._layout, self.n_vls)
+            self._tick = ReferenceTick(self._layout, self.n_vls, track_load)
         else:
             raise ValueError(f"solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
         self.to_endpoint = topo.nodes.tier[topo.links.dst] == 0

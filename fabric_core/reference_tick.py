@@ -85,11 +85,13 @@ class ReferenceTick:
     """The numpy solver behind the interface the fabric uses (``kernels.tick.CompiledTick``
     is the compiled one): the reference the kernels are tested against."""
 
-    def __init__(self, layout: RankLayout, n_vls: int) -> None:
+    def __init__(self, layout: RankLayout, n_vls: int, track_load: bool = True) -> None:
         self.layout = layout
         self.n_vls = n_vls
-        #: adaptive routing's expected load (``CompiledTick.link_load_bytes``)
+        #: adaptive routing's expected load (``CompiledTick.link_load_bytes``), kept by
+        #: ``move`` where ``track_load`` (only adaptive routing reads it)
         self.link_load_bytes = np.zeros(layout.rank.size)
+        self.track_load = track_load
 
     def link_cost(
         self,
@@ -241,10 +243,10 @@ class ReferenceTick:
     ) -> Moved:
         """One tick of bytes (see ``move_bytes``)."""
         moved = move_bytes(idx, sol, backlog, flows, n_links, n_bufs, dt)
-        # what adaptive routing will see as the load in flight (route glue; no physics)
-        self.link_load_bytes[:] = link_loads(
-            flows.active, flows.path, flows.backlog, flows.hops, n_links
-        )
+        if self.track_load:  # what adaptive routing will see as the load in flight
+            self.link_load_bytes[:] = link_loads(
+                flows.active, flows.path, flows.backlog, flows.hops, n_links
+            )
         return moved
 
     def finish_times(

@@ -40,10 +40,12 @@ class CompiledTick:
     #: send over it, as of the last tick's move, plus what routing placed since
     #: (``routing.route``); written in place
     link_load_bytes: NDArray[np.float64]
+    #: whether ``move`` keeps ``link_load_bytes`` (only adaptive routing reads it)
+    track_load: bool = True
 
     @classmethod
-    def of(cls, layout: RankLayout, n_vls: int) -> CompiledTick:
-        """From the reference's rank layout."""
+    def of(cls, layout: RankLayout, n_vls: int, track_load: bool = True) -> CompiledTick:
+        """From the reference's rank layout (``track_load``: see the field)."""
         sizes = np.array([m.size for m in layout.links], dtype=np.intp)
         ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
         links = np.concatenate([*layout.links, np.zeros(0, np.intp)]).astype(np.intp)
@@ -274,8 +276,8 @@ class CompiledTick:
             n_bufs,
             dt,
         )
-        # what adaptive routing will see as the load in flight (route glue; no physics)
-        link_loads(flows.active, flows.path, flows.backlog, flows.hops, self.link_load_bytes)
+        if self.track_load:  # what adaptive routing will see as the load in flight
+            link_loads(flows.active, flows.path, flows.backlog, flows.hops, self.link_load_bytes)
         return Moved(new_backlog, arrival, link_rate, occupancy, drain, inflow, got, done)
 
     def finish_times(
