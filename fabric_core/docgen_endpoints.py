@@ -112,19 +112,28 @@ def moe_run(
     routing: str | None = None,
     endpoint: dict[str, Any] | None = None,
     duration_s: float = 900e-6,
+    gpus_per_node: int = 1,
+    scaleup: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """One MoE layer (top-8) on ``ranks`` GPUs, 4 per leaf, 4 spines; its KPIs with the
-    busiest-NIC bounds (``dispatch_bound_seconds``, ``combine_bound_seconds``)."""
+    busiest-NIC bounds (``dispatch_bound_seconds``, ``combine_bound_seconds``) and, with
+    ``gpus_per_node`` > 1 (consecutive GPUs, over NVLink), the busiest NVLink port's
+    (``dispatch_scaleup_bound_seconds``, ``combine_scaleup_bound_seconds``)."""
+    topology: dict[str, Any] = {
+        "kind": "leaf-spine",
+        "leaves": max(1, ranks // 4),
+        "spines": 4,
+        "gpus_per_leaf": min(ranks, 4),
+    }
+    if gpus_per_node > 1:
+        topology["gpus_per_node"] = gpus_per_node
+    if scaleup:
+        topology["scaleup"] = scaleup
     data: dict[str, Any] = {
         "name": "moe",
         "dt": dt,
         "seed": seed,
-        "topology": {
-            "kind": "leaf-spine",
-            "leaves": max(1, ranks // 4),
-            "spines": 4,
-            "gpus_per_leaf": min(ranks, 4),
-        },
+        "topology": topology,
         "workload": [
             {
                 "name": "moe",
@@ -147,6 +156,8 @@ def moe_run(
     run_for(fabric, duration_s)
     k = dict(wl.kpis(fabric.sim_time_s))
     k["dispatch_bound_seconds"], k["combine_bound_seconds"] = wl.nic_bounds_s()
+    k["dispatch_scaleup_bound_seconds"], k["combine_scaleup_bound_seconds"] = wl.scaleup_bounds_s()
+    k["fabric_bytes"] = fabric.injected_bytes
     return k
 
 

@@ -16,8 +16,9 @@ from typing import Any
 
 from fabric_core.link_classes import LinkConfig, apply_classes, apply_named, parse_links
 from fabric_core.profiles import Profile, check_pfc, check_routing, get_profile
+from fabric_core.scaleup import ScaleUpParams
 from fabric_core.topofile import TopologySpec, load_topology
-from fabric_core.topology import Topology, fat_tree, leaf_spine
+from fabric_core.topology import Topology, check_gpus_per_node, fat_tree, leaf_spine, with_scaleup
 from fabric_core.units import parse_duration
 from fabric_core.workloads import Workload, build_workload
 
@@ -62,6 +63,11 @@ _TOPO_KEYS = {
     },
     "file": {"kind", "path"},  # a topology file (fabric_core.topofile), relative to the scenario
 }
+#: keys of every kind: the scale-up domain (fabric_core.scaleup): GPUs per node, and
+#: overrides of its link class (``scaleup = { latency_s = 2e-6 }``)
+_SCALEUP_KEYS = {"gpus_per_node", "scaleup"}
+for _keys in _TOPO_KEYS.values():
+    _keys |= _SCALEUP_KEYS
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,8 @@ class Scenario:
         """
         t = dict(self.topology)
         kind = t.pop("kind")
+        gpus_per_node = t.pop("gpus_per_node", 1)
+        scaleup = ScaleUpParams().with_overrides(**t.pop("scaleup", {}))
         if self.topology_file is not None:
             topo = self.topology_file.build(self.profile)
         elif kind == "leaf-spine":
@@ -121,7 +129,7 @@ class Scenario:
         topo = apply_classes(topo, self.links, kind)
         if self.topology_file is not None:
             topo = self.topology_file.apply_settings(topo)  # a cable's own values beat its class
-        return apply_named(topo, self.links)
+        return with_scaleup(apply_named(topo, self.links), gpus_per_node, scaleup)
 
     def build_workloads(self) -> list[Workload]:
         """Fresh workload objects (a fabric owns its workloads)."""
@@ -210,6 +218,42 @@ def _int(
     return value
 
 
+def _check_scaleup(
+    topo: Mapping[str, Any], checked: dict[str, Any], spec: TopologySpec | None
+) -> None:
+    """``topology.gpus_per_node`` against the GPU count, ``topology.scaleup``'s overrides
+    (both into ``checked``)."""
+    if "scaleup" in topo:
+        table = topo["scaleup"]
+        if not isinstance(table, dict):
+            raise ValueError(
+                "topology.scaleup: must be a table of scale-up parameters "
+                "(scaleup = { latency_s = 2e-6 })"
+            )
+        try:
+            ScaleUpParams().with_overrides(**table)
+        except ValueError as exc:
+            raise ValueError(f"topology.scaleup: {exc.args[0]}") from None
+        checked["scaleup"] = dict(table)
+    g = checked.get("gpus_per_node", 1)
+    if spec is not None:
+        n_gpus = sum(1 for _, role in spec.nodes if role == "gpu")
+        what = f"{n_gpus} in the file"
+    elif checked["kind"] == "leaf-spine":
+        n_gpus = checked["leaves"] * checked["gpus_per_leaf"]
+        what = f"{checked['leaves']} leaves x {checked['gpus_per_leaf']} gpus_per_leaf"
+    else:
+        n_gpus = checked["pods"] * checked["leaves_per_pod"] * checked["gpus_per_leaf"]
+        what = (
+            f"{checked['pods']} pods x {checked['leaves_per_pod']} leaves_per_pod x "
+            f"{checked['gpus_per_leaf']} gpus_per_leaf"
+        )
+    try:
+        check_gpus_per_node(g, n_gpus, checked.get("rails", 0), counted=what)
+    except ValueError as exc:
+        raise ValueError(f"topology.gpus_per_node: {exc.args[0]}") from None
+
+
 def _parse(
     data: dict[str, Any], source: str, *, profile: str | None, seed: int | None, dt: Any
 ) -> Scenario:
@@ -263,15 +307,16 @@ def _parse(
         except ValueError as exc:
             raise ValueError(f"topology.path: {exc.args[0]}") from None
         checked["path"] = str(base / topo["path"])
-    for key in _TOPO_KEYS[kind] - {"kind", "path"}:
+    for key in _TOPO_KEYS[kind] - {"kind", "path", "scaleup"}:
         if key in topo:
             checked[key] = _int(
                 topo, key, "topology", low=0 if key in ("storage_targets", "rails") else 1
             )
     required = _TOPO_KEYS[kind] - {"kind", "path", "storage_targets", "planes", "rails"}
-    missing = sorted(required - set(checked))
+    missing = sorted(required - _SCALEUP_KEYS - set(checked))
     if missing:
         raise ValueError(f"topology.{missing[0]}: missing (an integer is required)")
+    _check_scaleup(topo, checked, spec)
     seed_value = seed if seed is not None else _int(data, "seed", "scenario", default=1)
     dt_value = parse_duration(dt if dt is not None else data.get("dt", "1us"))
     classes = data.get("classes", {})

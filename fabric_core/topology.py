@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.profiles import Profile
+from fabric_core.scaleup import ScaleUpParams
 from fabric_core.snapshot import LinkTable, NodeTable
 from fabric_core.updown import UpDown, build_updown
 
@@ -72,11 +73,57 @@ class Topology:
     tiers: int  # 2 or 3 (a file topology: its highest switch tier)
     #: a file topology's up*/down* tables (routed by ``table_route``); None for the builders
     updown: UpDown | None = None
+    #: GPUs per node (scale-up domain: NVLink through an NVSwitch): GPUs ``k·g .. k·g+g-1``
+    #: of ``gpus`` form node ``k``; 1 = none, every peer over the NIC (``with_scaleup``)
+    gpus_per_node: int = 1
+    #: the scale-up domain's link class (``fabric_core.scaleup``)
+    scaleup: ScaleUpParams = field(default_factory=ScaleUpParams)
 
     @property
     def n_links(self) -> int:
         """Number of directed links."""
         return len(self.links)
+
+    def node_domains(self) -> NDArray[np.int64]:
+        """The scale-up domain (node) of every node id: ``k // gpus_per_node`` for the k-th
+        GPU, -1 for storage targets and switches."""
+        out = np.full(len(self.nodes.name), -1, dtype=np.int64)
+        out[self.gpus] = np.arange(self.gpus.size) // self.gpus_per_node
+        return out
+
+
+def with_scaleup(
+    topo: Topology, gpus_per_node: int, params: ScaleUpParams | None = None
+) -> Topology:
+    """``topo`` with its GPUs grouped into nodes of ``gpus_per_node`` consecutive GPUs.
+
+    Raises:
+        ValueError: ``gpus_per_node`` < 1, not a divisor of the GPU count, or (on a
+            rail-optimised fabric) not a multiple of a server's GPUs.
+    """
+    check_gpus_per_node(gpus_per_node, int(topo.gpus.size))
+    return dataclasses.replace(topo, gpus_per_node=gpus_per_node, scaleup=params or ScaleUpParams())
+
+
+def check_gpus_per_node(gpus_per_node: int, n_gpus: int, rails: int = 0, counted: str = "") -> None:
+    """Check a node size against the fabric's GPU count (``counted`` says how it is
+    counted, for the message) and, with rails, against a server's GPUs.
+
+    Raises:
+        ValueError: naming the rule broken.
+    """
+    if gpus_per_node < 1:
+        raise ValueError(f"must be >= 1, got {gpus_per_node}")
+    if n_gpus % gpus_per_node:
+        raise ValueError(
+            f"must divide the GPU count ({n_gpus}{': ' + counted if counted else ''}) so "
+            f"that every node is whole, got {gpus_per_node}"
+        )
+    if rails and gpus_per_node > 1 and gpus_per_node % rails:
+        raise ValueError(
+            f"must be a multiple of rails ({rails}: the GPUs of one server) so that a node "
+            f"holds whole servers, got {gpus_per_node}"
+        )
 
 
 def _finish(

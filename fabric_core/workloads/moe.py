@@ -8,12 +8,16 @@ sends one message per (token, expert) of ``16 + hidden + hidden/128 * 4`` bytes
 14,352 B); after the expert compute, combine sends one BF16 message back per
 (token, expert). Then attention compute, and the next layer.
 
-Every message goes through the endpoint model (IBGDA or CPU proxy posting, GDR
-or bounce data path) before the fabric. A message whose expert lives on the
+Every message to a GPU of another node goes through the endpoint model (IBGDA or
+CPU proxy posting, GDR or bounce data path) before the fabric. A message to a GPU
+of the sender's own node (``[topology] gpus_per_node`` > 1) goes over the scale-up
+domain instead (``fabric_core.scaleup``: an NVLink put through the NVSwitch, as
+DeepEP's low-latency kernels do with ``allow_nvlink_for_low_latency_mode``): no WQE,
+no NIC, no PCIe; its bytes share the GPUs' NVLink ports and it pays the NVLink
+latency. With one GPU per node (the default) a message whose expert lives on the
 sender's own rank does not cross the fabric: it completes when posted plus the
-receive cost (DeepEP sends it over the NIC loopback; the fabric has no
-loopback path). Phases are synchronous across the group: a phase ends when its
-last message is received.
+receive cost (the fabric has no loopback path). Phases are synchronous across the
+group: a phase ends when its last message is received, over the fabric or NVLink.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.endpoint import EndpointModel, EndpointParams, fault_masks
+from fabric_core.scaleup import ScaleUpDomain
 from fabric_core.workloads.base import Completions, FlowRequests, Workload, pick_endpoints
 
 if TYPE_CHECKING:
@@ -89,6 +94,13 @@ class MoEAllToAll(Workload):
     bw_n: int = 0
     failed: int = 0
     last: dict[str, float] = field(default_factory=dict)
+    #: the GPUs' scale-up domain (None with one GPU per node: every peer over the NIC)
+    scaleup: ScaleUpDomain | None = None
+    scaleup_messages: int = 0
+    scaleup_bytes: float = 0.0
+    all_bytes: float = 0.0
+    _phase_scaleup: int = 0  # messages of the current phase over the scale-up domain
+    _scaleup_end_s: float = 0.0  # the latest of them completed
     _first_post_due: bool = True
     _next_dispatch_s: float = 0.0
     _rng: np.random.Generator = field(default_factory=np.random.default_rng)
@@ -122,17 +134,43 @@ class MoEAllToAll(Workload):
         self._rng = np.random.default_rng(fabric.seed + 101)
         assert self.ep is not None
         self.ep.wire_Bps = nic_payload_Bps(fabric)[: self.ep.n_nodes]
+        topo = fabric.topo
+        if topo.gpus_per_node > 1:
+            self.scaleup = ScaleUpDomain(topo.scaleup, topo.node_domains())
+
+    def _intra_node(self, src: NDArray[np.int64], dst: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Which messages go over the scale-up domain (both GPUs in one node)."""
+        if self.scaleup is None:
+            return np.zeros(src.size, dtype=bool)
+        return self.scaleup.same_domain(src, dst)
 
     def nic_bounds_s(self) -> tuple[float, float]:
         """(dispatch, combine) lower bounds of the last layer routed: the busiest NIC's
-        remote messages (sent or received) at its payload line rate. No schedule beats it."""
-        remote = self.msg_src != self.msg_dst
+        messages to other nodes (sent or received) at its payload line rate. No schedule
+        beats it. With one GPU per node every message to another GPU counts."""
+        remote = (self.msg_src != self.msg_dst) & ~self._intra_node(self.msg_src, self.msg_dst)
         rate = nic_payload_Bps(self.fabric)
         n = rate.size
         sent = np.bincount(self.msg_src[remote], minlength=n)
         got = np.bincount(self.msg_dst[remote], minlength=n)
         busiest = float(np.max(np.maximum(sent, got) / rate))
         return busiest * self.dispatch_size, busiest * self.combine_size
+
+    def scaleup_bounds_s(self) -> tuple[float, float]:
+        """(dispatch, combine) lower bounds of the last layer's messages within nodes: the
+        busiest NVLink port's bytes at its payload rate plus one NVLink latency (0, 0 with no
+        scale-up domain or no such message)."""
+        if self.scaleup is None:
+            return 0.0, 0.0
+        intra = self._intra_node(self.msg_src, self.msg_dst)
+        if not intra.any():
+            return 0.0, 0.0
+        s, d = self.msg_src[intra], self.msg_dst[intra]
+        one = np.ones(s.size)
+        return (
+            self.scaleup.bound_s(s, d, one * self.dispatch_size),
+            self.scaleup.bound_s(d, s, one * self.combine_size),
+        )
 
     # ------------------------------------------------------------------ phases
     def _route_tokens(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -155,18 +193,31 @@ class MoEAllToAll(Workload):
         self.phase_end_s = at_s
         size = self.dispatch_size if name == "dispatch" else self.combine_size
         sizes = np.full(src.size, size)
+        tags = _tags(self.phase_seq, src.size)
+        intra = self._intra_node(src, dst)
+        ok = np.ones(src.size, dtype=bool)
+        if intra.any():
+            # NVLink puts: no WQE, so a version_mismatch fault (WQE posts) does not touch them
+            assert self.scaleup is not None
+            self.scaleup.send(src[intra], dst[intra], sizes[intra], tags[intra], at_s)
+            self.scaleup_messages += int(intra.sum())
+            self.scaleup_bytes += float(sizes[intra].sum())
+        far = ~intra
         fail, hang = fault_masks(self.fabric)
-        ok = self.ep.post(
-            src,
-            dst,
-            sizes,
-            _tags(self.phase_seq, src.size),
-            np.full(src.size, at_s),
+        ok[far] = self.ep.post(
+            src[far],
+            dst[far],
+            sizes[far],
+            tags[far],
+            np.full(int(far.sum()), at_s),
             fail=fail,
             hang=hang,
         )
+        self._phase_scaleup = int(intra.sum())
+        self._scaleup_end_s = at_s
         self.failed += int((~ok).sum())
         self.left = int(ok.sum())
+        self.all_bytes += float(sizes.sum())
         self.bytes_per_phase[name] = float(sizes.sum()) / self.ranks.size
         if name == "dispatch":
             self.msg_src, self.msg_dst = src[ok], dst[ok]
@@ -178,6 +229,9 @@ class MoEAllToAll(Workload):
         self.comm_s += t
         self.histogram(f"{self.phase}_seconds").observe_many(np.array([t]))
         self.last[self.phase] = t
+        self.last[f"{self.phase}_scaleup"] = (
+            self._scaleup_end_s - self.phase_start_s if self._phase_scaleup else float("nan")
+        )
         if t > 0:
             self.bw_sum += self.bytes_per_phase[self.phase] / t
             self.bw_n += 1
@@ -210,6 +264,10 @@ class MoEAllToAll(Workload):
         ):
             src, dst = self._route_tokens()
             self._start_phase("dispatch", src, dst, max(self._next_dispatch_s, now_s))
+        if self.scaleup is not None:
+            over = self.scaleup.advance(now_s, dt_s)
+            if len(over):
+                self._done(over.tag, over.src, over.finish_s, nic=False)
         req, _ = self.ep.release(now_s, dt_s)
         if len(req) == 0:
             return req
@@ -230,15 +288,25 @@ class MoEAllToAll(Workload):
         return req
 
     def _done(
-        self, tag: NDArray[np.int64], src: NDArray[np.int64], finish: NDArray[np.float64]
+        self,
+        tag: NDArray[np.int64],
+        src: NDArray[np.int64],
+        finish: NDArray[np.float64],
+        *,
+        nic: bool = True,
     ) -> None:
+        """Messages received (``nic``: over the fabric, their WQEs complete; else over the
+        scale-up domain)."""
         assert self.ep is not None
-        self.ep.complete(src)
+        if nic:
+            self.ep.complete(src)
         mine = (tag >> TAG_SHIFT) == self.phase_seq
         if not mine.any():
             return
         self.left -= int(mine.sum())
         self.phase_end_s = max(self.phase_end_s, float(finish[mine].max()))
+        if not nic:
+            self._scaleup_end_s = max(self._scaleup_end_s, float(finish[mine].max()))
         self.histogram("message_seconds").observe_many(finish[mine] - self.phase_start_s)
         if self.left == 0:
             self._end_phase(self.phase_end_s)
@@ -265,11 +333,18 @@ class MoEAllToAll(Workload):
             "gpu_comm_wait_fraction": self.comm_s / now_s if now_s > 0 else 0.0,
             "messages_failed": float(self.failed),
             "messages_outstanding": float(self.left),
+            # the scale-up domain (NVLink within a node; 0 / nan with one GPU per node)
+            "scaleup_messages_total": float(self.scaleup_messages),
+            "scaleup_bytes_total": self.scaleup_bytes,
+            "scaleup_byte_fraction": self.scaleup_bytes / self.all_bytes if self.all_bytes else 0.0,
+            "dispatch_scaleup_last_seconds": self.last.get("dispatch_scaleup", float("nan")),
+            "combine_scaleup_last_seconds": self.last.get("combine_scaleup", float("nan")),
         }
         if self.ep is not None:
             out.update(self.ep.kpis(self.ranks, now_s))
-            posted = self.ep.posted[self.ranks].sum()
+            # messages, not WQEs: a message over NVLink posts none
+            sent = float(self.ep.posted[self.ranks].sum()) + self.scaleup_messages
             out["message_rate_per_second_per_rank"] = (
-                float(posted) / self.comm_s / self.ranks.size if self.comm_s > 0 else float("nan")
+                sent / self.comm_s / self.ranks.size if self.comm_s > 0 else float("nan")
             )
         return out
