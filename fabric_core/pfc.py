@@ -35,10 +35,9 @@ downstream end of a link for one priority (virtual lane), indexed
   DCQCN paper): the bytes at the switch waiting for that link and priority,
   whichever ingress buffer holds them. Probability 0 below Kmin, rising
   linearly to Pmax at Kmax, 1 above; Kmin and Kmax scale with the port's speed
-  (``ecn_kmin_s``, ``ecn_kmax_s``: queueing time at line rate). A flow that received
-  a marked packet gets at most one CNP per ``cnp_interval_s``; its sender cuts
-  its rate ``RC *= 1 - alpha/2``, then recovers (fast recovery, additive and
-  hyper increase) on a timer and a byte counter (DCQCN, SIGCOMM 2015).
+  (``ecn_kmin_s``, ``ecn_kmax_s``: queueing time at line rate). The receivers echo
+  the marks (``cnp_interval_s`` may rate-limit them); the senders run the
+  Mellanox-style DCQCN reaction point of the HPCC repository (``Dcqcn``).
 * **Deadlock.** Queues that hold bytes and cannot drain because every hop out
   of them is paused form a graph; pruning the queues that can drain leaves the
   cycles (a cyclic buffer dependency, Hu et al., HotNets 2016).
@@ -354,18 +353,70 @@ def egress_bytes(
     return sum_by(idx.queue[at_switch], backlog[at_switch], n_queues)
 
 
+def feedback_probability(
+    log_unmarked: NDArray[np.float64] | float,
+    packets_per_s: NDArray[np.float64] | float,
+    interval_s: float,
+    cnp_interval_s: float,
+) -> NDArray[np.float64]:
+    """The chance that a sender's ``interval_s`` holds ECN feedback (a CNP).
+
+    ``log_unmarked`` is the log of a packet's chance of crossing the path unmarked: the
+    interval's packets all cross unmarked with ``exp(log_unmarked · n)``. A receiver that
+    sends at most one CNP per ``cnp_interval_s`` reaches an interval shorter than that at
+    most ``interval / cnp_interval`` of the time.
+    """
+    q = -np.expm1(np.asarray(log_unmarked) * np.asarray(packets_per_s) * interval_s)
+    if cnp_interval_s > interval_s:
+        q = q * (interval_s / cnp_interval_s)
+    return np.asarray(q, dtype=np.float64)
+
+
+def binomial_draw(
+    trials: NDArray[np.float64], prob: NDArray[np.float64], u: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """How many of ``trials`` independent events of chance ``prob`` happen, by inverting
+    the binomial distribution at the uniform draw ``u`` (one draw per sender a tick)."""
+    k = np.zeros(trials.shape)
+    term = (1 - prob) ** trials  # P(0)
+    cum = term.copy()
+    ratio = prob / np.maximum(1 - prob, 1e-300)
+    for j in range(int(trials.max(initial=0))):
+        more = (u >= cum) & (j < trials)
+        k += more
+        term = term * (trials - j) / (j + 1) * ratio
+        cum = cum + term
+    return np.where(prob >= 1, trials, k)
+
+
 @dataclass
 class Dcqcn:
-    """DCQCN sender state per flow slot (grows with the flow table)."""
+    """DCQCN sender state per flow slot (grows with the flow table).
+
+    The reaction point is the Mellanox-style one of the HPCC repository (rdma-hw.cc,
+    ``*Mlx``), with its ``run.py --cc dcqcn`` parameters (``Profile.dcqcn_*``):
+
+    * every ``dcqcn_alpha_interval_s`` alpha = (1 − g)·alpha, plus g if feedback arrived
+      since the last update; per tick the expected value over its updates;
+    * every ``dcqcn_decrease_interval_s`` a check: if feedback arrived since the last one,
+      RC ×= 1 − alpha/2 (no lower than ``dcqcn_min_rate_Bps``), the target takes the old
+      rate if an increase has happened since the last cut, and the increase timer
+      restarts. The first cut sets alpha to 1 first. How many of a tick's checks find
+      feedback is drawn (one uniform per sender, inverted through the binomial), so a
+      tick of 8 µs and two of 4 µs cut alike;
+    * every ``dcqcn_timer_s`` after a cut, an increase event: fast recovery (RC halfway
+      to the target) for the first ``dcqcn_fast_recovery_steps``, then one additive and
+      then hyper increases of the target (their sizes scale with the port's speed).
+    """
 
     rc: NDArray[np.float64]  # current rate
     rt: NDArray[np.float64]  # target rate
     alpha: NDArray[np.float64]
-    since_cut_s: NDArray[np.float64]  # time since the last cut or timer increase
-    since_alpha_s: NDArray[np.float64]
-    bytes_since: NDArray[np.float64]
+    since_cut_s: NDArray[np.float64]  # Swift: time since its last cut
+    since_alpha_s: NDArray[np.float64]  # phase of the alpha updates
+    since_dec_s: NDArray[np.float64]  # phase of the decrease checks
+    since_inc_s: NDArray[np.float64]  # time since the last increase event or cut; < 0: none yet
     stage: NDArray[np.float64]  # increase events since the last cut
-    last_cnp_s: NDArray[np.float64]
     cwnd: NDArray[np.float64]  # Swift's window in bytes (0: not yet set)
     cnps_total: float = 0.0
 
@@ -376,9 +427,9 @@ class Dcqcn:
         "alpha": 1.0,
         "since_cut_s": 0.0,
         "since_alpha_s": 0.0,
-        "bytes_since": 0.0,
+        "since_dec_s": 0.0,
+        "since_inc_s": -1.0,
         "stage": 0.0,
-        "last_cnp_s": -1.0,
         "cwnd": 0.0,
     }
 
@@ -405,57 +456,69 @@ class Dcqcn:
     def update(
         self,
         active: NDArray[np.intp],
-        cnp: NDArray[np.bool_],
+        log_unmarked: NDArray[np.float64],
         sent_bytes: NDArray[np.float64],
         line_rate: NDArray[np.float64],
+        u: NDArray[np.float64],
         p: Profile,
         dt: float,
-    ) -> None:
-        """One tick for the flows in ``active``; ``cnp`` says which got a CNP."""
+    ) -> NDArray[np.float64]:
+        """One tick for the flows in ``active`` (``log_unmarked``, ``sent_bytes``,
+        ``line_rate`` and the uniform draws ``u`` per active flow); returns the cuts."""
         g = p.dcqcn_g
+        ta, td, ti = p.dcqcn_alpha_interval_s, p.dcqcn_decrease_interval_s, p.dcqcn_timer_s
         rc, rt, al = self.rc[active], self.rt[active], self.alpha[active]
-        since, since_a = self.since_cut_s[active] + dt, self.since_alpha_s[active] + dt
-        nbytes, stage = self.bytes_since[active] + sent_bytes, self.stage[active]
-        # cut on CNP
-        rt = np.where(cnp, rc, rt)
-        rc = np.where(cnp, rc * (1 - al / 2), rc)
-        al = np.where(cnp, (1 - g) * al + g, al)
-        since = np.where(cnp, 0.0, since)
-        since_a = np.where(cnp, 0.0, since_a)
-        nbytes = np.where(cnp, 0.0, nbytes)
-        stage = np.where(cnp, 0.0, stage)
-        # alpha decays every alpha period without a CNP
-        k_alpha = np.floor(since_a / p.dcqcn_alpha_timer_s)
-        al = al * (1 - g) ** k_alpha
-        since_a -= k_alpha * p.dcqcn_alpha_timer_s
-        # rate increase events: the timer and the byte counter
-        k_timer = np.floor(since / p.dcqcn_timer_s)
-        k_bytes = np.floor(nbytes / p.dcqcn_byte_counter_bytes)
-        since -= k_timer * p.dcqcn_timer_s
-        nbytes -= k_bytes * p.dcqcn_byte_counter_bytes
-        events = np.minimum(k_timer + k_bytes, 64)
+        stage, since_inc = self.stage[active], self.since_inc_s[active]
+        started = since_inc >= 0
+        pps = sent_bytes / dt / p.mtu_bytes
+        # the timers' phases
+        sa, sd = self.since_alpha_s[active] + dt, self.since_dec_s[active] + dt
+        k_a, k_d = np.floor(sa / ta), np.floor(sd / td)
+        sa, sd = sa - k_a * ta, sd - k_d * td
+        # alpha: the expected value after k_a updates, each with feedback at chance q_a
+        q_a = feedback_probability(log_unmarked, pps, ta, p.cnp_interval_s)
+        decay = (1 - g) ** k_a
+        al = np.where(started, decay * al + q_a * (1 - decay), al)
+        # cuts: the checks of this tick that find feedback
+        q_d = feedback_probability(log_unmarked, pps, td, p.cnp_interval_s)
+        cuts = binomial_draw(k_d, q_d, u)
+        cut = cuts > 0
+        al = np.where(cut & ~started, 1.0, al)
+        clamp = cut & (p.dcqcn_clamp_target | (stage != 0))
+        rt = np.where(clamp, rc, rt)
+        if p.dcqcn_clamp_target:  # every cut after the first clamps too
+            rt = np.where(cut, rc * (1 - al / 2) ** (cuts - 1), rt)
+        rc = np.where(cut, np.maximum(rc * (1 - al / 2) ** cuts, p.dcqcn_min_rate_Bps), rc)
+        stage = np.where(cut, 0.0, stage)
+        # the timer restarted at the last check that cut (taken as the tick's last)
+        since_inc = np.where(cut, sd, np.where(since_inc >= 0, since_inc + dt, since_inc))
+        # increase events
+        k_i = np.where(since_inc >= 0, np.floor(np.maximum(since_inc, 0) / ti), 0.0)
+        since_inc = since_inc - k_i * ti
+        events = np.minimum(k_i, 64)
+        scale = line_rate / 25e9 * 8
         fr = p.dcqcn_fast_recovery_steps
         for _ in range(int(events.max(initial=0))):
             step = events > 0
-            stage = stage + step
-            hyper = step & (stage > 2 * fr)
-            additive = step & (stage > fr) & ~hyper
-            rt = (
-                rt
-                + np.where(additive, p.dcqcn_ai_Bps, 0.0)
-                + np.where(hyper, (stage - 2 * fr) * p.dcqcn_hai_Bps, 0.0)
+            additive = step & (stage == fr)
+            hyper = step & (stage > fr)
+            rt = rt + scale * (
+                np.where(additive, p.dcqcn_ai_at_25g_Bps, 0.0)
+                + np.where(hyper, p.dcqcn_hai_at_25g_Bps, 0.0)
             )
             rt = np.minimum(rt, line_rate)
             rc = np.where(step, (rt + rc) / 2, rc)
+            stage = stage + step
             events = events - step
         self.rc[active] = np.minimum(rc, line_rate)
         self.rt[active] = rt
         self.alpha[active] = al
-        self.since_cut_s[active] = since
-        self.since_alpha_s[active] = since_a
-        self.bytes_since[active] = nbytes
+        self.since_alpha_s[active] = sa
+        self.since_dec_s[active] = sd
+        self.since_inc_s[active] = since_inc
         self.stage[active] = stage
-        self.cnps_total += float(cnp.sum())
+        self.cnps_total += float(cuts.sum())
+        return cuts
 
 
 #: Swift never paces a sender below this share of its line rate (its window may fall

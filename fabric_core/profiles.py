@@ -303,7 +303,7 @@ class Profile:
     congestion_control: str = _p(
         "dcqcn",
         "the RoCE senders' congestion control: 'dcqcn' (ECN marks → CNPs → rate cuts; "
-        "DCQCN paper, SIGCOMM 2015), 'swift' (delay-based AIMD on the fabric's queueing "
+        "DCQCN, SIGCOMM 2015, as the HPCC repository's Mellanox-style RP runs it), 'swift' (delay-based AIMD on the fabric's queueing "
         "delay; Kumar et al., SIGCOMM 2020) or 'none' (line rate, PFC alone); user "
         "configurable on RoCE NICs, as the article says. The credit fabric has none",
     )
@@ -327,51 +327,78 @@ class Profile:
     swift_max_mdf: float = _p(
         0.5, "Swift's largest cut at once, at most once per RTT (Swift paper §3)"
     )
+    # DCQCN as the HPCC repository runs it (simulation/run.py, --cc dcqcn; its
+    # Mellanox-style reaction point, rdma-hw.cc *Mlx): one coherent, cited set
     dcqcn_g: float = _p(
         1 / 256,
-        "DCQCN g = 1/256 (DCQCN paper; HPCC repo simulation/mix/config.txt EWMA_GAIN)",
+        "DCQCN alpha gain g = 1/256 (HPCC repo simulation/run.py --cc dcqcn, EWMA_GAIN)",
         "",
         tunable=True,
     )
-    dcqcn_timer_s: float = _p(
-        900e-6,
-        "rate-increase timer: 900 µs (HPCC repo simulation/mix/config.txt RP_TIMER, its "
-        "production set); the paper used 55 µs",
+    dcqcn_alpha_interval_s: float = _p(
+        1e-6,
+        "alpha update period: every 1 µs alpha = (1 − g)·alpha, plus g if a CNP arrived "
+        "since the last update (HPCC repo run.py --cc dcqcn ALPHA_RESUME_INTERVAL 1; "
+        "rdma-hw.cc UpdateAlphaMlx)",
         "s",
         tunable=True,
     )
-    dcqcn_byte_counter_bytes: float = _p(
-        10e6,
-        "byte counter for rate increase: 10 MB (DCQCN-validation README); the HPCC repo's "
-        "Mellanox-style DCQCN increases on its timer only",
-        "B",
+    dcqcn_decrease_interval_s: float = _p(
+        4e-6,
+        "rate-decrease check: every 4 µs, if a CNP arrived since the last check, rate × "
+        "(1 − alpha/2) (HPCC repo run.py RATE_DECREASE_INTERVAL 4; rdma-hw.cc "
+        "CheckRateDecreaseMlx)",
+        "s",
         tunable=True,
     )
-    dcqcn_ai_Bps: float = _p(
-        50e6 / 8,
-        "additive increase 50 Mb/s (HPCC repo simulation/mix/config.txt RATE_AI)",
-        "B/s",
-        tunable=True,
-    )
-    dcqcn_hai_Bps: float = _p(
-        100e6 / 8,
-        "hyper increase 100 Mb/s (HPCC repo simulation/mix/config.txt RATE_HAI; the paper "
-        "scales it with the increase stage, as modelled)",
-        "B/s",
+    dcqcn_timer_s: float = _p(
+        300e-6,
+        "rate-increase timer: 300 µs after a cut, then every 300 µs (HPCC repo run.py "
+        "--cc dcqcn RP_TIMER 300; its config.txt has 900 and the DCQCN paper 55 µs, range "
+        "55-1500 µs); the timer is the only increase (the Mellanox-style RP has no byte "
+        "counter)",
+        "s",
         tunable=True,
     )
     dcqcn_fast_recovery_steps: int = _p(
-        5,
-        "F = 5 fast-recovery steps (DCQCN paper; the HPCC repo's config sets 1): the set "
-        "mixes the paper's algorithm with production timers, a known gap (issue 22)",
+        1,
+        "F: increase events that only halve the gap to the target rate before additive "
+        "increase (HPCC repo run.py FAST_RECOVERY_TIMES 1; the DCQCN paper uses 5)",
     )
-    dcqcn_alpha_timer_s: float = _p(
-        55e-6,
-        "alpha update period 55 µs (DCQCN paper; the HPCC repo's config sets 1 µs)",
-        "s",
+    dcqcn_ai_at_25g_Bps: float = _p(
+        5e6 / 8,
+        "additive increase 5 Mb/s at 25 Gb/s, scaled with the port's line rate (80 Mb/s "
+        "at 400G) (HPCC repo run.py: ai = 5 × bw / 25 Mb/s)",
+        "B/s",
+        tunable=True,
+    )
+    dcqcn_hai_at_25g_Bps: float = _p(
+        50e6 / 8,
+        "hyper increase 50 Mb/s at 25 Gb/s, scaled with the port's line rate (800 Mb/s at "
+        "400G) (HPCC repo run.py: hai = 50 × bw / 25 Mb/s; rdma-hw.cc HyperIncreaseMlx "
+        "adds it once per event)",
+        "B/s",
+        tunable=True,
+    )
+    dcqcn_min_rate_Bps: float = _p(
+        1e9 / 8,
+        "a cut never goes below 1 Gb/s (HPCC repo run.py MIN_RATE 1000Mb/s)",
+        "B/s",
+        tunable=True,
+    )
+    dcqcn_clamp_target: bool = _p(
+        False,
+        "a cut sets the target rate to the current rate only after an increase event "
+        "(HPCC repo run.py CLAMP_TARGET_RATE 0; rdma-hw.cc CheckRateDecreaseMlx)",
     )
     cnp_interval_s: float = _p(
-        50e-6, "at most one CNP per flow per 50 µs (RoCEv2 CNP generation, mlx5 default)", "s"
+        0.0,
+        "the notification point's CNP rate limit per flow; 0: every marked packet's "
+        "feedback reaches the sender (HPCC repo: the receiver echoes ECN on every ACK, "
+        "L2_ACK_INTERVAL 1). NICs can limit CNPs per QP (the DCQCN paper's N = 50 µs); "
+        "with a limit T an interval t sees feedback at most t/T of the time",
+        "s",
+        tunable=True,
     )
 
     def __post_init__(self) -> None:

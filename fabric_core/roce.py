@@ -194,13 +194,9 @@ class RoceFlowControl:
         # 4. the senders' congestion control: DCQCN reacts to the marks, Swift to the delay
         if p.congestion_control == "dcqcn":
             unmarked = sum_by(idx.flow, np.log1p(-np.minimum(p_entry, 1 - 1e-12)), fl.capacity)
-            packets = sent / p.mtu_bytes
-            p_cnp = -np.expm1(unmarked[flows] * packets)  # at least one marked packet
-            ready = (now - dc.last_cnp_s[flows]) >= p.cnp_interval_s
-            cnp = ready & (f.rng.random(flows.size) < p_cnp)
-            dc.last_cnp_s[flows[cnp]] = now
-            np.add.at(c["cnp_handled_total"], idx.link[heads[cnp]], 1.0)
-            dc.update(flows, cnp, sent, line, p, dt)
+            u = f.rng.random(flows.size)
+            cuts = dc.update(flows, unmarked[flows], sent, line, u, p, dt)
+            np.add.at(c["cnp_handled_total"], idx.link[heads], cuts)
         elif p.congestion_control == "swift":
             delay = flow_queueing_delay(idx, egress, q.line_rate_Bps, fl.capacity)[flows]
             swift_update(dc, flows, delay, 2 * fl.fixed_latency_s[flows], line, p, dt)
@@ -271,7 +267,7 @@ class RoceFlowControl:
         now: float,
         dt: float,
     ) -> None:
-        from fabric_core.kernels.pfc import pfc_after_tick
+        from fabric_core.kernels.pfc import dcqcn_params, pfc_after_tick
 
         pt = self._pause
         assert pt is not None
@@ -290,12 +286,10 @@ class RoceFlowControl:
             c["pause_seconds_total"], f.pause_vl["pause_frames_vl_total"].reshape(-1),
             f.pause_vl["pause_seconds_vl_total"].reshape(-1), c["transmit_wait_seconds_total"],
             c["ecn_marked_packets_total"], c["cnp_handled_total"], f.paused,
-            dc.rc, dc.rt, dc.alpha, dc.since_cut_s, dc.since_alpha_s, dc.bytes_since, dc.stage,
-            dc.last_cnp_s, dc.cwnd,
+            dc.rc, dc.rt, dc.alpha, dc.since_cut_s, dc.since_alpha_s, dc.since_dec_s,
+            dc.since_inc_s, dc.stage, dc.cwnd,
             float(p.mtu_bytes), p.ecn_kmin_s, p.ecn_kmax_s, p.ecn_pmax, p.pfc_refresh_fraction,
-            p.pfc_watchdog_s, p.pfc_watchdog_recovery_s, p.cnp_interval_s, p.dcqcn_g,
-            p.dcqcn_alpha_timer_s, p.dcqcn_timer_s, p.dcqcn_byte_counter_bytes, p.dcqcn_ai_Bps,
-            p.dcqcn_hai_Bps, int(p.dcqcn_fast_recovery_steps), cc, p.swift_target_delay_s,
+            p.pfc_watchdog_s, p.pfc_watchdog_recovery_s, dcqcn_params(p), cc, p.swift_target_delay_s,
             p.swift_ai_packets, p.swift_beta, p.swift_max_mdf, MAX_HOPS, now, dt,
         )  # fmt: skip
         f.dropped_bytes += dropped

@@ -28,9 +28,14 @@ SIZE = 4 * 1024**2
 
 
 def incast(solver: Solver, senders: int = 4, headroom: float = 0.0) -> tuple[Fabric, Scripted]:
-    """``senders`` GPUs each send 4 MiB to gpu0000 on one leaf, shallow PFC buffers."""
+    """``senders`` GPUs each send 4 MiB to gpu0000 on one leaf, shallow PFC buffers, PFC
+    alone (DCQCN would cut the senders before the buffers fill: ``test_dcqcn.py``)."""
     prof = dataclasses.replace(
-        ROCE_400G, pfc_buffer_mode="static", pfc_buffer_bytes=SHALLOW, pfc_headroom_bytes=headroom
+        ROCE_400G,
+        pfc_buffer_mode="static",
+        pfc_buffer_bytes=SHALLOW,
+        pfc_headroom_bytes=headroom,
+        congestion_control="none",
     )
     topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=senders + 1)
     idx = topo.nodes.index
@@ -103,8 +108,7 @@ def test_the_incast_is_paced_by_pause_the_downlink_stays_busy(solver: Solver) ->
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_drops_past_the_buffer_are_shared_by_the_senders_and_resent(solver: Solver) -> None:
     """Too little headroom: bytes past the buffer are dropped from what arrived, every
-    sender losing some (they all overfill the same way; DCQCN's random CNPs make the
-    amounts differ), discards counted where they happened (the senders' ingress ports),
+    sender losing some (they all overfill the same way), discards counted where they happened (the senders' ingress ports),
     every dropped byte resent (go-back-N) and every byte delivered exactly once."""
     fabric, wl = incast(solver, headroom=2000.0)
     run(fabric, wl, 4)

@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 
 from fabric_core.kernels._jit import kernel
 from fabric_core.pfc import PAUSE_QUANTA, QUANTUM_BITS, STOP_EPS, SWIFT_MIN_RATE_FRACTION
+from fabric_core.profiles import Profile
 
 _F = NDArray[np.float64]
 _I = NDArray[np.intp]
@@ -178,9 +179,9 @@ def pfc_after_tick(
     dc_alpha: _F,
     since_cut_s: _F,
     since_alpha_s: _F,
-    bytes_since: _F,
+    since_dec_s: _F,
+    since_inc_s: _F,
     stage: _F,
-    last_cnp_s: _F,
     cwnd: _F,
     # the profile
     mtu: float,
@@ -190,14 +191,7 @@ def pfc_after_tick(
     refresh_fraction: float,
     watchdog_s: float,
     watchdog_recovery_s: float,
-    cnp_interval_s: float,
-    g: float,
-    alpha_timer_s: float,
-    timer_s: float,
-    byte_counter: float,
-    ai_Bps: float,
-    hai_Bps: float,
-    fast_recovery: int,
+    dcqcn: _F,
     cc_mode: int,
     swift_target_s: float,
     swift_ai: float,
@@ -355,18 +349,12 @@ def pfc_after_tick(
         for i in range(heads.size):
             e = heads[i]
             f = flow[e]
-            sent = rate[e] * dt
-            p_cnp = -np.expm1(unmarked[f] * (sent / mtu))  # at least one marked packet
-            cnp = (now - last_cnp_s[f]) >= cnp_interval_s and rand[i] < p_cnp
-            if cnp:
-                last_cnp_s[f] = now
-                cnp_handled[link[e]] += 1.0
-                n_cnp += 1
-            _dcqcn_update(
-                f, cnp, sent, line_rate_Bps[link[e]], rc, rt, dc_alpha, since_cut_s,
-                since_alpha_s, bytes_since, stage, g, alpha_timer_s, timer_s, byte_counter,
-                ai_Bps, hai_Bps, fast_recovery, dt,
+            cuts = _dcqcn_update(
+                f, unmarked[f], rate[e] / mtu, line_rate_Bps[link[e]], rand[i], rc, rt,
+                dc_alpha, since_alpha_s, since_dec_s, since_inc_s, stage, dcqcn, dt,
             )  # fmt: skip
+            cnp_handled[link[e]] += cuts
+            n_cnp += cuts
     elif cc_mode == 2:
         delay = np.zeros(n_slots)  # per flow: the egress queues ahead, over their speed
         for e in range(n):
@@ -393,61 +381,121 @@ def pfc_after_tick(
     return dropped, occupancy, fired[:n_fired], blocked, n_cnp
 
 
+#: ``dcqcn_params``' layout, as the kernel reads it
+_G, _T_ALPHA, _T_DEC, _T_INC, _F_STEPS, _AI, _HAI, _MIN_RATE, _CLAMP, _CNP_INTERVAL = range(10)
+
+
+def dcqcn_params(p: Profile) -> _F:
+    """A profile's DCQCN parameters packed for the kernel (``pfc.Dcqcn``)."""
+    return np.array(
+        [
+            p.dcqcn_g,
+            p.dcqcn_alpha_interval_s,
+            p.dcqcn_decrease_interval_s,
+            p.dcqcn_timer_s,
+            float(p.dcqcn_fast_recovery_steps),
+            p.dcqcn_ai_at_25g_Bps,
+            p.dcqcn_hai_at_25g_Bps,
+            p.dcqcn_min_rate_Bps,
+            float(p.dcqcn_clamp_target),
+            p.cnp_interval_s,
+        ]
+    )
+
+
+@kernel
+def _feedback_probability(
+    log_unmarked: float, pps: float, interval_s: float, cnp_interval_s: float
+) -> float:
+    """``pfc.feedback_probability`` for one sender."""
+    q: float = -np.expm1(log_unmarked * pps * interval_s)
+    if cnp_interval_s > interval_s:
+        q *= interval_s / cnp_interval_s
+    return q
+
+
+@kernel
+def _binomial_draw(trials: int, prob: float, u: float) -> int:
+    """``pfc.binomial_draw`` for one sender."""
+    if prob >= 1.0:
+        return trials
+    term = (1.0 - prob) ** trials
+    cum = term
+    ratio = prob / max(1.0 - prob, 1e-300)
+    k = 0
+    for j in range(trials):
+        if u < cum:
+            break
+        k += 1
+        term = term * (trials - j) / (j + 1) * ratio
+        cum += term
+    return k
+
+
 @kernel
 def _dcqcn_update(
     f: int,
-    cnp: bool,
-    sent: float,
+    log_unmarked: float,
+    pps: float,
     line_rate: float,
+    u: float,
     rc: _F,
     rt: _F,
     alpha: _F,
-    since_cut_s: _F,
     since_alpha_s: _F,
-    bytes_since: _F,
+    since_dec_s: _F,
+    since_inc_s: _F,
     stage: _F,
-    g: float,
-    alpha_timer_s: float,
-    timer_s: float,
-    byte_counter: float,
-    ai_Bps: float,
-    hai_Bps: float,
-    fast_recovery: int,
+    prm: _F,
     dt: float,
-) -> None:
-    """One tick of one DCQCN sender (``pfc.Dcqcn.update``): cut on a CNP, alpha decay,
-    then the rate-increase events of the timer and the byte counter."""
-    r_c, r_t, al = rc[f], rt[f], alpha[f]
-    since, since_a = since_cut_s[f] + dt, since_alpha_s[f] + dt
-    nbytes, st = bytes_since[f] + sent, stage[f]
-    if cnp:
-        r_t = r_c
-        r_c = r_c * (1 - al / 2)
-        al = (1 - g) * al + g
-        since = since_a = nbytes = st = 0.0
-    k_alpha = np.floor(since_a / alpha_timer_s)
-    al = al * (1 - g) ** k_alpha
-    since_a -= k_alpha * alpha_timer_s
-    k_timer = np.floor(since / timer_s)
-    k_bytes = np.floor(nbytes / byte_counter)
-    since -= k_timer * timer_s
-    nbytes -= k_bytes * byte_counter
-    events = int(min(k_timer + k_bytes, 64))
-    for _ in range(events):
-        st += 1
-        hyper = st > 2 * fast_recovery
-        additive = st > fast_recovery and not hyper
-        r_t = (
-            r_t
-            + (ai_Bps if additive else 0.0)
-            + ((st - 2 * fast_recovery) * hai_Bps if hyper else 0.0)
+) -> int:
+    """One tick of one DCQCN sender (``pfc.Dcqcn.update``): alpha's updates, the
+    decrease checks that find feedback, then the increase events. Returns the cuts."""
+    g = prm[_G]
+    ta, td, ti = prm[_T_ALPHA], prm[_T_DEC], prm[_T_INC]
+    r_c, r_t, al, st, s_inc = rc[f], rt[f], alpha[f], stage[f], since_inc_s[f]
+    started = s_inc >= 0
+    sa, sd = since_alpha_s[f] + dt, since_dec_s[f] + dt
+    k_a, k_d = np.floor(sa / ta), np.floor(sd / td)
+    sa -= k_a * ta
+    sd -= k_d * td
+    if started:
+        decay = (1 - g) ** k_a
+        al = decay * al + _feedback_probability(log_unmarked, pps, ta, prm[_CNP_INTERVAL]) * (
+            1 - decay
         )
-        r_t = min(r_t, line_rate)
-        r_c = (r_t + r_c) / 2
+    q_d = _feedback_probability(log_unmarked, pps, td, prm[_CNP_INTERVAL])
+    cuts = _binomial_draw(int(k_d), q_d, u)
+    if cuts > 0:
+        if not started:
+            al = 1.0
+        clamp = prm[_CLAMP] > 0
+        if clamp or st != 0:
+            r_t = r_c
+        if clamp:
+            r_t = r_c * (1 - al / 2) ** (cuts - 1)
+        r_c = max(r_c * (1 - al / 2) ** cuts, prm[_MIN_RATE])
+        st = 0.0
+        s_inc = sd
+    elif started:
+        s_inc += dt
+    if s_inc >= 0:
+        k_i = np.floor(s_inc / ti)
+        s_inc -= k_i * ti
+        scale = line_rate / 25e9 * 8
+        fr = prm[_F_STEPS]
+        for _ in range(int(min(k_i, 64))):
+            if st == fr:
+                r_t = min(r_t + scale * prm[_AI], line_rate)
+            elif st > fr:
+                r_t = min(r_t + scale * prm[_HAI], line_rate)
+            r_c = (r_t + r_c) / 2
+            st += 1
     rc[f] = min(r_c, line_rate)
     rt[f] = r_t
     alpha[f] = al
-    since_cut_s[f] = since
-    since_alpha_s[f] = since_a
-    bytes_since[f] = nbytes
+    since_alpha_s[f] = sa
+    since_dec_s[f] = sd
+    since_inc_s[f] = s_inc
     stage[f] = st
+    return cuts
