@@ -1,13 +1,25 @@
-"""A physical parameter moves the claim's figure the right way (issue 17, "What must hold")."""
+"""A physical parameter moves each claim's figure as its formula says (issues 17 and 22:
+"changing each of these parameters moves its result as the formula says; a test per claim")."""
 
 from __future__ import annotations
 
 import itertools
+from typing import Any
+
+import pytest
 
 from console.claimsrun import Settings
+from console.claimsrun.measure_endpoints import measure_c1, measure_c2
+from console.claimsrun.measure_fabric import measure_c10, recovery
 from console.claimsrun.measure_inference import pd_share
 from console.claimsrun.measure_latency import measure_c7
-from console.claimsrun.measure_storage import measure_c5
+from console.claimsrun.measure_storage import measure_c4, measure_c5, measure_c6
+from console.claimsrun.runs import bundled, run_scenario
+from fabric_core.bringup import check_ibgda
+from fabric_core.commands import InjectFault
+from fabric_core.profiles import get_profile
+from fabric_core.scenario import parse_scenario
+from fabric_core.storage import StorageParams
 
 
 def _tick(label: str) -> None:
@@ -78,3 +90,107 @@ def test_the_c7_switch_sweep_shows_the_gap_follow_the_switch_latencies() -> None
     at = sweep.x.index(250e-9)  # the RoCE point nearest the native switch's 275 ns
     assert by_native[0][at] > by_native[1][at] > by_native[2][at]  # 150, 275, 400 ns
     assert abs(by_native[1][at]) < 0.05  # 3 x 25 ns and the headers, of ~1.8 us
+
+
+# --- one test per claim: the parameter the claim rests on moves it as its formula says ---
+
+
+def test_c1_each_bounce_copy_costs_its_launch_and_gdr_has_none() -> None:
+    """The bounce path copies twice (sender GPU → host, host → receiver GPU): a copy
+    launch 1 µs dearer adds 2 µs to it and nothing to GPUDirect RDMA."""
+    base = measure_c1(Settings(quick=True), _tick).parts["latency"]
+    slow = measure_c1(Settings(quick=True, endpoint={"copy_launch_s": 3.5e-6}), _tick)
+    slow_part = slow.parts["latency"]
+    assert slow_part.left.value == base.left.value
+    assert slow_part.right.value - base.right.value == pytest.approx(2 * 1e-6, rel=1e-6)
+
+
+def test_c2_the_proxy_thread_posts_every_message_ibgda_does_not_wait_for_it() -> None:
+    """EP 8, 128 tokens × top-8 per rank: the proxy's one thread posts 1,024 work
+    requests a rank, so 0.2 µs more per post adds about 1,024 × 0.2 µs = 205 µs to its
+    dispatch; IBGDA's GPU threads post in parallel and do not move."""
+    base = measure_c2(Settings(quick=True), _tick).parts["dispatch"]
+    slow = measure_c2(Settings(quick=True, endpoint={"cpu_post_s": 4e-7}), _tick).parts["dispatch"]
+    assert slow.left.value == base.left.value
+    assert slow.right.value - base.right.value == pytest.approx(128 * 8 * 0.2e-6, rel=0.03)
+
+
+def test_c3_a_mismatched_gpu_loses_its_own_posts_only() -> None:
+    """The bring-up check's cluster step completes every message except those whose
+    sender has mismatched versions: 1 − k/8 of them with k such GPUs of 8."""
+    scn = parse_scenario(bundled("tiny"), "tiny")
+    for k, targets in enumerate(([], ["gpu0005"], ["gpu0005", "gpu0006"])):
+        steps = check_ibgda(
+            scn, faults=[InjectFault(kind="version_mismatch", target=t) for t in targets]
+        )
+        assert steps[0].passed  # the 2-GPU step holds neither
+        cluster = steps[-1]
+        assert cluster.passed == (k == 0)
+        assert cluster.completed / cluster.messages == pytest.approx(1 - k / 8)
+
+
+def test_c4_the_tcp_stack_latency_lands_on_tcp_only() -> None:
+    """10 µs more of kernel TCP stack per I/O moves NVMe/TCP's median by about that
+    (the median of a histogram: within its bucket) and NVMe over RDMA not at all."""
+    base = measure_c4(Settings(quick=True), _tick).parts["vs-tcp"]
+    slow = measure_c4(Settings(quick=True, storage={"tcp_stack_latency_s": 70e-6}), _tick)
+    part = slow.parts["vs-tcp"]
+    assert part.left.value == base.left.value
+    assert part.right.value - base.right.value == pytest.approx(10e-6, rel=0.15)
+
+
+def test_c6_the_host_copy_crosses_pcie_once_more_and_xds_does_not() -> None:
+    """NVMe-oF via host memory moves the KV (320 MiB) over the host's PCIe once more
+    than XDS: halving its rate adds 320 MiB / 28.8 GB/s − 320 MiB / 57.6 GB/s."""
+    base = measure_c6(Settings(quick=True), _tick).parts["zero-copy"]
+    rate = StorageParams().pcie_Bps
+    slow = measure_c6(Settings(quick=True, storage={"pcie_Bps": rate / 2}), _tick)
+    part = slow.parts["zero-copy"]
+    kv = 320 * 2**20
+    assert part.left.value == base.left.value
+    assert part.right.value - base.right.value == pytest.approx(
+        kv / (rate / 2) - kv / rate, rel=0.02
+    )
+
+
+def test_c8_credits_are_lossless_whatever_the_buffer_and_the_watchdog_trades_drops_for_life() -> (
+    None
+):
+    """pfc-deadlock: the native fabric drops nothing and never deadlocks, with a quarter
+    of its buffer too; on RoCE the cycle deadlocks, and a watchdog short enough to fire
+    in the run breaks it by dropping, so the fabric carries more."""
+
+    def run(prof: str, **over: float) -> dict[str, Any]:
+        s = Settings(quick=True, profile_overrides={prof: over})
+        return run_scenario(bundled("pfc-deadlock"), 10e-3, s, _tick, prof=prof, label=prof)
+
+    native_buffer = get_profile("native-400g").buffer_per_vl_bytes
+    for rep in (run("native-400g"), run("native-400g", buffer_per_vl_bytes=native_buffer / 4)):
+        assert rep["deadlocks"] == 0 and rep["totals"]["dropped_bytes"] == 0
+    stuck, watched = run("roce-400g"), run("roce-400g", pfc_watchdog_s=2e-3)
+    assert stuck["deadlocks"] > 0
+    tput = "throughput_bytes_per_second"
+    assert watched["totals"][tput] > 1.2 * stuck["totals"][tput]
+
+
+def test_c10_roce_recovery_is_bfd_detection_plus_the_reconvergence() -> None:
+    """RoCE recovers after BFD's detection (interval × multiplier) plus the ECMP
+    reconvergence: 50 ms less of the latter is 50 ms less recovery; native does not move."""
+    base = recovery(Settings(quick=True), _tick)
+    fast = recovery(
+        Settings(quick=True, profile_overrides={"roce-400g": {"ecmp_reconverge_s": 0.05}}), _tick
+    )
+    roce = get_profile("roce-400g")
+    assert fast["native-400g"] == base["native-400g"]
+    assert base["roce-400g"] - fast["roce-400g"] == pytest.approx(0.05, abs=1e-4)
+    detect = roce.bfd_interval_s * roce.bfd_multiplier
+    assert base["roce-400g"] == pytest.approx(detect + roce.ecmp_reconverge_s, abs=1e-3)
+
+
+def test_c10_800g_links_double_what_the_fabric_carries_when_links_are_the_limit() -> None:
+    """The same bulk load on 400G and 800G: throughput follows the link rate (less
+    what the endpoints and the load's own gaps take), within 20 % of 2×."""
+    m = measure_c10(Settings(quick=True), _tick).parts["800g"]
+    next_rate = get_profile("native-800g").link_bandwidth_Bps
+    ratio = next_rate / get_profile("native-400g").link_bandwidth_Bps
+    assert m.ratio == pytest.approx(ratio, rel=0.2)
