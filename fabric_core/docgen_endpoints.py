@@ -19,6 +19,7 @@ from fabric_core.endpoint import EndpointParams
 from fabric_core.fabric import Fabric
 from fabric_core.profiles import Profile, get_profile
 from fabric_core.report import run_for
+from fabric_core.scaleup import GPUS_PER_NODE_SOURCE, ScaleUpParams
 from fabric_core.scenario import load_scenario, parse_scenario
 from fabric_core.topology import leaf_spine
 from fabric_core.workloads.moe import MoEAllToAll
@@ -203,6 +204,85 @@ def table_moe_scale() -> list[str]:
             f"| {ranks} | {routing} | {dt} | {sq} | {_us(d)} ({_us(db)}) | {_us(c)} ({_us(cb)}) "
             f"| {d / db:.3f} | {c / cb:.3f} | {k['send_queue_full_waits_total']:,.0f} |"
         )
+    return out
+
+
+#: DeepEP PR #173 (deepseek-ai/DeepEP, "LL nvlink p2p"), H20, 128 tokens x top-8, hidden
+#: 7168: low-latency dispatch / combine µs without -> with NVLink for same-node peers
+DEEPEP_NVLINK_H20 = {8: (172, 37, 319, 59), 16: (193, 119, 335, 199), 64: (203, 176, 351, 318)}
+
+
+def table_moe_scaleup() -> list[str]:
+    """EP 8 .. 256 with one GPU per node (every peer over the NIC) and with 8-GPU nodes
+    (same-node peers over NVLink), hidden 7168, 128 tokens x top-8, IBGDA, seed 1."""
+    out = [
+        "| EP | GPUs per node | dispatch µs (NIC bound) | combine µs (NIC bound) | NVLink part "
+        "of dispatch / combine µs (port bound) | bytes over NVLink | with / without NVLink: "
+        "dispatch, combine | DeepEP H20: dispatch, combine µs (with / without) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for ranks in (8, 16, 64, 256):
+        base: dict[str, Any] = {}
+        for g in (1, 8):
+            k = moe_run("ibgda", 7168, 128, "1us", ranks=ranks, gpus_per_node=g)
+            d, c = k["dispatch_last_seconds"], k["combine_last_seconds"]
+            if g == 1:
+                base = k
+                nvl, ratio = "—", "—"
+            else:
+                nvl = (
+                    f"{_us(k['dispatch_scaleup_last_seconds'])} / "
+                    f"{_us(k['combine_scaleup_last_seconds'])} "
+                    f"({_us(k['dispatch_scaleup_bound_seconds'])} / "
+                    f"{_us(k['combine_scaleup_bound_seconds'])})"
+                )
+                ratio = (
+                    f"{d / base['dispatch_last_seconds']:.3f}, "
+                    f"{c / base['combine_last_seconds']:.3f}"
+                )
+            ref = DEEPEP_NVLINK_H20.get(ranks)
+            deepep = "—"
+            if ref is not None and g == 8:
+                deepep = (
+                    f"{ref[1]} / {ref[0]} ({ref[1] / ref[0]:.3f}), "
+                    f"{ref[3]} / {ref[2]} ({ref[3] / ref[2]:.3f})"
+                )
+            out.append(
+                f"| {ranks} | {g} | {_us(d)} ({_us(k['dispatch_bound_seconds'])}) | {_us(c)} "
+                f"({_us(k['combine_bound_seconds'])}) | {nvl} | "
+                f"{k['scaleup_byte_fraction'] * 100:.1f} % | {ratio} | {deepep} |"
+            )
+    return out
+
+
+def table_scaleup_sensitivity() -> list[str]:
+    """The NVLink-only EP 8 layer (one 8-GPU node) over the assumption's ranges."""
+    p = ScaleUpParams()
+    out = [
+        "| scale-up parameters | dispatch µs | combine µs | dispatch − latency, × port rate "
+        "(bytes through the busiest port) |",
+        "|---|---|---|---|",
+    ]
+    for label, over in (
+        ("defaults", {}),
+        ("latency_s = 0.6 µs (NCCL LL)", {"latency_s": 0.6e-6}),
+        ("latency_s = 3.4 µs (NCCL Simple)", {"latency_s": 3.4e-6}),
+        ("efficiency = 0.80", {"efficiency": 0.80}),
+        ("link_Bps = 200 GB/s (H800: 8 links)", {"link_Bps": 200e9}),
+    ):
+        q = p.with_overrides(**over)
+        k = moe_run("ibgda", 7168, 128, "1us", ranks=8, gpus_per_node=8, scaleup=over)
+        d, c = k["dispatch_last_seconds"], k["combine_last_seconds"]
+        moved = (d - q.latency_s) * q.payload_Bps
+        out.append(f"| {label} | {_us(d)} | {_us(c)} | {moved / 1e6:.3f} MB |")
+    return out
+
+
+def scaleup_params_table() -> list[str]:
+    out = ["| parameter | default | unit | source |", "|---|---|---|---|"]
+    out.append(f"| `gpus_per_node` | 1 |  | {GPUS_PER_NODE_SOURCE} |")
+    for name, unit, source, default in ScaleUpParams.parameter_sources():
+        out.append(f"| `{name}` | {default:g} | {unit} | {source} |")
     return out
 
 
@@ -393,6 +473,10 @@ def main(argv: list[str] | None = None) -> int:
         head,
         "## Parameters and their sources\n",
         *params_table(),
+        "\n### Scale-up domain (`fabric_core/scaleup.py`, `ScaleUpParams`)\n",
+        "Keys of `[topology]`: `gpus_per_node`, and `scaleup = { name = value }` to change "
+        "the figures below (base units, as `endpoint = { ... }` takes them).\n",
+        *scaleup_params_table(),
         "\n### Model presets (PD)\n",
         *models_table(),
         "\n## Measured: one isolated message (2 GPUs on one leaf, idle fabric)\n",
@@ -415,6 +499,19 @@ def main(argv: list[str] | None = None) -> int:
         "EP 256 dispatch 217.0 µs at dt = 1 µs and 231.8 µs at 2 µs, and combine with 64 "
         "WQEs 835 µs at EP 8 and 1,108 µs at EP 64).\n",
         *table_moe_scale(),
+        "\n## Measured: MoE with a scale-up domain (same-node peers over NVLink)\n",
+        "`table_moe_scaleup`: hidden 7168, 128 tokens × top-8, IBGDA, one layer, seed 1, "
+        "4 GPUs per leaf, 4 spines (the same layer at both node sizes: the same tokens go to "
+        "the same experts); 8 GPUs per node = consecutive GPUs (two leaves' worth). The NIC "
+        "bound counts the messages to other nodes only; the NVLink part is the time from the "
+        "phase's start to its last NVLink message, against the busiest NVLink port's bound. "
+        "The last column is DeepEP's own measurement of the same change (deepseek-ai/DeepEP PR "
+        "#173, H20 + 400G, `allow_nvlink_for_low_latency_mode`): not the same GPU or NIC, so "
+        "compare the ratios.\n",
+        *table_moe_scaleup(),
+        "\n`table_scaleup_sensitivity`: EP 8 on one 8-GPU node (every message over NVLink) "
+        "over the ranges of the scale-up figures.\n",
+        *table_scaleup_sensitivity(),
         "\n## Measured: PD disaggregation, TTFT breakdown over a context-length sweep\n",
         "`table_pd` (4 prefill + 4 decode instances, fixed context, Poisson arrivals at 1 / prefill time: "
         "a quarter of the prefill pool's capacity).\n",
