@@ -36,6 +36,7 @@ from fabric_core.fabric import Fabric
 from fabric_core.scenario import Scenario
 from fabric_core.units import format_duration
 from fabric_core.workloads.base import Completions, FlowRequests, Workload
+from fabric_core.workloads.moe import nic_payload_Bps
 
 
 @dataclass
@@ -64,6 +65,11 @@ class ProbeAllToAll(Workload):
         self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
     ) -> None:
         self.ep = EndpointModel(self.endpoint, int(gpus.max()) + 1)
+
+    def attach(self, fabric: Fabric) -> None:
+        super().attach(fabric)
+        assert self.ep is not None  # a NIC sends its messages one after another, at line rate
+        self.ep.wire_Bps = nic_payload_Bps(fabric)[: self.ep.n_nodes]
 
     @property
     def done(self) -> bool:

@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 from fabric_core.endpoint import EndpointModel, EndpointParams, fault_masks
 from fabric_core.storage import StorageParams, storage_system
 from fabric_core.workloads.base import Completions, FlowRequests, Workload, pick_endpoints
+from fabric_core.workloads.moe import nic_payload_Bps
 from fabric_core.workloads.pd_presets import (
     GPU_FLOPS,
     GPUS,
@@ -159,6 +160,8 @@ class PDDisagg(Workload):
 
     def attach(self, fabric: Any) -> None:
         super().attach(fabric)
+        if self.ep is not None:  # a NIC sends its transfers one after another, at line rate
+            self.ep.wire_Bps = nic_payload_Bps(fabric)[: self.ep.n_nodes]
         if self.transport == "tcp":  # the host queues storage workloads of the fabric use too
             self.tcp = TcpTransport(storage_system(fabric, self.storage))
 
