@@ -238,7 +238,7 @@ def _check_scaleup(
     g = checked.get("gpus_per_node", 1)
     if spec is not None:
         n_gpus = sum(1 for _, role in spec.nodes if role == "gpu")
-        what = f"{n_gpus} in the file"
+        what = "the gpu nodes of the file"
     elif checked["kind"] == "leaf-spine":
         n_gpus = checked["leaves"] * checked["gpus_per_leaf"]
         what = f"{checked['leaves']} leaves x {checked['gpus_per_leaf']} gpus_per_leaf"

@@ -3,6 +3,7 @@ non-blocking NVSwitch, not through the NIC and the fabric."""
 
 from __future__ import annotations
 
+import tomllib
 from typing import Any
 
 import numpy as np
@@ -284,3 +285,16 @@ def test_good_scale_up_keys_build_the_domains() -> None:
     assert built.gpus_per_node == 4 and built.scaleup.latency_s == 2e-6
     assert built.node_domains()[built.gpus].tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
     assert (built.node_domains()[len(built.gpus) :] == -1).all()  # switches: in none
+
+
+def test_a_topology_file_groups_its_gpus_in_file_order() -> None:
+    from fabric_core.scenario import bundled_dir
+
+    path = bundled_dir() / "express-lab.toml"
+    raw = tomllib.loads(path.read_text())
+    raw["topology"]["gpus_per_node"] = 2
+    built = parse_scenario(raw, str(path)).build_topology()
+    assert built.node_domains()[built.gpus].tolist() == [i // 2 for i in range(built.gpus.size)]
+    raw["topology"]["gpus_per_node"] = 5
+    with pytest.raises(ScenarioError, match=r"GPU count \(12: the gpu nodes of the file\)"):
+        parse_scenario(raw, str(path))
