@@ -217,7 +217,7 @@ class MoEAllToAll(Workload):
         self._scaleup_end_s = at_s
         self.failed += int((~ok).sum())
         self.left = int(ok.sum())
-        self.all_bytes += float(sizes.sum())
+        self.all_bytes += float(sizes[ok].sum())
         self.bytes_per_phase[name] = float(sizes.sum()) / self.ranks.size
         if name == "dispatch":
             self.msg_src, self.msg_dst = src[ok], dst[ok]
