@@ -32,6 +32,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from fabric_core.bus import SnapshotBus
 from fabric_core.commands import (
@@ -56,6 +57,19 @@ from fabric_core.snapshot import Snapshot
 class _Pending:
     command: Command
     reply: asyncio.Future[CommandResult]
+
+
+class PeerClocks(Protocol):
+    """The simulated clocks of lockstepped engines that are not in this process (the
+    compare view runs each fabric in its own process). ``Engine.lockstep`` covers engines
+    in one process; this covers the others, through whatever the two processes share."""
+
+    def hold(self, sim_time_s: float) -> bool:
+        """True while the engine must not start a batch: a running peer is behind
+        ``sim_time_s`` (or the owner holds the engine at its boundary)."""
+
+    def report(self, sim_time_s: float, *, running: bool, closed: bool) -> None:
+        """Tell the peers where this engine is (after every batch and state change)."""
 
 
 #: Commands an operator needs even while a flood of others is queued: applied first.
@@ -102,6 +116,7 @@ class Engine:
         max_batch_wall_s: float = 0.05,
         on_command: Callable[[int, Command], None] | None = None,
         max_tick_s: float | None = None,
+        on_publish: Callable[[Snapshot], None] | None = None,
     ) -> None:
         """Create an engine.
 
@@ -115,6 +130,8 @@ class Engine:
                 (the recorder uses it).
             max_tick_s: the longest tick the engine may switch to when it cannot
                 keep up with ``speed``; None keeps the tick fixed.
+            on_publish: called with every snapshot published, as it is (an engine in
+                another process forwards them; the bus keeps only the latest).
         """
         if not (speed == 0 or MIN_SPEED <= speed <= MAX_SPEED):
             raise ValueError(
@@ -129,6 +146,7 @@ class Engine:
         self.publish_interval_s = publish_interval_s
         self.max_batch_wall_s = max_batch_wall_s
         self._on_command = on_command
+        self._on_publish = on_publish
         self._queue: deque[_Pending] = deque()
         self._urgent: deque[_Pending] = deque()
         #: commands due at a simulated time (``submit_together``), by that time
@@ -142,6 +160,8 @@ class Engine:
         self._busy = (0.0, 0.0)  # (stepping, wall) seconds, decaying sums over batches
         self._ticks_per_batch = 1
         self._peers: list[Engine] = []
+        #: peers in other processes (``PeerClocks``); None: only ``lockstep`` peers
+        self.clocks: PeerClocks | None = None
         self.max_tick_s = max_tick_s
         self._floor_tick_s = fabric.dt_s  # adaptation never goes below this
         self._behind = 0  # batches in a row that could not keep pace
@@ -156,7 +176,8 @@ class Engine:
     def lockstep(*engines: Engine) -> None:
         """Keep several engines (the compare view's fabrics) at the same simulated time:
         an engine that gets ahead of a running peer waits for it, so the clocks stay
-        within one batch of each other whatever each fabric costs to step."""
+        within one batch of each other whatever each fabric costs to step. Engines in
+        other processes do the same through ``clocks`` (``PeerClocks``)."""
         for engine in engines:
             engine._peers = [e for e in engines if e is not engine]
 
@@ -167,10 +188,23 @@ class Engine:
         it hears of the command (the end of the batch it is running). Each engine ends
         its batches there, so with equal ticks both apply it at that very time. A paused
         engine applies it at once."""
-        at_s = max(e._batch_end_s or e.fabric.sim_time_s for e in engines)
+        at_s = max(e.boundary_s for e in engines)
         # queued before anything awaits: an engine must not start a batch past at_s unaware
         replies = [e._schedule(command, at_s) for e in engines]
         return list(await asyncio.gather(*replies))
+
+    @property
+    def boundary_s(self) -> float:
+        """The first tick boundary this engine can still apply a command at: the end of
+        the batch being run, or now between batches (``submit_together``'s time)."""
+        return self._batch_end_s or self.fabric.sim_time_s
+
+    async def submit_at(self, command: Command, at_s: float) -> CommandResult:
+        """Apply ``command`` at the first tick boundary at or after simulated time
+        ``at_s`` (batches end there); at once when paused or when ``at_s`` has passed.
+        ``submit_together`` for engines in other processes: their owner takes the
+        furthest ``boundary_s`` of them all and sends it to each."""
+        return await self._schedule(command, at_s)
 
     def _schedule(self, command: Command, at_s: float) -> asyncio.Future[CommandResult]:
         reply: asyncio.Future[CommandResult] = asyncio.get_running_loop().create_future()
@@ -277,14 +311,15 @@ class Engine:
     async def run(self) -> None:
         """Run until ``stop``; publishes the first snapshot at once."""
         self._wall_start = time.monotonic()
-        self.bus.publish(self.snapshot())
+        self._publish()
         self._last_publish = time.monotonic()
         try:
             while not self._stop.is_set():
                 changed = self._apply_pending()
+                self._report_clock()
                 if not self.running:
                     if changed:
-                        self.bus.publish(self.snapshot())
+                        self._publish()
                     self._mark = self._pace_from = None  # paused time is not stepping time
                     await self._idle(0.02)
                     continue
@@ -297,18 +332,31 @@ class Engine:
                 await self._run_batch(functools.partial(self._publish_due, changed))
         finally:
             self._apply_pending(everything=True)
-            self.bus.publish(self.snapshot())
+            self._report_clock(closed=True)
+            self._publish()
             self.bus.close()
+
+    def _report_clock(self, closed: bool = False) -> None:
+        if self.clocks is not None:
+            self.clocks.report(self.fabric.sim_time_s, running=self.running, closed=closed)
+
+    def _publish(self) -> None:
+        snap = self.snapshot()
+        self.bus.publish(snap)
+        if self._on_publish is not None:
+            self._on_publish(snap)
 
     def _publish_due(self, changed: bool) -> None:
         """Publish a snapshot if a command changed something or the interval is up."""
         now = time.monotonic()
         if changed or now - self._last_publish >= self.publish_interval_s:
-            self.bus.publish(self.snapshot())
+            self._publish()
             self._last_publish = now
 
     def _ahead_of_peers(self) -> bool:
         mine = self.fabric.sim_time_s
+        if self.clocks is not None and self.clocks.hold(mine):
+            return True
         return any(
             p.running and not p.bus.closed and p.fabric.sim_time_s < mine - 1e-15
             for p in self._peers
