@@ -95,6 +95,8 @@ class FabtopApp(App[None]):
         self._focused = True
         self._timer_ticks = 0
         self._compare_views: tuple[FabricView, FabricView] | None = None
+        self._failures_told: set[int] = set()  # sources whose stop was notified
+        self._behind = False  # the main view skipped drawing under the compare view
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -164,9 +166,26 @@ class FabtopApp(App[None]):
         if not self.screen_stack:
             return  # shutting down: the screens are gone, the timer is not yet
         self._timer_ticks += 1
+        self._tell_failures()
         if not self._focused and self._timer_ticks % UNFOCUSED_EVERY:
             return  # throttled while the terminal is in the background
         self.refresh_view()
+
+    def _tell_failures(self) -> None:
+        """Say so once when an engine process stops (its source's ``failure``); the
+        view keeps its last snapshot and the other fabric keeps running."""
+        for src in [self.source, *(self.compare_sources or ())]:
+            failure = getattr(src, "failure", None)
+            if failure is None or id(src) in self._failures_told:
+                continue
+            self._failures_told.add(id(src))
+            self.notify(
+                f"{src.description}; its view shows the last snapshot, commands to it are "
+                "refused",
+                title="engine stopped",
+                severity="error",
+                timeout=30,
+            )
 
     def on_app_blur(self) -> None:
         self._focused = False
@@ -178,8 +197,13 @@ class FabtopApp(App[None]):
         """Read the latest snapshot (unless frozen) and redraw what changed."""
         watched = self._watched_links()
         changed = False if self.frozen else self.view.ingest(self.source.latest(), watched)
-        if not (changed or force):
+        if isinstance(self.screen, CompareScreen):
+            # hidden: keep the history (rates, latency window, events), draw on return
+            self._behind = self._behind or changed or force
             return
+        if not (changed or force or self._behind):
+            return
+        self._behind = False
         with self.batch_update():
             self._render()
 

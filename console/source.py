@@ -1,13 +1,16 @@
 """Where the console gets its snapshots and sends its commands.
 
-The embedded engine (the default) and a remote emulator reached over MQTT both
-look like this to the console, so the screens are the same for both.
+An engine in a process of its own (the default, ``console.process_source``), one
+in the console's process (``--in-process``) and a remote emulator reached over MQTT
+all look like this to the console, so the screens are the same for all.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
+from console.process_source import ProcessSource
 from fabric_core.commands import Command, CommandResult
 from fabric_core.engine import Engine
 from fabric_core.snapshot import Snapshot
@@ -40,3 +43,18 @@ class EngineSource:
     async def submit(self, command: Command) -> CommandResult:
         """Apply a command at the engine's next tick boundary."""
         return await self.engine.submit(command)
+
+
+async def submit_together(sources: Sequence[FabricSource], command: Command) -> list[CommandResult]:
+    """Send ``command`` to every source; the results in their order.
+
+    Engines in this process (``Engine.submit_together``) or in processes of one group
+    (``ProcessEngines.submit_together``) apply it at the same simulated time; other
+    sources each at their next boundary."""
+    engines = [src.engine for src in sources if isinstance(src, EngineSource)]
+    if len(engines) == len(sources):
+        return await Engine.submit_together(engines, command)
+    procs = [src for src in sources if isinstance(src, ProcessSource)]
+    if len(procs) == len(sources) and all(p.group is procs[0].group for p in procs):
+        return await procs[0].group.submit_together(command, procs)
+    return [await src.submit(command) for src in sources]

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from console.cli._common import add_max_tick_option, build_fabric, load_from_args
 from fabric_core.profiles import PROFILES
+
+if TYPE_CHECKING:
+    from console.source import FabricSource
+    from fabric_core.engine import EngineHealth
+    from fabric_core.scenario import Scenario
+    from fabric_core.snapshot import Snapshot
 
 DEFAULT_METRICS = "127.0.0.1:9464"
 #: The console's default target speed (simulated seconds per wall second, ``--speed``).
@@ -80,6 +87,13 @@ def register(sub: Any) -> None:
         choices=sorted(PROFILES),
         help="console: also run the scenario on PROFILE for the compare view (c)",
     )
+    main.add_argument(
+        "--in-process",
+        action="store_true",
+        help="console: run the engine(s) in the console's own process, sharing one core "
+        "with the UI and each other (slower; by default each fabric runs in a process of "
+        "its own)",
+    )
     main.set_defaults(default_func=run_console)
 
 
@@ -108,37 +122,76 @@ def start_exporter(
 
 def run_console(args: argparse.Namespace) -> int:
     """Build the engine(s), start the exporter, run the app until the operator quits."""
-    from console.app import FabtopApp
-    from console.source import EngineSource, FabricSource
-    from fabric_core.engine import Engine
-
     scn = load_from_args(args, args.scenario)
     if scn is None:
         return 2
-    fabric = build_fabric(scn)
-    if fabric is None:
-        return 2
-    engine = Engine(fabric, speed=args.speed, max_tick_s=args.max_tick.resolve(fabric.dt_s))
-    source = EngineSource(engine, description=f"embedded {scn.name}")
-    compare: tuple[FabricSource, FabricSource] | None = None
+    scenarios = [(scn, scn.name)]
     if args.compare:
         other_args = argparse.Namespace(**{**vars(args), "profile": args.compare})
         other_scn = load_from_args(other_args, args.scenario)
-        other_fabric = build_fabric(other_scn) if other_scn is not None else None
-        if other_fabric is None:
+        if other_scn is None:
             return 2
-        other_engine = Engine(
-            other_fabric, speed=args.speed, max_tick_s=args.max_tick.resolve(other_fabric.dt_s)
+        scenarios.append((other_scn, args.compare))
+    if args.in_process:
+        return _console_in_process(args, scenarios)
+    from console.process_source import EngineSpec, start_engines
+
+    specs = [
+        EngineSpec(
+            scenario=s,
+            description=f"engine process {label}",
+            speed=args.speed,
+            max_tick_s=args.max_tick.resolve(s.dt_s),
         )
-        Engine.lockstep(engine, other_engine)  # both sides at the same simulated time
-        other = EngineSource(other_engine, f"embedded {args.compare}")
-        compare = (source, other)
+        for s, label in scenarios
+    ]
+    group = start_engines(specs)  # each fabric steps on its own core, in lockstep
+    if group is None:
+        return 2
+    try:
+        src, *others = group.sources
+        compare = (src, others[0]) if others else None
+        return _run_app(args, src, compare, src.latest, lambda: src.health)
+    finally:
+        group.close()
+
+
+def _console_in_process(args: argparse.Namespace, scenarios: list[tuple[Scenario, str]]) -> int:
+    """``--in-process``: the engines as asyncio tasks of the console's process."""
+    from console.source import EngineSource
+    from fabric_core.engine import Engine
+
+    engines = []
+    for scn, _ in scenarios:
+        fabric = build_fabric(scn)
+        if fabric is None:
+            return 2
+        engines.append(
+            Engine(fabric, speed=args.speed, max_tick_s=args.max_tick.resolve(fabric.dt_s))
+        )
+    engine = engines[0]
+    source = EngineSource(engine, description=f"embedded {scenarios[0][1]}")
+    compare = None
+    if len(engines) > 1:
+        Engine.lockstep(*engines)  # both sides at the same simulated time
+        compare = (source, EngineSource(engines[1], f"embedded {scenarios[1][1]}"))
+    return _run_app(args, source, compare, lambda: engine.bus.latest, lambda: engine.health)
+
+
+def _run_app(
+    args: argparse.Namespace,
+    source: FabricSource,
+    compare: tuple[FabricSource, FabricSource] | None,
+    latest: Callable[[], Snapshot | None],
+    health: Callable[[], EngineHealth],
+) -> int:
+    """Start the exporter (on ``latest`` and ``health``) and run the app until it quits."""
+    from console.app import FabtopApp
+
     server, address = None, None
     if not args.no_metrics:
         host, port = args.metrics
-        server, address = start_exporter(
-            lambda: engine.bus.latest, host, port, health=lambda: engine.health
-        )
+        server, address = start_exporter(latest, host, port, health=health)
     try:
         FabtopApp(
             source, read_only=args.read_only, metrics_address=address, compare_sources=compare

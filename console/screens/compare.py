@@ -23,12 +23,11 @@ from console.fmt import fmt_bitrate, fmt_bytes, fmt_rate, fmt_seconds, fmt_speed
 from console.linkview import stalled_word
 from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
-from console.source import EngineSource, FabricSource
+from console.source import FabricSource, submit_together
 from console.viewstate import FabricView
 from console.widgets.faults_panel import faults_to_show
 from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
 from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume, SetSpeed
-from fabric_core.engine import Engine
 from fabric_core.snapshot import FaultView
 
 #: The speed range the keys move in (the same as the main view's).
@@ -271,13 +270,10 @@ class CompareScreen(Screen[None]):
     async def send_both(self, command: Command) -> CommandResult:
         """Send ``command`` to both sources; the result is the first refusal, if any.
 
-        Two embedded engines apply it at the same simulated time
-        (``Engine.submit_together``); other sources each at their next boundary."""
-        engines = [src.engine for src in self.sources if isinstance(src, EngineSource)]
-        if len(engines) == len(self.sources):
-            results = await Engine.submit_together(engines, command)
-        else:
-            results = [await src.submit(command) for src in self.sources]
+        Two embedded engines, or two engine processes of one group, apply it at the same
+        simulated time (``console.source.submit_together``); other sources each at their
+        next boundary."""
+        results = await submit_together(self.sources, command)
         for src, result in zip(self.sources, results, strict=True):
             if not result.ok:
                 return CommandResult(

@@ -1,0 +1,186 @@
+"""The compare view with each fabric's engine in its own process (``fabtop --compare``'s
+default): through the keys an operator presses, a fault, pause and speed reach both
+fabrics at the same simulated time, the two stay in lockstep, and a child that stops
+is reported while the other side keeps running."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from textual.widgets import Input
+
+from console.app import FabtopApp
+from console.process_source import EngineSpec, ProcessEngines, ProcessSource, start_engines
+from console.screens.compare import CompareScreen
+from console.screens.fault_form import FaultFormScreen
+from fabric_core.commands import Pause
+from fabric_core.scenario import load_scenario
+from tests.helpers import settle
+from tests.test_console_screens import shown
+
+SIZE = (140, 44)
+
+
+@pytest.fixture
+def group() -> Iterator[ProcessEngines]:
+    """``tiny`` on native and on RoCE, one process each, at a fixed tick."""
+    specs = [
+        EngineSpec(load_scenario("tiny"), "engine process native-400g", speed=2e-4),
+        EngineSpec(load_scenario("tiny", profile="roce-400g"), "engine process roce", speed=2e-4),
+    ]
+    engines = start_engines(specs)
+    assert engines is not None
+    yield engines
+    engines.close()
+
+
+def sides(group: ProcessEngines) -> tuple[ProcessSource, ProcessSource]:
+    left, right = group.sources
+    return left, right
+
+
+def app_for(group: ProcessEngines) -> FabtopApp:
+    left, right = sides(group)
+    return FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
+
+
+def clock(src: ProcessSource) -> float:
+    """Where the child engine is now (the clock it shares with its peer)."""
+    return float(src.group.clocks[3 * src.slot])
+
+
+async def test_a_fault_from_the_compare_view_reaches_both_at_the_same_time(
+    group: ProcessEngines,
+) -> None:
+    left, right = sides(group)
+    app = app_for(group)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: left.latest() is not None and right.latest() is not None)
+        await pilot.press("c")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        for target in ("leaf00->spine01", "leaf01->spine00"):
+            await settle(pilot, lambda: min(clock(left), clock(right)) > 0)
+            await pilot.press("i")
+            form = app.screen
+            assert isinstance(form, FaultFormScreen)
+            form.query_one("#target", Input).value = target
+            await pilot.press("enter")
+
+            def injected(target: str = target) -> bool:
+                return all(
+                    any(f.target == target for f in s.latest().faults)  # type: ignore[union-attr]
+                    for s in (left, right)
+                )
+
+            await settle(pilot, injected)
+        at = [[(f.target, f.injected_at_s) for f in s.latest().faults] for s in (left, right)]  # type: ignore[union-attr]
+        assert len(at[0]) == 2 and at[0] == at[1], at
+        await settle(pilot, lambda: "2 active" in shown(screen.query_one("#right")))
+        assert "engine process roce" in shown(screen.query_one("#right"))
+
+
+async def test_pause_and_speed_from_the_compare_view_reach_both(group: ProcessEngines) -> None:
+    left, right = sides(group)
+    app = app_for(group)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: left.latest() is not None and right.latest() is not None)
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press("plus")
+        await settle(
+            pilot,
+            lambda: all(s.latest().target_speed == 4e-4 for s in (left, right)),  # type: ignore[union-attr]
+        )
+        await pilot.press("p")
+        await settle(pilot, lambda: not any(s.latest().running for s in (left, right)))  # type: ignore[union-attr]
+        paused = [s.latest().sim_time_s for s in (left, right)]  # type: ignore[union-attr]
+        assert paused[0] == paused[1]  # the same tick boundary on both
+        await pilot.press("p")
+        await settle(pilot, lambda: all(s.latest().running for s in (left, right)))  # type: ignore[union-attr]
+        await settle(pilot, lambda: min(clock(left), clock(right)) > paused[0])
+        assert "speed 4e-4× on both" in shown(app.screen.query_one("#speed-line"))
+
+
+async def test_the_engine_ahead_waits_for_a_stalled_peer(group: ProcessEngines) -> None:
+    """README: the one that gets ahead waits for the other (here: a child stopped by a
+    signal, as a busy machine might hold it up), so both show the same moment."""
+    left, right = sides(group)
+    app = app_for(group)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: min(clock(left), clock(right)) > 0)
+        assert right.process is not None and right.process.pid is not None
+        os.kill(right.process.pid, signal.SIGSTOP)
+        try:
+            stalled_at = clock(right)
+            # the left engine runs at most one batch past the stalled one, then waits
+            await settle(pilot, lambda: clock(left) >= stalled_at)
+            await pilot.pause(0.5)
+            waiting_at = clock(left)
+            await pilot.pause(0.5)
+            assert clock(left) == waiting_at
+        finally:
+            os.kill(right.process.pid, signal.SIGCONT)
+        await settle(pilot, lambda: clock(left) > waiting_at and clock(right) > waiting_at)
+
+
+async def test_a_dead_engine_process_is_reported_and_the_other_side_keeps_running(
+    group: ProcessEngines,
+) -> None:
+    left, right = sides(group)
+    app = app_for(group)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: left.latest() is not None and right.latest() is not None)
+        await pilot.press("c")
+        await pilot.pause()
+        assert right.process is not None
+        right.process.kill()
+        await settle(pilot, lambda: right.failure is not None)
+        assert "SIGKILL" in (right.failure or "")
+        await settle(pilot, lambda: any(n.title == "engine stopped" for n in app._notifications))
+        told = next(n.message for n in app._notifications if n.title == "engine stopped")
+        assert "engine process roce" in told and "SIGKILL" in told
+        await settle(
+            pilot, lambda: "engine process stopped" in shown(app.screen.query_one("#right"))
+        )
+        # the other side keeps running ...
+        now = clock(left)
+        await settle(pilot, lambda: clock(left) > now + 1e-6)
+        # ... and still takes commands: the fault goes to the live side, the dead one says why
+        await pilot.press("i")
+        form = app.screen
+        assert isinstance(form, FaultFormScreen)
+        form.query_one("#target", Input).value = "leaf00->spine01"
+        await pilot.press("enter")
+        await settle(pilot, lambda: bool(left.latest().active_faults))  # type: ignore[union-attr]
+        assert right.latest() is not None  # the last snapshot stays on screen
+        result = await right.submit(Pause())
+        assert not result.ok and "engine process stopped" in (result.error or "")
+
+
+def test_a_fabric_that_cannot_be_built_is_refused_before_the_console_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    broken = dataclasses.replace(load_scenario("tiny"), topology={"kind": "moebius"})
+    group = start_engines([EngineSpec(broken, "engine process broken", speed=1e-3)])
+    assert group is None
+    err = capsys.readouterr().err
+    assert "fabtop: engine process broken: cannot build the fabric" in err
+
+
+def test_the_console_can_still_run_its_engines_in_process() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "console.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    ).stdout
+    assert "--in-process" in out
