@@ -97,6 +97,7 @@ class FabtopApp(App[None]):
         self._compare_views: tuple[FabricView, FabricView] | None = None
         self._failures_told: set[int] = set()  # sources whose stop was notified
         self._behind = False  # the main view skipped drawing under the compare view
+        self._described = source.description  # as the header last showed it
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -197,6 +198,9 @@ class FabtopApp(App[None]):
         """Read the latest snapshot (unless frozen) and redraw what changed."""
         watched = self._watched_links()
         changed = False if self.frozen else self.view.ingest(self.source.latest(), watched)
+        if self.source.description != self._described:  # e.g. its engine process stopped
+            self._described = self.source.description
+            changed = True
         if isinstance(self.screen, CompareScreen):
             # hidden: keep the history (rates, latency window, events), draw on return
             self._behind = self._behind or changed or force

@@ -8,6 +8,8 @@ simulated moment (each at its next tick boundary).
 from __future__ import annotations
 
 import math
+import time
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.table import Table
@@ -202,6 +204,52 @@ def difference_table(left: FabricView, right: FabricView) -> Table:
     return table
 
 
+#: Least wall time between two measures of a panel whose rows only changed length.
+MEASURE_EVERY_S = 1.0
+
+
+@dataclass
+class _Sized:
+    """What a panel's height was last measured for."""
+
+    width: int
+    rows: int
+    lengths: tuple[int, ...]
+    height: int
+    at: float
+
+
+def _show(panel: Static, table: Table, sized: dict[str, _Sized]) -> None:
+    """Show ``table`` in ``panel`` sized to it: its height is the table's lines at the
+    panel's width plus the border, and changing it is the one case that needs a layout.
+
+    Counting the lines renders the table (some 4 ms), so it is done when the width or
+    the number of rows changed, and when cells changed length at most once a second
+    (a value that starts to wrap may lose its last line for that long)."""
+    width = panel.content_size.width
+    if width <= 0:  # not laid out yet
+        panel.update(table)
+        return
+    lengths = tuple(len(str(cell)) for col in table.columns for cell in col.cells)
+    now = time.monotonic()
+    known = sized.get(panel.id or "")
+    if (
+        known is None
+        or known.width != width
+        or known.rows != table.row_count
+        or (known.lengths != lengths and now - known.at >= MEASURE_EVERY_S)
+    ):
+        console = panel.app.console
+        lines = console.render_lines(table, console.options.update_width(width), pad=False)
+        height = len(lines) + panel.styles.gutter.height
+        sized[panel.id or ""] = _Sized(width, table.row_count, lengths, height, now)
+    else:
+        height = known.height
+    if panel.styles.height is None or panel.styles.height.value != height:
+        panel.styles.height = height
+    panel.update(table, layout=False)
+
+
 class CompareScreen(Screen[None]):
     """See the module docstring."""
 
@@ -234,6 +282,8 @@ class CompareScreen(Screen[None]):
         self.views = views or (FabricView(), FabricView())
         self.read_only = read_only
         self.render_interval_s = render_interval_s
+        self._described = ["", ""]  # each source's description as last shown
+        self._heights: dict[str, _Sized] = {}  # by panel id: what it was sized for
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -253,19 +303,28 @@ class CompareScreen(Screen[None]):
         self.refresh_sides(force=True)
 
     def refresh_sides(self, force: bool = False) -> None:
-        """Read both sources' latest snapshots and redraw the sides that changed."""
+        """Read both sources' latest snapshots and redraw the sides that changed.
+
+        The panels are sized to their tables here, so a redraw lays the screen out again
+        only when a height changes: a layout of this screen costs tens of ms of the
+        console's CPU, which the engines share on a 2-core machine.
+        """
         changed = False
-        for view, source, side in zip(self.views, self.sources, ("#left", "#right"), strict=True):
-            if view.ingest(source.latest()) or force:
+        for k, (view, source) in enumerate(zip(self.views, self.sources, strict=True)):
+            # a source that stops says so in its description, with no new snapshot
+            said = source.description != self._described[k]
+            if view.ingest(source.latest()) or said or force:
+                self._described[k] = source.description
+                side = ("#left", "#right")[k]
                 changed = True
                 panel = self.query_one(side, Static)
                 snap = view.snapshot
                 panel.border_title = snap.profile if snap is not None else source.description
-                panel.update(side_summary(view, source))
+                _show(panel, side_summary(view, source), self._heights)
         if changed:
-            self.query_one("#delta", Static).update(difference_table(*self.views))
-            self.query_one("#faults-both", Static).update(faults_table(*self.views))
-            self.query_one("#speed-line", Static).update(speed_line(self.views))
+            _show(self.query_one("#delta", Static), difference_table(*self.views), self._heights)
+            self.query_one("#faults-both", Static).update(faults_table(*self.views), layout=False)
+            self.query_one("#speed-line", Static).update(speed_line(self.views), layout=False)
 
     async def send_both(self, command: Command) -> CommandResult:
         """Send ``command`` to both sources; the result is the first refusal, if any.
