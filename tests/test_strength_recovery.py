@@ -89,3 +89,102 @@ def test_a_link_down_is_detected_after_the_profiles_detection_time() -> None:
     assert fabric.snapshot().faults[0].time_to_detect_s == pytest.approx(prof_detect, abs=1.5 * DT)
     fabric.run_ticks(20)
     assert fabric.snapshot().link_state.link_downed_total[link] == 1  # counted once
+
+
+# --- each fault kind's timeline, from the profile's figures (mutation survivors, issue 23)
+
+
+def _until(fabric: Fabric, cond, limit_s: float = 5e-3) -> None:  # type: ignore[no-untyped-def]
+    t0 = fabric.sim_time_s
+    while not cond():
+        fabric.step()
+        assert fabric.sim_time_s - t0 < limit_s, "not reached"
+
+
+def test_a_degraded_link_is_detected_and_mitigated_at_the_detection_time() -> None:
+    fabric = one_flow(fault_detect_s=40e-6)
+    fabric.apply(InjectFault(kind="link_degraded", target="gpu0001->leaf00"))
+    fabric.run_ticks(20)
+    assert fabric.snapshot().faults[0].time_to_detect_s is None  # not before its time
+    _until(fabric, lambda: fabric.snapshot().faults[0].detected_at_s is not None)
+    fault = fabric.snapshot().faults[0]
+    assert fault.time_to_detect_s == pytest.approx(40e-6, abs=1.5 * DT)
+    assert fault.mitigated_at_s == fault.detected_at_s  # the retries absorb the errors
+
+
+def test_a_pfc_storm_on_a_credit_fabric_is_ignored_after_the_detection_time() -> None:
+    fabric = one_flow(fault_detect_s=40e-6)
+    fabric.apply(InjectFault(kind="pfc_storm", target="gpu0001"))
+    fabric.run_ticks(20)
+    assert fabric.snapshot().faults[0].time_to_detect_s is None
+    _until(fabric, lambda: fabric.snapshot().faults[0].detected_at_s is not None)
+    fault = fabric.snapshot().faults[0]
+    assert fault.time_to_detect_s == pytest.approx(40e-6, abs=1.5 * DT)
+    assert fault.mitigated_at_s == fault.detected_at_s
+
+
+def test_an_incast_is_detected_when_more_than_a_buffer_waits_for_its_target() -> None:
+    prof = profile(buffer_per_vl_bytes=BUFFER)
+    topo = small_leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=8)
+    fabric, _ = scripted_fabric(topo, prof, [], dt_s=DT)
+    size = 1e6  # 4 senders x 1 MB into one 400G port: far more than a 64 KiB buffer waits
+    fabric.apply(
+        InjectFault(
+            kind="incast",
+            target="gpu0000",
+            params={"senders": 4, "size_bytes": size, "period_s": 1.0},
+        )
+    )
+    _until(fabric, lambda: fabric.snapshot().faults[0].detected_at_s is not None)
+    events = [e for e in fabric.snapshot().events if e.kind == "fault_detected"]
+    assert events and "B queued for gpu0000" in events[-1].message
+    queued = float(events[-1].message.split(" detected ")[1].split(" B")[0])
+    assert queued > BUFFER
+
+
+def test_the_timeline_events_say_how_long_after_the_injection() -> None:
+    fabric = one_flow(fault_detect_s=40e-6)
+    t0 = fabric.sim_time_s
+    fabric.apply(InjectFault(kind="link_degraded", target="gpu0001->leaf00"))
+    _until(fabric, lambda: fabric.snapshot().faults[0].mitigated_at_s is not None)
+    fault = fabric.snapshot().faults[0]
+    assert fault.injected_at_s == pytest.approx(t0)
+    by_kind = {e.kind: e.message for e in fabric.snapshot().events}
+    for kind, at in (
+        ("fault_detected", fault.detected_at_s),
+        ("fault_mitigated", fault.mitigated_at_s),
+    ):
+        assert at is not None
+        said = float(by_kind[kind].split(" after ")[1].split(" s")[0])
+        assert said == pytest.approx(at - fault.injected_at_s, rel=1e-5)
+
+
+def test_a_spine_link_down_reroutes_without_losing_or_doubling_a_byte_and_recovers() -> None:
+    """A 2-spine fabric: a finite flow loses its spine link mid-way; the bytes in the
+    network are resent from the source once (go-back-N), the flow delivers exactly its
+    size, and the fault is recovered once throughput is back (within the profile's
+    detection and reroute times plus the measuring window)."""
+    prof = profile(buffer_per_vl_bytes=BUFFER, fault_detect_s=20e-6, reroute_s=30e-6)
+    topo = small_leaf_spine(prof, leaves=2, spines=2, gpus_per_leaf=1)
+    size = 40e6
+    fabric, (wl,) = scripted_fabric(topo, prof, [("gpu0000", "gpu0001", size, 0.0)], dt_s=DT)
+    fabric.run_ticks(50)
+    slot = int(np.flatnonzero(fabric.flows.active)[0])
+    path = fabric.flows.path[: fabric.flows.hops[slot], slot]
+    uplink = next(int(li) for li in path if fabric.topo.links.name[li].startswith("leaf00->spine"))
+    fabric.apply(InjectFault(kind="link_down", target=fabric.topo.links.name[uplink]))
+    _until(fabric, lambda: len(wl.finished) == 1, limit_s=20e-3)
+    assert fabric.delivered_bytes == pytest.approx(size, rel=1e-12)
+    resent = float(fabric.counters["retransmitted_bytes_total"].sum())
+    assert 0 < resent < BUFFER * 4  # what was in the network: a few buffers, not the flow
+    _until(fabric, lambda: fabric.snapshot().faults[0].recovered_at_s is not None, 1e-3)
+
+
+def test_a_nic_keeps_the_bytes_queued_for_its_own_dead_link() -> None:
+    """Only switches forward into a dead port: a NIC whose link goes down keeps its
+    unsent bytes, so nothing is discarded on that link."""
+    fabric = one_flow(fault_detect_s=20e-6)
+    link = int(fabric.topo.links.index["gpu0001->leaf00"])
+    fabric.apply(InjectFault(kind="link_down", target="gpu0001->leaf00"))
+    fabric.run_ticks(10)
+    assert fabric.counters["discards_bytes_total"][link] == 0
