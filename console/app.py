@@ -181,8 +181,7 @@ class FabtopApp(App[None]):
                 continue
             self._failures_told.add(id(src))
             self.notify(
-                f"{src.description}; its view shows the last snapshot, commands to it are "
-                "refused",
+                f"{src.description}; its view shows the last snapshot, commands to it are refused",
                 title="engine stopped",
                 severity="error",
                 timeout=30,

@@ -58,8 +58,9 @@ from fabric_core.fabric import Fabric, Solver
 from fabric_core.scenario import Scenario
 from fabric_core.snapshot import LinkTable, NodeTable, Snapshot
 
-#: Doubles per engine in the shared clock array: simulated time, running, closed.
-SLOT = 3
+#: Doubles per engine in the shared clock array: simulated time, running, closed, and
+#: where the engine is heading (the end of its batch; its time between batches).
+SLOT = 4
 #: How long a command waits for the child's reply before it is reported as lost.
 REPLY_TIMEOUT_S = 30.0
 #: How long ``ProcessEngines.wait_ready`` waits for every child to build its fabric.
@@ -110,8 +111,23 @@ class SharedClocks:
                 return True
         return False
 
-    def report(self, sim_time_s: float, *, running: bool, closed: bool) -> None:
+    def meet(self, sim_time_s: float) -> float | None:
+        a = self.array
+        best: float | None = None
+        for k in range(self.engines):
+            base = SLOT * k
+            if k == self.slot or not a[base + 1] or a[base + 2]:
+                continue
+            heading = a[base + 3]
+            if heading > sim_time_s + 1e-15 and (best is None or heading < best):
+                best = heading
+        return best
+
+    def report(self, sim_time_s: float, *, heading_s: float, running: bool, closed: bool) -> None:
         base = SLOT * self.slot
+        # heading first: a peer that reads between the two writes sees no time it could
+        # run past (the old time is behind the new heading)
+        self.array[base + 3] = heading_s
         self.array[base] = sim_time_s
         self.array[base + 1] = 1.0 if running else 0.0
         self.array[base + 2] = 1.0 if closed else 0.0
@@ -231,7 +247,7 @@ class _Child:
                 on_publish=self._forward,
             )
         except Exception as exc:  # a scenario the core refuses: say why, then end
-            self.clocks.report(0.0, running=False, closed=True)
+            self.clocks.report(0.0, heading_s=0.0, running=False, closed=True)
             self.outbox.put(("failed", f"cannot build the fabric: {exc}"))
             self.outbox.close()
             return
@@ -314,7 +330,7 @@ def _child_main(
     except BaseException as exc:
         traceback.print_exc()
         with contextlib.suppress(Exception):
-            child.clocks.report(0.0, running=False, closed=True)
+            child.clocks.report(0.0, heading_s=0.0, running=False, closed=True)
             child.outbox.put(("failed", f"{type(exc).__name__}: {exc}"))
             child.outbox.close()
         raise SystemExit(1) from None

@@ -68,8 +68,15 @@ class PeerClocks(Protocol):
         """True while the engine must not start a batch: a running peer is behind
         ``sim_time_s`` (or the owner holds the engine at its boundary)."""
 
-    def report(self, sim_time_s: float, *, running: bool, closed: bool) -> None:
-        """Tell the peers where this engine is (after every batch and state change)."""
+    def meet(self, sim_time_s: float) -> float | None:
+        """The nearest simulated time after ``sim_time_s`` that a running peer is at or
+        is heading for (the end of the batch it runs); None if there is none. A batch
+        ends there, so that engines meet at the same boundaries and then run side by
+        side instead of in turns."""
+
+    def report(self, sim_time_s: float, *, heading_s: float, running: bool, closed: bool) -> None:
+        """Tell the peers where this engine is and where its batch ends (``heading_s``;
+        its time between batches): at every batch's start and end and state change."""
 
 
 #: Commands an operator needs even while a flood of others is queued: applied first.
@@ -338,7 +345,28 @@ class Engine:
 
     def _report_clock(self, closed: bool = False) -> None:
         if self.clocks is not None:
-            self.clocks.report(self.fabric.sim_time_s, running=self.running, closed=closed)
+            self.clocks.report(
+                self.fabric.sim_time_s,
+                heading_s=self.boundary_s,
+                running=self.running,
+                closed=closed,
+            )
+
+    def _meeting_point(self, now_s: float) -> float | None:
+        """Where the batch starting now should end at the latest to meet the lockstep
+        peers: the nearest time ahead that a running peer is at (waiting for this
+        engine) or is heading for. Without it, two engines whose batches span different
+        simulated times take turns: each waits out the other's whole batch."""
+        ahead = [
+            p.boundary_s
+            for p in self._peers
+            if p.running and not p.bus.closed and p.boundary_s > now_s + 1e-15
+        ]
+        if self.clocks is not None:
+            theirs = self.clocks.meet(now_s)
+            if theirs is not None:
+                ahead.append(theirs)
+        return min(ahead, default=None)
 
     def _publish(self) -> None:
         snap = self.snapshot()
@@ -374,10 +402,14 @@ class Engine:
         """Run a batch of ticks in a worker thread, call ``stepped``, then sleep to keep
         pace."""
         n = self._ticks_per_batch
+        now_s, dt = self.fabric.sim_time_s, self.fabric.dt_s
         if self._due:  # end the batch at the boundary a due command waits for
-            dt = self.fabric.dt_s
-            n = max(1, min(n, math.ceil((self._due[0][0] - self.fabric.sim_time_s) / dt - 1e-9)))
-        self._batch_end_s = self.fabric.sim_time_s + n * self.fabric.dt_s
+            n = max(1, min(n, math.ceil((self._due[0][0] - now_s) / dt - 1e-9)))
+        meet = self._meeting_point(now_s)
+        if meet is not None:  # and where a lockstep peer will be
+            n = max(1, min(n, math.ceil((meet - now_s) / dt - 1e-9)))
+        self._batch_end_s = now_s + n * dt
+        self._report_clock()
         wall0 = time.monotonic()
         # the measured speed counts from the end of the previous batch: the time between
         # batches (snapshots, the event loop's other work) is part of a simulated second's cost

@@ -16,7 +16,7 @@ import pytest
 from textual.widgets import Input
 
 from console.app import FabtopApp
-from console.process_source import EngineSpec, ProcessEngines, ProcessSource, start_engines
+from console.process_source import SLOT, EngineSpec, ProcessEngines, ProcessSource, start_engines
 from console.screens.compare import CompareScreen
 from console.screens.fault_form import FaultFormScreen
 from fabric_core.commands import Pause
@@ -52,7 +52,7 @@ def app_for(group: ProcessEngines) -> FabtopApp:
 
 def clock(src: ProcessSource) -> float:
     """Where the child engine is now (the clock it shares with its peer)."""
-    return float(src.group.clocks[3 * src.slot])
+    return float(src.group.clocks[SLOT * src.slot])
 
 
 async def test_a_fault_from_the_compare_view_reaches_both_at_the_same_time(
