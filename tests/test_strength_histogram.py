@@ -86,3 +86,13 @@ def test_an_estimated_quantile_is_within_one_bucket_of_numpy(q: float) -> None:
     got = _hist(x).freeze().quantile(q)
     want = float(np.percentile(x, 100 * q))
     assert abs(np.log10(got / want)) < 1 / BUCKETS_PER_DECADE  # one bucket
+
+
+def test_equal_samples_past_the_window_give_that_value_at_every_quantile() -> None:
+    """Inside one bucket the estimate would spread the values over the bucket's width;
+    the observed min and max bound it, so identical samples read back exactly."""
+    x = np.full(MANY, 1.234e-3)
+    view = _hist(x).freeze()
+    assert view.exact() is None
+    for q in (0.0, 0.01, 0.5, 0.9, 0.99, 0.999, 1.0):
+        assert view.quantile(q) == pytest.approx(1.234e-3, rel=1e-12)
