@@ -45,7 +45,7 @@ import tempfile
 import threading
 import traceback
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -650,11 +650,16 @@ class ProcessEngines:
         return [results[src.slot] for src in srcs]
 
 
-def start_engines(specs: Sequence[EngineSpec]) -> ProcessEngines | None:
+def start_engines(
+    specs: Sequence[EngineSpec], meanwhile: Callable[[], object] | None = None
+) -> ProcessEngines | None:
     """Start a group and wait until every fabric is built; None, after printing each
-    error to stderr, if one could not be."""
+    error to stderr, if one could not be. ``meanwhile`` runs while the children start
+    (the console imports its UI then)."""
     group = ProcessEngines(specs)
     group.start()
+    if meanwhile is not None:
+        meanwhile()
     errors = group.wait_ready()
     if errors:
         group.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -145,7 +146,8 @@ def run_console(args: argparse.Namespace) -> int:
         )
         for s, label in scenarios
     ]
-    group = start_engines(specs)  # each fabric steps on its own core, in lockstep
+    # each fabric steps on its own core, in lockstep; the UI loads while they start
+    group = start_engines(specs, meanwhile=lambda: importlib.import_module("console.app"))
     if group is None:
         return 2
     try:
