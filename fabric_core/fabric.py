@@ -711,6 +711,10 @@ class Fabric:
         # the completions of each workload, in the order they finished (a fault's own
         # flows, such as an incast's, belong to none: workload -1)
         wls = fl.workload[whole]
+        if wls.size and int(wls.min()) == int(wls.max()) >= 0:
+            # one workload's flows only (most ticks): all of them, in the order finished
+            self._report(int(wls[0]), whole, whole_finish, now + dt)
+            return
         order = np.flatnonzero(wls >= 0)
         order = order[np.argsort(wls[order], kind="stable")]
         bounds = np.cumsum(np.bincount(wls[order], minlength=len(self.workloads)))
@@ -718,19 +722,26 @@ class Fabric:
         for wi, hi in enumerate(bounds.tolist()):
             if hi > lo:
                 pick = order[lo:hi]
-                sel = whole[pick]
-                self.workloads[wi].on_complete(
-                    Completions(
-                        tag=fl.tag[sel],
-                        src=fl.src[sel],
-                        dst=fl.dst[sel],
-                        size_bytes=fl.parent_size[sel],
-                        start_s=fl.start_s[sel],
-                        finish_s=whole_finish[pick],
-                    ),
-                    now + dt,
-                )
+                self._report(wi, whole[pick], whole_finish[pick], now + dt)
             lo = hi
+
+    def _report(
+        self, wi: int, heads: NDArray[np.intp], finish_s: NDArray[np.float64], now: float
+    ) -> None:
+        """Hand workload ``wi`` its flows that are whole (``heads``, in the order they
+        finished, at ``finish_s``)."""
+        fl = self.flows
+        self.workloads[wi].on_complete(
+            Completions(
+                tag=fl.tag[heads],
+                src=fl.src[heads],
+                dst=fl.dst[heads],
+                size_bytes=fl.parent_size[heads],
+                start_s=fl.start_s[heads],
+                finish_s=finish_s,
+            ),
+            now,
+        )
 
     def _track_link_changes(self, status: NDArray[np.int8], now: float) -> None:
         # detection, reroute / reconvergence, time-driven faults, measured recovery

@@ -226,7 +226,12 @@ class HistogramRows:
         for h, s in zip(self.hists, sums.tolist(), strict=True):
             h.sum_s += s
         # min, max and last values per row: one pass per row present (rows are traffic
-        # classes, a handful), in observation order within each row
+        # classes, a handful), in observation order within each row; most ticks' values
+        # are of one row, which needs no selection
         g = np.asarray(group)
+        lo, hi = int(g.min()), int(g.max())
+        if lo == hi:
+            self.hists[lo].note(values_s)
+            return
         for row in np.unique(g).tolist():
             self.hists[row].note(values_s[g == row])

@@ -48,37 +48,44 @@ def entry_index(
     n_bufs = n_links * n_vls
     n_keys = n_ranks * n_vls * 2
     live = np.flatnonzero(active)  # one pass over the slots; then only flows in flight
+    n_live = live.size
+    # each live flow's key per hop (-1 past its last hop), computed once: (hop, j-th
+    # flow in flight), read contiguously by the hop-major pass below
+    keys = np.full((max_hops, n_live), -1, dtype=np.intp)
     key_count = np.zeros(n_keys + 1, dtype=np.intp)
     n = 0
-    for f in live:
+    for j in range(n_live):
+        f = live[j]
         for h in range(max_hops):
-            if path[h, f] < 0:
+            li = path[h, f]
+            if li < 0:
                 break
             fed = 1 if h + 1 < max_hops and path[h + 1, f] >= 0 else 0
-            key = (link_rank[path[h, f]] * n_vls + vl[h, f]) * 2 + fed
+            key = (link_rank[li] * n_vls + vl[h, f]) * 2 + fed
+            keys[h, j] = key
             key_count[key + 1] += 1
             n += 1
     key_ptr = np.cumsum(key_count)
     fill = key_ptr[:-1].copy()
     pos = np.empty(n, dtype=np.intp)
+    hop = np.empty(n, dtype=np.intp)
+    flow = np.empty(n, dtype=np.intp)
+    ordinal = np.empty(n, dtype=np.intp)  # per entry: its flow's place among those in flight
     # entry id of (hop, j-th flow in flight), one row shifted: rows 0 and max_hops + 1
     # are "none" (n)
-    ordinal = np.empty(cap, dtype=np.intp)
-    for j in range(live.size):
-        ordinal[live[j]] = j
-    ids = np.full((max_hops + 2, live.size), n, dtype=np.intp)
+    ids = np.full((max_hops + 2, n_live), n, dtype=np.intp)
     for h in range(max_hops):  # hop-major: within a key, entries follow h * cap + f
-        for j in range(live.size):
-            f = live[j]
-            if path[h, f] >= 0:
-                fed = 1 if h + 1 < max_hops and path[h + 1, f] >= 0 else 0
-                key = (link_rank[path[h, f]] * n_vls + vl[h, f]) * 2 + fed
+        for j in range(n_live):
+            key = keys[h, j]
+            if key >= 0:
+                f = live[j]
                 e = fill[key]
                 fill[key] += 1
                 pos[e] = h * cap + f
+                hop[e] = h
+                flow[e] = f
+                ordinal[e] = j
                 ids[h + 1, j] = e
-    hop = np.empty(n, dtype=np.intp)
-    flow = np.empty(n, dtype=np.intp)
     link = np.empty(n, dtype=np.intp)
     queue = np.empty(n, dtype=np.intp)
     prev_pad = np.empty(n, dtype=np.intp)
@@ -89,23 +96,21 @@ def entry_index(
     buf_count = np.zeros(n_bufs + 2, dtype=np.intp)
     feedforward = True
     for e in range(n):
-        h, f = pos[e] // cap, pos[e] % cap
-        hop[e], flow[e] = h, f
+        h, f, j = hop[e], flow[e], ordinal[e]
         li = path[h, f]
         link[e] = li
         queue[e] = li * n_vls + vl[h, f]
-        j = ordinal[f]
         prev_pad[e] = ids[h, j]
         nxt_pad[e] = ids[h + 2, j]
         first[e] = ids[1, j]
         buf_pad[e] = queue[e] if nxt_pad[e] < n else n_bufs
         link_count[li + 1] += 1
         buf_count[buf_pad[e] + 1] += 1  # the pad buffer counts past the end, unused
-        if prev_pad[e] < n and link_rank[path[h - 1, f]] >= link_rank[li]:
+        if h > 0 and link_rank[path[h - 1, f]] >= link_rank[li]:
             feedforward = False
     drains_pad = np.empty(n, dtype=np.intp)
-    heads = np.empty(live.size, dtype=np.intp)
-    last = np.empty(live.size, dtype=np.intp)
+    heads = np.empty(n_live, dtype=np.intp)
+    last = np.empty(n_live, dtype=np.intp)
     n_heads = n_last = 0
     for e in range(n):
         drains_pad[e] = buf_pad[prev_pad[e]] if prev_pad[e] < n else n_bufs

@@ -47,25 +47,29 @@ def pfc_limits(
     room = np.empty(nq)
     ignoring = np.empty(nq, dtype=np.bool_)
     n_vls = nq // link_cap_Bps.size
-    for q in range(nq):
-        cap = link_cap_Bps[q // n_vls]
-        ignoring[q] = watchdog_until_s[q] >= now
-        room[q] = max(xoff[q] + cap * reaction_s[q] - occupancy[q], 0.0)
-        if paused[q]:
-            to_xon = max(occupancy[q] - xon[q], 0.0) / drain_Bps[q] if drain_Bps[q] > 0 else np.inf
-            stop_in = paused_since_s[q] + reaction_s[q] - now  # the sender stops late
-            before = min(max(stop_in / dt, 0.0), 1.0)
-            after = min(max(1 - (to_xon + reaction_s[q]) / dt, 0.0), 1.0)
-            send[q] = min(before + after, 1.0)
-        else:  # resumes a reaction time after XON
-            send[q] = min(max((now + dt - resume_s[q]) / dt, 0.0), 1.0)
-        if forced[q]:
-            send[q] = 0.0
-        if ignoring[q]:
-            send[q] = 1.0
-            room[q] = 1e30
-        if to_endpoint[q // n_vls]:
-            room[q] = 1e30
+    for li in range(link_cap_Bps.size):  # per link, then its lanes
+        cap = link_cap_Bps[li]
+        endpoint = to_endpoint[li]
+        for q in range(li * n_vls, (li + 1) * n_vls):
+            ignoring[q] = watchdog_until_s[q] >= now
+            room[q] = max(xoff[q] + cap * reaction_s[q] - occupancy[q], 0.0)
+            if paused[q]:
+                to_xon = (
+                    max(occupancy[q] - xon[q], 0.0) / drain_Bps[q] if drain_Bps[q] > 0 else np.inf
+                )
+                stop_in = paused_since_s[q] + reaction_s[q] - now  # the sender stops late
+                before = min(max(stop_in / dt, 0.0), 1.0)
+                after = min(max(1 - (to_xon + reaction_s[q]) / dt, 0.0), 1.0)
+                send[q] = min(before + after, 1.0)
+            else:  # resumes a reaction time after XON
+                send[q] = min(max((now + dt - resume_s[q]) / dt, 0.0), 1.0)
+            if forced[q]:
+                send[q] = 0.0
+            if ignoring[q]:
+                send[q] = 1.0
+                room[q] = 1e30
+            if endpoint:
+                room[q] = 1e30
     return send, room, ignoring
 
 
@@ -275,13 +279,24 @@ def pfc_after_tick(
         worst_stop = 0.0
         stopped_sum = 0.0
         lr = line_rate_Bps[li]
-        refresh = refresh_fraction * PAUSE_QUANTA * QUANTUM_BITS / (8.0 * lr)
         for v in range(V):
             q = li * V + v
             sending = send[q] * alpha[q]
+            if (
+                sending > 1 - STOP_EPS
+                and not paused[q]
+                and not forced[q]
+                and alpha[q] >= 1 - 1e-9
+                and occupancy[q] <= xoff[q]
+            ):
+                # the usual queue: it sent all the tick and does not pause, so there is
+                # nothing to count and no transition (the steps below would add zeros)
+                frames_owed[q] = frames_sent[q]
+                continue
             stopped = 0.0 if sending > 1 - STOP_EPS else min(max(1 - sending, 0.0), 1.0)
             frames = 0.0
             if stopped > 0:  # (the usual queue sends all the tick: nothing to count)
+                refresh = refresh_fraction * PAUSE_QUANTA * QUANTUM_BITS / (8.0 * lr)
                 a_rate = inflow[q] / sending if sending > 0 and inflow[q] > 0 else lr
                 hysteresis = xoff[q] - xon[q] + a_rate * reaction_s[q]
                 cycles = drain[q] > 0 and a_rate > drain[q]  # else no new pause: refreshes

@@ -26,12 +26,13 @@ def _random_peers(
     """A random destination from ``pool`` for each source, never the source itself."""
     if pool.size < 2:
         raise ValueError("need at least two endpoints to send between")
-    pos = np.searchsorted(pool, src)
-    in_pool = (pos < pool.size) & (pool[np.minimum(pos, pool.size - 1)] == src)
-    pick = rng.integers(0, pool.size - 1, size=src.size)
+    last = pool.size - 1
+    pos = pool.searchsorted(src)
+    in_pool = pool[np.minimum(pos, last)] == src  # (pos == pool.size: not found)
+    pick = rng.integers(0, last, size=src.size)
     # skip over the source's own position when it is in the pool
-    pick = np.where(in_pool & (pick >= pos), pick + 1, pick)
-    return pool[np.minimum(pick, pool.size - 1)].astype(np.int64)
+    pick += in_pool & (pick >= pos)
+    return pool[np.minimum(pick, last)].astype(np.int64)
 
 
 def _requests(
@@ -64,6 +65,9 @@ class Bulk(Workload):
     in_flight: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     delivered_bytes: float = 0.0
     _seq: int = 0
+    #: whether a sender may have fewer than ``outstanding`` flows in flight: after a
+    #: ``generate`` none has until flows complete (no pass over the senders meanwhile)
+    _owed: bool = True
 
     def bind(
         self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
@@ -72,15 +76,17 @@ class Bulk(Workload):
             self.senders_spec, gpus, rng, f"workload {self.name!r} senders"
         )
         self.pool = gpus
+        self._owed = True
         self.in_flight = np.zeros(int(gpus.max()) + 1 if gpus.size else 0, dtype=np.int64)
         if self.hotspots > gpus.size:
             raise ValueError(f"workload {self.name!r}: hotspots={self.hotspots} > {gpus.size} GPUs")
 
     def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
-        if not self.running:
+        if not self.running or not self._owed:
             return FlowRequests.empty()
         deficit = self.outstanding - self.in_flight[self.senders]
         src = np.repeat(self.senders, np.maximum(deficit, 0)).astype(np.int64)
+        self._owed = False  # every sender is topped up below
         if src.size == 0:
             return FlowRequests.empty()
         dst = _random_peers(src, self.pool, rng)
@@ -95,6 +101,7 @@ class Bulk(Workload):
 
     def on_complete(self, done: Completions, now_s: float) -> None:
         np.subtract.at(self.in_flight, done.src, 1)
+        self._owed = True
         self.delivered_bytes += float(done.size_bytes.sum())
         self.histogram("fct_seconds").observe_many(done.latency_s)
 
