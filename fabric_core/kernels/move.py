@@ -28,6 +28,7 @@ def move_bytes(
     drains_pad: _I,
     buf_pad: _I,
     pos: _I,
+    flow: _I,
     backlog: _F,
     backlog_table: _F,
     rate_table: _F,
@@ -46,7 +47,6 @@ def move_bytes(
     arrived is listed, in entry order.
     """
     n = link.size
-    cap = delivered.size
     new_backlog = np.empty(n)
     arrival = np.empty(n)
     link_rate = np.zeros(n_links)
@@ -69,7 +69,7 @@ def move_bytes(
         drain[drains_pad[e]] += rate[e]
         inflow[buf_pad[e]] += rate[e]
         if nxt_pad[e] == n:
-            f = pos[e] % cap
+            f = flow[e]
             delivered[f] += rate[e] * dt
             got += rate[e] * dt
             if size[f] - delivered[f] <= DONE_FRACTION * size[f] + DONE_BYTES:
@@ -94,7 +94,7 @@ def finish_times(
     alpha: _F,
     link: _I,
     buf_pad: _I,
-    pos: _I,
+    flow: _I,
     link_ptr: _I,
     link_ent: _I,
     capacity: _F,
@@ -117,7 +117,7 @@ def finish_times(
         is_done[f] = True
     hot = np.zeros(capacity.size, dtype=np.bool_)
     for e in range(n):
-        if is_done[pos[e] % cap]:
+        if is_done[flow[e]]:
             hot[link[e]] = True
     t_flow = np.zeros(cap)
     for li in range(capacity.size):
@@ -129,7 +129,7 @@ def finish_times(
         n_fin = 0
         for k in range(lo, hi):
             e = link_ent[k]
-            if is_done[pos[e] % cap]:
+            if is_done[flow[e]]:
                 n_fin += 1
             elif rate[e] >= level[li] * (1 - 1e-6) and rate[e] > 0:
                 n_elastic += 1
@@ -141,7 +141,7 @@ def finish_times(
         j = 0
         for k in range(lo, hi):
             e = link_ent[k]
-            if is_done[pos[e] % cap]:
+            if is_done[flow[e]]:
                 fin[j] = e
                 b[j] = rate[e] * dt
                 j += 1
@@ -155,7 +155,7 @@ def finish_times(
             a = alpha[buf_pad[e]] if buf_pad[e] < n_bufs else 1.0
             speed = available * max(a, 1e-12)
             t = work / speed if speed > 0 else dt
-            f = pos[e] % cap
+            f = flow[e]
             t_flow[f] = max(t_flow[f], t)
     out = np.empty(done.size)
     for i in range(done.size):
