@@ -9,11 +9,14 @@ a link down is detected after ``fault_detect_s`` on the native fabric (fast rero
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from fabric_core.commands import InjectFault
 from fabric_core.fabric import Fabric
+from fabric_core.profiles import get_profile
 from fabric_core.snapshot import LinkStatus
 from tests.helpers import profile, scripted_fabric, small_leaf_spine
 
@@ -178,13 +181,25 @@ def test_a_spine_link_down_reroutes_without_losing_or_doubling_a_byte_and_recove
     resent = float(fabric.counters["retransmitted_bytes_total"].sum())
     assert 0 < resent < BUFFER * 4  # what was in the network: a few buffers, not the flow
     _until(fabric, lambda: fabric.snapshot().faults[0].recovered_at_s is not None, 1e-3)
+    # nothing was delivered while the link was down and unknown (detection + reroute), so
+    # the delivered rate over the 100 µs window ending at the mitigation is below 90 % of
+    # the rate before the failure: recovery comes later, once the window holds enough
+    fault = fabric.snapshot().faults[0]
+    assert fault.mitigated_at_s is not None and fault.recovered_at_s is not None
+    assert fault.recovered_at_s > fault.mitigated_at_s + 10e-6
 
 
 def test_a_nic_keeps_the_bytes_queued_for_its_own_dead_link() -> None:
-    """Only switches forward into a dead port: a NIC whose link goes down keeps its
-    unsent bytes, so nothing is discarded on that link."""
-    fabric = one_flow(fault_detect_s=20e-6)
-    link = int(fabric.topo.links.index["gpu0001->leaf00"])
-    fabric.apply(InjectFault(kind="link_down", target="gpu0001->leaf00"))
-    fabric.run_ticks(10)
-    assert fabric.counters["discards_bytes_total"][link] == 0
+    """On lossy Ethernet, until routing knows, switches forward into a dead port and lose
+    what they held for it; a NIC whose own link goes down keeps its unsent bytes."""
+    prof = dataclasses.replace(get_profile("roce-400g"), fault_detect_s=20e-6)
+    topo = small_leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=3)
+    rows = [("gpu0001", "gpu0000", BIG, 0.0), ("gpu0002", "gpu0000", BIG, 0.0)]
+    for dead, lost in (("gpu0001->leaf00", False), ("leaf00->gpu0000", True)):
+        fabric, _ = scripted_fabric(topo, prof, rows, dt_s=DT)
+        fabric.run_ticks(20)
+        link = int(fabric.topo.links.index[dead])
+        fabric.apply(InjectFault(kind="link_down", target=dead))
+        fabric.run_ticks(10)
+        discarded = float(fabric.counters["discards_bytes_total"][link])
+        assert (discarded > 0) == lost, (dead, discarded)
