@@ -10,6 +10,7 @@ from fabric_core.admission import Admission, AdmissionLimits, admit_rounds
 from fabric_core.commands import ClearFault, CommandError, InjectFault
 from fabric_core.fabric import Fabric
 from fabric_core.scenario import load_scenario
+from tests.helpers import profile, scripted_fabric, small_leaf_spine
 
 
 def _fabric(name: str = "tiny") -> Fabric:
@@ -164,3 +165,63 @@ def test_the_fabric_wide_cap_counts_and_announces_once_per_episode() -> None:
     assert adm.fabric_admit(np.full(1, 100.0), 0, emit) == 1  # room again
     adm.fabric_admit(np.full(20, 1.0), 0, emit)
     assert len(events) == 2
+
+
+def test_the_per_fault_flow_limit_binds_when_the_senders_have_room() -> None:
+    """7 senders with 16 flows of room each could hold 112 flows; the fault's own limit
+    of 20 holds it there, and it is reached (the bound is the fault's, not a lower one)."""
+    fabric = _fabric()
+    fabric.faults.admission.limits = AdmissionLimits(per_sender_flows=16, fault_flows=20)
+    senders = _gpus(fabric) - 1
+    fabric.apply(
+        InjectFault(
+            kind="incast",
+            target="gpu0000",
+            params={"senders": senders, "size_bytes": 4096.0, "period_s": 1e-7},
+        )
+    )
+    most = 0
+    for _ in range(200):
+        fabric.step()
+        most = max(most, _incast_flows(fabric))
+        assert _incast_flows(fabric) <= 20
+    assert most == 20
+
+
+def test_clearing_an_incast_of_one_flow_cancels_its_unsent_bytes() -> None:
+    fabric = _fabric()
+    fabric.apply(
+        InjectFault(
+            kind="incast",
+            target="gpu0000",
+            params={"senders": 1, "size_bytes": 64e6, "period_s": 1.0},
+        )
+    )
+    fabric.run_ticks(20)
+    assert _incast_flows(fabric) == 1
+    fabric.apply(ClearFault(all=True))
+    fabric.step()
+    assert fabric.snapshot().totals.cancelled_bytes_total > 32e6  # most of 64 MB was unsent
+
+
+def test_an_incast_on_a_fabric_without_a_bulk_class_uses_its_first_class() -> None:
+    prof = profile()
+    fabric, _ = scripted_fabric(
+        small_leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=4),
+        prof,
+        [("gpu0001", "gpu0002", 1e6, 0.0)],
+        dt_s=1e-6,
+        traffic_class="rpc",
+    )
+    assert fabric.classes == ["rpc"]  # no "bulk": the incast's flows take class 0
+    fabric.apply(
+        InjectFault(
+            kind="incast",
+            target="gpu0000",
+            params={"senders": 2, "size_bytes": 1e6, "period_s": 1.0},
+        )
+    )
+    fabric.run_ticks(5)
+    fl = fabric.flows
+    mine = fl.active & (fl.workload == recovery.INCAST_WORKLOAD)
+    assert mine.any() and (fl.cls[mine] == 0).all()
