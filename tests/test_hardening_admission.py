@@ -21,6 +21,17 @@ def _gpus(fabric: Fabric) -> int:
     return sum(1 for k in fabric.topo.nodes.kind if k == "gpu")
 
 
+def _incast(fabric: Fabric, senders: int, size_bytes: float, period_s: float) -> None:
+    """Inject an incast into gpu0000."""
+    fabric.apply(
+        InjectFault(
+            kind="incast",
+            target="gpu0000",
+            params={"senders": senders, "size_bytes": size_bytes, "period_s": period_s},
+        )
+    )
+
+
 def _incast_flows(fabric: Fabric) -> int:
     fl = fabric.flows
     return int(np.count_nonzero(fl.active & (fl.workload == recovery.INCAST_WORKLOAD)))
@@ -56,13 +67,7 @@ def test_an_in_range_flood_of_flows_is_bounded_counted_and_announced() -> None:
     lim = fabric.faults.admission.limits
     # 64-byte messages every 100 ns from every other GPU: 10 rounds a 1 us tick, far
     # more than one GPU's link drains; in range of what each NIC can offer
-    fabric.apply(
-        InjectFault(
-            kind="incast",
-            target="gpu0000",
-            params={"senders": senders, "size_bytes": 4096.0, "period_s": 1e-7},
-        )
-    )
+    _incast(fabric, senders, 4096.0, 1e-7)
     for _ in range(400):
         fabric.step()
         assert _incast_flows(fabric) <= min(senders * lim.per_sender_flows, lim.fault_flows)
@@ -80,13 +85,7 @@ def test_outstanding_bytes_bound_a_fault_of_big_messages() -> None:
     fabric.faults.admission.limits = AdmissionLimits(fault_bytes=8 * 2**20)
     senders = _gpus(fabric) - 1
     nic = float(fabric.topo.links.bandwidth_Bps.min())
-    fabric.apply(
-        InjectFault(
-            kind="incast",
-            target="gpu0000",
-            params={"senders": senders, "size_bytes": 2**20, "period_s": 2**20 / nic},
-        )
-    )
+    _incast(fabric, senders, 2**20, 2**20 / nic)
     for _ in range(200):
         fabric.step()
         fl = fabric.flows
@@ -98,13 +97,7 @@ def test_outstanding_bytes_bound_a_fault_of_big_messages() -> None:
 def test_clearing_an_incast_cancels_its_unsent_messages_and_its_flows_go() -> None:
     fabric = _fabric()
     senders = _gpus(fabric) - 1
-    fabric.apply(
-        InjectFault(
-            kind="incast",
-            target="gpu0000",
-            params={"senders": senders, "size_bytes": 65536.0, "period_s": 2e-6},
-        )
-    )
+    _incast(fabric, senders, 65536.0, 2e-6)
     for _ in range(100):
         fabric.step()
     assert _incast_flows(fabric) > 0
@@ -173,13 +166,7 @@ def test_the_per_fault_flow_limit_binds_when_the_senders_have_room() -> None:
     fabric = _fabric()
     fabric.faults.admission.limits = AdmissionLimits(per_sender_flows=16, fault_flows=20)
     senders = _gpus(fabric) - 1
-    fabric.apply(
-        InjectFault(
-            kind="incast",
-            target="gpu0000",
-            params={"senders": senders, "size_bytes": 4096.0, "period_s": 1e-7},
-        )
-    )
+    _incast(fabric, senders, 4096.0, 1e-7)
     most = 0
     for _ in range(200):
         fabric.step()
@@ -190,13 +177,7 @@ def test_the_per_fault_flow_limit_binds_when_the_senders_have_room() -> None:
 
 def test_clearing_an_incast_of_one_flow_cancels_its_unsent_bytes() -> None:
     fabric = _fabric()
-    fabric.apply(
-        InjectFault(
-            kind="incast",
-            target="gpu0000",
-            params={"senders": 1, "size_bytes": 64e6, "period_s": 1.0},
-        )
-    )
+    _incast(fabric, 1, 64e6, 1.0)
     fabric.run_ticks(20)
     assert _incast_flows(fabric) == 1
     fabric.apply(ClearFault(all=True))
@@ -214,13 +195,7 @@ def test_an_incast_on_a_fabric_without_a_bulk_class_uses_its_first_class() -> No
         traffic_class="rpc",
     )
     assert fabric.classes == ["rpc"]  # no "bulk": the incast's flows take class 0
-    fabric.apply(
-        InjectFault(
-            kind="incast",
-            target="gpu0000",
-            params={"senders": 2, "size_bytes": 1e6, "period_s": 1.0},
-        )
-    )
+    _incast(fabric, 2, 1e6, 1.0)
     fabric.run_ticks(5)
     fl = fabric.flows
     mine = fl.active & (fl.workload == recovery.INCAST_WORKLOAD)
