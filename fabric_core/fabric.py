@@ -711,7 +711,7 @@ class Fabric:
         # the completions of each workload, in the order they finished (a fault's own
         # flows, such as an incast's, belong to none: workload -1)
         wls = fl.workload[whole]
-        if wls.size and int(wls.min()) == int(wls.max()) >= 0:
+        if wls[0] >= 0 and (wls.size == 1 or (wls == wls[0]).all()):
             # one workload's flows only (most ticks): all of them, in the order finished
             self._report(int(wls[0]), whole, whole_finish, now + dt)
             return

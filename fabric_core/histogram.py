@@ -78,8 +78,12 @@ class Histogram:
 
     def note(self, values_s: NDArray[np.float64]) -> None:
         """Track min, max and the last values (the counts are added elsewhere)."""
-        self.min_s = min(self.min_s, float(values_s.min()))
-        self.max_s = max(self.max_s, float(values_s.max()))
+        if values_s.size == 1:  # (most calls: one flow, one round, one burst)
+            v = float(values_s[0])
+            self.min_s, self.max_s = min(self.min_s, v), max(self.max_s, v)
+        else:
+            self.min_s = min(self.min_s, float(values_s.min()))
+            self.max_s = max(self.max_s, float(values_s.max()))
         self.recent_s = np.concatenate((self.recent_s, values_s))[-EXACT_SAMPLES:]
 
     def merge(self, other: Histogram) -> None:
@@ -229,8 +233,8 @@ class HistogramRows:
         # classes, a handful), in observation order within each row; most ticks' values
         # are of one row, which needs no selection
         g = np.asarray(group)
-        lo, hi = int(g.min()), int(g.max())
-        if lo == hi:
+        lo = int(g[0])
+        if g.size == 1 or (g == lo).all():
             self.hists[lo].note(values_s)
             return
         for row in np.unique(g).tolist():
