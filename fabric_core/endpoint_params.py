@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core import endpoint_costs as ec
+from fabric_core.sourced import parameter_sources
 
 CONTROLS = ("ibgda", "proxy")
 DATA_PATHS = ("gdr", "bounce")
@@ -166,11 +167,7 @@ class EndpointParams:
     @classmethod
     def parameter_sources(cls) -> list[tuple[str, str, str, Any]]:
         """(name, unit, source, default) for every parameter (the docs are generated from it)."""
-        d = cls()
-        return [
-            (f.name, f.metadata.get("unit", ""), f.metadata["source"], getattr(d, f.name))
-            for f in fields(cls)
-        ]
+        return parameter_sources(cls)
 
     # ---------------------------------------------------------------- costs
     def bounce_copy_s(self, size: NDArray[np.float64]) -> NDArray[np.float64]:

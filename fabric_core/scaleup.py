@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core.sourced import parameter_sources
+
 
 def _p(default: Any, source: str, unit: str = "") -> Any:
     return field(default=default, metadata={"source": source, "unit": unit})
@@ -115,11 +117,7 @@ class ScaleUpParams:
     @classmethod
     def parameter_sources(cls) -> list[tuple[str, str, str, Any]]:
         """(name, unit, source, default) for every parameter (the docs are generated from it)."""
-        d = cls()
-        return [
-            (f.name, f.metadata.get("unit", ""), f.metadata["source"], getattr(d, f.name))
-            for f in fields(cls)
-        ]
+        return parameter_sources(cls)
 
     def isolated_s(self, size: float) -> float:
         """One message alone between two GPUs of a node: its bytes at the port rate + latency."""
