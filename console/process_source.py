@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import io
 import itertools
 import multiprocessing
@@ -206,8 +207,10 @@ class _Outbox:
                 msg = self._queue.popleft()
             try:
                 self._send(msg)
-            except (OSError, EOFError, ValueError):
+            except (OSError, EOFError):
                 return  # the parent is gone: nobody to tell
+            except Exception:  # a message that cannot be sent: say so, send the others
+                traceback.print_exc()
 
     def _send(self, msg: tuple[Any, ...]) -> None:
         if msg[0] == "snap":
@@ -290,7 +293,7 @@ class _Child:
             self.outbox.put(("held", n, engine.boundary_s))
         elif kind == "due":
             _, n, hold_n, command, at_s = msg
-            reply = engine.submit_at(command, at_s)  # scheduled before the hold goes
+            reply = engine.submit_at(command, at_s)  # queued before the hold goes
             self._release(hold_n)
             self._answer(n, reply)
         elif kind == "release":
@@ -324,9 +327,13 @@ def _child_main(
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # a stack dump, for a hang
     child = _Child(conn, SharedClocks(array, slot, engines), spec)
     try:
         asyncio.run(child.serve())
+        with contextlib.suppress(OSError):  # a clean end with nothing to say
+            if os.path.getsize(log) == 0:
+                os.unlink(log)
     except BaseException as exc:
         traceback.print_exc()
         with contextlib.suppress(Exception):
@@ -357,6 +364,7 @@ class ProcessSource:
         self.process: BaseProcess | None = None
         self._log: str | None = None
         self._stopping = False
+        self._reason: str | None = None  # what the child said before it ended
 
     # -------------------------------------------------------------- FabricSource
     @property
@@ -455,25 +463,29 @@ class ProcessSource:
             except (EOFError, OSError):
                 break
             try:
-                msg = _TablesUnpickler(data, self._tables).load()
+                self._take(_TablesUnpickler(data, self._tables).load())
             except Exception as exc:  # a message this side cannot read: the child is no use
-                reason = f"unreadable message from it ({exc})"
+                reason = f"unreadable message from it ({type(exc).__name__}: {exc})"
+                with contextlib.suppress(Exception):
+                    self.process.kill()  # type: ignore[union-attr]
                 break
-            kind = msg[0]
-            if kind == "snap":
-                self._latest, self._health = msg[1], msg[2]
-            elif kind == "static":
-                self._tables = (msg[1], msg[2])
-            elif kind in ("result", "held"):
-                with self._lock:
-                    future = self._pending.pop(msg[1], None)
-                if future is not None:
-                    _resolve(future, msg[2])
-            elif kind == "ready":
-                self._answered.set()
-            elif kind == "failed":
-                reason = msg[1]
-        self._died(reason)
+        self._died(reason if self._reason is None else self._reason)
+
+    def _take(self, msg: tuple[Any, ...]) -> None:
+        kind = msg[0]
+        if kind == "snap":
+            self._latest, self._health = msg[1], msg[2]
+        elif kind == "static":
+            self._tables = (msg[1], msg[2])
+        elif kind in ("result", "held"):
+            with self._lock:
+                future = self._pending.pop(msg[1], None)
+            if future is not None:
+                _resolve(future, msg[2])
+        elif kind == "ready":
+            self._answered.set()
+        elif kind == "failed":
+            self._reason = msg[1]
 
     def _died(self, reason: str) -> None:
         """The child is gone: say why, free its peers, fail what waits for it."""

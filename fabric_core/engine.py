@@ -206,12 +206,13 @@ class Engine:
         the batch being run, or now between batches (``submit_together``'s time)."""
         return self._batch_end_s or self.fabric.sim_time_s
 
-    async def submit_at(self, command: Command, at_s: float) -> CommandResult:
+    def submit_at(self, command: Command, at_s: float) -> asyncio.Future[CommandResult]:
         """Apply ``command`` at the first tick boundary at or after simulated time
         ``at_s`` (batches end there); at once when paused or when ``at_s`` has passed.
+        Queued when called (not when awaited): no batch starts past ``at_s`` unaware.
         ``submit_together`` for engines in other processes: their owner takes the
         furthest ``boundary_s`` of them all and sends it to each."""
-        return await self._schedule(command, at_s)
+        return self._schedule(command, at_s)
 
     def _schedule(self, command: Command, at_s: float) -> asyncio.Future[CommandResult]:
         reply: asyncio.Future[CommandResult] = asyncio.get_running_loop().create_future()
