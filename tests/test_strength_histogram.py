@@ -96,3 +96,24 @@ def test_equal_samples_past_the_window_give_that_value_at_every_quantile() -> No
     assert view.exact() is None
     for q in (0.0, 0.01, 0.5, 0.9, 0.99, 0.999, 1.0):
         assert view.quantile(q) == pytest.approx(1.234e-3, rel=1e-12)
+
+
+def test_a_window_of_one_new_sample_is_that_sample() -> None:
+    h = _hist(_spread(1e-3, 2e-3))
+    before = h.freeze()
+    h.observe_many(np.array([25.85e-6]))
+    window = h.freeze().since(before)
+    assert window.count == 1
+    assert window.quantile(0.5) == window.quantile(0.99) == 25.85e-6
+
+
+def test_views_are_read_only() -> None:
+    """A view is shared with the exporter's thread: neither its counts nor the values
+    it keeps can be written through it, merged or not."""
+    a, b = _hist(_spread(1e-6, 1e-3, 50)).freeze(), _hist(_spread(1e-6, 1e-3, 50, seed=2)).freeze()
+    for view in (a, a.merged(b), a.merged(b).since(a)):
+        with pytest.raises(ValueError):
+            view.counts[0] = 1
+        if view.recent_s.size:
+            with pytest.raises(ValueError):
+                view.recent_s[0] = 1.0
