@@ -174,6 +174,21 @@ def main() -> None:
                 + ")",
                 flush=True,
             )
+            if r["engine_cores"]:
+                # CPU per tick, which the machine's other work changes far less than the
+                # speed: what each side would reach with a core to itself
+                per_tick = [
+                    c / (v / t) if v > 0 else float("nan")
+                    for c, v, t in zip(r["engine_cores"], r["speed"], r["tick"], strict=True)
+                ]
+                print(
+                    " " * 19
+                    + " · ".join(
+                        f"{name} {p * 1e3:.2f} ms CPU a tick (a core each: {t / p:.1e}×)"
+                        for name, p, t in zip(names, per_tick, r["tick"], strict=True)
+                    ),
+                    flush=True,
+                )
     # the best round of each: the least disturbed by the machine's other work
     best = {m: max(rs, key=lambda r: min(r["speed"])) for m, rs in results.items()}
     slow = {m: min(best[m]["speed"]) for m in MODES}
