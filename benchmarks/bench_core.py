@@ -1,8 +1,7 @@
 """Core speed: the compiled tick against the numpy reference, in the same run.
 
     python benchmarks/bench_core.py [--sizes default,default-roce,...] [--ticks N]
-                                    [--warmup N] [--repeat N] [--threads 1,2] [--json FILE]
-                                    [--startup]
+                                    [--warmup N] [--repeat N] [--json FILE] [--startup]
 
 For each fabric both solvers (``Fabric(solver="compiled")`` and ``"reference"``) run
 the same scenario, seed and warm-up, then ``--ticks`` measured ticks, best of
@@ -17,11 +16,6 @@ run to completion: its flow completion times must agree); a ~1k- and a ~10k-endp
 3-tier fat-tree with all-to-all traffic (every GPU keeps ``outstanding`` 1 MiB flows
 to uniformly random peers). The warm-up runs into the steady state (at least
 ``--warmup`` ticks, and until as many flows have finished as are in flight).
-
-``--threads 1,2`` measures the compiled tick at each thread count (``kernels.tick.use_threads``:
-from ``PARALLEL_MIN_ENTRIES`` entries a tick's solve spreads the links of a rank over
-numba's threads), one after another on the same warmed-up fabric; the ratio of each is
-to the same reference run.
 
 ``--startup`` also times, in fresh processes, ``fabtop run default`` for one tick with
 an empty kernel cache (numba compiles: the first run after install) and again with
@@ -113,28 +107,13 @@ def measure(fabric: Fabric, ticks: int, repeat: int) -> dict[str, float]:
     }
 
 
-def bench(
-    name: str, ticks: int, warmup: int, repeat: int, threads: tuple[int, ...] = (1,)
-) -> dict[str, Any]:
-    """Both solvers on fabric ``name``; the compiled one at each of ``threads``
-    (``compiled`` is the first count, ``compiled_threads`` has them all)."""
-    from fabric_core.kernels.tick import use_threads
-
+def bench(name: str, ticks: int, warmup: int, repeat: int) -> dict[str, Any]:
     out: dict[str, Any] = {"fabric": name}
     for solver in ("compiled", "reference"):
         fabric = SIZES[name](solver)
         fabric.run_ticks(2)  # compiled: loads the kernels from the cache (or compiles)
         steady(fabric, warmup)
-        if solver == "compiled":
-            by_threads = {}
-            for n in threads:
-                use_threads(n)
-                by_threads[n] = measure(fabric, ticks, repeat)
-            use_threads(1)
-            out["compiled_threads"] = by_threads
-            out[solver] = by_threads[threads[0]]
-        else:
-            out[solver] = measure(fabric, ticks, repeat)
+        out[solver] = measure(fabric, ticks, repeat)
         out["endpoints"] = int(fabric.topo.endpoints.size)
         out["links"] = len(fabric.topo.links)
     out["ratio"] = out["reference"]["ms_per_tick"] / out["compiled"]["ms_per_tick"]
@@ -193,11 +172,6 @@ def main() -> None:
         default="default,default-roce,default-spray,incast,1k,10k",
         help="of: " + ",".join(SIZES),
     )
-    ap.add_argument(
-        "--threads",
-        default="1",
-        help="thread counts to run the compiled tick at, e.g. 1,2 (numba's parallel solve)",
-    )
     ap.add_argument("--startup", action="store_true", help="also time a cold and a warm start")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
@@ -205,31 +179,25 @@ def main() -> None:
         f"{'fabric':<14} {'entries/tick':>12} {'compiled ms':>12} {'reference ms':>13} "
         f"{'ratio':>6} {'hop-updates/s':>14} {'sim s/wall s':>13}"
     )
-    threads = tuple(int(n) for n in args.threads.split(","))
     rows = []
     for name in args.sizes.split(","):
         if name == "incast":
             r = bench_incast(args.repeat)
         else:
-            r = bench(name, args.ticks, args.warmup, args.repeat, threads)
+            r = bench(name, args.ticks, args.warmup, args.repeat)
         rows.append(r)
-        ref = r["reference"]
-        runs = r.get("compiled_threads", {threads[0]: r["compiled"]})
-        for n, c in runs.items():
-            label = r["fabric"] if len(threads) == 1 else f"{r['fabric']} {n}t"
-            entries = f"{c['entries_per_tick']:>12.0f}" if "entries_per_tick" in c else f"{'':>12}"
-            updates = (
-                f"{c['hop_updates_per_second']:>14.3g}"
-                if "hop_updates_per_second" in c
-                else f"{'':>14}"
-            )
-            print(
-                f"{label:<14} {entries} {c['ms_per_tick']:>12.3f} {ref['ms_per_tick']:>13.3f} "
-                f"{ref['ms_per_tick'] / c['ms_per_tick']:>6.1f} {updates} "
-                f"{c['sim_per_wall']:>13.3g}",
-                flush=True,
-            )
-        c = r["compiled"]
+        c, ref = r["compiled"], r["reference"]
+        entries = f"{c['entries_per_tick']:>12.0f}" if "entries_per_tick" in c else f"{'':>12}"
+        updates = (
+            f"{c['hop_updates_per_second']:>14.3g}"
+            if "hop_updates_per_second" in c
+            else f"{'':>14}"
+        )
+        print(
+            f"{r['fabric']:<14} {entries} {c['ms_per_tick']:>12.3f} {ref['ms_per_tick']:>13.3f} "
+            f"{r['ratio']:>6.1f} {updates} {c['sim_per_wall']:>13.3g}",
+            flush=True,
+        )
         if name == "incast":
             print(
                 f"{'':<14} flows done at {c['completed_at_s'] * 1e6:.1f} µs (reference "

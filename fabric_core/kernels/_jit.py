@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from numba import njit, prange
-
-__all__ = ["inline_kernel", "kernel", "parallel_kernel", "prange"]
+from numba import njit
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -27,11 +25,3 @@ def inline_kernel(fn: _F) -> _F:
     """A small kernel called from other kernels' inner loops: inlined into its callers
     (``inline="always"``) instead of called, which saves a call per link or entry."""
     return cast(_F, njit(cache=True, nogil=True, error_model="numpy", inline="always")(fn))
-
-
-def parallel_kernel(fn: _F) -> _F:
-    """A kernel whose ``prange`` loops run on numba's threads (``parallel=True``; as many
-    as ``numba.set_num_threads`` allows). Its iterations must not share what they write.
-    Called only when asked for (``kernels.tick.use_threads``): a thread pool costs a few
-    µs per loop, which only a large fabric repays."""
-    return cast(_F, njit(cache=True, nogil=True, error_model="numpy", parallel=True)(fn))

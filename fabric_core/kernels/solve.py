@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.kernels._jit import inline_kernel, kernel, parallel_kernel, prange
+from fabric_core.kernels._jit import inline_kernel, kernel
 
 _F = NDArray[np.float64]
 _I = NDArray[np.intp]
@@ -81,32 +81,6 @@ def fill_link(
     for i in range(k):
         out[ents[lo + i]] = min(share, want[i]) if unsat[i] else want[i]
     return (share if count > 0 else left), share
-
-
-@parallel_kernel
-def fill_links(
-    links: _I,
-    link_ent: _I,
-    link_ptr: _I,
-    demand: _F,
-    capacity: _F,
-    out: _F,
-    want: _F,
-    unsat: NDArray[np.bool_],
-    level: _F,
-    share: _F,
-) -> None:
-    """``fill_link`` on each of ``links`` (into ``out``, ``level`` and ``share``), the
-    links spread over the threads: a link's entries are its own (``link_ent``
-    ``link_ptr[li]:link_ptr[li + 1]``), and so is the same span of the scratch space
-    ``want``/``unsat`` (one slot per entry), so no two iterations write the same place
-    and the rates are those of the serial loop, bit for bit."""
-    for k in prange(links.size):
-        li = links[k]
-        lo, hi = link_ptr[li], link_ptr[li + 1]
-        level[li], share[li] = fill_link(
-            link_ent, lo, hi, demand, capacity[li], out, want[lo:hi], unsat[lo:hi]
-        )
 
 
 @kernel
@@ -222,15 +196,12 @@ def solve_tick(
     warm: _F,
     entry_cap: _F,
     credits: bool,
-    parallel: bool,
 ) -> tuple[_F, _F, _F, _F]:
     """Rates of all entries for one tick: (padded rates, level, alpha, share).
 
     ``warm`` is last tick's rate per entry (0 for new ones, which start from
     their line rate, at most what the flow holds per tick); ``entry_cap`` the most
-    each entry may carry (PFC, DCQCN, late start; inf for none). With ``parallel`` the
-    links of a rank (of all ranks, in a Jacobi sweep) are filled on numba's threads
-    (``fill_links``; the same rates).
+    each entry may carry (PFC, DCQCN, late start; inf for none).
     """
     n = link.size
     n_links = capacity.size
@@ -268,9 +239,8 @@ def solve_tick(
             used_bufs[n_used_bufs] = b
             n_used_bufs += 1
     used_bufs = used_bufs[:n_used_bufs]
-    # scratch for fill_link: one link's worth, or one slot per entry for fill_links
-    want = np.empty(n if parallel else n_max)
-    unsat = np.empty(n if parallel else n_max, dtype=np.bool_)
+    want = np.empty(n_max)
+    unsat = np.empty(n_max, dtype=np.bool_)
     before = np.empty(n)
     tol = SWEEP_TOLERANCE * max(capacity.max() if n_links else 1.0, 1.0)
     changed_from = 0
@@ -284,20 +254,6 @@ def solve_tick(
                     continue
                 for e in range(lo, hi):
                     demand[e] = min(held[e] + rate[prev_pad[e]], cap_demand[e])
-                if parallel:
-                    fill_links(
-                        used_links[used_ptr[r] : used_ptr[r + 1]],
-                        link_ent,
-                        link_ptr,
-                        demand,
-                        capacity,
-                        rate,
-                        want,
-                        unsat,
-                        level,
-                        share,
-                    )
-                    continue
                 for k in range(used_ptr[r], used_ptr[r + 1]):
                     li = used_links[k]
                     level[li], share[li] = fill_link(
@@ -314,31 +270,17 @@ def solve_tick(
             for _ in range(MAX_SWEEPS):
                 for e in range(n):
                     demand[e] = min(held[e] + rate[prev_pad[e]], cap_demand[e])
-                if parallel:
-                    fill_links(
-                        used_links[:k_used],
+                for li in used_links[:k_used]:
+                    level[li], share[li] = fill_link(
                         link_ent,
-                        link_ptr,
+                        link_ptr[li],
+                        link_ptr[li + 1],
                         demand,
-                        capacity,
+                        capacity[li],
                         new,
                         want,
                         unsat,
-                        level,
-                        share,
                     )
-                else:
-                    for li in used_links[:k_used]:
-                        level[li], share[li] = fill_link(
-                            link_ent,
-                            link_ptr[li],
-                            link_ptr[li + 1],
-                            demand,
-                            capacity[li],
-                            new,
-                            want,
-                            unsat,
-                        )
                 moved = 0.0
                 for e in range(n):
                     moved = max(moved, abs(new[e] - rate[e]))

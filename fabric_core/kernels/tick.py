@@ -24,28 +24,6 @@ from fabric_core.profiles import Profile
 from fabric_core.step import EntryIndex, Moved, RankLayout, Solution
 from fabric_core.topology import Topology
 
-#: Entries from which a tick's solve spreads the links of a rank over numba's threads,
-#: once ``use_threads`` asked for more than one (below it a thread pool costs more per
-#: loop than it saves).
-PARALLEL_MIN_ENTRIES = 20_000
-_threads = 1
-
-
-def use_threads(n: int) -> None:
-    """Solve large ticks on ``n`` threads (``kernels.solve.fill_links``, numba's
-    ``parallel=True``; the same rates bit for bit). 1, the default, uses none. Opt-in,
-    for one fabric per process (a benchmark, a headless run): numba's thread count is
-    per calling thread, and GNU OpenMP's pool does not survive a fork.
-
-    Raises:
-        ValueError: ``n`` is below 1 or above the threads numba was started with.
-    """
-    global _threads
-    import numba
-
-    numba.set_num_threads(n)
-    _threads = n
-
 
 @dataclass(frozen=True)
 class CompiledTick:
@@ -430,6 +408,5 @@ def solve(
         warm,
         entry_cap,
         True,
-        _threads > 1 and idx.size >= PARALLEL_MIN_ENTRIES,
     )
     return Solution(padded=rate, level=level, alpha=alpha, share=share)
