@@ -287,7 +287,9 @@ def solve_tick(
                     rate[e] = new[e]
                 if moved <= tol:
                     break
-        conserve(rate, held, prev_pad, hop, feedforward)
+            # (not needed by rank: there every fill is at most its demand, which is at most
+            # what the entry holds plus its upstream hop's final rate)
+            conserve(rate, held, prev_pad, hop, feedforward)
         if pass_no == 0:
             first_share[:] = share
         if not credits:
