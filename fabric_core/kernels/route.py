@@ -113,6 +113,16 @@ def route_flows(
     placed = link_load_bytes if has_load else np.zeros(bandwidth_Bps.size)
     count_placed = adaptive and size_bytes.size == n
     q = (occupancy, n_vls, bandwidth_Bps, known_down, placed)
+    if n_vls > 1 and 2 * n * n_slots >= bandwidth_Bps.size:
+        # a large batch reads each link many times: its lanes' bytes are summed once, in
+        # the same order as ``link_cost`` sums them (the same costs)
+        queued = np.empty(bandwidth_Bps.size)
+        for li in range(queued.size):
+            s = occupancy[li * n_vls]
+            for v in range(1, n_vls):
+                s += occupancy[li * n_vls + v]
+            queued[li] = s
+        q = (queued, 1, bandwidth_Bps, known_down, placed)
     for f in range(n):
         h = flow_hash(src[f], dst[f], key[f])
         plane = int(np.int64(h >> np.uint64(40)) % planes) if planes > 1 else 0
