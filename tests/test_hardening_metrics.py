@@ -172,3 +172,29 @@ def test_responses_are_paced_to_the_rate_in_all(monkeypatch: pytest.MonkeyPatch)
     pacer.wait()
     assert fake.slept == [0.05, 0.1, 0.15]
     srv.Pacer(0).wait()  # 0: no pacing
+
+
+def test_a_scraper_that_hangs_up_is_not_reported_as_an_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A client that gives up before its reply (a scraper's timeout on a busy machine)
+    leaves the server a broken pipe: it is not an error of the exporter's and prints
+    nothing, where socketserver would print a traceback per request; anything else
+    still is reported."""
+    server = start_metrics_server(lambda: None, port=0)
+    inner = server._server  # what socketserver calls handle_error on
+    try:
+        for gone in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "reset")):
+            try:
+                raise gone
+            except ConnectionError:
+                inner.handle_error(None, ("127.0.0.1", 1))
+        assert capsys.readouterr().err == ""
+        try:
+            raise RuntimeError("a real bug")
+        except RuntimeError:
+            inner.handle_error(None, ("127.0.0.1", 1))
+        assert "a real bug" in capsys.readouterr().err
+        assert _get(f"http://{server.address}/metrics")[0] in (200, 503)  # still serving
+    finally:
+        server.close()

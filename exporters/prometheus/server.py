@@ -18,10 +18,12 @@ seconds; 20 a second is far above any real setup).
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
@@ -103,6 +105,13 @@ class _Server(ThreadingHTTPServer):
     cache: ExpositionCache
     slots: threading.BoundedSemaphore
     pacer: Pacer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up before its reply (a scraper's timeout) is no error of
+        ours: say nothing. Anything else is reported as ``socketserver`` does."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
