@@ -160,6 +160,7 @@ class Engine:
         self._due: list[tuple[float, _Pending]] = []
         self._batch_end_s: float | None = None  # where the batch being run will end
         self._stop = asyncio.Event()
+        self._looping = False  # inside ``run``
         self._wake = asyncio.Event()
         self._wall_start = time.monotonic()
         self._measured_speed = 0.0
@@ -317,7 +318,15 @@ class Engine:
         )
 
     async def run(self) -> None:
-        """Run until ``stop``; publishes the first snapshot at once."""
+        """Run until ``stop``; publishes the first snapshot at once.
+
+        Raises:
+            RuntimeError: the engine is already running (two loops would step one fabric
+                from two threads at once).
+        """
+        if self._looping:
+            raise RuntimeError("this engine is already running; stop it before running it again")
+        self._looping = True
         self._wall_start = time.monotonic()
         self._publish()
         self._last_publish = time.monotonic()
@@ -343,6 +352,7 @@ class Engine:
             self._report_clock(closed=True)
             self._publish()
             self.bus.close()
+            self._looping = False
 
     def _report_clock(self, closed: bool = False) -> None:
         if self.clocks is not None:

@@ -149,3 +149,17 @@ async def test_a_fault_sent_to_both_lockstepped_engines_is_injected_at_the_same_
     await asyncio.gather(*tasks)
     at = [[f.injected_at_s for f in e.fabric.snapshot().faults] for e in (native, roce)]
     assert len(at[0]) == 3 and at[0] == at[1], at
+
+
+async def test_a_running_engine_refuses_a_second_loop_and_keeps_running() -> None:
+    """Two loops would step one fabric from two threads at once (heap corruption seen when
+    a harness started an engine the console had started already)."""
+    engine = _engine(speed=1e-3)
+    task = asyncio.create_task(engine.run())
+    await until(lambda: engine.bus.latest is not None)
+    with pytest.raises(RuntimeError, match="already running"):
+        await engine.run()
+    tick = engine.fabric.tick
+    await until(lambda: engine.fabric.tick > tick)  # the first loop goes on
+    engine.stop()
+    await task
