@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,15 +11,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fabric_core.commands import InjectFault
-from fabric_core.fabric import Fabric
+from fabric_core.commands import ClearFault, InjectFault
+from fabric_core.fabric import Fabric, Solver
 from fabric_core.profiles import NATIVE_800G, Profile
 from fabric_core.routing import SPRAY_MAX_WAYS, route, spray, spray_ways
 from fabric_core.scenario import ScenarioError, load_scenario, parse_scenario
 from fabric_core.topology import Topology, fat_tree, leaf_spine
 from fabric_core.workloads import Completions
 from fabric_core.workloads.traffic import Scripted
-from tests.helpers import profile, scripted_fabric
+from tests.helpers import SOLVERS, profile, scripted_fabric
 from tests.test_cli_run import fabtop
 from tests.test_faults import run_until_recovered, tiny
 
@@ -333,3 +334,35 @@ def test_fabtop_run_on_native_800g_writes_a_valid_report(tmp_path: Path) -> None
     assert data["profile"] == "native-800g"
     assert data["totals"]["injected_bytes"] > 0
     assert data["totals"]["delivered_bytes"] > 0
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_spraying_with_every_candidate_down_waits_on_them_and_goes_once_one_is_back(
+    solver: Solver,
+) -> None:
+    """Both uplinks of a leaf known down: the sprayed sub-flows of new flows have no usable
+    path; each is placed on one of the (dead) candidates and waits there, and once a link
+    is back the flows complete. Many flows at once, more than there are candidates."""
+    prof = dataclasses.replace(NATIVE_800G, fault_detect_s=2e-6, reroute_s=4e-6)
+    topo = leaf_spine(prof, leaves=2, spines=2, gpus_per_leaf=4)
+    names = topo.nodes.name
+    rows = [
+        (str(names[topo.gpus[i]]), str(names[topo.gpus[4 + j]]), 1e6, 20e-6)
+        for i in range(4)
+        for j in range(4)
+    ]
+    fabric, (wl,) = scripted_fabric(topo, prof, rows, dt_s=1e-6, solver=solver)
+    for link in ("leaf00->spine00", "leaf00->spine01"):
+        fabric.apply(InjectFault(kind="link_down", target=link))
+    fabric.run_ticks(60)  # known down, then the 16 flows start with no path
+    assert fabric.flows.active.any() and len(wl.finished) == 0
+    assert fabric.delivered_bytes == 0
+    up = fabric.topo.links.index["leaf00->spine00"]
+    assert (fabric.flows.path[:, fabric.flows.active] != -1).any()
+    fabric.apply(ClearFault(target="leaf00->spine00"))
+    for _ in range(5000):
+        if len(wl.finished) == len(rows):
+            break
+        fabric.step()
+    assert len(wl.finished) == len(rows)
+    assert fabric.counters["tx_bytes_total"][up] > 0
