@@ -61,3 +61,34 @@ def test_new_flows_take_the_idle_spine(solver: Solver) -> None:
     ecmp = _probes_per_spine("ecmp", solver)
     assert adaptive["spine00"] == pytest.approx(len(PROBES) * PROBE_BYTES, rel=1e-9)
     assert ecmp["spine00"] <= (len(PROBES) - 2) * PROBE_BYTES * (1 + 1e-9)
+
+
+def test_ecmp_in_a_fat_tree_pod_spreads_over_every_spine_including_the_first_link() -> None:
+    """A fat-tree cables its switches first, so leaf00->spine00 is link 0: it is a
+    candidate like any other (a link id is missing only when negative)."""
+    import numpy as np
+
+    from fabric_core.routing import route
+    from fabric_core.topology import fat_tree
+
+    prof = profile()
+    topo = fat_tree(
+        prof, pods=2, leaves_per_pod=2, spines_per_pod=2, cores_per_spine=2, gpus_per_leaf=2
+    )
+    links = topo.links.index
+    assert links["leaf00->spine00"] == 0
+    names = topo.nodes.index
+    n = 64
+    src = np.full(n, names["gpu0000"], dtype=np.int64)
+    dst = np.full(n, names["gpu0002"], dtype=np.int64)  # leaf01, the same pod
+    path, hops = route(
+        topo,
+        src,
+        dst,
+        np.arange(n, dtype=np.int64),
+        mode="ecmp",
+        link_cost=np.zeros(len(topo.links)),
+    )
+    assert (hops == 4).all()
+    used = set(path[1].tolist())
+    assert used == {links["leaf00->spine00"], links["leaf00->spine01"]}
