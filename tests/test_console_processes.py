@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Input
 
 from console.app import FabtopApp
@@ -55,15 +56,20 @@ def clock(src: ProcessSource) -> float:
     return float(src.group.clocks[SLOT * src.slot])
 
 
+async def open_compare(pilot: Pilot[None], left: ProcessSource, right: ProcessSource) -> None:
+    """Wait for both sides' first snapshots, then open the compare view."""
+    await settle(pilot, lambda: left.latest() is not None and right.latest() is not None)
+    await pilot.press("c")
+    await pilot.pause()
+
+
 async def test_a_fault_from_the_compare_view_reaches_both_at_the_same_time(
     group: ProcessEngines,
 ) -> None:
     left, right = sides(group)
     app = app_for(group)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, lambda: left.latest() is not None and right.latest() is not None)
-        await pilot.press("c")
-        await pilot.pause()
+        await open_compare(pilot, left, right)
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         for target in ("leaf00->spine01", "leaf01->spine00"):
@@ -91,9 +97,7 @@ async def test_pause_and_speed_from_the_compare_view_reach_both(group: ProcessEn
     left, right = sides(group)
     app = app_for(group)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, lambda: left.latest() is not None and right.latest() is not None)
-        await pilot.press("c")
-        await pilot.pause()
+        await open_compare(pilot, left, right)
         await pilot.press("plus")
         await settle(
             pilot,
@@ -137,9 +141,7 @@ async def test_a_dead_engine_process_is_reported_and_the_other_side_keeps_runnin
     left, right = sides(group)
     app = app_for(group)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, lambda: left.latest() is not None and right.latest() is not None)
-        await pilot.press("c")
-        await pilot.pause()
+        await open_compare(pilot, left, right)
         assert right.process is not None
         right.process.kill()
         await settle(pilot, lambda: right.failure is not None)
