@@ -238,7 +238,6 @@ class Fabric:
         self.dropped_bytes = 0.0
         self.completed_flows = 0
         self._window: deque[tuple[float, float]] = deque(maxlen=64)  # (time, delivered)
-        self._prev_status = np.zeros(L, dtype=np.int8)
         self.hop_updates = 0
         self.schedule: list[tuple[float, InjectFault | ClearFault]] = []  # time order
         self.static_routes = StaticRoutes(topo)

@@ -202,6 +202,8 @@ class FaultBook:
         self.credit_loss = np.zeros(n)  # fraction of credit updates lost, per link
         # recovery bookkeeping (fabric_core.recovery): when each link went down (inf = up)
         self.down_since_s = np.full(n, np.inf)
+        #: the link status recovery saw last tick (it counts a link's downs from the change)
+        self.seen_status = np.zeros(n, dtype=np.int8)
         #: (simulated time, delivered bytes so far) per tick, for the recovery measurement
         self.delivered_history: deque[tuple[float, float]] = deque(maxlen=4096)
         #: incasts cleared since the last tick: ``recovery`` cancels their unsent messages

@@ -89,15 +89,15 @@ def track(fabric: Fabric, status: NDArray[np.int8], now: float) -> None:
     book = fabric.faults
     book.flow_control = fabric.profile.flow_control
     book.delivered_history.append((now, fabric.delivered_bytes))
-    if book.settled() and fabric._prev_status is status:
+    if book.settled() and book.seen_status is status:
         return  # nothing open, and the last tick already saw every link up
     down = status == LinkStatus.DOWN
-    went_down = down & (fabric._prev_status != LinkStatus.DOWN)
+    went_down = down & (book.seen_status != LinkStatus.DOWN)
     if went_down.any():
         fabric.counters["link_downed_total"][went_down] += 1
         book.down_since_s[went_down] = now
     book.down_since_s[~down] = np.inf
-    fabric._prev_status = status
+    book.seen_status = status
     detect_s, reroute_s = link_delays(fabric.profile)
     unknown_down = down & ~fabric.known_down
     if fabric.pfc is not None and unknown_down.any():
