@@ -52,6 +52,8 @@ class UpDown:
     _cache: dict[bytes, tuple[NDArray[np.int16], NDArray[np.int16]]] = field(
         default_factory=dict, repr=False
     )
+    #: the longest path routing can hold, in switch hops (``routing.MAX_HOPS`` − 2)
+    max_switch_hops: int = UNREACHABLE
 
     def tables(self, blocked: NDArray[np.bool_]) -> tuple[NDArray[np.int16], NDArray[np.int16]]:
         """(``dist_any``, ``dist_down``) on the graph without the ``blocked`` links."""
@@ -62,11 +64,19 @@ class UpDown:
             if len(self._cache) > 16:  # a flapping fabric: keep the memory bounded
                 self._cache.clear()
             keep = ~blocked[self._sw_link]
-            self._cache[key] = _distances(
+            d_any, d_down = _distances(
                 self.dist_any.shape[0],
                 self._sw_src[keep],
                 self._sw_dst[keep],
                 self.link_up[self._sw_link[keep]],
+            )
+            # a detour longer than a path can be (the healthy fabric's are checked at
+            # build) is no detour: routing keeps the healthy path, and a flow waits at
+            # the dead link as it would on a partitioned fabric
+            long = self.max_switch_hops
+            self._cache[key] = (
+                np.where(d_any > long, UNREACHABLE, d_any).astype(np.int16),
+                np.where(d_down > long, UNREACHABLE, d_down).astype(np.int16),
             )
         return self._cache[key]
 
@@ -247,4 +257,5 @@ def _orient(
         _sw_src=s_row,
         _sw_dst=d_row,
         _sw_link=sw_link,
+        max_switch_hops=max_switch_hops,
     )

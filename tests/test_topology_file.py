@@ -352,3 +352,26 @@ def test_sprayed_flows_on_a_file_topology_take_legal_paths() -> None:
     src, dst, key = all_pairs(topo, keys=1)
     path, hops = spray(topo, src, dst, key, ways=ways, link_cost=np.zeros(len(topo.links)))
     check_paths(topo, np.repeat(src, ways), np.repeat(dst, ways), path, hops)
+
+
+def test_a_detour_longer_than_a_path_can_be_keeps_the_healthy_route() -> None:
+    """A failed link whose only legal detour is longer than ``MAX_HOPS`` (found by the
+    property test above): routing keeps the healthy path, where the flow waits at the
+    dead link, instead of indexing past the path's end; both solvers agree."""
+    cables = [(0, 1), (0, 2), (0, 5), (1, 3), (1, 5), (2, 4), (3, 6), (4, 0)]
+    topo = build(graph(7, cables, {i: 1 for i in range(7)}, roots=""))
+    src, dst, key = all_pairs(topo, keys=2)
+    n_links = len(topo.links)
+    v = int(NATIVE_400G.virtual_lanes)
+    down = np.zeros(n_links, dtype=bool)
+    down[topo.links.index["s0->s4"]] = True
+    occupancy = np.zeros(n_links * v)
+    ref = Fabric(topo, NATIVE_400G, [], dt_s=1e-6, seed=1, solver="reference")._tick
+    comp = Fabric(topo, NATIVE_400G, [], dt_s=1e-6, seed=1, solver="compiled")._tick
+    for adaptive in (False, True):
+        path, hops = ref.route(topo, src, dst, key, adaptive, occupancy, v, down)
+        c_path, c_hops = comp.route(topo, src, dst, key, adaptive, occupancy, v, down)
+        np.testing.assert_array_equal(c_path, path)
+        np.testing.assert_array_equal(c_hops, hops)
+        check_paths(topo, src, dst, path, hops)
+        assert (hops <= MAX_HOPS).all()
