@@ -102,7 +102,7 @@ def table_rate() -> list[str]:
     return out
 
 
-def moe_run(
+def moe_layer(
     control: str,
     hidden: int,
     tokens: int,
@@ -115,11 +115,10 @@ def moe_run(
     duration_s: float = 900e-6,
     gpus_per_node: int = 1,
     scaleup: dict[str, float] | None = None,
-) -> dict[str, Any]:
-    """One MoE layer (top-8) on ``ranks`` GPUs, 4 per leaf, 4 spines; its KPIs with the
-    busiest-NIC bounds (``dispatch_bound_seconds``, ``combine_bound_seconds``) and, with
-    ``gpus_per_node`` > 1 (consecutive GPUs, over NVLink), the busiest NVLink port's
-    (``dispatch_scaleup_bound_seconds``, ``combine_scaleup_bound_seconds``)."""
+) -> tuple[Fabric, MoEAllToAll]:
+    """One MoE layer (top-8) on ``ranks`` GPUs, 4 per leaf, 4 spines (``gpus_per_node``
+    consecutive GPUs to a node, over NVLink), run for ``duration_s``: the fabric and the
+    workload."""
     topology: dict[str, Any] = {
         "kind": "leaf-spine",
         "leaves": max(1, ranks // 4),
@@ -155,6 +154,39 @@ def moe_run(
     wl = fabric.workloads[0]
     assert isinstance(wl, MoEAllToAll)
     run_for(fabric, duration_s)
+    return fabric, wl
+
+
+def moe_run(
+    control: str,
+    hidden: int,
+    tokens: int,
+    dt: str,
+    seed: int = 1,
+    *,
+    ranks: int = 8,
+    routing: str | None = None,
+    endpoint: dict[str, Any] | None = None,
+    duration_s: float = 900e-6,
+    gpus_per_node: int = 1,
+    scaleup: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """``moe_layer``'s KPIs with the busiest-NIC bounds (``dispatch_bound_seconds``,
+    ``combine_bound_seconds``) and, with ``gpus_per_node`` > 1, the busiest NVLink port's
+    (``dispatch_scaleup_bound_seconds``, ``combine_scaleup_bound_seconds``)."""
+    fabric, wl = moe_layer(
+        control,
+        hidden,
+        tokens,
+        dt,
+        seed,
+        ranks=ranks,
+        routing=routing,
+        endpoint=endpoint,
+        duration_s=duration_s,
+        gpus_per_node=gpus_per_node,
+        scaleup=scaleup,
+    )
     k = dict(wl.kpis(fabric.sim_time_s))
     k["dispatch_bound_seconds"], k["combine_bound_seconds"] = wl.nic_bounds_s()
     k["dispatch_scaleup_bound_seconds"], k["combine_scaleup_bound_seconds"] = wl.scaleup_bounds_s()

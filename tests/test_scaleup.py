@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from fabric_core.docgen_endpoints import moe_layer
 from fabric_core.fabric import Fabric
-from fabric_core.report import run_for
 from fabric_core.scaleup import ScaleUpDomain, ScaleUpParams
 from fabric_core.scenario import ScenarioError, parse_scenario
 from fabric_core.workloads.moe import MoEAllToAll, nic_payload_Bps
@@ -26,36 +26,16 @@ def _layer(
     duration_s: float = 900e-6,
 ) -> tuple[Fabric, MoEAllToAll]:
     """One MoE layer (hidden 7168, top-8, IBGDA) on ``ranks`` GPUs, 4 per leaf, 4 spines."""
-    topology: dict[str, Any] = {
-        "kind": "leaf-spine",
-        "leaves": max(1, ranks // 4),
-        "spines": 4,
-        "gpus_per_leaf": min(ranks, 4),
-        "gpus_per_node": gpus_per_node,
-    }
-    if scaleup:
-        topology["scaleup"] = scaleup
-    data = {
-        "name": "scaleup",
-        "dt": dt,
-        "seed": 1,
-        "topology": topology,
-        "workload": [
-            {
-                "name": "moe",
-                "kind": "moe",
-                "ranks": ranks,
-                "tokens_per_rank": tokens,
-                "top_k": 8,
-                "hidden": 7168,
-                "layers": 1,
-            }
-        ],
-    }
-    fabric = Fabric.from_scenario(parse_scenario(data))
-    wl = fabric.workloads[0]
-    assert isinstance(wl, MoEAllToAll)
-    run_for(fabric, duration_s)
+    fabric, wl = moe_layer(
+        "ibgda",
+        7168,
+        tokens,
+        dt,
+        ranks=ranks,
+        gpus_per_node=gpus_per_node,
+        scaleup=scaleup,
+        duration_s=duration_s,
+    )
     assert wl.layer == 1 and wl.left == 0
     return fabric, wl
 
