@@ -29,8 +29,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fabric_core.scenario import bundled_dir
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 #: size label → pods of the fat-tree (1,024 GPUs a pod)
 SIZES = {"1k": 1, "10k": 10, "30k": 30, "100k": 98}
@@ -71,7 +74,7 @@ print(json.dumps({
 
 def scenario(pods: int) -> dict[str, Any]:
     """The bundled ``cluster-100k`` scenario on ``pods`` pods."""
-    raw = tomllib.loads((ROOT / "fabric_core/scenarios/cluster-100k.toml").read_text())
+    raw = tomllib.loads((bundled_dir() / "cluster-100k.toml").read_text())
     raw["topology"]["pods"] = pods
     return raw
 
