@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from typing import Any
 
+import aiomqtt
 import pytest
 
 from exporters.mqtt.bridge import MqttBridge
@@ -114,3 +116,37 @@ async def test_a_bridge_that_fails_says_offline(mosquitto: Mosquitto) -> None:  
     finally:
         engine.stop()
         await engine_task
+
+
+async def test_a_command_sent_on_seeing_online_is_answered(
+    mosquitto: Mosquitto,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``online`` promises the bridge hears commands: it is said after the SUBACK.
+
+    CI once lost a command sent right after ``online`` on a loaded machine, where the
+    subscription left later than the status. The slowed subscribe makes that gap wide.
+    """
+    real_subscribe = aiomqtt.Client.subscribe
+
+    async def late_subscribe(self: aiomqtt.Client, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(1.0)  # a process with a fraction of a core
+        return await real_subscribe(self, *args, **kwargs)
+
+    monkeypatch.setattr(aiomqtt.Client, "subscribe", late_subscribe)
+    engine = Engine(Fabric.from_scenario(load_scenario("tiny")))
+    bridge = MqttBridge(parse_broker_url(mosquitto.url), engine.bus, engine.submit, cluster="on")
+    cli = mosquitto.cli()
+    replies = await asyncio.to_thread(cli.sub_start, "fabtop/on/result/on-1", timeout_s=10)
+    tasks = [asyncio.create_task(engine.run()), asyncio.create_task(bridge.run())]
+    try:
+        await asyncio.to_thread(
+            cli.wait_for, "fabtop/on/status", lambda _t, p: p == b"online", timeout_s=30
+        )
+        await asyncio.to_thread(cli.pub, "fabtop/on/cmd/pause", '{"id": "on-1"}')
+        got = await asyncio.to_thread(cli.sub_collect, replies)
+        assert [json.loads(p)["ok"] for _t, p in got] == [True], got
+    finally:
+        bridge.stop()
+        engine.stop()
+        await asyncio.gather(*tasks, return_exceptions=True)

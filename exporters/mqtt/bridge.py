@@ -281,12 +281,14 @@ class MqttBridge:
         snap = self.bus.latest
         if snap is not None:
             await self._publish_meta(client, topics, snap)
-        await client.publish(topics.status, ONLINE, qos=1, retain=True)
         # retain as published: a retained command keeps its flag even when it arrives
         # while the bridge is subscribed (MQTT 3.1.1 brokers clear it then)
         await client.subscribe(
             topics.cmd_filter, options=SubscribeOptions(qos=1, retainAsPublished=True)
         )
+        # online only once the SUBACK is in: a client that sends a command as soon as
+        # it sees online must not lose it to a subscription still on its way
+        await client.publish(topics.status, ONLINE, qos=1, retain=True)
         tasks = [
             asyncio.create_task(self._telemetry(client, topics)),
             asyncio.create_task(self._commands(client, topics)),
