@@ -2,7 +2,7 @@
 cost formulas the endpoint model (``fabric_core.endpoint``) and its docs use.
 
 ``docs/ENDPOINTS.md``'s parameter table is generated from the ``metadata["source"]``
-of these fields (``python -m fabric_core.docgen_endpoints``).
+of these fields (``python -m fabric_core.reports.endpoints_doc``).
 """
 
 from __future__ import annotations

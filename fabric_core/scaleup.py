@@ -20,7 +20,7 @@ A message from a GPU to itself is a copy within its own memory: it crosses no po
 costs the latency alone (an upper bound: a local copy needs no NVSwitch traversal).
 
 ``ScaleUpParams`` holds the figures, each with its source (``docs/ENDPOINTS.md``'s table is
-generated from the metadata, ``python -m fabric_core.docgen_endpoints``); ``ScaleUpDomain``
+generated from the metadata, ``python -m fabric_core.reports.endpoints_doc``); ``ScaleUpDomain``
 the messages in flight, vectorised over all nodes of a fabric.
 """
 

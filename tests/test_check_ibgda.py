@@ -9,10 +9,15 @@ import numpy as np
 import pytest
 
 from console.cli import main
-from fabric_core.bringup import CLUSTER_MESSAGE_BUDGET, DEADLINE_MARGIN, check_ibgda, plan_step
 from fabric_core.commands import ClearFault, CommandError, InjectFault
 from fabric_core.endpoint import EndpointParams, fault_masks
 from fabric_core.fabric import Fabric
+from fabric_core.reports.bringup import (
+    CLUSTER_MESSAGE_BUDGET,
+    DEADLINE_MARGIN,
+    check_ibgda,
+    plan_step,
+)
 from fabric_core.scenario import load_scenario
 
 

@@ -16,7 +16,7 @@ from console.claimsrun import CLAIMS, Settings, run_claims
 from console.claimsrun import plots as plotting
 from console.claimsrun.runs import bundled, kpi, run_scenario
 from console.cli import main
-from fabric_core.bringup import check_ibgda
+from fabric_core.reports.bringup import check_ibgda
 from fabric_core.scenario import parse_scenario
 
 VERDICTS = {"reproduced", "partly", "not reproduced"}

@@ -28,7 +28,7 @@ from fabric_core.commands import (
 )
 from fabric_core.engine import Engine
 from fabric_core.fabric import Fabric
-from fabric_core.record import fabric_digest
+from fabric_core.reports.record import fabric_digest
 from fabric_core.scenario import load_scenario, parse_scenario
 
 # ------------------------------------------------------------------ the JSON form

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric_core.bringup import ProbeAllToAll
 from fabric_core.endpoint import EndpointModel, EndpointParams, fifo_serve
 from fabric_core.fabric import Fabric
 from fabric_core.profiles import get_profile
+from fabric_core.reports.bringup import ProbeAllToAll
 from fabric_core.topology import leaf_spine
 
 

@@ -13,10 +13,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from fabric_core.bringup import ProbeAllToAll
 from fabric_core.endpoint import EndpointParams
 from fabric_core.fabric import Fabric
 from fabric_core.profiles import NATIVE_400G, PROFILES, Profile
+from fabric_core.reports.bringup import ProbeAllToAll
 from fabric_core.storage import StorageParams
 from fabric_core.topology import Topology, leaf_spine
 from tests.helpers import profile, scripted_fabric, small_leaf_spine

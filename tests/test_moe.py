@@ -8,7 +8,7 @@ import pytest
 
 from console.cli import main
 from fabric_core.fabric import Fabric
-from fabric_core.report import run_for
+from fabric_core.reports.run import run_for
 from fabric_core.scenario import load_scenario, parse_scenario
 from fabric_core.workloads.moe import dispatch_bytes
 

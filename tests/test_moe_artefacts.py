@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fabric_core.docgen_endpoints import moe_run
 from fabric_core.endpoint import EndpointModel, EndpointParams
+from fabric_core.reports.endpoints_doc import moe_run
 
 
 def test_an_ep64_dispatch_on_adaptive_routing_ends_near_the_busiest_nic_bound() -> None:

@@ -27,7 +27,7 @@ from fabric_core.commands import (
 )
 from fabric_core.engine import Engine
 from fabric_core.fabric import Fabric
-from fabric_core.record import (
+from fabric_core.reports.record import (
     Recorder,
     RecordError,
     fabric_digest,

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from fabric_core.commands import CommandError, SetParam
-from fabric_core.compare import message_latency
 from fabric_core.fabric import Fabric
 from fabric_core.profiles import ROCE_400G, get_profile
+from fabric_core.reports.compare import message_latency
 from fabric_core.scenario import load_scenario
 from fabric_core.topology import leaf_spine
 from fabric_core.workloads.traffic import Scripted

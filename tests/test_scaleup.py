@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fabric_core.docgen_endpoints import moe_layer
 from fabric_core.fabric import Fabric
+from fabric_core.reports.endpoints_doc import moe_layer
 from fabric_core.scaleup import ScaleUpDomain, ScaleUpParams
 from fabric_core.scenario import ScenarioError, parse_scenario
 from fabric_core.workloads.moe import MoEAllToAll, nic_payload_Bps

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from fabric_core.commands import CommandError, InjectFault
 from fabric_core.fabric import Fabric
-from fabric_core.report import run_for
+from fabric_core.reports.run import run_for
 from fabric_core.scenario import ScenarioError, load_scenario, parse_scenario
 from fabric_core.storage import PATHS, ServerPool, StorageParams, inject_slow_target
 from fabric_core.workloads.storage_io import StorageProbe

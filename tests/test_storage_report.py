@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from console.cli import main
-from fabric_core.storage_report import BEGIN, END, PARAMS_BEGIN, PARAMS_END, splice
+from fabric_core.reports.storage import BEGIN, END, PARAMS_BEGIN, PARAMS_END, splice
 
 
 def test_storage_report_prints_paths_side_by_side_and_writes_docs(

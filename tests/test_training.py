@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from fabric_core.fabric import Fabric
-from fabric_core.report import run_for
+from fabric_core.reports.run import run_for
 from fabric_core.scenario import load_scenario, parse_scenario
 from fabric_core.storage import StorageParams, inject_slow_target
 

@@ -17,7 +17,7 @@ import numpy as np
 from console.claimsrun.model import Figure, Measurement, PartResult, Settings, Sweep, Tick
 from console.claimsrun.params import profile_params, storage_params
 from console.claimsrun.runs import bundled, kpi, run_scenario, set_workloads
-from fabric_core.storage_report import STORAGE_KINDS
+from fabric_core.reports.storage import STORAGE_KINDS
 from fabric_core.workloads.pd import GPU_FLOPS, MFU, MODELS, prefill_s
 
 CONTEXTS = (256, 1024, 4096, 16384, 65536)

@@ -12,7 +12,7 @@ from typing import Any
 from console.claimsrun.model import Figure, Measurement, PartResult, Settings, Sweep, Tick
 from console.claimsrun.params import profile_params, storage_params
 from console.claimsrun.runs import bundled, kpi, run_scenario, set_workloads
-from fabric_core.storage_report import STORAGE_KINDS
+from fabric_core.reports.storage import STORAGE_KINDS
 
 
 def _run(

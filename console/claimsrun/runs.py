@@ -1,7 +1,7 @@
 """Building and running the emulator for the claims: bundled scenarios, with the settings applied.
 
 Every run goes through ``run_scenario`` (a fabric from a scenario table, run with
-``fabric_core.report.run_for``, the same library call as ``fabtop run``) or one of
+``fabric_core.reports.run.run_for``, the same library call as ``fabtop run``) or one of
 the two probes below, so each figure is a field of a run report or of a
 workload's KPIs. Runs shared between claims (C8 and C10 both read the link-failure
 recovery) are cached per ``Settings``.
@@ -14,14 +14,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from console.claimsrun.model import Settings, Tick
-from fabric_core.bringup import ProbeAllToAll
-from fabric_core.docgen_endpoints import probe
 from fabric_core.endpoint import EndpointParams
 from fabric_core.fabric import Fabric
 from fabric_core.profiles import Profile, get_profile
-from fabric_core.report import run_for
+from fabric_core.reports.bringup import ProbeAllToAll
+from fabric_core.reports.endpoints_doc import probe
+from fabric_core.reports.run import run_for
+from fabric_core.reports.storage import STORAGE_KINDS
 from fabric_core.scenario import load_scenario, parse_scenario
-from fabric_core.storage_report import STORAGE_KINDS
 from fabric_core.topology import leaf_spine
 from fabric_core.workloads.traffic import Scripted
 
@@ -104,7 +104,7 @@ def kpi(report: Mapping[str, Any], workload: str, name: str) -> float:
 
 def message_latency(prof: Profile, size_bytes: float, switch_hops: int) -> float:
     """One message alone on an idle fabric over 1 (same leaf) or 3 switches (leaf, spine,
-    leaf): ``fabric_core.compare.message_latency`` on a profile object, so that the
+    leaf): ``fabric_core.reports.compare.message_latency`` on a profile object, so that the
     settings' overrides reach it."""
     topo = leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=2)
     idx = topo.nodes.index
@@ -123,7 +123,7 @@ def endpoint_probe(
     prof: Profile, params: EndpointParams, size_bytes: float, burst: int
 ) -> ProbeAllToAll:
     """Two GPUs on one leaf send ``burst`` messages of ``size_bytes`` to each other through
-    the endpoint model (``fabric_core.docgen_endpoints.probe``, on any profile)."""
+    the endpoint model (``fabric_core.reports.endpoints_doc.probe``, on any profile)."""
     return probe(params, size_bytes, burst, prof)
 
 

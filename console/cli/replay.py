@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from console.cli.run import print_summary
-from fabric_core.record import RecordError, load_record, replay
+from fabric_core.reports.record import RecordError, load_record, replay
 
 
 def register(sub: Any) -> None:

@@ -9,9 +9,8 @@ from typing import Any
 
 from console.claims import spell_out_claims
 from console.cli.progress import ProgressBar
-from fabric_core.report import run_for
-from fabric_core.scenario import ScenarioError
-from fabric_core.storage_report import (
+from fabric_core.reports.run import run_for
+from fabric_core.reports.storage import (
     CASES,
     Case,
     CaseResult,
@@ -21,6 +20,7 @@ from fabric_core.storage_report import (
     splice_params,
     text_table,
 )
+from fabric_core.scenario import ScenarioError
 
 
 def register(sub: Any) -> None:

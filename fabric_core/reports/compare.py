@@ -15,7 +15,7 @@ from typing import Any
 
 from fabric_core.fabric import Fabric
 from fabric_core.profiles import get_profile
-from fabric_core.report import run_for
+from fabric_core.reports.run import run_for
 from fabric_core.scenario import load_scenario
 from fabric_core.topology import leaf_spine
 from fabric_core.workloads.traffic import Scripted

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabric_core.fabric import Fabric
-from fabric_core.report import run_for
+from fabric_core.reports.run import run_for
 from fabric_core.scenario import load_scenario, parse_scenario
 from fabric_core.storage import inject_slow_target
 from fabric_core.units import format_duration, format_rate

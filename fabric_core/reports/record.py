@@ -38,7 +38,7 @@ from fabric_core.commands import (
     parse_command,
 )
 from fabric_core.fabric import Fabric
-from fabric_core.report import summarise
+from fabric_core.reports.run import summarise
 from fabric_core.scenario import Scenario, ScenarioError, parse_scenario
 from fabric_core.snapshot import Snapshot
 

@@ -1,6 +1,6 @@
 """Generate ``docs/ENDPOINTS.md``: the endpoint model, its parameters' sources, measured tables.
 
-Run ``python -m fabric_core.docgen_endpoints [OUT]`` (default ``docs/ENDPOINTS.md``). Every
+Run ``python -m fabric_core.reports.endpoints_doc [OUT]`` (default ``docs/ENDPOINTS.md``). Every
 table is measured by running the emulator (the fabric core plus the endpoint model); nothing
 in the tables is typed in. It takes a few minutes on one core.
 """
@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from fabric_core.bringup import ProbeAllToAll, check_ibgda
 from fabric_core.commands import InjectFault
 from fabric_core.endpoint import EndpointParams
 from fabric_core.fabric import Fabric
 from fabric_core.profiles import Profile, get_profile
-from fabric_core.report import run_for
+from fabric_core.reports.bringup import ProbeAllToAll, check_ibgda
+from fabric_core.reports.run import run_for
 from fabric_core.scaleup import GPUS_PER_NODE_SOURCE, ScaleUpParams
 from fabric_core.scenario import load_scenario, parse_scenario
 from fabric_core.topology import leaf_spine
@@ -500,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
     """Write the document."""
     args = sys.argv[1:] if argv is None else argv
     out = Path(args[0] if args else "docs/ENDPOINTS.md")
-    head = (Path(__file__).parent / "templates" / "ENDPOINTS.head.md").read_text()
+    head = (Path(__file__).parents[1] / "templates" / "ENDPOINTS.head.md").read_text()
     parts = [
         head,
         "## Parameters and their sources\n",
@@ -512,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
         "\n### Model presets (PD)\n",
         *models_table(),
         "\n## Measured: one isolated message (2 GPUs on one leaf, idle fabric)\n",
-        "`python -m fabric_core.docgen_endpoints` (function `table_isolated`): latency from "
+        "`python -m fabric_core.reports.endpoints_doc` (function `table_isolated`): latency from "
         "the request to the receiver noticing the data, through the fabric (native-400g).\n",
         *table_isolated(),
         "\n## Measured: message rate under parallel load (2 GPUs, N messages each way at once)\n",
