@@ -160,6 +160,27 @@ async def test_compare_shows_both_fabrics_and_injects_on_both() -> None:
         await settle(pilot, lambda: not left.engine.running and not right.engine.running)
 
 
+async def test_compare_sides_keep_their_rows_level_when_a_value_wraps_on_one_side() -> None:
+    left, right = source("native-400g"), source("roce-400g")
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
+    async with app.run_test(size=(100, 44)) as pilot:
+        await pilot.press("c")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        sides = [shown(screen.query_one(side)).splitlines() for side in ("#left", "#right")]
+
+        def line_of(lines: list[str], label: str) -> int:
+            return next(i for i, line in enumerate(lines) if line.startswith(label))
+
+        # "native-400g · native lossless (credit)" wraps at this width, the RoCE one does not
+        native_profile = line_of(sides[0], "profile")
+        assert sides[0][native_profile + 1].startswith(" ")
+        assert line_of(sides[1], "source") == native_profile + 2
+        for label in ("source", "state", "links", "latency now", "workloads", "faults"):
+            assert line_of(sides[0], label) == line_of(sides[1], label), label
+
+
 async def test_compare_without_a_second_fabric_says_how_to_get_one() -> None:
     app = FabtopApp(source(), render_interval_s=0.05)
     async with app.run_test(size=SIZE) as pilot:

@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.cells import cell_len
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -36,55 +38,103 @@ from fabric_core.snapshot import FaultView
 MIN_SPEED, MAX_SPEED = 1e-9, 1e3
 
 
-def side_summary(view: FabricView, source: FabricSource) -> Table:
-    """One side of the comparison as a rich table."""
+#: One line of a side: (what, value).
+Row = tuple[str | Text, str | Text]
+
+
+def side_rows(view: FabricView, source: FabricSource) -> list[Row]:
+    """One side of the comparison, a (what, value) row each."""
     snap = view.snapshot
-    table = Table(box=None, expand=True, show_header=False, pad_edge=False)
-    table.add_column("what", style="bold", min_width=12, no_wrap=True)
-    table.add_column("value", ratio=1)
     if snap is None:
-        table.add_row(source.description, "waiting for the first snapshot…")
-        return table
+        return [(source.description, "waiting for the first snapshot…")]
     label, style = state_label(snap, frozen=False)
-    table.add_row("profile", f"{snap.profile} · {FLOW_CONTROL_NAMES.get(snap.flow_control, '')}")
-    table.add_row("source", source.description)
-    table.add_row("state", Text(label, style=style))
-    speed = f"speed {fmt_speed(snap.target_speed)}"
+    rows: list[Row] = [
+        ("profile", f"{snap.profile} · {FLOW_CONTROL_NAMES.get(snap.flow_control, '')}"),
+        ("source", source.description),
+        ("state", Text(label, style=style)),
+    ]
+    speed = fmt_speed(snap.target_speed)
     if snap.measured_speed > 0:
         speed += f" (now {fmt_speed(snap.measured_speed)})"
-    table.add_row("sim time", f"{fmt_seconds(snap.sim_time_s)} · tick {fmt_seconds(snap.dt_s)}")
-    table.add_row("speed", speed.removeprefix("speed "))
-    table.add_row("throughput", fmt_bitrate(snap.totals.throughput_Bps))
-    table.add_row("dropped", fmt_bytes(snap.totals.dropped_bytes_total))
+    rows += [
+        ("sim time", f"{fmt_seconds(snap.sim_time_s)} · tick {fmt_seconds(snap.dt_s)}"),
+        ("speed", speed),
+        ("throughput", fmt_bitrate(snap.totals.throughput_Bps)),
+        ("dropped", fmt_bytes(snap.totals.dropped_bytes_total)),
+    ]
     counts = view.link_counts()
     stalled = stalled_word(snap.flow_control)
-    table.add_row(
-        "links",
-        f"{counts['links']:,} · down {counts['down']:,} · degraded {counts['degraded']:,}"
-        f" · {stalled} {counts[stalled]:,}",
+    rows.append(
+        (
+            "links",
+            f"{counts['links']:,} · down {counts['down']:,} · degraded {counts['degraded']:,}"
+            f" · {stalled} {counts[stalled]:,}",
+        )
     )
     rates = view.rates
-    table.add_row(
-        "fabric-wide",
-        f"pauses/s {fmt_rate(float(rates.pauses_per_s.sum()))}"
-        f" · ECN/s {fmt_rate(float(rates.ecn_per_s.sum()))}"
-        f" · drops {fmt_bitrate(float(rates.drops_Bps.sum()))}",
-    )
-    table.add_row("", "")
-    table.add_row(Text("latency now", style="bold underline"), Text("p50 · p99 · p99.9", "dim"))
-    for name, lat in view.latency.items():
-        table.add_row(
-            name,
-            f"{fmt_seconds(lat.p50_s)} · {fmt_seconds(lat.p99_s)} · {fmt_seconds(lat.p999_s)}",
+    rows.append(
+        (
+            "fabric-wide",
+            f"pauses/s {fmt_rate(float(rates.pauses_per_s.sum()))}"
+            f" · ECN/s {fmt_rate(float(rates.ecn_per_s.sum()))}"
+            f" · drops {fmt_bitrate(float(rates.drops_Bps.sum()))}",
         )
-    table.add_row("", "")
-    table.add_row(Text("workloads", style="bold underline"), "")
+    )
+    rows += [
+        ("", ""),
+        (Text("latency now", style="bold underline"), Text("p50 · p99 · p99.9", "dim")),
+    ]
+    for name, lat in view.latency.items():
+        rows.append(
+            (
+                name,
+                f"{fmt_seconds(lat.p50_s)} · {fmt_seconds(lat.p99_s)} · {fmt_seconds(lat.p999_s)}",
+            )
+        )
+    rows += [("", ""), (Text("workloads", style="bold underline"), "")]
     for name, wl in sorted(snap.workloads.items()):
         kpis = " · ".join(kpi_text(k, v) for k, v in sorted(wl.kpis.items()))
-        table.add_row(name, kpis or "—")
+        rows.append((name, kpis or "—"))
     n_faults = len(snap.active_faults)
-    table.add_row("faults", f"{n_faults} active (timelines below)" if n_faults else "none")
-    return table
+    rows.append(("faults", f"{n_faults} active (timelines below)" if n_faults else "none"))
+    return rows
+
+
+def side_tables(
+    sides: tuple[list[Row], list[Row]], widths: tuple[int, int], console: Console
+) -> tuple[Table, Table]:
+    """Both sides as tables whose rows line up: each value is wrapped at its side's width
+    and the shorter of two rows that say the same thing is padded to the taller one's
+    lines (a value that wraps on one side only would shift every row below it)."""
+    label_w = max((cell_len(str(what)) for rows in sides for what, _ in rows), default=0)
+    wrapped = [
+        [_wrap(value, width - label_w - 1, console) for _, value in rows]
+        for rows, width in zip(sides, widths, strict=True)
+    ]
+    left, right = sides
+    for i in range(min(len(left), len(right))):
+        if str(left[i][0]) == str(right[i][0]):  # the same row on both sides
+            height = max(len(wrapped[0][i]), len(wrapped[1][i]))
+            for k in (0, 1):
+                wrapped[k][i].extend([Text()] * (height - len(wrapped[k][i])))
+    tables = []
+    for rows, lines in zip(sides, wrapped, strict=True):
+        table = Table(
+            box=None, expand=True, show_header=False, pad_edge=False, padding=(0, 1, 0, 0)
+        )
+        table.add_column("what", style="bold", width=label_w, no_wrap=True)
+        table.add_column("value", ratio=1, no_wrap=True)
+        for (what, _), value_lines in zip(rows, lines, strict=True):
+            table.add_row(what, Text("\n").join(value_lines))
+        tables.append(table)
+    return tables[0], tables[1]
+
+
+def _wrap(value: str | Text, width: int, console: Console) -> list[Text]:
+    text = value if isinstance(value, Text) else Text(value)
+    if width <= 1:  # not laid out yet: one line, wrapped at the next redraw
+        return [text]
+    return list(text.wrap(console, width)) or [Text()]
 
 
 def _since(at: float | None, injected: float) -> str:
@@ -302,6 +352,10 @@ class CompareScreen(Screen[None]):
         self.set_interval(self.render_interval_s, self.refresh_sides)
         self.refresh_sides(force=True)
 
+    def on_resize(self) -> None:
+        # the sides are wrapped to their widths: wrap again once the new layout is in
+        self.call_after_refresh(self.refresh_sides, True)
+
     def refresh_sides(self, force: bool = False) -> None:
         """Read both sources' latest snapshots and redraw the sides that changed.
 
@@ -309,19 +363,28 @@ class CompareScreen(Screen[None]):
         only when a height changes: a layout of this screen costs tens of ms of the
         console's CPU, which the engines share on a 2-core machine.
         """
-        changed = False
+        changed = force
         for k, (view, source) in enumerate(zip(self.views, self.sources, strict=True)):
             # a source that stops says so in its description, with no new snapshot
             said = source.description != self._described[k]
-            if view.ingest(source.latest()) or said or force:
+            if view.ingest(source.latest()) or said:
                 self._described[k] = source.description
-                side = ("#left", "#right")[k]
                 changed = True
-                panel = self.query_one(side, Static)
+        if changed:
+            # both sides at once: a row's height depends on the other side's value too
+            panels = (self.query_one("#left", Static), self.query_one("#right", Static))
+            rows = (
+                side_rows(self.views[0], self.sources[0]),
+                side_rows(self.views[1], self.sources[1]),
+            )
+            widths = (panels[0].content_size.width, panels[1].content_size.width)
+            tables = side_tables(rows, widths, self.app.console)
+            for panel, view, source, table in zip(
+                panels, self.views, self.sources, tables, strict=True
+            ):
                 snap = view.snapshot
                 panel.border_title = snap.profile if snap is not None else source.description
-                _show(panel, side_summary(view, source), self._heights)
-        if changed:
+                _show(panel, table, self._heights)
             _show(self.query_one("#delta", Static), difference_table(*self.views), self._heights)
             self.query_one("#faults-both", Static).update(faults_table(*self.views), layout=False)
             self.query_one("#speed-line", Static).update(speed_line(self.views), layout=False)
