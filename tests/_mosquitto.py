@@ -236,10 +236,13 @@ class Served:
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
-    def wait_online(self, cli: MqttCli) -> None:
-        """Return once the served emulator said ``online`` (its retained status)."""
+    def wait_online(self, cli: MqttCli, *, timeout_s: int = 60) -> None:
+        """Return once the served emulator said ``online`` (its retained status); the
+        bound is against a hang, wide for a loaded machine (a start loads the kernels)."""
         try:
-            cli.wait_for(f"fabtop/{self.cluster}/status", lambda _t, p: p == b"online")
+            cli.wait_for(
+                f"fabtop/{self.cluster}/status", lambda _t, p: p == b"online", timeout_s=timeout_s
+            )
         except TimeoutError:
             raise TimeoutError(f"fabtop serve never said online:\n{self.output()}") from None
 
