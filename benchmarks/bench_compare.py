@@ -39,9 +39,9 @@ from console.cli._common import DEFAULT_MAX_TICK, max_tick
 from console.cli.tui import DEFAULT_SPEED
 from console.process_source import EngineSpec, ProcessEngines
 from console.source import EngineSource, FabricSource
-from fabric_core.engine import Engine
-from fabric_core.fabric import Fabric
-from fabric_core.scenario import Scenario, load_scenario
+from fabric_core.runtime.engine import Engine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import Scenario, load_scenario
 
 MODES = ("in-process", "process-per-side")
 

@@ -28,9 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from console.app import RENDER_INTERVAL_S, FabtopApp
-from fabric_core.fabric import Fabric
-from fabric_core.scenario import load_scenario
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
+from fabric_core.runtime.snapshot import Snapshot
 
 BIG_TOML = """
 name = "bench-10k"

@@ -37,10 +37,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fabric_core.fabric import Fabric, Solver
-from fabric_core.profiles import NATIVE_400G
-from fabric_core.scenario import load_scenario
-from fabric_core.topology import fat_tree
+from fabric_core.net.profiles import NATIVE_400G
+from fabric_core.net.topology import fat_tree
+from fabric_core.runtime.fabric import Fabric, Solver
+from fabric_core.runtime.scenario import load_scenario
 from fabric_core.workloads.traffic import Bulk
 
 

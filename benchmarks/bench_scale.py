@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fabric_core.scenario import bundled_dir
+from fabric_core.runtime.scenario import bundled_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,8 +41,8 @@ SIZES = {"1k": 1, "10k": 10, "30k": 30, "100k": 98}
 _CHILD = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
-from fabric_core.fabric import Fabric
-from fabric_core.scenario import parse_scenario
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import parse_scenario
 raw, ticks, warmup, repeat = json.loads(sys.argv[1])
 scn = parse_scenario(raw, "cluster-100k")
 t1 = time.perf_counter()

@@ -24,10 +24,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from exporters.prometheus import start_metrics_server
-from fabric_core.fabric import Fabric
-from fabric_core.profiles import get_profile
-from fabric_core.snapshot import Snapshot
-from fabric_core.topology import leaf_spine
+from fabric_core.net.profiles import get_profile
+from fabric_core.net.topology import leaf_spine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.snapshot import Snapshot
 from fabric_core.workloads import build_workload
 
 #: (leaves, spines, GPUs per leaf) → directed links = 2 × (leaves × (GPUs per leaf + spines)).

@@ -45,10 +45,10 @@ from console.cli.tui import DEFAULT_SPEED
 from console.source import EngineSource
 from exporters.prometheus import start_metrics_server
 from fabric_core.commands import ClearFault, InjectFault
-from fabric_core.engine import Engine
-from fabric_core.fabric import Fabric
-from fabric_core.faults import FAULT_KINDS
-from fabric_core.scenario import load_scenario
+from fabric_core.faults.book import FAULT_KINDS
+from fabric_core.runtime.engine import Engine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
 
 RSS_EVERY_S = 5.0
 SCRAPE_EVERY_S = 1.0

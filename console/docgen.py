@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from console.cli.compare import render
-from fabric_core.profiles import PROFILES, ROCE_SOURCES, Profile
+from fabric_core.net.profiles import PROFILES, ROCE_SOURCES, Profile
 from fabric_core.reports.compare import compare_scenario, latency_by_size
 
 MODEL_MD = Path(__file__).resolve().parents[1] / "docs" / "MODEL.md"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from fabric_core.snapshot import Event
+from fabric_core.runtime.snapshot import Event
 
 
 @dataclass(slots=True)

@@ -1,6 +1,6 @@
 """Fault kinds the console offers, and what each one targets.
 
-The core owns the list (``fabric_core.faults``); until it publishes one the
+The core owns the list (``fabric_core.faults.book``); until it publishes one the
 console offers the kinds every scenario supports. The core checks every
 injection anyway, so an unsupported kind gets the core's own error message.
 """
@@ -42,9 +42,9 @@ BUILTIN_KINDS: tuple[str, ...] = ("link_down", "link_degraded", "switch_down")
 
 
 def fault_kinds() -> tuple[FaultKind, ...]:
-    """The core's ``fabric_core.faults.FAULT_KINDS`` when it exists, else the built-ins."""
+    """The core's ``fabric_core.faults.book.FAULT_KINDS`` when it exists, else the built-ins."""
     try:
-        faults = importlib.import_module("fabric_core.faults")  # the core's registry
+        faults = importlib.import_module("fabric_core.faults.book")  # the core's registry
         core: dict[str, Any] = dict(getattr(faults, "FAULT_KINDS", {}))
     except ImportError:
         core = {}

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.histogram import HistogramView
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.snapshot import Snapshot
+from fabric_core.tick.histogram import HistogramView
 
 QUANTILES = (0.5, 0.99, 0.999)
 

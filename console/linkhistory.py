@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.snapshot import Snapshot
 
 
 class LinkHistory:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.snapshot import LinkStatus, Snapshot
+from fabric_core.runtime.snapshot import LinkStatus, Snapshot
 
 #: Column widths in the links table (fixed, so that columns never jitter).
 WIDTHS = {

@@ -54,10 +54,10 @@ from pathlib import Path
 from typing import Any
 
 from fabric_core.commands import Command, CommandResult
-from fabric_core.engine import Engine, EngineHealth
-from fabric_core.fabric import Fabric, Solver
-from fabric_core.scenario import Scenario
-from fabric_core.snapshot import LinkTable, NodeTable, Snapshot
+from fabric_core.runtime.engine import Engine, EngineHealth
+from fabric_core.runtime.fabric import Fabric, Solver
+from fabric_core.runtime.scenario import Scenario
+from fabric_core.runtime.snapshot import LinkTable, NodeTable, Snapshot
 
 #: Doubles per engine in the shared clock array: simulated time, running, closed, and
 #: where the engine is heading (the end of its batch; its time between batches).

@@ -17,8 +17,8 @@ from textual.pilot import Pilot
 from console.app import FabtopApp
 from console.stepped import SteppedSource
 from fabric_core.commands import InjectFault
-from fabric_core.fabric import Fabric
-from fabric_core.scenario import load_scenario
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
 
 SIZE = (200, 60)  # the size issue 16 checked the layout at
 WARMUP_TICKS = 120
@@ -35,7 +35,7 @@ def stepped(scenario: str, profile: str | None = None) -> SteppedSource:
 
 def compare_pair(scenario: str) -> tuple[SteppedSource, SteppedSource]:
     """The same scenario on the native profile and on the other one available."""
-    from fabric_core.profiles import PROFILES
+    from fabric_core.net.profiles import PROFILES
 
     other = next(p for p in COMPARE_PROFILES[1:] if p in PROFILES)
     return stepped(scenario, COMPARE_PROFILES[0]), stepped(scenario, other)

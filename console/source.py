@@ -12,8 +12,8 @@ from typing import Protocol
 
 from console.process_source import ProcessSource
 from fabric_core.commands import Command, CommandResult
-from fabric_core.engine import Engine
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.engine import Engine
+from fabric_core.runtime.snapshot import Snapshot
 
 
 class FabricSource(Protocol):

@@ -10,9 +10,9 @@ wall clock (measured speed) stay at zero.
 from __future__ import annotations
 
 from fabric_core.commands import Command, CommandResult
-from fabric_core.engine import Engine
-from fabric_core.fabric import Fabric
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.engine import Engine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.snapshot import Snapshot
 
 
 class SteppedSource:

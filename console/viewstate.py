@@ -23,7 +23,7 @@ from console.linkview import (
     top_links,
 )
 from console.widgets.links_table import row_texts
-from fabric_core.snapshot import LinkStatus, Snapshot
+from fabric_core.runtime.snapshot import LinkStatus, Snapshot
 
 
 class FabricView:

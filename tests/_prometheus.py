@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from fabric_core.commands import Command, CommandResult
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.snapshot import Snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 GRAFANA_DIR = ROOT / "exporters" / "grafana"
@@ -57,9 +57,9 @@ class EngineThread:
 
     def __init__(self, scenario: str = "tiny", speed: float = 0.0) -> None:
         """Load ``scenario`` and build the engine (``start`` runs it)."""
-        from fabric_core.engine import Engine
-        from fabric_core.fabric import Fabric
-        from fabric_core.scenario import load_scenario
+        from fabric_core.runtime.engine import Engine
+        from fabric_core.runtime.fabric import Fabric
+        from fabric_core.runtime.scenario import load_scenario
 
         self.engine = Engine(Fabric.from_scenario(load_scenario(scenario)), speed=speed)
         self.loop = asyncio.new_event_loop()

@@ -12,8 +12,7 @@ from dataclasses import replace
 import numpy as np
 
 from fabric_core.commands import Command, CommandResult
-from fabric_core.histogram import Histogram
-from fabric_core.snapshot import (
+from fabric_core.runtime.snapshot import (
     Event,
     LinkState,
     LinkTable,
@@ -21,6 +20,7 @@ from fabric_core.snapshot import (
     Snapshot,
     Totals,
 )
+from fabric_core.tick.histogram import Histogram
 
 
 def tables(leaves: int = 2, spines: int = 2, gpus_per_leaf: int = 4) -> tuple[NodeTable, LinkTable]:

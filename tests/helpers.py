@@ -11,9 +11,9 @@ import numpy as np
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from fabric_core.fabric import SOLVERS, Fabric, Solver
-from fabric_core.profiles import NATIVE_400G, Profile
-from fabric_core.topology import Topology, leaf_spine
+from fabric_core.net.profiles import NATIVE_400G, Profile
+from fabric_core.net.topology import Topology, leaf_spine
+from fabric_core.runtime.fabric import SOLVERS, Fabric, Solver
 from fabric_core.workloads.traffic import Scripted
 
 if TYPE_CHECKING:

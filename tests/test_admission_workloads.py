@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from fabric_core.admission import AdmissionLimits
-from fabric_core.fabric import Fabric
-from fabric_core.profiles import NATIVE_400G
-from fabric_core.topology import leaf_spine
+from fabric_core.faults.admission import AdmissionLimits
+from fabric_core.net.profiles import NATIVE_400G
+from fabric_core.net.topology import leaf_spine
+from fabric_core.runtime.fabric import Fabric
 from fabric_core.workloads.traffic import Bulk
 
 

@@ -10,15 +10,15 @@ import pytest
 
 from console.cli import main
 from fabric_core.commands import ClearFault, CommandError, InjectFault
-from fabric_core.endpoint import EndpointParams, fault_masks
-from fabric_core.fabric import Fabric
+from fabric_core.endpoints.model import EndpointParams, fault_masks
 from fabric_core.reports.bringup import (
     CLUSTER_MESSAGE_BUDGET,
     DEADLINE_MARGIN,
     check_ibgda,
     plan_step,
 )
-from fabric_core.scenario import load_scenario
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
 
 
 def test_a_healthy_fabric_passes_both_steps(capsys: pytest.CaptureFixture[str]) -> None:

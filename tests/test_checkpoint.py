@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from fabric_core.fabric import Fabric
 from fabric_core.reports.run import run_for
-from fabric_core.scenario import load_scenario, parse_scenario
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario, parse_scenario
 
 
 def run(name: str, *, checkpoint: bool = True, duration: float = 3e-3) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from console.claimsrun import plots as plotting
 from console.claimsrun.runs import bundled, kpi, run_scenario
 from console.cli import main
 from fabric_core.reports.bringup import check_ibgda
-from fabric_core.scenario import parse_scenario
+from fabric_core.runtime.scenario import parse_scenario
 
 VERDICTS = {"reproduced", "partly", "not reproduced"}
 

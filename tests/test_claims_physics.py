@@ -16,10 +16,10 @@ from console.claimsrun.measure_latency import measure_c7
 from console.claimsrun.measure_storage import measure_c4, measure_c5, measure_c6
 from console.claimsrun.runs import bundled, run_scenario
 from fabric_core.commands import InjectFault
-from fabric_core.profiles import get_profile
+from fabric_core.net.profiles import get_profile
 from fabric_core.reports.bringup import check_ibgda
-from fabric_core.scenario import parse_scenario
-from fabric_core.storage import StorageParams
+from fabric_core.runtime.scenario import parse_scenario
+from fabric_core.storage.model import StorageParams
 
 
 def _tick(label: str) -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from console.targets import normalise_target
-from fabric_core.fabric import Fabric
-from fabric_core.scenario import parse_scenario
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import parse_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric_core.scenario import list_scenarios
+from fabric_core.runtime.scenario import list_scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -26,10 +26,10 @@ from fabric_core.commands import (
     encode_command,
     parse_command,
 )
-from fabric_core.engine import Engine
-from fabric_core.fabric import Fabric
 from fabric_core.reports.record import fabric_digest
-from fabric_core.scenario import load_scenario, parse_scenario
+from fabric_core.runtime.engine import Engine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario, parse_scenario
 
 # ------------------------------------------------------------------ the JSON form
 ROUND_TRIP = [

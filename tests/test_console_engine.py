@@ -24,10 +24,10 @@ from console.widgets.fabric_map import FabricMap
 from console.widgets.faults_panel import FaultsPanel
 from console.widgets.links_table import LinksTable
 from console.widgets.status_header import StatusHeader
-from fabric_core.engine import Engine
-from fabric_core.fabric import Fabric
-from fabric_core.scenario import load_scenario
-from fabric_core.snapshot import LinkStatus
+from fabric_core.runtime.engine import Engine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
+from fabric_core.runtime.snapshot import LinkStatus
 
 SIZE = (140, 44)
 LINK = "leaf00->spine01"

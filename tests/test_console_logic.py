@@ -10,7 +10,7 @@ from console.linkview import LinkFilter, LinkRates, top_links
 from console.screens.fault_form import build_inject, parse_duration, parse_params
 from console.widgets.scaled_sparkline import scaled_sparkline
 from fabric_core.commands import CommandError
-from fabric_core.snapshot import Event, LinkStatus
+from fabric_core.runtime.snapshot import Event, LinkStatus
 from tests.console_synthetic import snapshot
 
 

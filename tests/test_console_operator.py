@@ -19,8 +19,8 @@ from console.screens.help import HelpScreen
 from console.screens.link_detail import spark_rows
 from console.stepped import SteppedSource
 from console.widgets.links_table import LinksTable
-from fabric_core.fabric import Fabric
-from fabric_core.scenario import load_scenario
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
 from tests.test_console_screens import shown
 
 SIZE = (140, 44)

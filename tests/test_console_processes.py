@@ -21,7 +21,7 @@ from console.process_source import SLOT, EngineSpec, ProcessEngines, ProcessSour
 from console.screens.compare import CompareScreen
 from console.screens.fault_form import FaultFormScreen
 from fabric_core.commands import Pause
-from fabric_core.scenario import load_scenario
+from fabric_core.runtime.scenario import load_scenario
 from tests.helpers import settle
 from tests.test_console_screens import shown
 

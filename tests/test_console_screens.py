@@ -19,9 +19,9 @@ from console.screens.help import HelpScreen
 from console.screens.link_detail import LinkDetailScreen
 from console.stepped import SteppedSource
 from console.widgets.links_table import LinksTable
-from fabric_core.fabric import Fabric
-from fabric_core.profiles import PROFILES
-from fabric_core.scenario import load_scenario
+from fabric_core.net.profiles import PROFILES
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
 from tests.helpers import settle
 
 SIZE = (140, 44)

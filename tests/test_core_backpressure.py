@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fabric_core.topology import leaf_spine
+from fabric_core.net.topology import leaf_spine
 from tests.helpers import profile, scripted_fabric
 
 BIG = 1e12  # bytes: flows that outlast the test

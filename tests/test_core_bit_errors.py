@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fabric_core.commands import InjectFault
-from fabric_core.fabric import Solver
+from fabric_core.runtime.fabric import Solver
 from tests.helpers import SOLVERS, profile, scripted_fabric, small_leaf_spine
 
 BER = 1e-5

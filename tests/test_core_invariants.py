@@ -8,10 +8,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fabric_core.fabric import Fabric
+from fabric_core.net.topology import leaf_spine
 from fabric_core.reports.run import run_for
-from fabric_core.scenario import load_scenario
-from fabric_core.topology import leaf_spine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
 from fabric_core.workloads.traffic import Scripted
 from tests.helpers import draw_flows, profile
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabric_core.fabric import Solver
+from fabric_core.runtime.fabric import Solver
 from tests.helpers import SOLVERS, profile, scripted_fabric, small_leaf_spine
 
 #: small enough that all six together (96 KiB on each link of the idle path) still
@@ -68,8 +68,8 @@ def test_ecmp_in_a_fat_tree_pod_spreads_over_every_spine_including_the_first_lin
     candidate like any other (a link id is missing only when negative)."""
     import numpy as np
 
-    from fabric_core.routing import route
-    from fabric_core.topology import fat_tree
+    from fabric_core.net.routing import route
+    from fabric_core.net.topology import fat_tree
 
     prof = profile()
     topo = fat_tree(

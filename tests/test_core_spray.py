@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from fabric_core.commands import ClearFault, InjectFault
-from fabric_core.fabric import Fabric, Solver
-from fabric_core.profiles import NATIVE_800G, Profile
-from fabric_core.routing import SPRAY_MAX_WAYS, route, spray, spray_ways
-from fabric_core.scenario import ScenarioError, load_scenario, parse_scenario
-from fabric_core.topology import Topology, fat_tree, leaf_spine
+from fabric_core.net.profiles import NATIVE_800G, Profile
+from fabric_core.net.routing import SPRAY_MAX_WAYS, route, spray, spray_ways
+from fabric_core.net.topology import Topology, fat_tree, leaf_spine
+from fabric_core.runtime.fabric import Fabric, Solver
+from fabric_core.runtime.scenario import ScenarioError, load_scenario, parse_scenario
 from fabric_core.workloads import Completions
 from fabric_core.workloads.traffic import Scripted
 from tests.helpers import SOLVERS, profile, scripted_fabric

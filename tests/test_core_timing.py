@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fabric_core.fabric import Solver
+from fabric_core.runtime.fabric import Solver
 from tests.helpers import SOLVERS, profile, scripted_fabric, small_leaf_spine
 
 DTS = [100e-9, 1e-6, 10e-6, 100e-6, 1e-3]

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric_core.step import waterfill
+from fabric_core.tick.step import waterfill
 
 
 @st.composite

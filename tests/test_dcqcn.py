@@ -11,11 +11,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from fabric_core.fabric import Fabric
-from fabric_core.kernels.pfc import _dcqcn_update, dcqcn_params
-from fabric_core.pfc import Dcqcn, binomial_draw, feedback_probability
-from fabric_core.profiles import get_profile
-from fabric_core.topology import leaf_spine
+from fabric_core.net.profiles import get_profile
+from fabric_core.net.topology import leaf_spine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.tick.kernels.pfc import _dcqcn_update, dcqcn_params
+from fabric_core.tick.pfc import Dcqcn, binomial_draw, feedback_probability
 from fabric_core.workloads.traffic import Scripted
 
 P = get_profile("roce-400g")

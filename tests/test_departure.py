@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fabric_core.kernels.departure import (
+from fabric_core.tick.kernels.departure import (
     DQ_THRESHOLD_BYTES,
     departure_rates,
     update_departures,

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric_core.endpoint import EndpointModel, EndpointParams, fifo_serve
-from fabric_core.fabric import Fabric
-from fabric_core.profiles import get_profile
+from fabric_core.endpoints.model import EndpointModel, EndpointParams, fifo_serve
+from fabric_core.net.profiles import get_profile
+from fabric_core.net.topology import leaf_spine
 from fabric_core.reports.bringup import ProbeAllToAll
-from fabric_core.topology import leaf_spine
+from fabric_core.runtime.fabric import Fabric
 
 
 @settings(max_examples=40, deadline=None)
@@ -182,7 +182,7 @@ def test_hung_wqes_keep_their_slots() -> None:
 
 
 def test_scenario_endpoint_tables_are_checked() -> None:
-    from fabric_core.scenario import ScenarioError, parse_scenario
+    from fabric_core.runtime.scenario import ScenarioError, parse_scenario
 
     def scn(**wl: object) -> None:
         parse_scenario(

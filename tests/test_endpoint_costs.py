@@ -1,7 +1,7 @@
 """Every message carries its endpoints' costs (issue 15 item 1, issue 22 item 5).
 
 The expected latencies are computed here from the profile's raw parameters, not from
-``fabric_core.endpoint_costs``: NIC pipelines, the payload's PCIe DMA read (a round trip,
+``fabric_core.net.endpoint_costs``: NIC pipelines, the payload's PCIe DMA read (a round trip,
 then streaming pipelined with the wire, so PCIe slower than the wire bounds the rate), the
 receiver's DMA write (one posted write), and the CPU's post, doorbell and completion poll.
 """
@@ -13,12 +13,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from fabric_core.endpoint import EndpointParams
-from fabric_core.fabric import Fabric
-from fabric_core.profiles import NATIVE_400G, PROFILES, Profile
+from fabric_core.endpoints.model import EndpointParams
+from fabric_core.net.profiles import NATIVE_400G, PROFILES, Profile
+from fabric_core.net.topology import Topology, leaf_spine
 from fabric_core.reports.bringup import ProbeAllToAll
-from fabric_core.storage import StorageParams
-from fabric_core.topology import Topology, leaf_spine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.storage.model import StorageParams
 from tests.helpers import profile, scripted_fabric, small_leaf_spine
 
 SIZES = [64, 512, 4096, 32 * 1024, 256 * 1024, 1024**2]

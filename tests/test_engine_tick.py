@@ -10,10 +10,10 @@ import json
 import pytest
 
 from fabric_core.commands import CommandError, SetSpeed, SetTick, parse_command
-from fabric_core.engine import Engine
-from fabric_core.fabric import Fabric
 from fabric_core.reports.record import Recorder, replay
-from fabric_core.scenario import load_scenario
+from fabric_core.runtime.engine import Engine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
 from tests.helpers import profile, scripted_fabric, small_leaf_spine, until
 from tests.test_core_timing import fixed_latency, payload_rate
 

@@ -11,18 +11,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fabric_core import recovery
 from fabric_core.commands import ClearFault, CommandError, InjectFault
-from fabric_core.fabric import Fabric
-from fabric_core.faults import (
+from fabric_core.faults import recovery
+from fabric_core.faults.book import (
     CORE_FAULT_KINDS,
     FAULT_KINDS,
     FaultKind,
     goodput_fraction,
     register_fault_kind,
 )
-from fabric_core.scenario import ScenarioError, load_scenario, parse_scenario
-from fabric_core.snapshot import LinkStatus, Snapshot
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import ScenarioError, load_scenario, parse_scenario
+from fabric_core.runtime.snapshot import LinkStatus, Snapshot
 
 #: Recovery delays shortened so that a test sees whole timelines in a few hundred ticks.
 FAST: dict[str, Any] = {
@@ -370,7 +370,7 @@ def test_bad_schedules_are_refused_when_the_fabric_is_built(
 
 
 def test_bundled_chaos_scenarios_load_and_run() -> None:
-    from fabric_core.scenario import list_scenarios
+    from fabric_core.runtime.scenario import list_scenarios
 
     chaos = [n for n, _ in list_scenarios() if n.startswith("chaos-")]
     assert chaos

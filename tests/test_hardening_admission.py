@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fabric_core import recovery
-from fabric_core.admission import Admission, AdmissionLimits, admit_rounds
 from fabric_core.commands import ClearFault, CommandError, InjectFault
-from fabric_core.fabric import Fabric
-from fabric_core.scenario import load_scenario
+from fabric_core.faults import recovery
+from fabric_core.faults.admission import Admission, AdmissionLimits, admit_rounds
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
 from tests.helpers import profile, scripted_fabric, small_leaf_spine
 
 

@@ -17,9 +17,9 @@ from exporters.mqtt.bridge import MqttBridge
 from exporters.mqtt.inbox import CommandInbox
 from exporters.mqtt.url import parse_broker_url
 from fabric_core.commands import CommandResult
-from fabric_core.engine import Engine, EngineHealth
-from fabric_core.fabric import Fabric
-from fabric_core.scenario import load_scenario
+from fabric_core.runtime.engine import Engine, EngineHealth
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
 from tests._mosquitto import Mosquitto, mosquitto  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.integration

@@ -7,9 +7,9 @@ import asyncio
 import pytest
 
 from fabric_core.commands import Pause, SetSpeed, SetTick
-from fabric_core.engine import Engine
-from fabric_core.fabric import Fabric
-from fabric_core.scenario import load_scenario
+from fabric_core.runtime.engine import Engine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
 from tests.helpers import until
 
 

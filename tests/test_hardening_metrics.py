@@ -15,8 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporters.prometheus import start_metrics_server
 from exporters.prometheus.options import parse_link_metrics
 from exporters.prometheus.selection import LinkSelector
-from fabric_core.engine import EngineHealth
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.engine import EngineHealth
+from fabric_core.runtime.snapshot import Snapshot
 from tests._prometheus import EngineThread
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric_core.histogram import (
+from fabric_core.tick.histogram import (
     BUCKETS_PER_DECADE,
     EXACT_SAMPLES,
     Histogram,

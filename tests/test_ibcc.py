@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fabric_core.fabric import Fabric, Solver
-from fabric_core.topology import leaf_spine
+from fabric_core.net.topology import leaf_spine
+from fabric_core.runtime.fabric import Fabric, Solver
 from tests.helpers import SOLVERS, profile, scripted_fabric
 
 BIG = 1e12  # bytes: flows that outlast the test

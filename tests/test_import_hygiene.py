@@ -21,7 +21,7 @@ def core_modules() -> list[str]:
 
 def test_every_core_module_imports_without_ui_mqtt_or_prometheus() -> None:
     modules = core_modules()
-    assert "fabric_core.step" in modules and "fabric_core.engine" in modules
+    assert "fabric_core.tick.step" in modules and "fabric_core.runtime.engine" in modules
     code = (
         "import importlib, sys, json\n"
         f"mods = {modules!r}\n"

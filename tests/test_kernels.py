@@ -1,4 +1,4 @@
-"""The compiled tick against the numpy reference (``fabric_core.step``), on random fabrics.
+"""The compiled tick against the numpy reference (``fabric_core.tick.step``), on random fabrics.
 
 The two solvers are run in lockstep on the same fabric, traffic and seed, credit and
 PFC alike, also with a pinned route that breaks up*/down* (Jacobi sweeps instead of
@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fabric_core.fabric import Fabric, Solver
-from fabric_core.kernels.solve import fill_link
-from fabric_core.profiles import NATIVE_400G, ROCE_400G
-from fabric_core.step import waterfill
-from fabric_core.topology import Topology, fat_tree, leaf_spine
+from fabric_core.net.profiles import NATIVE_400G, ROCE_400G
+from fabric_core.net.topology import Topology, fat_tree, leaf_spine
+from fabric_core.runtime.fabric import Fabric, Solver
+from fabric_core.tick.kernels.solve import fill_link
+from fabric_core.tick.step import waterfill
 from fabric_core.workloads.traffic import Scripted
 from tests.helpers import draw_flows
 
@@ -304,8 +304,8 @@ def test_compiled_lanes_and_costs_are_the_reference(case: Case, kind: str, seed:
 def test_compiled_link_loads_are_the_reference(n_links: int, n_slots: int, seed: int) -> None:
     """The load in flight adaptive routing reads: per link, what each active flow has
     not yet sent over it (its backlog at that hop and every hop before)."""
-    from fabric_core.kernels.route import link_loads as compiled_loads
-    from fabric_core.routing import MAX_HOPS, link_loads
+    from fabric_core.net.routing import MAX_HOPS, link_loads
+    from fabric_core.tick.kernels.route import link_loads as compiled_loads
 
     rng = np.random.default_rng(seed)
     hops = rng.integers(1, MAX_HOPS + 1, n_slots).astype(np.int8)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fabric_core.fabric import Fabric
-from fabric_core.scenario import parse_scenario
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import parse_scenario
 from fabric_core.workloads.kvcache import KvCache
 from fabric_core.workloads.pd_presets import GPUS, MFU, MODELS, decode_step_s, prefill_s
 

@@ -1,10 +1,18 @@
-"""The core's module graph points one way (issue 21, item 4), for the parts laid out so far.
+"""The core's module graph points one way (issue 21, item 4; docs/ARCHITECTURE.md).
 
 A source check: every import in a core module (at the top, inside a function or under
 ``TYPE_CHECKING``: each is a dependency a reader must follow), resolved to the core
 module it names.
 
-* ``fabric_core.reports`` is the top of the core: no core module outside it imports it.
+The packages, bottom to top (a module may import from its own package and from those
+below it; the top-level modules ``commands``, ``units`` and ``sourced`` are the
+vocabulary everyone may use)::
+
+    net -> tick -> faults -> storage -> endpoints -> workloads -> runtime -> reports
+
+``UPWARD`` lists the imports that still point up, each a subsystem that takes the whole
+``Fabric`` (issue 21, item 2). The list must match the code exactly: a new upward import
+fails, and so does an entry left behind after its subsystem was narrowed.
 """
 
 from __future__ import annotations
@@ -16,6 +24,30 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "fabric_core"
+
+#: The core's packages, bottom first; "" is the top-level vocabulary modules.
+LAYERS = (
+    "",
+    "net",
+    "tick",
+    "faults",
+    "storage",
+    "endpoints",
+    "workloads",
+    "runtime",
+    "reports",
+)
+#: Imports that point up: (module, the module it imports).
+UPWARD = {
+    ("fabric_core.faults.ibgda", "fabric_core.runtime.fabric"),
+    ("fabric_core.faults.recovery", "fabric_core.runtime.fabric"),
+    ("fabric_core.storage.model", "fabric_core.runtime.fabric"),
+    ("fabric_core.tick.ibcc", "fabric_core.runtime.fabric"),
+    ("fabric_core.tick.roce", "fabric_core.runtime.fabric"),
+    ("fabric_core.workloads.base", "fabric_core.runtime.fabric"),
+    ("fabric_core.workloads.moe", "fabric_core.runtime.fabric"),
+    ("fabric_core.workloads.traffic", "fabric_core.runtime.fabric"),
+}
 
 
 def module_name(path: Path) -> str:
@@ -41,6 +73,57 @@ def imports_in(source: str, module: str, *, is_package: bool = False) -> set[str
 
 def _inside(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
+
+
+def core_graph() -> dict[str, set[str]]:
+    """Every core module and the core modules it imports (``from X import name``
+    counts ``X.name`` only where that is a module)."""
+    sources = {module_name(p): p for p in sorted(CORE.rglob("*.py"))}
+    graph = {}
+    for name, path in sources.items():
+        seen = imports_in(path.read_text(), name, is_package=path.name == "__init__.py")
+        graph[name] = {d for d in seen if d in sources and d != name}
+    return graph
+
+
+def layer(module: str) -> int:
+    """The rank of a core module's package in ``LAYERS``."""
+    parts = module.split(".")
+    package = parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS) else ""
+    return LAYERS.index(package)
+
+
+def test_every_core_module_is_in_a_layer() -> None:
+    for module in core_graph():
+        assert layer(module) >= 0, module
+
+
+def test_imports_point_down_the_layers() -> None:
+    upward = {
+        (module, dep)
+        for module, deps in core_graph().items()
+        for dep in deps
+        if dep != "fabric_core" and layer(dep) > layer(module)
+    }
+    assert upward == UPWARD
+
+
+def test_the_core_has_no_circles() -> None:
+    """Without the listed upward imports, no module depends on itself."""
+    graph = {m: {d for d in deps if (m, d) not in UPWARD} for m, deps in core_graph().items()}
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        if module in path:
+            raise AssertionError(" -> ".join([*path[path.index(module) :], module]))
+        if module in done:
+            return
+        for dep in sorted(graph[module]):
+            visit(dep, (*path, module))
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, ())
 
 
 def test_no_core_module_outside_reports_imports_a_report() -> None:
@@ -74,5 +157,5 @@ def test_the_check_sees_every_form_of_import(source: str) -> None:
 def test_a_relative_import_resolves_from_its_package() -> None:
     assert "fabric_core.reports.run" in imports_in("from . import run", "fabric_core.reports.x")
     up = "from ..flows import FlowTable"
-    assert "fabric_core.flows" in imports_in(up, "fabric_core.kernels.tick")
-    assert "fabric_core.flows" in imports_in(up, "fabric_core.kernels", is_package=True)
+    assert "fabric_core.tick.flows" in imports_in(up, "fabric_core.tick.kernels.tick")
+    assert "fabric_core.tick.flows" in imports_in(up, "fabric_core.tick.kernels", is_package=True)

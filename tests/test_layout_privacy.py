@@ -1,4 +1,4 @@
-"""No module outside ``fabric_core/fabric.py`` reaches into a ``Fabric``'s private state
+"""No module outside ``fabric_core/runtime/fabric.py`` reaches into a ``Fabric``'s private state
 (issue 21, item 2): subsystems go through its public attributes and methods, so a change
 inside ``Fabric`` cannot silently break them.
 

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fabric_core.fabric import Fabric
-from fabric_core.scenario import ScenarioError, load_scenario, parse_scenario
-from fabric_core.topology import Topology
+from fabric_core.net.topology import Topology
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import ScenarioError, load_scenario, parse_scenario
 from tests.helpers import scripted_fabric
 
 MiB = 1024**2

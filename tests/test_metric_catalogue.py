@@ -28,9 +28,9 @@ from prometheus_client.parser import text_string_to_metric_families as text_fami
 
 from exporters.prometheus import start_metrics_server
 from fabric_core.commands import InjectFault
-from fabric_core.engine import Engine
-from fabric_core.fabric import Fabric
-from fabric_core.scenario import load_scenario
+from fabric_core.runtime.engine import Engine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
 from tests._prometheus import ROOT, scrape
 
 METRICS_MD = ROOT / "docs" / "METRICS.md"

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from console.cli import main
-from fabric_core.fabric import Fabric
 from fabric_core.reports.run import run_for
-from fabric_core.scenario import load_scenario, parse_scenario
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario, parse_scenario
 from fabric_core.workloads.moe import dispatch_bytes
 
 
@@ -84,7 +84,7 @@ def test_bundled_moe_scenarios_run_under_fabtop_run(tmp_path: Any) -> None:
 
 
 def test_unknown_moe_keys_are_refused() -> None:
-    from fabric_core.scenario import ScenarioError
+    from fabric_core.runtime.scenario import ScenarioError
 
     with pytest.raises(ScenarioError, match="unknown key"):
         parse_scenario(

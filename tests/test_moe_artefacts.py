@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fabric_core.endpoint import EndpointModel, EndpointParams
+from fabric_core.endpoints.model import EndpointModel, EndpointParams
 from fabric_core.reports.endpoints_doc import moe_run
 
 

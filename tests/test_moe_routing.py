@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fabric_core.fabric import Fabric, Solver
-from fabric_core.profiles import get_profile
-from fabric_core.topology import leaf_spine
+from fabric_core.net.profiles import get_profile
+from fabric_core.net.topology import leaf_spine
+from fabric_core.runtime.fabric import Fabric, Solver
 from tests.helpers import SOLVERS
 
 MSG_BYTES = 7408.0  # a DeepEP FP8 dispatch message at hidden 7168

@@ -15,9 +15,9 @@ from exporters.mqtt.decode import node_table, snapshot_from
 from exporters.mqtt.encode import EventCursor, encode_meta, encode_telemetry, top_links
 from exporters.mqtt.schema import encoder, meta_decoder, telemetry_decoder
 from fabric_core.commands import InjectFault
-from fabric_core.fabric import Fabric
-from fabric_core.scenario import load_scenario
-from fabric_core.snapshot import Event, LinkStatus, Snapshot
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
+from fabric_core.runtime.snapshot import Event, LinkStatus, Snapshot
 
 DOWN = "leaf00->spine01"
 

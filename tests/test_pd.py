@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from console.cli import main
-from fabric_core.fabric import Fabric
 from fabric_core.reports.run import run_for
-from fabric_core.scenario import parse_scenario
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import parse_scenario
 from fabric_core.workloads.pd import MODELS, decode_step_s, prefill_s
 
 

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fabric_core.fabric import Fabric
 from fabric_core.reports.run import run_for
-from fabric_core.scenario import parse_scenario
-from fabric_core.storage import StorageParams
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import parse_scenario
+from fabric_core.storage.model import StorageParams
 from fabric_core.workloads.pd import PDDisagg
 from fabric_core.workloads.pd_presets import GPUS, MODELS, decode_step_s, prefill_s
 

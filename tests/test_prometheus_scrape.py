@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporters.prometheus import MetricsServer, start_metrics_server
 from fabric_core.commands import InjectFault
-from fabric_core.snapshot import LinkStatus
+from fabric_core.runtime.snapshot import LinkStatus
 from tests._prometheus import EngineThread, key, promtool, samples, scrape
 
 pytestmark = pytest.mark.integration
@@ -226,8 +226,8 @@ def test_link_down_fault_is_exported_in_every_mode(
 
 def test_default_scenario_scrapes_clean_in_every_mode() -> None:
     """The bigger bundled scenario: storage targets, four classes, incast, 2:1 leaves."""
-    from fabric_core.fabric import Fabric
-    from fabric_core.scenario import load_scenario
+    from fabric_core.runtime.fabric import Fabric
+    from fabric_core.runtime.scenario import load_scenario
 
     fabric = Fabric.from_scenario(load_scenario("default"))
     fabric.run_ticks(100)
@@ -256,9 +256,9 @@ def test_pfc_counters_per_priority_on_a_roce_fabric() -> None:
     import dataclasses
 
     from exporters.prometheus import start_metrics_server as start
-    from fabric_core.fabric import Fabric
-    from fabric_core.profiles import ROCE_400G
-    from fabric_core.topology import leaf_spine
+    from fabric_core.net.profiles import ROCE_400G
+    from fabric_core.net.topology import leaf_spine
+    from fabric_core.runtime.fabric import Fabric
     from fabric_core.workloads.traffic import Scripted
 
     # an incast into a shallow lossless buffer: PFC pauses on priority 0

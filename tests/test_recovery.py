@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from fabric_core import recovery
 from fabric_core.commands import ClearFault, InjectFault
-from fabric_core.fabric import Fabric
-from fabric_core.faults import Fault
-from fabric_core.profiles import NATIVE_400G
-from fabric_core.scenario import parse_scenario
-from fabric_core.snapshot import LinkStatus
+from fabric_core.faults import recovery
+from fabric_core.faults.book import Fault
+from fabric_core.net.profiles import NATIVE_400G
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import parse_scenario
+from fabric_core.runtime.snapshot import LinkStatus
 from tests.test_faults import FAST, run_until_recovered, tiny
 
 

@@ -25,8 +25,6 @@ from fabric_core.commands import (
     SetSpeed,
     StopWorkload,
 )
-from fabric_core.engine import Engine
-from fabric_core.fabric import Fabric
 from fabric_core.reports.record import (
     Recorder,
     RecordError,
@@ -35,7 +33,9 @@ from fabric_core.reports.record import (
     replay,
     snapshot_digest,
 )
-from fabric_core.scenario import load_scenario
+from fabric_core.runtime.engine import Engine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
 
 
 def _cli(*argv: str) -> int:

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from fabric_core.commands import CommandError, SetParam
-from fabric_core.fabric import Fabric
-from fabric_core.profiles import ROCE_400G, get_profile
+from fabric_core.net.profiles import ROCE_400G, get_profile
+from fabric_core.net.topology import leaf_spine
 from fabric_core.reports.compare import message_latency
-from fabric_core.scenario import load_scenario
-from fabric_core.topology import leaf_spine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
 from fabric_core.workloads.traffic import Scripted
 
 BIG = 1e12

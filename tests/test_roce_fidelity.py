@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from fabric_core.commands import InjectFault
-from fabric_core.fabric import Fabric, Solver
-from fabric_core.pfc import ecn_thresholds, refresh_period_s
-from fabric_core.profiles import ROCE_400G, Profile
-from fabric_core.scenario import load_scenario
-from fabric_core.topology import leaf_spine
+from fabric_core.net.profiles import ROCE_400G, Profile
+from fabric_core.net.topology import leaf_spine
+from fabric_core.runtime.fabric import Fabric, Solver
+from fabric_core.runtime.scenario import load_scenario
+from fabric_core.tick.pfc import ecn_thresholds, refresh_period_s
 from fabric_core.workloads.traffic import Scripted
 from tests.helpers import SOLVERS
 

@@ -2,7 +2,7 @@
 hysteresis (pause past XOFF, resume at XON), head-of-line blocking of a victim flow.
 
 Each runs through the public ``Fabric`` on both solvers, so the compiled kernels
-(``kernels/pfc.py``) and the numpy reference (``fabric_core/pfc.py``) are each held to it.
+(``kernels/pfc.py``) and the numpy reference (``fabric_core/tick/pfc.py``) are each held to it.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from fabric_core.commands import InjectFault
-from fabric_core.fabric import Fabric, Solver
-from fabric_core.pfc import ecn_probability
-from fabric_core.profiles import ROCE_400G, Profile
-from fabric_core.topology import leaf_spine
+from fabric_core.net.profiles import ROCE_400G, Profile
+from fabric_core.net.topology import leaf_spine
+from fabric_core.runtime.fabric import Fabric, Solver
+from fabric_core.tick.pfc import ecn_probability
 from fabric_core.workloads.traffic import Scripted
 from tests.helpers import SOLVERS
 

@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fabric_core.fabric import Fabric
+from fabric_core.net.scaleup import ScaleUpParams
 from fabric_core.reports.endpoints_doc import moe_layer
-from fabric_core.scaleup import ScaleUpDomain, ScaleUpParams
-from fabric_core.scenario import ScenarioError, parse_scenario
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import ScenarioError, parse_scenario
+from fabric_core.tick.scaleup import ScaleUpDomain
 from fabric_core.workloads.moe import MoEAllToAll, nic_payload_Bps
 
 
@@ -268,7 +269,7 @@ def test_good_scale_up_keys_build_the_domains() -> None:
 
 
 def test_a_topology_file_groups_its_gpus_in_file_order() -> None:
-    from fabric_core.scenario import bundled_dir
+    from fabric_core.runtime.scenario import bundled_dir
 
     path = bundled_dir() / "express-lab.toml"
     raw = tomllib.loads(path.read_text())

@@ -14,7 +14,7 @@ with contextlib.redirect_stdout(io.StringIO()):
         main(["--help"])
     except SystemExit:
         pass
-print("numba" in sys.modules, "fabric_core.kernels.tick" in sys.modules)
+print("numba" in sys.modules, "fabric_core.tick.kernels.tick" in sys.modules)
 """
 
 

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fabric_core.commands import CommandError, InjectFault
-from fabric_core.fabric import Fabric
 from fabric_core.reports.run import run_for
-from fabric_core.scenario import ScenarioError, load_scenario, parse_scenario
-from fabric_core.storage import PATHS, ServerPool, StorageParams, inject_slow_target
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import ScenarioError, load_scenario, parse_scenario
+from fabric_core.storage.model import PATHS, ServerPool, StorageParams, inject_slow_target
 from fabric_core.workloads.storage_io import StorageProbe
 
 TOPO = {"kind": "leaf-spine", "leaves": 2, "spines": 2, "gpus_per_leaf": 4, "storage_targets": 2}

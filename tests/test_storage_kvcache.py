@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fabric_core.fabric import Fabric
 from fabric_core.reports.run import run_for
-from fabric_core.scenario import load_scenario, parse_scenario
-from fabric_core.storage import inject_slow_target
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario, parse_scenario
+from fabric_core.storage.model import inject_slow_target
 from fabric_core.workloads.kvcache import KvCache
 
 KV_BYTES = 1024 * 327680.0  # 1,024 tokens of Llama-3-70B

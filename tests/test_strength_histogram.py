@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fabric_core.histogram import BUCKETS_PER_DECADE, EXACT_SAMPLES, Histogram
+from fabric_core.tick.histogram import BUCKETS_PER_DECADE, EXACT_SAMPLES, Histogram
 
 MANY = 4 * EXACT_SAMPLES
 

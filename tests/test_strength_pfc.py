@@ -16,10 +16,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from fabric_core.fabric import Fabric, Solver
-from fabric_core.pfc import PAUSE_QUANTA, QUANTUM_BITS
-from fabric_core.profiles import ROCE_400G
-from fabric_core.topology import leaf_spine
+from fabric_core.net.profiles import ROCE_400G
+from fabric_core.net.topology import leaf_spine
+from fabric_core.runtime.fabric import Fabric, Solver
+from fabric_core.tick.pfc import PAUSE_QUANTA, QUANTUM_BITS
 from fabric_core.workloads.traffic import Scripted
 from tests.helpers import SOLVERS
 

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from fabric_core.commands import InjectFault
-from fabric_core.fabric import Fabric
-from fabric_core.profiles import get_profile
-from fabric_core.snapshot import LinkStatus
+from fabric_core.net.profiles import get_profile
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.snapshot import LinkStatus
 from tests.helpers import profile, scripted_fabric, small_leaf_spine
 
 BIG = 1e12

@@ -3,7 +3,7 @@
 Written against behaviour (``Fabric`` with scripted flows, its public state after whole
 ticks), not against the kernels' lines, so that they hold whatever the tick looks like
 inside: the compiled kernels (``fabric_core/kernels``) and the numpy reference
-(``fabric_core/step.py``) alike. They are the mutation subsets' first files
+(``fabric_core/tick/step.py``) alike. They are the mutation subsets' first files
 (``scripts/mutate``): each fails on a one-line bug that the broader tests let through.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabric_core.fabric import Fabric, Solver
+from fabric_core.runtime.fabric import Fabric, Solver
 from tests.helpers import SOLVERS, profile, scripted_fabric, small_leaf_spine
 
 BUFFER = 64 * 1024

@@ -14,13 +14,13 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fabric_core.commands import InjectFault
-from fabric_core.fabric import Fabric, _link_rank
-from fabric_core.profiles import NATIVE_400G, ROCE_400G
-from fabric_core.routing import MAX_HOPS, route
-from fabric_core.scenario import ScenarioError, bundled_dir, load_scenario
-from fabric_core.topofile import TopologyFileError, parse_topology
-from fabric_core.topology import Topology
-from fabric_core.updown import UpDownError
+from fabric_core.net.profiles import NATIVE_400G, ROCE_400G
+from fabric_core.net.routing import MAX_HOPS, route
+from fabric_core.net.topofile import TopologyFileError, parse_topology
+from fabric_core.net.topology import Topology
+from fabric_core.net.updown import UpDownError
+from fabric_core.runtime.fabric import Fabric, _link_rank
+from fabric_core.runtime.scenario import ScenarioError, bundled_dir, load_scenario
 from fabric_core.workloads.traffic import Scripted
 from tests.helpers import scripted_fabric
 from tests.test_kernels import _lockstep
@@ -344,7 +344,7 @@ def test_fabtop_runs_a_scenario_file_with_a_topology_file(tmp_path: Path) -> Non
 
 
 def test_sprayed_flows_on_a_file_topology_take_legal_paths() -> None:
-    from fabric_core.routing import spray, spray_ways
+    from fabric_core.net.routing import spray, spray_ways
 
     topo = express()
     ways = spray_ways(topo)

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from fabric_core.fabric import Fabric
 from fabric_core.reports.run import run_for
-from fabric_core.scenario import load_scenario, parse_scenario
-from fabric_core.storage import StorageParams, inject_slow_target
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario, parse_scenario
+from fabric_core.storage.model import StorageParams, inject_slow_target
 
 
 def preset(path: str, **extra: Any) -> Fabric:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fabric_core.fabric import Fabric
+from fabric_core.runtime.fabric import Fabric
 from fabric_core.workloads.traffic import Bulk
 from tests.helpers import profile, small_leaf_spine
 

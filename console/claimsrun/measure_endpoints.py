@@ -14,9 +14,9 @@ from typing import Any
 from console.claimsrun.model import Figure, Measurement, Param, PartResult, Settings, Sweep, Tick
 from console.claimsrun.runs import apply, bundled, endpoint_probe, kpi, profile, run_scenario
 from fabric_core.commands import InjectFault
-from fabric_core.endpoint import EndpointParams
+from fabric_core.endpoints.model import EndpointParams
 from fabric_core.reports.bringup import check_ibgda
-from fabric_core.scenario import parse_scenario
+from fabric_core.runtime.scenario import parse_scenario
 
 NATIVE = "native-400g"
 

@@ -14,7 +14,7 @@ import numpy as np
 from console.claimsrun.model import Figure, Measurement, PartResult, Settings, Sweep, Tick
 from console.claimsrun.params import profile_params
 from console.claimsrun.runs import message_latency, profile
-from fabric_core.profiles import Profile
+from fabric_core.net.profiles import Profile
 
 NATIVE, ROCE = "native-400g", "roce-400g"
 FULL_SIZES = (64, 256, 1024, 4096, 16384, 65536, 262144, 1048576)
@@ -24,7 +24,7 @@ CLAIM_MIN_BYTES = 4096
 #: The article's figure, drawn on the plot for comparison (never used as a result).
 ARTICLE_GAP = 0.63
 #: Switch port-to-port latencies the sweep runs through: the cited ranges of both parts
-#: (no vendor publishes either figure; fabric_core.profiles gives the sources).
+#: (no vendor publishes either figure; fabric_core.net.profiles gives the sources).
 ROCE_SWITCH_RANGE_S = (250e-9, 400e-9, 550e-9, 700e-9, 850e-9)
 NATIVE_SWITCH_RANGE_S = (150e-9, 275e-9, 400e-9)
 

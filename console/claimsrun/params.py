@@ -12,7 +12,7 @@ from typing import Any
 
 from console.claimsrun.model import Param, Settings
 from console.claimsrun.runs import profile
-from fabric_core.storage import StorageParams
+from fabric_core.storage.model import StorageParams
 
 
 def _value(v: Any, unit: str) -> str:

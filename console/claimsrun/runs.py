@@ -14,15 +14,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from console.claimsrun.model import Settings, Tick
-from fabric_core.endpoint import EndpointParams
-from fabric_core.fabric import Fabric
-from fabric_core.profiles import Profile, get_profile
+from fabric_core.endpoints.model import EndpointParams
+from fabric_core.net.profiles import Profile, get_profile
+from fabric_core.net.topology import leaf_spine
 from fabric_core.reports.bringup import ProbeAllToAll
 from fabric_core.reports.endpoints_doc import probe
 from fabric_core.reports.run import run_for
 from fabric_core.reports.storage import STORAGE_KINDS
-from fabric_core.scenario import load_scenario, parse_scenario
-from fabric_core.topology import leaf_spine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario, parse_scenario
 from fabric_core.workloads.traffic import Scripted
 
 ENDPOINT_KINDS = ("moe", "pd")

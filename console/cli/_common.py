@@ -7,9 +7,9 @@ import sys
 from dataclasses import dataclass
 
 from fabric_core.commands import MAX_TICK_S, MIN_TICK_S
-from fabric_core.fabric import Fabric, Solver
-from fabric_core.profiles import PROFILES
-from fabric_core.scenario import Scenario, ScenarioError, load_scenario
+from fabric_core.net.profiles import PROFILES
+from fabric_core.runtime.fabric import Fabric, Solver
+from fabric_core.runtime.scenario import Scenario, ScenarioError, load_scenario
 from fabric_core.units import parse_duration
 
 #: The units a duration on the command line must carry.

@@ -13,7 +13,7 @@ from console.cli._common import add_scenario_options, duration, load_from_args
 from console.cli.progress import ProgressBar
 from fabric_core.commands import CommandError, InjectFault
 from fabric_core.reports.bringup import DEADLINE_MARGIN, StepProgress, check_ibgda
-from fabric_core.scenario import ScenarioError
+from fabric_core.runtime.scenario import ScenarioError
 from fabric_core.units import format_duration
 
 

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from console.claimsrun import Settings, render, run_claims, select
     from console.claimsrun import plots as plotting
     from console.claimsrun.progress import ClaimsProgress
-    from fabric_core.scenario import ScenarioError
+    from fabric_core.runtime.scenario import ScenarioError
 
     try:
         claims = select(args.only)

@@ -11,9 +11,9 @@ from typing import Any
 
 from console.cli._common import duration
 from console.cli.progress import ProgressBar
-from fabric_core.profiles import PROFILES
+from fabric_core.net.profiles import PROFILES
 from fabric_core.reports.compare import DEFAULT_PROFILES, compare_scenario, latency_by_size
-from fabric_core.scenario import ScenarioError
+from fabric_core.runtime.scenario import ScenarioError
 from fabric_core.units import format_bytes, format_duration, format_rate
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from console.cli._common import add_scenario_options, build_fabric, duration, load_from_args
 from console.cli.progress import ProgressBar
-from fabric_core.fabric import SOLVERS
 from fabric_core.reports.record import save_run
 from fabric_core.reports.run import run_for
+from fabric_core.runtime.fabric import SOLVERS
 from fabric_core.units import format_bytes, format_duration, format_rate
 
 

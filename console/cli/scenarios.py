@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from console.claims import spell_out_claims
-from fabric_core.scenario import bundled_dir, list_scenarios
+from fabric_core.runtime.scenario import bundled_dir, list_scenarios
 
 
 def register(sub: Any) -> None:

@@ -25,7 +25,7 @@ from exporters.mqtt.bridge import MqttBridge
 from exporters.mqtt.inbox import check_allowed
 from exporters.mqtt.options import CliError, add_broker_options, broker_config, cluster_name
 from fabric_core.commands import COMMAND_NAMES
-from fabric_core.engine import Engine
+from fabric_core.runtime.engine import Engine
 
 log = logging.getLogger("fabtop.serve")
 

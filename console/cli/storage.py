@@ -20,7 +20,7 @@ from fabric_core.reports.storage import (
     splice_params,
     text_table,
 )
-from fabric_core.scenario import ScenarioError
+from fabric_core.runtime.scenario import ScenarioError
 
 
 def register(sub: Any) -> None:

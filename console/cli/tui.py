@@ -9,13 +9,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from console.cli._common import add_max_tick_option, build_fabric, load_from_args
-from fabric_core.profiles import PROFILES
+from fabric_core.net.profiles import PROFILES
 
 if TYPE_CHECKING:
     from console.source import FabricSource
-    from fabric_core.engine import EngineHealth
-    from fabric_core.scenario import Scenario
-    from fabric_core.snapshot import Snapshot
+    from fabric_core.runtime.engine import EngineHealth
+    from fabric_core.runtime.scenario import Scenario
+    from fabric_core.runtime.snapshot import Snapshot
 
 DEFAULT_METRICS = "127.0.0.1:9464"
 #: The console's default target speed (simulated seconds per wall second, ``--speed``).
@@ -161,7 +161,7 @@ def run_console(args: argparse.Namespace) -> int:
 def _console_in_process(args: argparse.Namespace, scenarios: list[tuple[Scenario, str]]) -> int:
     """``--in-process``: the engines as asyncio tasks of the console's process."""
     from console.source import EngineSource
-    from fabric_core.engine import Engine
+    from fabric_core.runtime.engine import Engine
 
     engines = []
     for scn, _ in scenarios:

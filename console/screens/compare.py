@@ -32,7 +32,7 @@ from console.viewstate import FabricView
 from console.widgets.faults_panel import faults_to_show
 from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
 from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume, SetSpeed
-from fabric_core.snapshot import FaultView
+from fabric_core.runtime.snapshot import FaultView
 
 #: The speed range the keys move in (the same as the main view's).
 MIN_SPEED, MAX_SPEED = 1e-9, 1e3

@@ -22,7 +22,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 from console.faultkinds import FaultKind, fault_kinds, kind_named
 from console.targets import normalise_target
 from fabric_core.commands import Command, CommandError, CommandResult, InjectFault, unknown
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.snapshot import Snapshot
 from fabric_core.units import parse_duration as parse_quantity
 
 MAX_DURATION_S = 1e6

@@ -20,7 +20,7 @@ from console.messages import InjectRequested, RedrawRequested
 from console.widgets.event_log_view import entry_line
 from console.widgets.links_table import link_state_name
 from console.widgets.scaled_sparkline import scaled_sparkline
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.snapshot import Snapshot
 
 COUNTERS = (
     ("tx_bytes_total", "transmitted", fmt_bytes),

@@ -13,7 +13,7 @@ from textual.widget import Widget
 
 from console.linkview import SEVERITY_NAMES, severity_names
 from console.messages import SwitchSelected
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.snapshot import Snapshot
 
 SEVERITY_STYLES = (
     "black on green",

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from console.fmt import fmt_seconds
-from fabric_core.snapshot import FaultView, Snapshot
+from fabric_core.runtime.snapshot import FaultView, Snapshot
 
 COLUMNS = (
     ("id", "id", 4),

@@ -12,7 +12,7 @@ from textual.widgets import Sparkline
 from console.fmt import fmt_kpi, fmt_seconds, kpi_label
 from console.latency import ClassLatency
 from console.widgets.text_view import TextView
-from fabric_core.snapshot import WorkloadView
+from fabric_core.runtime.snapshot import WorkloadView
 
 
 def class_line(lat: ClassLatency) -> Text:

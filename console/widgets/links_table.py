@@ -18,7 +18,7 @@ from textual.widgets.data_table import ColumnKey
 from console.fmt import fmt_bitrate, fmt_bytes, fmt_pct, fmt_rate
 from console.linkview import COLUMNS, WIDTHS, LinkRates, stalled_word
 from console.messages import LinkChosen, SortRequested
-from fabric_core.snapshot import LinkStatus, Snapshot
+from fabric_core.runtime.snapshot import LinkStatus, Snapshot
 
 STATE_STYLES = {
     "up": "green",

@@ -6,7 +6,7 @@ from rich.text import Text
 
 from console.fmt import fmt_seconds, fmt_speed
 from console.widgets.text_view import TextView
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.snapshot import Snapshot
 
 FLOW_CONTROL_NAMES = {"credit": "native lossless (credit)", "pfc": "RoCE (PFC+ECN)"}
 

@@ -43,10 +43,10 @@ from exporters.mqtt.inbox import OPERATOR_COMMANDS, CommandInbox, Submit, lenien
 from exporters.mqtt.schema import CommandStatsMsg, encoder
 from exporters.mqtt.topics import Topics
 from exporters.mqtt.url import BrokerConfig
-from fabric_core.bus import SnapshotBus
 from fabric_core.commands import CommandResult
-from fabric_core.engine import EngineHealth
-from fabric_core.snapshot import NodeTable, Snapshot
+from fabric_core.runtime.bus import SnapshotBus
+from fabric_core.runtime.engine import EngineHealth
+from fabric_core.runtime.snapshot import NodeTable, Snapshot
 
 log = logging.getLogger("fabtop.mqtt")
 

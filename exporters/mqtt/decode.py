@@ -17,9 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from exporters.mqtt.schema import EventMsg, HistogramMsg, MetaMsg, NodesMsg, TelemetryMsg
-from fabric_core import histogram as hist
-from fabric_core.histogram import HistogramView
-from fabric_core.snapshot import (
+from fabric_core.runtime.snapshot import (
     Event,
     FaultView,
     LinkState,
@@ -29,6 +27,8 @@ from fabric_core.snapshot import (
     Totals,
     WorkloadView,
 )
+from fabric_core.tick import histogram as hist
+from fabric_core.tick.histogram import HistogramView
 
 _T = TypeVar("_T", bound=np.generic)
 

@@ -22,10 +22,10 @@ from exporters.mqtt.schema import (
     TotalsMsg,
     WorkloadMsg,
 )
-from fabric_core import histogram as hist
-from fabric_core.engine import EngineHealth
-from fabric_core.histogram import HistogramView
-from fabric_core.snapshot import Event, LinkStatus, Snapshot
+from fabric_core.runtime.engine import EngineHealth
+from fabric_core.runtime.snapshot import Event, LinkStatus, Snapshot
+from fabric_core.tick import histogram as hist
+from fabric_core.tick.histogram import HistogramView
 
 #: Faults sent per telemetry message: every active one, then the latest cleared ones.
 MAX_FAULTS = 64

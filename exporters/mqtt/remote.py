@@ -28,7 +28,7 @@ from exporters.mqtt.schema import telemetry_decoder as _telemetry_decoder
 from exporters.mqtt.topics import Topics
 from exporters.mqtt.url import BrokerConfig
 from fabric_core.commands import Command, CommandResult, encode_command
-from fabric_core.snapshot import Event, NodeTable, Snapshot
+from fabric_core.runtime.snapshot import Event, NodeTable, Snapshot
 
 log = logging.getLogger("fabtop.mqtt")
 

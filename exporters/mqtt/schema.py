@@ -19,7 +19,7 @@ SCHEMA_VERSION = 1
 class HistogramMsg(msgspec.Struct, frozen=True):
     """A latency histogram: sparse bucket counts plus ready-made quantiles.
 
-    ``i`` are bucket indices into ``fabric_core.histogram.BOUNDS_S`` (the
+    ``i`` are bucket indices into ``fabric_core.tick.histogram.BOUNDS_S`` (the
     layout is in ``meta.histogram``), ``n`` their counts (not cumulative).
     """
 
@@ -62,7 +62,7 @@ class LinksMsg(msgspec.Struct, frozen=True):
 
 
 class TotalsMsg(msgspec.Struct, frozen=True):
-    """Fabric-wide figures (as ``fabric_core.snapshot.Totals``)."""
+    """Fabric-wide figures (as ``fabric_core.runtime.snapshot.Totals``)."""
 
     injected_bytes_total: float
     delivered_bytes_total: float
@@ -99,7 +99,7 @@ class WorkloadMsg(msgspec.Struct, frozen=True):
 
 
 class HealthMsg(msgspec.Struct, frozen=True):
-    """Whether the engine keeps pace (``fabric_core.engine.EngineHealth``)."""
+    """Whether the engine keeps pace (``fabric_core.runtime.engine.EngineHealth``)."""
 
     pacing: str  # ok | behind | starved | paused | flat-out
     busy_fraction: float

@@ -20,8 +20,8 @@ from exporters.prometheus.options import (
     parse_metrics_address,
 )
 from exporters.prometheus.server import MetricsServer, start_metrics_server
-from fabric_core.engine import EngineHealth
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.engine import EngineHealth
+from fabric_core.runtime.snapshot import Snapshot
 
 
 def _address(text: str) -> tuple[str, int]:

@@ -27,8 +27,8 @@ from exporters.prometheus.links import (
 )
 from exporters.prometheus.options import LinkMetrics
 from exporters.prometheus.selection import DEFAULT_HOLD_S, LinkSelector, heat
-from fabric_core.engine import EngineHealth
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.engine import EngineHealth
+from fabric_core.runtime.snapshot import Snapshot
 
 #: The states ``fabtop_engine_pacing`` has a series for (``EngineHealth.pacing``).
 PACING_STATES = ("ok", "behind", "starved", "paused", "flat-out")

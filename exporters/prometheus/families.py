@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 
-from fabric_core.histogram import BOUNDS_S, HistogramView
+from fabric_core.tick.histogram import BOUNDS_S, HistogramView
 
 Labels = dict[str, str]
 

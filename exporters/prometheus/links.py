@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from prometheus_client.metrics_core import Metric
 
 from exporters.prometheus import families as fam
-from fabric_core.snapshot import LinkStatus, LinkTable, NodeTable, Snapshot
+from fabric_core.runtime.snapshot import LinkStatus, LinkTable, NodeTable, Snapshot
 
 F64 = NDArray[np.float64]
 

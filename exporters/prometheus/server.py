@@ -35,8 +35,8 @@ from exporters.prometheus.options import (
     DEFAULT_PORT,
     parse_link_metrics,
 )
-from fabric_core.engine import EngineHealth
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.engine import EngineHealth
+from fabric_core.runtime.snapshot import Snapshot
 
 #: Scrapes served at the same time; more are refused with 503 (Prometheus retries).
 MAX_CONCURRENT_SCRAPES = 4

@@ -31,9 +31,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.commands import InjectFault
-from fabric_core.endpoint import EndpointModel, EndpointParams, fault_masks
-from fabric_core.fabric import Fabric
-from fabric_core.scenario import Scenario
+from fabric_core.endpoints.model import EndpointModel, EndpointParams, fault_masks
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import Scenario
 from fabric_core.units import format_duration
 from fabric_core.workloads.base import Completions, FlowRequests, Workload
 from fabric_core.workloads.moe import nic_payload_Bps

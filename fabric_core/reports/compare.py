@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fabric_core.fabric import Fabric
-from fabric_core.profiles import get_profile
+from fabric_core.net.profiles import get_profile
+from fabric_core.net.topology import leaf_spine
 from fabric_core.reports.run import run_for
-from fabric_core.scenario import load_scenario
-from fabric_core.topology import leaf_spine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
 from fabric_core.workloads.traffic import Scripted
 
 DEFAULT_PROFILES = ("native-400g", "roce-400g")

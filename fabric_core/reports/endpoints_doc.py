@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 
 from fabric_core.commands import InjectFault
-from fabric_core.endpoint import EndpointParams
-from fabric_core.fabric import Fabric
-from fabric_core.profiles import Profile, get_profile
+from fabric_core.endpoints.model import EndpointParams
+from fabric_core.net.profiles import Profile, get_profile
+from fabric_core.net.scaleup import GPUS_PER_NODE_SOURCE, ScaleUpParams
+from fabric_core.net.topology import leaf_spine
 from fabric_core.reports.bringup import ProbeAllToAll, check_ibgda
 from fabric_core.reports.run import run_for
-from fabric_core.scaleup import GPUS_PER_NODE_SOURCE, ScaleUpParams
-from fabric_core.scenario import load_scenario, parse_scenario
-from fabric_core.topology import leaf_spine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario, parse_scenario
 from fabric_core.workloads.moe import MoEAllToAll
 from fabric_core.workloads.pd import GPU_FLOPS, MFU, MODELS, prefill_s
 from fabric_core.workloads.pd_presets import GPUS, HBM_UTILISATION
@@ -505,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
         head,
         "## Parameters and their sources\n",
         *params_table(),
-        "\n### Scale-up domain (`fabric_core/scaleup.py`, `ScaleUpParams`)\n",
+        "\n### Scale-up domain (`fabric_core/net/scaleup.py`, `ScaleUpParams`)\n",
         "Keys of `[topology]`: `gpus_per_node`, and `scaleup = { name = value }` to change "
         "the figures below (base units, as `endpoint = { ... }` takes them).\n",
         *scaleup_params_table(),

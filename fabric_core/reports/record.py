@@ -37,10 +37,10 @@ from fabric_core.commands import (
     encode_command,
     parse_command,
 )
-from fabric_core.fabric import Fabric
 from fabric_core.reports.run import summarise
-from fabric_core.scenario import Scenario, ScenarioError, parse_scenario
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import Scenario, ScenarioError, parse_scenario
+from fabric_core.runtime.snapshot import Snapshot
 
 FORMAT = "fabtop-record"
 VERSION = 1

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from fabric_core.fabric import Fabric
-from fabric_core.snapshot import Snapshot
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.snapshot import Snapshot
 
 ProgressFn = Callable[[float, float], None]  # (simulated so far, total)
 

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabric_core.fabric import Fabric
 from fabric_core.reports.run import run_for
-from fabric_core.scenario import load_scenario, parse_scenario
-from fabric_core.storage import inject_slow_target
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario, parse_scenario
+from fabric_core.storage.model import inject_slow_target
 from fabric_core.units import format_duration, format_rate
 
 Fmt = Callable[[float], str]
@@ -290,7 +290,7 @@ def params_markdown() -> str:
     """The StorageParams table (value, unit, source) straight from the dataclass."""
     from dataclasses import fields
 
-    from fabric_core.storage import StorageParams
+    from fabric_core.storage.model import StorageParams
 
     p = StorageParams()
     rows = ["| parameter | value | unit | source |", "|---|---|---|---|"]

@@ -1,4 +1,8 @@
-"""Workloads: what generates the traffic. ``build_workload`` makes one from a scenario table."""
+"""Workloads: what generates the traffic. ``build_workload`` makes one from a scenario table.
+
+May import ``endpoints``, ``storage``, ``faults``, ``tick``, ``net`` and the top-level
+vocabulary (and, for now, ``runtime.fabric``: see ``tests/test_layout_graph.py``).
+"""
 
 from __future__ import annotations
 
@@ -124,7 +128,7 @@ _ENDPOINT_KEYS = frozenset({"control", "data_path", "endpoint"})
 
 
 def _endpoint_params(t: Mapping[str, Any]) -> Any:
-    from fabric_core.endpoint import EndpointParams
+    from fabric_core.endpoints.model import EndpointParams
 
     over = dict(t.get("endpoint", {}))
     for key in ("control", "data_path"):
@@ -172,7 +176,7 @@ WORKLOAD_KINDS["moe"] = (
 
 
 def _pd(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
-    from fabric_core.storage import parse_params
+    from fabric_core.storage.model import parse_params
     from fabric_core.workloads.pd import PDDisagg
     from fabric_core.workloads.pd_presets import MFU, resolve_gpu, resolve_model
 

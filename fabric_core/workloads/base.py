@@ -9,51 +9,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.histogram import Histogram, HistogramView
+from fabric_core.tick.flows import Completions, FlowRequests
+from fabric_core.tick.histogram import Histogram, HistogramView
 
 if TYPE_CHECKING:
-    from fabric_core.fabric import Fabric
+    from fabric_core.runtime.fabric import Fabric
 
-
-@dataclass
-class FlowRequests:
-    """Flows a workload wants started in this tick (arrays of one length)."""
-
-    src: NDArray[np.int64]  # endpoint node ids
-    dst: NDArray[np.int64]
-    size_bytes: NDArray[np.float64]
-    # the workload's own id, handed back on completion; make it unique per flow: routing
-    # hashes it, so flows that share a tag also share a path
-    tag: NDArray[np.int64]
-    ready_s: NDArray[np.float64]  # simulated time the data was ready to send
-    extra_latency_s: NDArray[np.float64] | None = None  # endpoint costs (posting, copies)
-
-    @staticmethod
-    def empty() -> FlowRequests:
-        """No flows."""
-        z = np.zeros(0)
-        zi = np.zeros(0, dtype=np.int64)
-        return FlowRequests(zi, zi, z, zi, z)
-
-    def __len__(self) -> int:
-        return int(self.size_bytes.size)
-
-
-@dataclass
-class Completions:
-    """Flows of one workload that finished in the last tick."""
-
-    tag: NDArray[np.int64]
-    src: NDArray[np.int64]
-    dst: NDArray[np.int64]
-    size_bytes: NDArray[np.float64]
-    start_s: NDArray[np.float64]
-    finish_s: NDArray[np.float64]  # delivered at the destination, fixed costs included
-
-    @property
-    def latency_s(self) -> NDArray[np.float64]:
-        """Finish minus start, per flow."""
-        return self.finish_s - self.start_s
+#: The requests and completions are the flow table's (``tick.flows``); a workload finds
+#: them here.
+__all__ = ["Completions", "FlowRequests", "Workload", "pick_endpoints"]
 
 
 @dataclass

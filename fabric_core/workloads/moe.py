@@ -11,7 +11,7 @@ sends one message per (token, expert) of ``16 + hidden + hidden/128 * 4`` bytes
 Every message to a GPU of another node goes through the endpoint model (IBGDA or
 CPU proxy posting, GDR or bounce data path) before the fabric. A message to a GPU
 of the sender's own node (``[topology] gpus_per_node`` > 1) goes over the scale-up
-domain instead (``fabric_core.scaleup``: an NVLink put through the NVSwitch, as
+domain instead (``fabric_core.net.scaleup``: an NVLink put through the NVSwitch, as
 DeepEP's low-latency kernels do with ``allow_nvlink_for_low_latency_mode``): no WQE,
 no NIC, no PCIe; its bytes share the GPUs' NVLink ports and it pays the NVLink
 latency. With one GPU per node (the default) a message whose expert lives on the
@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.endpoint import EndpointModel, EndpointParams, fault_masks
-from fabric_core.scaleup import ScaleUpDomain
+from fabric_core.endpoints.model import EndpointModel, EndpointParams, fault_masks
+from fabric_core.tick.scaleup import ScaleUpDomain
 from fabric_core.workloads.base import Completions, FlowRequests, Workload, pick_endpoints
 
 if TYPE_CHECKING:
-    from fabric_core.fabric import Fabric
+    from fabric_core.runtime.fabric import Fabric
 
 
 TAG_SHIFT = 32  # a message's tag: phase << 32 | index (unique per message: routing hashes it)

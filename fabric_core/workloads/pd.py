@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.endpoint import EndpointModel, EndpointParams, fault_masks
-from fabric_core.storage import StorageParams, storage_system
+from fabric_core.endpoints.model import EndpointModel, EndpointParams, fault_masks
+from fabric_core.storage.model import StorageParams, storage_system
 from fabric_core.workloads.base import Completions, FlowRequests, Workload, pick_endpoints
 from fabric_core.workloads.moe import nic_payload_Bps
 from fabric_core.workloads.pd_presets import (

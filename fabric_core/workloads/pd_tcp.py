@@ -1,7 +1,7 @@
 """KV messages over kernel TCP: the host costs of the storage TCP paths, applied to PD.
 
 The same model and the same parameters as ``nfs-tcp`` / ``nvme-tcp`` in
-``fabric_core.storage`` (``StorageParams``; the queues of ``StorageSystem``, shared
+``fabric_core.storage.model`` (``StorageParams``; the queues of ``StorageSystem``, shared
 with any storage workload of the fabric). Kernel TCP cannot read or write GPU
 memory, so a KV message of ``S`` bytes from prefill node ``p`` to decode node ``d``:
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.storage import PATHS, StorageSystem
+from fabric_core.storage.model import PATHS, StorageSystem
 from fabric_core.workloads.base import Completions, FlowRequests
 
 F64 = NDArray[np.float64]

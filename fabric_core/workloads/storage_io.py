@@ -1,7 +1,7 @@
 """Storage I/O over the fabric: the client pipeline every storage workload uses, and a probe.
 
 ``StorageClient`` turns I/Os into the costs of their access path
-(``fabric_core.storage``): CPU and drive queues before the transfer, a fabric
+(``fabric_core.storage.model``): CPU and drive queues before the transfer, a fabric
 flow for the transfer itself, CPU and PCIe queues after it. Workloads hand it
 I/Os with an issue time and read back when each one *landed* (in GPU memory
 for a read, durable on the drive for a write). Times are continuous: an I/O
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.storage import (
+from fabric_core.storage.model import (
     AccessPath,
     StorageParams,
     StorageSystem,

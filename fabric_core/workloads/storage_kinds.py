@@ -1,6 +1,6 @@
 """Scenario builders of the storage workloads (``[[workload]] kind = "training"`` ...).
 
-Every storage workload takes ``path`` (an access path of ``fabric_core.storage.PATHS``)
+Every storage workload takes ``path`` (an access path of ``fabric_core.storage.model.PATHS``)
 and an optional ``storage = { ... }`` table of ``StorageParams`` overrides.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fabric_core.storage import get_path, parse_params
+from fabric_core.storage.model import get_path, parse_params
 from fabric_core.units import parse_duration, parse_size
 from fabric_core.workloads.base import Workload
 from fabric_core.workloads.checkpoint import Checkpoint

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from fabric_core.workloads.base import Completions, FlowRequests, Workload, pick_endpoints
 
 if TYPE_CHECKING:
-    from fabric_core.fabric import Fabric
+    from fabric_core.runtime.fabric import Fabric
 
 
 def _random_peers(

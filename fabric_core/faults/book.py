@@ -1,0 +1,486 @@
+"""Faults and their timelines: injected → detected → mitigated (rerouted) → recovered → cleared.
+
+The ``FaultBook`` holds the faults of a run and the state they impose on the
+model (per-link arrays the tick reads: ``status()``, ``ber``, ``buffer_factor``;
+per-node state: ``pfc_storm_nodes()``). Detection, mitigation and the measured
+recovery follow the profile's recovery mechanism and live in
+``fabric_core.faults.recovery``. Timestamps are simulated seconds.
+
+Other modules add fault kinds with ``register_fault_kind`` (slow storage target,
+GPU straggler, IBGDA version mismatch land with their models); a kind whose
+target is ``"gpu"``, ``"storage"``, ``"switch"`` or ``"node"`` is validated
+against the topology here, so its module only has to read ``active(kind)``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.commands import ClearFault, CommandError, InjectFault, unknown
+from fabric_core.faults.admission import Admission
+from fabric_core.net.tables import LinkStatus, LinkTable, NodeTable
+
+TARGET_KINDS = ("link", "switch", "gpu", "storage", "node")
+
+
+@dataclass(frozen=True, slots=True)
+class FaultView:
+    """One fault and its timeline (simulated seconds; ``None`` = not reached yet)."""
+
+    id: str
+    kind: str
+    target: str
+    params: Mapping[str, float | str]
+    state: str  # "active" | "detected" | "mitigated" | "recovered" | "cleared"
+    injected_at_s: float
+    detected_at_s: float | None = None
+    mitigated_at_s: float | None = None
+    recovered_at_s: float | None = None
+    cleared_at_s: float | None = None
+
+    @property
+    def time_to_detect_s(self) -> float | None:
+        """Detection time after injection, once detected."""
+        return None if self.detected_at_s is None else self.detected_at_s - self.injected_at_s
+
+    @property
+    def time_to_recover_s(self) -> float | None:
+        """Recovery time after injection, once recovered."""
+        return None if self.recovered_at_s is None else self.recovered_at_s - self.injected_at_s
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    """A kind of fault: what it targets, which parameters it takes, what it does."""
+
+    name: str
+    target: str  # one of TARGET_KINDS
+    params: Mapping[str, tuple[float, float, float]]  # name -> (default, min, max)
+    help: str
+    #: how the fabric copes: "reroute" (routing avoids the failed part), "retry"
+    #: (link-level retry / go-back-N), "retrain" (the link retrains), "watchdog"
+    #: (PFC watchdog), "none" (the fault lasts until cleared).
+    mitigation: str = "none"
+    #: flow-control families the fault exists on ("credit", "pfc")
+    fabrics: tuple[str, ...] = ("credit", "pfc")
+
+
+FAULT_KINDS: dict[str, FaultKind] = {
+    k.name: k
+    for k in (
+        FaultKind(
+            "link_down",
+            "link",
+            {},
+            "the cable fails: both directions carry nothing until rerouted",
+            "reroute",
+        ),
+        FaultKind(
+            "link_flap",
+            "link",
+            {"period_s": (10e-3, 1e-6, 60.0), "down_fraction": (0.5, 0.01, 0.99)},
+            "the cable goes down and up again every period (down for down_fraction of it)",
+            "reroute",
+        ),
+        FaultKind(
+            "link_degraded",
+            "link",
+            {"ber": (1e-6, 1e-15, 1e-3)},
+            "bit errors: packets are retried (link-level retry native, go-back-N RoCE)",
+            "retry",
+        ),
+        FaultKind(
+            "switch_down",
+            "switch",
+            {},
+            "a switch fails: all its links go down and its buffered bytes are lost",
+            "reroute",
+        ),
+        FaultKind(
+            "credit_loss",
+            "link",
+            {"loss_fraction": (0.01, 1e-6, 1.0)},
+            "a fraction of credit updates is lost: the usable downstream buffer leaks "
+            "away with the bytes carried, until the credit watchdog retrains the link",
+            "retrain",
+            ("credit",),
+        ),
+        FaultKind(
+            "pfc_storm",
+            "gpu",
+            {},
+            "the GPU's NIC is stuck sending PFC pause frames (a credit fabric ignores them; "
+            "on RoCE the PFC watchdog stops honouring them)",
+            "watchdog",
+        ),
+        FaultKind(
+            "incast",
+            "gpu",
+            {
+                "senders": (7.0, 1.0, 4096.0),
+                "size_bytes": (262144.0, 64.0, 1e9),
+                "period_s": (20e-6, 1e-7, 1.0),
+            },
+            "congestion burst: `senders` GPUs each send `size_bytes` to the target every "
+            "`period_s` for the fault's duration",
+        ),
+    )
+}
+
+#: The kinds this module models (others are registered by the modules that model them).
+CORE_FAULT_KINDS: tuple[str, ...] = tuple(FAULT_KINDS)
+
+#: Kinds whose links are held down while they are active.
+DOWN_KINDS = ("link_down", "switch_down")
+
+
+def register_fault_kind(kind: FaultKind) -> None:
+    """Add a fault kind (modules that model its effect register it on import)."""
+    if kind.target not in TARGET_KINDS:
+        raise ValueError(f"fault kind {kind.name}: target must be one of {TARGET_KINDS}")
+    FAULT_KINDS[kind.name] = kind
+
+
+@dataclass
+class Fault:
+    """A fault in the run; ``view()`` makes its snapshot form."""
+
+    id: str
+    kind: str
+    target: str
+    params: dict[str, float | str]
+    injected_at_s: float
+    links: NDArray[np.int64]  # directed link ids it affects (empty for endpoint faults)
+    node: int = -1  # node id for switch / endpoint faults
+    clear_at_s: float | None = None
+    detected_at_s: float | None = None
+    mitigated_at_s: float | None = None
+    recovered_at_s: float | None = None
+    cleared_at_s: float | None = None
+    #: delivered throughput before the fault (B/s), measured by ``recovery``
+    baseline_Bps: float | None = None
+    #: bytes lost on the failed part and sent again (reroute), counted by ``recovery``
+    lost_bytes: float = 0.0
+    sent: int = 0  # incast: rounds started so far
+    refused: int = 0  # incast: flows the admission limits refused
+
+    @property
+    def state(self) -> str:
+        """Latest stage reached."""
+        for stage, t in (
+            ("cleared", self.cleared_at_s),
+            ("recovered", self.recovered_at_s),
+            ("mitigated", self.mitigated_at_s),
+            ("detected", self.detected_at_s),
+        ):
+            if t is not None:
+                return stage
+        return "active"
+
+    def view(self) -> FaultView:
+        """Immutable form for a snapshot."""
+        return FaultView(
+            id=self.id,
+            kind=self.kind,
+            target=self.target,
+            params=dict(self.params),
+            state=self.state,
+            injected_at_s=self.injected_at_s,
+            detected_at_s=self.detected_at_s,
+            mitigated_at_s=self.mitigated_at_s,
+            recovered_at_s=self.recovered_at_s,
+            cleared_at_s=self.cleared_at_s,
+        )
+
+
+EventSink = Callable[[str, str, str, str], None]  # severity, kind, target, message
+
+
+@dataclass
+class FaultBook:
+    """The faults of a run and the link state they impose."""
+
+    links: LinkTable
+    nodes: NodeTable
+    emit: EventSink
+    faults: dict[str, Fault] = field(default_factory=dict)
+    _ids: itertools.count[int] = field(default_factory=itertools.count)
+    #: the fabric's flow control ("credit" | "pfc"); kept current by ``recovery.track``
+    flow_control: str = "credit"
+    #: what faults (and the fabric) may add in flows (``fabric_core.faults.admission``)
+    admission: Admission = field(default_factory=Admission)
+
+    def __post_init__(self) -> None:
+        n = len(self.links)
+        self.down_count = np.zeros(n, dtype=np.int32)  # faults holding each link down
+        self.flap_down = np.zeros(n, dtype=bool)  # links a flap holds down right now
+        self.ber = np.zeros(n)
+        #: usable share of each link's downstream buffer (credit loss leaks it); the tick
+        #: reads ``buffer_bytes × buffer_factor`` (``recovery`` applies it to the fabric)
+        self.buffer_factor = np.ones(n)
+        self.credit_loss = np.zeros(n)  # fraction of credit updates lost, per link
+        # recovery bookkeeping (fabric_core.faults.recovery): when each link went down (inf = up)
+        self.down_since_s = np.full(n, np.inf)
+        #: the link status recovery saw last tick (it counts a link's downs from the change)
+        self.seen_status = np.zeros(n, dtype=np.int8)
+        #: (simulated time, delivered bytes so far) per tick, for the recovery measurement
+        self.delivered_history: deque[tuple[float, float]] = deque(maxlen=4096)
+        #: incasts cleared since the last tick: ``recovery`` cancels their unsent messages
+        self.cleared_incasts: list[Fault] = []
+        self.buffer_base: NDArray[np.float64] | None = None  # buffers before credit loss
+        self.buffer_written: NDArray[np.float64] | None = None
+        #: faults still active, or cleared but not yet recovered: the ones a tick must look
+        #: at (``faults`` keeps every fault of the run for the snapshot)
+        self.open: dict[str, Fault] = {}
+
+    # ---------------------------------------------------------------- validation
+    def check(
+        self, cmd: InjectFault
+    ) -> tuple[FaultKind, NDArray[np.int64], int, dict[str, float | str]]:
+        """Validate an inject command against the fabric; returns (kind, links, node, params)."""
+        # commands built in code skip msgspec's checks: repeat the ones that matter here
+        if cmd.duration_s is not None and not (
+            math.isfinite(cmd.duration_s) and cmd.duration_s > 0
+        ):
+            raise CommandError(f"duration_s must be a number > 0, got {cmd.duration_s!r}")
+        kind = FAULT_KINDS.get(cmd.kind)
+        if kind is None:
+            raise CommandError(
+                f"{unknown('fault kind', cmd.kind, FAULT_KINDS)}; known: {', '.join(FAULT_KINDS)}"
+            )
+        if self.flow_control not in kind.fabrics:
+            raise CommandError(
+                f"{kind.name} needs a {' or '.join(kind.fabrics)} fabric; this one uses "
+                f"{self.flow_control} flow control"
+            )
+        node = -1
+        if kind.target == "link":
+            li = self.links.index.get(cmd.target)
+            if li is None:
+                raise unknown("link", cmd.target, self.links.index)
+            one_way = kind.name == "credit_loss"  # credits of one direction
+            ids = np.array([li] if one_way else [li, self.links.reverse[li]], dtype=np.int64)
+        else:
+            ni = self.nodes.index.get(cmd.target)
+            wanted = kind.target
+            if ni is None or (wanted != "node" and self.nodes.kind[ni] != wanted):
+                names = [
+                    n
+                    for n, k in zip(self.nodes.name, self.nodes.kind, strict=True)
+                    if wanted in ("node", k)
+                ]
+                err = unknown(wanted, cmd.target, names)
+                if ni is not None:
+                    err = CommandError(
+                        f"{cmd.kind} targets a {wanted}; {cmd.target!r} is a {self.nodes.kind[ni]}"
+                    )
+                raise err
+            node = ni
+            if kind.target == "switch":
+                ids = np.flatnonzero((self.links.src == ni) | (self.links.dst == ni)).astype(
+                    np.int64
+                )
+            else:
+                ids = np.zeros(0, dtype=np.int64)
+        params: dict[str, float | str] = {}
+        extra = sorted(set(cmd.params) - set(kind.params))
+        if extra:
+            accepted = ", ".join(kind.params) or "none"
+            raise CommandError(
+                f"{cmd.kind} takes no parameter(s) {', '.join(map(repr, extra))}; accepted: {accepted}"
+            )
+        for name, (default, lo, hi) in kind.params.items():
+            value = cmd.params.get(name, default)
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                raise CommandError(
+                    f"{cmd.kind}: parameter {name!r} must be a number, got {value!r}"
+                )
+            if not lo <= float(value) <= hi:
+                raise CommandError(f"{cmd.kind}: {name} must be in [{lo:g}, {hi:g}], got {value!r}")
+            params[name] = float(value)
+        if kind.name == "incast":
+            self._check_incast(node, params)
+        return kind, ids, node, params
+
+    def _check_incast(self, node: int, params: dict[str, float | str]) -> None:
+        """An incast's parameters against what the fabric can carry: there must be that
+        many other GPUs, and a sender cannot offer more than its NIC's line rate."""
+        others = sum(1 for k in self.nodes.kind if k == "gpu") - 1
+        senders = float(params["senders"])
+        if senders > others:
+            raise CommandError(
+                f"incast: senders must be at most {others} (the GPUs other than the target),"
+                f" got {senders:g}"
+            )
+        gpus = np.array([k == "gpu" for k in self.nodes.kind])
+        uplinks = gpus[self.links.src] & (self.links.src != node)
+        nic_Bps = float(self.links.bandwidth_Bps[uplinks].min()) if uplinks.any() else 0.0
+        size, period = float(params["size_bytes"]), float(params["period_s"])
+        if nic_Bps > 0 and size / period > nic_Bps * (1 + 1e-9):
+            raise CommandError(
+                f"incast: each sender would offer size_bytes/period_s = {size / period:.3g} B/s,"
+                f" more than its NIC's line rate {nic_Bps:.3g} B/s: raise period_s to at least"
+                f" {size / nic_Bps:.3g} s or lower size_bytes to at most {nic_Bps * period:.3g}"
+            )
+
+    # ---------------------------------------------------------------- changes
+    def inject(self, cmd: InjectFault, now_s: float) -> Fault:
+        """Apply a validated fault to the link state."""
+        kind, ids, node, params = self.check(cmd)
+        fid = f"f{next(self._ids)}"
+        fault = Fault(
+            id=fid,
+            kind=kind.name,
+            target=cmd.target,
+            params=params,
+            injected_at_s=now_s,
+            links=ids,
+            node=node,
+            clear_at_s=None if cmd.duration_s is None else now_s + cmd.duration_s,
+        )
+        self.faults[fid] = fault
+        self.open[fid] = fault
+        if kind.name in DOWN_KINDS:
+            self.down_count[ids] += 1
+        elif kind.name == "link_flap":
+            self.flap_down[ids] = True  # a flap starts with the link going down
+        self._refresh()
+        self.emit(
+            "warning", "fault_injected", cmd.target, f"{kind.name} injected on {cmd.target} ({fid})"
+        )
+        return fault
+
+    def clear(self, cmd: ClearFault, now_s: float) -> list[str]:
+        """Clear faults by id, target or all; returns the ids cleared."""
+        live = self.active()
+        if cmd.all:
+            chosen = live
+        elif cmd.fault_id is not None:
+            chosen = [f for f in live if f.id == cmd.fault_id]
+            if not chosen:
+                if cmd.fault_id in self.faults:
+                    raise CommandError(f"fault {cmd.fault_id!r} is already cleared")
+                raise unknown("active fault", cmd.fault_id, [f.id for f in live])
+        else:
+            chosen = [f for f in live if f.target == cmd.target]
+            if not chosen:
+                targets = sorted({f.target for f in live})
+                if targets:
+                    raise CommandError(
+                        f"{unknown('fault target', str(cmd.target), targets)}; "
+                        f"faults are active on: {', '.join(targets)}"
+                    )
+                raise CommandError(f"no active fault on {cmd.target!r} (no fault is active)")
+        for f in chosen:
+            self._undo(f, now_s)
+        return [f.id for f in chosen]
+
+    def settle(self, f: Fault) -> None:
+        """Stop looking at ``f`` once it is both cleared and recovered."""
+        if f.cleared_at_s is not None and f.recovered_at_s is not None:
+            self.open.pop(f.id, None)
+
+    def settled(self) -> bool:
+        """No fault to look at and nothing left to undo: every link is up and whole."""
+        return not self.open and self.buffer_base is None and not self.cleared_incasts
+
+    def _undo(self, f: Fault, now_s: float) -> None:
+        f.cleared_at_s = now_s
+        self.settle(f)
+        if f.kind in DOWN_KINDS:
+            self.down_count[f.links] -= 1
+        elif f.kind == "incast":
+            self.cleared_incasts.append(f)
+        self._refresh()
+        self.emit("info", "fault_cleared", f.target, f"{f.kind} on {f.target} cleared ({f.id})")
+
+    def _refresh(self) -> None:
+        """Recompute the per-link state the active faults impose (few faults: a short loop)."""
+        self.ber[:] = 0.0
+        self.credit_loss[:] = 0.0
+        flapping = np.zeros(len(self.links), dtype=bool)
+        for g in self.active():
+            if g.kind == "link_degraded":
+                self.ber[g.links] = np.maximum(self.ber[g.links], float(g.params["ber"]))
+            elif g.kind == "credit_loss" and g.mitigated_at_s is None:
+                self.credit_loss[g.links] = np.maximum(
+                    self.credit_loss[g.links], float(g.params["loss_fraction"])
+                )
+            elif g.kind == "link_flap":
+                flapping[g.links] = True
+        self.flap_down &= flapping
+        # credits come back whole once no leaking fault is left on a link (retrain or clear)
+        self.buffer_factor[self.credit_loss == 0] = 1.0
+
+    def expire(self, now_s: float) -> None:
+        """Clear faults whose duration has run out; move flapping links up or down."""
+        for f in list(self.open.values()):
+            if (
+                f.cleared_at_s is None
+                and f.clear_at_s is not None
+                and now_s >= f.clear_at_s - 1e-15
+            ):
+                self._undo(f, now_s)
+        flaps = self.active("link_flap")
+        if flaps:
+            self.flap_down[:] = False
+            for f in flaps:
+                period = float(f.params["period_s"])
+                phase = (now_s - f.injected_at_s) % period
+                if phase < float(f.params["down_fraction"]) * period - 1e-15:
+                    self.flap_down[f.links] = True
+
+    def mark_retrained(self, f: Fault) -> None:
+        """A credit-loss fault's link has retrained: its credits are whole again."""
+        self._refresh()
+
+    # ---------------------------------------------------------------- state
+    def active(self, kind: str | None = None) -> list[Fault]:
+        """Faults not cleared yet (of one kind, or all)."""
+        return [
+            f
+            for f in self.open.values()
+            if f.cleared_at_s is None and (kind is None or f.kind == kind)
+        ]
+
+    def status(self) -> NDArray[np.int8]:
+        """LinkStatus per link."""
+        st = np.full(len(self.links), LinkStatus.UP, dtype=np.int8)
+        st[(self.ber > 0) | (self.buffer_factor < 1)] = LinkStatus.DEGRADED
+        st[(self.down_count > 0) | self.flap_down] = LinkStatus.DOWN
+        return st
+
+    def pfc_storm_nodes(self) -> NDArray[np.int64]:
+        """Node ids whose NIC is stuck sending PFC pause (active ``pfc_storm`` faults).
+
+        The PFC model holds the links into these nodes (``leaf->gpu``) paused, as a
+        forced XOFF; its PFC watchdog decides when the pause stops being honoured.
+        A credit fabric has no PFC and ignores them.
+        """
+        return np.array(sorted({f.node for f in self.active("pfc_storm")}), dtype=np.int64)
+
+    def views(self) -> tuple[FaultView, ...]:
+        """Every fault of the run, for the snapshot (bounded to the last 200)."""
+        return tuple(f.view() for f in list(self.faults.values())[-200:])
+
+
+def goodput_fraction(
+    ber: NDArray[np.float64], packet_bytes: float, resent_packets: float | NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Share of a link's capacity left for new data under bit errors.
+
+    A packet of ``packet_bytes`` is hit with probability p = 1 − (1 − ber)^bits.
+    Link-level retry resends that one packet (``resent_packets = 1``); go-back-N
+    resends the whole window in flight (``resent_packets`` = window in packets).
+    Each packet costs on average 1 + p·resent/(1 − p) transmissions.
+    """
+    bits = packet_bytes * 8
+    p = -np.expm1(bits * np.log1p(-np.minimum(ber, 1 - 1e-12)))
+    return 1.0 / (1.0 + p * resent_packets / np.maximum(1.0 - p, 1e-12))

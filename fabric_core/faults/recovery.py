@@ -1,0 +1,567 @@
+"""How the fabric copes with faults: detection, reroute / reconvergence, measured recovery.
+
+``track`` runs once per tick, before the rates are solved. It
+
+* follows each link's up/down state (``FaultBook.down_since_s``) and, after the
+  profile's detection and mitigation delays, marks down links as known to routing
+  and reroutes the flows that cross them (``reroute``): the bytes those flows had
+  past their source are sent again and counted as retransmitted;
+* on PFC fabrics discards the bytes switches forward into a dead link until the
+  link is known down (go-back-N resends them): ``discards_bytes_total``;
+* drives the time-based faults: credit leak and link retrain, incast bursts (a
+  PFC storm's pauses are the PFC model's: ``Fabric._stormed_queues``);
+* moves each fault along its timeline and *measures* recovery: a fault is
+  recovered at the first tick, after it was mitigated (or cleared, if nothing
+  mitigates it), at which the fabric's delivered throughput over the last
+  ``RECOVERY_WINDOW_S`` is back to ``RECOVERED_FRACTION`` of what it was over
+  the same window before the fault.
+
+Recovery modes (``Profile.recovery``):
+
+=============  ============================  ======================================
+mode           detected after                rerouted after
+=============  ============================  ======================================
+fast-reroute   ``fault_detect_s``            ``reroute_s`` (local adaptive reroute)
+bfd-ecmp       ``bfd_interval_s × mult``     detection + ``ecmp_reconverge_s``
+sm-resweep     ``fault_detect_s`` (trap)     detection + ``sm_resweep_s``
+=============  ============================  ======================================
+
+Loops here run over the handful of faults, never over flows or links.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.commands import ClearFault, CommandError, InjectFault, unknown
+from fabric_core.faults.admission import admit_rounds
+from fabric_core.faults.book import FAULT_KINDS, Fault, FaultBook
+from fabric_core.net.profiles import Profile
+from fabric_core.net.routing import route
+from fabric_core.net.tables import LinkStatus
+
+if TYPE_CHECKING:
+    from fabric_core.runtime.fabric import Fabric
+
+RECOVERY_MODES = ("fast-reroute", "bfd-ecmp", "sm-resweep")
+
+#: Window over which delivered throughput is compared before and after a fault.
+#: A design choice: long enough to cover the tiny scenario's 40 µs all-to-all period.
+RECOVERY_WINDOW_S = 100e-6
+#: Throughput counts as "back to the pre-fault level" at this share of it (design choice).
+RECOVERED_FRACTION = 0.9
+#: Tags of incast flows (the fault's own; no workload hears their completion).
+INCAST_TAG_BASE = 1 << 40
+INCAST_WORKLOAD = -1
+_EPS = 1e-15
+
+
+def recovery_mode(p: Profile) -> str:
+    """The profile's recovery mechanism (``auto`` resolved by its flow control)."""
+    mode = p.recovery
+    if mode == "auto":
+        return "fast-reroute" if p.flow_control == "credit" else "bfd-ecmp"
+    if mode not in RECOVERY_MODES:
+        raise ValueError(
+            f"profile {p.name}: unknown recovery {mode!r}; known: auto, {', '.join(RECOVERY_MODES)}"
+        )
+    return mode
+
+
+def link_delays(p: Profile) -> tuple[float, float]:
+    """(time to detect, time to reroute) a failed link, from the moment it fails."""
+    mode = recovery_mode(p)
+    if mode == "fast-reroute":
+        return p.fault_detect_s, max(p.reroute_s, p.fault_detect_s)
+    if mode == "bfd-ecmp":
+        detect = p.bfd_interval_s * p.bfd_multiplier
+        return detect, detect + p.ecmp_reconverge_s
+    return p.fault_detect_s, p.fault_detect_s + p.sm_resweep_s
+
+
+# ---------------------------------------------------------------------- per tick
+def track(fabric: Fabric, status: NDArray[np.int8], now: float) -> None:
+    """One tick of fault tracking; see the module docstring."""
+    book = fabric.faults
+    book.flow_control = fabric.profile.flow_control
+    book.delivered_history.append((now, fabric.delivered_bytes))
+    if book.settled() and book.seen_status is status:
+        return  # nothing open, and the last tick already saw every link up
+    down = status == LinkStatus.DOWN
+    went_down = down & (book.seen_status != LinkStatus.DOWN)
+    if went_down.any():
+        fabric.counters["link_downed_total"][went_down] += 1
+        book.down_since_s[went_down] = now
+    book.down_since_s[~down] = np.inf
+    book.seen_status = status
+    detect_s, reroute_s = link_delays(fabric.profile)
+    unknown_down = down & ~fabric.known_down
+    if fabric.pfc is not None and unknown_down.any():
+        lost = _blackhole(fabric, np.flatnonzero(unknown_down))
+        for f in book.active():
+            if f.links.size and f.mitigated_at_s is None:
+                f.lost_bytes += float(lost[f.links].sum())
+    newly_known = unknown_down & (now >= book.down_since_s + reroute_s - _EPS)
+    moved, resent = 0, np.zeros(0)
+    if newly_known.any():
+        fabric.known_down |= newly_known
+        moved, resent = reroute(fabric, np.flatnonzero(newly_known))
+    # links back up: routing may use them again
+    fabric.known_down &= down
+    _leak_credits(fabric, book)
+    _apply_buffer_factor(fabric, book)
+    _incasts(fabric, book, now)
+    _progress(fabric, book, status, now, detect_s, newly_known, moved, resent)
+
+
+def _progress(
+    fabric: Fabric,
+    book: FaultBook,
+    status: NDArray[np.int8],
+    now: float,
+    detect_s: float,
+    newly_known: NDArray[np.bool_],
+    moved: int,
+    resent: NDArray[np.float64],
+) -> None:
+    p = fabric.profile
+    for f in list(book.open.values()):
+        if f.baseline_Bps is None:
+            f.baseline_Bps = _rate(book.delivered_history, f.injected_at_s, fabric.dt_s)
+        if f.cleared_at_s is None:
+            _advance(fabric, book, f, status, now, detect_s, p)
+            if f.kind in ("link_down", "switch_down", "link_flap") and newly_known[f.links].any():
+                lost = float(resent[f.links].sum()) if resent.size else 0.0
+                f.lost_bytes += lost
+                fabric.emit(
+                    "info",
+                    "rerouted",
+                    f.target,
+                    f"{moved} flows rerouted around {f.target} ({recovery_mode(p)}); "
+                    f"{f.lost_bytes:.0f} B lost and resent so far",
+                )
+        if f.recovered_at_s is None:
+            _check_recovered(fabric, book, f, now)
+
+
+def _advance(
+    fabric: Fabric,
+    book: FaultBook,
+    f: Fault,
+    status: NDArray[np.int8],
+    now: float,
+    detect_s: float,
+    p: Profile,
+) -> None:
+    """Detection and mitigation of one active fault."""
+    age = now - f.injected_at_s
+    kind = f.kind
+    if kind in ("link_down", "switch_down", "link_flap"):
+        if f.detected_at_s is None:
+            links_down = status[f.links] == LinkStatus.DOWN
+            since = book.down_since_s[f.links][links_down]
+            if since.size and now >= since.min() + detect_s - _EPS:
+                _detected(fabric, f, now, f"by {recovery_mode(p)}")
+        if f.mitigated_at_s is None and fabric.known_down[f.links].any():
+            _mitigated(fabric, f, now, "traffic rerouted")
+    elif kind == "link_degraded":
+        if f.detected_at_s is None and age >= p.fault_detect_s - _EPS:
+            _detected(fabric, f, now, "symbol errors seen by the port")
+            _mitigated(fabric, f, now, "retries absorb the errors (link-level retry / go-back-N)")
+    elif kind == "credit_loss":
+        if f.detected_at_s is None and age >= p.credit_watchdog_s - _EPS:
+            _detected(fabric, f, now, "by the credit watchdog")
+        if (
+            f.detected_at_s is not None
+            and f.mitigated_at_s is None
+            and now >= f.detected_at_s + p.link_retrain_s - _EPS
+        ):
+            _mitigated(fabric, f, now, "link retrained, credits restored")
+            book.mark_retrained(f)
+    elif kind == "pfc_storm" and f.detected_at_s is None:
+        if fabric.pfc is None:  # a credit fabric: the port drops the pause frames
+            if age >= p.fault_detect_s - _EPS:
+                how = "pause frames ignored: no PFC on a credit fabric"
+                _detected(fabric, f, now, how)
+                _mitigated(fabric, f, now, how)
+        else:
+            # measured: the PFC model's watchdog fired on a queue into the storming NIC
+            v = fabric.n_vls
+            into = np.flatnonzero(fabric.topo.links.dst == f.node)
+            queues = (into[:, None] * v + np.arange(v)).ravel()
+            if (fabric.pfc.watchdog_until_s[queues] >= now - _EPS).any():
+                how = "by the PFC watchdog: its pause is ignored, the queue drops"
+                _detected(fabric, f, now, how)
+                _mitigated(fabric, f, now, how)
+    elif kind == "incast" and f.detected_at_s is None:
+        link = _endpoint_ingress(fabric, f.node)
+        fl = fabric.flows
+        waiting = float(np.where(fl.path == link, fl.backlog, 0.0).sum())
+        if waiting > fabric.profile.buffer_per_vl_bytes:
+            _detected(fabric, f, now, f"{waiting:.0f} B queued for {f.target}")
+
+
+def _detected(fabric: Fabric, f: Fault, now: float, how: str) -> None:
+    f.detected_at_s = now
+    fabric.emit(
+        "warning",
+        "fault_detected",
+        f.target,
+        f"{f.kind} on {f.target} detected {how} after {now - f.injected_at_s:.6g} s",
+    )
+
+
+def _mitigated(fabric: Fabric, f: Fault, now: float, how: str) -> None:
+    f.mitigated_at_s = now
+    fabric.emit(
+        "info",
+        "fault_mitigated",
+        f.target,
+        f"{f.kind} on {f.target} mitigated after {now - f.injected_at_s:.6g} s: {how}",
+    )
+
+
+def _check_recovered(fabric: Fabric, book: FaultBook, f: Fault, now: float) -> None:
+    gates = [t for t in (f.mitigated_at_s, f.cleared_at_s) if t is not None]
+    if not gates or now < min(gates) - _EPS:
+        return
+    if f.kind == "incast":
+        if f.cleared_at_s is None:
+            return
+        fl = fabric.flows
+        if (fl.active & (fl.workload == INCAST_WORKLOAD) & (fl.tag >= INCAST_TAG_BASE)).any():
+            return
+    baseline = f.baseline_Bps or 0.0
+    if baseline > 0 and _rate(book.delivered_history, now, fabric.dt_s) < (
+        RECOVERED_FRACTION * baseline
+    ):
+        return
+    f.recovered_at_s = now
+    book.settle(f)
+    fabric.emit(
+        "info",
+        "fault_recovered",
+        f.target,
+        f"{f.kind} on {f.target}: traffic back to {RECOVERED_FRACTION:.0%} of its pre-fault "
+        f"level {now - f.injected_at_s:.6g} s after injection",
+    )
+
+
+def _rate(history: deque[tuple[float, float]], until: float, dt: float) -> float:
+    """Delivered bytes per second over the window that ends at ``until``."""
+    window = max(RECOVERY_WINDOW_S, 4 * dt)
+    end: tuple[float, float] | None = None
+    start: tuple[float, float] | None = None
+    for t, d in reversed(history):
+        if end is None:
+            if t <= until + _EPS:
+                end = (t, d)
+            continue
+        start = (t, d)
+        if t <= end[0] - window + _EPS:
+            break
+    if end is None or start is None or end[0] <= start[0]:
+        return 0.0
+    return (end[1] - start[1]) / (end[0] - start[0])
+
+
+def _blackhole(fabric: Fabric, dead: NDArray[np.intp]) -> NDArray[np.float64]:
+    """Lossy Ethernet until routing knows: a switch forwards into a dead port and the
+    bytes are lost; go-back-N sends them again from the source. Returns bytes lost per link.
+
+    The bytes queued in a switch for a dead link (hop ≥ 1) are discarded and put back at
+    their flow's source, as the PFC model does with overflow drops (a NIC knows its own
+    link is down: hop 0 keeps its bytes).
+    """
+    fl = fabric.flows
+    at_dead = np.isin(fl.path, dead) & fl.active[None, :]
+    at_dead[0] = False
+    lost_by_link = np.zeros(len(fabric.topo.links))
+    if not at_dead.any():
+        return lost_by_link
+    hop, slot = np.nonzero(at_dead)
+    lost = fl.backlog[hop, slot]
+    if not (lost > 0).any():
+        return lost_by_link
+    np.add.at(lost_by_link, fl.path[hop, slot], lost)
+    fl.backlog[hop, slot] = 0.0
+    np.add.at(fl.backlog[0], slot, lost)
+    c = fabric.counters
+    c["discards_bytes_total"] += lost_by_link
+    np.add.at(c["retransmitted_bytes_total"], fl.path[0, slot], lost)
+    fabric.dropped_bytes += float(lost.sum())
+    return lost_by_link
+
+
+# ---------------------------------------------------------------------- reroute
+def reroute(fabric: Fabric, links: NDArray[np.int64]) -> tuple[int, NDArray[np.float64]]:
+    """Give flows crossing ``links`` new paths avoiding known-down links.
+
+    The bytes those flows had past their source are sent again (counted as
+    retransmitted on their first link). A sprayed flow's sub-flows that cross
+    ``links`` each get an adaptive path. Returns (flows moved, a sprayed flow counting
+    once; bytes resent per link of ``links``' fabric, indexed like the link table).
+    """
+    fl = fabric.flows
+    n_links = len(fabric.topo.links)
+    resent_by_link = np.zeros(n_links)
+    hit = np.isin(fl.path, links).any(axis=0) & fl.active
+    slots = np.flatnonzero(hit)
+    if slots.size == 0:
+        return 0, resent_by_link
+    src = fl.src[slots]
+    dst = fl.dst[slots]
+    cost = np.where(fabric.known_down, np.inf, 0.0)
+    mode = "ecmp" if fabric.profile.routing == "ecmp" else "adaptive"
+    key = fl.tag[slots] * 1_000_003 + fl.workload[slots]
+    if fabric.profile.routing == "spray":
+        # a sprayed flow's sub-flows each get an adaptive path of their own (the slot
+        # tells them apart), not one path for all: the spray over the links left is
+        # only approximately even until the flow ends
+        key = key + slots.astype(np.int64) * 7_919
+    path, hops = route(fabric.topo, src, dst, key, mode=mode, link_cost=cost)
+    in_network = fl.backlog[1:, slots].sum(axis=0)
+    fabric.counters["retransmitted_bytes_total"][fl.path[0, slots]] += in_network
+    # attribute the resent bytes to the failed link(s) each flow crossed
+    crossing = np.isin(fl.path[:, slots], links)
+    first_failed = np.where(crossing.any(axis=0), fl.path[crossing.argmax(axis=0), slots], -1)
+    ok = first_failed >= 0
+    np.add.at(resent_by_link, first_failed[ok], in_network[ok])
+    fl.backlog[0, slots] += in_network
+    fl.backlog[1:, slots] = 0.0
+    fl.rate[:, slots] = 0.0
+    fl.path[:, slots] = path
+    fl.hops[slots] = hops
+    vl, fixed, wait = fabric.lanes_and_costs(path, hops, fl.vl[0, slots], fl.size[slots])
+    fl.vl[:, slots] = vl
+    fl.fixed_latency_s[slots] = fixed
+    fl.wait_s[slots] = wait
+    fl.version += 1
+    return int(np.unique(fl.parent[slots]).size), resent_by_link
+
+
+# ---------------------------------------------------------------------- effects
+def _leak_credits(fabric: Fabric, book: FaultBook) -> None:
+    """Lost credit updates: each byte forwarded returns no credit with prob. loss_fraction."""
+    if not book.credit_loss.any():
+        return
+    port_buffer = fabric.topo.links.buffer_bytes * fabric.n_vls
+    leaked = book.credit_loss * fabric.link_rate * fabric.dt_s / np.maximum(port_buffer, 1.0)
+    book.buffer_factor = np.maximum(book.buffer_factor - leaked, MIN_BUFFER_FACTOR)
+
+
+#: Credit loss never takes a port below this share of its buffer (keeps the fluid solve
+#: away from a zero buffer; the link is then all but stalled, as with all credits lost).
+MIN_BUFFER_FACTOR = 1e-3
+
+
+def _apply_buffer_factor(fabric: Fabric, book: FaultBook) -> None:
+    """Scale the fabric's per-VL buffers by ``FaultBook.buffer_factor``.
+
+    Keeps the unscaled buffers aside; if someone else rewrote the buffers since the
+    last tick (``set buffer_per_vl_bytes``) their values become the new base.
+    """
+    factor = book.buffer_factor
+    if book.buffer_base is None:
+        if (factor == 1.0).all():
+            return
+        book.buffer_base = fabric.buffer_bytes.copy()
+    elif book.buffer_written is not None and not np.array_equal(
+        fabric.buffer_bytes, book.buffer_written
+    ):
+        book.buffer_base = fabric.buffer_bytes.copy()
+    fabric.buffer_bytes = book.buffer_base * np.repeat(factor, fabric.n_vls)
+    if (factor == 1.0).all():
+        book.buffer_base = None
+        book.buffer_written = None
+    else:
+        book.buffer_written = fabric.buffer_bytes.copy()
+
+
+def _endpoint_ingress(fabric: Fabric, node: int) -> int:
+    links = fabric.topo.links
+    return int(np.flatnonzero(links.dst == node)[0])
+
+
+def incast_tag_base(f: Fault) -> int:
+    """The first tag of an incast fault's flows: each fault has its own tag range,
+    ``INCAST_TAG_BASE + (fault number mod 64) × 2**36``, and round × 4096 + sender
+    within it (tags stay below 2**43, so routing's ``tag × 1_000_003`` key fits int64)."""
+    return INCAST_TAG_BASE + (int(f.id.removeprefix("f")) % 64) * _INCAST_TAG_SPAN
+
+
+_INCAST_TAG_SPAN = 1 << 36
+
+
+def _incast_slots(fabric: Fabric, f: Fault) -> NDArray[np.bool_]:
+    """Slots (in flight, or a sprayed head waiting for its siblings) of ``f``'s flows."""
+    fl = fabric.flows
+    base = incast_tag_base(f)
+    return np.asarray(
+        (fl.active | fl.held)
+        & (fl.workload == INCAST_WORKLOAD)
+        & (fl.tag >= base)
+        & (fl.tag < base + _INCAST_TAG_SPAN),
+        dtype=np.bool_,
+    )
+
+
+def _incasts(fabric: Fabric, book: FaultBook, now: float) -> None:
+    """Start the messages of active incast faults due in [now, now + dt), within the
+    admission limits (``fabric_core.faults.admission``); cancel a cleared one's unsent ones."""
+    while book.cleared_incasts:
+        _cancel_incast(fabric, book.cleared_incasts.pop())
+    dt = fabric.dt_s
+    for f in book.active("incast"):
+        period = float(f.params["period_s"])
+        due = int(np.floor((now + dt - f.injected_at_s) / period - 1e-9)) + 1
+        rounds = due - f.sent
+        if rounds <= 0:
+            continue
+        gpus = fabric.topo.gpus.astype(np.int64)
+        pool = np.roll(gpus, -int(np.searchsorted(gpus, f.node)))
+        pool = pool[pool != f.node][: int(f.params["senders"])]
+        if pool.size == 0:
+            continue
+        size = float(f.params["size_bytes"])
+        first_round = f.sent
+        f.sent = due
+        ok, considered = _admit_incast(fabric, book, f, pool, rounds, size)
+        refused = rounds * pool.size - int(ok.sum())
+        if refused:
+            _refused(fabric, book, f, refused, size)
+        if not ok.any():
+            continue
+        r = np.repeat(np.arange(first_round, first_round + considered), pool.size)[ok]
+        sender = np.tile(np.arange(pool.size), considered)[ok]
+        n = r.size
+        cls = fabric.classes.index("bulk") if "bulk" in fabric.classes else 0
+        fabric.start_flows(
+            pool[sender],
+            np.full(n, f.node, dtype=np.int64),
+            np.full(n, size),
+            traffic_class=cls,
+            workload=INCAST_WORKLOAD,
+            tag=incast_tag_base(f) + (r % (1 << 24)) * 4096 + sender,
+            ready_s=np.maximum(f.injected_at_s + r * period, now),
+        )
+
+
+def _admit_incast(
+    fabric: Fabric, book: FaultBook, f: Fault, pool: NDArray[np.int64], rounds: int, size: float
+) -> tuple[NDArray[np.bool_], int]:
+    """Which of the due rounds' flows the limits admit; (mask, rounds it covers).
+
+    Only the first rounds up to the largest per-sender room can hold an admitted flow,
+    so a long backlog of due rounds (a long tick, a tiny period) is never materialised."""
+    fl = fabric.flows
+    lim = book.admission.limits
+    mine = _incast_slots(fabric, f)
+    heads = np.flatnonzero(mine & (fl.parent == np.arange(fl.capacity)))
+    live = fl.active & mine
+    outstanding = float((fl.size[live] - fl.delivered[live]).sum())
+    in_flight = np.zeros(len(fabric.topo.nodes), dtype=np.int64)
+    np.add.at(in_flight, fl.src[heads], 1)
+    sender_room = lim.per_sender_flows - in_flight[pool]
+    considered = int(min(rounds, max(int(sender_room.max()), 0)))
+    flow_room = min(lim.fault_flows - heads.size, book.admission.room(fl.n_parents))
+    ok = admit_rounds(sender_room, considered, size, flow_room, lim.fault_bytes - outstanding)
+    return ok, considered
+
+
+def _refused(fabric: Fabric, book: FaultBook, f: Fault, refused: int, size: float) -> None:
+    first = f.refused == 0
+    f.refused += refused
+    book.admission.refuse(refused, refused * size)
+    if first:
+        lim = book.admission.limits
+        fabric.emit(
+            "warning",
+            "flows_refused",
+            f.target,
+            f"{f.kind} {f.id}: admission limits reached ({lim.per_sender_flows} flows per "
+            f"sender, {lim.fault_flows} flows or {lim.fault_bytes:.3g} bytes outstanding per "
+            f"fault, {lim.fabric_flows} flows fabric-wide): further messages are refused "
+            f"and counted (fabtop_flows_refused_total)",
+        )
+
+
+def _cancel_incast(fabric: Fabric, f: Fault) -> None:
+    """A cleared incast's messages not sent yet are cancelled (their bytes are counted
+    cancelled); what is already in the network drains and is delivered."""
+    fl = fabric.flows
+    slots = np.flatnonzero(_incast_slots(fabric, f) & fl.active)
+    if slots.size == 0:
+        return
+    unsent = fl.backlog[0, slots].copy()
+    fl.backlog[0, slots] = 0.0
+    fl.size[slots] -= unsent
+    per_flow = np.zeros(fl.capacity)
+    np.add.at(per_flow, fl.parent[slots], unsent)
+    fl.parent_size[slots] -= per_flow[fl.parent[slots]]
+    fabric.cancelled_bytes += float(unsent.sum())
+    cancelled = int(np.count_nonzero(fl.size[slots] <= fl.delivered[slots] + 1e-6))
+    fabric.emit(
+        "info",
+        "flows_cancelled",
+        f.target,
+        f"{f.kind} {f.id} cleared: {cancelled} of its {slots.size} messages in flight cancelled "
+        f"({float(unsent.sum()):.3g} bytes not sent yet); the rest drain",
+    )
+
+
+# ---------------------------------------------------------------------- schedules
+def scheduled_command(
+    kind: str, target: str, params: dict[str, float | str], duration_s: float | None
+) -> InjectFault | ClearFault:
+    """The command a scenario's ``[[fault]]`` entry stands for (``kind = "clear"`` clears)."""
+    if kind == "clear":
+        if params or duration_s is not None:
+            raise CommandError("a clear takes no params and no duration")
+        if target == "all":
+            return ClearFault(all=True)
+        return ClearFault(target=target)
+    return InjectFault(kind=kind, target=target, params=params, duration_s=duration_s)
+
+
+def check_scheduled(fabric: Fabric, cmd: InjectFault | ClearFault) -> None:
+    """Validate a scheduled command against the fabric (raises ``CommandError``)."""
+    fabric.faults.flow_control = fabric.profile.flow_control
+    if isinstance(cmd, InjectFault):
+        fabric.faults.check(cmd)
+        return
+    if (
+        cmd.target is not None
+        and cmd.target not in fabric.topo.links.index
+        and (cmd.target not in fabric.topo.nodes.index)
+    ):
+        names = list(fabric.topo.links.index) + list(fabric.topo.nodes.index)
+        raise unknown("clear target", cmd.target, names)
+
+
+def apply_scheduled(fabric: Fabric, cmd: InjectFault | ClearFault, now: float) -> None:
+    """Apply a scheduled fault or clear; a clear with nothing to clear is logged, not fatal."""
+    try:
+        if isinstance(cmd, InjectFault):
+            fabric.faults.inject(cmd, now)
+        else:
+            fabric.faults.clear(cmd, now)
+    except CommandError as exc:
+        fabric.emit("warning", "schedule_skipped", cmd.target or "all", str(exc))
+
+
+__all__ = [
+    "FAULT_KINDS",
+    "RECOVERY_MODES",
+    "apply_scheduled",
+    "check_scheduled",
+    "link_delays",
+    "recovery_mode",
+    "reroute",
+    "scheduled_command",
+    "track",
+]

@@ -1,0 +1,887 @@
+"""The emulated fabric: topology + profile + flows + workloads + faults, advanced tick by tick.
+
+``Fabric.step`` is the hot path: it asks the workloads for new flows, routes
+them (vectorised), solves the tick's rates (``fabric_core.tick.step``), moves bytes,
+completes flows with sub-tick interpolation, and updates the per-link counters.
+Nothing on that path loops over flows or links in Python.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.commands import (
+    MAX_TICK_S,
+    MIN_TICK_S,
+    ClearFault,
+    Command,
+    CommandError,
+    InjectFault,
+    SetParam,
+    SetTick,
+    StartWorkload,
+    StopWorkload,
+    unknown,
+)
+from fabric_core.faults import recovery
+from fabric_core.faults.book import FaultBook, goodput_fraction
+from fabric_core.net import endpoint_costs
+from fabric_core.net.paths import StaticRoutes
+from fabric_core.net.profiles import Profile, check_pfc, check_routing
+from fabric_core.net.routing import spray, spray_ways
+from fabric_core.net.topology import Topology
+from fabric_core.runtime.scenario import Scenario, ScenarioError
+from fabric_core.runtime.snapshot import (
+    Event,
+    LinkState,
+    LinkStatus,
+    Snapshot,
+    Totals,
+    WorkloadView,
+    frozen,
+)
+from fabric_core.tick.flows import FlowTable, NewFlows
+from fabric_core.tick.histogram import HistogramRows
+from fabric_core.tick.ibcc import IbCongestionControl
+from fabric_core.tick.pfc import Dcqcn, PfcQueues
+from fabric_core.tick.reference import ReferenceTick
+from fabric_core.tick.roce import RoceFlowControl
+from fabric_core.tick.step import EntryIndex, RankLayout, Solution
+from fabric_core.workloads import Completions, Workload
+
+if TYPE_CHECKING:
+    from fabric_core.tick.kernels.tick import CompiledTick
+
+MAX_EVENTS = 500
+#: The tick's solver: numba kernels, or the vectorised numpy reference they are tested
+#: against (``fabric_core.tick.step``; the same results, several times slower).
+Solver = Literal["compiled", "reference"]
+SOLVERS: tuple[Solver, ...] = ("compiled", "reference")
+#: Round trip that sets RoCE's go-back-N window on a bit error (the bytes in flight
+#: at line rate): a few µs across a 3-tier fabric plus NIC time; a guess.
+GO_BACK_N_RTT_S = 10e-6
+
+
+@dataclass(frozen=True)
+class TunableParam:
+    """A profile parameter operators may change at run time."""
+
+    name: str
+    low: float
+    high: float
+    help: str
+
+
+TUNABLE: dict[str, TunableParam] = {
+    p.name: p
+    for p in (
+        TunableParam("buffer_per_vl_bytes", 1024.0, 1e9, "per-VL ingress buffer (credits)"),
+        TunableParam("switch_latency_s", 0.0, 1e-3, "switch port-to-port latency"),
+        TunableParam("reroute_s", 1e-6, 60.0, "time from a link failure to traffic rerouted"),
+        TunableParam(
+            "ecn_kmin_s", 0.0, 1.0, "ECN marking starts above this queue (time at line rate)"
+        ),
+        TunableParam(
+            "ecn_kmax_s", 0.0, 1.0, "ECN marks every packet above this queue (time at line rate)"
+        ),
+        TunableParam("ecn_pmax", 0.0, 1.0, "ECN marking probability at Kmax"),
+        TunableParam("dcqcn_g", 1e-6, 1.0, "DCQCN alpha gain"),
+        TunableParam("dcqcn_alpha_interval_s", 1e-7, 1.0, "DCQCN alpha update period"),
+        TunableParam("dcqcn_decrease_interval_s", 1e-7, 1.0, "DCQCN rate-decrease check"),
+        TunableParam("dcqcn_timer_s", 1e-6, 1.0, "DCQCN rate-increase timer"),
+        TunableParam("dcqcn_ai_at_25g_Bps", 0.0, 1e11, "DCQCN additive increase at 25G"),
+        TunableParam("dcqcn_hai_at_25g_Bps", 0.0, 1e11, "DCQCN hyper increase at 25G"),
+        TunableParam("dcqcn_min_rate_Bps", 0.0, 1e11, "DCQCN lowest rate after a cut"),
+        TunableParam("cnp_interval_s", 0.0, 1.0, "CNP rate limit per flow (0: none)"),
+        TunableParam("pfc_watchdog_s", 1e-6, 60.0, "PFC watchdog detection time"),
+        TunableParam("swift_target_delay_s", 0.0, 1.0, "Swift target queueing delay"),
+    )
+}
+
+
+def _link_rank(topo: Topology) -> NDArray[np.int64]:
+    """Order of links along any up*/down* path: up links by tier, then down links."""
+    t_src = topo.nodes.tier[topo.links.src].astype(np.int64)
+    t_dst = topo.nodes.tier[topo.links.dst].astype(np.int64)
+    top = max(3, int(t_src.max(initial=0)))  # a file topology may have more than 3 tiers
+    return np.where(t_dst > t_src, t_src, 2 * top - t_src)
+
+
+class LinkConditions(NamedTuple):
+    """What the faults make of the links in a tick."""
+
+    status: NDArray[np.int8]  # LinkStatus per link
+    goodput: NDArray[np.float64]  # share of each link left for new data under bit errors
+    capacity: NDArray[np.float64]  # payload bytes/s per link
+    stormed: NDArray[np.bool_]  # per queue: into a NIC that refuses data (PFC storm)
+
+
+class Fabric:
+    """A running emulation; see the module docstring."""
+
+    def __init__(
+        self,
+        topo: Topology,
+        profile: Profile,
+        workloads: list[Workload],
+        *,
+        dt_s: float,
+        seed: int,
+        cluster: str = "fabtop",
+        scenario: str = "custom",
+        class_vl: Mapping[str, int] | None = None,
+        solver: Solver = "compiled",
+    ) -> None:
+        if dt_s <= 0:
+            raise ValueError("dt must be > 0")
+        check_routing(profile)
+        check_pfc(profile)
+        self.topo = topo
+        self.profile = profile
+        self.workloads = workloads
+        self.dt_s = dt_s
+        self.seed = seed
+        self.cluster = cluster
+        self.scenario = scenario
+        self.rng = np.random.default_rng(seed)
+        self.tick = 0
+        self.sim_time_s = 0.0
+        self._epoch_tick, self._epoch_s = 0, 0.0  # where the current tick length took over
+        self.flows = FlowTable(1024)
+        self.events: deque[Event] = deque(maxlen=MAX_EVENTS)
+        self.faults = FaultBook(
+            topo.links, topo.nodes, self.emit, flow_control=profile.flow_control
+        )
+        self.n_vls = int(profile.virtual_lanes)
+        names = []
+        for wl in workloads:
+            if wl.traffic_class not in names:
+                names.append(wl.traffic_class)
+        self.classes: list[str] = names
+        vl_map = dict(class_vl or {})
+        self.class_vl = np.array(
+            [vl_map.get(c, i % max(self.n_vls - 1, 1)) for i, c in enumerate(names)] or [0],
+            dtype=np.int8,
+        )
+        if (self.class_vl >= self.n_vls).any() or (self.class_vl < 0).any():
+            raise ValueError(f"virtual lanes must be in 0..{self.n_vls - 1}")
+        self._class_rows = HistogramRows(len(names))  # latency per class, filled together
+        self.class_hist = dict(zip(names, self._class_rows.hists, strict=True))
+        for wl in workloads:
+            wl.bind(topo.gpus, topo.storage, self.rng)
+            wl.attach(self)
+        L = len(topo.links)
+        self._layout = RankLayout.of(_link_rank(topo))
+        self.solver = solver
+        self._tick: ReferenceTick | CompiledTick
+        # only adaptive routing reads the load in flight: the others need not track it
+        track_load = profile.routing == "adaptive"
+        if solver == "compiled":
+            from fabric_core.tick.kernels.tick import CompiledTick  # imports numba: only when used
+
+            self._tick = CompiledTick.of(self._layout, self.n_vls, track_load)
+        elif solver == "reference":
+            self._tick = ReferenceTick(self._layout, self.n_vls, track_load)
+        else:
+            raise ValueError(f"solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
+        self.to_endpoint = topo.nodes.tier[topo.links.dst] == 0
+        self._endpoint_queues = np.repeat(self.to_endpoint, self.n_vls)
+        self._index: EntryIndex | None = None
+        self._share: NDArray[np.float64] | None = None  # last tick's fair shares (warm start)
+        #: (profile, status, goodput, capacity, stormed) of a fabric with no fault open
+        self._healthy: tuple[Profile, LinkConditions] | None = None
+        self.buffer_bytes = np.repeat(topo.links.buffer_bytes, self.n_vls).astype(np.float64)
+        self.occupancy = np.zeros(L * self.n_vls)
+        self.buffer_drain = np.zeros(L * self.n_vls)  # last tick's drain per buffer, B/s
+        # each buffer's departure-rate measurement (kernels.departure): bytes and time of
+        # the cycle under way, and the average of those done
+        self._dq_bytes = np.zeros(L * self.n_vls)
+        self._dq_s = np.zeros(L * self.n_vls)
+        self._dq_avg_Bps = np.zeros(L * self.n_vls)
+        #: the rate each buffer's queued bytes leave at, for new messages' FIFO wait (set
+        #: once a tick from the measurement; every batch of new flows that tick reads it)
+        self.departure_Bps = np.zeros(L * self.n_vls)
+        self.link_rate = np.zeros(L)
+        self.known_down = np.zeros(L, dtype=bool)  # down links routing already avoids
+        c: dict[str, NDArray[np.float64]] = {
+            k: np.zeros(L)
+            for k in (
+                "tx_bytes_total",
+                "tx_packets_total",
+                "transmit_wait_seconds_total",
+                "pause_frames_total",
+                "pause_seconds_total",
+                "ecn_marked_packets_total",
+                "cnp_handled_total",
+                "discards_bytes_total",
+                "retransmitted_bytes_total",
+                "link_downed_total",
+                "link_error_recovery_total",
+                "symbol_errors_total",
+            )
+        }
+        self.counters = c
+        self.paused = np.zeros(L, dtype=bool)
+        # PFC per priority: pause frames received and paused time, (links, lanes)
+        self.pause_vl: dict[str, NDArray[np.float64]] = {
+            "pause_frames_vl_total": np.zeros((L, self.n_vls)),
+            "pause_seconds_vl_total": np.zeros((L, self.n_vls)),
+        }
+        self.injected_bytes = 0.0
+        self.cancelled_bytes = 0.0  # injected, then cancelled before they were sent
+        self.delivered_bytes = 0.0
+        self.dropped_bytes = 0.0
+        self.completed_flows = 0
+        self._window: deque[tuple[float, float]] = deque(maxlen=64)  # (time, delivered)
+        self.hop_updates = 0
+        self.schedule: list[tuple[float, InjectFault | ClearFault]] = []  # time order
+        self.static_routes = StaticRoutes(topo)
+        self.spray_ways = spray_ways(topo)  # sub-flows per sprayed flow (routing "spray")
+        # RoCE: PFC queues, DCQCN senders, the deadlock watch (None on a credit fabric)
+        self.roce = (
+            RoceFlowControl(self, compiled=solver == "compiled")
+            if profile.flow_control == "pfc"
+            else None
+        )
+        if self.roce is not None:
+            # the PFC queues' own array: a shared buffer moves it every tick
+            self.buffer_bytes = self.roce.pfc.buffer
+        #: IB congestion control (credit fabric, when the profile asks for it)
+        self.ibcc = (
+            IbCongestionControl()
+            if self.roce is None and profile.ib_congestion_control == "ibcc"
+            else None
+        )
+
+    @classmethod
+    def from_scenario(cls, scn: Scenario, solver: Solver = "compiled") -> Fabric:
+        """Build the fabric a scenario describes (fresh workloads, scheduled faults), solved
+        by ``solver``.
+
+        Raises:
+            ScenarioError: a workload or scheduled fault does not fit the topology.
+        """
+        topo = scn.build_topology()
+        try:
+            fabric = cls(
+                topo,
+                scn.profile,
+                scn.build_workloads(),
+                dt_s=scn.dt_s,
+                seed=scn.seed,
+                cluster=scn.cluster,
+                scenario=scn.name,
+                class_vl=scn.classes,
+                solver=solver,
+            )
+        except ValueError as exc:
+            raise ScenarioError(f"{scn.source}: {exc}") from None
+        for i, r in enumerate(scn.routes):
+            try:
+                fabric.add_static_route(r.src, r.dst, r.via)
+            except ValueError as exc:
+                raise ScenarioError(f"{scn.source}: route[{i}]: {exc}") from None
+        for i, f in enumerate(scn.faults):
+            try:
+                cmd = recovery.scheduled_command(f.kind, f.target, dict(f.params), f.duration_s)
+                recovery.check_scheduled(fabric, cmd)
+            except CommandError as exc:
+                raise ScenarioError(f"{scn.source}: fault[{i}]: {exc}") from None
+            fabric.schedule.append((f.at_s, cmd))
+        return fabric
+
+    # ------------------------------------------------------------------ helpers
+    def emit(self, severity: str, kind: str, target: str, message: str) -> None:
+        """Add an event to the log the snapshot carries (bounded; newest last)."""
+        self.events.append(Event(self.sim_time_s, severity, kind, target, message))
+
+    def capacity(
+        self, status: NDArray[np.int8], goodput: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Payload capacity per link: line rate less headers, less retries (``goodput``,
+        from ``_goodput``), 0 when down."""
+        p = self.profile
+        eff = p.mtu_bytes / (p.mtu_bytes + p.header_bytes)
+        cap = self.topo.links.bandwidth_Bps * eff * goodput
+        cap[status == LinkStatus.DOWN] = 0.0
+        return cap
+
+    def _goodput(self) -> NDArray[np.float64]:
+        """Share of each link left for new data under bit errors: the native fabric
+        retries the one bad packet on the link; RoCE goes back N end to end, resending
+        the window in flight (bandwidth × GO_BACK_N_RTT_S)."""
+        p = self.profile
+        packet = p.mtu_bytes + p.header_bytes
+        if p.flow_control == "credit":
+            resent = np.ones(len(self.topo.links))
+        else:
+            resent = np.maximum(self.topo.links.bandwidth_Bps * GO_BACK_N_RTT_S / packet, 1.0)
+        return goodput_fraction(self.faults.ber, packet, resent)
+
+    # ------------------------------------------------------------------ flows in
+    def start_flows(
+        self,
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        size: NDArray[np.float64],
+        *,
+        traffic_class: int,
+        workload: int,
+        tag: NDArray[np.int64],
+        ready_s: NDArray[np.float64],
+        extra_latency_s: NDArray[np.float64] | None = None,
+    ) -> None:
+        """Route and start flows (bytes wait at the source NIC until sent).
+
+        On a ``spray`` profile each flow becomes sub-flows on distinct equal-cost paths
+        (``_spray``); the workload still sees one flow.
+        """
+        n = src.size
+        if n == 0:
+            return
+        # the fabric-wide cap on flows in flight (fabric_core.faults.admission): the rest refused
+        keep = self.faults.admission.fabric_admit(size, self.flows.n_parents, self.emit)
+        if keep < n:
+            if keep == 0:
+                return
+            src, dst, size, tag, ready_s = (
+                src[:keep],
+                dst[:keep],
+                size[:keep],
+                tag[:keep],
+                ready_s[:keep],
+            )
+            if extra_latency_s is not None:
+                extra_latency_s = extra_latency_s[:keep]
+        key = tag * 1_000_003 + workload
+        flow_bytes = float(size.sum())
+        n_sub: NDArray[np.int64] | None = None
+        total: NDArray[np.float64] | None = None
+        if self.profile.routing == "spray":
+            cost = self._tick.link_cost(self.topo, self.occupancy, self.n_vls, self.known_down)
+            path, hops, of, n_sub, sub_size = self._spray(src, dst, size, key, cost)
+            total = size[of]
+            src, dst, size, tag, ready_s = src[of], dst[of], sub_size, tag[of], ready_s[of]
+            if extra_latency_s is not None:
+                extra_latency_s = extra_latency_s[of]
+        else:
+            adaptive = self.profile.routing != "ecmp"
+            # the sizes let adaptive routing count what this batch itself places
+            path, hops = self._tick.route(
+                self.topo,
+                src,
+                dst,
+                key,
+                adaptive,
+                self.occupancy,
+                self.n_vls,
+                self.known_down,
+                size,
+            )
+        rows = src.size
+        if self.static_routes:
+            self.static_routes.apply(src, dst, path, hops)
+        vl0 = np.full(rows, self.class_vl[traffic_class], dtype=np.int8)
+        vl, fixed, wait = self.lanes_and_costs(path, hops, vl0, size)
+        new = NewFlows(
+            path=path,
+            hops=hops,
+            size_bytes=size,
+            vl=vl,
+            traffic_class=traffic_class,
+            workload=workload,
+            tag=tag,
+            start_s=ready_s,
+            # a workload that models its endpoints hands their host costs in; the others'
+            # messages are posted and polled by a CPU (endpoint_costs.host_costs_s)
+            extra_latency_s=np.full(rows, endpoint_costs.host_costs_s(self.profile))
+            if extra_latency_s is None
+            else extra_latency_s,
+            src=src,
+            dst=dst,
+            n_sub=n_sub,
+            total_bytes=total,
+        )
+        slots = self.flows.add(new)
+        self.flows.fixed_latency_s[slots] = fixed
+        self.flows.wait_s[slots] = wait
+        if self.roce is not None:
+            self.roce.start_flows(
+                self.flows.capacity, slots, self.topo.links.bandwidth_Bps[path[0]]
+            )
+        if self.ibcc is not None:
+            self.ibcc.start(self.flows.capacity, slots)
+        self.injected_bytes += flow_bytes
+
+    def _spray(
+        self,
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        size: NDArray[np.float64],
+        key: NDArray[np.int64],
+        cost: NDArray[np.float64],
+    ) -> tuple[
+        NDArray[np.int32],
+        NDArray[np.int8],
+        NDArray[np.intp],
+        NDArray[np.int64],
+        NDArray[np.float64],
+    ]:
+        """Sub-flows of sprayed flows: (path, hops, flow of each sub-flow, sub-flows per
+        flow, bytes per sub-flow).
+
+        A flow uses ``spray_ways`` paths, or one per packet when it has fewer packets
+        (a one-packet message has one path). The bytes are split evenly; the last
+        sub-flow takes the rounding, so the sub-flows add up to the flow exactly.
+        """
+        w = self.spray_ways
+        path, hops = spray(self.topo, src, dst, key, ways=w, link_cost=cost)
+        packets = np.ceil(size / self.profile.mtu_bytes)
+        n_sub = np.clip(packets, 1, w).astype(np.int64)
+        rows = np.flatnonzero((np.arange(w)[None, :] < n_sub[:, None]).ravel())
+        of = rows // w
+        share = size / n_sub
+        last = rows % w == n_sub[of] - 1
+        sub_size = np.where(last, size[of] - (n_sub[of] - 1) * share[of], share[of])
+        return path[:, rows], hops[rows], of, n_sub, sub_size
+
+    def set_dt(self, dt_s: float) -> float:
+        """Change the tick length from the next tick on (the engine adapts it to the speed
+        asked for; results do not depend on it). Returns the new tick.
+
+        Raises:
+            CommandError: outside MIN_TICK_S..MAX_TICK_S.
+        """
+        if not MIN_TICK_S <= dt_s <= MAX_TICK_S:
+            raise CommandError(
+                f"tick must be between {MIN_TICK_S:g} and {MAX_TICK_S:g} s, got {dt_s:g}"
+            )
+        self._epoch_tick, self._epoch_s = self.tick, self.sim_time_s
+        self.dt_s = float(dt_s)
+        return self.dt_s
+
+    def add_static_route(self, src: str, dst: str, via: list[str]) -> None:
+        """Pin flows from ``src`` to ``dst`` to a path through the switches ``via``
+        (a misconfigured or hand-made route; it may break up*/down*)."""
+        self.static_routes.add(src, dst, via)
+
+    def lanes_and_costs(
+        self,
+        path: NDArray[np.int32],
+        hops: NDArray[np.int8],
+        vl0: NDArray[np.int8],
+        size: NDArray[np.float64],
+    ) -> tuple[NDArray[np.int8], NDArray[np.float64], NDArray[np.float64]]:
+        """Lane per hop (``paths.lanes``), fixed latency and FIFO wait
+        (``paths.fixed_costs``) of flows starting on ``path[hop, flow]`` now, or moved to
+        it by a reroute, from the buffers as they are."""
+        return self._tick.lanes_and_costs(
+            self.topo,
+            self.profile,
+            path,
+            hops,
+            vl0,
+            size,
+            self.occupancy,
+            self.departure_Bps,
+            self.pfc_paused_queues(),
+        )
+
+    # ------------------------------------------------------------------ the tick
+    def run_ticks(self, n: int) -> None:
+        """Advance ``n`` ticks."""
+        for _ in range(n):
+            self.step()
+
+    def step(self) -> None:
+        """Advance one tick of ``dt_s``."""
+        dt = self.dt_s
+        now = self.sim_time_s
+        while self.schedule and self.schedule[0][0] <= now + 1e-15:
+            _, cmd = self.schedule.pop(0)
+            recovery.apply_scheduled(self, cmd, now)
+        self.faults.expire(now)
+        self._generate(now, dt)
+        status, goodput, cap, stormed = self._link_conditions()
+        self._track_link_changes(status, now)
+        idx = self._current_index()
+        if idx.size == 0:
+            self.link_rate[:] = 0.0
+            self._finish_tick(status, dt)
+            return
+        fl = self.flows
+        L = len(self.topo.links)
+        n_bufs = L * self.n_vls
+        # the flow table's per-hop arrays, flat: one gather per tick instead of a 2-D one
+        backlog = fl.backlog.reshape(-1)[idx.pos]
+        warm = fl.rate.reshape(-1)[idx.pos]
+        limit = self._tick.start_limit(idx, self.flows.start_s, cap, now, dt)
+        if self.roce is not None:
+            entry_cap, room = self.roce.limits(self, idx, backlog, cap, stormed, now, dt)
+            if limit is not None:
+                entry_cap = np.minimum(entry_cap, limit)
+            sol = self._solve(idx, backlog, cap, room, dt, warm, entry_cap)
+        else:
+            free = np.maximum(self.buffer_bytes - self.occupancy, 0.0)
+            free[self._endpoint_queues] = 1e30  # the NIC sinks at line rate
+            if stormed.any():
+                # a NIC that stops taking data (stuck, storming) returns no credits
+                base = np.full(idx.size, np.inf) if limit is None else limit
+                limit = np.where(stormed[idx.queue], 0.0, base)
+            if self.ibcc is not None:
+                limit = self.ibcc.limits(self, idx, limit)
+            sol = self._solve(idx, backlog, cap, free, dt, warm, limit)
+        self._share = sol.share
+        rate = sol.rate
+        moved = self._tick.move(idx, sol, backlog, fl, L, n_bufs, dt)
+        self.link_rate = moved.link_rate
+        self.occupancy = moved.occupancy
+        self.buffer_drain = moved.drain
+        self._measure_departures(moved.drain, moved.occupancy, dt)
+        self.delivered_bytes += moved.delivered_bytes
+        self._tick.link_counters(
+            self.link_rate, goodput, self.faults.ber, self.profile.mtu_bytes, dt, self.counters
+        )
+        if self.roce is not None:
+            self.roce.after_tick(
+                self,
+                idx,
+                rate,
+                moved.arrival,
+                moved.new_backlog,
+                moved.inflow,
+                sol,
+                stormed,
+                now,
+                dt,
+            )
+        else:
+            if self.ibcc is not None:
+                self.ibcc.after_tick(self, idx, rate, moved.new_backlog, dt)
+            self.paused = self._tick.credit_wait(
+                sol.alpha,
+                moved.inflow,
+                self.n_vls,
+                dt,
+                self.counters["transmit_wait_seconds_total"],
+            )
+        self.hop_updates += idx.size
+        if moved.done.size:
+            self._complete(idx, sol, cap, moved.done, now, dt)
+        self._finish_tick(status, dt)
+
+    def _measure_departures(
+        self, drain: NDArray[np.float64], occupancy: NDArray[np.float64], dt: float
+    ) -> None:
+        """One tick of each buffer's PIE-style departure-rate measurement, and the rate
+        new messages' FIFO wait is charged at (``kernels.departure``; not this tick's
+        drain, which a pause can make all but 0)."""
+        from fabric_core.tick.kernels.departure import departure_rates, update_departures
+
+        update_departures(drain, occupancy, dt, self._dq_bytes, self._dq_s, self._dq_avg_Bps)
+        self.departure_Bps = departure_rates(drain, self._dq_s, self._dq_avg_Bps)
+
+    def _link_conditions(self) -> LinkConditions:
+        """What the faults make of the links this tick: (status, goodput, payload
+        capacity, stormed queues). With no fault open (the usual case) they are the same
+        every tick, so they are kept (read-only) instead of recomputed."""
+        if not self.faults.settled():
+            status, goodput = self.faults.status(), self._goodput()
+            return LinkConditions(
+                status, goodput, self.capacity(status, goodput), self._stormed_queues()
+            )
+        if self._healthy is None or self._healthy[0] is not self.profile:
+            L = len(self.topo.links)
+            status = np.full(L, LinkStatus.UP, dtype=np.int8)
+            goodput = np.ones(L)
+            healthy = LinkConditions(
+                status, goodput, self.capacity(status, goodput), self._stormed_queues()
+            )
+            for a in healthy:
+                a.setflags(write=False)
+            self._healthy = (self.profile, healthy)
+        return self._healthy[1]
+
+    def _current_index(self) -> EntryIndex:
+        """The entry index of the flows in flight, rebuilt when the set of flows changed."""
+        fl = self.flows
+        if self._index is None or self._index.version != fl.version:
+            self._index = self._tick.build_index(fl)
+        return self._index
+
+    def _solve(
+        self,
+        idx: EntryIndex,
+        backlog: NDArray[np.float64],
+        cap: NDArray[np.float64],
+        free: NDArray[np.float64],
+        dt: float,
+        warm: NDArray[np.float64],
+        entry_cap: NDArray[np.float64] | None,
+    ) -> Solution:
+        """The tick's rates. ``free`` is each buffer's room: credits on the credit fabric,
+        the PFC bound on RoCE."""
+        share = self._share if self.roce is None else None
+        return self._tick.solve(idx, backlog, cap, free, dt, warm, entry_cap, share)
+
+    # ------------------------------------------------------------------ RoCE
+    def _stormed_queues(self) -> NDArray[np.bool_]:
+        """Queues (link, lane) into NICs that refuse data: a PFC storm (or a stuck NIC)."""
+        out = np.zeros(len(self.topo.links) * self.n_vls, dtype=bool)
+        storms = self.faults.active("pfc_storm")
+        if storms:
+            nodes = [self.topo.nodes.index[f.target] for f in storms]
+            into = np.flatnonzero(np.isin(self.topo.links.dst, nodes))
+            out[(into[:, None] * self.n_vls + np.arange(self.n_vls)).ravel()] = True
+        return out
+
+    def pfc_paused_queues(self) -> NDArray[np.bool_]:
+        """Queues whose upstream is paused now (all False on a credit fabric)."""
+        if self.roce is None:
+            return np.zeros(len(self.topo.links) * self.n_vls, dtype=bool)
+        return self.roce.pfc.paused
+
+    @property
+    def pfc(self) -> PfcQueues | None:
+        """The PFC queues (RoCE), or None on a credit fabric."""
+        return None if self.roce is None else self.roce.pfc
+
+    @property
+    def dcqcn(self) -> Dcqcn | None:
+        """The DCQCN senders (RoCE), or None on a credit fabric."""
+        return None if self.roce is None else self.roce.dcqcn
+
+    @property
+    def deadlocks(self) -> int:
+        """Deadlocks the detector has reported (always 0 on a credit fabric)."""
+        return 0 if self.roce is None else self.roce.deadlocks
+
+    def _finish_tick(self, status: NDArray[np.int8], dt: float) -> None:
+        self.tick += 1
+        # time since the last change of tick length, as a product: no drift from summing
+        self.sim_time_s = self._epoch_s + (self.tick - self._epoch_tick) * dt
+        self._window.append((self.sim_time_s, self.delivered_bytes))
+
+    def _generate(self, now: float, dt: float) -> None:
+        for wi, wl in enumerate(self.workloads):
+            req = wl.generate(now, dt, self.rng)
+            if len(req):
+                cls = self.classes.index(wl.traffic_class)
+                self.start_flows(
+                    req.src,
+                    req.dst,
+                    req.size_bytes,
+                    traffic_class=cls,
+                    workload=wi,
+                    tag=req.tag,
+                    ready_s=req.ready_s,
+                    extra_latency_s=req.extra_latency_s,
+                )
+
+    def _complete(
+        self,
+        idx: EntryIndex,
+        sol: Solution,
+        cap: NDArray[np.float64],
+        flows: NDArray[np.intp],
+        now: float,
+        dt: float,
+    ) -> None:
+        """Retire the flows whose bytes have all arrived this tick and report them."""
+        fl = self.flows
+        # sub-tick finish: the latest hop of each finished flow (``step.finish_within_tick``)
+        t = self._tick.finish_times(idx, sol, cap, flows, fl.capacity, dt)
+        whole, whole_finish, rounding = fl.finish_at(
+            flows, t, now, dt, self.topo.links.bandwidth_Bps
+        )
+        # the last bytes that floating-point rounding left in the network (at most a
+        # billionth of the flow) are delivered with it, so the byte count stays exact
+        self.delivered_bytes += rounding
+        if whole.size == 0:
+            return
+        self.completed_flows += int(whole.size)
+        latency = whole_finish - fl.start_s[whole]
+        self._class_rows.observe(fl.cls[whole], latency)
+        # the completions of each workload, in the order they finished (a fault's own
+        # flows, such as an incast's, belong to none: workload -1)
+        wls = fl.workload[whole]
+        if wls[0] >= 0 and (wls.size == 1 or (wls == wls[0]).all()):
+            # one workload's flows only (most ticks): all of them, in the order finished
+            self._report(int(wls[0]), whole, whole_finish, now + dt)
+            return
+        order = np.flatnonzero(wls >= 0)
+        order = order[np.argsort(wls[order], kind="stable")]
+        bounds = np.cumsum(np.bincount(wls[order], minlength=len(self.workloads)))
+        lo = 0
+        for wi, hi in enumerate(bounds.tolist()):
+            if hi > lo:
+                pick = order[lo:hi]
+                self._report(wi, whole[pick], whole_finish[pick], now + dt)
+            lo = hi
+
+    def _report(
+        self, wi: int, heads: NDArray[np.intp], finish_s: NDArray[np.float64], now: float
+    ) -> None:
+        """Hand workload ``wi`` its flows that are whole (``heads``, in the order they
+        finished, at ``finish_s``)."""
+        fl = self.flows
+        self.workloads[wi].on_complete(
+            Completions(
+                tag=fl.tag[heads],
+                src=fl.src[heads],
+                dst=fl.dst[heads],
+                size_bytes=fl.parent_size[heads],
+                start_s=fl.start_s[heads],
+                finish_s=finish_s,
+            ),
+            now,
+        )
+
+    def _track_link_changes(self, status: NDArray[np.int8], now: float) -> None:
+        # detection, reroute / reconvergence, time-driven faults, measured recovery
+        recovery.track(self, status, now)
+
+    def _reroute(self, links: NDArray[np.int64]) -> int:
+        """Give flows crossing failed links new paths (see ``recovery.reroute``)."""
+        return recovery.reroute(self, links)[0]
+
+    # ------------------------------------------------------------------ commands
+    def apply(self, cmd: Command) -> Mapping[str, Any]:
+        """Apply a fabric command (faults, parameters, workloads).
+
+        Raises:
+            CommandError: the command does not fit this fabric.
+        """
+        now = self.sim_time_s
+        if isinstance(cmd, InjectFault):
+            f = self.faults.inject(cmd, now)
+            return {"fault_id": f.id}
+        if isinstance(cmd, ClearFault):
+            return {"cleared": self.faults.clear(cmd, now)}
+        if isinstance(cmd, SetParam):
+            return self._set_param(cmd)
+        if isinstance(cmd, SetTick):
+            return {"dt_s": self.set_dt(cmd.dt_s)}
+        if isinstance(cmd, StartWorkload | StopWorkload):
+            wl = self._workload(cmd.workload)
+            if isinstance(cmd, StartWorkload):
+                wl.start()
+            else:
+                wl.stop()
+            return {"workload": wl.name, "running": wl.running}
+        raise CommandError(f"the fabric does not handle {type(cmd).__name__}")
+
+    def _workload(self, name: str) -> Workload:
+        for wl in self.workloads:
+            if wl.name == name:
+                return wl
+        raise unknown("workload", name, [w.name for w in self.workloads])
+
+    def _set_param(self, cmd: SetParam) -> Mapping[str, Any]:
+        spec = TUNABLE.get(cmd.name)
+        if spec is None:
+            raise unknown("parameter", cmd.name, TUNABLE)
+        if not spec.low <= cmd.value <= spec.high:
+            raise CommandError(
+                f"{cmd.name} must be in [{spec.low:g}, {spec.high:g}], got {cmd.value:g}"
+            )
+        new = self.profile.with_overrides(**{cmd.name: cmd.value})
+        if new.ecn_kmin_s > new.ecn_kmax_s:
+            raise CommandError(
+                f"ECN Kmin ({new.ecn_kmin_s:g} s) must not exceed Kmax ({new.ecn_kmax_s:g} s)"
+            )
+        self.profile = new
+        if cmd.name == "buffer_per_vl_bytes" and self.roce is None:
+            self.buffer_bytes[:] = cmd.value
+        self.emit("info", "param_set", cmd.name, f"{cmd.name} set to {cmd.value:g}")
+        return {cmd.name: cmd.value}
+
+    def params(self) -> dict[str, float]:
+        """The live-tunable parameters and their values."""
+        return {name: float(getattr(self.profile, name)) for name in TUNABLE}
+
+    # ------------------------------------------------------------------ output
+    def throughput_Bps(self) -> float:
+        """Delivered bytes per second over the recent window."""
+        if len(self._window) < 2:
+            return 0.0
+        (t0, b0), (t1, b1) = self._window[0], self._window[-1]
+        return (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0
+
+    def link_state(self) -> LinkState:
+        """Per-link arrays for a snapshot."""
+        L = len(self.topo.links)
+        status = self.faults.status()
+        bw = self.topo.links.bandwidth_Bps
+        occ = self.occupancy.reshape(L, self.n_vls)
+        free = (self.buffer_bytes.reshape(L, self.n_vls) - occ).min(axis=1)
+        free = np.where(self.to_endpoint, self.buffer_bytes.reshape(L, self.n_vls)[:, 0], free)
+        c = self.counters
+        return LinkState(
+            status=frozen(status),
+            utilisation=frozen(self.link_rate / bw),
+            queue_bytes=frozen(occ.sum(axis=1)),
+            queue_vl_bytes=frozen(occ),
+            credits_bytes=frozen(np.maximum(free, 0.0)),
+            paused=frozen(self.paused),
+            **{k: frozen(v) for k, v in c.items()},
+            **{k: frozen(v) for k, v in self.pause_vl.items()},
+        )
+
+    def snapshot(
+        self,
+        *,
+        wall_time_s: float = 0.0,
+        target_speed: float = 0.0,
+        measured_speed: float = 0.0,
+        running: bool = True,
+    ) -> Snapshot:
+        """An immutable picture of the fabric now."""
+        now = self.sim_time_s
+        return Snapshot(
+            cluster=self.cluster,
+            scenario=self.scenario,
+            profile=self.profile.name,
+            flow_control=self.profile.flow_control,
+            seed=self.seed,
+            tick=self.tick,
+            sim_time_s=now,
+            dt_s=self.dt_s,
+            wall_time_s=wall_time_s,
+            target_speed=target_speed,
+            measured_speed=measured_speed,
+            running=running,
+            nodes=self.topo.nodes,
+            links=self.topo.links,
+            link_state=self.link_state(),
+            totals=Totals(
+                injected_bytes_total=self.injected_bytes,
+                cancelled_bytes_total=self.cancelled_bytes,
+                delivered_bytes_total=self.delivered_bytes,
+                dropped_bytes_total=self.dropped_bytes,
+                in_flight_bytes=self.flows.in_flight_bytes(),
+                throughput_Bps=self.throughput_Bps(),
+                active_flows=self.flows.n_parents,
+                completed_flows_total=self.completed_flows,
+            ),
+            latency={c: h.freeze() for c, h in self.class_hist.items()},
+            workloads={
+                wl.name: WorkloadView(
+                    name=wl.name,
+                    kind=wl.kind,
+                    traffic_class=wl.traffic_class,
+                    kpis=dict(wl.kpis(now)),
+                    histograms=wl.frozen_histograms(),
+                )
+                for wl in self.workloads
+            },
+            faults=self.faults.views(),
+            events=tuple(self.events)[-100:],
+            params=self.params(),
+        )

@@ -1,0 +1,386 @@
+"""Scenarios: TOML files that say what to build and run (topology, profile, workloads, faults).
+
+Validation errors name the key at fault (``topology.spines: must be >= 1``).
+Bundled scenarios live in ``fabric_core/scenarios/``; ``load_scenario`` takes
+a bundled name or a path.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fabric_core.net.link_classes import LinkConfig, apply_classes, apply_named, parse_links
+from fabric_core.net.profiles import Profile, check_pfc, check_routing, get_profile
+from fabric_core.net.scaleup import ScaleUpParams
+from fabric_core.net.topofile import TopologySpec, load_topology
+from fabric_core.net.topology import (
+    Topology,
+    check_gpus_per_node,
+    fat_tree,
+    leaf_spine,
+    with_scaleup,
+)
+from fabric_core.units import parse_duration
+from fabric_core.workloads import Workload, build_workload
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be loaded; the message names the file and key."""
+
+
+_TOP_KEYS = {
+    "name",
+    "description",
+    "cluster",
+    "seed",
+    "dt",
+    "profile",
+    "topology",
+    "profile_overrides",
+    "classes",
+    "workload",
+    "fault",
+    "route",
+    "links",
+}
+_TOPO_KEYS = {
+    "leaf-spine": {
+        "kind",
+        "leaves",
+        "spines",
+        "gpus_per_leaf",
+        "storage_targets",
+        "planes",
+        "rails",
+    },
+    "fat-tree": {
+        "kind",
+        "pods",
+        "leaves_per_pod",
+        "spines_per_pod",
+        "cores_per_spine",
+        "gpus_per_leaf",
+        "storage_targets",
+    },
+    "file": {
+        "kind",
+        "path",
+    },  # a topology file (fabric_core.net.topofile), relative to the scenario
+}
+#: keys of every kind: the scale-up domain (fabric_core.net.scaleup): GPUs per node, and
+#: overrides of its link class (``scaleup = { latency_s = 2e-6 }``)
+_SCALEUP_KEYS = {"gpus_per_node", "scaleup"}
+for _keys in _TOPO_KEYS.values():
+    _keys |= _SCALEUP_KEYS
+
+
+@dataclass(frozen=True)
+class ScheduledFault:
+    """A fault a scenario injects at a simulated time."""
+
+    at_s: float
+    kind: str
+    target: str
+    params: Mapping[str, float | str]
+    duration_s: float | None
+
+
+@dataclass(frozen=True)
+class StaticRoute:
+    """A pinned path between two endpoints through named switches."""
+
+    src: str
+    dst: str
+    via: list[str]
+
+
+@dataclass
+class Scenario:
+    """A parsed, validated scenario (build a fabric from it with ``Fabric.from_scenario``)."""
+
+    name: str
+    description: str
+    source: str
+    raw: dict[str, Any]
+    cluster: str
+    seed: int
+    dt_s: float
+    profile: Profile
+    topology: dict[str, Any]
+    classes: dict[str, int] = field(default_factory=dict)
+    faults: list[ScheduledFault] = field(default_factory=list)
+    routes: list[StaticRoute] = field(default_factory=list)
+    links: LinkConfig = field(default_factory=LinkConfig)  # [links]: per class and named
+    topology_file: TopologySpec | None = None  # kind = "file": the parsed file
+
+    def build_topology(self) -> Topology:
+        """The topology this scenario describes, its ``[links]`` settings applied.
+
+        Raises:
+            ValueError: a ``[links]`` entry that names no link, or a file topology
+                that up*/down* cannot route (``topofile.TopologyFileError``).
+        """
+        t = dict(self.topology)
+        kind = t.pop("kind")
+        gpus_per_node = t.pop("gpus_per_node", 1)
+        scaleup = ScaleUpParams().with_overrides(**t.pop("scaleup", {}))
+        if self.topology_file is not None:
+            topo = self.topology_file.build(self.profile)
+        elif kind == "leaf-spine":
+            topo = leaf_spine(self.profile, **t)
+        else:
+            topo = fat_tree(self.profile, **t)
+        topo = apply_classes(topo, self.links, kind)
+        if self.topology_file is not None:
+            topo = self.topology_file.apply_settings(topo)  # a cable's own values beat its class
+        return with_scaleup(apply_named(topo, self.links), gpus_per_node, scaleup)
+
+    def build_workloads(self) -> list[Workload]:
+        """Fresh workload objects (a fabric owns its workloads)."""
+        out = []
+        for i, table in enumerate(self.raw.get("workload", [])):
+            out.append(build_workload(table, f"workload[{i}]"))
+        return out
+
+
+def bundled_dir() -> Path:
+    """Folder of the bundled scenarios."""
+    return Path(str(resources.files("fabric_core") / "scenarios"))
+
+
+def list_scenarios() -> list[tuple[str, str]]:
+    """(name, description) of every bundled scenario."""
+    out = []
+    for path in sorted(bundled_dir().glob("*.toml")):
+        try:
+            data = tomllib.loads(path.read_text())
+            out.append((path.stem, str(data.get("description", ""))))
+        except tomllib.TOMLDecodeError:
+            out.append((path.stem, "(unreadable)"))
+    return out
+
+
+def load_scenario(
+    name_or_path: str | Path,
+    *,
+    profile: str | None = None,
+    seed: int | None = None,
+    dt: str | float | None = None,
+) -> Scenario:
+    """Load and validate a bundled scenario (by name) or a TOML file (by path).
+
+    ``profile``, ``seed`` and ``dt`` override the file's values.
+
+    Raises:
+        ScenarioError: naming the file and the key at fault.
+    """
+    path = Path(name_or_path)
+    if not path.suffix and not path.exists():
+        candidate = bundled_dir() / f"{name_or_path}.toml"
+        if not candidate.exists():
+            names = ", ".join(n for n, _ in list_scenarios())
+            raise ScenarioError(
+                f"no bundled scenario {str(name_or_path)!r} and no such file; bundled: {names}"
+            )
+        path = candidate
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        return _parse(data, str(path), profile=profile, seed=seed, dt=dt)
+    except ScenarioError:
+        raise
+    except (ValueError, KeyError, TypeError) as exc:
+        msg = exc.args[0] if exc.args else str(exc)
+        raise ScenarioError(f"{path}: {msg}") from None
+
+
+def parse_scenario(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
+    """Validate an already-parsed scenario table."""
+    try:
+        return _parse(data, source, profile=None, seed=None, dt=None)
+    except (ValueError, KeyError, TypeError) as exc:
+        msg = exc.args[0] if exc.args else str(exc)
+        raise ScenarioError(f"{source}: {msg}") from None
+
+
+def _int(
+    table: Mapping[str, Any], key: str, where: str, default: int | None = None, low: int = 0
+) -> int:
+    value = table.get(key, default)
+    if value is None:
+        raise ValueError(f"{where}.{key}: missing (an integer is required)")
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"{where}.{key}: must be an integer, got {value!r}")
+    if value < low:
+        raise ValueError(f"{where}.{key}: must be >= {low}, got {value}")
+    return value
+
+
+def _check_scaleup(
+    topo: Mapping[str, Any], checked: dict[str, Any], spec: TopologySpec | None
+) -> None:
+    """``topology.gpus_per_node`` against the GPU count, ``topology.scaleup``'s overrides
+    (both into ``checked``)."""
+    if "scaleup" in topo:
+        table = topo["scaleup"]
+        if not isinstance(table, dict):
+            raise ValueError(
+                "topology.scaleup: must be a table of scale-up parameters "
+                "(scaleup = { latency_s = 2e-6 })"
+            )
+        try:
+            ScaleUpParams().with_overrides(**table)
+        except ValueError as exc:
+            raise ValueError(f"topology.scaleup: {exc.args[0]}") from None
+        checked["scaleup"] = dict(table)
+    g = checked.get("gpus_per_node", 1)
+    if spec is not None:
+        n_gpus = sum(1 for _, role in spec.nodes if role == "gpu")
+        what = "the gpu nodes of the file"
+    elif checked["kind"] == "leaf-spine":
+        n_gpus = checked["leaves"] * checked["gpus_per_leaf"]
+        what = f"{checked['leaves']} leaves x {checked['gpus_per_leaf']} gpus_per_leaf"
+    else:
+        n_gpus = checked["pods"] * checked["leaves_per_pod"] * checked["gpus_per_leaf"]
+        what = (
+            f"{checked['pods']} pods x {checked['leaves_per_pod']} leaves_per_pod x "
+            f"{checked['gpus_per_leaf']} gpus_per_leaf"
+        )
+    try:
+        check_gpus_per_node(g, n_gpus, checked.get("rails", 0), counted=what)
+    except ValueError as exc:
+        raise ValueError(f"topology.gpus_per_node: {exc.args[0]}") from None
+
+
+def _parse(
+    data: dict[str, Any], source: str, *, profile: str | None, seed: int | None, dt: Any
+) -> Scenario:
+    extra = sorted(set(data) - _TOP_KEYS)
+    if extra:
+        raise ValueError(
+            f"unknown key(s) {', '.join(extra)}; accepted: {', '.join(sorted(_TOP_KEYS))}"
+        )
+    prof_name = profile or data.get("profile", "native-400g")
+    try:
+        prof = get_profile(str(prof_name))
+    except KeyError as exc:
+        raise ValueError(f"profile: {exc.args[0]}") from None
+    overrides = data.get("profile_overrides", {})
+    if not isinstance(overrides, dict):
+        raise ValueError("profile_overrides: must be a table")
+    try:
+        prof = prof.with_overrides(**overrides)
+    except KeyError as exc:
+        raise ValueError(f"profile_overrides: {exc.args[0]}") from None
+    except ValueError as exc:  # a value the profile refuses (the RoCE MTU, ...)
+        raise ValueError(f"profile_overrides.{exc.args[0]}") from None
+    try:
+        check_pfc(prof)
+    except ValueError as exc:
+        raise ValueError(f"profile_overrides.{exc.args[0]}") from None
+    try:
+        check_routing(prof)
+    except ValueError as exc:
+        where = "profile_overrides." if "routing" in overrides else f"profile {prof.name!r}: "
+        raise ValueError(f"{where}{exc.args[0]}") from None
+    topo = data.get("topology")
+    if not isinstance(topo, dict):
+        raise ValueError("topology: missing table [topology]")
+    kind = topo.get("kind")
+    if kind not in _TOPO_KEYS:
+        raise ValueError(f"topology.kind: unknown {kind!r}; known: {', '.join(_TOPO_KEYS)}")
+    extra = sorted(set(topo) - _TOPO_KEYS[kind])
+    if extra:
+        raise ValueError(
+            f"topology: unknown key(s) {', '.join(extra)} for {kind!r}; accepted: {', '.join(sorted(_TOPO_KEYS[kind]))}"
+        )
+    checked: dict[str, Any] = {"kind": kind}
+    spec = None
+    if kind == "file":
+        if not isinstance(topo.get("path"), str):
+            raise ValueError("topology.path: missing (the topology file, relative to the scenario)")
+        base = Path(source).parent if Path(source).exists() else Path()
+        try:
+            spec = load_topology(base / topo["path"])
+        except ValueError as exc:
+            raise ValueError(f"topology.path: {exc.args[0]}") from None
+        checked["path"] = str(base / topo["path"])
+    for key in _TOPO_KEYS[kind] - {"kind", "path", "scaleup"}:
+        if key in topo:
+            checked[key] = _int(
+                topo, key, "topology", low=0 if key in ("storage_targets", "rails") else 1
+            )
+    required = _TOPO_KEYS[kind] - {"kind", "path", "storage_targets", "planes", "rails"}
+    missing = sorted(required - _SCALEUP_KEYS - set(checked))
+    if missing:
+        raise ValueError(f"topology.{missing[0]}: missing (an integer is required)")
+    _check_scaleup(topo, checked, spec)
+    seed_value = seed if seed is not None else _int(data, "seed", "scenario", default=1)
+    dt_value = parse_duration(dt if dt is not None else data.get("dt", "1us"))
+    classes = data.get("classes", {})
+    if not isinstance(classes, dict) or not all(isinstance(v, int) for v in classes.values()):
+        raise ValueError("classes: must map class names to virtual lane numbers")
+    for name, vl in classes.items():
+        if not 0 <= vl < prof.virtual_lanes:
+            raise ValueError(f"classes.{name}: virtual lane must be in 0..{prof.virtual_lanes - 1}")
+    workloads = data.get("workload", [])
+    if not isinstance(workloads, list):
+        raise ValueError("workload: must be an array of tables ([[workload]])")
+    for i, table in enumerate(workloads):
+        build_workload(table, f"workload[{i}]")  # validates
+    faults = []
+    for i, f in enumerate(data.get("fault", [])):
+        where = f"fault[{i}]"
+        extra = sorted(set(f) - {"at", "kind", "target", "params", "duration"})
+        if extra:
+            raise ValueError(f"{where}: unknown key(s) {', '.join(extra)}")
+        for key in ("at", "kind", "target"):
+            if key not in f:
+                raise ValueError(f"{where}.{key}: missing")
+        faults.append(
+            ScheduledFault(
+                at_s=parse_duration(f["at"], allow_zero=True),
+                kind=str(f["kind"]),
+                target=str(f["target"]),
+                params=dict(f.get("params", {})),
+                duration_s=parse_duration(f["duration"]) if "duration" in f else None,
+            )
+        )
+    routes = []
+    for i, r in enumerate(data.get("route", [])):
+        where = f"route[{i}]"
+        if not isinstance(r, dict) or set(r) != {"src", "dst", "via"}:
+            raise ValueError(f"{where}: needs exactly the keys src, dst, via")
+        if not isinstance(r["via"], list) or not all(isinstance(v, str) for v in r["via"]):
+            raise ValueError(f"{where}.via: must be a list of switch names")
+        routes.append(StaticRoute(str(r["src"]), str(r["dst"]), list(r["via"])))
+    scn = Scenario(
+        name=str(data.get("name", Path(source).stem)),
+        description=str(data.get("description", "")),
+        source=source,
+        raw=data,
+        cluster=str(data.get("cluster", "fabtop")),
+        seed=seed_value,
+        dt_s=dt_value,
+        profile=prof,
+        topology=checked,
+        classes=dict(classes),
+        faults=sorted(faults, key=lambda f: f.at_s),
+        routes=routes,
+        links=parse_links(data.get("links", {})),
+        topology_file=spec,
+    )
+    if scn.links or spec is not None:
+        scn.build_topology()  # link names, classes and up*/down* are checked at load
+    return scn

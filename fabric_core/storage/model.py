@@ -1,0 +1,414 @@
+"""Storage passthrough: NVMe targets, client CPUs and the access paths between them.
+
+An I/O is a sequence of costs a real stack pays (docs/STORAGE.md has the
+equations). The fabric carries the data transfer as a flow (storage target →
+GPU for a read, GPU → target for a write); everything else — the client's
+per-I/O stack and per-byte copy CPU, the target's CPU, the NVMe drives, the
+host→GPU copy of a bounce buffer — is a vectorised FIFO queue of this module,
+paid *before* the flow is released (``ready_s``) or *after* it completes.
+
+Queues are "busy-until" server pools, one per node (``ServerPool``): a pool
+with ``k`` servers serves ``k`` units of work per second, an item starts when
+the pool has room (FIFO) and takes its own work time plus a fixed latency.
+A batch of items is placed with one grouped cumulative max, no Python loop.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.faults.book import FaultKind, register_fault_kind
+from fabric_core.net import endpoint_costs as ec
+
+if TYPE_CHECKING:
+    from fabric_core.runtime.fabric import Fabric
+
+F64 = NDArray[np.float64]
+I64 = NDArray[np.int64]
+
+
+def _p(default: float, source: str, unit: str) -> Any:
+    return field(default=default, metadata={"source": source, "unit": unit})
+
+
+@dataclass(frozen=True, slots=True)
+class StorageParams:
+    """Every storage cost, with its source (``metadata["source"]``)."""
+
+    drive_read_latency_s: float = _p(
+        80e-6,
+        "NAND read ~100 µs, NVMe SSD total 20–100 µs (purestorage.com 'what is NVMe'); "
+        "80 µs chosen inside that range for a TLC data-centre drive (a guess within the range)",
+        "s",
+    )
+    drive_write_latency_s: float = _p(
+        20e-6, "write acknowledged from the drive's power-loss-protected DRAM: a guess", "s"
+    )
+    drive_read_Bps: float = _p(
+        6.8e9, "Micron 7450 (PCIe Gen4) sequential read ~6.8 GB/s (servethehome.com)", "B/s"
+    )
+    drive_write_Bps: float = _p(
+        5.6e9, "Micron 7450 sequential write up to 5.6 GB/s (servethehome.com)", "B/s"
+    )
+    drive_read_iops: float = _p(
+        1.0e6, "Micron 7400 U.3 random 4K read up to 1M IOPS (hardwaretimes.com)", "1/s"
+    )
+    drive_write_iops: float = _p(
+        190e3, "Micron 7400 U.3 random 4K write 190K IOPS (hardwaretimes.com)", "1/s"
+    )
+    drives_per_target: float = _p(
+        8.0, "NVMe drives in one storage server: a guess (1U/2U servers hold 8–24)", ""
+    )
+    local_drives_per_gpu: float = _p(
+        1.0,
+        "DGX H100: 8 × 3.84 TB U.2 NVMe data drives for 8 GPUs (NVIDIA DGX H100 user guide) "
+        "→ 1 per GPU (derived)",
+        "",
+    )
+    target_cores: float = _p(32.0, "storage-server cores serving I/O: a guess", "")
+    client_cores: float = _p(
+        1.0,
+        "host cores that run one GPU's I/O stack (a scenario setting; a guess by default)",
+        "",
+    )
+    local_io_cpu_s: float = _p(
+        2e-6,
+        "Linux block layer + NVMe driver per I/O (~500K IOPS per core with io_uring): a guess",
+        "s",
+    )
+    rdma_io_cpu_s: float = _p(
+        3.7e-6,
+        "SPDK 24.05 NVMe-oF RDMA initiator 5.46M IOPS on 4 cores (0.73 µs/I/O) and the kernel "
+        "up to 5.09× less IOPS per core (SPDK performance report via techbytes.app) → "
+        "0.73 × 5.09 ≈ 3.7 µs (derived)",
+        "s",
+    )
+    rdma_target_io_cpu_s: float = _p(
+        3.7e-6,
+        "SPDK 24.05 RDMA target 10.94M IOPS on 8 cores (0.73 µs/I/O) × 5.09 for the kernel "
+        "target (same report; derived)",
+        "s",
+    )
+    tcp_io_cpu_s: float = _p(
+        10e-6,
+        "kernel TCP storage initiator per I/O (syscalls, softirq, interrupts; ~100K IOPS "
+        "per core): a guess; native NVMe/TCP needs about twice the cores of an optimised "
+        "one to saturate an SSD (SENS, synapsesocial.com)",
+        "s",
+    )
+    tcp_target_io_cpu_s: float = _p(10e-6, "kernel TCP storage target per I/O: a guess", "s")
+    nfs_rpc_cpu_s: float = _p(
+        5e-6, "NFS client RPC/XDR/VFS work per READ or WRITE RPC: a guess", "s"
+    )
+    nfsd_rpc_cpu_s: float = _p(5e-6, "nfsd work per RPC on the server: a guess", "s")
+    tcp_rx_cpu_s_per_byte: float = _p(
+        8 / 42e9,
+        "one Linux core cannot receive 100 Gb/s and the kernel→application copy is the main "
+        "cost (Cai et al., 'Understanding Host Network Stack Overheads', SIGCOMM 2021); "
+        "~42 Gb/s per core for one flow with all optimisations is the paper's figure as we "
+        "recall it (not re-checked against the PDF here) → 0.19 ns/B (derived)",
+        "s/B",
+    )
+    tcp_tx_cpu_s_per_byte: float = _p(
+        8 / 160e9,
+        "TCP send with TSO and zero-copy sendfile is several times cheaper per byte than "
+        "receive (Cai et al. 2021): 160 Gb/s per core, a guess",
+        "s/B",
+    )
+    cuda_memcpy_cpu_s: float = _p(
+        5e-6, "CPU time to launch one cudaMemcpyAsync from a pinned bounce buffer: a guess", "s"
+    )
+    pcie_Bps: float = _p(
+        ec.PCIE_DMA_BPS,
+        "host↔GPU DMA (bounce-buffer copies): the host's one PCIe figure, " + ec.PCIE_BPS_SOURCE,
+        "B/s",
+    )
+    rdma_stack_latency_s: float = _p(
+        5e-6,
+        "completion polling and doorbells of NVMe-oF over RDMA, beyond the modelled CPU and "
+        "fabric costs: an assumption, 5 µs (range 2-20 µs: NVMe-oF over RDMA is quoted at "
+        "~10-30 µs over local NVMe, datacore.com)",
+        "s",
+    )
+    tcp_stack_latency_s: float = _p(
+        60e-6,
+        "interrupt moderation, softirq and thread wake-ups of kernel NVMe/TCP, beyond the "
+        "modelled per-I/O CPU: an assumption, 60 µs (range 30-90 µs: NVMe/TCP is quoted at "
+        "+80-100 µs over NVMe/RoCE, blocksandfiles.com 2022-05-03; the model's per-I/O CPU "
+        "gives ~13 µs; fabtop claims sweeps this over its range for C4)",
+        "s",
+    )
+    nfs_max_io_bytes: float = _p(
+        1048576.0, "Linux NFS rsize/wsize maximum 1 MiB (nfs(5) man page)", "B"
+    )
+
+    def with_overrides(self, **changes: Any) -> StorageParams:
+        """A copy with fields changed (unknown names raise ``ValueError``)."""
+        known = {f.name for f in fields(self)}
+        bad = sorted(set(changes) - known)
+        if bad:
+            raise ValueError(f"storage: unknown parameter(s) {', '.join(bad)}")
+        vals = {f.name: getattr(self, f.name) for f in fields(self)}
+        for k, v in changes.items():
+            if not isinstance(v, int | float) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"storage.{k}: must be a number >= 0, got {v!r}")
+            vals[k] = float(v)
+        return StorageParams(**vals)
+
+
+@dataclass(frozen=True)
+class AccessPath:
+    """How an I/O gets from the drive to GPU memory (or back)."""
+
+    name: str
+    transport: str  # "local" | "rdma" | "tcp"
+    file: bool  # NFS: RPC costs on client and server, I/O size ≤ rsize
+    gpu_direct: bool  # lands in GPU memory (no bounce buffer, no host copy)
+    help: str
+
+    @property
+    def remote(self) -> bool:
+        """Does the data cross the fabric?"""
+        return self.transport != "local"
+
+    def host_passes(self) -> float:
+        """Bytes moved through host memory per byte of I/O (DMA writes, copies, DMA reads)."""
+        if self.gpu_direct:
+            return 0.0
+        # lands in host memory (1 write) and is DMA-read by the GPU copy engine (1 read);
+        # kernel TCP also copies socket buffers → the application buffer (1 read + 1 write)
+        return 2.0 + (2.0 if self.transport == "tcp" else 0.0)
+
+
+PATHS: dict[str, AccessPath] = {
+    p.name: p
+    for p in (
+        AccessPath("local-nvme", "local", False, False, "local NVMe → host buffer → GPU"),
+        AccessPath(
+            "nvmeof",
+            "rdma",
+            False,
+            False,
+            "NVMe over RDMA: block I/O, target-side RDMA into a host buffer, then DMA to "
+            "the GPU (the bounce variant of xds)",
+        ),
+        AccessPath(
+            "xds", "rdma", False, True, "XPU direct storage: target → RDMA NIC → GPU memory"
+        ),
+        AccessPath(
+            "nfs-rdma",
+            "rdma",
+            True,
+            False,
+            "NFS over RDMA (RFC 8166): RPC over RDMA, data placed directly in a host buffer",
+        ),
+        AccessPath(
+            "nfs-tcp",
+            "tcp",
+            True,
+            False,
+            "NFS over kernel TCP: per-RPC stack cost, per-byte receive copy on the client",
+        ),
+        AccessPath(
+            "nvme-tcp",
+            "tcp",
+            False,
+            False,
+            "block I/O over kernel TCP (nvme-tcp / iSCSI-like): the TCP baseline",
+        ),
+    )
+}
+
+
+def get_path(name: str) -> AccessPath:
+    """An access path by name (``ValueError`` names the known ones)."""
+    try:
+        return PATHS[name]
+    except KeyError:
+        raise ValueError(f"unknown storage path {name!r}; known: {', '.join(PATHS)}") from None
+
+
+register_fault_kind(
+    FaultKind(
+        "slow_target",
+        "storage",
+        {"latency_factor": (10.0, 1.0, 1e4), "bandwidth_factor": (0.25, 1e-4, 1.0)},
+        "a storage target's drives slow down: latency × latency_factor, "
+        "bandwidth and IOPS × bandwidth_factor",
+    )
+)
+
+
+class ServerPool:
+    """Per-node FIFO pools of ``servers`` identical servers (busy-until form)."""
+
+    def __init__(self, n_nodes: int, servers: F64) -> None:
+        self.servers = np.maximum(np.asarray(servers, dtype=np.float64), 1e-9)
+        self.busy_until = np.zeros(n_nodes)
+        self.work_s = np.zeros(n_nodes)  # server-seconds spent per node
+
+    def reserve(self, node: I64, arrival: F64, work: F64, extra: F64 | float = 0.0) -> F64:
+        """Queue items (node, arrival, work seconds); returns their finish times.
+
+        An item starts when its node's pool has room (FIFO in arrival order) and
+        finishes ``work + extra`` later; the pool is then busy for ``work / servers``.
+        """
+        n = node.size
+        finish = np.zeros(n)
+        if n == 0:
+            return finish
+        extra_arr = np.broadcast_to(np.asarray(extra, dtype=np.float64), (n,))
+        order = np.lexsort((arrival, node))
+        nd, a = node[order], arrival[order]
+        occ = work[order] / self.servers[nd]
+        new_grp = np.r_[True, nd[1:] != nd[:-1]]
+        gid = np.cumsum(new_grp) - 1
+        starts = np.flatnonzero(new_grp)
+        cum = np.cumsum(occ) - occ
+        cum -= cum[starts][gid]  # work queued ahead of each item within its node
+        v = a - cum
+        span = float(v.max() - v.min()) + 1.0
+        shift = gid * span
+        cm = np.maximum.accumulate(v + shift) - shift
+        start = cum + np.maximum(self.busy_until[nd], cm)
+        ends = np.r_[starts[1:] - 1, n - 1]
+        self.busy_until[nd[ends]] = start[ends] + occ[ends]
+        np.add.at(self.work_s, nd, work[order])
+        finish[order] = start + work[order] + extra_arr[order]
+        return finish
+
+    def utilisation(self, nodes: I64, elapsed_s: float) -> float:
+        """Mean busy fraction of the pools of ``nodes`` over ``elapsed_s``."""
+        if elapsed_s <= 0 or nodes.size == 0:
+            return 0.0
+        # work reserved for after ``elapsed_s`` (queued) is not done yet
+        ahead = np.maximum(self.busy_until[nodes] - elapsed_s, 0.0) * self.servers[nodes]
+        done = np.maximum(self.work_s[nodes] - ahead, 0.0)
+        return float(done.sum() / (self.servers[nodes].sum() * elapsed_s))
+
+
+class StorageSystem:
+    """The shared queues of one fabric: drives and CPUs of targets, client CPUs, PCIe."""
+
+    def __init__(self, fabric: Fabric, params: StorageParams) -> None:
+        self.fabric = fabric
+        self.params = params
+        n = len(fabric.topo.nodes)
+        p = params
+        is_target = np.zeros(n, dtype=bool)
+        is_target[fabric.topo.storage] = True
+        drives = np.where(is_target, p.drives_per_target, p.local_drives_per_gpu)
+        self.drives = ServerPool(n, drives)
+        self.target_cpu = ServerPool(n, np.full(n, p.target_cores))
+        self.client_cpu = ServerPool(n, np.full(n, p.client_cores))
+        self.h2d = ServerPool(n, np.ones(n))  # host→GPU DMA, one engine per GPU
+        self.d2h = ServerPool(n, np.ones(n))
+        prof = fabric.profile
+        # one-way small-message latency (command capsule / completion) across a leaf-spine:
+        # the data path every message pays (NIC pipelines, the DMA read of the capsule and
+        # the write at the far end: endpoint_costs), switches and cables
+        self.capsule_s = (
+            ec.data_path_fixed_s(prof)
+            + 3 * prof.switch_latency_s
+            + prof.propagation_s_per_m * 2 * (prof.cable_m_endpoint + prof.cable_m_leaf_spine)
+        )
+
+    def slow_factors(self, nodes: I64) -> tuple[F64, F64]:
+        """(latency ×, bandwidth ×) per node from active ``slow_target`` faults."""
+        lat = np.ones(nodes.size)
+        bw = np.ones(nodes.size)
+        index = self.fabric.topo.nodes.index
+        for f in self.fabric.faults.active("slow_target"):
+            m = nodes == index.get(f.target, -1)
+            lat[m] *= float(f.params["latency_factor"])
+            bw[m] *= float(f.params["bandwidth_factor"])
+        return lat, bw
+
+    def drive_io(self, node: I64, t: F64, size: F64, write: bool) -> F64:
+        """Queue I/Os on the drives of ``node``; returns when each finished."""
+        p = self.params
+        lat_f, bw_f = self.slow_factors(node)
+        bw = (p.drive_write_Bps if write else p.drive_read_Bps) * bw_f
+        iops = (p.drive_write_iops if write else p.drive_read_iops) * bw_f
+        lat = (p.drive_write_latency_s if write else p.drive_read_latency_s) * lat_f
+        xfer = size / bw
+        occ = np.maximum(xfer, 1.0 / iops)
+        # the pool's work is the occupancy; the rest of the latency does not hold a drive
+        return self.drives.reserve(node, t, occ, lat + xfer - occ)
+
+
+_SYSTEMS: weakref.WeakKeyDictionary[Fabric, StorageSystem] = weakref.WeakKeyDictionary()
+
+
+def storage_system(fabric: Fabric, params: StorageParams) -> StorageSystem:
+    """The fabric's storage queues (made by the first storage workload; others must agree)."""
+    sys_ = _SYSTEMS.get(fabric)
+    if sys_ is None:
+        sys_ = _SYSTEMS[fabric] = StorageSystem(fabric, params)
+    elif sys_.params != params:
+        raise ValueError("storage workloads of one fabric must share the same storage parameters")
+    return sys_
+
+
+def parse_params(table: Mapping[str, Any] | None) -> StorageParams:
+    """StorageParams from a scenario's ``storage = {...}`` table."""
+    if table is None:
+        return StorageParams()
+    if not isinstance(table, Mapping):
+        raise ValueError("storage: must be a table of parameter overrides")
+    return StorageParams().with_overrides(**dict(table))
+
+
+def inject_slow_target(
+    fabric: Fabric,
+    target: str,
+    *,
+    latency_factor: float = 10.0,
+    bandwidth_factor: float = 0.25,
+    duration_s: float | None = None,
+) -> str:
+    """Inject ``slow_target`` on a storage node now; returns the fault id.
+
+    Goes through ``Fabric.apply`` when the fault book accepts storage targets;
+    until it does (``FaultBook.check`` takes switch nodes only), the fault is
+    validated here and entered in the fault book directly, with its timeline.
+    """
+    from fabric_core.commands import CommandError, InjectFault
+    from fabric_core.faults.book import FAULT_KINDS, Fault
+
+    params: dict[str, float | str] = {
+        "latency_factor": latency_factor,
+        "bandwidth_factor": bandwidth_factor,
+    }
+    cmd = InjectFault(kind="slow_target", target=target, params=params, duration_s=duration_s)
+    try:
+        return str(fabric.apply(cmd)["fault_id"])
+    except CommandError:
+        pass
+    ni = fabric.topo.nodes.index.get(target)
+    if ni is None or ni not in set(fabric.topo.storage.tolist()):
+        names = [fabric.topo.nodes.name[i] for i in fabric.topo.storage]
+        raise CommandError(f"unknown storage target {target!r}; known: {', '.join(names)}")
+    for name, (_, lo, hi) in FAULT_KINDS["slow_target"].params.items():
+        if not lo <= float(params[name]) <= hi:
+            raise CommandError(f"slow_target: {name} must be in [{lo:g}, {hi:g}]")
+    book = fabric.faults
+    now = fabric.sim_time_s
+    fid = f"f{next(book._ids)}"
+    book.faults[fid] = Fault(
+        id=fid,
+        kind="slow_target",
+        target=target,
+        params=dict(params),
+        injected_at_s=now,
+        links=np.zeros(0, dtype=np.int64),
+        clear_at_s=None if duration_s is None else now + duration_s,
+    )
+    book.emit("warning", "fault_injected", target, f"slow_target injected on {target} ({fid})")
+    return fid

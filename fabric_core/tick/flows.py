@@ -1,0 +1,245 @@
+"""The flow table: every message, transfer and I/O in flight, as flat arrays.
+
+Per-(hop, flow) state is hop-major (``backlog[hop, flow]``); per-flow state is
+one array per field. Slots are reused: a finished flow's slot is marked free and
+taken by a later flow, so no array is rebuilt on the tick path. The table grows
+(by doubling) when it runs out of slots.
+
+A sprayed flow is several sub-flows, one slot each, that share a *parent*: the slot
+of the first sub-flow (its head). The head counts the sub-flows still running and
+the latest finish time so far; when it finishes before its siblings its slot is
+*held* (out of the solve, not reusable) until the last one is done. A flow that is
+not sprayed is its own head with one sub-flow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.net.routing import MAX_HOPS
+
+#: A flow is done when what is left is at most this fraction of it plus this many
+#: bytes: the rounding of rate × dt, not bytes still in the network.
+DONE_FRACTION = 1e-9
+DONE_BYTES = 1e-6
+#: A backlog below this after a tick is the rounding of rates × dt, not bytes: it is
+#: taken as empty (else a PFC queue with XOFF at 0 would pause on 1e-11 B, and whether
+#: it does would depend on the order of a sum).
+RESIDUE_BYTES = 1e-9
+
+
+@dataclass
+class FlowRequests:
+    """Flows a workload wants started in this tick (arrays of one length)."""
+
+    src: NDArray[np.int64]  # endpoint node ids
+    dst: NDArray[np.int64]
+    size_bytes: NDArray[np.float64]
+    # the workload's own id, handed back on completion; make it unique per flow: routing
+    # hashes it, so flows that share a tag also share a path
+    tag: NDArray[np.int64]
+    ready_s: NDArray[np.float64]  # simulated time the data was ready to send
+    extra_latency_s: NDArray[np.float64] | None = None  # endpoint costs (posting, copies)
+
+    @staticmethod
+    def empty() -> FlowRequests:
+        """No flows."""
+        z = np.zeros(0)
+        zi = np.zeros(0, dtype=np.int64)
+        return FlowRequests(zi, zi, z, zi, z)
+
+    def __len__(self) -> int:
+        return int(self.size_bytes.size)
+
+
+@dataclass
+class Completions:
+    """Flows of one workload that finished in the last tick."""
+
+    tag: NDArray[np.int64]
+    src: NDArray[np.int64]
+    dst: NDArray[np.int64]
+    size_bytes: NDArray[np.float64]
+    start_s: NDArray[np.float64]
+    finish_s: NDArray[np.float64]  # delivered at the destination, fixed costs included
+
+    @property
+    def latency_s(self) -> NDArray[np.float64]:
+        """Finish minus start, per flow."""
+        return self.finish_s - self.start_s
+
+
+@dataclass
+class NewFlows:
+    """A batch of flows to start (all arrays of one length)."""
+
+    path: NDArray[np.int32]  # [MAX_HOPS, n]
+    hops: NDArray[np.int8]
+    size_bytes: NDArray[np.float64]
+    vl: NDArray[np.int8]  # [MAX_HOPS, n]: virtual lane on each hop (a reroute may change it)
+    traffic_class: int  # one class and one workload per batch
+    workload: int
+    tag: NDArray[np.int64]  # the workload's own id (message group, request, ...)
+    start_s: NDArray[np.float64]  # when the flow became ready (<= the tick it is injected in)
+    extra_latency_s: NDArray[np.float64]  # endpoint costs the fabric does not carry
+    src: NDArray[np.int64]  # endpoint node ids (kept for the completion report)
+    dst: NDArray[np.int64]
+    #: sprayed flows: sub-flows per flow, the rows of one flow consecutive (sum = rows);
+    #: None: every row is a flow of its own
+    n_sub: NDArray[np.int64] | None = None
+    total_bytes: NDArray[np.float64] | None = None  # per row: its flow's size (None: its own)
+
+    def __len__(self) -> int:
+        return int(self.size_bytes.size)
+
+
+class FlowTable:
+    """Fixed-capacity arrays of flows; see the module docstring."""
+
+    active: NDArray[np.bool_]
+    path: NDArray[np.int32]
+    backlog: NDArray[np.float64]
+    rate: NDArray[np.float64]
+    hops: NDArray[np.int8]
+    size: NDArray[np.float64]
+    delivered: NDArray[np.float64]
+    vl: NDArray[np.int8]  # [hop, flow]
+    cls: NDArray[np.int16]
+    workload: NDArray[np.int16]
+    tag: NDArray[np.int64]
+    start_s: NDArray[np.float64]
+    extra_latency_s: NDArray[np.float64]
+    fixed_latency_s: NDArray[np.float64]
+    wait_s: NDArray[np.float64]
+    src: NDArray[np.int64]
+    dst: NDArray[np.int64]
+    parent: NDArray[np.intp]  # head slot of the flow this slot belongs to (-1 never used)
+    parent_size: NDArray[np.float64]  # the whole flow's bytes
+    pending: NDArray[np.int32]  # on a head: sub-flows of its flow not finished yet
+    latest_finish_s: NDArray[np.float64]  # on a head: latest sub-flow finish so far
+    held: NDArray[np.bool_]  # a finished head waiting for its siblings
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.capacity = 0
+        self._alloc(max(capacity, 16))
+        self.version = 0  # bumped whenever the set of active (hop, flow) entries changes
+        self._n_flows = 0  # flows in flight (heads started, not yet whole)
+
+    def _alloc(self, capacity: int) -> None:
+        old = self.capacity
+
+        def grow(a: Any, fill: float, dtype: type, hop: bool = False) -> Any:
+            shape: tuple[int, ...] = (MAX_HOPS, capacity) if hop else (capacity,)
+            new: NDArray[Any] = np.full(shape, fill, dtype=dtype)
+            if a is not None and old:
+                new[..., :old] = a
+            return new
+
+        first = old == 0
+        self.active = grow(None if first else self.active, False, bool)
+        self.path = grow(None if first else self.path, -1, np.int32, hop=True)
+        self.backlog = grow(None if first else self.backlog, 0.0, np.float64, hop=True)
+        self.rate = grow(None if first else self.rate, 0.0, np.float64, hop=True)
+        self.hops = grow(None if first else self.hops, 0, np.int8)
+        self.size = grow(None if first else self.size, 0.0, np.float64)
+        self.delivered = grow(None if first else self.delivered, 0.0, np.float64)
+        self.vl = grow(None if first else self.vl, 0, np.int8, hop=True)
+        self.cls = grow(None if first else self.cls, 0, np.int16)
+        self.workload = grow(None if first else self.workload, -1, np.int16)
+        self.tag = grow(None if first else self.tag, -1, np.int64)
+        self.start_s = grow(None if first else self.start_s, 0.0, np.float64)
+        self.extra_latency_s = grow(None if first else self.extra_latency_s, 0.0, np.float64)
+        self.fixed_latency_s = grow(None if first else self.fixed_latency_s, 0.0, np.float64)
+        self.wait_s = grow(None if first else self.wait_s, 0.0, np.float64)
+        self.src = grow(None if first else self.src, -1, np.int64)
+        self.dst = grow(None if first else self.dst, -1, np.int64)
+        self.parent = grow(None if first else self.parent, -1, np.intp)
+        self.parent_size = grow(None if first else self.parent_size, 0.0, np.float64)
+        self.pending = grow(None if first else self.pending, 0, np.int32)
+        self.latest_finish_s = grow(None if first else self.latest_finish_s, 0.0, np.float64)
+        self.held = grow(None if first else self.held, False, bool)
+        self.capacity = capacity
+
+    @property
+    def n_active(self) -> int:
+        """Number of (sub-)flows in flight: entries the solver carries."""
+        return int(np.count_nonzero(self.active))
+
+    @property
+    def n_parents(self) -> int:
+        """Number of flows in flight, a sprayed flow counting once (kept as flows start
+        and finish: no pass over the table)."""
+        return self._n_flows
+
+    def add(self, new: NewFlows) -> NDArray[np.intp]:
+        """Start flows (or sprayed flows' sub-flows, see ``NewFlows.n_sub``); their bytes
+        wait at the source NIC. Returns their slots, in row order."""
+        n = len(new)
+        if n == 0:
+            return np.zeros(0, dtype=np.intp)
+        slots = self._free_slots(n)
+        if slots.size < n:
+            self._alloc(max(self.capacity * 2, self.capacity + n - slots.size + 16))
+            slots = self._free_slots(n)
+        from fabric_core.tick.kernels.slots import fill_slots
+
+        # np.asarray: no copy where the dtype is already right (astype would copy)
+        fill_slots(
+            slots,
+            np.ones(n, dtype=np.int64) if new.n_sub is None else np.asarray(new.n_sub, np.int64),
+            self.path, self.vl, self.backlog, self.rate, self.parent, self.pending,
+            self.latest_finish_s, self.active, self.hops, self.cls, self.workload, self.size,
+            self.delivered, self.start_s, self.extra_latency_s, self.fixed_latency_s,
+            self.wait_s, self.parent_size, self.tag, self.src, self.dst,
+            np.asarray(new.path, np.int32), np.asarray(new.vl, np.int8), np.asarray(new.hops, np.int8),
+            new.traffic_class, new.workload,
+            np.asarray(new.size_bytes, np.float64), np.asarray(new.start_s, np.float64),
+            np.asarray(new.extra_latency_s, np.float64),
+            np.asarray(new.size_bytes if new.total_bytes is None else new.total_bytes, np.float64),
+            np.asarray(new.tag, np.int64), np.asarray(new.src, np.int64), np.asarray(new.dst, np.int64),
+        )  # fmt: skip
+        self.version += 1
+        self._n_flows += n if new.n_sub is None else int(new.n_sub.size)
+        return slots
+
+    def _free_slots(self, n: int) -> NDArray[np.intp]:
+        """The ``n`` lowest free slots (fewer when the table is full)."""
+        from fabric_core.tick.kernels.slots import lowest_free  # compiled: imported when used
+
+        return lowest_free(self.active, self.held, n)
+
+    def finish_at(
+        self,
+        slots: NDArray[np.intp],
+        t_fluid: NDArray[np.float64],
+        now: float,
+        dt: float,
+        bandwidth_Bps: NDArray[np.float64],
+    ) -> tuple[NDArray[np.intp], NDArray[np.float64], float]:
+        """Finish the sub-flows in ``slots``, whose last fluid bytes left ``t_fluid`` into
+        the tick that starts at ``now`` (``kernels.slots.complete_flows``: the later of
+        that and the whole flow's time through its source NIC, plus the fixed costs).
+
+        Returns the heads of the flows now whole, their finish times, and the bytes
+        that rounding left in the network (counted delivered now).
+        """
+        from fabric_core.tick.kernels.slots import complete_flows
+
+        whole, finish, rounding = complete_flows(
+            slots, t_fluid, now, dt, self.path, self.backlog, self.rate, self.active,
+            self.size, self.delivered, self.start_s, self.wait_s, self.parent_size,
+            self.fixed_latency_s, self.extra_latency_s, self.parent, self.pending,
+            self.latest_finish_s, self.held, bandwidth_Bps,
+        )  # fmt: skip
+        if slots.size:
+            self.version += 1
+        self._n_flows -= int(whole.size)
+        return whole, finish, rounding
+
+    def in_flight_bytes(self) -> float:
+        """Bytes injected (or waiting at the source) and not yet delivered."""
+        return float(self.backlog[:, self.active].sum())

@@ -1,0 +1,67 @@
+"""Each buffer's average departure rate, measured PIE's way (one compiled pass a tick).
+
+A new message's FIFO wait is the bytes queued ahead of it over the rate they leave at.
+The rate of the tick it starts in is a poor estimate where a queue alternates between
+paused (PFC) or credit-starved and draining: it can be all but zero for a tick and the
+link's rate the next. PIE (RFC 8033, §5.2) estimates a queue's delay as its length over
+an average departure rate, measured over *departure cycles*: a cycle starts when the
+queue holds at least ``DQ_THRESHOLD_BYTES`` and ends once that many bytes have left; its
+rate is folded into the average. Until a cycle ends the average stands, but never above
+what the cycle under way already shows (``DQ_THRESHOLD_BYTES`` over its time so far), so
+a queue that stopped draining is seen to have stopped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.tick.kernels._jit import kernel
+
+#: Bytes a departure cycle spans (PIE's dq_threshold, 2^14 bytes; RFC 8033 §5.2).
+DQ_THRESHOLD_BYTES = 16384.0
+#: Weight of a finished cycle's rate in the average (PIE averages its departure rate
+#: the same way; the weight is a choice).
+CYCLE_WEIGHT = 0.25
+
+_F = NDArray[np.float64]
+
+
+@kernel
+def update_departures(
+    drain_Bps: _F,
+    occupancy: _F,
+    dt: float,
+    cycle_bytes: _F,
+    cycle_s: _F,
+    avg_Bps: _F,
+) -> None:
+    """One tick of every buffer's departure-rate measurement (in place): ``drain_Bps``
+    is this tick's rate out of each buffer, ``occupancy`` what it holds after it."""
+    for b in range(drain_Bps.size):
+        if cycle_s[b] == 0.0 and occupancy[b] < DQ_THRESHOLD_BYTES:
+            continue  # too short a queue to measure (and to wait behind)
+        cycle_bytes[b] += drain_Bps[b] * dt
+        cycle_s[b] += dt
+        if cycle_bytes[b] >= DQ_THRESHOLD_BYTES:
+            rate = cycle_bytes[b] / cycle_s[b]
+            avg_Bps[b] = (
+                rate
+                if avg_Bps[b] == 0.0
+                else ((1 - CYCLE_WEIGHT) * avg_Bps[b] + CYCLE_WEIGHT * rate)
+            )
+            cycle_bytes[b] = 0.0
+            cycle_s[b] = 0.0
+
+
+@kernel
+def departure_rates(drain_Bps: _F, cycle_s: _F, avg_Bps: _F) -> _F:
+    """The rate each buffer's queued bytes leave at, for a FIFO-wait estimate: the average
+    (capped by the cycle under way), or this tick's rate where nothing was measured."""
+    out = np.empty(drain_Bps.size)
+    for b in range(drain_Bps.size):
+        rate = avg_Bps[b] if avg_Bps[b] > 0 else drain_Bps[b]
+        if cycle_s[b] > 0:
+            rate = min(rate, DQ_THRESHOLD_BYTES / cycle_s[b])
+        out[b] = rate
+    return out

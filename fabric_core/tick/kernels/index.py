@@ -1,0 +1,155 @@
+"""The entry index in one compiled pass: the active (hop, flow) entries, ordered and grouped.
+
+An *entry* is one hop of one active flow. The order is the reference's
+(``fabric_core.tick.step.build_index``): by key (link rank, lane, feeds a buffer), and
+by flat position ``hop * capacity + flow`` within a key, so both solvers see the
+same entries in the same places. A counting sort gives it in two passes over the
+flow table, whatever the number of flows; the index is rebuilt whenever the set of
+flows changes, at a cost linear in the entries (no per-flow Python work).
+
+Besides the per-entry arrays the kernel groups entries by link and by downstream
+buffer (CSR: ``*_ptr`` offsets into ``*_ent``), which is what the compiled solver
+walks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.tick.kernels._jit import kernel
+
+_I = NDArray[np.intp]
+
+
+@kernel
+def entry_index(
+    path: NDArray[np.int32],
+    vl: NDArray[np.int8],
+    active: NDArray[np.bool_],
+    link_rank: NDArray[np.int64],
+    n_ranks: int,
+    n_vls: int,
+) -> tuple[_I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, _I, bool]:
+    """Entries of the active flows (see the module docstring).
+
+    Returns, per entry: ``pos``, ``hop``, ``flow``, ``link``, ``queue`` (link * lanes + lane),
+    ``prev_pad``/``nxt_pad`` (the entry one hop up/downstream, ``n`` if none),
+    ``buf_pad`` (the downstream buffer, ``n_bufs`` at the last hop),
+    ``drains_pad`` (the buffer it drains: its previous hop's, ``n_bufs`` at the
+    source), ``first`` (the flow's hop-0 entry); the hop-0 and last-hop entries
+    (``heads``, ``last``, in entry order); then ``key_ptr`` (entries of key ``k`` are
+    ``key_ptr[k]:key_ptr[k + 1]``), ``link_ptr``/``link_ent`` (entries by link,
+    in entry order), ``buf_ptr``/``buf_ent`` (entries feeding each buffer), and
+    whether every path climbs the link ranks (``feedforward``).
+    """
+    max_hops, cap = path.shape
+    n_links = link_rank.size
+    n_bufs = n_links * n_vls
+    n_keys = n_ranks * n_vls * 2
+    live = np.flatnonzero(active)  # one pass over the slots; then only flows in flight
+    n_live = live.size
+    # each live flow's key per hop (-1 past its last hop), computed once: (hop, j-th
+    # flow in flight), read contiguously by the hop-major pass below
+    keys = np.full((max_hops, n_live), -1, dtype=np.intp)
+    key_count = np.zeros(n_keys + 1, dtype=np.intp)
+    n = 0
+    for j in range(n_live):
+        f = live[j]
+        for h in range(max_hops):
+            li = path[h, f]
+            if li < 0:
+                break
+            fed = 1 if h + 1 < max_hops and path[h + 1, f] >= 0 else 0
+            key = (link_rank[li] * n_vls + vl[h, f]) * 2 + fed
+            keys[h, j] = key
+            key_count[key + 1] += 1
+            n += 1
+    key_ptr = np.cumsum(key_count)
+    fill = key_ptr[:-1].copy()
+    pos = np.empty(n, dtype=np.intp)
+    hop = np.empty(n, dtype=np.intp)
+    flow = np.empty(n, dtype=np.intp)
+    ordinal = np.empty(n, dtype=np.intp)  # per entry: its flow's place among those in flight
+    # entry id of (hop, j-th flow in flight), one row shifted: rows 0 and max_hops + 1
+    # are "none" (n)
+    ids = np.full((max_hops + 2, n_live), n, dtype=np.intp)
+    for h in range(max_hops):  # hop-major: within a key, entries follow h * cap + f
+        for j in range(n_live):
+            key = keys[h, j]
+            if key >= 0:
+                f = live[j]
+                e = fill[key]
+                fill[key] += 1
+                pos[e] = h * cap + f
+                hop[e] = h
+                flow[e] = f
+                ordinal[e] = j
+                ids[h + 1, j] = e
+    link = np.empty(n, dtype=np.intp)
+    queue = np.empty(n, dtype=np.intp)
+    prev_pad = np.empty(n, dtype=np.intp)
+    nxt_pad = np.empty(n, dtype=np.intp)
+    buf_pad = np.empty(n, dtype=np.intp)
+    first = np.empty(n, dtype=np.intp)
+    link_count = np.zeros(n_links + 1, dtype=np.intp)
+    buf_count = np.zeros(n_bufs + 2, dtype=np.intp)
+    feedforward = True
+    for e in range(n):
+        h, f, j = hop[e], flow[e], ordinal[e]
+        li = path[h, f]
+        link[e] = li
+        queue[e] = li * n_vls + vl[h, f]
+        prev_pad[e] = ids[h, j]
+        nxt_pad[e] = ids[h + 2, j]
+        first[e] = ids[1, j]
+        buf_pad[e] = queue[e] if nxt_pad[e] < n else n_bufs
+        link_count[li + 1] += 1
+        buf_count[buf_pad[e] + 1] += 1  # the pad buffer counts past the end, unused
+        if h > 0 and link_rank[path[h - 1, f]] >= link_rank[li]:
+            feedforward = False
+    drains_pad = np.empty(n, dtype=np.intp)
+    heads = np.empty(n_live, dtype=np.intp)
+    last = np.empty(n_live, dtype=np.intp)
+    n_heads = n_last = 0
+    for e in range(n):
+        drains_pad[e] = buf_pad[prev_pad[e]] if prev_pad[e] < n else n_bufs
+        if prev_pad[e] == n:
+            heads[n_heads] = e
+            n_heads += 1
+        if nxt_pad[e] == n:
+            last[n_last] = e
+            n_last += 1
+    link_ptr = np.cumsum(link_count)
+    buf_ptr = np.cumsum(buf_count[: n_bufs + 1])
+    link_ent = np.empty(n, dtype=np.intp)
+    buf_ent = np.empty(buf_ptr[n_bufs], dtype=np.intp)
+    lfill = link_ptr[:-1].copy()
+    bfill = buf_ptr[:-1].copy()
+    for e in range(n):
+        link_ent[lfill[link[e]]] = e
+        lfill[link[e]] += 1
+        b = buf_pad[e]
+        if b < n_bufs:
+            buf_ent[bfill[b]] = e
+            bfill[b] += 1
+    return (
+        pos,
+        hop,
+        flow,
+        link,
+        queue,
+        prev_pad,
+        nxt_pad,
+        buf_pad,
+        drains_pad,
+        first,
+        heads[:n_heads],
+        last[:n_last],
+        key_ptr,
+        link_ptr,
+        link_ent,
+        buf_ptr,
+        buf_ent,
+        feedforward,
+    )

@@ -1,0 +1,204 @@
+"""After the rates: bytes move, per-link and per-buffer sums, finished flows, sub-tick finish.
+
+Two compiled passes over the entries replace the reference's dozen array calls
+(``Fabric.step`` on the reference solver): ``move_bytes`` carries every entry's
+bytes one tick and sums what the snapshot and the next tick need;
+``finish_times`` times the flows that ended inside the tick (processor sharing
+among the finishing entries of a link, see ``fabric_core.tick.step.finish_within_tick``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.tick.flows import DONE_BYTES, DONE_FRACTION, RESIDUE_BYTES
+from fabric_core.tick.kernels._jit import kernel
+
+_F = NDArray[np.float64]
+_I = NDArray[np.intp]
+
+
+@kernel
+def move_bytes(
+    rate: _F,
+    prev_pad: _I,
+    nxt_pad: _I,
+    link: _I,
+    drains_pad: _I,
+    buf_pad: _I,
+    pos: _I,
+    flow: _I,
+    backlog: _F,
+    backlog_table: _F,
+    rate_table: _F,
+    delivered: _F,
+    size: _F,
+    n_links: int,
+    n_bufs: int,
+    dt: float,
+) -> tuple[_F, _F, _F, _F, _F, _F, float, _I]:
+    """One tick of bytes: (new backlog, arrival, link rate, occupancy, drain, inflow,
+    bytes delivered, finished flows).
+
+    ``rate`` is padded (a zero after the last entry). Writes each entry's backlog
+    and rate back into the flow table (``*_table``: its flat per-hop arrays) and
+    adds the last hops' bytes to ``delivered``; a flow whose bytes have all
+    arrived is listed, in entry order.
+    """
+    n = link.size
+    new_backlog = np.empty(n)
+    arrival = np.empty(n)
+    link_rate = np.zeros(n_links)
+    occupancy = np.zeros(n_bufs + 1)
+    drain = np.zeros(n_bufs + 1)
+    inflow = np.zeros(n_bufs + 1)
+    got = 0.0
+    n_done = 0
+    done = np.empty(n, dtype=np.intp)
+    for e in range(n):
+        arrival[e] = rate[prev_pad[e]]
+        b = backlog[e] + (arrival[e] - rate[e]) * dt
+        if b < RESIDUE_BYTES:
+            b = 0.0
+        new_backlog[e] = b
+        backlog_table[pos[e]] = b
+        rate_table[pos[e]] = rate[e]
+        link_rate[link[e]] += rate[e]
+        occupancy[drains_pad[e]] += b
+        drain[drains_pad[e]] += rate[e]
+        inflow[buf_pad[e]] += rate[e]
+        if nxt_pad[e] == n:
+            f = flow[e]
+            delivered[f] += rate[e] * dt
+            got += rate[e] * dt
+            if size[f] - delivered[f] <= DONE_FRACTION * size[f] + DONE_BYTES:
+                done[n_done] = f
+                n_done += 1
+    return (
+        new_backlog,
+        arrival,
+        link_rate,
+        occupancy[:n_bufs],
+        drain[:n_bufs],
+        inflow[:n_bufs],
+        got,
+        done[:n_done],
+    )
+
+
+@kernel
+def finish_times(
+    rate: _F,
+    level: _F,
+    alpha: _F,
+    link: _I,
+    buf_pad: _I,
+    flow: _I,
+    link_ptr: _I,
+    link_ent: _I,
+    capacity: _F,
+    done: _I,
+    cap: int,
+    dt: float,
+) -> _F:
+    """When, inside the tick, each flow in ``done`` sent its last byte (seconds).
+
+    On each link the finishing entries share the capacity as in processor sharing
+    with the elastic entries (at the fair-share level: they would yield), while
+    entries held down elsewhere keep their rate: an entry with ``b`` bytes ends at
+    ``(sum over finishing o of min(b_o, b) + b (1 + elastic)) / available``,
+    slowed by its buffer's credit factor. A flow ends at its latest hop.
+    """
+    n = link.size
+    n_bufs = alpha.size
+    is_done = np.zeros(cap, dtype=np.bool_)
+    for f in done:
+        is_done[f] = True
+    hot = np.zeros(capacity.size, dtype=np.bool_)
+    for e in range(n):
+        if is_done[flow[e]]:
+            hot[link[e]] = True
+    t_flow = np.zeros(cap)
+    for li in range(capacity.size):
+        if not hot[li]:
+            continue
+        lo, hi = link_ptr[li], link_ptr[li + 1]
+        held_down = 0.0
+        n_elastic = 0
+        n_fin = 0
+        for k in range(lo, hi):
+            e = link_ent[k]
+            if is_done[flow[e]]:
+                n_fin += 1
+            elif rate[e] >= level[li] * (1 - 1e-6) and rate[e] > 0:
+                n_elastic += 1
+            else:
+                held_down += rate[e]
+        available = max(capacity[li] - held_down, 0.0)
+        fin = np.empty(n_fin, dtype=np.intp)
+        b = np.empty(n_fin)
+        j = 0
+        for k in range(lo, hi):
+            e = link_ent[k]
+            if is_done[flow[e]]:
+                fin[j] = e
+                b[j] = rate[e] * dt
+                j += 1
+        order = np.argsort(b, kind="mergesort")
+        smaller = 0.0  # bytes of the finishing entries that end before this one
+        for j in range(n_fin):
+            e = fin[order[j]]
+            after = n_fin - j - 1
+            work = smaller + b[order[j]] * (after + 1 + n_elastic)
+            smaller += b[order[j]]
+            a = alpha[buf_pad[e]] if buf_pad[e] < n_bufs else 1.0
+            speed = available * max(a, 1e-12)
+            t = work / speed if speed > 0 else dt
+            f = flow[e]
+            t_flow[f] = max(t_flow[f], t)
+    out = np.empty(done.size)
+    for i in range(done.size):
+        out[i] = t_flow[done[i]]
+    return out
+
+
+@kernel
+def link_counters(
+    link_rate: _F,
+    goodput: _F,
+    ber: _F,
+    mtu: float,
+    dt: float,
+    tx_bytes: _F,
+    tx_packets: _F,
+    retransmitted: _F,
+    error_recovery: _F,
+    symbol_errors: _F,
+) -> None:
+    """The per-link counters of a tick (in place): bytes and packets sent, and what bit
+    errors cost (the retries on top of the goodput, the symbols hit)."""
+    for li in range(link_rate.size):
+        carried = link_rate[li] * dt
+        tx_bytes[li] += carried
+        tx_packets[li] += carried / mtu
+        resent = carried * (1 / max(goodput[li], 1e-12) - 1)
+        retransmitted[li] += resent
+        error_recovery[li] += resent / mtu
+        symbol_errors[li] += carried * 8 * ber[li]
+
+
+@kernel
+def credit_wait(
+    alpha: _F, inflow: _F, n_vls: int, dt: float, transmit_wait: _F, starved: NDArray[np.bool_]
+) -> None:
+    """Credit starvation per link (in place): a link waits for the tick's share its
+    most held-back lane could not send (a buffer that held back inflow that wanted in)."""
+    for li in range(transmit_wait.size):
+        worst = 1.0
+        for v in range(n_vls):
+            b = li * n_vls + v
+            if alpha[b] < 1 - 1e-9 and inflow[b] > 0:
+                worst = min(worst, alpha[b])
+        starved[li] = worst < 1 - 1e-9
+        transmit_wait[li] += (1 - worst) * dt

@@ -1,0 +1,315 @@
+"""New flows' paths, lanes and fixed costs, compiled: one loop over the flows of a batch.
+
+The rules are ``fabric_core.net.routing`` (up*/down* candidates, ECMP hash or adaptive
+"power of two choices"), ``fabric_core.net.paths.lanes`` and
+``fabric_core.net.paths.fixed_costs``, whose docstrings give the reasons; the numpy
+versions there stay the reference, and the tests hold these to them exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.net.routing import ADAPTIVE_COST_QUANTUM_S, MAX_HOPS
+from fabric_core.tick.kernels._jit import inline_kernel, kernel
+
+_BIG = 1e30
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
+
+_F = NDArray[np.float64]
+_I32 = NDArray[np.int32]
+
+
+@kernel
+def flow_hash(src: int, dst: int, key: int) -> np.uint64:
+    """``route_rules.flow_hash(src, dst, key)`` for one flow (splitmix64 finaliser, wrapping)."""
+    h = np.uint64(0)
+    for a in (src, dst, key):
+        h ^= np.uint64(a) + _MIX[0] + (h << np.uint64(6))
+        h ^= h >> np.uint64(30)
+        h *= _MIX[1]
+        h ^= h >> np.uint64(27)
+        h *= _MIX[2]
+        h ^= h >> np.uint64(31)
+    return h
+
+
+@kernel
+def _kth_usable(cost: _F, k: np.uint64, all_usable: bool) -> np.int64:
+    """Column of the ``k``-th usable candidate (cost below ``_BIG``); ``k`` mod the
+    number of candidates when there is no such column."""
+    # every return is an int64: numba unifies int64 with uint64 as a float
+    if all_usable:
+        return np.int64(k)
+    rank = -1
+    for c in range(cost.size):
+        if cost[c] < _BIG:
+            rank += 1
+            if rank == np.int64(k):
+                return np.int64(c)
+    return np.int64(k % np.uint64(cost.size))
+
+
+@kernel
+def pick(cost: _F, h: np.uint64, adaptive: bool) -> np.int64:
+    """``routing._pick`` for one flow: a hashed usable candidate (ECMP), or the less
+    loaded of two (adaptive)."""
+    n_usable = 0
+    for c in range(cost.size):
+        if cost[c] < _BIG:
+            n_usable += 1
+    all_usable = n_usable == cost.size
+    n = np.uint64(max(n_usable, 1))
+    first = _kth_usable(cost, h % n, all_usable)
+    if not adaptive:
+        return first
+    second = _kth_usable(cost, (h >> np.uint64(17)) % n, all_usable)
+    c1 = np.floor(cost[first] / ADAPTIVE_COST_QUANTUM_S)
+    c2 = np.floor(cost[second] / ADAPTIVE_COST_QUANTUM_S)
+    return second if c2 < c1 else first
+
+
+@kernel
+def route_flows(
+    src: NDArray[np.int64],
+    dst: NDArray[np.int64],
+    key: NDArray[np.int64],
+    occupancy: _F,
+    n_vls: int,
+    bandwidth_Bps: _F,
+    known_down: NDArray[np.bool_],
+    ep_uplink: _I32,
+    ep_downlink: _I32,
+    ep_leaf: _I32,
+    node_pod: _I32,
+    switch_index: _I32,
+    switch_link: _I32,
+    spines_by_pod: _I32,
+    cores_by_slot: _I32,
+    planes: int,
+    tiers: int,
+    adaptive: bool,
+    size_bytes: _F,
+    link_load_bytes: _F,
+) -> tuple[_I32, NDArray[np.int8]]:
+    """``routing.route``: ``path[hop, flow]`` (-1 past the end) and hops per flow; a
+    link's cost is its ``link_cost`` plus, adaptive, its expected load at line rate:
+    ``link_load_bytes`` (the bytes flows in flight still have to send over it; empty:
+    none) and the bytes this batch has placed on it before the flow (``size_bytes`` per
+    flow, in order, added to ``link_load_bytes`` in place; empty: none counted). Costs
+    are computed only for the candidates a flow reads."""
+    n = src.size
+    path = np.full((MAX_HOPS, n), -1, dtype=np.int32)
+    nh = np.zeros(n, dtype=np.int8)
+    n_slots = spines_by_pod.shape[2]
+    per = cores_by_slot.shape[2]
+    cost4 = np.empty(n_slots)
+    cost6 = np.empty(n_slots * per)
+    sw, sl = switch_index, switch_link
+    # the expected load (routing.route): without it every flow of a burst sees the same
+    # queues and the burst herds onto the spine that looked idle
+    has_load = adaptive and link_load_bytes.size == bandwidth_Bps.size
+    placed = link_load_bytes if has_load else np.zeros(bandwidth_Bps.size)
+    count_placed = adaptive and size_bytes.size == n
+    q = (occupancy, n_vls, bandwidth_Bps, known_down, placed)
+    if n_vls > 1 and 2 * n * n_slots >= bandwidth_Bps.size:
+        # a large batch reads each link many times: its lanes' bytes are summed once, in
+        # the same order as ``link_cost`` sums them (the same costs)
+        queued = np.empty(bandwidth_Bps.size)
+        for li in range(queued.size):
+            s = occupancy[li * n_vls]
+            for v in range(1, n_vls):
+                s += occupancy[li * n_vls + v]
+            queued[li] = s
+        q = (queued, 1, bandwidth_Bps, known_down, placed)
+    for f in range(n):
+        h = flow_hash(src[f], dst[f], key[f])
+        plane = int(np.int64(h >> np.uint64(40)) % planes) if planes > 1 else 0
+        up, down = ep_uplink[src[f], plane], ep_downlink[dst[f], plane]
+        ls, ld = ep_leaf[src[f], plane], ep_leaf[dst[f], plane]
+        c_up = _load_cost(q, up)
+        c_down = _load_cost(q, down)
+        path[0, f] = up
+        if ls == ld:  # endpoint -> leaf -> endpoint
+            path[1, f] = down
+            nh[f] = 2
+        elif tiers == 2 or node_pod[ls] == node_pod[ld]:
+            # up to a spine of the pod, down to the destination leaf
+            for j in range(n_slots):
+                s = spines_by_pod[plane, node_pod[ls], j]
+                l_up, l_dn = sl[sw[ls], sw[s]], sl[sw[s], sw[ld]]
+                if l_up < 0 or l_dn < 0:
+                    cost4[j] = _BIG
+                else:
+                    cost4[j] = _load_cost(q, l_up) + _load_cost(q, l_dn) + c_up + c_down
+            k = pick(cost4, h, adaptive)
+            s = spines_by_pod[plane, node_pod[ls], k]
+            path[1, f] = sl[sw[ls], sw[s]]
+            path[2, f] = sl[sw[s], sw[ld]]
+            path[3, f] = down
+            nh[f] = 4
+        else:
+            # leaf -> spine (slot j) -> core (group j) -> spine (slot j, dst pod) -> leaf
+            for j in range(n_slots):
+                sa = spines_by_pod[plane, node_pod[ls], j]
+                sb = spines_by_pod[plane, node_pod[ld], j]
+                c1 = _load_cost(q, sl[sw[ls], sw[sa]])
+                c4 = _load_cost(q, sl[sw[sb], sw[ld]])
+                for m in range(per):
+                    cr = cores_by_slot[plane, j, m]
+                    l2, l3 = sl[sw[sa], sw[cr]], sl[sw[cr], sw[sb]]
+                    if l2 < 0 or l3 < 0:
+                        cost6[j * per + m] = _BIG
+                    else:
+                        cost6[j * per + m] = c1 + _load_cost(q, l2) + _load_cost(q, l3) + c4
+            j, m = divmod(pick(cost6, h, adaptive), per)
+            sa = spines_by_pod[plane, node_pod[ls], j]
+            sb = spines_by_pod[plane, node_pod[ld], j]
+            cr = cores_by_slot[plane, j, m]
+            path[1, f] = sl[sw[ls], sw[sa]]
+            path[2, f] = sl[sw[sa], sw[cr]]
+            path[3, f] = sl[sw[cr], sw[sb]]
+            path[4, f] = sl[sw[sb], sw[ld]]
+            path[5, f] = down
+            nh[f] = 6
+        if count_placed:
+            for hop in range(nh[f]):
+                placed[path[hop, f]] += size_bytes[f]
+    return path, nh
+
+
+@inline_kernel
+def link_cost(
+    occupancy: _F, n_vls: int, bandwidth_Bps: _F, known_down: NDArray[np.bool_], li: int
+) -> float:
+    """Adaptive routing's cost of link ``li``: the queueing delay of the bytes waiting
+    for it (all lanes), infinite when routing knows it is down (``reference_tick.ReferenceTick``)."""
+    if known_down[li]:
+        return np.inf
+    queued: float = occupancy[li * n_vls]
+    for v in range(1, n_vls):
+        queued += occupancy[li * n_vls + v]
+    return float(queued / bandwidth_Bps[li])
+
+
+@kernel
+def link_costs(occupancy: _F, n_vls: int, bandwidth_Bps: _F, known_down: NDArray[np.bool_]) -> _F:
+    """``link_cost`` of every link (for spraying, which stays in numpy)."""
+    out = np.empty(bandwidth_Bps.size)
+    for li in range(out.size):
+        out[li] = link_cost(occupancy, n_vls, bandwidth_Bps, known_down, li)
+    return out
+
+
+@inline_kernel
+def _cost(
+    occupancy: _F, n_vls: int, bandwidth_Bps: _F, known_down: NDArray[np.bool_], li: int
+) -> float:
+    """A link's routing cost as the reference reads it: ``_BIG`` for one that must not
+    be used, and a missing link (-1) reads the last link."""
+    if li < 0:
+        li += bandwidth_Bps.size
+    c = link_cost(occupancy, n_vls, bandwidth_Bps, known_down, li)
+    return c if np.isfinite(c) else _BIG
+
+
+@kernel
+def link_loads(
+    active: NDArray[np.bool_],
+    path: _I32,
+    backlog: _F,
+    hops: NDArray[np.int8],
+    out: _F,
+) -> None:
+    """``routing.link_loads`` into ``out``: per link, the bytes the active flows crossing
+    it have not yet sent over it (a flow's backlog at that hop and every hop before)."""
+    out[:] = 0.0
+    for f in range(active.size):
+        if not active[f]:
+            continue
+        left = 0.0
+        for h in range(hops[f]):
+            left += backlog[h, f]
+            out[path[h, f]] += left
+
+
+@inline_kernel
+def _load_cost(
+    q: tuple[_F, int, _F, NDArray[np.bool_], _F],
+    li: int,
+) -> float:
+    """``_cost`` plus the bytes ``q[4]`` this batch has already placed on the link, at its
+    line rate (``routing.route`` adds them the same way, in the same order)."""
+    occupancy, n_vls, bandwidth_Bps, known_down, placed = q
+    if li < 0:
+        li += bandwidth_Bps.size
+    base = _cost(occupancy, n_vls, bandwidth_Bps, known_down, li)
+    return float(base + placed[li] / bandwidth_Bps[li])
+
+
+#: ``_cost`` for the table router of file topologies (``kernels.table_route``)
+candidate_cost = _cost
+
+
+@kernel
+def lanes_and_costs(
+    path: _I32,
+    hops: NDArray[np.int8],
+    vl0: NDArray[np.int8],
+    size: _F,
+    node_tier: NDArray[np.int8],
+    link_src: _I32,
+    link_dst: _I32,
+    prop_delay_s: _F,
+    bandwidth_Bps: _F,
+    occupancy: _F,
+    drain: _F,
+    paused: NDArray[np.bool_],
+    n_vls: int,
+    credit: bool,
+    cut_through: bool,
+    switch_latency_s: float,
+    endpoint_fixed_s: float,
+    pcie_Bps: float,
+    mtu_bytes: float,
+    header_bytes: float,
+) -> tuple[NDArray[np.int8], _F, _F, int]:
+    """``paths.lanes`` and ``paths.fixed_costs`` for new flows: (lane per hop, fixed
+    latency, FIFO wait, highest lane used). ``endpoint_fixed_s`` and ``pcie_Bps`` are
+    ``endpoint_costs.data_path_fixed_s`` and ``endpoint_costs.pcie_Bps`` of the profile."""
+    max_hops, n = path.shape
+    vl = np.empty((max_hops, n), dtype=np.int8)
+    fixed = np.empty(n)
+    wait = np.empty(n)
+    top = 0
+    for f in range(n):
+        lane = vl0[f]
+        prop = 0.0
+        saf = 0.0
+        w = 0.0
+        pkt = min(size[f], mtu_bytes) + header_bytes
+        was_up = False
+        for h in range(max_hops):
+            li = path[h, f]
+            if li < 0:
+                vl[h, f] = lane
+                continue
+            up = node_tier[link_dst[li]] > node_tier[link_src[li]]
+            if credit and h > 0 and path[h - 1, f] >= 0 and up and not was_up:
+                lane += 1  # a down->up turn moves up a lane (paths.lanes)
+            was_up = up
+            vl[h, f] = lane
+            top = max(top, lane)
+            prop += prop_delay_s[li]
+            if h + 1 < max_hops and path[h + 1, f] >= 0:  # the hop feeds a switch buffer
+                q = li * n_vls + lane
+                if not cut_through or (not credit and (occupancy[q] > 0 or paused[q])):
+                    saf += pkt / bandwidth_Bps[li]
+                w += occupancy[q] / max(drain[q], bandwidth_Bps[li] * 1e-3)
+        # the payload crosses PCIe pipelined with the first link (paths.fixed_costs)
+        line = bandwidth_Bps[max(path[0, f], 0)] * mtu_bytes / (mtu_bytes + header_bytes)
+        rate = max(size[f] / pcie_Bps - size[f] / line, 0.0)
+        fixed[f] = prop + (hops[f] - 1.0) * switch_latency_s + endpoint_fixed_s + rate + saf
+        wait[f] = w
+    return vl, fixed, wait, top

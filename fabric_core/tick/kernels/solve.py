@@ -1,0 +1,308 @@
+"""The tick's rates, compiled: max-min link sharing, exact conservation and credits.
+
+The same rules, in the same order, as the numpy reference (``fabric_core.tick.step``,
+whose module docstring gives the physics): Gauss-Seidel over link ranks (Jacobi
+sweeps when a hand-made route breaks up*/down*), progressive filling per link,
+conservation upstream first, one Newton-solved credit factor per short buffer
+(downstream buffers first), and a second pass that re-offers what credits took
+away. Written as loops over the entries of each link and each buffer, which is
+both the clearest way to say it and, compiled, some 10-50 times faster than the
+vectorised reference on small and large fabrics alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.tick.kernels._jit import inline_kernel, kernel
+
+_F = NDArray[np.float64]
+_I = NDArray[np.intp]
+
+#: The reference's constants (``fabric_core.tick.step``): rounds of progressive filling,
+#: Jacobi sweeps, their tolerance (of line rate) and Newton steps per credit factor.
+WATERFILL_ROUNDS = 16
+MAX_SWEEPS = 7
+SWEEP_TOLERANCE = 1e-6
+NEWTON_ITERATIONS = 12
+#: A rate cut by more than this fraction is "cut by credits" (re-offered in pass two).
+CUT_FRACTION = 1e-9
+
+
+@inline_kernel
+def _share(left: float, count: int) -> float:
+    """Fair share of ``left`` among ``count`` entries (±inf for none)."""
+    if count > 0:
+        return left / count
+    return np.inf if left >= 0 else -np.inf
+
+
+@inline_kernel
+def fill_link(
+    ents: _I,
+    lo: int,
+    hi: int,
+    demand: _F,
+    capacity: float,
+    out: _F,
+    want: _F,
+    unsat: NDArray[np.bool_],
+) -> tuple[float, float]:
+    """Max-min rates of the entries ``ents[lo:hi]`` of one link (into ``out``).
+
+    Progressive filling: every round the entries whose demand is at most the fair
+    share of what is left are satisfied, which raises the share of the rest.
+    Returns the link's (level, share): the rate of the unsatisfied entries (or the
+    capacity left when all are satisfied), and the same but infinite then.
+    ``want`` and ``unsat`` are scratch space (at least ``hi - lo`` long): the rounds
+    work on the link's demands gathered there, not scattered over the entries.
+    """
+    k = hi - lo
+    for i in range(k):
+        want[i] = demand[ents[lo + i]]
+        unsat[i] = True
+    left = capacity
+    count = k
+    share = _share(left, count)
+    for _ in range(WATERFILL_ROUNDS):
+        taken = 0.0
+        n_sat = 0
+        for i in range(k):
+            if unsat[i] and want[i] <= share:
+                unsat[i] = False
+                taken += want[i]
+                n_sat += 1
+        if n_sat == 0:
+            break
+        left = max(left - taken, 0.0)
+        count -= n_sat
+        share = _share(left, count)
+    for i in range(k):
+        out[ents[lo + i]] = min(share, want[i]) if unsat[i] else want[i]
+    return (share if count > 0 else left), share
+
+
+@kernel
+def conserve(rate: _F, held: _F, prev_pad: _I, hop: _I, feedforward: bool) -> None:
+    """Clip each hop, upstream first, to what it holds plus what arrives (in place).
+
+    In entry order the upstream hop always comes first on a feed-forward fabric;
+    otherwise the entries are taken hop by hop.
+    """
+    n = held.size
+    if feedforward:
+        for e in range(n):
+            rate[e] = min(rate[e], held[e] + rate[prev_pad[e]])
+        return
+    max_hop = 0
+    for e in range(n):
+        max_hop = max(max_hop, hop[e])
+    for h in range(max_hop + 1):
+        for e in range(n):
+            if hop[e] == h:
+                rate[e] = min(rate[e], held[e] + rate[prev_pad[e]])
+
+
+@kernel
+def enforce_credits(
+    rate: _F,
+    held: _F,
+    nxt_pad: _I,
+    buf_ptr: _I,
+    buf_ent: _I,
+    buf_order: _I,
+    free_bytes: _F,
+    dt: float,
+    alpha: _F,
+) -> None:
+    """Scale the inflows of each short buffer so it cannot overfill (in place).
+
+    The net inflow of a buffer whose inflows are scaled by ``a`` is convex and
+    piecewise linear in ``a`` (the drain of a flow cut through follows its
+    inflow), so Newton's method from 1 finds the largest admissible factor.
+    Buffers are taken downstream first (``buf_order``: the buffers that have
+    inflows); ``alpha`` keeps each buffer's smallest factor.
+    """
+    n_max = 0
+    for b in buf_order:
+        n_max = max(n_max, buf_ptr[b + 1] - buf_ptr[b])
+    a = np.empty(n_max)  # the buffer's inflows, and their next hops' rates and holdings,
+    c = np.empty(n_max)  # gathered once: Newton walks them several times
+    d = np.empty(n_max)
+    for b in buf_order:
+        lo, hi = buf_ptr[b], buf_ptr[b + 1]
+        k = hi - lo
+        inflow = 0.0
+        drain = 0.0
+        for i in range(k):
+            e = buf_ent[lo + i]
+            a[i], c[i], d[i] = rate[e], rate[nxt_pad[e]], held[nxt_pad[e]]
+            inflow += a[i]
+            drain += min(c[i], d[i] + a[i])
+        room = free_bytes[b] / dt
+        g = inflow - drain - room
+        tol = 1e-12 * (inflow + room) + 1e-9
+        if g <= tol:
+            continue
+        al = 1.0
+        pending = True
+        for _ in range(NEWTON_ITERATIONS):
+            slope = inflow
+            for i in range(k):
+                if d[i] + al * a[i] < c[i]:
+                    slope -= a[i]
+            step = g / slope if slope > 0 else 0.0
+            al = min(max(al - step, 0.0), 1.0)
+            drain = 0.0
+            for i in range(k):
+                drain += min(c[i], d[i] + al * a[i])
+            g = al * inflow - drain - room
+            pending = g > tol
+            if not pending:
+                break
+        if pending:
+            # not converged (rare): the drain that cannot shrink any further
+            safe = 0.0
+            for i in range(k):
+                safe += min(c[i], d[i])
+            al = min(al, (safe + room) / inflow if inflow > 0 else 0.0)
+        alpha[b] = min(alpha[b], al)
+        for i in range(k):
+            rate[buf_ent[lo + i]] = a[i] * al
+
+
+@kernel
+def solve_tick(
+    link: _I,
+    prev_pad: _I,
+    nxt_pad: _I,
+    first: _I,
+    hop: _I,
+    key_ptr: _I,
+    link_ptr: _I,
+    link_ent: _I,
+    buf_ptr: _I,
+    buf_ent: _I,
+    feedforward: bool,
+    rank_link_ptr: _I,
+    rank_links: _I,
+    buf_order: _I,
+    keys_per_rank: int,
+    backlog: _F,
+    capacity: _F,
+    free_bytes: _F,
+    dt: float,
+    warm: _F,
+    entry_cap: _F,
+    credits: bool,
+) -> tuple[_F, _F, _F, _F]:
+    """Rates of all entries for one tick: (padded rates, level, alpha, share).
+
+    ``warm`` is last tick's rate per entry (0 for new ones, which start from
+    their line rate, at most what the flow holds per tick); ``entry_cap`` the most
+    each entry may carry (PFC, DCQCN, late start; inf for none).
+    """
+    n = link.size
+    n_links = capacity.size
+    held = backlog / dt
+    rate = np.empty(n + 1)
+    rate[n] = 0.0
+    for e in range(n):
+        start = capacity[link[e]]
+        rate[e] = warm[e] if warm[e] > 0 else min(start, held[first[e]])
+    level = capacity.copy()
+    share = np.full(n_links, np.inf)
+    alpha = np.ones(free_bytes.size)
+    cap_demand = entry_cap.copy()
+    demand = np.empty(n)
+    new = np.empty(n)
+    # only links and buffers that carry entries are worked on (the others keep level =
+    # capacity, share = inf, alpha = 1): a pass costs what the traffic uses, not the fabric
+    n_ranks = rank_link_ptr.size - 1
+    used_ptr = np.zeros(n_ranks + 1, dtype=np.intp)
+    used_links = np.empty(rank_links.size, dtype=np.intp)
+    n_max = 0  # the most entries on one link: the size of fill_link's scratch
+    k_used = 0
+    for r in range(n_ranks):
+        for k in range(rank_link_ptr[r], rank_link_ptr[r + 1]):
+            li = rank_links[k]
+            if link_ptr[li + 1] > link_ptr[li]:
+                used_links[k_used] = li
+                k_used += 1
+                n_max = max(n_max, link_ptr[li + 1] - link_ptr[li])
+        used_ptr[r + 1] = k_used
+    used_bufs = np.empty(buf_order.size, dtype=np.intp)
+    n_used_bufs = 0
+    for b in buf_order:
+        if buf_ptr[b + 1] > buf_ptr[b]:
+            used_bufs[n_used_bufs] = b
+            n_used_bufs += 1
+    used_bufs = used_bufs[:n_used_bufs]
+    want = np.empty(n_max)
+    unsat = np.empty(n_max, dtype=np.bool_)
+    before = np.empty(n)
+    tol = SWEEP_TOLERANCE * max(capacity.max() if n_links else 1.0, 1.0)
+    changed_from = 0
+    first_share = share.copy()
+    for pass_no in range(2):
+        if feedforward:
+            # Gauss-Seidel by rank: each link sees the final rates of its upstream hops
+            for r in range(n_ranks):
+                lo, hi = key_ptr[r * keys_per_rank], key_ptr[(r + 1) * keys_per_rank]
+                if lo == hi or hi <= changed_from:
+                    continue
+                for e in range(lo, hi):
+                    demand[e] = min(held[e] + rate[prev_pad[e]], cap_demand[e])
+                for k in range(used_ptr[r], used_ptr[r + 1]):
+                    li = used_links[k]
+                    level[li], share[li] = fill_link(
+                        link_ent,
+                        link_ptr[li],
+                        link_ptr[li + 1],
+                        demand,
+                        capacity[li],
+                        rate,
+                        want,
+                        unsat,
+                    )
+        else:
+            for _ in range(MAX_SWEEPS):
+                for e in range(n):
+                    demand[e] = min(held[e] + rate[prev_pad[e]], cap_demand[e])
+                for li in used_links[:k_used]:
+                    level[li], share[li] = fill_link(
+                        link_ent,
+                        link_ptr[li],
+                        link_ptr[li + 1],
+                        demand,
+                        capacity[li],
+                        new,
+                        want,
+                        unsat,
+                    )
+                moved = 0.0
+                for e in range(n):
+                    moved = max(moved, abs(new[e] - rate[e]))
+                    rate[e] = new[e]
+                if moved <= tol:
+                    break
+            # (not needed by rank: there every fill is at most its demand, which is at most
+            # what the entry holds plus its upstream hop's final rate)
+            conserve(rate, held, prev_pad, hop, feedforward)
+        if pass_no == 0:
+            first_share[:] = share
+        if not credits:
+            break
+        before[:] = rate[:n]
+        enforce_credits(rate, held, nxt_pad, buf_ptr, buf_ent, used_bufs, free_bytes, dt, alpha)
+        conserve(rate, held, prev_pad, hop, feedforward)
+        changed_from = -1
+        for e in range(n):
+            if rate[e] < before[e] * (1 - CUT_FRACTION):
+                if changed_from < 0:
+                    changed_from = e
+                cap_demand[e] = min(cap_demand[e], rate[e])
+        if changed_from < 0:
+            break
+    return rate, level, alpha, first_share

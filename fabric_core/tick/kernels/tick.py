@@ -1,0 +1,412 @@
+"""The compiled tick's Python face: the same ``EntryIndex`` and ``Solution`` the reference
+solver (``fabric_core.tick.step``) gives, computed by the kernels of this package.
+
+A handful of calls per tick, none of which loops in Python over flows or links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.commands import CommandError
+from fabric_core.net import endpoint_costs
+from fabric_core.net.profiles import Profile
+from fabric_core.net.topology import Topology
+from fabric_core.tick.flows import FlowTable
+from fabric_core.tick.kernels.index import entry_index
+from fabric_core.tick.kernels.move import credit_wait, finish_times, link_counters, move_bytes
+from fabric_core.tick.kernels.route import lanes_and_costs, link_costs, link_loads, route_flows
+from fabric_core.tick.kernels.slots import start_limits
+from fabric_core.tick.kernels.solve import solve_tick
+from fabric_core.tick.kernels.table_route import table_route_flows
+from fabric_core.tick.step import EntryIndex, Moved, RankLayout, Solution
+
+
+@dataclass(frozen=True)
+class CompiledTick:
+    """The compiled solver of one fabric, with what its kernels need of the topology,
+    built once: links by rank, and buffers in the order credits are settled (lane,
+    then rank, downstream first, as the reference)."""
+
+    link_rank: NDArray[np.int64]
+    rank_link_ptr: NDArray[np.intp]
+    rank_links: NDArray[np.intp]
+    buf_order: NDArray[np.intp]
+    n_vls: int
+    #: adaptive routing's expected load: per link, the bytes flows in flight still have to
+    #: send over it, as of the last tick's move, plus what routing placed since
+    #: (``routing.route``); written in place
+    link_load_bytes: NDArray[np.float64]
+    #: whether ``move`` keeps ``link_load_bytes`` (only adaptive routing reads it)
+    track_load: bool = True
+
+    @classmethod
+    def of(cls, layout: RankLayout, n_vls: int, track_load: bool = True) -> CompiledTick:
+        """From the reference's rank layout (``track_load``: see the field)."""
+        sizes = np.array([m.size for m in layout.links], dtype=np.intp)
+        ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+        links = np.concatenate([*layout.links, np.zeros(0, np.intp)]).astype(np.intp)
+        n_links = layout.rank.size
+        buf = np.arange(n_links * n_vls, dtype=np.intp)
+        lane, rank = buf % n_vls, layout.rank[buf // n_vls]
+        order = np.lexsort((rank, lane))[::-1].astype(np.intp)  # (lane, rank) descending
+        return cls(
+            layout.rank.astype(np.int64),
+            ptr,
+            links,
+            np.ascontiguousarray(order),
+            n_vls,
+            np.zeros(n_links),
+        )
+
+    def build_index(self, flows: FlowTable) -> EntryIndex:
+        """The active entries (see ``build_index``)."""
+        return build_index(flows, self)
+
+    def link_cost(
+        self,
+        topo: Topology,
+        occupancy: NDArray[np.float64],
+        n_vls: int,
+        known_down: NDArray[np.bool_],
+    ) -> NDArray[np.float64]:
+        """Adaptive routing's cost of every link (``kernels.route.link_costs``)."""
+        return link_costs(occupancy, n_vls, topo.links.bandwidth_Bps, known_down)
+
+    def route(
+        self,
+        topo: Topology,
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        key: NDArray[np.int64],
+        adaptive: bool,
+        occupancy: NDArray[np.float64],
+        n_vls: int,
+        known_down: NDArray[np.bool_],
+        size_bytes: NDArray[np.float64] | None = None,
+    ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
+        """Paths of new flows (``kernels.route.route_flows``; on a file topology
+        ``kernels.table_route.table_route_flows``), each candidate link's cost computed
+        where it is read; adaptive routing adds the load in flight (``link_load_bytes``)
+        and, with ``size_bytes``, the bytes the batch has already placed (``routing.route``;
+        not on a file topology)."""
+        if topo.updown is not None:
+            ud = topo.updown
+            any_d, down_d = ud.tables(known_down)
+            return table_route_flows(
+                np.asarray(src, np.int64),
+                np.asarray(dst, np.int64),
+                np.asarray(key, np.int64),
+                occupancy,
+                n_vls,
+                topo.links.bandwidth_Bps,
+                known_down,
+                topo.ep_uplink,
+                topo.ep_downlink,
+                topo.ep_leaf,
+                topo.switch_index,
+                ud.adj_link,
+                ud.adj_row,
+                ud.adj_up,
+                ud.dist_any,
+                ud.dist_down,
+                any_d,
+                down_d,
+                adaptive,
+            )
+        return route_flows(
+            np.asarray(src, np.int64),
+            np.asarray(dst, np.int64),
+            np.asarray(key, np.int64),
+            occupancy,
+            n_vls,
+            topo.links.bandwidth_Bps,
+            known_down,
+            topo.ep_uplink,
+            topo.ep_downlink,
+            topo.ep_leaf,
+            topo.node_pod,
+            topo.switch_index,
+            topo.switch_link,
+            topo.spines_by_pod,
+            topo.cores_by_slot,
+            topo.planes,
+            topo.tiers,
+            adaptive,
+            np.zeros(0) if size_bytes is None else np.asarray(size_bytes, np.float64),
+            self.link_load_bytes,
+        )
+
+    def lanes_and_costs(
+        self,
+        topo: Topology,
+        profile: Profile,
+        path: NDArray[np.int32],
+        hops: NDArray[np.int8],
+        vl0: NDArray[np.int8],
+        size: NDArray[np.float64],
+        occupancy: NDArray[np.float64],
+        drain: NDArray[np.float64],
+        paused: NDArray[np.bool_],
+    ) -> tuple[NDArray[np.int8], NDArray[np.float64], NDArray[np.float64]]:
+        """Lane per hop, fixed latency and FIFO wait of new flows
+        (``kernels.route.lanes_and_costs``).
+
+        Raises:
+            CommandError: a route turns down-up more often than there are lanes.
+        """
+        vl, fixed, wait, top = lanes_and_costs(
+            path,
+            hops,
+            vl0,
+            np.asarray(size, np.float64),
+            topo.nodes.tier,
+            topo.links.src,
+            topo.links.dst,
+            topo.links.prop_delay_s,
+            topo.links.bandwidth_Bps,
+            occupancy,
+            drain,
+            paused,
+            self.n_vls,
+            profile.flow_control == "credit",
+            profile.cut_through,
+            profile.switch_latency_s,
+            endpoint_costs.data_path_fixed_s(profile),
+            endpoint_costs.pcie_Bps(profile),
+            float(profile.mtu_bytes),
+            float(profile.header_bytes),
+        )
+        if top >= self.n_vls:
+            raise CommandError("a route turns down-up more often than there are virtual lanes")
+        return vl, fixed, wait
+
+    def solve(
+        self,
+        idx: EntryIndex,
+        backlog: NDArray[np.float64],
+        capacity: NDArray[np.float64],
+        free_bytes: NDArray[np.float64],
+        dt: float,
+        warm: NDArray[np.float64],
+        entry_cap: NDArray[np.float64] | None,
+        warm_share: NDArray[np.float64] | None = None,
+    ) -> Solution:
+        """The tick's rates (see ``solve``; progressive filling needs no warm share)."""
+        return solve(idx, self, backlog, capacity, free_bytes, dt, warm, entry_cap)
+
+    def start_limit(
+        self,
+        idx: EntryIndex,
+        start_s: NDArray[np.float64],
+        capacity: NDArray[np.float64],
+        now: float,
+        dt: float,
+    ) -> NDArray[np.float64] | None:
+        """The late-start limit per entry (``kernels.slots.start_limits``), None if none."""
+        limit, late = start_limits(
+            idx.heads, idx.flow, idx.link, start_s, capacity, idx.size, now, dt
+        )
+        return limit if late else None
+
+    def link_counters(
+        self,
+        link_rate: NDArray[np.float64],
+        goodput: NDArray[np.float64],
+        ber: NDArray[np.float64],
+        mtu: float,
+        dt: float,
+        counters: dict[str, NDArray[np.float64]],
+    ) -> None:
+        """Add a tick to the per-link counters (``kernels.move.link_counters``)."""
+        link_counters(
+            link_rate,
+            goodput,
+            ber,
+            float(mtu),
+            dt,
+            counters["tx_bytes_total"],
+            counters["tx_packets_total"],
+            counters["retransmitted_bytes_total"],
+            counters["link_error_recovery_total"],
+            counters["symbol_errors_total"],
+        )
+
+    def credit_wait(
+        self,
+        alpha: NDArray[np.float64],
+        inflow: NDArray[np.float64],
+        n_vls: int,
+        dt: float,
+        transmit_wait: NDArray[np.float64],
+    ) -> NDArray[np.bool_]:
+        """Credit-starved links (``kernels.move.credit_wait``)."""
+        starved = np.empty(transmit_wait.size, dtype=np.bool_)
+        credit_wait(alpha, inflow, n_vls, dt, transmit_wait, starved)
+        return starved
+
+    def move(
+        self,
+        idx: EntryIndex,
+        sol: Solution,
+        backlog: NDArray[np.float64],
+        flows: FlowTable,
+        n_links: int,
+        n_bufs: int,
+        dt: float,
+    ) -> Moved:
+        """One tick of bytes (``kernels.move.move_bytes``)."""
+        new_backlog, arrival, link_rate, occupancy, drain, inflow, got, done = move_bytes(
+            sol.padded,
+            idx.prev_pad,
+            idx.nxt_pad,
+            idx.link,
+            idx.drains_pad,
+            idx.buf_pad,
+            idx.pos,
+            idx.flow,
+            backlog,
+            flows.backlog.reshape(-1),
+            flows.rate.reshape(-1),
+            flows.delivered,
+            flows.size,
+            n_links,
+            n_bufs,
+            dt,
+        )
+        if self.track_load:  # what adaptive routing will see as the load in flight
+            link_loads(flows.active, flows.path, flows.backlog, flows.hops, self.link_load_bytes)
+        return Moved(new_backlog, arrival, link_rate, occupancy, drain, inflow, got, done)
+
+    def finish_times(
+        self,
+        idx: EntryIndex,
+        sol: Solution,
+        capacity: NDArray[np.float64],
+        done: NDArray[np.intp],
+        n_slots: int,
+        dt: float,
+    ) -> NDArray[np.float64]:
+        """Sub-tick finish of the flows in ``done`` (``kernels.move.finish_times``)."""
+        csr: IndexCsr = idx.csr
+        return finish_times(
+            sol.padded,
+            sol.level,
+            sol.alpha,
+            idx.link,
+            idx.buf_pad,
+            idx.flow,
+            csr.link_ptr,
+            csr.link_ent,
+            capacity,
+            done,
+            n_slots,
+            dt,
+        )
+
+
+@dataclass(frozen=True)
+class IndexCsr:
+    """Entries grouped for the kernels (offsets ``*_ptr`` into ``*_ent``)."""
+
+    key_ptr: NDArray[np.intp]  # entries of key (rank, lane, fed)
+    link_ptr: NDArray[np.intp]
+    link_ent: NDArray[np.intp]
+    buf_ptr: NDArray[np.intp]
+    buf_ent: NDArray[np.intp]
+
+
+def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
+    """The flow table's active entries, in the reference's order, with the kernels' groups."""
+    (
+        pos,
+        hop,
+        flow,
+        link,
+        queue,
+        prev_pad,
+        nxt_pad,
+        buf_pad,
+        drains_pad,
+        first,
+        heads,
+        last,
+        key_ptr,
+        link_ptr,
+        link_ent,
+        buf_ptr,
+        buf_ent,
+        feedforward,
+    ) = entry_index(
+        flows.path,
+        flows.vl,
+        flows.active,
+        layout.link_rank,
+        layout.rank_link_ptr.size - 1,  # the ranks, counted once per topology
+        layout.n_vls,
+    )
+    return EntryIndex(
+        version=flows.version,
+        hop=hop,
+        flow=flow,
+        pos=pos,
+        link=link,
+        queue=queue,
+        prev_pad=prev_pad,
+        nxt_pad=nxt_pad,
+        buf_pad=buf_pad,
+        drains_pad=drains_pad,
+        heads=heads,
+        first=first,
+        feedforward=bool(feedforward),
+        rank_groups=[],
+        buffer_groups=[],
+        hop_groups=[],
+        last=last,
+        last_flow=flow[last],
+        csr=IndexCsr(key_ptr, link_ptr, link_ent, buf_ptr, buf_ent),
+    )
+
+
+def solve(
+    idx: EntryIndex,
+    layout: CompiledTick,
+    backlog: NDArray[np.float64],
+    capacity: NDArray[np.float64],
+    free_bytes: NDArray[np.float64],
+    dt: float,
+    warm: NDArray[np.float64],
+    entry_cap: NDArray[np.float64] | None = None,
+) -> Solution:
+    """The tick's rates (``fabric_core.tick.step.solve``'s contract, compiled)."""
+    csr: IndexCsr = idx.csr
+    if entry_cap is None:
+        entry_cap = np.full(idx.size, np.inf)
+    rate, level, alpha, share = solve_tick(
+        idx.link,
+        idx.prev_pad,
+        idx.nxt_pad,
+        idx.first,
+        idx.hop,
+        csr.key_ptr,
+        csr.link_ptr,
+        csr.link_ent,
+        csr.buf_ptr,
+        csr.buf_ent,
+        idx.feedforward,
+        layout.rank_link_ptr,
+        layout.rank_links,
+        layout.buf_order,
+        2 * layout.n_vls,
+        backlog,
+        capacity,
+        free_bytes,
+        dt,
+        warm,
+        entry_cap,
+        True,
+    )
+    return Solution(padded=rate, level=level, alpha=alpha, share=share)

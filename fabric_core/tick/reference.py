@@ -1,0 +1,262 @@
+"""The numpy reference tick: the solver of ``fabric_core.tick.step`` and the rest of a tick
+(byte moves, sub-tick finish, counters, routing of new flows) behind the interface the
+fabric uses, ``ReferenceTick``. ``kernels.tick.CompiledTick`` is the compiled one, the
+default; ``tests/test_kernels.py`` holds the two together. ``Fabric(solver="reference")``
+and ``fabtop run --solver reference`` run this one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.net.paths import fixed_costs, lanes
+from fabric_core.net.profiles import Profile
+from fabric_core.net.routing import link_loads, route
+from fabric_core.net.topology import Topology
+from fabric_core.tick.flows import DONE_BYTES, DONE_FRACTION, RESIDUE_BYTES, FlowTable
+from fabric_core.tick.step import (
+    EntryIndex,
+    Moved,
+    RankLayout,
+    Solution,
+    build_index,
+    finish_within_tick,
+    solve,
+    sum_by,
+)
+
+
+def move_bytes(
+    idx: EntryIndex,
+    sol: Solution,
+    backlog: NDArray[np.float64],
+    flows: FlowTable,
+    n_links: int,
+    n_bufs: int,
+    dt: float,
+) -> Moved:
+    """One tick of bytes: backlogs and rates written back into the flow table, the
+    last hops' bytes added to ``flows.delivered``, and the sums the next tick needs."""
+    rate = sol.rate
+    arrival = sol.padded[idx.prev_pad]
+    new_backlog = backlog + (arrival - rate) * dt
+    new_backlog[new_backlog < RESIDUE_BYTES] = 0.0
+    flows.backlog.reshape(-1)[idx.pos] = new_backlog
+    flows.rate.reshape(-1)[idx.pos] = rate
+    got = rate[idx.last] * dt
+    np.add.at(flows.delivered, idx.last_flow, got)
+    lf = idx.last_flow
+    remaining = flows.size[lf] - flows.delivered[lf]
+    return Moved(
+        new_backlog=new_backlog,
+        arrival=arrival,
+        link_rate=sum_by(idx.link, rate, n_links),
+        # bytes in, and drained from, each switch buffer (bytes at the NIC go to the pad)
+        occupancy=sum_by(idx.drains_pad, new_backlog, n_bufs + 1)[:n_bufs],
+        drain=sum_by(idx.drains_pad, rate, n_bufs + 1)[:n_bufs],
+        inflow=sum_by(idx.buf_pad, rate, n_bufs + 1)[:n_bufs],
+        delivered_bytes=float(got.sum()),
+        done=lf[remaining <= DONE_FRACTION * flows.size[lf] + DONE_BYTES],
+    )
+
+
+def flow_finish_times(
+    idx: EntryIndex,
+    sol: Solution,
+    capacity: NDArray[np.float64],
+    done: NDArray[np.intp],
+    n_slots: int,
+    dt: float,
+) -> NDArray[np.float64]:
+    """When, inside the tick, each flow in ``done`` sent its last byte: its latest hop's
+    ``finish_within_tick``."""
+    is_done = np.zeros(n_slots, dtype=bool)
+    is_done[done] = True
+    finishing = is_done[idx.flow]
+    t_entry = finish_within_tick(idx, sol, capacity, finishing, dt)
+    fin = np.flatnonzero(finishing)
+    t_flow = np.zeros(n_slots)
+    np.maximum.at(t_flow, idx.flow[fin], t_entry[fin])
+    return t_flow[done]
+
+
+class ReferenceTick:
+    """The numpy solver behind the interface the fabric uses (``kernels.tick.CompiledTick``
+    is the compiled one): the reference the kernels are tested against."""
+
+    def __init__(self, layout: RankLayout, n_vls: int, track_load: bool = True) -> None:
+        self.layout = layout
+        self.n_vls = n_vls
+        #: adaptive routing's expected load (``CompiledTick.link_load_bytes``), kept by
+        #: ``move`` where ``track_load`` (only adaptive routing reads it)
+        self.link_load_bytes = np.zeros(layout.rank.size)
+        self.track_load = track_load
+
+    def link_cost(
+        self,
+        topo: Topology,
+        occupancy: NDArray[np.float64],
+        n_vls: int,
+        known_down: NDArray[np.bool_],
+    ) -> NDArray[np.float64]:
+        """Adaptive routing's cost of each link: the queueing delay of the bytes waiting
+        for it (all lanes), infinite for a link routing knows is down."""
+        lanes = occupancy.reshape(-1, n_vls)
+        queued = lanes[:, 0].copy()
+        for v in range(1, n_vls):
+            queued += lanes[:, v]
+        return np.where(known_down, np.inf, queued / topo.links.bandwidth_Bps)
+
+    def route(
+        self,
+        topo: Topology,
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        key: NDArray[np.int64],
+        adaptive: bool,
+        occupancy: NDArray[np.float64],
+        n_vls: int,
+        known_down: NDArray[np.bool_],
+        size_bytes: NDArray[np.float64] | None = None,
+    ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
+        """Paths of new flows (``routing.route``, which walks ``table_route`` on a file
+        topology) by ``link_cost``, the load in flight and, with ``size_bytes``, the
+        batch's own load."""
+        mode = "adaptive" if adaptive else "ecmp"
+        cost = self.link_cost(topo, occupancy, n_vls, known_down)
+        load = self.link_load_bytes
+        return route(
+            topo,
+            src,
+            dst,
+            key,
+            mode=mode,
+            link_cost=cost,
+            size_bytes=size_bytes,
+            link_load_bytes=load,
+        )
+
+    def lanes_and_costs(
+        self,
+        topo: Topology,
+        profile: Profile,
+        path: NDArray[np.int32],
+        hops: NDArray[np.int8],
+        vl0: NDArray[np.int8],
+        size: NDArray[np.float64],
+        occupancy: NDArray[np.float64],
+        drain: NDArray[np.float64],
+        paused: NDArray[np.bool_],
+    ) -> tuple[NDArray[np.int8], NDArray[np.float64], NDArray[np.float64]]:
+        """Lane per hop, fixed latency and FIFO wait of new flows (``paths.lanes`` and
+        ``paths.fixed_costs``)."""
+        vl = lanes(topo, profile.flow_control, self.n_vls, path, vl0)
+        queue = (np.where(path >= 0, path, 0) * self.n_vls + vl).astype(np.intp)
+        fixed, wait = fixed_costs(topo, profile, path, hops, size, queue, occupancy, drain, paused)
+        return vl, fixed, wait
+
+    def build_index(self, flows: FlowTable) -> EntryIndex:
+        """The active entries (see ``build_index``)."""
+        return build_index(flows, self.layout, self.n_vls)
+
+    def solve(
+        self,
+        idx: EntryIndex,
+        backlog: NDArray[np.float64],
+        capacity: NDArray[np.float64],
+        free_bytes: NDArray[np.float64],
+        dt: float,
+        warm: NDArray[np.float64],
+        entry_cap: NDArray[np.float64] | None,
+        warm_share: NDArray[np.float64] | None,
+    ) -> Solution:
+        """The tick's rates (see ``solve``)."""
+        return solve(idx, backlog, capacity, free_bytes, dt, warm, entry_cap, warm_share=warm_share)
+
+    def start_limit(
+        self,
+        idx: EntryIndex,
+        start_s: NDArray[np.float64],
+        capacity: NDArray[np.float64],
+        now: float,
+        dt: float,
+    ) -> NDArray[np.float64] | None:
+        """A flow ready only inside this tick sends for the part of the tick it exists:
+        the most each entry may carry (None when every flow is ready all tick)."""
+        heads = idx.heads
+        ready = (now + dt - start_s[idx.flow[heads]]) / dt
+        late = ready < 1
+        if not late.any():
+            return None
+        limit = np.full(idx.size, np.inf)
+        late_heads = heads[late]
+        limit[late_heads] = np.clip(ready[late], 0.0, 1.0) * capacity[idx.link[late_heads]]
+        return limit
+
+    def link_counters(
+        self,
+        link_rate: NDArray[np.float64],
+        goodput: NDArray[np.float64],
+        ber: NDArray[np.float64],
+        mtu: float,
+        dt: float,
+        counters: dict[str, NDArray[np.float64]],
+    ) -> None:
+        """Add a tick to the per-link counters: bytes and packets sent, and what bit
+        errors cost (the retries on top of the goodput, the symbols hit)."""
+        carried = link_rate * dt
+        counters["tx_bytes_total"] += carried
+        counters["tx_packets_total"] += carried / mtu
+        resent = carried * (1 / np.maximum(goodput, 1e-12) - 1)
+        counters["retransmitted_bytes_total"] += resent
+        counters["link_error_recovery_total"] += resent / mtu
+        counters["symbol_errors_total"] += carried * 8 * ber
+
+    def credit_wait(
+        self,
+        alpha: NDArray[np.float64],
+        inflow: NDArray[np.float64],
+        n_vls: int,
+        dt: float,
+        transmit_wait: NDArray[np.float64],
+    ) -> NDArray[np.bool_]:
+        """Credit-starved links (a buffer held back inflow that wanted in this tick); adds
+        the share of the tick the most held-back lane could not send to ``transmit_wait``."""
+        held_back = np.where((alpha < 1 - 1e-9) & (inflow > 0), alpha, 1.0)
+        lanes = held_back.reshape(-1, n_vls)
+        worst = lanes[:, 0].copy()
+        for v in range(1, n_vls):
+            np.minimum(worst, lanes[:, v], out=worst)
+        transmit_wait += (1 - worst) * dt
+        return worst < 1 - 1e-9
+
+    def move(
+        self,
+        idx: EntryIndex,
+        sol: Solution,
+        backlog: NDArray[np.float64],
+        flows: FlowTable,
+        n_links: int,
+        n_bufs: int,
+        dt: float,
+    ) -> Moved:
+        """One tick of bytes (see ``move_bytes``)."""
+        moved = move_bytes(idx, sol, backlog, flows, n_links, n_bufs, dt)
+        if self.track_load:  # what adaptive routing will see as the load in flight
+            self.link_load_bytes[:] = link_loads(
+                flows.active, flows.path, flows.backlog, flows.hops, n_links
+            )
+        return moved
+
+    def finish_times(
+        self,
+        idx: EntryIndex,
+        sol: Solution,
+        capacity: NDArray[np.float64],
+        done: NDArray[np.intp],
+        n_slots: int,
+        dt: float,
+    ) -> NDArray[np.float64]:
+        """Sub-tick finish of the flows in ``done`` (see ``flow_finish_times``)."""
+        return flow_finish_times(idx, sol, capacity, done, n_slots, dt)
