@@ -117,10 +117,10 @@ def test_clearing_the_fault_makes_the_check_pass() -> None:
     # and on a live fabric: inject, see the masks, clear, masks empty again
     fabric = Fabric.from_scenario(scn)
     fid = fabric.apply(InjectFault(kind="version_mismatch", target="gpu0001"))["fault_id"]
-    fail, hang = fault_masks(fabric)
+    fail, hang = fault_masks(fabric.topo.nodes, fabric.faults)
     assert fail.sum() == 1 and hang.sum() == 0
     assert fabric.apply(ClearFault(fault_id=fid))["cleared"] == [fid]
-    fail, hang = fault_masks(fabric)
+    fail, hang = fault_masks(fabric.topo.nodes, fabric.faults)
     assert fail.sum() == hang.sum() == 0
 
 
@@ -134,7 +134,7 @@ def test_bad_targets_are_refused() -> None:
 def test_version_mismatch_through_fabric_apply() -> None:
     fabric = Fabric.from_scenario(load_scenario("tiny"))
     fabric.apply(InjectFault(kind="version_mismatch", target="gpu0002"))
-    fail, _ = fault_masks(fabric)
+    fail, _ = fault_masks(fabric.topo.nodes, fabric.faults)
     assert fail.sum() == 1
 
 

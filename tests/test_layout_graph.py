@@ -39,14 +39,9 @@ LAYERS = (
 )
 #: Imports that point up: (module, the module it imports).
 UPWARD = {
-    ("fabric_core.faults.ibgda", "fabric_core.runtime.fabric"),
     ("fabric_core.faults.recovery", "fabric_core.runtime.fabric"),
-    ("fabric_core.storage.model", "fabric_core.runtime.fabric"),
     ("fabric_core.tick.ibcc", "fabric_core.runtime.fabric"),
     ("fabric_core.tick.roce", "fabric_core.runtime.fabric"),
-    ("fabric_core.workloads.base", "fabric_core.runtime.fabric"),
-    ("fabric_core.workloads.moe", "fabric_core.runtime.fabric"),
-    ("fabric_core.workloads.traffic", "fabric_core.runtime.fabric"),
 }
 
 

@@ -11,15 +11,11 @@ model (``fabric_core.endpoints.model``) applies it through ``fault_masks``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.faults.book import FaultKind, register_fault_kind
-
-if TYPE_CHECKING:
-    from fabric_core.runtime.fabric import Fabric
+from fabric_core.faults.book import FaultBook, FaultKind, register_fault_kind
+from fabric_core.net.tables import NodeTable
 
 VERSION_MISMATCH = FaultKind(
     "version_mismatch",
@@ -31,13 +27,13 @@ VERSION_MISMATCH = FaultKind(
 register_fault_kind(VERSION_MISMATCH)
 
 
-def fault_masks(fabric: Fabric) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+def fault_masks(nodes: NodeTable, faults: FaultBook) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
     """Per-node masks (post fails, post hangs) from the active ``version_mismatch`` faults."""
-    n = len(fabric.topo.nodes)
+    n = len(nodes)
     fail = np.zeros(n, dtype=bool)
     hang = np.zeros(n, dtype=bool)
-    for f in fabric.faults.active("version_mismatch"):
-        ni = fabric.topo.nodes.index.get(f.target)
+    for f in faults.active("version_mismatch"):
+        ni = nodes.index.get(f.target)
         if ni is None:
             continue
         if float(f.params.get("hang", 0.0)) >= 0.5:

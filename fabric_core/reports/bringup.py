@@ -35,7 +35,7 @@ from fabric_core.endpoints.model import EndpointModel, EndpointParams, fault_mas
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import Scenario
 from fabric_core.units import format_duration
-from fabric_core.workloads.base import Completions, FlowRequests, Workload
+from fabric_core.workloads.base import Completions, FlowRequests, Workload, WorkloadHost
 from fabric_core.workloads.moe import nic_payload_Bps
 
 
@@ -66,7 +66,7 @@ class ProbeAllToAll(Workload):
     ) -> None:
         self.ep = EndpointModel(self.endpoint, int(gpus.max()) + 1)
 
-    def attach(self, fabric: Fabric) -> None:
+    def attach(self, fabric: WorkloadHost) -> None:
         super().attach(fabric)
         assert self.ep is not None  # a NIC sends its messages one after another, at line rate
         self.ep.wire_Bps = nic_payload_Bps(fabric)[: self.ep.n_nodes]
@@ -88,7 +88,7 @@ class ProbeAllToAll(Workload):
             at = max(now_s, self._request_s)
             if self.round == 0:
                 self.start_s = at
-            fail, hang = fault_masks(self.fabric)
+            fail, hang = fault_masks(self.fabric.topo.nodes, self.fabric.faults)
             ok = self.ep.post(
                 src,
                 dst,

@@ -18,19 +18,35 @@ from __future__ import annotations
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.faults.book import FaultKind, register_fault_kind
+from fabric_core.commands import Command
+from fabric_core.faults.book import FaultBook, FaultKind, register_fault_kind
 from fabric_core.net import endpoint_costs as ec
-
-if TYPE_CHECKING:
-    from fabric_core.runtime.fabric import Fabric
+from fabric_core.net.profiles import Profile
+from fabric_core.net.topology import Topology
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
+
+
+class StorageHost(Protocol):
+    """What the storage model reads of the fabric it runs on (``runtime.fabric.StorageHost``
+    is one): its topology, profile, fault book and clock, and ``apply`` for the faults it
+    injects."""
+
+    @property
+    def topo(self) -> Topology: ...
+    @property
+    def profile(self) -> Profile: ...
+    @property
+    def faults(self) -> FaultBook: ...
+    @property
+    def sim_time_s(self) -> float: ...
+    def apply(self, cmd: Command) -> Mapping[str, Any]: ...
 
 
 def _p(default: float, source: str, unit: str) -> Any:
@@ -296,7 +312,7 @@ class ServerPool:
 class StorageSystem:
     """The shared queues of one fabric: drives and CPUs of targets, client CPUs, PCIe."""
 
-    def __init__(self, fabric: Fabric, params: StorageParams) -> None:
+    def __init__(self, fabric: StorageHost, params: StorageParams) -> None:
         self.fabric = fabric
         self.params = params
         n = len(fabric.topo.nodes)
@@ -343,10 +359,10 @@ class StorageSystem:
         return self.drives.reserve(node, t, occ, lat + xfer - occ)
 
 
-_SYSTEMS: weakref.WeakKeyDictionary[Fabric, StorageSystem] = weakref.WeakKeyDictionary()
+_SYSTEMS: weakref.WeakKeyDictionary[StorageHost, StorageSystem] = weakref.WeakKeyDictionary()
 
 
-def storage_system(fabric: Fabric, params: StorageParams) -> StorageSystem:
+def storage_system(fabric: StorageHost, params: StorageParams) -> StorageSystem:
     """The fabric's storage queues (made by the first storage workload; others must agree)."""
     sys_ = _SYSTEMS.get(fabric)
     if sys_ is None:
@@ -366,7 +382,7 @@ def parse_params(table: Mapping[str, Any] | None) -> StorageParams:
 
 
 def inject_slow_target(
-    fabric: Fabric,
+    fabric: StorageHost,
     target: str,
     *,
     latency_factor: float = 10.0,

@@ -1,7 +1,7 @@
 """Workloads: what generates the traffic. ``build_workload`` makes one from a scenario table.
 
 May import ``endpoints``, ``storage``, ``faults``, ``tick``, ``net`` and the top-level
-vocabulary (and, for now, ``runtime.fabric``: see ``tests/test_layout_graph.py``).
+vocabulary. A workload reads the fabric it runs on through ``base.WorkloadHost``.
 """
 
 from __future__ import annotations

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core.storage.model import StorageHost
 from fabric_core.tick.flows import Completions, FlowRequests
 from fabric_core.tick.histogram import Histogram, HistogramView
 
-if TYPE_CHECKING:
-    from fabric_core.runtime.fabric import Fabric
-
 #: The requests and completions are the flow table's (``tick.flows``); a workload finds
 #: them here.
-__all__ = ["Completions", "FlowRequests", "Workload", "pick_endpoints"]
+__all__ = ["Completions", "FlowRequests", "Workload", "WorkloadHost", "pick_endpoints"]
+
+
+class WorkloadHost(StorageHost, Protocol):
+    """What a workload reads of the fabric it runs on (``runtime.fabric.Fabric`` is one):
+    the storage model's view and the run's seed."""
+
+    @property
+    def seed(self) -> int: ...
 
 
 @dataclass
@@ -35,7 +41,7 @@ class Workload:
     ) -> None:
         """Called once with the fabric's endpoints before the first tick."""
 
-    def attach(self, fabric: Fabric) -> None:
+    def attach(self, fabric: WorkloadHost) -> None:
         """Called once after ``bind`` with the fabric (for faults, profile, names)."""
         self.fabric = fabric
 

@@ -24,18 +24,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.endpoints.model import EndpointModel, EndpointParams, fault_masks
 from fabric_core.tick.scaleup import ScaleUpDomain
-from fabric_core.workloads.base import Completions, FlowRequests, Workload, pick_endpoints
-
-if TYPE_CHECKING:
-    from fabric_core.runtime.fabric import Fabric
-
+from fabric_core.workloads.base import (
+    Completions,
+    FlowRequests,
+    Workload,
+    WorkloadHost,
+    pick_endpoints,
+)
 
 TAG_SHIFT = 32  # a message's tag: phase << 32 | index (unique per message: routing hashes it)
 
@@ -44,7 +46,7 @@ def _tags(phase: int, n: int) -> NDArray[np.int64]:
     return (np.int64(phase) << TAG_SHIFT) + np.arange(n, dtype=np.int64)
 
 
-def nic_payload_Bps(fabric: Fabric) -> NDArray[np.float64]:
+def nic_payload_Bps(fabric: WorkloadHost) -> NDArray[np.float64]:
     """Each node's NIC payload line rate (all its planes' ports; infinite for a node
     without one): link bandwidth × MTU / (MTU + headers)."""
     topo, prof = fabric.topo, fabric.profile
@@ -129,7 +131,7 @@ class MoEAllToAll(Workload):
             raise ValueError(f"workload {self.name!r}: top_k > experts")
         self.ep = EndpointModel(self.endpoint, int(gpus.max()) + 1)
 
-    def attach(self, fabric: Fabric) -> None:
+    def attach(self, fabric: WorkloadHost) -> None:
         super().attach(fabric)
         self._rng = np.random.default_rng(fabric.seed + 101)
         assert self.ep is not None
@@ -203,7 +205,7 @@ class MoEAllToAll(Workload):
             self.scaleup_messages += int(intra.sum())
             self.scaleup_bytes += float(sizes[intra].sum())
         far = ~intra
-        fail, hang = fault_masks(self.fabric)
+        fail, hang = fault_masks(self.fabric.topo.nodes, self.fabric.faults)
         ok[far] = self.ep.post(
             src[far],
             dst[far],

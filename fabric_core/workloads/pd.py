@@ -259,7 +259,7 @@ class PDDisagg(Workload):
             self.tcp.send(src, dst, size, tag, ready)
             return
         assert self.ep is not None
-        fail, hang = fault_masks(self.fabric)
+        fail, hang = fault_masks(self.fabric.topo.nodes, self.fabric.faults)
         ok = self.ep.post(src, dst, size, tag, ready, fail=fail, hang=hang)
         np.subtract.at(c["left"], np.repeat(ids, m)[~ok], 1)
 

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.workloads.base import Completions, FlowRequests, Workload, pick_endpoints
-
-if TYPE_CHECKING:
-    from fabric_core.runtime.fabric import Fabric
+from fabric_core.workloads.base import (
+    Completions,
+    FlowRequests,
+    Workload,
+    WorkloadHost,
+    pick_endpoints,
+)
 
 
 def _random_peers(
@@ -330,7 +333,7 @@ class Pairs(Workload):
     delivered_bytes: float = 0.0
     _seq: int = 0
 
-    def attach(self, fabric: Fabric) -> None:
+    def attach(self, fabric: WorkloadHost) -> None:
         super().attach(fabric)
         index = fabric.topo.nodes.index
         for a, b in self.pair_names:
