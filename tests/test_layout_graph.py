@@ -40,8 +40,6 @@ LAYERS = (
 #: Imports that point up: (module, the module it imports).
 UPWARD = {
     ("fabric_core.faults.recovery", "fabric_core.runtime.fabric"),
-    ("fabric_core.tick.ibcc", "fabric_core.runtime.fabric"),
-    ("fabric_core.tick.roce", "fabric_core.runtime.fabric"),
 }
 
 

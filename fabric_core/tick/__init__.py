@@ -13,4 +13,5 @@ numpy reference (``step`` and ``reference``), which the tests hold each other to
   congestion control on the credit fabric.
 * ``histogram``: the log-bucketed latency histograms.
 * ``scaleup``: messages in flight over the NVLink domain.
+* ``host``: ``FlowControlHost``, what ``roce`` and ``ibcc`` read and write of the fabric.
 """

@@ -24,16 +24,13 @@ link they were marked on, BECNs as ``cnp_handled_total`` on the sender's link.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core.tick.host import FlowControlHost
 from fabric_core.tick.pfc import egress_bytes
 from fabric_core.tick.step import EntryIndex, sum_by
-
-if TYPE_CHECKING:
-    from fabric_core.runtime.fabric import Fabric
 
 
 @dataclass
@@ -58,7 +55,7 @@ class IbCongestionControl:
         self.since_timer_s[slots] = 0.0
 
     def limits(
-        self, f: Fabric, idx: EntryIndex, limit: NDArray[np.float64] | None
+        self, f: FlowControlHost, idx: EntryIndex, limit: NDArray[np.float64] | None
     ) -> NDArray[np.float64]:
         """Each entry's cap with the senders paced by their CCT index (``limit``: the caps
         so far, None for none)."""
@@ -73,7 +70,7 @@ class IbCongestionControl:
 
     def after_tick(
         self,
-        f: Fabric,
+        f: FlowControlHost,
         idx: EntryIndex,
         rate: NDArray[np.float64],
         new_backlog: NDArray[np.float64],

@@ -9,13 +9,12 @@ the deadlock watch). The rules themselves are in ``fabric_core.tick.pfc``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.net.routing import MAX_HOPS
 from fabric_core.net.topology import TIER_ENDPOINT
+from fabric_core.tick.host import FlowControlHost
 from fabric_core.tick.pfc import (
     Dcqcn,
     PauseTick,
@@ -34,14 +33,11 @@ from fabric_core.tick.pfc import (
 )
 from fabric_core.tick.step import EntryIndex, Solution, sum_by
 
-if TYPE_CHECKING:
-    from fabric_core.runtime.fabric import Fabric
-
 
 class RoceFlowControl:
     """PFC queues, DCQCN senders and the deadlock watch of one RoCE fabric."""
 
-    def __init__(self, fabric: Fabric, compiled: bool = False) -> None:
+    def __init__(self, fabric: FlowControlHost, compiled: bool = False) -> None:
         topo = fabric.topo
         self.pfc = PfcQueues.build(
             topo.links, fabric.profile, fabric.n_vls, topo.nodes.tier != TIER_ENDPOINT
@@ -62,7 +58,7 @@ class RoceFlowControl:
 
     def limits(
         self,
-        f: Fabric,
+        f: FlowControlHost,
         idx: EntryIndex,
         backlog: NDArray[np.float64],
         cap: NDArray[np.float64],
@@ -100,7 +96,7 @@ class RoceFlowControl:
 
     def after_tick(
         self,
-        f: Fabric,
+        f: FlowControlHost,
         idx: EntryIndex,
         rate: NDArray[np.float64],
         arrival: NDArray[np.float64],
@@ -204,7 +200,11 @@ class RoceFlowControl:
         self._watch_deadlock(f, idx, new_backlog, bool(((pt.send_fraction <= 0) & q.paused).any()))
 
     def _watch_deadlock(
-        self, f: Fabric, idx: EntryIndex, new_backlog: NDArray[np.float64], any_blocked: bool
+        self,
+        f: FlowControlHost,
+        idx: EntryIndex,
+        new_backlog: NDArray[np.float64],
+        any_blocked: bool,
     ) -> None:
         """Report a new cycle of paused queues that cannot drain (Hu et al., HotNets 2016)."""
         q = self.pfc
@@ -231,7 +231,7 @@ class RoceFlowControl:
     # ---------------------------------------------------------------- compiled
     def _limits_compiled(
         self,
-        f: Fabric,
+        f: FlowControlHost,
         idx: EntryIndex,
         backlog: NDArray[np.float64],
         cap: NDArray[np.float64],
@@ -256,7 +256,7 @@ class RoceFlowControl:
 
     def _after_tick_compiled(
         self,
-        f: Fabric,
+        f: FlowControlHost,
         idx: EntryIndex,
         rate: NDArray[np.float64],
         arrival: NDArray[np.float64],
@@ -303,7 +303,7 @@ class RoceFlowControl:
 CC_MODES = {"none": 0, "dcqcn": 1, "swift": 2}
 
 
-def _report_watchdog(f: Fabric, queues: NDArray[np.intp]) -> None:
+def _report_watchdog(f: FlowControlHost, queues: NDArray[np.intp]) -> None:
     """An event for each queue whose PFC watchdog fired this tick."""
     V = f.n_vls
     for qi in queues.tolist():
