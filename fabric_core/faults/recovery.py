@@ -32,7 +32,7 @@ Loops here run over the handful of faults, never over flows or links.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,9 +43,68 @@ from fabric_core.faults.book import FAULT_KINDS, Fault, FaultBook
 from fabric_core.net.profiles import Profile
 from fabric_core.net.routing import route
 from fabric_core.net.tables import LinkStatus
+from fabric_core.net.topology import Topology
+from fabric_core.tick.flows import FlowTable
+from fabric_core.tick.pfc import PfcQueues
 
-if TYPE_CHECKING:
-    from fabric_core.runtime.fabric import Fabric
+
+class RecoveryHost(Protocol):
+    """What recovery reads and writes of the fabric (``runtime.fabric.Fabric`` is one):
+    the flow table, the links' state, counters and totals, the fault book, routing
+    (``start_flows``, ``lanes_and_costs``) and the event log. The attributes without a
+    property are the ones it assigns."""
+
+    #: each (link, lane) buffer's size: the ``buffer_factor`` fault rescales it
+    buffer_bytes: NDArray[np.float64]
+    #: per link: down and known to routing (it marks links as detection and reroute end)
+    known_down: NDArray[np.bool_]
+    #: bytes lost at a dead link or dropped (totals it adds to)
+    dropped_bytes: float
+    cancelled_bytes: float
+
+    @property
+    def topo(self) -> Topology: ...
+    @property
+    def profile(self) -> Profile: ...
+    @property
+    def flows(self) -> FlowTable: ...
+    @property
+    def faults(self) -> FaultBook: ...
+    @property
+    def pfc(self) -> PfcQueues | None: ...
+    @property
+    def n_vls(self) -> int: ...
+    @property
+    def dt_s(self) -> float: ...
+    @property
+    def classes(self) -> list[str]: ...
+    @property
+    def link_rate(self) -> NDArray[np.float64]: ...
+    @property
+    def counters(self) -> dict[str, NDArray[np.float64]]: ...
+    @property
+    def delivered_bytes(self) -> float: ...
+    def emit(self, severity: str, kind: str, target: str, message: str) -> None: ...
+    def start_flows(
+        self,
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        size: NDArray[np.float64],
+        *,
+        traffic_class: int,
+        workload: int,
+        tag: NDArray[np.int64],
+        ready_s: NDArray[np.float64],
+        extra_latency_s: NDArray[np.float64] | None = None,
+    ) -> None: ...
+    def lanes_and_costs(
+        self,
+        path: NDArray[np.int32],
+        hops: NDArray[np.int8],
+        vl0: NDArray[np.int8],
+        size: NDArray[np.float64],
+    ) -> tuple[NDArray[np.int8], NDArray[np.float64], NDArray[np.float64]]: ...
+
 
 RECOVERY_MODES = ("fast-reroute", "bfd-ecmp", "sm-resweep")
 
@@ -84,7 +143,7 @@ def link_delays(p: Profile) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------------- per tick
-def track(fabric: Fabric, status: NDArray[np.int8], now: float) -> None:
+def track(fabric: RecoveryHost, status: NDArray[np.int8], now: float) -> None:
     """One tick of fault tracking; see the module docstring."""
     book = fabric.faults
     book.flow_control = fabric.profile.flow_control
@@ -119,7 +178,7 @@ def track(fabric: Fabric, status: NDArray[np.int8], now: float) -> None:
 
 
 def _progress(
-    fabric: Fabric,
+    fabric: RecoveryHost,
     book: FaultBook,
     status: NDArray[np.int8],
     now: float,
@@ -149,7 +208,7 @@ def _progress(
 
 
 def _advance(
-    fabric: Fabric,
+    fabric: RecoveryHost,
     book: FaultBook,
     f: Fault,
     status: NDArray[np.int8],
@@ -205,7 +264,7 @@ def _advance(
             _detected(fabric, f, now, f"{waiting:.0f} B queued for {f.target}")
 
 
-def _detected(fabric: Fabric, f: Fault, now: float, how: str) -> None:
+def _detected(fabric: RecoveryHost, f: Fault, now: float, how: str) -> None:
     f.detected_at_s = now
     fabric.emit(
         "warning",
@@ -215,7 +274,7 @@ def _detected(fabric: Fabric, f: Fault, now: float, how: str) -> None:
     )
 
 
-def _mitigated(fabric: Fabric, f: Fault, now: float, how: str) -> None:
+def _mitigated(fabric: RecoveryHost, f: Fault, now: float, how: str) -> None:
     f.mitigated_at_s = now
     fabric.emit(
         "info",
@@ -225,7 +284,7 @@ def _mitigated(fabric: Fabric, f: Fault, now: float, how: str) -> None:
     )
 
 
-def _check_recovered(fabric: Fabric, book: FaultBook, f: Fault, now: float) -> None:
+def _check_recovered(fabric: RecoveryHost, book: FaultBook, f: Fault, now: float) -> None:
     gates = [t for t in (f.mitigated_at_s, f.cleared_at_s) if t is not None]
     if not gates or now < min(gates) - _EPS:
         return
@@ -269,7 +328,7 @@ def _rate(history: deque[tuple[float, float]], until: float, dt: float) -> float
     return (end[1] - start[1]) / (end[0] - start[0])
 
 
-def _blackhole(fabric: Fabric, dead: NDArray[np.intp]) -> NDArray[np.float64]:
+def _blackhole(fabric: RecoveryHost, dead: NDArray[np.intp]) -> NDArray[np.float64]:
     """Lossy Ethernet until routing knows: a switch forwards into a dead port and the
     bytes are lost; go-back-N sends them again from the source. Returns bytes lost per link.
 
@@ -298,7 +357,7 @@ def _blackhole(fabric: Fabric, dead: NDArray[np.intp]) -> NDArray[np.float64]:
 
 
 # ---------------------------------------------------------------------- reroute
-def reroute(fabric: Fabric, links: NDArray[np.int64]) -> tuple[int, NDArray[np.float64]]:
+def reroute(fabric: RecoveryHost, links: NDArray[np.int64]) -> tuple[int, NDArray[np.float64]]:
     """Give flows crossing ``links`` new paths avoiding known-down links.
 
     The bytes those flows had past their source are sent again (counted as
@@ -345,7 +404,7 @@ def reroute(fabric: Fabric, links: NDArray[np.int64]) -> tuple[int, NDArray[np.f
 
 
 # ---------------------------------------------------------------------- effects
-def _leak_credits(fabric: Fabric, book: FaultBook) -> None:
+def _leak_credits(fabric: RecoveryHost, book: FaultBook) -> None:
     """Lost credit updates: each byte forwarded returns no credit with prob. loss_fraction."""
     if not book.credit_loss.any():
         return
@@ -359,7 +418,7 @@ def _leak_credits(fabric: Fabric, book: FaultBook) -> None:
 MIN_BUFFER_FACTOR = 1e-3
 
 
-def _apply_buffer_factor(fabric: Fabric, book: FaultBook) -> None:
+def _apply_buffer_factor(fabric: RecoveryHost, book: FaultBook) -> None:
     """Scale the fabric's per-VL buffers by ``FaultBook.buffer_factor``.
 
     Keeps the unscaled buffers aside; if someone else rewrote the buffers since the
@@ -382,7 +441,7 @@ def _apply_buffer_factor(fabric: Fabric, book: FaultBook) -> None:
         book.buffer_written = fabric.buffer_bytes.copy()
 
 
-def _endpoint_ingress(fabric: Fabric, node: int) -> int:
+def _endpoint_ingress(fabric: RecoveryHost, node: int) -> int:
     links = fabric.topo.links
     return int(np.flatnonzero(links.dst == node)[0])
 
@@ -397,7 +456,7 @@ def incast_tag_base(f: Fault) -> int:
 _INCAST_TAG_SPAN = 1 << 36
 
 
-def _incast_slots(fabric: Fabric, f: Fault) -> NDArray[np.bool_]:
+def _incast_slots(fabric: RecoveryHost, f: Fault) -> NDArray[np.bool_]:
     """Slots (in flight, or a sprayed head waiting for its siblings) of ``f``'s flows."""
     fl = fabric.flows
     base = incast_tag_base(f)
@@ -410,7 +469,7 @@ def _incast_slots(fabric: Fabric, f: Fault) -> NDArray[np.bool_]:
     )
 
 
-def _incasts(fabric: Fabric, book: FaultBook, now: float) -> None:
+def _incasts(fabric: RecoveryHost, book: FaultBook, now: float) -> None:
     """Start the messages of active incast faults due in [now, now + dt), within the
     admission limits (``fabric_core.faults.admission``); cancel a cleared one's unsent ones."""
     while book.cleared_incasts:
@@ -452,7 +511,12 @@ def _incasts(fabric: Fabric, book: FaultBook, now: float) -> None:
 
 
 def _admit_incast(
-    fabric: Fabric, book: FaultBook, f: Fault, pool: NDArray[np.int64], rounds: int, size: float
+    fabric: RecoveryHost,
+    book: FaultBook,
+    f: Fault,
+    pool: NDArray[np.int64],
+    rounds: int,
+    size: float,
 ) -> tuple[NDArray[np.bool_], int]:
     """Which of the due rounds' flows the limits admit; (mask, rounds it covers).
 
@@ -473,7 +537,7 @@ def _admit_incast(
     return ok, considered
 
 
-def _refused(fabric: Fabric, book: FaultBook, f: Fault, refused: int, size: float) -> None:
+def _refused(fabric: RecoveryHost, book: FaultBook, f: Fault, refused: int, size: float) -> None:
     first = f.refused == 0
     f.refused += refused
     book.admission.refuse(refused, refused * size)
@@ -490,7 +554,7 @@ def _refused(fabric: Fabric, book: FaultBook, f: Fault, refused: int, size: floa
         )
 
 
-def _cancel_incast(fabric: Fabric, f: Fault) -> None:
+def _cancel_incast(fabric: RecoveryHost, f: Fault) -> None:
     """A cleared incast's messages not sent yet are cancelled (their bytes are counted
     cancelled); what is already in the network drains and is delivered."""
     fl = fabric.flows
@@ -528,7 +592,7 @@ def scheduled_command(
     return InjectFault(kind=kind, target=target, params=params, duration_s=duration_s)
 
 
-def check_scheduled(fabric: Fabric, cmd: InjectFault | ClearFault) -> None:
+def check_scheduled(fabric: RecoveryHost, cmd: InjectFault | ClearFault) -> None:
     """Validate a scheduled command against the fabric (raises ``CommandError``)."""
     fabric.faults.flow_control = fabric.profile.flow_control
     if isinstance(cmd, InjectFault):
@@ -543,7 +607,7 @@ def check_scheduled(fabric: Fabric, cmd: InjectFault | ClearFault) -> None:
         raise unknown("clear target", cmd.target, names)
 
 
-def apply_scheduled(fabric: Fabric, cmd: InjectFault | ClearFault, now: float) -> None:
+def apply_scheduled(fabric: RecoveryHost, cmd: InjectFault | ClearFault, now: float) -> None:
     """Apply a scheduled fault or clear; a clear with nothing to clear is logged, not fatal."""
     try:
         if isinstance(cmd, InjectFault):
