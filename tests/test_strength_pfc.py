@@ -122,3 +122,35 @@ def test_drops_past_the_buffer_are_shared_by_the_senders_and_resent(solver: Solv
     resent = np.asarray(fabric.counters["retransmitted_bytes_total"])
     assert resent.sum() >= fabric.dropped_bytes * (1 - 1e-9)
     assert fabric.delivered_bytes == pytest.approx(4 * SIZE, rel=1e-9)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_shared_buffer_sets_the_thresholds_of_a_switch_listed_first(solver: Solver) -> None:
+    """Broadcom's dynamic threshold on every switch, whatever its place in the node list:
+    a topology file may name a switch first (node 0). Two GPUs send into a third through
+    that switch; each of its ingress queues pauses at alpha x the pool still free."""
+    from fabric_core.net.topology import from_cables
+
+    alpha, switch_buffer = 0.25, 2e6
+    prof = dataclasses.replace(
+        ROCE_400G,
+        pfc_buffer_mode="shared",
+        switch_buffer_bytes=switch_buffer,
+        pfc_alpha=alpha,
+        congestion_control="none",
+    )
+    nodes = [("sw0", "switch"), ("gpu0", "gpu"), ("gpu1", "gpu"), ("gpu2", "gpu")]
+    topo = from_cables(prof, nodes, [(1, 0), (2, 0), (3, 0)], roots=None, max_switch_hops=4)
+    flows = [(2, 1, 1e9, 0.0), (3, 1, 1e9, 0.0)]
+    fabric = Fabric(topo, prof, [Scripted("incast", "bulk", flows=flows)], dt_s=1e-6, seed=1)
+    fabric.run_ticks(49)
+    q = fabric.roce.pfc if fabric.roce else None
+    assert q is not None
+    # a tick sets the thresholds from the occupancy at its start
+    used = float(fabric.occupancy[q.switch_of == 0].sum())
+    fabric.step()
+    assert used > 0  # the incast holds bytes at the switch
+    V, pool = fabric.n_vls, float(q.shared_pool[0])
+    for k in (1, 2):
+        qi = topo.links.index[f"gpu{k}->sw0"] * V
+        assert q.xoff[qi] == pytest.approx(alpha * (pool - used), rel=1e-9)
