@@ -154,3 +154,34 @@ def test_a_shared_buffer_sets_the_thresholds_of_a_switch_listed_first(solver: So
     for k in (1, 2):
         qi = topo.links.index[f"gpu{k}->sw0"] * V
         assert q.xoff[qi] == pytest.approx(alpha * (pool - used), rel=1e-9)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_pause_ends_when_the_queue_drains_to_an_xon_of_zero(solver: Solver) -> None:
+    """XON is XOFF less an MTU, floored at 0: with a buffer barely above its headroom a
+    queue resumes only once empty. It must resume then (occupancy <= XON), not wait for an
+    occupancy below 0: once the incast is over, no port stays paused and no more pause
+    time is counted."""
+    headroom = 64 * 1024.0
+    prof = dataclasses.replace(
+        ROCE_400G,
+        pfc_buffer_mode="static",
+        pfc_buffer_bytes=headroom + 4096.0,  # XOFF 4 KiB, XON 0 (the MTU is 9000 B)
+        pfc_headroom_bytes=headroom,
+        congestion_control="none",
+    )
+    topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=3)
+    idx = topo.nodes.index
+    flows = [(idx[f"gpu{k:04d}"], idx["gpu0000"], 256 * 1024.0, 0.0) for k in (1, 2)]
+    wl = Scripted(name="incast", traffic_class="bulk", flows=flows)
+    fabric = Fabric(topo, prof, [wl], dt_s=1e-6, seed=1, solver=solver)
+    q = fabric.roce.pfc if fabric.roce else None
+    assert q is not None
+    into_leaf = [topo.links.index[f"gpu{k:04d}->leaf00"] * fabric.n_vls for k in (1, 2)]
+    assert (q.xon[into_leaf] == 0).all() and (q.xoff[into_leaf] > 0).all()
+    run(fabric, wl, 2)
+    paused_s = np.asarray(fabric.counters["pause_seconds_total"])
+    assert paused_s.sum() > 0  # the incast paused the senders
+    fabric.run_ticks(100)  # the buffers are empty: the pauses end
+    assert not fabric.paused.any()
+    np.testing.assert_array_equal(fabric.counters["pause_seconds_total"], paused_s)
