@@ -120,21 +120,32 @@ def test_a_cnp_rate_limit_thins_the_feedback_in_proportion() -> None:
     assert feedback_probability(MARKED, 1e7, 4e-6, 2e-6) == pytest.approx(1.0)
 
 
-def test_the_compiled_sender_is_the_reference() -> None:
+@pytest.mark.parametrize("clamp", [False, True])
+@pytest.mark.parametrize("dt", [3e-6, 9e-6, 17e-6])
+def test_the_compiled_sender_is_the_reference(dt: float, clamp: bool) -> None:
+    """Ticks shorter and longer than the 4 µs decrease check (a long tick draws several
+    cuts at once), with the target clamped at every cut or only after an increase."""
     rng = np.random.default_rng(7)
-    n, dt = 64, 3e-6
+    n = 64
+    prof = dataclasses.replace(P, dcqcn_clamp_target=clamp)
     ref, comp = _sender(n), _sender(n)
-    prm = dcqcn_params(P)
+    prm = dcqcn_params(prof)
+    multi = 0
+    per_check = LINE / P.mtu_bytes * P.dcqcn_decrease_interval_s  # packets per check
     for _ in range(400):
-        marks = np.where(rng.random(n) < 0.5, np.log1p(-rng.random(n)) * 1e-6, 0.0)
+        # feedback in a check at a chance drawn from 0..0.2, in one tick of five
+        chance = 0.2 * rng.random(n)
+        marks = np.where(rng.random(n) < 0.2, np.log1p(-chance) / per_check, 0.0)
         u = rng.random(n)
         sent = np.full(n, LINE * dt)
-        ref.update(np.arange(n), marks, sent, np.full(n, LINE), u, P, dt)
+        cuts = ref.update(np.arange(n), marks, sent, np.full(n, LINE), u, prof, dt)
+        multi += int((cuts > 1).sum())
         for f in range(n):
             _dcqcn_update(
                 f, marks[f], LINE / P.mtu_bytes, LINE, u[f], comp.rc, comp.rt, comp.alpha,
                 comp.since_alpha_s, comp.since_dec_s, comp.since_inc_s, comp.stage, prm, dt,
             )  # fmt: skip
+    assert (multi > 0) == (dt > 2 * P.dcqcn_decrease_interval_s)  # several cuts in a tick
     for name in ("rc", "rt", "alpha", "since_inc_s", "stage"):
         np.testing.assert_allclose(getattr(comp, name), getattr(ref, name), rtol=1e-9)
 
