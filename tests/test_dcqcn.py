@@ -132,10 +132,12 @@ def test_the_compiled_sender_is_the_reference(dt: float, clamp: bool) -> None:
     prm = dcqcn_params(prof)
     multi = 0
     per_check = LINE / P.mtu_bytes * P.dcqcn_decrease_interval_s  # packets per check
-    for _ in range(400):
-        # feedback in a check at a chance drawn from 0..0.2, in one tick of five
+    for tick in range(400 + int(2e-3 / dt)):
+        # feedback in a check at a chance drawn from 0..0.2, in one tick of five; then
+        # 2 ms without any, through fast recovery, additive and hyper increase
         chance = 0.2 * rng.random(n)
-        marks = np.where(rng.random(n) < 0.2, np.log1p(-chance) / per_check, 0.0)
+        feedback = rng.random(n) < (0.2 if tick < 400 else 0.0)
+        marks = np.where(feedback, np.log1p(-chance) / per_check, 0.0)
         u = rng.random(n)
         sent = np.full(n, LINE * dt)
         cuts = ref.update(np.arange(n), marks, sent, np.full(n, LINE), u, prof, dt)
@@ -146,6 +148,7 @@ def test_the_compiled_sender_is_the_reference(dt: float, clamp: bool) -> None:
                 comp.since_alpha_s, comp.since_dec_s, comp.since_inc_s, comp.stage, prm, dt,
             )  # fmt: skip
     assert (multi > 0) == (dt > 2 * P.dcqcn_decrease_interval_s)  # several cuts in a tick
+    assert (ref.stage >= 3).all()  # every sender went through the increase stages
     for name in ("rc", "rt", "alpha", "since_inc_s", "stage"):
         np.testing.assert_allclose(getattr(comp, name), getattr(ref, name), rtol=1e-9)
 
