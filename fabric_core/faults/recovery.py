@@ -45,19 +45,16 @@ from fabric_core.net.routing import route
 from fabric_core.net.tables import LinkStatus
 from fabric_core.net.topology import Topology
 from fabric_core.tick.flows import FlowTable
+from fabric_core.tick.links import LinkBook
 from fabric_core.tick.pfc import PfcQueues
 
 
 class RecoveryHost(Protocol):
     """What recovery reads and writes of the fabric (``runtime.fabric.Fabric`` is one):
-    the flow table, the links' state, counters and totals, the fault book, routing
-    (``start_flows``, ``lanes_and_costs``) and the event log. The attributes without a
-    property are the ones it assigns."""
+    the flow table, the link book (buffers, links known down, counters), the byte totals,
+    the fault book, routing (``start_flows``, ``lanes_and_costs``) and the event log. The
+    attributes without a property are the ones it assigns."""
 
-    #: each (link, lane) buffer's size: the ``buffer_factor`` fault rescales it
-    buffer_bytes: NDArray[np.float64]
-    #: per link: down and known to routing (it marks links as detection and reroute end)
-    known_down: NDArray[np.bool_]
     #: bytes lost at a dead link or dropped (totals it adds to)
     dropped_bytes: float
     cancelled_bytes: float
@@ -69,6 +66,8 @@ class RecoveryHost(Protocol):
     @property
     def flows(self) -> FlowTable: ...
     @property
+    def link_book(self) -> LinkBook: ...
+    @property
     def faults(self) -> FaultBook: ...
     @property
     def pfc(self) -> PfcQueues | None: ...
@@ -78,10 +77,6 @@ class RecoveryHost(Protocol):
     def dt_s(self) -> float: ...
     @property
     def classes(self) -> list[str]: ...
-    @property
-    def link_rate(self) -> NDArray[np.float64]: ...
-    @property
-    def counters(self) -> dict[str, NDArray[np.float64]]: ...
     @property
     def delivered_bytes(self) -> float: ...
     def emit(self, severity: str, kind: str, target: str, message: str) -> None: ...
@@ -153,12 +148,12 @@ def track(fabric: RecoveryHost, status: NDArray[np.int8], now: float) -> None:
     down = status == LinkStatus.DOWN
     went_down = down & (book.seen_status != LinkStatus.DOWN)
     if went_down.any():
-        fabric.counters["link_downed_total"][went_down] += 1
+        fabric.link_book.counters["link_downed_total"][went_down] += 1
         book.down_since_s[went_down] = now
     book.down_since_s[~down] = np.inf
     book.seen_status = status
     detect_s, reroute_s = link_delays(fabric.profile)
-    unknown_down = down & ~fabric.known_down
+    unknown_down = down & ~fabric.link_book.known_down
     if fabric.pfc is not None and unknown_down.any():
         lost = _blackhole(fabric, np.flatnonzero(unknown_down))
         for f in book.active():
@@ -167,10 +162,10 @@ def track(fabric: RecoveryHost, status: NDArray[np.int8], now: float) -> None:
     newly_known = unknown_down & (now >= book.down_since_s + reroute_s - _EPS)
     moved, resent = 0, np.zeros(0)
     if newly_known.any():
-        fabric.known_down |= newly_known
+        fabric.link_book.known_down |= newly_known
         moved, resent = reroute(fabric, np.flatnonzero(newly_known))
     # links back up: routing may use them again
-    fabric.known_down &= down
+    fabric.link_book.known_down &= down
     _leak_credits(fabric, book)
     _apply_buffer_factor(fabric, book)
     _incasts(fabric, book, now)
@@ -225,7 +220,7 @@ def _advance(
             since = book.down_since_s[f.links][links_down]
             if since.size and now >= since.min() + detect_s - _EPS:
                 _detected(fabric, f, now, f"by {recovery_mode(p)}")
-        if f.mitigated_at_s is None and fabric.known_down[f.links].any():
+        if f.mitigated_at_s is None and fabric.link_book.known_down[f.links].any():
             _mitigated(fabric, f, now, "traffic rerouted")
     elif kind == "link_degraded":
         if f.detected_at_s is None and age >= p.fault_detect_s - _EPS:
@@ -349,7 +344,7 @@ def _blackhole(fabric: RecoveryHost, dead: NDArray[np.intp]) -> NDArray[np.float
     np.add.at(lost_by_link, fl.path[hop, slot], lost)
     fl.backlog[hop, slot] = 0.0
     np.add.at(fl.backlog[0], slot, lost)
-    c = fabric.counters
+    c = fabric.link_book.counters
     c["discards_bytes_total"] += lost_by_link
     np.add.at(c["retransmitted_bytes_total"], fl.path[0, slot], lost)
     fabric.dropped_bytes += float(lost.sum())
@@ -374,7 +369,7 @@ def reroute(fabric: RecoveryHost, links: NDArray[np.int64]) -> tuple[int, NDArra
         return 0, resent_by_link
     src = fl.src[slots]
     dst = fl.dst[slots]
-    cost = np.where(fabric.known_down, np.inf, 0.0)
+    cost = np.where(fabric.link_book.known_down, np.inf, 0.0)
     mode = "ecmp" if fabric.profile.routing == "ecmp" else "adaptive"
     key = fl.tag[slots] * 1_000_003 + fl.workload[slots]
     if fabric.profile.routing == "spray":
@@ -384,7 +379,7 @@ def reroute(fabric: RecoveryHost, links: NDArray[np.int64]) -> tuple[int, NDArra
         key = key + slots.astype(np.int64) * 7_919
     path, hops = route(fabric.topo, src, dst, key, mode=mode, link_cost=cost)
     in_network = fl.backlog[1:, slots].sum(axis=0)
-    fabric.counters["retransmitted_bytes_total"][fl.path[0, slots]] += in_network
+    fabric.link_book.counters["retransmitted_bytes_total"][fl.path[0, slots]] += in_network
     # attribute the resent bytes to the failed link(s) each flow crossed
     crossing = np.isin(fl.path[:, slots], links)
     first_failed = np.where(crossing.any(axis=0), fl.path[crossing.argmax(axis=0), slots], -1)
@@ -409,7 +404,9 @@ def _leak_credits(fabric: RecoveryHost, book: FaultBook) -> None:
     if not book.credit_loss.any():
         return
     port_buffer = fabric.topo.links.buffer_bytes * fabric.n_vls
-    leaked = book.credit_loss * fabric.link_rate * fabric.dt_s / np.maximum(port_buffer, 1.0)
+    leaked = (
+        book.credit_loss * fabric.link_book.link_rate * fabric.dt_s / np.maximum(port_buffer, 1.0)
+    )
     book.buffer_factor = np.maximum(book.buffer_factor - leaked, MIN_BUFFER_FACTOR)
 
 
@@ -428,17 +425,17 @@ def _apply_buffer_factor(fabric: RecoveryHost, book: FaultBook) -> None:
     if book.buffer_base is None:
         if (factor == 1.0).all():
             return
-        book.buffer_base = fabric.buffer_bytes.copy()
+        book.buffer_base = fabric.link_book.buffer_bytes.copy()
     elif book.buffer_written is not None and not np.array_equal(
-        fabric.buffer_bytes, book.buffer_written
+        fabric.link_book.buffer_bytes, book.buffer_written
     ):
-        book.buffer_base = fabric.buffer_bytes.copy()
-    fabric.buffer_bytes = book.buffer_base * np.repeat(factor, fabric.n_vls)
+        book.buffer_base = fabric.link_book.buffer_bytes.copy()
+    fabric.link_book.buffer_bytes = book.buffer_base * np.repeat(factor, fabric.n_vls)
     if (factor == 1.0).all():
         book.buffer_base = None
         book.buffer_written = None
     else:
-        book.buffer_written = fabric.buffer_bytes.copy()
+        book.buffer_written = fabric.link_book.buffer_bytes.copy()
 
 
 def _endpoint_ingress(fabric: RecoveryHost, node: int) -> int:

@@ -6,6 +6,6 @@ May import every package below it (``workloads``, ``endpoints``, ``storage``,
 * ``fabric``: ``Fabric``, which owns the state and runs the tick in order.
 * ``engine``: ``Engine``, which paces a fabric in real time and applies commands.
 * ``bus``: ``SnapshotBus``, where the engine publishes snapshots.
-* ``snapshot``: the immutable views every interface reads.
+* ``snapshot``: the immutable views every interface reads; ``events``: the event log.
 * ``scenario``: scenario files, parsed and checked.
 """

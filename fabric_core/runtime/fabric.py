@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar, cast, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -36,9 +36,9 @@ from fabric_core.net.paths import StaticRoutes
 from fabric_core.net.profiles import Profile, check_pfc, check_routing
 from fabric_core.net.routing import spray, spray_ways
 from fabric_core.net.topology import Topology
+from fabric_core.runtime.events import EventLog
 from fabric_core.runtime.scenario import Scenario, ScenarioError
 from fabric_core.runtime.snapshot import (
-    Event,
     LinkState,
     LinkStatus,
     Snapshot,
@@ -49,6 +49,7 @@ from fabric_core.runtime.snapshot import (
 from fabric_core.tick.flows import FlowTable, NewFlows
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.tick.ibcc import IbCongestionControl
+from fabric_core.tick.links import LinkBook
 from fabric_core.tick.pfc import Dcqcn, PfcQueues
 from fabric_core.tick.reference import ReferenceTick
 from fabric_core.tick.roce import RoceFlowControl
@@ -122,8 +123,42 @@ class LinkConditions(NamedTuple):
     stormed: NDArray[np.bool_]  # per queue: into a NIC that refuses data (PFC storm)
 
 
+_T = TypeVar("_T")
+
+
+class _LinkField(Generic[_T]):
+    """A field of the fabric's ``link_book``, read and written under the same name on the
+    fabric (``fabric.occupancy`` is ``fabric.link_book.occupancy``): the names the
+    interfaces, reports and tests read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, objtype: type | None = None) -> _LinkField[_T]: ...
+    @overload
+    def __get__(self, obj: Fabric, objtype: type | None = None) -> _T: ...
+    def __get__(self, obj: Fabric | None, objtype: type | None = None) -> _T | _LinkField[_T]:
+        if obj is None:
+            return self
+        return cast(_T, getattr(obj.link_book, self.name))
+
+    def __set__(self, obj: Fabric, value: _T) -> None:
+        setattr(obj.link_book, self.name, value)
+
+
 class Fabric:
     """A running emulation; see the module docstring."""
+
+    buffer_bytes = _LinkField[NDArray[np.float64]]()
+    occupancy = _LinkField[NDArray[np.float64]]()
+    buffer_drain = _LinkField[NDArray[np.float64]]()
+    departure_Bps = _LinkField[NDArray[np.float64]]()
+    link_rate = _LinkField[NDArray[np.float64]]()
+    known_down = _LinkField[NDArray[np.bool_]]()
+    paused = _LinkField[NDArray[np.bool_]]()
+    counters = _LinkField[dict[str, NDArray[np.float64]]]()
+    pause_vl = _LinkField[dict[str, NDArray[np.float64]]]()
 
     def __init__(
         self,
@@ -154,7 +189,7 @@ class Fabric:
         self.sim_time_s = 0.0
         self._epoch_tick, self._epoch_s = 0, 0.0  # where the current tick length took over
         self.flows = FlowTable(1024)
-        self.events: deque[Event] = deque(maxlen=MAX_EVENTS)
+        self.events = EventLog(lambda: self.sim_time_s, MAX_EVENTS)
         self.faults = FaultBook(
             topo.links, topo.nodes, self.emit, flow_control=profile.flow_control
         )
@@ -176,7 +211,6 @@ class Fabric:
         for wl in workloads:
             wl.bind(topo.gpus, topo.storage, self.rng)
             wl.attach(self)
-        L = len(topo.links)
         self._layout = RankLayout.of(_link_rank(topo))
         self.solver = solver
         self._tick: ReferenceTick | CompiledTick
@@ -193,46 +227,12 @@ class Fabric:
         self.to_endpoint = topo.nodes.tier[topo.links.dst] == 0
         self._endpoint_queues = np.repeat(self.to_endpoint, self.n_vls)
         self._index: EntryIndex | None = None
-        self._share: NDArray[np.float64] | None = None  # last tick's fair shares (warm start)
+        #: the last tick's solution (its fair shares start the next tick's solve)
+        self.solution: Solution | None = None
         #: (profile, status, goodput, capacity, stormed) of a fabric with no fault open
         self._healthy: tuple[Profile, LinkConditions] | None = None
-        self.buffer_bytes = np.repeat(topo.links.buffer_bytes, self.n_vls).astype(np.float64)
-        self.occupancy = np.zeros(L * self.n_vls)
-        self.buffer_drain = np.zeros(L * self.n_vls)  # last tick's drain per buffer, B/s
-        # each buffer's departure-rate measurement (kernels.departure): bytes and time of
-        # the cycle under way, and the average of those done
-        self._dq_bytes = np.zeros(L * self.n_vls)
-        self._dq_s = np.zeros(L * self.n_vls)
-        self._dq_avg_Bps = np.zeros(L * self.n_vls)
-        #: the rate each buffer's queued bytes leave at, for new messages' FIFO wait (set
-        #: once a tick from the measurement; every batch of new flows that tick reads it)
-        self.departure_Bps = np.zeros(L * self.n_vls)
-        self.link_rate = np.zeros(L)
-        self.known_down = np.zeros(L, dtype=bool)  # down links routing already avoids
-        c: dict[str, NDArray[np.float64]] = {
-            k: np.zeros(L)
-            for k in (
-                "tx_bytes_total",
-                "tx_packets_total",
-                "transmit_wait_seconds_total",
-                "pause_frames_total",
-                "pause_seconds_total",
-                "ecn_marked_packets_total",
-                "cnp_handled_total",
-                "discards_bytes_total",
-                "retransmitted_bytes_total",
-                "link_downed_total",
-                "link_error_recovery_total",
-                "symbol_errors_total",
-            )
-        }
-        self.counters = c
-        self.paused = np.zeros(L, dtype=bool)
-        # PFC per priority: pause frames received and paused time, (links, lanes)
-        self.pause_vl: dict[str, NDArray[np.float64]] = {
-            "pause_frames_vl_total": np.zeros((L, self.n_vls)),
-            "pause_seconds_vl_total": np.zeros((L, self.n_vls)),
-        }
+        #: buffers, rates, the links known down, counters (the tick writes it)
+        self.link_book = LinkBook.empty(topo.links, self.n_vls)
         self.injected_bytes = 0.0
         self.cancelled_bytes = 0.0  # injected, then cancelled before they were sent
         self.delivered_bytes = 0.0
@@ -299,7 +299,7 @@ class Fabric:
     # ------------------------------------------------------------------ helpers
     def emit(self, severity: str, kind: str, target: str, message: str) -> None:
         """Add an event to the log the snapshot carries (bounded; newest last)."""
-        self.events.append(Event(self.sim_time_s, severity, kind, target, message))
+        self.events.emit(severity, kind, target, message)
 
     def capacity(
         self, status: NDArray[np.int8], goodput: NDArray[np.float64]
@@ -537,13 +537,13 @@ class Fabric:
             if self.ibcc is not None:
                 limit = self.ibcc.limits(self, idx, limit)
             sol = self._solve(idx, backlog, cap, free, dt, warm, limit)
-        self._share = sol.share
+        self.solution = sol
         rate = sol.rate
         moved = self._tick.move(idx, sol, backlog, fl, L, n_bufs, dt)
         self.link_rate = moved.link_rate
         self.occupancy = moved.occupancy
         self.buffer_drain = moved.drain
-        self._measure_departures(moved.drain, moved.occupancy, dt)
+        self.link_book.measure_departures(moved.drain, moved.occupancy, dt)
         self.delivered_bytes += moved.delivered_bytes
         self._tick.link_counters(
             self.link_rate, goodput, self.faults.ber, self.profile.mtu_bytes, dt, self.counters
@@ -575,17 +575,6 @@ class Fabric:
         if moved.done.size:
             self._complete(idx, sol, cap, moved.done, now, dt)
         self._finish_tick(status, dt)
-
-    def _measure_departures(
-        self, drain: NDArray[np.float64], occupancy: NDArray[np.float64], dt: float
-    ) -> None:
-        """One tick of each buffer's PIE-style departure-rate measurement, and the rate
-        new messages' FIFO wait is charged at (``kernels.departure``; not this tick's
-        drain, which a pause can make all but 0)."""
-        from fabric_core.tick.kernels.departure import departure_rates, update_departures
-
-        update_departures(drain, occupancy, dt, self._dq_bytes, self._dq_s, self._dq_avg_Bps)
-        self.departure_Bps = departure_rates(drain, self._dq_s, self._dq_avg_Bps)
 
     def _link_conditions(self) -> LinkConditions:
         """What the faults make of the links this tick: (status, goodput, payload
@@ -627,7 +616,7 @@ class Fabric:
     ) -> Solution:
         """The tick's rates. ``free`` is each buffer's room: credits on the credit fabric,
         the PFC bound on RoCE."""
-        share = self._share if self.roce is None else None
+        share = None if self.roce is not None or self.solution is None else self.solution.share
         return self._tick.solve(idx, backlog, cap, free, dt, warm, entry_cap, share)
 
     # ------------------------------------------------------------------ RoCE
@@ -882,6 +871,6 @@ class Fabric:
                 for wl in self.workloads
             },
             faults=self.faults.views(),
-            events=tuple(self.events)[-100:],
+            events=self.events.latest(100),
             params=self.params(),
         )

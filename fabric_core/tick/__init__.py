@@ -11,6 +11,7 @@ numpy reference (``step`` and ``reference``), which the tests hold each other to
 * ``kernels``: the compiled tick (``kernels.tick.CompiledTick``).
 * ``pfc`` and ``roce``: PFC queues, ECN marking, DCQCN (RoCE); ``ibcc``: InfiniBand
   congestion control on the credit fabric.
+* ``links``: ``LinkBook``, the links' state from tick to tick (buffers, rates, counters).
 * ``histogram``: the log-bucketed latency histograms.
 * ``scaleup``: messages in flight over the NVLink domain.
 * ``host``: ``FlowControlHost``, what ``roce`` and ``ibcc`` read and write of the fabric.

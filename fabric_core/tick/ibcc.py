@@ -86,7 +86,7 @@ class IbCongestionControl:
         hot = at_switch & (egress[idx.queue] > p.ibcc_threshold_bytes)
         share = 1 / (p.ibcc_marking_rate + 1)  # of a hot port's packets, marked
         packets = rate * dt / p.mtu_bytes
-        c = f.counters
+        c = f.link_book.counters
         c["ecn_marked_packets_total"] += sum_by(idx.link, np.where(hot, packets * share, 0.0), L)
         # a packet leaves the fabric marked unless no hot port on its path marked it
         hot_hops = sum_by(idx.flow, hot.astype(np.float64), f.flows.capacity)

@@ -68,11 +68,13 @@ class RoceFlowControl:
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(most each entry may carry this tick, bytes each queue may still take)."""
         self.dcqcn.grow(f.flows.capacity)
-        self._share_buffer(f.occupancy)  # the shared buffer's thresholds for this tick
+        self._share_buffer(f.link_book.occupancy)  # the shared buffer's thresholds for this tick
         if self.compiled:
             return self._limits_compiled(f, idx, backlog, cap, stormed, now, dt)
         link_cap = np.repeat(cap, f.n_vls)
-        pt = pause_limits(self.pfc, f.occupancy, f.buffer_drain, link_cap, stormed, now, dt)
+        pt = pause_limits(
+            self.pfc, f.link_book.occupancy, f.link_book.buffer_drain, link_cap, stormed, now, dt
+        )
         self._pause = pt
         entry_cap = hol_send_fraction(idx, backlog, pt.send_fraction) * cap[idx.link]
         heads = idx.heads  # DCQCN paces the sender
@@ -124,10 +126,10 @@ class RoceFlowControl:
         p = f.profile
         L = len(f.topo.links)
         V = f.n_vls
-        c = f.counters
+        c = f.link_book.counters
         nq = L * V
         # 1. overflow: what does not fit is dropped from this tick's arrivals
-        excess = np.maximum(f.occupancy - q.buffer, 0.0)
+        excess = np.maximum(f.link_book.occupancy - q.buffer, 0.0)
         # the queue each entry's bytes wait in (the padding queue at the source NIC, where
         # nothing arrives)
         up = idx.drains_pad
@@ -158,23 +160,23 @@ class RoceFlowControl:
             c["discards_bytes_total"] += sum_by(up // V, share, L + 1)[:L]
             c["retransmitted_bytes_total"] += sum_by(idx.link[heads], resent[idx.flow[heads]], L)
             f.dropped_bytes += float(share.sum())
-            f.occupancy = sum_by(up, new_backlog, nq + 1)[:nq]
+            f.link_book.occupancy = sum_by(up, new_backlog, nq + 1)[:nq]
         # 2. pause time and frames from this tick's rates, then the transitions (frames are
         # received by the link's sender)
         stopped_q, frames_q = pause_accounting(
-            q, pt.send_fraction, sol.alpha, inflow, f.buffer_drain, p, dt
+            q, pt.send_fraction, sol.alpha, inflow, f.link_book.buffer_drain, p, dt
         )
         hit = (sol.alpha < 1 - 1e-9) & ~pt.ignoring
-        net = inflow - f.buffer_drain
-        fired = update_pause(q, f.occupancy, net, hit, stormed, p, now, dt)
+        net = inflow - f.link_book.buffer_drain
+        fired = update_pause(q, f.link_book.occupancy, net, hit, stormed, p, now, dt)
         stopped = stopped_q.reshape(L, V)
         frames = frames_q.reshape(L, V)
         c["pause_frames_total"] += frames.sum(axis=1)
         c["pause_seconds_total"] += stopped.sum(axis=1) * dt
-        f.pause_vl["pause_frames_vl_total"] += frames
-        f.pause_vl["pause_seconds_vl_total"] += stopped * dt
+        f.link_book.pause_vl["pause_frames_vl_total"] += frames
+        f.link_book.pause_vl["pause_seconds_vl_total"] += stopped * dt
         c["transmit_wait_seconds_total"] += stopped.max(axis=1) * dt
-        f.paused = np.asarray(q.paused.reshape(L, V).any(axis=1))
+        f.link_book.paused = np.asarray(q.paused.reshape(L, V).any(axis=1))
         _report_watchdog(f, fired)
         # 3. ECN: packets are marked by the egress queue of the port they leave (bytes
         # leaving a NIC are not marked)
@@ -212,7 +214,7 @@ class RoceFlowControl:
         if any_blocked:
             assert self._pause is not None
             blocked = (self._pause.send_fraction <= 0) & q.paused
-            stuck = find_deadlock(idx, new_backlog, f.occupancy, blocked)
+            stuck = find_deadlock(idx, new_backlog, f.link_book.occupancy, blocked)
             key = frozenset(stuck.tolist())
             if stuck.size and key != self._deadlock_set:
                 cycle = one_cycle(idx, stuck)
@@ -244,8 +246,8 @@ class RoceFlowControl:
         q = self.pfc
         send, room, ignoring = pfc_limits(
             q.xoff, q.xon, q.reaction_s, q.paused, q.paused_since_s, q.resume_s,
-            q.watchdog_until_s, f.occupancy,
-            f.buffer_drain, cap, stormed, f.to_endpoint, now, dt,
+            q.watchdog_until_s, f.link_book.occupancy,
+            f.link_book.buffer_drain, cap, stormed, f.to_endpoint, now, dt,
         )  # fmt: skip
         self._pause = PauseTick(send_fraction=send, room_bytes=room, ignoring=ignoring)
         entry_cap = entry_caps(
@@ -271,21 +273,21 @@ class RoceFlowControl:
 
         pt = self._pause
         assert pt is not None
-        q, dc, p, c = self.pfc, self.dcqcn, f.profile, f.counters
+        q, dc, p, c = self.pfc, self.dcqcn, f.profile, f.link_book.counters
         cc = CC_MODES[p.congestion_control]
         # the reference draws these for the CNPs (DCQCN only)
         rand = f.rng.random(idx.heads.size) if cc == CC_MODES["dcqcn"] else np.zeros(0)
         dropped, occupancy, fired, any_blocked, n_cnp = pfc_after_tick(
             rate, arrival, new_backlog, sol.alpha, pt.send_fraction, pt.ignoring, stormed,
             rand, idx.pos, idx.hop, idx.flow, idx.link, idx.queue, idx.drains_pad, idx.heads,
-            inflow, f.buffer_drain, f.flows.backlog.reshape(-1), f.occupancy,
+            inflow, f.link_book.buffer_drain, f.flows.backlog.reshape(-1), f.link_book.occupancy,
             f.topo.links.bandwidth_Bps, f.flows.capacity, f.flows.fixed_latency_s,
             q.buffer, q.xoff, q.xon, q.reaction_s, q.paused, q.paused_since_s, q.resume_s,
             q.watchdog_until_s, q.frames_owed, q.frames_sent,
             c["discards_bytes_total"], c["retransmitted_bytes_total"], c["pause_frames_total"],
-            c["pause_seconds_total"], f.pause_vl["pause_frames_vl_total"].reshape(-1),
-            f.pause_vl["pause_seconds_vl_total"].reshape(-1), c["transmit_wait_seconds_total"],
-            c["ecn_marked_packets_total"], c["cnp_handled_total"], f.paused,
+            c["pause_seconds_total"], f.link_book.pause_vl["pause_frames_vl_total"].reshape(-1),
+            f.link_book.pause_vl["pause_seconds_vl_total"].reshape(-1), c["transmit_wait_seconds_total"],
+            c["ecn_marked_packets_total"], c["cnp_handled_total"], f.link_book.paused,
             dc.rc, dc.rt, dc.alpha, dc.since_cut_s, dc.since_alpha_s, dc.since_dec_s,
             dc.since_inc_s, dc.stage, dc.cwnd,
             float(p.mtu_bytes), p.ecn_kmin_s, p.ecn_kmax_s, p.ecn_pmax, p.pfc_refresh_fraction,
@@ -293,7 +295,7 @@ class RoceFlowControl:
             p.swift_ai_packets, p.swift_beta, p.swift_max_mdf, MAX_HOPS, now, dt,
         )  # fmt: skip
         f.dropped_bytes += dropped
-        f.occupancy = occupancy
+        f.link_book.occupancy = occupancy
         dc.cnps_total += n_cnp
         _report_watchdog(f, fired)
         self._watch_deadlock(f, idx, new_backlog, any_blocked)

@@ -1,0 +1,98 @@
+"""The links' state from one tick to the next: buffers, rates, what routing knows is down,
+and the counters.
+
+Per-buffer arrays are indexed ``link * lanes + lane`` (the downstream ingress buffer of a
+link, one per virtual lane or priority); per-link arrays by link. ``Fabric`` owns one
+``LinkBook`` (as it owns a ``FlowTable`` and a ``FaultBook``) and the tick writes it; the subsystems that need it are handed it (or a
+protocol that names it, ``tick.host``), and snapshots copy from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.net.tables import LinkTable
+
+F64 = NDArray[np.float64]
+
+#: The per-link counters, cumulative since the start of the run (``LinkBook.counters``;
+#: the snapshot's ``LinkBook`` fields of the same names).
+COUNTERS = (
+    "tx_bytes_total",
+    "tx_packets_total",
+    "transmit_wait_seconds_total",
+    "pause_frames_total",
+    "pause_seconds_total",
+    "ecn_marked_packets_total",
+    "cnp_handled_total",
+    "discards_bytes_total",
+    "retransmitted_bytes_total",
+    "link_downed_total",
+    "link_error_recovery_total",
+    "symbol_errors_total",
+)
+
+
+@dataclass
+class LinkBook:
+    """Every link's and buffer's state at the end of the last tick (the snapshot's
+    ``LinkState`` is a frozen view of it)."""
+
+    #: per buffer: its size (the credits of a credit link, the PFC limit on RoCE)
+    buffer_bytes: F64
+    #: per buffer: the bytes it holds
+    occupancy: F64
+    #: per buffer: the rate it drained at in the last tick, B/s
+    buffer_drain: F64
+    #: per buffer: the rate its queued bytes leave at, for a new message's FIFO wait
+    #: (``kernels.departure``: a measurement over drain cycles, not one tick's drain)
+    departure_Bps: F64
+    #: per buffer: the departure measurement's cycle under way (bytes, seconds) and the
+    #: average of the cycles done
+    dq_bytes: F64
+    dq_s: F64
+    dq_avg_Bps: F64
+    #: per link: the rate it carried in the last tick, B/s
+    link_rate: F64
+    #: per link: down, and known to routing (it avoids it)
+    known_down: NDArray[np.bool_]
+    #: per link: credit-starved (credit fabric) or PFC-paused (RoCE) in the last tick
+    paused: NDArray[np.bool_]
+    #: per link: the ``COUNTERS``
+    counters: dict[str, F64]
+    #: PFC per priority, (links, lanes): pause frames received and time paused
+    pause_vl: dict[str, F64]
+
+    @classmethod
+    def empty(cls, links: LinkTable, n_vls: int) -> LinkBook:
+        """Empty buffers of the links' sizes, nothing carried, every counter at 0."""
+        n, nq = len(links), len(links) * n_vls
+        return cls(
+            buffer_bytes=np.repeat(links.buffer_bytes, n_vls).astype(np.float64),
+            occupancy=np.zeros(nq),
+            buffer_drain=np.zeros(nq),
+            departure_Bps=np.zeros(nq),
+            dq_bytes=np.zeros(nq),
+            dq_s=np.zeros(nq),
+            dq_avg_Bps=np.zeros(nq),
+            link_rate=np.zeros(n),
+            known_down=np.zeros(n, dtype=bool),
+            paused=np.zeros(n, dtype=bool),
+            counters={k: np.zeros(n) for k in COUNTERS},
+            pause_vl={
+                "pause_frames_vl_total": np.zeros((n, n_vls)),
+                "pause_seconds_vl_total": np.zeros((n, n_vls)),
+            },
+        )
+
+    def measure_departures(self, drain: F64, occupancy: F64, dt: float) -> None:
+        """One tick of each buffer's PIE-style departure-rate measurement, and the rate
+        new messages' FIFO wait is charged at (``kernels.departure``; not this tick's
+        drain, which a pause can make all but 0)."""
+        from fabric_core.tick.kernels.departure import departure_rates, update_departures
+
+        update_departures(drain, occupancy, dt, self.dq_bytes, self.dq_s, self.dq_avg_Bps)
+        self.departure_Bps = departure_rates(drain, self.dq_s, self.dq_avg_Bps)
