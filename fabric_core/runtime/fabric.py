@@ -53,7 +53,7 @@ from fabric_core.tick.links import LinkBook
 from fabric_core.tick.pfc import Dcqcn, PfcQueues
 from fabric_core.tick.reference import ReferenceTick
 from fabric_core.tick.roce import RoceFlowControl
-from fabric_core.tick.step import EntryIndex, RankLayout, Solution
+from fabric_core.tick.step import EntryIndex, Moved, RankLayout, Solution
 from fabric_core.workloads import Completions, Workload
 
 if TYPE_CHECKING:
@@ -500,59 +500,103 @@ class Fabric:
             self.step()
 
     def step(self) -> None:
-        """Advance one tick of ``dt_s``."""
+        """Advance one tick of ``dt_s``, in the order docs/ARCHITECTURE.md lists."""
         dt = self.dt_s
         now = self.sim_time_s
-        while self.schedule and self.schedule[0][0] <= now + 1e-15:
-            _, cmd = self.schedule.pop(0)
-            recovery.apply_scheduled(self, cmd, now)
-        self.faults.expire(now)
-        self._generate(now, dt)
-        status, goodput, cap, stormed = self._link_conditions()
+        self._apply_due(now)  # 1. scheduled commands; faults whose time is up end
+        self._generate(now, dt)  # 2. the workloads' new flows, routed
+        status, goodput, cap, stormed = self._link_conditions()  # 3. the links, with faults
         self._track_link_changes(status, now)
-        idx = self._current_index()
+        idx = self._current_index()  # 4. the (hop, flow) entries in flight
         if idx.size == 0:
             self.link_rate[:] = 0.0
             self._finish_tick(status, dt)
             return
-        fl = self.flows
-        L = len(self.topo.links)
-        n_bufs = L * self.n_vls
         # the flow table's per-hop arrays, flat: one gather per tick instead of a 2-D one
-        backlog = fl.backlog.reshape(-1)[idx.pos]
-        warm = fl.rate.reshape(-1)[idx.pos]
+        backlog = self.flows.backlog.reshape(-1)[idx.pos]
+        sol = self._rates(idx, backlog, cap, stormed, now, dt)  # 5. the rates
+        self.solution = sol
+        moved = self._move(idx, sol, backlog, goodput, dt)  # 6. bytes, buffers, counters
+        self._flow_control(idx, sol, moved, stormed, now, dt)  # 7. PFC/ECN/DCQCN, credits
+        self.hop_updates += idx.size
+        if moved.done.size:  # 8. the flows whose bytes have all arrived
+            self._complete(idx, sol, cap, moved.done, now, dt)
+        self._finish_tick(status, dt)
+
+    def _apply_due(self, now: float) -> None:
+        """Apply the scheduled fault commands due now, and end the faults that expire."""
+        while self.schedule and self.schedule[0][0] <= now + 1e-15:
+            _, cmd = self.schedule.pop(0)
+            recovery.apply_scheduled(self, cmd, now)
+        self.faults.expire(now)
+
+    def _rates(
+        self,
+        idx: EntryIndex,
+        backlog: NDArray[np.float64],
+        cap: NDArray[np.float64],
+        stormed: NDArray[np.bool_],
+        now: float,
+        dt: float,
+    ) -> Solution:
+        """The tick's rates under the fabric's flow control: the PFC limits on RoCE, the
+        credits (and IB congestion control) on the credit fabric."""
+        warm = self.flows.rate.reshape(-1)[idx.pos]
         limit = self._tick.start_limit(idx, self.flows.start_s, cap, now, dt)
         if self.roce is not None:
             entry_cap, room = self.roce.limits(self, idx, backlog, cap, stormed, now, dt)
             if limit is not None:
                 entry_cap = np.minimum(entry_cap, limit)
-            sol = self._solve(idx, backlog, cap, room, dt, warm, entry_cap)
-        else:
-            free = np.maximum(self.buffer_bytes - self.occupancy, 0.0)
-            free[self._endpoint_queues] = 1e30  # the NIC sinks at line rate
-            if stormed.any():
-                # a NIC that stops taking data (stuck, storming) returns no credits
-                base = np.full(idx.size, np.inf) if limit is None else limit
-                limit = np.where(stormed[idx.queue], 0.0, base)
-            if self.ibcc is not None:
-                limit = self.ibcc.limits(self, idx, limit)
-            sol = self._solve(idx, backlog, cap, free, dt, warm, limit)
-        self.solution = sol
-        rate = sol.rate
-        moved = self._tick.move(idx, sol, backlog, fl, L, n_bufs, dt)
-        self.link_rate = moved.link_rate
-        self.occupancy = moved.occupancy
-        self.buffer_drain = moved.drain
-        self.link_book.measure_departures(moved.drain, moved.occupancy, dt)
+            return self._solve(idx, backlog, cap, room, dt, warm, entry_cap)
+        free = np.maximum(self.buffer_bytes - self.occupancy, 0.0)
+        free[self._endpoint_queues] = 1e30  # the NIC sinks at line rate
+        if stormed.any():
+            # a NIC that stops taking data (stuck, storming) returns no credits
+            base = np.full(idx.size, np.inf) if limit is None else limit
+            limit = np.where(stormed[idx.queue], 0.0, base)
+        if self.ibcc is not None:
+            limit = self.ibcc.limits(self, idx, limit)
+        return self._solve(idx, backlog, cap, free, dt, warm, limit)
+
+    def _move(
+        self,
+        idx: EntryIndex,
+        sol: Solution,
+        backlog: NDArray[np.float64],
+        goodput: NDArray[np.float64],
+        dt: float,
+    ) -> Moved:
+        """Move the tick's bytes: the flow table, the link book and the counters."""
+        links = self.link_book
+        moved = self._tick.move(
+            idx, sol, backlog, self.flows, len(self.topo.links), links.occupancy.size, dt
+        )
+        links.link_rate = moved.link_rate
+        links.occupancy = moved.occupancy
+        links.buffer_drain = moved.drain
+        links.measure_departures(moved.drain, moved.occupancy, dt)
         self.delivered_bytes += moved.delivered_bytes
         self._tick.link_counters(
-            self.link_rate, goodput, self.faults.ber, self.profile.mtu_bytes, dt, self.counters
+            links.link_rate, goodput, self.faults.ber, self.profile.mtu_bytes, dt, links.counters
         )
+        return moved
+
+    def _flow_control(
+        self,
+        idx: EntryIndex,
+        sol: Solution,
+        moved: Moved,
+        stormed: NDArray[np.bool_],
+        now: float,
+        dt: float,
+    ) -> None:
+        """After the bytes moved: RoCE's pauses, ECN marks and DCQCN, or the credit
+        fabric's waits for credit (and IB congestion control's marks)."""
         if self.roce is not None:
             self.roce.after_tick(
                 self,
                 idx,
-                rate,
+                sol.rate,
                 moved.arrival,
                 moved.new_backlog,
                 moved.inflow,
@@ -561,20 +605,16 @@ class Fabric:
                 now,
                 dt,
             )
-        else:
-            if self.ibcc is not None:
-                self.ibcc.after_tick(self, idx, rate, moved.new_backlog, dt)
-            self.paused = self._tick.credit_wait(
-                sol.alpha,
-                moved.inflow,
-                self.n_vls,
-                dt,
-                self.counters["transmit_wait_seconds_total"],
-            )
-        self.hop_updates += idx.size
-        if moved.done.size:
-            self._complete(idx, sol, cap, moved.done, now, dt)
-        self._finish_tick(status, dt)
+            return
+        if self.ibcc is not None:
+            self.ibcc.after_tick(self, idx, sol.rate, moved.new_backlog, dt)
+        self.paused = self._tick.credit_wait(
+            sol.alpha,
+            moved.inflow,
+            self.n_vls,
+            dt,
+            self.counters["transmit_wait_seconds_total"],
+        )
 
     def _link_conditions(self) -> LinkConditions:
         """What the faults make of the links this tick: (status, goodput, payload
