@@ -54,7 +54,7 @@ def register(sub: Any) -> None:
 
 
 def _run_case(case: Case, scale: float, bar: ProgressBar) -> CaseResult:
-    """``storage_report.run_case`` with a progress bar per variant."""
+    """``reports.storage.run_case`` with a progress bar per variant."""
     d = case.duration_s * scale
     rows = []
     for v in case.variants:

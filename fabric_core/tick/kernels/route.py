@@ -184,7 +184,7 @@ def link_cost(
     occupancy: _F, n_vls: int, bandwidth_Bps: _F, known_down: NDArray[np.bool_], li: int
 ) -> float:
     """Adaptive routing's cost of link ``li``: the queueing delay of the bytes waiting
-    for it (all lanes), infinite when routing knows it is down (``reference_tick.ReferenceTick``)."""
+    for it (all lanes), infinite when routing knows it is down (``tick.reference.ReferenceTick``)."""
     if known_down[li]:
         return np.inf
     queued: float = occupancy[li * n_vls]
