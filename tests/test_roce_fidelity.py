@@ -249,7 +249,10 @@ def test_bad_pfc_buffer_settings_are_refused_with_the_key(
         Fabric(topo, prof, [], dt_s=1e-6, seed=1)
 
 
-def test_swift_holds_an_incast_at_its_target_delay_with_the_port_busy_and_no_pause() -> None:
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_swift_holds_an_incast_at_its_target_delay_with_the_port_busy_and_no_pause(
+    solver: Solver,
+) -> None:
     """Swift is a window-based AIMD on the fabric delay: four senders into one port
     settle where the port's egress queue delays packets by the target, the port runs
     at its payload rate, and PFC never has to act (the queue is far below XOFF)."""
@@ -257,9 +260,8 @@ def test_swift_holds_an_incast_at_its_target_delay_with_the_port_busy_and_no_pau
     topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=5)
     g = [int(x) for x in topo.gpus]
     flows = [(s, g[-1], 1e9, 0.0) for s in g[:-1]]
-    fabric = Fabric(
-        topo, prof, [Scripted(name="i", traffic_class="bulk", flows=flows)], dt_s=1e-6, seed=1
-    )
+    wl = Scripted(name="i", traffic_class="bulk", flows=flows)
+    fabric = Fabric(topo, prof, [wl], dt_s=1e-6, seed=1, solver=solver)
     fabric.run_ticks(3000)
     V, line = fabric.n_vls, prof.link_bandwidth_Bps
     queued = sum(
