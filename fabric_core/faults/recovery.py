@@ -43,43 +43,30 @@ from fabric_core.faults.book import FAULT_KINDS, Fault, FaultBook
 from fabric_core.net.profiles import Profile
 from fabric_core.net.routing import route
 from fabric_core.net.tables import LinkStatus
-from fabric_core.net.topology import Topology
-from fabric_core.tick.flows import FlowTable
-from fabric_core.tick.links import LinkBook
+from fabric_core.tick.host import FlowControlHost
 from fabric_core.tick.pfc import PfcQueues
 
 
-class RecoveryHost(Protocol):
+class RecoveryHost(FlowControlHost, Protocol):
     """What recovery reads and writes of the fabric (``runtime.fabric.Fabric`` is one):
-    the flow table, the link book (buffers, links known down, counters), the byte totals,
-    the fault book, routing (``start_flows``, ``lanes_and_costs``) and the event log. The
-    attributes without a property are the ones it assigns."""
+    what flow control does (``tick.host``: the flow table, the link book, the dropped
+    bytes, the event log), and the fault book, the PFC queues, the byte totals and routing
+    (``start_flows``, ``lanes_and_costs``). The attributes without a property are the ones
+    it assigns."""
 
-    #: bytes lost at a dead link or dropped (totals it adds to)
-    dropped_bytes: float
+    #: bytes injected, then cancelled before they were sent (a cancelled incast)
     cancelled_bytes: float
 
-    @property
-    def topo(self) -> Topology: ...
-    @property
-    def profile(self) -> Profile: ...
-    @property
-    def flows(self) -> FlowTable: ...
-    @property
-    def link_book(self) -> LinkBook: ...
     @property
     def faults(self) -> FaultBook: ...
     @property
     def pfc(self) -> PfcQueues | None: ...
-    @property
-    def n_vls(self) -> int: ...
     @property
     def dt_s(self) -> float: ...
     @property
     def classes(self) -> list[str]: ...
     @property
     def delivered_bytes(self) -> float: ...
-    def emit(self, severity: str, kind: str, target: str, message: str) -> None: ...
     def start_flows(
         self,
         src: NDArray[np.int64],
