@@ -106,7 +106,7 @@ def test_unknown_path_and_parameter_are_named() -> None:
     with pytest.raises(ScenarioError, match=r"nfs-udp.*known: local-nvme"):
         parse_scenario(bad)
     bad = {**raw, "workload": [{**raw["workload"][0], "storage": {"drive_speed": 1}}]}
-    with pytest.raises(ScenarioError, match=r"unknown parameter.*drive_speed"):
+    with pytest.raises(ScenarioError, match=r"unknown storage parameter.*drive_speed"):
         parse_scenario(bad)
 
 

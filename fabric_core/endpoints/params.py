@@ -7,7 +7,6 @@ of these fields (``python -m fabric_core.reports.endpoints_doc``).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -15,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.net import endpoint_costs as ec
-from fabric_core.sourced import parameter_sources
+from fabric_core.sourced import parameter_sources, with_checked_overrides
 
 CONTROLS = ("ibgda", "proxy")
 DATA_PATHS = ("gdr", "bounce")
@@ -143,26 +142,7 @@ class EndpointParams:
         Raises:
             ValueError: an unknown name, or a value of the wrong type (named).
         """
-        known = {f.name: getattr(self, f.name) for f in fields(self)}
-        bad = sorted(set(overrides) - set(known))
-        if bad:
-            raise ValueError(
-                f"unknown endpoint parameter(s): {', '.join(bad)}; accepted: {', '.join(known)}"
-            )
-        clean: dict[str, Any] = {}
-        for name, value in overrides.items():
-            default = known[name]
-            if isinstance(default, str):
-                ok = isinstance(value, str)
-            else:
-                ok = isinstance(value, int | float) and not isinstance(value, bool)
-                if ok and isinstance(default, int) and not float(value).is_integer():
-                    ok = False
-            if not ok:
-                kind = type(default).__name__
-                raise ValueError(f"endpoint.{name}: expected a {kind}, got {value!r}")
-            clean[name] = type(default)(value)
-        return dataclasses.replace(self, **clean)
+        return with_checked_overrides(self, overrides, label="endpoint", key="endpoint")
 
     @classmethod
     def parameter_sources(cls) -> list[tuple[str, str, str, Any]]:

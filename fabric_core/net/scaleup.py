@@ -27,11 +27,10 @@ of a fabric.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from fabric_core.sourced import parameter_sources
+from fabric_core.sourced import parameter_sources, with_checked_overrides
 
 
 def _p(default: Any, source: str, unit: str = "") -> Any:
@@ -99,18 +98,7 @@ class ScaleUpParams:
         Raises:
             ValueError: an unknown name, a value that is not a number, or out of range.
         """
-        known = [f.name for f in fields(self)]
-        bad = sorted(set(overrides) - set(known))
-        if bad:
-            raise ValueError(
-                f"unknown scale-up parameter(s): {', '.join(bad)}; accepted: {', '.join(known)}"
-            )
-        clean: dict[str, float] = {}
-        for name, value in overrides.items():
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(f"{name}: expected a number, got {value!r}")
-            clean[name] = float(value)
-        return dataclasses.replace(self, **clean)
+        return with_checked_overrides(self, overrides, label="scale-up")
 
     @classmethod
     def parameter_sources(cls) -> list[tuple[str, str, str, Any]]:

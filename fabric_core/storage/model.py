@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -28,6 +28,7 @@ from fabric_core.faults.book import FaultBook, FaultKind, register_fault_kind
 from fabric_core.net import endpoint_costs as ec
 from fabric_core.net.profiles import Profile
 from fabric_core.net.topology import Topology
+from fabric_core.sourced import with_checked_overrides
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -165,17 +166,9 @@ class StorageParams:
     )
 
     def with_overrides(self, **changes: Any) -> StorageParams:
-        """A copy with fields changed (unknown names raise ``ValueError``)."""
-        known = {f.name for f in fields(self)}
-        bad = sorted(set(changes) - known)
-        if bad:
-            raise ValueError(f"storage: unknown parameter(s) {', '.join(bad)}")
-        vals = {f.name: getattr(self, f.name) for f in fields(self)}
-        for k, v in changes.items():
-            if not isinstance(v, int | float) or isinstance(v, bool) or v < 0:
-                raise ValueError(f"storage.{k}: must be a number >= 0, got {v!r}")
-            vals[k] = float(v)
-        return StorageParams(**vals)
+        """A copy with fields changed (an unknown name, or a value that is not a number
+        >= 0, raises ``ValueError``)."""
+        return with_checked_overrides(self, changes, label="storage", key="storage", minimum=0.0)
 
 
 @dataclass(frozen=True)
