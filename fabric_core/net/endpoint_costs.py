@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Protocol
 
 
-class Profile(Protocol):
+class EndpointFigures(Protocol):
     """The endpoint figures of a fabric profile (``net.profiles.Profile`` has them): all
     these formulas read, so this module needs no import of the profiles."""
 
@@ -133,12 +133,12 @@ RECV_POLL_SOURCE = (
 )
 
 
-def pcie_Bps(profile: Profile) -> float:
+def pcie_Bps(profile: EndpointFigures) -> float:
     """The profile's PCIe DMA goodput (``pcie_gen`` x ``pcie_lanes``)."""
     return pcie_dma_Bps(profile.pcie_gen, profile.pcie_lanes)
 
 
-def data_path_fixed_s(profile: Profile) -> float:
+def data_path_fixed_s(profile: EndpointFigures) -> float:
     """Fixed part of every message's endpoint costs: both NIC pipelines, the sender's DMA
     read round trip and the receiver's one-way DMA write."""
     p = profile
@@ -151,13 +151,13 @@ def pcie_rate_s(size_bytes: float, pcie: float, line_Bps: float) -> float:
     return max(0.0, size_bytes / pcie - size_bytes / line_Bps)
 
 
-def host_costs_s(profile: Profile) -> float:
+def host_costs_s(profile: EndpointFigures) -> float:
     """A CPU-posted message's host costs: post, doorbell (one posted write), CQ poll."""
     p = profile
     return p.host_post_s + p.pcie_write_latency_s + p.host_poll_s
 
 
-def breakdown_s(profile: Profile, size_bytes: float, line_Bps: float) -> dict[str, float]:
+def breakdown_s(profile: EndpointFigures, size_bytes: float, line_Bps: float) -> dict[str, float]:
     """Every endpoint cost of one CPU-posted message, by component (docs and tests)."""
     p = profile
     return {

@@ -67,10 +67,8 @@ _TOPO_KEYS = {
         "gpus_per_leaf",
         "storage_targets",
     },
-    "file": {
-        "kind",
-        "path",
-    },  # a topology file (fabric_core.net.topofile), relative to the scenario
+    # a topology file (fabric_core.net.topofile), relative to the scenario
+    "file": {"kind", "path"},
 }
 #: keys of every kind: the scale-up domain (fabric_core.net.scaleup): GPUs per node, and
 #: overrides of its link class (``scaleup = { latency_s = 2e-6 }``)

@@ -35,7 +35,7 @@ I64 = NDArray[np.int64]
 
 
 class StorageHost(Protocol):
-    """What the storage model reads of the fabric it runs on (``runtime.fabric.StorageHost``
+    """What the storage model reads of the fabric it runs on (``runtime.fabric.Fabric``
     is one): its topology, profile, fault book and clock, and ``apply`` for the faults it
     injects."""
 
