@@ -102,10 +102,11 @@ def side_rows(view: FabricView, source: FabricSource) -> list[Row]:
 
 def side_tables(
     sides: tuple[list[Row], list[Row]], widths: tuple[int, int], console: Console
-) -> tuple[Table, Table]:
-    """Both sides as tables whose rows line up: each value is wrapped at its side's width
-    and the shorter of two rows that say the same thing is padded to the taller one's
-    lines (a value that wraps on one side only would shift every row below it)."""
+) -> tuple[tuple[Table, int], tuple[Table, int]]:
+    """Both sides as tables whose rows line up, each with its number of lines: each value
+    is wrapped at its side's width and the shorter of two rows that say the same thing is
+    padded to the taller one's lines (a value that wraps on one side only would shift
+    every row below it). The tables do not wrap again, so the lines are known exactly."""
     label_w = max((cell_len(str(what)) for rows in sides for what, _ in rows), default=0)
     wrapped = [
         [_wrap(value, width - label_w - 1, console) for _, value in rows]
@@ -126,7 +127,7 @@ def side_tables(
         table.add_column("value", ratio=1, no_wrap=True)
         for (what, _), value_lines in zip(rows, lines, strict=True):
             table.add_row(what, Text("\n").join(value_lines))
-        tables.append(table)
+        tables.append((table, sum(len(value_lines) for value_lines in lines)))
     return tables[0], tables[1]
 
 
@@ -295,6 +296,12 @@ def _show(panel: Static, table: Table, sized: dict[str, _Sized]) -> None:
         sized[panel.id or ""] = _Sized(width, table.row_count, lengths, height, now)
     else:
         height = known.height
+    _show_sized(panel, table, height)
+
+
+def _show_sized(panel: Static, table: Table, height: int) -> None:
+    """Show ``table`` in ``panel`` at ``height`` rows (border included), laying the screen
+    out again only when that changes."""
     if panel.styles.height is None or panel.styles.height.value != height:
         panel.styles.height = height
     panel.update(table, layout=False)
@@ -379,12 +386,15 @@ class CompareScreen(Screen[None]):
             )
             widths = (panels[0].content_size.width, panels[1].content_size.width)
             tables = side_tables(rows, widths, self.app.console)
-            for panel, view, source, table in zip(
+            for panel, view, source, (table, lines) in zip(
                 panels, self.views, self.sources, tables, strict=True
             ):
                 snap = view.snapshot
                 panel.border_title = snap.profile if snap is not None else source.description
-                _show(panel, table, self._heights)
+                if panel.content_size.width > 0:  # wrapped at its width: no need to measure
+                    _show_sized(panel, table, lines + panel.styles.gutter.height)
+                else:  # not laid out yet
+                    panel.update(table)
             _show(self.query_one("#delta", Static), difference_table(*self.views), self._heights)
             self.query_one("#faults-both", Static).update(faults_table(*self.views), layout=False)
             self.query_one("#speed-line", Static).update(speed_line(self.views), layout=False)
