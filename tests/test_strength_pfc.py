@@ -27,19 +27,27 @@ SHALLOW = 512 * 1024
 SIZE = 4 * 1024**2
 
 
-def incast(solver: Solver, senders: int = 4, headroom: float = 0.0) -> tuple[Fabric, Scripted]:
-    """``senders`` GPUs each send 4 MiB to gpu0000 on one leaf, shallow PFC buffers, PFC
-    alone (DCQCN would cut the senders before the buffers fill: ``test_dcqcn.py``)."""
+def incast(
+    solver: Solver,
+    senders: int = 4,
+    headroom: float = 0.0,
+    *,
+    buffer: float = SHALLOW,
+    size: float = SIZE,
+) -> tuple[Fabric, Scripted]:
+    """``senders`` GPUs each send ``size`` bytes (4 MiB) to gpu0000 on one leaf, shallow
+    static PFC buffers, PFC alone (DCQCN would cut the senders before the buffers fill:
+    ``test_dcqcn.py``)."""
     prof = dataclasses.replace(
         ROCE_400G,
         pfc_buffer_mode="static",
-        pfc_buffer_bytes=SHALLOW,
+        pfc_buffer_bytes=buffer,
         pfc_headroom_bytes=headroom,
         congestion_control="none",
     )
     topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=senders + 1)
     idx = topo.nodes.index
-    flows = [(idx[f"gpu{k:04d}"], idx["gpu0000"], SIZE, 0.0) for k in range(1, senders + 1)]
+    flows = [(idx[f"gpu{k:04d}"], idx["gpu0000"], size, 0.0) for k in range(1, senders + 1)]
     wl = Scripted(name="incast", traffic_class="bulk", flows=flows)
     return Fabric(topo, prof, [wl], dt_s=1e-6, seed=1, solver=solver), wl
 
@@ -163,24 +171,15 @@ def test_a_pause_ends_when_the_queue_drains_to_an_xon_of_zero(solver: Solver) ->
     occupancy below 0: once the incast is over, no port stays paused and no more pause
     time is counted."""
     headroom = 64 * 1024.0
-    prof = dataclasses.replace(
-        ROCE_400G,
-        pfc_buffer_mode="static",
-        pfc_buffer_bytes=headroom + 4096.0,  # XOFF 4 KiB, XON 0 (the MTU is 9000 B)
-        pfc_headroom_bytes=headroom,
-        congestion_control="none",
-    )
-    topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=3)
-    idx = topo.nodes.index
-    flows = [(idx[f"gpu{k:04d}"], idx["gpu0000"], 256 * 1024.0, 0.0) for k in (1, 2)]
-    wl = Scripted(name="incast", traffic_class="bulk", flows=flows)
-    fabric = Fabric(topo, prof, [wl], dt_s=1e-6, seed=1, solver=solver)
+    # XOFF 4 KiB above the headroom, XON 0 (the MTU is 9000 B)
+    fabric, wl = incast(solver, 2, headroom, buffer=headroom + 4096.0, size=256 * 1024.0)
     q = fabric.roce.pfc if fabric.roce else None
     assert q is not None
-    into_leaf = [topo.links.index[f"gpu{k:04d}->leaf00"] * fabric.n_vls for k in (1, 2)]
+    links = fabric.topo.links.index
+    into_leaf = [links[f"gpu{k:04d}->leaf00"] * fabric.n_vls for k in (1, 2)]
     assert (q.xon[into_leaf] == 0).all() and (q.xoff[into_leaf] > 0).all()
     run(fabric, wl, 2)
-    paused_s = np.asarray(fabric.counters["pause_seconds_total"])
+    paused_s = fabric.counters["pause_seconds_total"].copy()  # the counters grow in place
     assert paused_s.sum() > 0  # the incast paused the senders
     fabric.run_ticks(100)  # the buffers are empty: the pauses end
     assert not fabric.paused.any()
