@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import field, fields
 from typing import Any, TypeVar, cast
+
+
+def param(default: Any, source: str, unit: str = "") -> Any:
+    """A dataclass field with its default and the ``source`` (and ``unit``) of the figure."""
+    return field(default=default, metadata={"source": source, "unit": unit})
 
 
 def parameter_sources(params_cls: type) -> list[tuple[str, str, str, Any]]:

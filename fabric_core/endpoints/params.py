@@ -7,34 +7,30 @@ of these fields (``python -m fabric_core.reports.endpoints_doc``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.net import endpoint_costs as ec
-from fabric_core.sourced import parameter_sources, with_checked_overrides
+from fabric_core.sourced import param, parameter_sources, with_checked_overrides
 
 CONTROLS = ("ibgda", "proxy")
 DATA_PATHS = ("gdr", "bounce")
-
-
-def _p(default: Any, source: str, unit: str = "") -> Any:
-    return field(default=default, metadata={"source": source, "unit": unit})
 
 
 @dataclass(frozen=True, slots=True)
 class EndpointParams:
     """Costs of one GPU endpoint (GPU + PCIe + NIC + host CPU), each with its source."""
 
-    control: str = _p(
+    control: str = param(
         "ibgda", "design: 'ibgda' (GPU posts WQEs) or 'proxy' (CPU proxy thread posts); article C2"
     )
-    data_path: str = _p(
+    data_path: str = param(
         "gdr", "design: 'gdr' (NIC reads GPU memory) or 'bounce' (host staging copies); article C1"
     )
-    gpu_wqe_post_s: float = _p(
+    gpu_wqe_post_s: float = param(
         1.0e-6,
         "one GPU thread builds a 64 B WQE, updates the doorbell record and fences "
         "(__threadfence_system) before ringing: several dependent stores to GPU memory plus a "
@@ -42,19 +38,19 @@ class EndpointParams:
         "WQE more slowly than a CPU thread. The value is a guess of that order",
         "s",
     )
-    ibgda_posters: int = _p(
+    ibgda_posters: int = param(
         32,
         "GPU threads posting in parallel, one per QP: DeepEP low-latency mode uses "
         "num_qps_per_rank = num_experts / ep_size (DeepEP README), 256 / 8 = 32 for DeepSeek-V3 "
         "on EP8 (derived)",
     )
-    gpu_request_s: float = _p(
+    gpu_request_s: float = param(
         0.3e-6,
         "proxy path: a GPU thread writes one request (a few words) into the host ring and "
         "fences: fewer stores than a WQE; a guess",
         "s",
     )
-    cpu_post_s: float = _p(
+    cpu_post_s: float = param(
         ec.CPU_POST_S,
         "proxy CPU thread, per message (it also reads the ring entry): "
         + ec.CPU_POST_SOURCE
@@ -62,27 +58,27 @@ class EndpointParams:
         "message",
         "s",
     )
-    proxy_poll_interval_s: float = _p(
+    proxy_poll_interval_s: float = param(
         0.2e-6,
         "an idle proxy thread spins on the ring; one loop iteration (a host-memory read of "
         "the ring head plus the CQ check) is a guess; an arrival waits half of it on average",
         "s",
     )
-    pcie_rtt_s: float = _p(
+    pcie_rtt_s: float = param(
         ec.PCIE_READ_S,
         ec.PCIE_READ_SOURCE
         + ". Here the NIC's WQE fetch from GPU memory (IBGDA); the payload's read is the "
         "fabric's, for every message (Profile.pcie_read_latency_s, the same figure)",
         "s",
     )
-    pcie_write_s: float = _p(
+    pcie_write_s: float = param(
         ec.PCIE_WRITE_S,
         ec.PCIE_WRITE_SOURCE
         + ". Here the doorbell and the GPU's request write into the proxy's ring; the "
         "receiver's DMA write is the fabric's (Profile.pcie_write_latency_s, the same figure)",
         "s",
     )
-    host_copy_Bps: float = _p(
+    host_copy_Bps: float = param(
         ec.PCIE_DMA_BPS,
         "pinned cudaMemcpy GPU<->host (bounce staging) crosses the same PCIe link as the NIC, "
         "at its DMA goodput: "
@@ -90,26 +86,26 @@ class EndpointParams:
         + " (range 50-57.6 GB/s: NVIDIA GDS blog ~50 GB/s through system memory on DGX-2)",
         "B/s",
     )
-    copy_launch_s: float = _p(
+    copy_launch_s: float = param(
         2.5e-6,
         "cudaMemcpyAsync call + copy-engine start + completion wait: a few µs per copy "
         "(CUDA best-practices guide: API and launch overheads of µs); a guess",
         "s",
     )
-    nic_msg_rate_per_s: float = _p(
+    nic_msg_rate_per_s: float = param(
         330e6,
         "ConnectX-7 product brief: up to ~330 million messages/s; the NIC processes WQEs "
         "one after another at this rate (a serial stage after posting)",
         "1/s",
     )
-    recv_poll_s: float = _p(
+    recv_poll_s: float = param(
         ec.RECV_POLL_S,
         ec.RECV_POLL_SOURCE
         + "; the same figure as Profile.host_poll_s, what the fabric charges a CPU-polled "
         "message",
         "s",
     )
-    sq_depth: int = _p(
+    sq_depth: int = param(
         1024,
         "WQE slots per GPU endpoint (all its QPs): a WQE holds its slot until its completion "
         "is seen. NVSHMEM sizes it with NVSHMEM_IBGDA_QP_DEPTH per QP (nvshmem ibgda transport "

@@ -27,15 +27,10 @@ of a fabric.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from fabric_core.sourced import parameter_sources, with_checked_overrides
-
-
-def _p(default: Any, source: str, unit: str = "") -> Any:
-    return field(default=default, metadata={"source": source, "unit": unit})
-
+from fabric_core.sourced import param, parameter_sources, with_checked_overrides
 
 #: Source of the domain size itself (a topology key, not a parameter of the link class).
 GPUS_PER_NODE_SOURCE = (
@@ -50,7 +45,7 @@ GPUS_PER_NODE_SOURCE = (
 class ScaleUpParams:
     """The intra-node link class (NVLink through NVSwitch), each figure with its source."""
 
-    link_Bps: float = _p(
+    link_Bps: float = param(
         450e9,
         "NVLink bandwidth per GPU per direction, H100 SXM5 (NVLink 4): 18 links x 25 GB/s = "
         "450 GB/s (NVIDIA H100 Tensor Core GPU datasheet: 900 GB/s, both directions; NVIDIA "
@@ -58,7 +53,7 @@ class ScaleUpParams:
         "directions). Through NVSwitch every GPU reaches every other at this rate",
         "B/s",
     )
-    efficiency: float = _p(
+    efficiency: float = param(
         0.835,
         "payload share of link_Bps a GPU reaches: unidirectional P2P writes between the 8 "
         "GPUs of an HGX H100 SXM 371-377 GB/s of 450 (cuda-samples p2pBandwidthLatencyTest, "
@@ -66,7 +61,7 @@ class ScaleUpParams:
         "on H800 (0.80; DeepEP issue #16, DeepSeek-V3 report). 376 / 450 = 0.835 taken "
         "(range 0.80-0.85)",
     )
-    latency_s: float = _p(
+    latency_s: float = param(
         1.0e-6,
         "fixed cost of one message, from the sender's first store to the receiver seeing its "
         "flag (the receiver's poll included; no kernel launch: the kernel is running, as on "

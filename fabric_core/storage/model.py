@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -28,7 +28,7 @@ from fabric_core.faults.book import FaultBook, FaultKind, register_fault_kind
 from fabric_core.net import endpoint_costs as ec
 from fabric_core.net.profiles import Profile
 from fabric_core.net.topology import Topology
-from fabric_core.sourced import with_checked_overrides
+from fabric_core.sourced import param, with_checked_overrides
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -50,81 +50,77 @@ class StorageHost(Protocol):
     def apply(self, cmd: Command) -> Mapping[str, Any]: ...
 
 
-def _p(default: float, source: str, unit: str) -> Any:
-    return field(default=default, metadata={"source": source, "unit": unit})
-
-
 @dataclass(frozen=True, slots=True)
 class StorageParams:
     """Every storage cost, with its source (``metadata["source"]``)."""
 
-    drive_read_latency_s: float = _p(
+    drive_read_latency_s: float = param(
         80e-6,
         "NAND read ~100 µs, NVMe SSD total 20–100 µs (purestorage.com 'what is NVMe'); "
         "80 µs chosen inside that range for a TLC data-centre drive (a guess within the range)",
         "s",
     )
-    drive_write_latency_s: float = _p(
+    drive_write_latency_s: float = param(
         20e-6, "write acknowledged from the drive's power-loss-protected DRAM: a guess", "s"
     )
-    drive_read_Bps: float = _p(
+    drive_read_Bps: float = param(
         6.8e9, "Micron 7450 (PCIe Gen4) sequential read ~6.8 GB/s (servethehome.com)", "B/s"
     )
-    drive_write_Bps: float = _p(
+    drive_write_Bps: float = param(
         5.6e9, "Micron 7450 sequential write up to 5.6 GB/s (servethehome.com)", "B/s"
     )
-    drive_read_iops: float = _p(
+    drive_read_iops: float = param(
         1.0e6, "Micron 7400 U.3 random 4K read up to 1M IOPS (hardwaretimes.com)", "1/s"
     )
-    drive_write_iops: float = _p(
+    drive_write_iops: float = param(
         190e3, "Micron 7400 U.3 random 4K write 190K IOPS (hardwaretimes.com)", "1/s"
     )
-    drives_per_target: float = _p(
+    drives_per_target: float = param(
         8.0, "NVMe drives in one storage server: a guess (1U/2U servers hold 8–24)", ""
     )
-    local_drives_per_gpu: float = _p(
+    local_drives_per_gpu: float = param(
         1.0,
         "DGX H100: 8 × 3.84 TB U.2 NVMe data drives for 8 GPUs (NVIDIA DGX H100 user guide) "
         "→ 1 per GPU (derived)",
         "",
     )
-    target_cores: float = _p(32.0, "storage-server cores serving I/O: a guess", "")
-    client_cores: float = _p(
+    target_cores: float = param(32.0, "storage-server cores serving I/O: a guess", "")
+    client_cores: float = param(
         1.0,
         "host cores that run one GPU's I/O stack (a scenario setting; a guess by default)",
         "",
     )
-    local_io_cpu_s: float = _p(
+    local_io_cpu_s: float = param(
         2e-6,
         "Linux block layer + NVMe driver per I/O (~500K IOPS per core with io_uring): a guess",
         "s",
     )
-    rdma_io_cpu_s: float = _p(
+    rdma_io_cpu_s: float = param(
         3.7e-6,
         "SPDK 24.05 NVMe-oF RDMA initiator 5.46M IOPS on 4 cores (0.73 µs/I/O) and the kernel "
         "up to 5.09× less IOPS per core (SPDK performance report via techbytes.app) → "
         "0.73 × 5.09 ≈ 3.7 µs (derived)",
         "s",
     )
-    rdma_target_io_cpu_s: float = _p(
+    rdma_target_io_cpu_s: float = param(
         3.7e-6,
         "SPDK 24.05 RDMA target 10.94M IOPS on 8 cores (0.73 µs/I/O) × 5.09 for the kernel "
         "target (same report; derived)",
         "s",
     )
-    tcp_io_cpu_s: float = _p(
+    tcp_io_cpu_s: float = param(
         10e-6,
         "kernel TCP storage initiator per I/O (syscalls, softirq, interrupts; ~100K IOPS "
         "per core): a guess; native NVMe/TCP needs about twice the cores of an optimised "
         "one to saturate an SSD (SENS, synapsesocial.com)",
         "s",
     )
-    tcp_target_io_cpu_s: float = _p(10e-6, "kernel TCP storage target per I/O: a guess", "s")
-    nfs_rpc_cpu_s: float = _p(
+    tcp_target_io_cpu_s: float = param(10e-6, "kernel TCP storage target per I/O: a guess", "s")
+    nfs_rpc_cpu_s: float = param(
         5e-6, "NFS client RPC/XDR/VFS work per READ or WRITE RPC: a guess", "s"
     )
-    nfsd_rpc_cpu_s: float = _p(5e-6, "nfsd work per RPC on the server: a guess", "s")
-    tcp_rx_cpu_s_per_byte: float = _p(
+    nfsd_rpc_cpu_s: float = param(5e-6, "nfsd work per RPC on the server: a guess", "s")
+    tcp_rx_cpu_s_per_byte: float = param(
         8 / 42e9,
         "one Linux core cannot receive 100 Gb/s and the kernel→application copy is the main "
         "cost (Cai et al., 'Understanding Host Network Stack Overheads', SIGCOMM 2021); "
@@ -132,28 +128,28 @@ class StorageParams:
         "recall it (not re-checked against the PDF here) → 0.19 ns/B (derived)",
         "s/B",
     )
-    tcp_tx_cpu_s_per_byte: float = _p(
+    tcp_tx_cpu_s_per_byte: float = param(
         8 / 160e9,
         "TCP send with TSO and zero-copy sendfile is several times cheaper per byte than "
         "receive (Cai et al. 2021): 160 Gb/s per core, a guess",
         "s/B",
     )
-    cuda_memcpy_cpu_s: float = _p(
+    cuda_memcpy_cpu_s: float = param(
         5e-6, "CPU time to launch one cudaMemcpyAsync from a pinned bounce buffer: a guess", "s"
     )
-    pcie_Bps: float = _p(
+    pcie_Bps: float = param(
         ec.PCIE_DMA_BPS,
         "host↔GPU DMA (bounce-buffer copies): the host's one PCIe figure, " + ec.PCIE_BPS_SOURCE,
         "B/s",
     )
-    rdma_stack_latency_s: float = _p(
+    rdma_stack_latency_s: float = param(
         5e-6,
         "completion polling and doorbells of NVMe-oF over RDMA, beyond the modelled CPU and "
         "fabric costs: an assumption, 5 µs (range 2-20 µs: NVMe-oF over RDMA is quoted at "
         "~10-30 µs over local NVMe, datacore.com)",
         "s",
     )
-    tcp_stack_latency_s: float = _p(
+    tcp_stack_latency_s: float = param(
         60e-6,
         "interrupt moderation, softirq and thread wake-ups of kernel NVMe/TCP, beyond the "
         "modelled per-I/O CPU: an assumption, 60 µs (range 30-90 µs: NVMe/TCP is quoted at "
@@ -161,7 +157,7 @@ class StorageParams:
         "gives ~13 µs; fabtop claims sweeps this over its range for C4)",
         "s",
     )
-    nfs_max_io_bytes: float = _p(
+    nfs_max_io_bytes: float = param(
         1048576.0, "Linux NFS rsize/wsize maximum 1 MiB (nfs(5) man page)", "B"
     )
 
