@@ -509,7 +509,7 @@ class Fabric:
         self._track_link_changes(status, now)
         idx = self._current_index()  # 4. the (hop, flow) entries in flight
         if idx.size == 0:
-            self.link_rate[:] = 0.0
+            self.link_book.link_rate[:] = 0.0
             self._finish_tick(status, dt)
             return
         # the flow table's per-hop arrays, flat: one gather per tick instead of a 2-D one
@@ -548,7 +548,8 @@ class Fabric:
             if limit is not None:
                 entry_cap = np.minimum(entry_cap, limit)
             return self._solve(idx, backlog, cap, room, dt, warm, entry_cap)
-        free = np.maximum(self.buffer_bytes - self.occupancy, 0.0)
+        links = self.link_book
+        free = np.maximum(links.buffer_bytes - links.occupancy, 0.0)
         free[self._endpoint_queues] = 1e30  # the NIC sinks at line rate
         if stormed.any():
             # a NIC that stops taking data (stuck, storming) returns no credits
@@ -608,12 +609,13 @@ class Fabric:
             return
         if self.ibcc is not None:
             self.ibcc.after_tick(self, idx, sol.rate, moved.new_backlog, dt)
-        self.paused = self._tick.credit_wait(
+        links = self.link_book
+        links.paused = self._tick.credit_wait(
             sol.alpha,
             moved.inflow,
             self.n_vls,
             dt,
-            self.counters["transmit_wait_seconds_total"],
+            links.counters["transmit_wait_seconds_total"],
         )
 
     def _link_conditions(self) -> LinkConditions:
