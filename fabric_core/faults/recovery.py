@@ -318,22 +318,22 @@ def _blackhole(fabric: RecoveryHost, dead: NDArray[np.intp]) -> NDArray[np.float
     their flow's source, as the PFC model does with overflow drops (a NIC knows its own
     link is down: hop 0 keeps its bytes).
     """
+    from fabric_core.tick.kernels.blackhole import drop_at_dead_links  # compiled: when used
+
     fl = fabric.flows
-    at_dead = np.isin(fl.path, dead) & fl.active[None, :]
-    at_dead[0] = False
+    links = fabric.link_book
+    dead_mask = np.zeros(len(fabric.topo.links), dtype=np.bool_)
+    dead_mask[dead] = True
     lost_by_link = np.zeros(len(fabric.topo.links))
-    if not at_dead.any():
-        return lost_by_link
-    hop, slot = np.nonzero(at_dead)
-    lost = fl.backlog[hop, slot]
-    if not (lost > 0).any():
-        return lost_by_link
-    np.add.at(lost_by_link, fl.path[hop, slot], lost)
-    fl.backlog[hop, slot] = 0.0
-    np.add.at(fl.backlog[0], slot, lost)
-    c = fabric.link_book.counters
-    c["discards_bytes_total"] += lost_by_link
-    np.add.at(c["retransmitted_bytes_total"], fl.path[0, slot], lost)
+    lost = drop_at_dead_links(
+        fl.path,
+        fl.active,
+        fl.backlog,
+        dead_mask,
+        lost_by_link,
+        links.counters["retransmitted_bytes_total"],
+    )
+    links.counters["discards_bytes_total"] += lost_by_link
     fabric.dropped_bytes += float(lost.sum())
     return lost_by_link
 

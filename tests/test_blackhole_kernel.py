@@ -1,0 +1,29 @@
+"""The dead-port drop (``kernels.blackhole.drop_at_dead_links``), on a table made by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fabric_core.tick.kernels.blackhole import drop_at_dead_links
+
+
+def test_bytes_queued_for_a_dead_link_go_back_to_the_source_and_are_counted() -> None:
+    # three slots, three hops; link 5 is dead. Slot 0 crosses it at hop 1 (300 B queued
+    # there), slot 1 at hop 2 (40 B), slot 2 starts on it (a NIC knows its own link:
+    # hop 0 keeps its bytes) and slot 3 crosses it but is not in flight.
+    path = np.array([[1, 2, 5, 6], [5, 3, 7, 5], [4, 5, -1, 8]], dtype=np.int32)
+    active = np.array([True, True, True, False])
+    backlog = np.array([[10.0, 20.0, 30.0, 1.0], [300.0, 7.0, 0.0, 2.0], [0.0, 40.0, 0.0, 3.0]])
+    dead = np.zeros(9, dtype=np.bool_)
+    dead[5] = True
+    lost_by_link = np.zeros(9)
+    resent = np.zeros(9)
+    lost = drop_at_dead_links(path, active, backlog, dead, lost_by_link, resent)
+    # hop-major, slot order: (hop 1, slot 0) then (hop 2, slot 1)
+    assert lost.tolist() == [300.0, 40.0]
+    assert lost_by_link[5] == 340.0 and lost_by_link.sum() == 340.0
+    assert resent[1] == 300.0 and resent[2] == 40.0 and resent.sum() == 340.0
+    assert backlog[:, 0].tolist() == [310.0, 0.0, 0.0]
+    assert backlog[:, 1].tolist() == [60.0, 7.0, 0.0]
+    assert backlog[:, 2].tolist() == [30.0, 0.0, 0.0]  # starts on the dead link: kept
+    assert backlog[:, 3].tolist() == [1.0, 2.0, 3.0]  # not in flight: untouched
