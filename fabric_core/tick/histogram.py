@@ -237,5 +237,10 @@ class HistogramRows:
         if g.size == 1 or (g == lo).all():
             self.hists[lo].note(values_s)
             return
-        for row in np.unique(g).tolist():
-            self.hists[row].note(values_s[g == row])
+        # one stable sort splits the values by row, each row's in observation order
+        order = np.argsort(g, kind="stable")
+        lo = 0
+        for row, n in enumerate(np.bincount(g, minlength=len(self.hists)).tolist()):
+            if n:
+                self.hists[row].note(values_s[order[lo : lo + n]])
+                lo += n
