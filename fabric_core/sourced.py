@@ -25,7 +25,7 @@ def parameter_sources(params_cls: type) -> list[tuple[str, str, str, Any]]:
 
 
 #: How a value of each field type is asked for in an error.
-_KIND = {str: "text", int: "whole number", float: "number"}
+_KIND = {str: "text", int: "whole number", float: "number", bool: "flag (true or false)"}
 
 _P = TypeVar("_P")
 
@@ -39,8 +39,8 @@ def with_checked_overrides(
     minimum: float | None = None,
 ) -> _P:
     """A copy of the dataclass ``params`` with ``overrides`` applied, each value checked
-    against its field's default: text for text, a number (not a bool) for a number, a whole
-    number for an int, and at least ``minimum`` if given.
+    against its field's default: text for text, true or false for a flag, a number (not a
+    bool) for a number, a whole number for an int, and at least ``minimum`` if given.
 
     Raises:
         ValueError: an unknown name (the accepted ones listed, for ``label`` parameters) or
@@ -59,6 +59,8 @@ def with_checked_overrides(
         kind = type(known[name])
         if kind is str:
             ok = isinstance(value, str)
+        elif kind is bool:
+            ok = isinstance(value, bool)
         else:
             ok = isinstance(value, int | float) and not isinstance(value, bool)
             ok = ok and (kind is not int or float(value).is_integer())
@@ -66,7 +68,7 @@ def with_checked_overrides(
             raise ValueError(
                 f"{at}{name}: expected a {_KIND.get(kind, kind.__name__)}, got {value!r}"
             )
-        if minimum is not None and kind is not str and value < minimum:
+        if minimum is not None and kind not in (str, bool) and value < minimum:
             raise ValueError(f"{at}{name}: must be >= {minimum:g}, got {value!r}")
         clean[name] = kind(value)
     return cast(_P, dataclasses.replace(cast(Any, params), **clean))

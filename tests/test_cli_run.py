@@ -71,6 +71,34 @@ def test_broken_scenario_names_the_bad_key(tmp_path: Path) -> None:
     assert out.returncode != 0 and "not valid TOML" in out.stderr
 
 
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ('switch_latency_s = "fast"', "switch_latency_s: expected a number, got 'fast'"),
+        ("cut_through = 1", "cut_through: expected a flag (true or false), got 1"),
+        ("virtual_lanes = 2.5", "virtual_lanes: expected a whole number, got 2.5"),
+        ("routing = 7", "routing: expected a text, got 7"),
+        ("no_such_knob = 1", "unknown profile parameter(s): no_such_knob"),
+    ],
+)
+def test_a_profile_override_of_the_wrong_kind_is_a_clear_error(
+    override: str, message: str, tmp_path: Path
+) -> None:
+    """Before, a string where a number belongs reached the compiled kernels and came out
+    as a numba typing traceback."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        '[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\ngpus_per_leaf = 2\n'
+        f"[profile_overrides]\n{override}\n"
+    )
+    out = fabtop("run", str(bad), "--duration", "10us")
+    assert out.returncode != 0
+    assert f"profile_overrides.{message}" in out.stderr or f"profile_overrides: {message}" in (
+        out.stderr
+    )
+    assert "Traceback" not in out.stderr
+
+
 def test_unknown_scenario_and_bad_duration_are_clear_errors() -> None:
     out = fabtop("run", "no-such-scenario")
     assert out.returncode != 0 and "no bundled scenario 'no-such-scenario'" in out.stderr

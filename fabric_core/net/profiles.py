@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from fabric_core.net import endpoint_costs as ec
+from fabric_core.sourced import with_checked_overrides
 
 
 def _p(default: Any, source: str, unit: str = "", tunable: bool = False) -> Any:
@@ -417,12 +418,18 @@ class Profile:
         return self.cable_m_leaf_spine
 
     def with_overrides(self, **overrides: Any) -> Profile:
-        """A copy with some parameters changed (unknown names raise ``KeyError``)."""
+        """A copy with some parameters changed.
+
+        Raises:
+            KeyError: an unknown name.
+            ValueError: a value of the wrong kind (``name: expected a number, got ...``;
+                ``sourced.with_checked_overrides``) or one the profile refuses.
+        """
         known = {f.name for f in fields(self)}
         bad = sorted(set(overrides) - known)
         if bad:
             raise KeyError(f"unknown profile parameter(s): {', '.join(bad)}")
-        return dataclasses.replace(self, **overrides)
+        return with_checked_overrides(self, overrides, label="profile")
 
     @classmethod
     def parameter_sources(cls) -> list[tuple[str, str, str]]:
