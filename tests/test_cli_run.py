@@ -99,6 +99,44 @@ def test_a_profile_override_of_the_wrong_kind_is_a_clear_error(
     assert "Traceback" not in out.stderr
 
 
+_TWO_LEAVES = '[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\ngpus_per_leaf = 2\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # a negative rate reached numpy's Poisson draw and failed mid-run with its traceback
+        (
+            '[[workload]]\nkind = "rpc"\nrate_per_s = -5\n',
+            "workload[0]: rate_per_s: expected a number >= 0, got -5",
+        ),
+        (
+            '[[workload]]\nkind = "bulk"\nhotspots = "many"\n',
+            "workload[0]: hotspots: expected a whole number >= 0, got 'many'",
+        ),
+        (
+            '[[workload]]\nkind = "bulk"\noutstanding = true\n',
+            "workload[0]: outstanding: expected a whole number >= 0, got True",
+        ),
+        (
+            '[[workload]]\nkind = "bulk"\nhotspot_fraction = 2\n',
+            "workload[0]: hotspot_fraction: expected a number in [0, 1], got 2",
+        ),
+        # a bare number is seconds: this ran one tick of 5 s
+        ("dt = 5\n", "dt: the tick must be between 1e-09 and 0.01 s, got 5 s"),
+    ],
+)
+def test_a_workload_number_or_tick_out_of_range_is_a_clear_error(
+    text: str, message: str, tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.toml"
+    top, _, rest = text.partition("[[workload]]")
+    bad.write_text(top + _TWO_LEAVES + ("[[workload]]" + rest if rest else ""))
+    out = fabtop("run", str(bad), "--duration", "10us")
+    assert out.returncode != 0
+    assert message in out.stderr and "Traceback" not in out.stderr
+
+
 def test_unknown_scenario_and_bad_duration_are_clear_errors() -> None:
     out = fabtop("run", "no-such-scenario")
     assert out.returncode != 0 and "no bundled scenario 'no-such-scenario'" in out.stderr

@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from fabric_core.commands import MAX_TICK_S, MIN_TICK_S
 from fabric_core.net.link_classes import LinkConfig, apply_classes, apply_named, parse_links
 from fabric_core.net.profiles import Profile, check_pfc, check_routing, get_profile
 from fabric_core.net.scaleup import ScaleUpParams
@@ -325,7 +326,14 @@ def _parse(
         raise ValueError(f"topology.{missing[0]}: missing (an integer is required)")
     _check_scaleup(topo, checked, spec)
     seed_value = seed if seed is not None else _int(data, "seed", "scenario", default=1)
-    dt_value = parse_duration(dt if dt is not None else data.get("dt", "1us"))
+    try:
+        dt_value = parse_duration(dt if dt is not None else data.get("dt", "1us"))
+    except ValueError as exc:
+        raise ValueError(f"dt: {exc}") from None
+    if not MIN_TICK_S <= dt_value <= MAX_TICK_S:  # (a bare number is seconds: dt = 5 is 5 s)
+        raise ValueError(
+            f"dt: the tick must be between {MIN_TICK_S:g} and {MAX_TICK_S:g} s, got {dt_value:g} s"
+        )
     classes = data.get("classes", {})
     if not isinstance(classes, dict) or not all(isinstance(v, int) for v in classes.values()):
         raise ValueError("classes: must map class names to virtual lane numbers")

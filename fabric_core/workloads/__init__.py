@@ -11,6 +11,7 @@ from typing import Any
 
 from fabric_core.units import parse_duration, parse_size
 from fabric_core.workloads.base import Completions, FlowRequests, Workload
+from fabric_core.workloads.fields import number, whole
 from fabric_core.workloads.traffic import AllToAll, Bulk, Incast, Pairs, Rpc, Scripted
 
 __all__ = ["WORKLOAD_KINDS", "Completions", "FlowRequests", "Workload", "build_workload"]
@@ -22,9 +23,9 @@ def _bulk(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         traffic_class=cls,
         senders_spec=t.get("senders", "all"),
         size_bytes=parse_size(t.get("size", "4MiB")),
-        outstanding=int(t.get("outstanding", 1)),
-        hotspots=int(t.get("hotspots", 0)),
-        hotspot_fraction=float(t.get("hotspot_fraction", 0.0)),
+        outstanding=whole(t, "outstanding", 1),
+        hotspots=whole(t, "hotspots", 0),
+        hotspot_fraction=number(t, "hotspot_fraction", 0.0, maximum=1.0),
     )
 
 
@@ -33,11 +34,11 @@ def _incast(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         name=name,
         traffic_class=cls,
         senders_spec=t.get("senders", 8),
-        target_index=int(t.get("target", 0)),
+        target_index=whole(t, "target", 0),
         size_bytes=parse_size(t.get("size", "256KiB")),
         period_s=parse_duration(t.get("period", "100us")),
         start_s=parse_duration(t["start"]) if "start" in t else 0.0,
-        count=int(t.get("count", 0)),
+        count=whole(t, "count", 0),
     )
 
 
@@ -57,7 +58,7 @@ def _rpc(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         traffic_class=cls,
         senders_spec=t.get("senders", "all"),
         size_bytes=parse_size(t.get("size", "4KiB")),
-        rate_per_s=float(t.get("rate_per_s", 1e5)),
+        rate_per_s=number(t, "rate_per_s", 1e5),
     )
 
 
@@ -72,7 +73,7 @@ def _pairs(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         traffic_class=cls,
         pair_names=[(a, b) for a, b in pairs],
         size_bytes=parse_size(t.get("size", "1MiB")),
-        outstanding=int(t.get("outstanding", 1)),
+        outstanding=whole(t, "outstanding", 1),
         start_s=parse_duration(t["start"]) if "start" in t else 0.0,
         until_s=parse_duration(t["until"]) if "until" in t else float("inf"),
     )
@@ -144,12 +145,12 @@ def _moe(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         name=name,
         traffic_class=cls,
         ranks_spec=t.get("ranks", 8),
-        tokens_per_rank=int(t.get("tokens_per_rank", 128)),
-        top_k=int(t.get("top_k", 8)),
-        hidden=int(t.get("hidden", 7168)),
-        experts=int(t.get("experts", 0)),
+        tokens_per_rank=whole(t, "tokens_per_rank", 128, minimum=1),
+        top_k=whole(t, "top_k", 8, minimum=1),
+        hidden=whole(t, "hidden", 7168, minimum=1),
+        experts=whole(t, "experts", 0),
         dispatch_dtype=str(t.get("dispatch_dtype", "fp8")),
-        layers=int(t.get("layers", 0)),
+        layers=whole(t, "layers", 0),
         expert_compute_s=parse_duration(t.get("expert_compute", "20us")),
         attention_compute_s=parse_duration(t.get("attention_compute", "50us")),
         endpoint=_endpoint_params(t),
@@ -186,16 +187,16 @@ def _pd(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         traffic_class=cls,
         prefill_spec=t.get("prefill", 0.5),
         decode_spec=t.get("decode", "all"),
-        rate_per_s=float(t.get("rate_per_s", 20.0)),
-        context_tokens=int(t.get("context_tokens", 0)),
-        context_median=float(t.get("context_median", 2048)),
-        context_sigma=float(t.get("context_sigma", 1.0)),
-        context_max=int(t.get("context_max", 131072)),
+        rate_per_s=number(t, "rate_per_s", 20.0),
+        context_tokens=whole(t, "context_tokens", 0),
+        context_median=number(t, "context_median", 2048, positive=True),
+        context_sigma=number(t, "context_sigma", 1.0),
+        context_max=whole(t, "context_max", 131072, minimum=1),
         preset=model,
         gpu=resolve_gpu(t, model),
-        tp=int(t.get("tp", 8)),
-        mfu=float(t.get("mfu", MFU)),
-        kv_chunks=int(t.get("kv_chunks", 8)),
+        tp=whole(t, "tp", 8, minimum=1),
+        mfu=number(t, "mfu", MFU, maximum=1.0, positive=True),
+        kv_chunks=whole(t, "kv_chunks", 8, minimum=1),
         kv_hold=str(t.get("kv_hold", "memory")),
         kv_memory_bytes=parse_size(t.get("kv_memory", 0)),
         kv_transfer=str(t.get("kv_transfer", "after")),

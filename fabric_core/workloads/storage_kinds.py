@@ -13,6 +13,7 @@ from fabric_core.storage.model import get_path, parse_params
 from fabric_core.units import parse_duration, parse_size
 from fabric_core.workloads.base import Workload
 from fabric_core.workloads.checkpoint import Checkpoint
+from fabric_core.workloads.fields import number, whole
 from fabric_core.workloads.kvcache import KvCache
 from fabric_core.workloads.pd_presets import INFERENCE_KEYS, MFU, resolve_gpu, resolve_model
 from fabric_core.workloads.storage_io import StorageProbe
@@ -42,7 +43,7 @@ def _probe(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         params=parse_params(t.get("storage")),
         clients_spec=t.get("clients", 1),
         size_bytes=parse_size(t.get("size", "4KiB")),
-        depth=int(t.get("depth", 1)),
+        depth=whole(t, "depth", 1, minimum=1),
         write=bool(t.get("write", False)),
     )
 
@@ -57,7 +58,7 @@ def _training(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         batch_bytes=parse_size(t.get("batch", "128MiB")),
         compute_s=parse_duration(t.get("compute", "30ms")),
         io_bytes=parse_size(t.get("io_size", "1MiB")),
-        prefetch=int(t.get("prefetch", 2)),
+        prefetch=whole(t, "prefetch", 2),
     )
 
 
@@ -70,7 +71,7 @@ def _checkpoint(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         gpus_spec=t.get("gpus", "all"),
         size_bytes=parse_size(t.get("size", "64MiB")),
         io_bytes=parse_size(t.get("io_size", "1MiB")),
-        depth=int(t.get("depth", 8)),
+        depth=whole(t, "depth", 8, minimum=1),
         start_s=_dur0(t.get("start", 0)),
         period_s=_dur0(t.get("period", 0)),
     )
@@ -84,14 +85,14 @@ def _kvcache(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         path_name=_path(t, "xds"),
         params=parse_params(t.get("storage")),
         gpus_spec=t.get("gpus", "all"),
-        rate_per_s=float(t.get("rate_per_s", 20.0)),
-        context_tokens=int(t.get("context_tokens", 4096)),
+        rate_per_s=number(t, "rate_per_s", 20.0),
+        context_tokens=whole(t, "context_tokens", 4096),
         preset=model,
         gpu=resolve_gpu(t, model),
-        tp=int(t.get("tp", 8)),
-        mfu=float(t.get("mfu", MFU)),
-        hit_rate=float(t.get("hit_rate", 0.5)),
-        prefill_tokens_per_s=float(t.get("prefill_tokens_per_s", 0.0)),
+        tp=whole(t, "tp", 8, minimum=1),
+        mfu=number(t, "mfu", MFU, maximum=1.0, positive=True),
+        hit_rate=number(t, "hit_rate", 0.5, maximum=1.0),
+        prefill_tokens_per_s=number(t, "prefill_tokens_per_s", 0.0),
         first_decode_s=_dur0(t.get("first_decode", 0)),
         io_bytes=parse_size(t.get("io_size", "1MiB")),
         offload=bool(t.get("offload", True)),
