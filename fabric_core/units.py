@@ -26,6 +26,8 @@ def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> floa
     Raises:
         ValueError: naming the accepted units.
     """
+    if isinstance(text, bool) or not isinstance(text, str | int | float):
+        raise ValueError(f"bad duration {text!r}: expected a number with a unit (ns, us, ms, s)")
     if isinstance(text, int | float):
         value = float(text)
     else:
@@ -42,6 +44,8 @@ def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> floa
 
 def parse_size(text: str | float | int) -> float:
     """Bytes from ``"4KiB"``, ``"1 MB"``, ``"7408"`` or a plain number."""
+    if isinstance(text, bool) or not isinstance(text, str | int | float):
+        raise ValueError(f"bad size {text!r}: expected bytes with a unit (B, KB, KiB, MB, MiB, GB)")
     if isinstance(text, int | float):
         value = float(text)
     else:

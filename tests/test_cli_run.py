@@ -79,9 +79,21 @@ def test_broken_scenario_names_the_bad_key(tmp_path: Path) -> None:
         ("virtual_lanes = 2.5", "virtual_lanes: expected a whole number, got 2.5"),
         ("routing = 7", "routing: expected a text, got 7"),
         ("no_such_knob = 1", "unknown profile parameter(s): no_such_knob"),
+        # values of the right kind the model cannot run: before, each of these ran (a
+        # negative latency gave negative p50s, a zero link rate completed nothing) or
+        # failed mid-run
+        ("switch_latency_s = -1", "switch_latency_s: must be >= 0, got -1.0"),
+        ("link_bandwidth_Bps = 0", "link_bandwidth_Bps: must be > 0, got 0.0"),
+        ("virtual_lanes = 0", "virtual_lanes: must be in [1, 15], got 0"),
+        ("ecn_pmax = 5", "ecn_pmax: must be in [0, 1], got 5.0"),
+        ('flow_control = "x"', "flow_control: must be one of credit, pfc, got 'x'"),
+        (
+            'recovery = "x"',
+            "recovery: must be one of auto, fast-reroute, bfd-ecmp, sm-resweep, got 'x'",
+        ),
     ],
 )
-def test_a_profile_override_of_the_wrong_kind_is_a_clear_error(
+def test_a_profile_override_of_the_wrong_kind_or_range_is_a_clear_error(
     override: str, message: str, tmp_path: Path
 ) -> None:
     """Before, a string where a number belongs reached the compiled kernels and came out
@@ -108,7 +120,7 @@ _TWO_LEAVES = '[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\ngpus_per
         # a negative rate reached numpy's Poisson draw and failed mid-run with its traceback
         (
             '[[workload]]\nkind = "rpc"\nrate_per_s = -5\n',
-            "workload[0]: rate_per_s: expected a number >= 0, got -5",
+            "workload[0]: rate_per_s: expected a number in [0, 3.3e+08], got -5",
         ),
         (
             '[[workload]]\nkind = "bulk"\nhotspots = "many"\n',
@@ -116,7 +128,7 @@ _TWO_LEAVES = '[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\ngpus_per
         ),
         (
             '[[workload]]\nkind = "bulk"\noutstanding = true\n',
-            "workload[0]: outstanding: expected a whole number >= 0, got True",
+            "workload[0]: outstanding: expected a whole number in 0..32768, got True",
         ),
         (
             '[[workload]]\nkind = "bulk"\nhotspot_fraction = 2\n',
@@ -124,6 +136,21 @@ _TWO_LEAVES = '[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\ngpus_per
         ),
         # a bare number is seconds: this ran one tick of 5 s
         ("dt = 5\n", "dt: the tick must be between 1e-09 and 0.01 s, got 5 s"),
+        ("dt = [1]\n", "dt: bad duration [1]"),  # an AttributeError before
+        ('[[workload]]\nkind = "bulk"\nsize = [1]\n', "workload[0]: bad size [1]"),
+        # 10^12 outstanding flows asked numpy for 14.6 TiB; 10^12 messages/s froze the run
+        (
+            '[[workload]]\nkind = "bulk"\noutstanding = 1e12\n',
+            "workload[0]: outstanding: expected a whole number in 0..32768",
+        ),
+        (
+            '[[workload]]\nkind = "rpc"\nrate_per_s = 1e12\n',
+            "workload[0]: rate_per_s: expected a number in [0, 3.3e+08]",
+        ),
+        (
+            '[[workload]]\nkind = "moe"\nranks = 4\ntokens_per_rank = 1000000\n',
+            "the router draws one number per token and expert",
+        ),
     ],
 )
 def test_a_workload_number_or_tick_out_of_range_is_a_clear_error(

@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 from fabric_core.commands import ClearFault, CommandError, InjectFault, unknown
 from fabric_core.faults.admission import admit_rounds
 from fabric_core.faults.book import FAULT_KINDS, Fault, FaultBook
-from fabric_core.net.profiles import Profile
+from fabric_core.net.profiles import RECOVERY_MODES, Profile
 from fabric_core.net.routing import route
 from fabric_core.net.tables import LinkStatus
 from fabric_core.tick.host import FlowControlHost
@@ -87,8 +87,6 @@ class RecoveryHost(FlowControlHost, Protocol):
         size: NDArray[np.float64],
     ) -> tuple[NDArray[np.int8], NDArray[np.float64], NDArray[np.float64]]: ...
 
-
-RECOVERY_MODES = ("fast-reroute", "bfd-ecmp", "sm-resweep")
 
 #: Window over which delivered throughput is compared before and after a fault.
 #: A design choice: long enough to cover the tiny scenario's 40 µs all-to-all period.

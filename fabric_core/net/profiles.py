@@ -9,6 +9,7 @@ console.docgen``), so the docs cannot drift from the code.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -429,7 +430,10 @@ class Profile:
         bad = sorted(set(overrides) - known)
         if bad:
             raise KeyError(f"unknown profile parameter(s): {', '.join(bad)}")
-        return with_checked_overrides(self, overrides, label="profile")
+        new = with_checked_overrides(self, overrides, label="profile")
+        for name in overrides:
+            check_value(name, getattr(new, name))
+        return new
 
     @classmethod
     def parameter_sources(cls) -> list[tuple[str, str, str]]:
@@ -439,6 +443,75 @@ class Profile:
             for f in fields(cls)
             if f.metadata.get("source")
         ]
+
+
+#: The values ``Profile.flow_control`` may take: the credit fabric and RoCE's PFC.
+FLOW_CONTROLS = ("credit", "pfc")
+
+#: The values ``Profile.recovery`` may take besides ``auto`` (``fabric_core.faults.recovery``).
+RECOVERY_MODES = ("fast-reroute", "bfd-ecmp", "sm-resweep")
+
+#: Numbers that must be above 0: rates, sizes and periods the model divides by.
+_POSITIVE = frozenset(
+    {
+        "link_bandwidth_Bps",
+        "buffer_per_vl_bytes",
+        "ibcc_ccti_timer_s",
+        "bfd_interval_s",
+        "ethernet_mtu_bytes",
+        "switch_buffer_bytes",
+        "pfc_alpha",
+        "pfc_buffer_bytes",
+        "pfc_refresh_fraction",
+        "pfc_watchdog_s",
+        "dcqcn_alpha_interval_s",
+        "dcqcn_decrease_interval_s",
+        "dcqcn_timer_s",
+        "swift_target_delay_s",
+    }
+)
+#: Numbers with both bounds: (least, most). IB's smallest MTU is 256 B; IB has 15 data
+#: lanes (VL0-VL14) and Ethernet 8 priorities; the rest are probabilities and fractions.
+_BOUNDED: dict[str, tuple[float, float]] = {
+    "mtu_bytes": (256.0, 1e6),
+    "virtual_lanes": (1, 15),
+    "bfd_multiplier": (1, 255),
+    "ecn_pmax": (0.0, 1.0),
+    "dcqcn_g": (1e-9, 1.0),
+    "swift_beta": (0.0, 1.0),
+    "swift_max_mdf": (0.0, 1.0),
+}
+#: Text parameters and the values they may take (routing and the PFC modes are checked
+#: with the rest of their setting, by ``check_routing`` and ``check_pfc``).
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "flow_control": FLOW_CONTROLS,
+    "recovery": ("auto", *RECOVERY_MODES),
+}
+
+
+def check_value(name: str, value: Any) -> None:
+    """Reject a value of profile parameter ``name`` the model cannot run: a negative or
+    non-finite number (a negative latency, a zero link rate), one out of its range, or
+    an unknown choice.
+
+    Raises:
+        ValueError: ``name: must be ..., got ...``.
+    """
+    if name in _CHOICES:
+        if value not in _CHOICES[name]:
+            raise ValueError(f"{name}: must be one of {', '.join(_CHOICES[name])}, got {value!r}")
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return
+    if name in _BOUNDED:
+        low, high = _BOUNDED[name]
+        if not low <= value <= high:
+            raise ValueError(f"{name}: must be in [{low:g}, {high:g}], got {value!r}")
+    elif name in _POSITIVE:
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{name}: must be > 0, got {value!r}")
+    elif not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name}: must be >= 0, got {value!r}")
 
 
 #: The values ``Profile.routing`` may take (see ``fabric_core.net.routing``).

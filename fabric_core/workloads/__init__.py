@@ -11,7 +11,7 @@ from typing import Any
 
 from fabric_core.units import parse_duration, parse_size
 from fabric_core.workloads.base import Completions, FlowRequests, Workload
-from fabric_core.workloads.fields import number, whole
+from fabric_core.workloads.fields import MAX_MESSAGE_RATE_PER_S, MAX_OUTSTANDING, number, whole
 from fabric_core.workloads.traffic import AllToAll, Bulk, Incast, Pairs, Rpc, Scripted
 
 __all__ = ["WORKLOAD_KINDS", "Completions", "FlowRequests", "Workload", "build_workload"]
@@ -23,7 +23,7 @@ def _bulk(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         traffic_class=cls,
         senders_spec=t.get("senders", "all"),
         size_bytes=parse_size(t.get("size", "4MiB")),
-        outstanding=whole(t, "outstanding", 1),
+        outstanding=whole(t, "outstanding", 1, maximum=MAX_OUTSTANDING),
         hotspots=whole(t, "hotspots", 0),
         hotspot_fraction=number(t, "hotspot_fraction", 0.0, maximum=1.0),
     )
@@ -58,7 +58,7 @@ def _rpc(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         traffic_class=cls,
         senders_spec=t.get("senders", "all"),
         size_bytes=parse_size(t.get("size", "4KiB")),
-        rate_per_s=number(t, "rate_per_s", 1e5),
+        rate_per_s=number(t, "rate_per_s", 1e5, maximum=MAX_MESSAGE_RATE_PER_S),
     )
 
 
@@ -73,7 +73,7 @@ def _pairs(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         traffic_class=cls,
         pair_names=[(a, b) for a, b in pairs],
         size_bytes=parse_size(t.get("size", "1MiB")),
-        outstanding=whole(t, "outstanding", 1),
+        outstanding=whole(t, "outstanding", 1, maximum=MAX_OUTSTANDING),
         start_s=parse_duration(t["start"]) if "start" in t else 0.0,
         until_s=parse_duration(t["until"]) if "until" in t else float("inf"),
     )
@@ -187,7 +187,7 @@ def _pd(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         traffic_class=cls,
         prefill_spec=t.get("prefill", 0.5),
         decode_spec=t.get("decode", "all"),
-        rate_per_s=number(t, "rate_per_s", 20.0),
+        rate_per_s=number(t, "rate_per_s", 20.0, maximum=MAX_MESSAGE_RATE_PER_S),
         context_tokens=whole(t, "context_tokens", 0),
         context_median=number(t, "context_median", 2048, positive=True),
         context_sigma=number(t, "context_sigma", 1.0),

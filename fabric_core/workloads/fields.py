@@ -12,18 +12,30 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+#: Work requests a queue pair's send queue holds at most (ConnectX ``max_qp_wr``, as
+#: ``ibv_devinfo -v`` reports it): a sender cannot keep more messages outstanding.
+MAX_OUTSTANDING = 32768
+#: Messages a NIC starts per second at most (``EndpointParams.nic_msg_rate_per_s``,
+#: the ConnectX-7 product brief): the fastest a sender's messages can arrive.
+MAX_MESSAGE_RATE_PER_S = 3.3e8
 
-def whole(t: Mapping[str, Any], key: str, default: int, *, minimum: int = 0) -> int:
-    """``t[key]`` (or ``default``) as a whole number of at least ``minimum``.
+
+def whole(
+    t: Mapping[str, Any], key: str, default: int, *, minimum: int = 0, maximum: int | None = None
+) -> int:
+    """``t[key]`` (or ``default``) as a whole number of at least ``minimum`` (and at most
+    ``maximum``).
 
     Raises:
-        ValueError: not a whole number (a bool is not one), or below ``minimum``.
+        ValueError: not a whole number (a bool is not one), or out of range.
     """
     value = t.get(key, default)
     ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or not math.isfinite(value) or not float(value).is_integer() or value < minimum:
-        raise ValueError(f"{key}: expected a whole number >= {minimum}, got {value!r}")
-    return int(value)
+    ok = ok and math.isfinite(value) and float(value).is_integer() and value >= minimum
+    if ok and (maximum is None or value <= maximum):
+        return int(value)
+    bound = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
+    raise ValueError(f"{key}: expected a whole number {bound}, got {value!r}")
 
 
 def number(

@@ -65,6 +65,11 @@ def dispatch_bytes(hidden: int, dtype: str) -> float:
     raise ValueError(f"dtype: expected 'fp8' or 'bf16', got {dtype!r}")
 
 
+#: Random draws of one dispatch's router at most (8 bytes each: 1 GiB); DeepEP's tests
+#: route 128-4,096 tokens a rank over up to 256 experts, some 10^6 draws a rank.
+MAX_ROUTER_DRAWS = 1 << 27
+
+
 @dataclass
 class MoEAllToAll(Workload):
     """DeepEP-style MoE dispatch/combine; see the module docstring."""
@@ -129,6 +134,14 @@ class MoEAllToAll(Workload):
             )
         if self.top_k > self.experts:
             raise ValueError(f"workload {self.name!r}: top_k > experts")
+        draws = n * self.tokens_per_rank * self.experts
+        if draws > MAX_ROUTER_DRAWS:
+            raise ValueError(
+                f"workload {self.name!r}: the router draws one number per token and expert, "
+                f"{draws:.3g} a dispatch ({n} ranks x {self.tokens_per_rank} tokens x "
+                f"{self.experts} experts); at most {MAX_ROUTER_DRAWS:.3g} (1 GiB) fit: "
+                "fewer tokens_per_rank or experts"
+            )
         self.ep = EndpointModel(self.endpoint, int(gpus.max()) + 1)
 
     def attach(self, fabric: WorkloadHost) -> None:

@@ -13,11 +13,15 @@ from fabric_core.storage.model import get_path, parse_params
 from fabric_core.units import parse_duration, parse_size
 from fabric_core.workloads.base import Workload
 from fabric_core.workloads.checkpoint import Checkpoint
-from fabric_core.workloads.fields import number, whole
+from fabric_core.workloads.fields import MAX_MESSAGE_RATE_PER_S, MAX_OUTSTANDING, number, whole
 from fabric_core.workloads.kvcache import KvCache
 from fabric_core.workloads.pd_presets import INFERENCE_KEYS, MFU, resolve_gpu, resolve_model
 from fabric_core.workloads.storage_io import StorageProbe
 from fabric_core.workloads.training import Training
+
+#: Batches a training loader keeps ahead at most: more would hold the whole epoch in
+#: flight (the loader's state is a row per batch ahead).
+MAX_PREFETCH = 1024
 
 _COMMON = frozenset({"path", "storage"})
 
@@ -43,7 +47,7 @@ def _probe(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         params=parse_params(t.get("storage")),
         clients_spec=t.get("clients", 1),
         size_bytes=parse_size(t.get("size", "4KiB")),
-        depth=whole(t, "depth", 1, minimum=1),
+        depth=whole(t, "depth", 1, minimum=1, maximum=MAX_OUTSTANDING),
         write=bool(t.get("write", False)),
     )
 
@@ -58,7 +62,7 @@ def _training(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         batch_bytes=parse_size(t.get("batch", "128MiB")),
         compute_s=parse_duration(t.get("compute", "30ms")),
         io_bytes=parse_size(t.get("io_size", "1MiB")),
-        prefetch=whole(t, "prefetch", 2),
+        prefetch=whole(t, "prefetch", 2, maximum=MAX_PREFETCH),
     )
 
 
@@ -71,7 +75,7 @@ def _checkpoint(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         gpus_spec=t.get("gpus", "all"),
         size_bytes=parse_size(t.get("size", "64MiB")),
         io_bytes=parse_size(t.get("io_size", "1MiB")),
-        depth=whole(t, "depth", 8, minimum=1),
+        depth=whole(t, "depth", 8, minimum=1, maximum=MAX_OUTSTANDING),
         start_s=_dur0(t.get("start", 0)),
         period_s=_dur0(t.get("period", 0)),
     )
@@ -85,7 +89,7 @@ def _kvcache(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         path_name=_path(t, "xds"),
         params=parse_params(t.get("storage")),
         gpus_spec=t.get("gpus", "all"),
-        rate_per_s=number(t, "rate_per_s", 20.0),
+        rate_per_s=number(t, "rate_per_s", 20.0, maximum=MAX_MESSAGE_RATE_PER_S),
         context_tokens=whole(t, "context_tokens", 4096),
         preset=model,
         gpu=resolve_gpu(t, model),
