@@ -145,6 +145,11 @@ def _big_fabric() -> Fabric:
             "unknown parameter 'reroute' (did you mean 'reroute_s'?)",
         ),
         (SetParam(name="reroute_s", value=1e9), "reroute_s must be in [1e-06, 60], got 1e+09"),
+        # inside the command's range, but a target delay of 0 is one the model cannot run
+        (
+            SetParam(name="swift_target_delay_s", value=0.0),
+            "swift_target_delay_s: must be > 0, got 0.0",
+        ),
         (StartWorkload(workload="bgg"), "unknown workload 'bgg' (did you mean 'bg'?)"),
         (ClearFault(fault_id="f0"), "unknown active fault 'f0'"),
     ],

@@ -822,7 +822,10 @@ class Fabric:
             raise CommandError(
                 f"{cmd.name} must be in [{spec.low:g}, {spec.high:g}], got {cmd.value:g}"
             )
-        new = self.profile.with_overrides(**{cmd.name: cmd.value})
+        try:
+            new = self.profile.with_overrides(**{cmd.name: cmd.value})
+        except ValueError as exc:  # a value the model cannot run (profiles.check_value)
+            raise CommandError(str(exc)) from None
         if new.ecn_kmin_s > new.ecn_kmax_s:
             raise CommandError(
                 f"ECN Kmin ({new.ecn_kmin_s:g} s) must not exceed Kmax ({new.ecn_kmax_s:g} s)"
