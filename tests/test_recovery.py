@@ -7,6 +7,8 @@ Native: local fast reroute (``reroute_s`` after the failure). RoCE: BFD detectio
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from fabric_core.commands import ClearFault, InjectFault
@@ -177,8 +179,12 @@ def test_link_flap_reroutes_each_long_down_episode() -> None:
 
 
 def test_unknown_recovery_mode_is_refused() -> None:
+    # where a user gives it (a scenario's profile_overrides) ...
+    with pytest.raises(ValueError, match="recovery: must be one of auto, fast-reroute"):
+        NATIVE_400G.with_overrides(recovery="bgp")
+    # ... and by the recovery model, for a profile made in code
     with pytest.raises(ValueError, match="unknown recovery 'bgp'"):
-        recovery.recovery_mode(NATIVE_400G.with_overrides(recovery="bgp"))
+        recovery.recovery_mode(dataclasses.replace(NATIVE_400G, recovery="bgp"))
 
 
 def test_profile_recovery_parameters_have_sources() -> None:

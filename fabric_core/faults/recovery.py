@@ -232,10 +232,14 @@ def _advance(
             v = fabric.n_vls
             into = np.flatnonzero(fabric.topo.links.dst == f.node)
             queues = (into[:, None] * v + np.arange(v)).ravel()
-            if (fabric.pfc.watchdog_until_s[queues] >= now - _EPS).any():
+            until = fabric.pfc.watchdog_until_s[queues]
+            fired = until >= now - _EPS
+            if fired.any():
+                # dated when the watchdog fired (in the tick before this one's look)
+                at = float(until[fired].min()) - p.pfc_watchdog_recovery_s
                 how = "by the PFC watchdog: its pause is ignored, the queue drops"
-                _detected(fabric, f, now, how)
-                _mitigated(fabric, f, now, how)
+                _detected(fabric, f, at, how)
+                _mitigated(fabric, f, at, how)
     elif kind == "incast" and f.detected_at_s is None:
         link = _endpoint_ingress(fabric, f.node)
         fl = fabric.flows
