@@ -32,7 +32,7 @@ Loops here run over the handful of faults, never over flows or links.
 from __future__ import annotations
 
 from collections import deque
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -44,7 +44,13 @@ from fabric_core.net.profiles import RECOVERY_MODES, Profile
 from fabric_core.net.routing import route
 from fabric_core.net.tables import LinkStatus
 from fabric_core.tick.host import FlowControlHost
+from fabric_core.tick.lazy import LazyModule
 from fabric_core.tick.pfc import PfcQueues
+
+if TYPE_CHECKING:
+    from fabric_core.tick.kernels import blackhole as blackhole_kernels
+else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
+    blackhole_kernels = LazyModule("fabric_core.tick.kernels.blackhole")
 
 
 class RecoveryHost(FlowControlHost, Protocol):
@@ -320,14 +326,12 @@ def _blackhole(fabric: RecoveryHost, dead: NDArray[np.intp]) -> NDArray[np.float
     their flow's source, as the PFC model does with overflow drops (a NIC knows its own
     link is down: hop 0 keeps its bytes).
     """
-    from fabric_core.tick.kernels.blackhole import drop_at_dead_links  # compiled: when used
-
     fl = fabric.flows
     links = fabric.link_book
     dead_mask = np.zeros(len(fabric.topo.links), dtype=np.bool_)
     dead_mask[dead] = True
     lost_by_link = np.zeros(len(fabric.topo.links))
-    lost = drop_at_dead_links(
+    lost = blackhole_kernels.drop_at_dead_links(
         fl.path,
         fl.active,
         fl.backlog,

@@ -15,12 +15,18 @@ not sprayed is its own head with one sub-flow.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.net.routing import MAX_HOPS
+from fabric_core.tick.lazy import LazyModule
+
+if TYPE_CHECKING:
+    from fabric_core.tick.kernels import slots as slots_kernels
+else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
+    slots_kernels = LazyModule("fabric_core.tick.kernels.slots")
 
 #: A flow is done when what is left is at most this fraction of it plus this many
 #: bytes: the rounding of rate × dt, not bytes still in the network.
@@ -185,10 +191,8 @@ class FlowTable:
         if slots.size < n:
             self._alloc(max(self.capacity * 2, self.capacity + n - slots.size + 16))
             slots = self._free_slots(n)
-        from fabric_core.tick.kernels.slots import fill_slots
-
         # np.asarray: no copy where the dtype is already right (astype would copy)
-        fill_slots(
+        slots_kernels.fill_slots(
             slots,
             np.ones(n, dtype=np.int64) if new.n_sub is None else np.asarray(new.n_sub, np.int64),
             self.path, self.vl, self.backlog, self.rate, self.parent, self.pending,
@@ -208,9 +212,7 @@ class FlowTable:
 
     def _free_slots(self, n: int) -> NDArray[np.intp]:
         """The ``n`` lowest free slots (fewer when the table is full)."""
-        from fabric_core.tick.kernels.slots import lowest_free  # compiled: imported when used
-
-        return lowest_free(self.active, self.held, n)
+        return slots_kernels.lowest_free(self.active, self.held, n)
 
     def finish_at(
         self,
@@ -227,9 +229,7 @@ class FlowTable:
         Returns the heads of the flows now whole, their finish times, and the bytes
         that rounding left in the network (counted delivered now).
         """
-        from fabric_core.tick.kernels.slots import complete_flows
-
-        whole, finish, rounding = complete_flows(
+        whole, finish, rounding = slots_kernels.complete_flows(
             slots, t_fluid, now, dt, self.path, self.backlog, self.rate, self.active,
             self.size, self.delivered, self.start_s, self.wait_s, self.parent_size,
             self.fixed_latency_s, self.extra_latency_s, self.parent, self.pending,

@@ -25,9 +25,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
+
+from fabric_core.tick.lazy import LazyModule
+
+if TYPE_CHECKING:
+    from fabric_core.tick.kernels import slots as slots_kernels
+else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
+    slots_kernels = LazyModule("fabric_core.tick.kernels.slots")
 
 BUCKETS_PER_DECADE = 20
 LOWEST_BOUND_S = 1e-8
@@ -221,12 +229,12 @@ class HistogramRows:
 
     def observe(self, group: NDArray[np.integer], values_s: NDArray[np.float64]) -> None:
         """Add ``values_s[i]`` to histogram ``group[i]``."""
-        from fabric_core.tick.kernels.slots import observe_rows  # compiled: imported when used
-
         if values_s.size == 0:
             return
         sums = np.zeros(len(self.hists))
-        observe_rows(self.counts, sums, np.asarray(group, np.int16), values_s, BOUNDS_S)
+        slots_kernels.observe_rows(
+            self.counts, sums, np.asarray(group, np.int16), values_s, BOUNDS_S
+        )
         for h, s in zip(self.hists, sums.tolist(), strict=True):
             h.sum_s += s
         # min, max and last values per row: one pass per row present (rows are traffic

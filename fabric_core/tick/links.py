@@ -10,11 +10,18 @@ protocol that names it, ``tick.host``), and snapshots copy from it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.net.tables import LinkTable
+from fabric_core.tick.lazy import LazyModule
+
+if TYPE_CHECKING:
+    from fabric_core.tick.kernels import departure as departure_kernels
+else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
+    departure_kernels = LazyModule("fabric_core.tick.kernels.departure")
 
 F64 = NDArray[np.float64]
 
@@ -92,7 +99,7 @@ class LinkBook:
         """One tick of each buffer's PIE-style departure-rate measurement, and the rate
         new messages' FIFO wait is charged at (``kernels.departure``; not this tick's
         drain, which a pause can make all but 0)."""
-        from fabric_core.tick.kernels.departure import departure_rates, update_departures
-
-        update_departures(drain, occupancy, dt, self.dq_bytes, self.dq_s, self.dq_avg_Bps)
-        self.departure_Bps = departure_rates(drain, self.dq_s, self.dq_avg_Bps)
+        departure_kernels.update_departures(
+            drain, occupancy, dt, self.dq_bytes, self.dq_s, self.dq_avg_Bps
+        )
+        self.departure_Bps = departure_kernels.departure_rates(drain, self.dq_s, self.dq_avg_Bps)

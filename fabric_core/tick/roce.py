@@ -9,12 +9,16 @@ the deadlock watch). The rules themselves are in ``fabric_core.tick.pfc``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core.net.profiles import Profile
 from fabric_core.net.routing import MAX_HOPS
 from fabric_core.net.topology import TIER_ENDPOINT
 from fabric_core.tick.host import FlowControlHost
+from fabric_core.tick.lazy import LazyModule
 from fabric_core.tick.pfc import (
     Dcqcn,
     PauseTick,
@@ -33,6 +37,11 @@ from fabric_core.tick.pfc import (
 )
 from fabric_core.tick.step import EntryIndex, Solution, sum_by
 
+if TYPE_CHECKING:
+    from fabric_core.tick.kernels import pfc as pfc_kernels
+else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
+    pfc_kernels = LazyModule("fabric_core.tick.kernels.pfc")
+
 
 class RoceFlowControl:
     """PFC queues, DCQCN senders and the deadlock watch of one RoCE fabric."""
@@ -48,6 +57,14 @@ class RoceFlowControl:
         self._pause: PauseTick | None = None
         #: by the kernels of ``fabric_core.tick.kernels.pfc`` (else the numpy reference here)
         self.compiled = compiled
+        self._packed: tuple[Profile, NDArray[np.float64]] | None = None
+
+    def _dcqcn_params(self, p: Profile) -> NDArray[np.float64]:
+        """The profile's DCQCN parameters as the kernel takes them, packed again only when
+        the profile changes (a ``set`` command makes a new one)."""
+        if self._packed is None or self._packed[0] is not p:
+            self._packed = (p, pfc_kernels.dcqcn_params(p))
+        return self._packed[1]
 
     def start_flows(
         self, capacity: int, slots: NDArray[np.intp], line_rate: NDArray[np.float64]
@@ -87,9 +104,7 @@ class RoceFlowControl:
         if q.alpha == 0.0:  # static thresholds
             return
         if self.compiled:
-            from fabric_core.tick.kernels.pfc import share_buffer
-
-            share_buffer(
+            pfc_kernels.share_buffer(
                 q.switch_of, occupancy, q.shared_pool, q.alpha, q.mtu, q.headroom, q.xoff,
                 q.xon, q.buffer,
             )  # fmt: skip
@@ -241,16 +256,14 @@ class RoceFlowControl:
         now: float,
         dt: float,
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        from fabric_core.tick.kernels.pfc import entry_caps, pfc_limits
-
         q = self.pfc
-        send, room, ignoring = pfc_limits(
+        send, room, ignoring = pfc_kernels.pfc_limits(
             q.xoff, q.xon, q.reaction_s, q.paused, q.paused_since_s, q.resume_s,
             q.watchdog_until_s, f.link_book.occupancy,
             f.link_book.buffer_drain, cap, stormed, f.to_endpoint, now, dt,
         )  # fmt: skip
         self._pause = PauseTick(send_fraction=send, room_bytes=room, ignoring=ignoring)
-        entry_cap = entry_caps(
+        entry_cap = pfc_kernels.entry_caps(
             send, idx.queue, idx.drains_pad, idx.link, idx.flow, idx.heads, backlog, cap,
             self.dcqcn.rc,
         )  # fmt: skip
@@ -269,15 +282,13 @@ class RoceFlowControl:
         now: float,
         dt: float,
     ) -> None:
-        from fabric_core.tick.kernels.pfc import dcqcn_params, pfc_after_tick
-
         pt = self._pause
         assert pt is not None
         q, dc, p, c = self.pfc, self.dcqcn, f.profile, f.link_book.counters
         cc = CC_MODES[p.congestion_control]
         # the reference draws these for the CNPs (DCQCN only)
         rand = f.rng.random(idx.heads.size) if cc == CC_MODES["dcqcn"] else np.zeros(0)
-        dropped, occupancy, fired, any_blocked, n_cnp = pfc_after_tick(
+        dropped, occupancy, fired, any_blocked, n_cnp = pfc_kernels.pfc_after_tick(
             rate, arrival, new_backlog, sol.alpha, pt.send_fraction, pt.ignoring, stormed,
             rand, idx.pos, idx.hop, idx.flow, idx.link, idx.queue, idx.drains_pad, idx.heads,
             inflow, f.link_book.buffer_drain, f.flows.backlog.reshape(-1), f.link_book.occupancy,
@@ -291,7 +302,7 @@ class RoceFlowControl:
             dc.rc, dc.rt, dc.alpha, dc.since_cut_s, dc.since_alpha_s, dc.since_dec_s,
             dc.since_inc_s, dc.stage, dc.cwnd,
             float(p.mtu_bytes), p.ecn_kmin_s, p.ecn_kmax_s, p.ecn_pmax, p.pfc_refresh_fraction,
-            p.pfc_watchdog_s, p.pfc_watchdog_recovery_s, dcqcn_params(p), cc, p.swift_target_delay_s,
+            p.pfc_watchdog_s, p.pfc_watchdog_recovery_s, self._dcqcn_params(p), cc, p.swift_target_delay_s,
             p.swift_ai_packets, p.swift_beta, p.swift_max_mdf, MAX_HOPS, now, dt,
         )  # fmt: skip
         f.dropped_bytes += dropped

@@ -5,11 +5,18 @@ tick at a time (the model and its figures: ``fabric_core.net.scaleup``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.net.scaleup import ScaleUpParams
+from fabric_core.tick.lazy import LazyModule
+
+if TYPE_CHECKING:
+    from fabric_core.tick.kernels import scaleup as scaleup_kernels
+else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
+    scaleup_kernels = LazyModule("fabric_core.tick.kernels.scaleup")
 
 
 @dataclass
@@ -93,9 +100,7 @@ class ScaleUpDomain:
         """Move the bytes of [now, now + dt); the messages completed by now + dt, removed."""
         end = now_s + dt_s
         if self._src.size and (self._left > 0).any():
-            from fabric_core.tick.kernels.scaleup import advance  # numba: only when used
-
-            self.events += advance(
+            self.events += scaleup_kernels.advance(
                 self._src,
                 self._dst,
                 self._size,
