@@ -470,10 +470,11 @@ _POSITIVE = frozenset(
         "swift_target_delay_s",
     }
 )
-#: Numbers with both bounds: (least, most). IB's smallest MTU is 256 B; IB has 15 data
-#: lanes (VL0-VL14) and Ethernet 8 priorities; the rest are probabilities and fractions.
+#: Numbers with both bounds: (least, most). IB's MTUs run from 256 B to 4 KiB and no link
+#: layer carries frames past 64 KiB; IB has 15 data lanes (VL0-VL14) and Ethernet 8
+#: priorities; the rest are probabilities and fractions.
 _BOUNDED: dict[str, tuple[float, float]] = {
-    "mtu_bytes": (256.0, 1e6),
+    "mtu_bytes": (256.0, 65536.0),
     "virtual_lanes": (1, 15),
     "bfd_multiplier": (1, 255),
     "ecn_pmax": (0.0, 1.0),
