@@ -12,12 +12,14 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from fabric_core.endpoints.params import EndpointParams
+
 #: Work requests a queue pair's send queue holds at most (ConnectX ``max_qp_wr``, as
 #: ``ibv_devinfo -v`` reports it): a sender cannot keep more messages outstanding.
 MAX_OUTSTANDING = 32768
-#: Messages a NIC starts per second at most (``EndpointParams.nic_msg_rate_per_s``,
-#: the ConnectX-7 product brief): the fastest a sender's messages can arrive.
-MAX_MESSAGE_RATE_PER_S = 3.3e8
+#: Messages a NIC starts per second at most (the ConnectX-7 product brief, as the endpoint
+#: model has it): the fastest a sender's messages can arrive.
+MAX_MESSAGE_RATE_PER_S = EndpointParams().nic_msg_rate_per_s
 
 
 def whole(
