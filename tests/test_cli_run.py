@@ -164,6 +164,18 @@ def test_a_workload_number_or_tick_out_of_range_is_a_clear_error(
     assert message in out.stderr and "Traceback" not in out.stderr
 
 
+def test_a_topology_too_large_to_build_is_refused_before_it_is_built(tmp_path: Path) -> None:
+    """4 million GPUs (8.5 million links, 14 times the bundled cluster-100k) built for
+    minutes and ran out of memory; now it is an error at once."""
+    bad = tmp_path / "huge.toml"
+    bad.write_text(
+        '[topology]\nkind = "leaf-spine"\nleaves = 4000\nspines = 64\ngpus_per_leaf = 1000\n'
+    )
+    out = fabtop("run", str(bad), "--duration", "2us")
+    assert out.returncode != 0
+    assert "topology: 8,512,000 links (4,000,000 endpoints); at most 4,194,304 fit" in out.stderr
+
+
 def test_unknown_scenario_and_bad_duration_are_clear_errors() -> None:
     out = fabtop("run", "no-such-scenario")
     assert out.returncode != 0 and "no bundled scenario 'no-such-scenario'" in out.stderr

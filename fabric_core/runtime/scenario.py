@@ -226,6 +226,35 @@ def _int(
     return value
 
 
+#: Directed links a generated topology may have at most: about 7 times the bundled
+#: cluster-100k (602,240 links in 1.1 GiB, README "Scale"), so some 7.5 GiB. A few
+#: digits more in a file would otherwise build for minutes and run out of memory.
+MAX_LINKS = 1 << 22
+
+
+def _check_size(kind: str, t: Mapping[str, int]) -> None:
+    """Refuse a generated topology too large to build (``MAX_LINKS``), before building it:
+    each endpoint has a cable to its leaf (one per plane), every leaf one to every spine of
+    its plane (pod), every spine one to each core of its group; a cable is two links."""
+    if kind == "file":
+        return  # its links are listed in the file
+    stor = t.get("storage_targets", 0)
+    if kind == "leaf-spine":
+        planes = t.get("planes", 1)
+        endpoints = t["leaves"] * t["gpus_per_leaf"] + stor
+        cables = planes * (endpoints + t["leaves"] * t["spines"])
+    else:
+        leaves = t["pods"] * t["leaves_per_pod"]
+        endpoints = leaves * t["gpus_per_leaf"] + stor
+        spines = t["pods"] * t["spines_per_pod"]
+        cables = endpoints + leaves * t["spines_per_pod"] + spines * t["cores_per_spine"]
+    if 2 * cables > MAX_LINKS:
+        raise ValueError(
+            f"topology: {2 * cables:,} links ({endpoints:,} endpoints); at most {MAX_LINKS:,} "
+            "fit (the bundled cluster-100k has 602,240)"
+        )
+
+
 def _check_scaleup(
     topo: Mapping[str, Any], checked: dict[str, Any], spec: TopologySpec | None
 ) -> None:
@@ -325,6 +354,7 @@ def _parse(
     if missing:
         raise ValueError(f"topology.{missing[0]}: missing (an integer is required)")
     _check_scaleup(topo, checked, spec)
+    _check_size(kind, checked)
     seed_value = seed if seed is not None else _int(data, "seed", "scenario", default=1)
     try:
         dt_value = parse_duration(dt if dt is not None else data.get("dt", "1us"))
