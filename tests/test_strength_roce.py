@@ -12,6 +12,7 @@ import dataclasses
 
 import pytest
 
+from fabric_core.commands import InjectFault
 from fabric_core.net.profiles import ROCE_400G
 from fabric_core.net.topology import leaf_spine
 from fabric_core.runtime.fabric import Fabric, Solver
@@ -71,3 +72,51 @@ def test_an_incast_that_pauses_its_senders_is_no_deadlock(solver: Solver) -> Non
     assert fabric.counters["pause_frames_total"].sum() > 0
     assert fabric.deadlocks == 0
     assert not [e for e in fabric.events if e.kind == "deadlock"]
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_the_watchdog_reports_each_priority_of_a_storming_nics_link(solver: Solver) -> None:
+    """A NIC in a PFC storm pauses every priority of the link into it; the PFC watchdog
+    (50 us) fires on each of them 50 us after the pause began, and its event names the
+    link and the priority: one event for each of priorities 0 to V - 1 of
+    leaf00 -> gpu0001, none elsewhere."""
+    prof = dataclasses.replace(ROCE_400G, pfc_watchdog_s=50e-6)
+    topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=2)
+    idx = topo.nodes.index
+    wl = Scripted(
+        name="w", traffic_class="bulk", flows=[(idx["gpu0000"], idx["gpu0001"], 1e9, 0.0)]
+    )
+    fabric = Fabric(topo, prof, [wl], dt_s=1e-6, seed=1, solver=solver)
+    fabric.run_ticks(5)
+    fabric.apply(InjectFault(kind="pfc_storm", target="gpu0001"))
+    fabric.run_ticks(80)
+    fired = [e for e in fabric.events if e.kind == "pfc_watchdog"]
+    assert {e.target for e in fired} == {"leaf00->gpu0001"}
+    named = sorted(int(e.message.split(" priority ")[1].split(":")[0]) for e in fired)
+    assert named == list(range(fabric.n_vls))
+    for e in fired:
+        assert 50e-6 <= e.time_s - 5e-6 <= 53e-6
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_swifts_window_of_an_uncongested_flow_is_one_bandwidth_delay_product(
+    solver: Solver,
+) -> None:
+    """Swift keeps ``cwnd`` bytes in flight and sends at cwnd / RTT. A lone flow meets no
+    queue: its RTT is the base RTT, twice its one-way fixed latency F, and its window is
+    capped at what line rate keeps in flight over it, one bandwidth-delay product
+    R x 2F (here 50 GB/s x 2 x 2.19 us = 219 kB), so it paces at line rate."""
+    prof = dataclasses.replace(ROCE_400G, congestion_control="swift")
+    topo = leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=2)
+    idx = topo.nodes.index
+    wl = Scripted(
+        name="w", traffic_class="bulk", flows=[(idx["gpu0000"], idx["gpu0002"], 1e9, 0.0)]
+    )
+    fabric = Fabric(topo, prof, [wl], dt_s=1e-6, seed=1, solver=solver)
+    fabric.run_ticks(20)
+    assert fabric.roce is not None
+    slot = 0  # the only flow
+    one_way = float(fabric.flows.fixed_latency_s[slot])
+    rate = prof.link_bandwidth_Bps
+    assert fabric.roce.dcqcn.cwnd[slot] == pytest.approx(rate * 2 * one_way, rel=1e-12)
+    assert fabric.roce.dcqcn.rc[slot] == pytest.approx(rate, rel=1e-12)
