@@ -29,7 +29,7 @@ from fabric_core.tick.pfc import (
     swift_update,
     update_pause,
 )
-from fabric_core.workloads.traffic import Scripted
+from tests.helpers import scripted_fabric
 
 DT = 2.0**-20  # about 0.95 µs; every multiple of it is exact in binary
 WATCHDOG = 16 * DT
@@ -40,11 +40,10 @@ def _idle_roce(solver: Solver) -> Fabric:
     gpu0002 (a tick with no flow in flight has nothing to solve), none into gpu0001."""
     prof = dataclasses.replace(ROCE_400G, pfc_watchdog_s=WATCHDOG, pfc_watchdog_recovery_s=WATCHDOG)
     topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=3)
-    idx = topo.nodes.index
-    wl = Scripted(
-        name="elsewhere", traffic_class="bulk", flows=[(idx["gpu0000"], idx["gpu0002"], 1e9, 0.0)]
+    fabric, _ = scripted_fabric(
+        topo, prof, [("gpu0000", "gpu0002", 1e9, 0.0)], dt_s=DT, solver=solver
     )
-    return Fabric(topo, prof, [wl], dt_s=DT, seed=1, solver=solver)
+    return fabric
 
 
 @pytest.mark.parametrize("solver", SOLVERS)

@@ -17,7 +17,7 @@ from fabric_core.net.profiles import ROCE_400G
 from fabric_core.net.topology import leaf_spine
 from fabric_core.runtime.fabric import Fabric, Solver
 from fabric_core.workloads.traffic import Scripted
-from tests.helpers import SOLVERS
+from tests.helpers import SOLVERS, scripted_fabric
 
 HEADROOM = 64 * 1024.0
 
@@ -82,11 +82,9 @@ def test_the_watchdog_reports_each_priority_of_a_storming_nics_link(solver: Solv
     leaf00 -> gpu0001, none elsewhere."""
     prof = dataclasses.replace(ROCE_400G, pfc_watchdog_s=50e-6)
     topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=2)
-    idx = topo.nodes.index
-    wl = Scripted(
-        name="w", traffic_class="bulk", flows=[(idx["gpu0000"], idx["gpu0001"], 1e9, 0.0)]
+    fabric, _ = scripted_fabric(
+        topo, prof, [("gpu0000", "gpu0001", 1e9, 0.0)], dt_s=1e-6, solver=solver
     )
-    fabric = Fabric(topo, prof, [wl], dt_s=1e-6, seed=1, solver=solver)
     fabric.run_ticks(5)
     fabric.apply(InjectFault(kind="pfc_storm", target="gpu0001"))
     fabric.run_ticks(80)
@@ -108,11 +106,9 @@ def test_swifts_window_of_an_uncongested_flow_is_one_bandwidth_delay_product(
     R x 2F (here 50 GB/s x 2 x 2.19 us = 219 kB), so it paces at line rate."""
     prof = dataclasses.replace(ROCE_400G, congestion_control="swift")
     topo = leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=2)
-    idx = topo.nodes.index
-    wl = Scripted(
-        name="w", traffic_class="bulk", flows=[(idx["gpu0000"], idx["gpu0002"], 1e9, 0.0)]
+    fabric, _ = scripted_fabric(
+        topo, prof, [("gpu0000", "gpu0002", 1e9, 0.0)], dt_s=1e-6, solver=solver
     )
-    fabric = Fabric(topo, prof, [wl], dt_s=1e-6, seed=1, solver=solver)
     fabric.run_ticks(20)
     assert fabric.roce is not None
     slot = 0  # the only flow
