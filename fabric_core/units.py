@@ -26,12 +26,14 @@ def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> floa
     Raises:
         ValueError: naming the accepted units.
     """
-    if isinstance(text, bool) or not isinstance(text, str | int | float):
-        raise ValueError(f"bad duration {text!r}: expected a number with a unit (ns, us, ms, s)")
-    if isinstance(text, int | float):
+    if isinstance(text, int | float) and not isinstance(text, bool):
         value = float(text)
-    else:
-        m = re.fullmatch(_NUMBER + r"\s*(ns|us|µs|ms|s)?", text.strip())
+    else:  # text, or something else a scenario file gave (a bool, a list): refused here
+        m = (
+            re.fullmatch(_NUMBER + r"\s*(ns|us|µs|ms|s)?", text.strip())
+            if isinstance(text, str)
+            else None
+        )
         if not m:
             raise ValueError(
                 f"bad duration {text!r}: expected a number with a unit (ns, us, ms, s)"
@@ -44,12 +46,14 @@ def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> floa
 
 def parse_size(text: str | float | int) -> float:
     """Bytes from ``"4KiB"``, ``"1 MB"``, ``"7408"`` or a plain number."""
-    if isinstance(text, bool) or not isinstance(text, str | int | float):
-        raise ValueError(f"bad size {text!r}: expected bytes with a unit (B, KB, KiB, MB, MiB, GB)")
-    if isinstance(text, int | float):
+    if isinstance(text, int | float) and not isinstance(text, bool):
         value = float(text)
-    else:
-        m = re.fullmatch(_NUMBER + r"\s*([kKmMgG]?i?[bB])?", text.strip())
+    else:  # as in parse_duration: a bool or a list is refused with the text's message
+        m = (
+            re.fullmatch(_NUMBER + r"\s*([kKmMgG]?i?[bB])?", text.strip())
+            if isinstance(text, str)
+            else None
+        )
         if not m:
             raise ValueError(
                 f"bad size {text!r}: expected bytes with a unit (B, KB, KiB, MB, MiB, GB)"
