@@ -146,7 +146,7 @@ def track(fabric: RecoveryHost, status: NDArray[np.int8], now: float) -> None:
     detect_s, reroute_s = link_delays(fabric.profile)
     unknown_down = down & ~fabric.link_book.known_down
     if fabric.pfc is not None and unknown_down.any():
-        lost = _blackhole(fabric, np.flatnonzero(unknown_down))
+        lost = _blackhole(fabric, unknown_down)
         for f in book.active():
             if f.links.size and f.mitigated_at_s is None:
                 f.lost_bytes += float(lost[f.links].sum())
@@ -318,24 +318,22 @@ def _rate(history: deque[tuple[float, float]], until: float, dt: float) -> float
     return (end[1] - start[1]) / (end[0] - start[0])
 
 
-def _blackhole(fabric: RecoveryHost, dead: NDArray[np.intp]) -> NDArray[np.float64]:
+def _blackhole(fabric: RecoveryHost, dead: NDArray[np.bool_]) -> NDArray[np.float64]:
     """Lossy Ethernet until routing knows: a switch forwards into a dead port and the
     bytes are lost; go-back-N sends them again from the source. Returns bytes lost per link.
 
     The bytes queued in a switch for a dead link (hop ≥ 1) are discarded and put back at
     their flow's source, as the PFC model does with overflow drops (a NIC knows its own
-    link is down: hop 0 keeps its bytes).
+    link is down: hop 0 keeps its bytes). ``dead``: per link, down and not yet known so.
     """
     fl = fabric.flows
     links = fabric.link_book
-    dead_mask = np.zeros(len(fabric.topo.links), dtype=np.bool_)
-    dead_mask[dead] = True
     lost_by_link = np.zeros(len(fabric.topo.links))
     lost = blackhole_kernels.drop_at_dead_links(
         fl.path,
         fl.active,
         fl.backlog,
-        dead_mask,
+        dead,
         lost_by_link,
         links.counters["retransmitted_bytes_total"],
     )
