@@ -445,6 +445,21 @@ class Profile:
         ]
 
 
+#: The values ``Profile.routing`` may take (see ``fabric_core.net.routing``).
+ROUTING_MODES = ("ecmp", "adaptive", "spray")
+
+
+#: The values ``Profile.pfc_buffer_mode`` may take (see ``fabric_core.tick.pfc``).
+PFC_BUFFER_MODES = ("shared", "static")
+
+
+#: The values ``Profile.ib_congestion_control`` may take on the credit fabric.
+IB_CONGESTION_CONTROLS = ("none", "ibcc")
+
+#: The values ``Profile.congestion_control`` may take on RoCE (see ``fabric_core.tick.pfc``).
+CONGESTION_CONTROLS = ("dcqcn", "swift", "none")
+
+
 #: The values ``Profile.flow_control`` may take: the credit fabric and RoCE's PFC.
 FLOW_CONTROLS = ("credit", "pfc")
 
@@ -482,11 +497,14 @@ _BOUNDED: dict[str, tuple[float, float]] = {
     "swift_beta": (0.0, 1.0),
     "swift_max_mdf": (0.0, 1.0),
 }
-#: Text parameters and the values they may take (routing and the PFC modes are checked
-#: with the rest of their setting, by ``check_routing`` and ``check_pfc``).
+#: Text parameters and the values they may take.
 _CHOICES: dict[str, tuple[str, ...]] = {
     "flow_control": FLOW_CONTROLS,
     "recovery": ("auto", *RECOVERY_MODES),
+    "routing": ROUTING_MODES,
+    "pfc_buffer_mode": PFC_BUFFER_MODES,
+    "ib_congestion_control": IB_CONGESTION_CONTROLS,
+    "congestion_control": CONGESTION_CONTROLS,
 }
 
 
@@ -515,47 +533,23 @@ def check_value(name: str, value: Any) -> None:
         raise ValueError(f"{name}: must be >= 0, got {value!r}")
 
 
-#: The values ``Profile.routing`` may take (see ``fabric_core.net.routing``).
-ROUTING_MODES = ("ecmp", "adaptive", "spray")
-
-
-#: The values ``Profile.pfc_buffer_mode`` may take (see ``fabric_core.tick.pfc``).
-PFC_BUFFER_MODES = ("shared", "static")
-
-
-#: The values ``Profile.ib_congestion_control`` may take on the credit fabric.
-IB_CONGESTION_CONTROLS = ("none", "ibcc")
-
-#: The values ``Profile.congestion_control`` may take on RoCE (see ``fabric_core.tick.pfc``).
-CONGESTION_CONTROLS = ("dcqcn", "swift", "none")
-
-
 def check_pfc(profile: Profile) -> None:
-    """Reject PFC buffer settings the model cannot run.
+    """Reject PFC buffer and congestion-control settings the model cannot run (by
+    ``check_value``, which a scenario's overrides meet first).
 
     Raises:
-        ValueError: an unknown ``pfc_buffer_mode``, or a dynamic threshold factor or
-            switch buffer that is not positive.
+        ValueError: an unknown ``pfc_buffer_mode``, ``ib_congestion_control`` or
+            ``congestion_control``, or a dynamic threshold factor or switch buffer that is
+            not positive.
     """
-    if profile.pfc_buffer_mode not in PFC_BUFFER_MODES:
-        raise ValueError(
-            f"pfc_buffer_mode: must be one of {', '.join(PFC_BUFFER_MODES)}, "
-            f"got {profile.pfc_buffer_mode!r}"
-        )
-    if not profile.pfc_alpha > 0:
-        raise ValueError(f"pfc_alpha: must be > 0, got {profile.pfc_alpha:g}")
-    if profile.ib_congestion_control not in IB_CONGESTION_CONTROLS:
-        raise ValueError(
-            f"ib_congestion_control: must be one of {', '.join(IB_CONGESTION_CONTROLS)}, "
-            f"got {profile.ib_congestion_control!r}"
-        )
-    if profile.congestion_control not in CONGESTION_CONTROLS:
-        raise ValueError(
-            f"congestion_control: must be one of {', '.join(CONGESTION_CONTROLS)}, "
-            f"got {profile.congestion_control!r}"
-        )
-    if not profile.switch_buffer_bytes > 0:
-        raise ValueError(f"switch_buffer_bytes: must be > 0, got {profile.switch_buffer_bytes:g}")
+    for name in (
+        "pfc_buffer_mode",
+        "pfc_alpha",
+        "ib_congestion_control",
+        "congestion_control",
+        "switch_buffer_bytes",
+    ):
+        check_value(name, getattr(profile, name))
 
 
 def check_routing(profile: Profile) -> None:
@@ -565,10 +559,7 @@ def check_routing(profile: Profile) -> None:
         ValueError: ``routing`` is unknown, or ``spray`` on a PFC (RoCE) profile: the
             lossy-Ethernet model routes with ECMP (or adaptively) and has no spraying.
     """
-    if profile.routing not in ROUTING_MODES:
-        raise ValueError(
-            f"routing: must be one of {', '.join(ROUTING_MODES)}, got {profile.routing!r}"
-        )
+    check_value("routing", profile.routing)
     if profile.routing == "spray" and profile.flow_control != "credit":
         raise ValueError(
             f"routing: 'spray' is modelled on the credit fabric only (flow_control = "
