@@ -71,6 +71,9 @@ def test_broken_scenario_names_the_bad_key(tmp_path: Path) -> None:
     assert out.returncode != 0 and "not valid TOML" in out.stderr
 
 
+_TWO_LEAVES = '[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\ngpus_per_leaf = 2\n'
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [
@@ -99,19 +102,13 @@ def test_a_profile_override_of_the_wrong_kind_or_range_is_a_clear_error(
     """Before, a string where a number belongs reached the compiled kernels and came out
     as a numba typing traceback."""
     bad = tmp_path / "bad.toml"
-    bad.write_text(
-        '[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\ngpus_per_leaf = 2\n'
-        f"[profile_overrides]\n{override}\n"
-    )
+    bad.write_text(_TWO_LEAVES + f"[profile_overrides]\n{override}\n")
     out = fabtop("run", str(bad), "--duration", "10us")
     assert out.returncode != 0
     assert f"profile_overrides.{message}" in out.stderr or f"profile_overrides: {message}" in (
         out.stderr
     )
     assert "Traceback" not in out.stderr
-
-
-_TWO_LEAVES = '[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\ngpus_per_leaf = 2\n'
 
 
 @pytest.mark.parametrize(
