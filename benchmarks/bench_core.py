@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fabric_core.net.profiles import NATIVE_400G
 from fabric_core.net.topology import fat_tree
+from fabric_core.runtime.allocator import keep_freed_memory
 from fabric_core.runtime.fabric import Fabric, Solver
 from fabric_core.runtime.scenario import load_scenario
 from fabric_core.workloads.traffic import Bulk
@@ -149,6 +150,42 @@ def bench_incast(repeat: int) -> dict[str, Any]:
 SIZES["incast"] = scenario("incast-100g")
 
 
+def bench_allocator(name: str, ticks: int, warmup: int, repeat: int) -> dict[str, Any]:
+    """The compiled tick with glibc's default thresholds and with freed memory kept
+    (``fabric_core.runtime.allocator``), on one fabric, runs alternating."""
+    fabric = SIZES[name]("compiled")
+    fabric.run_ticks(2)
+    steady(fabric, warmup)
+    runs: dict[bool, list[dict[str, float]]] = {False: [], True: []}
+    for _ in range(repeat):
+        for keep in (False, True):
+            if not keep_freed_memory(keep):
+                raise SystemExit("--allocator needs glibc: mallopt(3) is not there")
+            runs[keep].append(measure(fabric, ticks, 1))
+    keep_freed_memory()
+    best = {keep: min(r, key=lambda m: m["ms_per_tick"]) for keep, r in runs.items()}
+    return {
+        "fabric": name,
+        "default_ms_per_tick": best[False]["ms_per_tick"],
+        "kept_ms_per_tick": best[True]["ms_per_tick"],
+        "ratio": best[False]["ms_per_tick"] / best[True]["ms_per_tick"],
+    }
+
+
+def main_allocator(sizes: list[str], ticks: int, warmup: int, repeat: int) -> list[Any]:
+    print(f"{'fabric':<14} {'glibc default ms':>16} {'memory kept ms':>15} {'ratio':>6}")
+    rows = []
+    for name in sizes:
+        r = bench_allocator(name, ticks, warmup, repeat)
+        rows.append(r)
+        print(
+            f"{name:<14} {r['default_ms_per_tick']:>16.3f} {r['kept_ms_per_tick']:>15.3f} "
+            f"{r['ratio']:>6.2f}",
+            flush=True,
+        )
+    return rows
+
+
 def startup() -> dict[str, float]:
     """Seconds to the end of a one-tick ``fabtop run default``: cold and warm kernel cache."""
     with tempfile.TemporaryDirectory() as cache:
@@ -173,8 +210,21 @@ def main() -> None:
         help="of: " + ",".join(SIZES),
     )
     ap.add_argument("--startup", action="store_true", help="also time a cold and a warm start")
+    ap.add_argument(
+        "--allocator",
+        action="store_true",
+        help="instead: the compiled tick with glibc's default malloc thresholds and with "
+        "freed memory kept (fabric_core.runtime.allocator), alternating on one fabric",
+    )
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
+    if args.allocator:
+        sizes = [s for s in args.sizes.split(",") if s != "incast"]
+        rows = main_allocator(sizes, args.ticks, args.warmup, args.repeat)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(rows, fh, indent=2)
+        return
     print(
         f"{'fabric':<14} {'entries/tick':>12} {'compiled ms':>12} {'reference ms':>13} "
         f"{'ratio':>6} {'hop-updates/s':>14} {'sim s/wall s':>13}"

@@ -36,6 +36,7 @@ from fabric_core.net.paths import StaticRoutes
 from fabric_core.net.profiles import Profile, check_pfc, check_routing
 from fabric_core.net.routing import spray, spray_ways
 from fabric_core.net.topology import Topology
+from fabric_core.runtime.allocator import keep_freed_memory
 from fabric_core.runtime.events import EventLog
 from fabric_core.runtime.scenario import Scenario, ScenarioError
 from fabric_core.runtime.snapshot import (
@@ -177,6 +178,8 @@ class Fabric:
             raise ValueError("dt must be > 0")
         check_routing(profile)
         check_pfc(profile)
+        # the tick frees and allocates the same large arrays every tick: keep their pages
+        keep_freed_memory()
         self.topo = topo
         self.profile = profile
         self.workloads = workloads
