@@ -5,6 +5,7 @@ overrides from a scenario, checked against each field's kind."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import field, fields
 from typing import Any, TypeVar, cast
@@ -39,8 +40,9 @@ def with_checked_overrides(
     minimum: float | None = None,
 ) -> _P:
     """A copy of the dataclass ``params`` with ``overrides`` applied, each value checked
-    against its field's default: text for text, true or false for a flag, a number (not a
-    bool) for a number, a whole number for an int, and at least ``minimum`` if given.
+    against its field's default: text for text, true or false for a flag, a finite number
+    (not a bool) for a number whose default is finite, a whole number for an int, and at
+    least ``minimum`` if given.
 
     Raises:
         ValueError: an unknown name (the accepted ones listed, for ``label`` parameters) or
@@ -68,6 +70,10 @@ def with_checked_overrides(
             raise ValueError(
                 f"{at}{name}: expected a {_KIND.get(kind, kind.__name__)}, got {value!r}"
             )
+        if kind is float and not math.isfinite(value) and math.isfinite(known[name]):
+            # an infinite latency or rate never completes anything, and NaN compares false
+            # with every bound below: neither is a figure the model can run on
+            raise ValueError(f"{at}{name}: expected a finite number, got {value!r}")
         if minimum is not None and kind not in (str, bool) and value < minimum:
             raise ValueError(f"{at}{name}: must be >= {minimum:g}, got {value!r}")
         clean[name] = kind(value)

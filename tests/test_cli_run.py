@@ -161,6 +161,40 @@ def test_a_workload_number_or_tick_out_of_range_is_a_clear_error(
     assert message in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize(
+    ("where", "table", "message"),
+    [
+        # NaN passed the storage table's ">= 0" (it compares false with everything)
+        ("workload", "storage = { drive_read_latency_s = nan }", "storage.drive_read_latency_s"),
+        # an infinite latency or rate ran, and completed nothing
+        ("workload", "storage = { client_cores = inf }", "storage.client_cores"),
+        ("workload", "endpoint = { cpu_post_s = inf }", "endpoint.cpu_post_s"),
+        ("topology", "scaleup = { latency_s = inf }", "latency_s"),
+    ],
+)
+def test_a_non_finite_parameter_override_is_a_clear_error(
+    where: str, table: str, message: str, tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.toml"
+    topology = _TWO_LEAVES + ("gpus_per_node = 2\n" + table + "\n" if where == "topology" else "")
+    workload = '[[workload]]\nkind = "moe"\nranks = 4\n' + (
+        table + "\n" if where == "workload" else ""
+    )
+    if "storage" in table:
+        workload = (
+            '[[workload]]\nkind = "training"\npath = "nfs-rdma"\ngpus = "all"\n'
+            f'batch = "1MiB"\ncompute = "1us"\nio_size = "64KiB"\n{table}\n'
+        )
+        topology = topology.replace(
+            "gpus_per_leaf = 2\n", "gpus_per_leaf = 2\nstorage_targets = 1\n"
+        )
+    bad.write_text(topology + workload)
+    out = fabtop("run", str(bad), "--duration", "10us")
+    assert out.returncode != 0
+    assert f"{message}: expected a finite number" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+
+
 def test_a_topology_too_large_to_build_is_refused_before_it_is_built(tmp_path: Path) -> None:
     """4 million GPUs (8.5 million links, 14 times the bundled cluster-100k) built for
     minutes and ran out of memory; now it is an error at once."""
