@@ -4,8 +4,10 @@ An *entry* is one hop of one active flow. The order is the reference's
 (``fabric_core.tick.step.build_index``): by key (link rank, lane, feeds a buffer), and
 by flat position ``hop * capacity + flow`` within a key, so both solvers see the
 same entries in the same places. A counting sort gives it in two passes over the
-flow table, whatever the number of flows; the index is rebuilt whenever the set of
-flows changes, at a cost linear in the entries (no per-flow Python work).
+flows in flight, both hop by hop, which is the flow table's own order: the first
+counts the keys, the second places each entry and links it to the entry of its
+upstream hop, placed one row before. The index is rebuilt whenever the set of flows
+changes, at a cost linear in the entries (no per-flow Python work).
 
 Besides the per-entry arrays the kernel groups entries by link and by downstream
 buffer (CSR: ``*_ptr`` offsets into ``*_ent``), which is what the compiled solver
@@ -49,71 +51,75 @@ def entry_index(
     n_keys = n_ranks * n_vls * 2
     live = np.flatnonzero(active)  # one pass over the slots; then only flows in flight
     n_live = live.size
-    # each live flow's key per hop (-1 past its last hop), computed once: (hop, j-th
-    # flow in flight), read contiguously by the hop-major pass below
+    # each live flow's key per hop (-1 from its first missing hop on), hop by hop: the
+    # flow table is hop-major, so a row of ``path`` is read in order, not a column
     keys = np.full((max_hops, n_live), -1, dtype=np.intp)
     key_count = np.zeros(n_keys + 1, dtype=np.intp)
-    n = 0
-    for j in range(n_live):
-        f = live[j]
-        for h in range(max_hops):
+    for h in range(max_hops):
+        for j in range(n_live):
+            if h > 0 and keys[h - 1, j] < 0:
+                continue  # the path ended at an earlier hop
+            f = live[j]
             li = path[h, f]
             if li < 0:
-                break
+                continue
             fed = 1 if h + 1 < max_hops and path[h + 1, f] >= 0 else 0
             key = (link_rank[li] * n_vls + vl[h, f]) * 2 + fed
             keys[h, j] = key
             key_count[key + 1] += 1
-            n += 1
     key_ptr = np.cumsum(key_count)
+    n = key_ptr[n_keys]
     fill = key_ptr[:-1].copy()
     pos = np.empty(n, dtype=np.intp)
     hop = np.empty(n, dtype=np.intp)
     flow = np.empty(n, dtype=np.intp)
-    ordinal = np.empty(n, dtype=np.intp)  # per entry: its flow's place among those in flight
-    # entry id of (hop, j-th flow in flight), one row shifted: rows 0 and max_hops + 1
-    # are "none" (n)
-    ids = np.full((max_hops + 2, n_live), n, dtype=np.intp)
-    for h in range(max_hops):  # hop-major: within a key, entries follow h * cap + f
-        for j in range(n_live):
-            key = keys[h, j]
-            if key >= 0:
-                f = live[j]
-                e = fill[key]
-                fill[key] += 1
-                pos[e] = h * cap + f
-                hop[e] = h
-                flow[e] = f
-                ordinal[e] = j
-                ids[h + 1, j] = e
     link = np.empty(n, dtype=np.intp)
     queue = np.empty(n, dtype=np.intp)
     prev_pad = np.empty(n, dtype=np.intp)
-    nxt_pad = np.empty(n, dtype=np.intp)
+    nxt_pad = np.full(n, n, dtype=np.intp)  # set when the next hop's entry is placed
     buf_pad = np.empty(n, dtype=np.intp)
+    drains_pad = np.empty(n, dtype=np.intp)
     first = np.empty(n, dtype=np.intp)
     link_count = np.zeros(n_links + 1, dtype=np.intp)
     buf_count = np.zeros(n_bufs + 2, dtype=np.intp)
+    # the entry placed at the previous hop of the j-th flow in flight (n: none yet) and at
+    # its hop 0
+    upstream = np.full(n_live, n, dtype=np.intp)
+    head = np.empty(n_live, dtype=np.intp)
     feedforward = True
-    for e in range(n):
-        h, f, j = hop[e], flow[e], ordinal[e]
-        li = path[h, f]
-        link[e] = li
-        queue[e] = li * n_vls + vl[h, f]
-        prev_pad[e] = ids[h, j]
-        nxt_pad[e] = ids[h + 2, j]
-        first[e] = ids[1, j]
-        buf_pad[e] = queue[e] if nxt_pad[e] < n else n_bufs
-        link_count[li + 1] += 1
-        buf_count[buf_pad[e] + 1] += 1  # the pad buffer counts past the end, unused
-        if h > 0 and link_rank[path[h - 1, f]] >= link_rank[li]:
-            feedforward = False
-    drains_pad = np.empty(n, dtype=np.intp)
+    for h in range(max_hops):  # hop-major: within a key, entries follow h * cap + f
+        for j in range(n_live):
+            key = keys[h, j]
+            if key < 0:
+                continue
+            f = live[j]
+            e = fill[key]
+            fill[key] += 1
+            li = path[h, f]
+            pos[e] = h * cap + f
+            hop[e] = h
+            flow[e] = f
+            link[e] = li
+            queue[e] = li * n_vls + vl[h, f]
+            buf_pad[e] = queue[e] if key & 1 else n_bufs
+            p = upstream[j]
+            prev_pad[e] = p
+            if p < n:
+                nxt_pad[p] = e
+                drains_pad[e] = buf_pad[p]
+                if keys[h - 1, j] // (2 * n_vls) >= key // (2 * n_vls):
+                    feedforward = False  # a hop that does not climb the link ranks
+            else:
+                drains_pad[e] = n_bufs
+                head[j] = e
+            first[e] = head[j]
+            upstream[j] = e
+            link_count[li + 1] += 1
+            buf_count[buf_pad[e] + 1] += 1  # the pad buffer counts past the end, unused
     heads = np.empty(n_live, dtype=np.intp)
     last = np.empty(n_live, dtype=np.intp)
     n_heads = n_last = 0
     for e in range(n):
-        drains_pad[e] = buf_pad[prev_pad[e]] if prev_pad[e] < n else n_bufs
         if prev_pad[e] == n:
             heads[n_heads] = e
             n_heads += 1
