@@ -10,16 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from fabric_core.net import endpoint_costs as ec
-from fabric_core.sourced import with_checked_overrides
-
-
-def _p(default: Any, source: str, unit: str = "", tunable: bool = False) -> Any:
-    return field(default=default, metadata={"source": source, "unit": unit, "tunable": tunable})
-
+from fabric_core.sourced import param, with_checked_overrides
 
 #: The MTUs an InfiniBand (and so a RoCE) packet may have (IBTA).
 IB_MTUS = (256.0, 512.0, 1024.0, 2048.0, 4096.0)
@@ -57,32 +52,32 @@ def roce_mtu(profile: Profile) -> float:
 class Profile:
     """Physical parameters of one fabric generation / flow-control family."""
 
-    name: str = _p("native-400g", "")
-    description: str = _p("", "")
-    flow_control: str = _p("credit", "design: credit-based lossless (native) or PFC (RoCEv2)")
-    link_bandwidth_Bps: float = _p(
+    name: str = param("native-400g", "")
+    description: str = param("", "")
+    flow_control: str = param("credit", "design: credit-based lossless (native) or PFC (RoCEv2)")
+    link_bandwidth_Bps: float = param(
         50e9, "NDR / 400GbE: 400 Gb/s per direction (IBTA, IEEE 802.3)", "B/s"
     )
-    mtu_bytes: float = _p(
+    mtu_bytes: float = param(
         4096.0,
         "IB MTU 4096 B (IBTA spec); on RoCE it follows roce_mtu_bytes and the Ethernet MTU",
         "B",
     )
-    header_bytes: float = _p(
+    header_bytes: float = param(
         30.0,
         "IB LRH 8 + BTH 12 + ICRC 4 + VCRC 2 + 4 B framing (IBTA spec, packet format)",
         "B",
     )
-    switch_latency_s: float = _p(
+    switch_latency_s: float = param(
         275e-9,
         "Quantum-2 NDR port-to-port, an assumption: NVIDIA publishes no figure; third-party "
         "pages say < 150 ns, ~330 ns and < 400 ns; the middle of that range, 275 ns "
         "(range 150-400 ns; the claims table sweeps it)",
         "s",
     )
-    cut_through: bool = _p(True, "IB switches forward cut-through (IBTA; Quantum-2 docs)")
-    nic_latency_s: float = _p(ec.NIC_PIPELINE_S, ec.NIC_PIPELINE_SOURCE, "s")
-    pcie_gen: int = _p(
+    cut_through: bool = param(True, "IB switches forward cut-through (IBTA; Quantum-2 docs)")
+    nic_latency_s: float = param(ec.NIC_PIPELINE_S, ec.NIC_PIPELINE_SOURCE, "s")
+    pcie_gen: int = param(
         ec.PCIE_GEN,
         "PCIe generation of the NIC's host link: Gen5 (ConnectX-7: PCIe Gen5 x16, ConnectX-7 "
         "OCP manual); native-800g: Gen6 (ConnectX-8 SuperNIC: PCIe Gen6, NVIDIA product "
@@ -90,78 +85,78 @@ class Profile:
         "(fabric_core.net.endpoint_costs: GT/s x lanes x line code x TLP efficiency; Gen5 x16 "
         "57.6 GB/s, Gen6 x16 108 GB/s, derived)",
     )
-    pcie_lanes: int = _p(ec.PCIE_LANES, "PCIe lanes of the NIC's host link: x16 (same sources)")
-    pcie_read_latency_s: float = _p(ec.PCIE_READ_S, ec.PCIE_READ_SOURCE, "s")
-    pcie_write_latency_s: float = _p(ec.PCIE_WRITE_S, ec.PCIE_WRITE_SOURCE, "s")
-    host_post_s: float = _p(ec.CPU_POST_S, ec.CPU_POST_SOURCE, "s")
-    host_poll_s: float = _p(ec.RECV_POLL_S, ec.RECV_POLL_SOURCE, "s")
-    propagation_s_per_m: float = _p(
+    pcie_lanes: int = param(ec.PCIE_LANES, "PCIe lanes of the NIC's host link: x16 (same sources)")
+    pcie_read_latency_s: float = param(ec.PCIE_READ_S, ec.PCIE_READ_SOURCE, "s")
+    pcie_write_latency_s: float = param(ec.PCIE_WRITE_S, ec.PCIE_WRITE_SOURCE, "s")
+    host_post_s: float = param(ec.CPU_POST_S, ec.CPU_POST_SOURCE, "s")
+    host_poll_s: float = param(ec.RECV_POLL_S, ec.RECV_POLL_SOURCE, "s")
+    propagation_s_per_m: float = param(
         5e-9, "fibre: c / n with n ≈ 1.47 → ≈ 4.9–5 ns/m (physics)", "s/m"
     )
-    cable_m_endpoint: float = _p(3.0, "in-rack DAC/AOC length: a guess (typical 1–5 m)", "m")
-    cable_m_leaf_spine: float = _p(30.0, "row-scale fibre: a guess (typical 10–50 m)", "m")
-    cable_m_spine_core: float = _p(100.0, "hall-scale fibre: a guess (typical 50–150 m)", "m")
-    buffer_per_vl_bytes: float = _p(
+    cable_m_endpoint: float = param(3.0, "in-rack DAC/AOC length: a guess (typical 1–5 m)", "m")
+    cable_m_leaf_spine: float = param(30.0, "row-scale fibre: a guess (typical 10–50 m)", "m")
+    cable_m_spine_core: float = param(100.0, "hall-scale fibre: a guess (typical 50–150 m)", "m")
+    buffer_per_vl_bytes: float = param(
         131072.0,
         "per-port per-VL ingress buffer: not published for Quantum-2; a guess, chosen "
         "≥ 2 × the 400G round-trip BDP on 100 m (2 × 50 GB/s × 1 µs = 100 KB) as credit "
         "flow control needs for line rate",
         "B",
     )
-    ib_congestion_control: str = _p(
+    ib_congestion_control: str = param(
         "none",
         "the credit fabric's congestion control: 'none' (credits alone: congestion trees "
         "spread) or 'ibcc' (IB FECN/BECN with a CCT: IBTA Vol. 1 Annex A10, OpenSM's "
         "congestion-control manager; fabric_core.tick.ibcc)",
     )
-    ibcc_threshold_bytes: float = _p(
+    ibcc_threshold_bytes: float = param(
         65536.0,
         "IB CC: FECN marking starts when a port's egress queue passes this: a guess, half "
         "a lane's buffer (the IBTA's 4-bit threshold leaves its scale to the switch)",
         "B",
     )
-    ibcc_marking_rate: float = _p(
+    ibcc_marking_rate: float = param(
         15.0,
         "IB CC: packets between FECN marks on a hot port (one in 16): a guess; the IBTA "
         "field is a mean of packets skipped",
     )
-    ibcc_ccti_increase: float = _p(
+    ibcc_ccti_increase: float = param(
         1.0, "IB CC: CCT index added per BECN (IBTA CCTI_Increase; OpenSM's usual 1)"
     )
-    ibcc_ccti_timer_s: float = _p(
+    ibcc_ccti_timer_s: float = param(
         50e-6,
         "IB CC: the CCT index falls by one every this long (IBTA CCTI_Timer, in 1.024 µs "
         "units): a guess of 50 µs; a throttled sender settles where its BECNs balance "
         "the timer, MTU × (marking_rate + 1) / timer = 1.3 GB/s at 4 KiB",
         "s",
     )
-    ibcc_ccti_limit: float = _p(
+    ibcc_ccti_limit: float = param(
         127.0, "IB CC: highest CCT index (a 128-entry table; IBTA allows up to 16,384)"
     )
-    ibcc_ipd_step: float = _p(
+    ibcc_ipd_step: float = param(
         0.125,
         "IB CC: inter-packet delay per CCT index, in packet times (a linear table: index "
         "8 halves the rate, the limit leaves 1/17 of it): a guess",
     )
-    virtual_lanes: int = _p(
+    virtual_lanes: int = param(
         4, "IB has up to 15 data VLs (IBTA); 4 used here: classes + a reroute lane"
     )
-    credit_update_s: float = _p(
+    credit_update_s: float = param(
         0.0,
         "credit return delay is carried by the per-hop latency (fluid model); 0 = none extra",
         "s",
     )
-    routing: str = _p(
+    routing: str = param(
         "adaptive",
         "native: adaptive routing (least-loaded uplink), article C10; one of ecmp, adaptive, "
         "spray (credit fabric only)",
     )
-    fault_detect_s: float = _p(
+    fault_detect_s: float = param(
         10e-6,
         "link failure seen by the adjacent port (loss of signal / credit watchdog): a guess, µs scale",
         "s",
     )
-    reroute_s: float = _p(
+    reroute_s: float = param(
         2e-3,
         "local fast reroute: NVIDIA SHIELD claims 5,000× faster than a subnet-manager "
         "recompute of ~10 s (enterpriseai.news 2017) → ~2 ms (derived)",
@@ -169,26 +164,26 @@ class Profile:
     )
 
     # ------------------------------------------------ recovery (fabric_core.faults.recovery)
-    recovery: str = _p(
+    recovery: str = param(
         "auto",
         "how a failed link is routed around: 'fast-reroute' (native: local adaptive reroute, "
         "NVIDIA SHIELD), 'bfd-ecmp' (RoCE: BFD detection then ECMP reconvergence), "
         "'sm-resweep' (IB subnet-manager resweep); 'auto' = fast-reroute on credit fabrics, "
         "bfd-ecmp on PFC fabrics (design)",
     )
-    bfd_interval_s: float = _p(
+    bfd_interval_s: float = param(
         300e-3,
         "BFD receive interval: IBM / Cisco docs give intervals from 300 ms (PARAMETERS.md); "
         "vendor defaults range from 10 ms (Huawei NE8000 TE) via 100 ms (Dell OS9), 200 ms "
         "(Dell OS10), 250 ms (OcNOS) to 800 ms (A10 ACOS)",
         "s",
     )
-    bfd_multiplier: int = _p(
+    bfd_multiplier: int = param(
         3,
         "BFD detect multiplier: detection time = interval × multiplier (RFC 5880 §6.8.4); "
         "default 3 (Dell OS9/OS10, OcNOS, Huawei)",
     )
-    ecmp_reconverge_s: float = _p(
+    ecmp_reconverge_s: float = param(
         0.1,
         "BGP withdrawal + ECMP group / FIB update after BFD declares a session down. An "
         "assumption: no public figure for an AI fabric; its range runs from tens of ms "
@@ -196,19 +191,19 @@ class Profile:
         "recovery then takes BFD's 0.9 s plus this",
         "s",
     )
-    sm_resweep_s: float = _p(
+    sm_resweep_s: float = param(
         10.0,
         "IB subnet-manager resweep and LFT reprogramming: '10–20 s' on very large fabrics "
         "(enterpriseai.news 2017); OpenSM's periodic sweep_interval default is 10 s",
         "s",
     )
-    credit_watchdog_s: float = _p(
+    credit_watchdog_s: float = param(
         1e-3,
         "time for the port's credit watchdog to notice leaked credits (NVIDIA MLNX-OS "
         "'unbreakable link': credit watchdog); no published interval: a guess",
         "s",
     )
-    link_retrain_s: float = _p(
+    link_retrain_s: float = param(
         1e-3,
         "link retrain that restores the full credit count after credit loss: no published "
         "figure; a guess (ms scale, as IB link-level recovery is described)",
@@ -216,39 +211,39 @@ class Profile:
     )
 
     # ---------------------------------------------------------------- PFC, ECN, DCQCN (RoCE)
-    ethernet_mtu_bytes: float = _p(
+    ethernet_mtu_bytes: float = param(
         9000.0,
         "Ethernet MTU of the ports: jumbo frames, as RDMA fabrics run them (NVIDIA's RoCE "
         "configuration guides set MTU 9000 on hosts and switches so that RoCE can use a "
         "4096 B MTU); 1500 is the Ethernet default",
         "B",
     )
-    roce_mtu_bytes: float = _p(
+    roce_mtu_bytes: float = param(
         0.0,
         "RoCE MTU: 0 = the largest IB MTU (256 … 4096 B) whose RoCEv2 packet (+ IPv4 20, "
         "UDP 8, BTH 12, ICRC 4 B) fits the Ethernet MTU, as the RDMA stack picks it "
         "(1500 → 1024, 9000 → 4096); or one of the IB MTUs that fits",
         "B",
     )
-    pfc_buffer_mode: str = _p(
+    pfc_buffer_mode: str = param(
         "shared",
         "'shared': a switch's ports share its buffer and each lossless queue pauses at a "
         "dynamic threshold, pfc_alpha × the shared buffer still free (Broadcom's dynamic "
         "threshold; HPCC ns-3 switch-mmu.cc GetPfcThreshold), with headroom reserved per "
         "queue; 'static': a fixed pfc_buffer_bytes per port and priority",
     )
-    switch_buffer_bytes: float = _p(
+    switch_buffer_bytes: float = param(
         128e6,
         "packet buffer of one switch, shared by its ports: Spectrum-4 (SN5600) 128 MB "
         "(third-party figure, probsee.com; NVIDIA publishes none)",
         "B",
     )
-    pfc_alpha: float = _p(
+    pfc_alpha: float = param(
         1 / 8,
         "dynamic-threshold factor: a queue may hold 1/8 of the free shared buffer before "
         "it pauses (HPCC ns-3 switch-mmu.cc, pfc_a_shift = 3; PARAMETERS.md)",
     )
-    pfc_buffer_bytes: float = _p(
+    pfc_buffer_bytes: float = param(
         16e6,
         "lossless ingress limit per port and priority when pfc_buffer_mode = 'static': "
         "what the dynamic threshold of free shared buffer / 8 (HPCC ns-3 third.cc) gives on "
@@ -256,20 +251,19 @@ class Profile:
         "16 MB (derived)",
         "B",
     )
-    pfc_headroom_bytes: float = _p(
+    pfc_headroom_bytes: float = param(
         0.0,
         "0 = computed as the mlx5 driver does: (301 + 2.16·cable_m)·speed_Gbps + 2.72·MTU "
         "(Linux mlx5 port_buffer.c calculate_xoff, commit 0696d608); > 0 overrides",
         "B",
-        tunable=True,
     )
-    pfc_reaction_s: float = _p(
+    pfc_reaction_s: float = param(
         1e-6,
         "time from XOFF crossing to the upstream sender stopping (pause frame generation, "
         "transmission and MAC response): a guess, µs scale; cable delay is added per link",
         "s",
     )
-    pfc_refresh_fraction: float = _p(
+    pfc_refresh_fraction: float = param(
         0.5,
         "a paused receiver re-sends PAUSE before the quanta it asked for expire: each frame "
         "asks for 65535 quanta of 512 bit times (IEEE 802.1Qbb), so at L b/s the pause lasts "
@@ -277,130 +271,118 @@ class Profile:
         "it (half: the usual switch and NIC default, e.g. Linux mlx5 and SONiC; derived)",
         "",
     )
-    pfc_watchdog_s: float = _p(
+    pfc_watchdog_s: float = param(
         0.2,
         "PFC watchdog: poll 100 ms, detect after 2 polls (Juniper 'cos PFC watchdog')",
         "s",
-        tunable=True,
     )
-    pfc_watchdog_recovery_s: float = _p(
+    pfc_watchdog_recovery_s: float = param(
         0.2, "PFC watchdog recovery period: pause ignored, queue drops (Juniper docs)", "s"
     )
-    ecn_kmin_s: float = _p(
+    ecn_kmin_s: float = param(
         32e-6,
         "ECN marking starts above this much queue at the port's line rate: DCQCN production "
         "Kmin = 100 KB × (speed / 25 Gb/s) (HPCC repo mix/config_doc.txt, issue #21) = 32 µs "
         "of line rate, so 1.6 MB at 400G and 400 KB at 100G",
         "s",
-        tunable=True,
     )
-    ecn_kmax_s: float = _p(
+    ecn_kmax_s: float = param(
         128e-6,
         "every packet is marked above this much queue at line rate: Kmax = 400 KB × "
         "(speed / 25 Gb/s) (same source) = 128 µs of line rate",
         "s",
-        tunable=True,
     )
-    ecn_pmax: float = _p(0.2, "DCQCN production: Pmax = 0.2 (same source)", "", tunable=True)
-    congestion_control: str = _p(
+    ecn_pmax: float = param(0.2, "DCQCN production: Pmax = 0.2 (same source)", "")
+    congestion_control: str = param(
         "dcqcn",
         "the RoCE senders' congestion control: 'dcqcn' (ECN marks → CNPs → rate cuts; "
         "DCQCN, SIGCOMM 2015, as the HPCC repository's Mellanox-style RP runs it), 'swift' (delay-based AIMD on the fabric's queueing "
         "delay; Kumar et al., SIGCOMM 2020) or 'none' (line rate, PFC alone); user "
         "configurable on RoCE NICs, as the article says. The credit fabric has none",
     )
-    swift_target_delay_s: float = _p(
+    swift_target_delay_s: float = param(
         20e-6,
         "Swift's target fabric queueing delay: a guess within the tens of µs the Swift "
         "paper's fabric targets span (it scales them with hops and flows; not modelled)",
         "s",
-        tunable=True,
     )
-    swift_ai_packets: float = _p(
+    swift_ai_packets: float = param(
         1.0,
         "Swift additive increase, packets per RTT (Swift paper: ai of about one packet; "
         "public ns-3 ports use 0.5-2)",
     )
-    swift_beta: float = _p(
+    swift_beta: float = param(
         0.8,
         "Swift multiplicative-decrease gain: cut by beta·(delay − target)/delay (Swift "
         "paper §3; public ports use 0.5-0.8)",
     )
-    swift_max_mdf: float = _p(
+    swift_max_mdf: float = param(
         0.5, "Swift's largest cut at once, at most once per RTT (Swift paper §3)"
     )
     # DCQCN as the HPCC repository runs it (simulation/run.py, --cc dcqcn; its
     # Mellanox-style reaction point, rdma-hw.cc *Mlx): one coherent, cited set
-    dcqcn_g: float = _p(
+    dcqcn_g: float = param(
         1 / 256,
         "DCQCN alpha gain g = 1/256 (HPCC repo simulation/run.py --cc dcqcn, EWMA_GAIN)",
         "",
-        tunable=True,
     )
-    dcqcn_alpha_interval_s: float = _p(
+    dcqcn_alpha_interval_s: float = param(
         1e-6,
         "alpha update period: every 1 µs alpha = (1 − g)·alpha, plus g if a CNP arrived "
         "since the last update (HPCC repo run.py --cc dcqcn ALPHA_RESUME_INTERVAL 1; "
         "rdma-hw.cc UpdateAlphaMlx)",
         "s",
-        tunable=True,
     )
-    dcqcn_decrease_interval_s: float = _p(
+    dcqcn_decrease_interval_s: float = param(
         4e-6,
         "rate-decrease check: every 4 µs, if a CNP arrived since the last check, rate × "
         "(1 − alpha/2) (HPCC repo run.py RATE_DECREASE_INTERVAL 4; rdma-hw.cc "
         "CheckRateDecreaseMlx)",
         "s",
-        tunable=True,
     )
-    dcqcn_timer_s: float = _p(
+    dcqcn_timer_s: float = param(
         300e-6,
         "rate-increase timer: 300 µs after a cut, then every 300 µs (HPCC repo run.py "
         "--cc dcqcn RP_TIMER 300; its config.txt has 900 and the DCQCN paper 55 µs, range "
         "55-1500 µs); the timer is the only increase (the Mellanox-style RP has no byte "
         "counter)",
         "s",
-        tunable=True,
     )
-    dcqcn_fast_recovery_steps: int = _p(
+    dcqcn_fast_recovery_steps: int = param(
         1,
         "F: increase events that only halve the gap to the target rate before additive "
         "increase (HPCC repo run.py FAST_RECOVERY_TIMES 1; the DCQCN paper uses 5)",
     )
-    dcqcn_ai_at_25g_Bps: float = _p(
+    dcqcn_ai_at_25g_Bps: float = param(
         5e6 / 8,
         "additive increase 5 Mb/s at 25 Gb/s, scaled with the port's line rate (80 Mb/s "
         "at 400G) (HPCC repo run.py: ai = 5 × bw / 25 Mb/s)",
         "B/s",
-        tunable=True,
     )
-    dcqcn_hai_at_25g_Bps: float = _p(
+    dcqcn_hai_at_25g_Bps: float = param(
         50e6 / 8,
         "hyper increase 50 Mb/s at 25 Gb/s, scaled with the port's line rate (800 Mb/s at "
         "400G) (HPCC repo run.py: hai = 50 × bw / 25 Mb/s; rdma-hw.cc HyperIncreaseMlx "
         "adds it once per event)",
         "B/s",
-        tunable=True,
     )
-    dcqcn_min_rate_Bps: float = _p(
+    dcqcn_min_rate_Bps: float = param(
         1e9 / 8,
         "a cut never goes below 1 Gb/s (HPCC repo run.py MIN_RATE 1000Mb/s)",
         "B/s",
-        tunable=True,
     )
-    dcqcn_clamp_target: bool = _p(
+    dcqcn_clamp_target: bool = param(
         False,
         "a cut sets the target rate to the current rate only after an increase event "
         "(HPCC repo run.py CLAMP_TARGET_RATE 0; rdma-hw.cc CheckRateDecreaseMlx)",
     )
-    cnp_interval_s: float = _p(
+    cnp_interval_s: float = param(
         0.0,
         "the notification point's CNP rate limit per flow; 0: every marked packet's "
         "feedback reaches the sender (HPCC repo: the receiver echoes ECN on every ACK, "
         "L2_ACK_INTERVAL 1). NICs can limit CNPs per QP (the DCQCN paper's N = 50 µs); "
         "with a limit T an interval t sees feedback at most t/T of the time",
         "s",
-        tunable=True,
     )
 
     def __post_init__(self) -> None:
