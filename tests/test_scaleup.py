@@ -224,8 +224,8 @@ _LEAF_SPINE = {"kind": "leaf-spine", "leaves": 2, "spines": 2, "gpus_per_leaf": 
     ("topology", "message"),
     [
         ({"gpus_per_node": 3}, "topology.gpus_per_node: must divide the GPU count (8: 2 leaves"),
-        ({"gpus_per_node": 0}, "topology.gpus_per_node: must be >= 1, got 0"),
-        ({"gpus_per_node": "8"}, "topology.gpus_per_node: must be an integer"),
+        ({"gpus_per_node": 0}, "topology.gpus_per_node: expected a whole number >= 1, got 0"),
+        ({"gpus_per_node": "8"}, "topology.gpus_per_node: expected a whole number >= 1, got '8'"),
         (
             {"leaves": 8, "rails": 8, "gpus_per_node": 4},
             "topology.gpus_per_node: must be a multiple of rails (8",

@@ -28,6 +28,7 @@ from fabric_core.net.topology import (
 )
 from fabric_core.units import parse_duration
 from fabric_core.workloads import Workload, build_workload
+from fabric_core.workloads.fields import whole
 
 
 class ScenarioError(ValueError):
@@ -216,14 +217,14 @@ def parse_scenario(data: dict[str, Any], source: str = "<scenario>") -> Scenario
 def _int(
     table: Mapping[str, Any], key: str, where: str, default: int | None = None, low: int = 0
 ) -> int:
-    value = table.get(key, default)
-    if value is None:
+    """``table[key]`` (or ``default``) as a whole number of at least ``low``, read as the
+    workloads' counts are (``fields.whole``); errors named ``where.key``."""
+    if table.get(key, default) is None:
         raise ValueError(f"{where}.{key}: missing (an integer is required)")
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"{where}.{key}: must be an integer, got {value!r}")
-    if value < low:
-        raise ValueError(f"{where}.{key}: must be >= {low}, got {value}")
-    return value
+    try:
+        return whole(table, key, 0 if default is None else default, minimum=low)
+    except ValueError as exc:
+        raise ValueError(f"{where}.{exc}") from None
 
 
 #: Directed links a generated topology may have at most: about 7 times the bundled
