@@ -7,7 +7,11 @@ figures derived by hand.
 * ``step``: the fallback of the credit factor when Newton has not converged (rare: no
   bundled scenario reaches it), here forced by allowing Newton no iteration.
 
-``scripts/mutate`` runs this file first in the PFC and the tick-reference subsets.
+* ``kernels.slots``: a flow that starts inside a tick sends for the part of the tick it
+  exists (its late-start limit), not for the whole tick.
+
+``scripts/mutate`` runs this file first in the PFC, the tick-reference and the slots
+subsets.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ import pytest
 from fabric_core.commands import InjectFault
 from fabric_core.net.profiles import ROCE_400G
 from fabric_core.net.topology import leaf_spine
-from fabric_core.runtime.fabric import Solver
+from fabric_core.runtime.fabric import Fabric, Solver
 from fabric_core.tick import step
+from fabric_core.tick.flows import FlowRequests
 from fabric_core.tick.step import BufferGroup, enforce_credits
-from tests.helpers import SOLVERS, scripted_fabric
+from fabric_core.workloads.traffic import Scripted
+from tests.helpers import SOLVERS, profile, scripted_fabric
 
 STATIC_BUFFER = 200e3  # bytes per port and priority
 SHORT = 0.5  # bytes: how much the headroom falls short of what the sender sends after XOFF
@@ -103,3 +109,37 @@ def test_the_credit_fallback_admits_what_the_drain_surely_takes(
     assert rate[2:4].tolist() == [4.0, 4.0]  # the next hops are not the credits' to cut
     net = rate[:2].sum() - np.minimum(rate[2:4], held[2:4] + rate[:2]).sum()
     assert net <= 2.0
+
+
+@dataclasses.dataclass
+class _ReadyInside(Scripted):
+    """Scripted flows whose data is ready at their scripted time, inside the tick that
+    releases them (``Scripted`` dates them at the tick's start)."""
+
+    def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
+        req = super().generate(now_s, dt_s, rng)
+        ready = np.array([self.flows[int(t)][3] for t in req.tag], dtype=np.float64)
+        return dataclasses.replace(req, ready_s=ready)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_flow_starting_inside_a_tick_sends_for_the_part_it_exists(solver: Solver) -> None:
+    """A lone flow gpu0001 -> gpu0000 (one leaf, nothing else in the way) ready 4 us into
+    a 10 us tick sends at the payload rate R x MTU / (MTU + headers) for the 6 us left of
+    it: R x 6 us delivered after the first tick, then R x 10 us more in the second."""
+    prof = profile()
+    topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=2)
+    dt, start = 10e-6, 4e-6
+    idx = topo.nodes.index
+    wl = _ReadyInside(
+        name="late", traffic_class="bulk", flows=[(idx["gpu0001"], idx["gpu0000"], 1e12, start)]
+    )
+    fabric = Fabric(topo, prof, [wl], dt_s=dt, seed=1, solver=solver)
+    r = prof.link_bandwidth_Bps * prof.mtu_bytes / (prof.mtu_bytes + prof.header_bytes)
+    fabric.step()
+    assert fabric.flows.active.sum() == 1
+    slot = int(np.flatnonzero(fabric.flows.active)[0])
+    assert fabric.flows.start_s[slot] == start
+    assert fabric.flows.delivered[slot] == pytest.approx(r * (dt - start), rel=1e-9)
+    fabric.step()
+    assert fabric.flows.delivered[slot] == pytest.approx(r * (2 * dt - start), rel=1e-9)
