@@ -1,0 +1,145 @@
+"""The real survivors of the mutation runs of ``roce`` and ``step`` (issue 23), held to
+figures derived by hand.
+
+* ``roce``: the go-back-N drop-hop masks (``share > 0`` where a flow's first drop is
+  found). A drop of at most 1 B on an entry is a drop like any other: two queues each
+  overflowing by half a byte in the same tick.
+* ``step``: the fallback of the credit factor when Newton has not converged (rare: no
+  bundled scenario reaches it), here forced by allowing Newton no iteration.
+
+* ``kernels.slots``: a flow that starts inside a tick sends for the part of the tick it
+  exists (its late-start limit), not for the whole tick.
+
+``scripts/mutate`` runs this file first in the PFC, the tick-reference and the slots
+subsets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fabric_core.commands import InjectFault
+from fabric_core.net.profiles import ROCE_400G
+from fabric_core.net.topology import leaf_spine
+from fabric_core.runtime.fabric import Fabric, Solver
+from fabric_core.tick import step
+from fabric_core.tick.flows import FlowRequests
+from fabric_core.tick.step import BufferGroup, enforce_credits
+from fabric_core.workloads.traffic import Scripted
+from tests.helpers import SOLVERS, profile, scripted_fabric
+
+STATIC_BUFFER = 200e3  # bytes per port and priority
+SHORT = 0.5  # bytes: how much the headroom falls short of what the sender sends after XOFF
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_half_byte_overflow_on_two_queues_is_dropped_and_resent(solver: Solver) -> None:
+    """gpu0001 and gpu0002 send to gpu0000, whose NIC storms: the leaf cannot drain
+    either ingress queue, so each fills at the payload rate A = R x MTU / (MTU + headers)
+    until its sender stops a reaction time (PFC reaction + the cable's round trip) after
+    the queue crossed XOFF = buffer - headroom: it peaks at XOFF + A x reaction. The
+    headroom is 0.5 B short of A x reaction, so each queue drops 0.5 B of what arrives,
+    once (the senders are paused afterwards), the go-back-N resends them from the
+    sender, and the queue holds its whole buffer. (A drop of at most 1 B per entry: the
+    ``share > 1`` masks of the drop hop pair up arrays of different lengths.)"""
+    base = dataclasses.replace(
+        ROCE_400G,
+        pfc_buffer_mode="static",
+        pfc_buffer_bytes=STATIC_BUFFER,
+        congestion_control="none",
+    )
+    topo = leaf_spine(base, leaves=1, spines=1, gpus_per_leaf=3)
+    ingress = [int(topo.links.index[f"gpu000{k}->leaf00"]) for k in (1, 2)]
+    cable = float(topo.links.prop_delay_s[ingress[0]])
+    assert float(topo.links.prop_delay_s[ingress[1]]) == cable
+    reaction = base.pfc_reaction_s + 2 * cable
+    payload = base.link_bandwidth_Bps * base.mtu_bytes / (base.mtu_bytes + base.header_bytes)
+    prof = dataclasses.replace(base, pfc_headroom_bytes=payload * reaction - SHORT)
+    flows = [(f"gpu000{k}", "gpu0000", 1e9, 0.0) for k in (1, 2)]
+    fabric, _ = scripted_fabric(topo, prof, flows, dt_s=1e-6, solver=solver)
+    fabric.apply(InjectFault(kind="pfc_storm", target="gpu0000"))
+    fabric.run_ticks(8)  # XOFF (148.5 kB) at ~3 us, the senders stopped ~1 us later
+    V = fabric.n_vls
+    assert fabric.dropped_bytes == pytest.approx(2 * SHORT, rel=1e-6)
+    discards = fabric.counters["discards_bytes_total"]
+    resent = fabric.counters["retransmitted_bytes_total"]
+    for link in ingress:
+        assert discards[link] == pytest.approx(SHORT, rel=1e-6)
+        assert resent[link] == pytest.approx(SHORT, rel=1e-6)  # re-sent by the NIC
+        assert fabric.occupancy[link * V] == pytest.approx(STATIC_BUFFER, rel=1e-12)
+    assert discards.sum() == pytest.approx(2 * SHORT, rel=1e-6)
+
+
+def _one_buffer(
+    a: list[float], c: list[float], d: list[float]
+) -> tuple[Any, np.ndarray, np.ndarray]:
+    """Entries 0..n-1 (rates ``a``) feed buffer 0; entry n + i, the next hop of entry
+    i, drains it at rate ``c[i]`` and holds ``d[i]`` (bytes/s). Returns the index view
+    ``enforce_credits`` reads, the padded rates and the held rates."""
+    n = len(a)
+    idx = SimpleNamespace(
+        buffer_groups=[BufferGroup(0, n, np.array([0]), np.zeros(n, dtype=np.intp))],
+        nxt_pad=np.r_[np.arange(n, 2 * n), [2 * n] * n].astype(np.intp),
+    )
+    rate = np.array([*a, *c, 0.0])
+    held = np.array([0.0] * n + list(d) + [0.0])
+    return idx, rate, held
+
+
+def test_the_credit_fallback_admits_what_the_drain_surely_takes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When Newton has not converged, a buffer's inflows are scaled to the drain that
+    cannot shrink any further: a next hop drains at least min(c, d) (its rate, or all it
+    already holds if that is less) whatever arrives. Two entries of 10 B/s feed a buffer
+    with 2 B free (dt = 1 s); their next hops drain at 4 and 4 and hold 6 and 1:
+    min = 4 + 1 = 5, so alpha = (5 + 2) / 20 = 0.35 and each inflow becomes 3.5 B/s,
+    below Newton's own answer (20 alpha = 4 + 4 + 2: alpha = 0.5), so the buffer takes
+    no more than its room: 7 - (4 + 4) <= 2."""
+    monkeypatch.setattr(step, "NEWTON_ITERATIONS", 0)  # Newton "does not converge"
+    idx, rate, held = _one_buffer(a=[10.0, 10.0], c=[4.0, 4.0], d=[6.0, 1.0])
+    alpha = enforce_credits(idx, rate, held, np.array([2.0]), dt=1.0)
+    assert alpha[0] == pytest.approx(0.35, rel=1e-12)
+    assert rate[:2] == pytest.approx([3.5, 3.5], rel=1e-12)
+    assert rate[2:4].tolist() == [4.0, 4.0]  # the next hops are not the credits' to cut
+    net = rate[:2].sum() - np.minimum(rate[2:4], held[2:4] + rate[:2]).sum()
+    assert net <= 2.0
+
+
+@dataclasses.dataclass
+class _ReadyInside(Scripted):
+    """Scripted flows whose data is ready at their scripted time, inside the tick that
+    releases them (``Scripted`` dates them at the tick's start)."""
+
+    def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
+        req = super().generate(now_s, dt_s, rng)
+        ready = np.array([self.flows[int(t)][3] for t in req.tag], dtype=np.float64)
+        return dataclasses.replace(req, ready_s=ready)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_flow_starting_inside_a_tick_sends_for_the_part_it_exists(solver: Solver) -> None:
+    """A lone flow gpu0001 -> gpu0000 (one leaf, nothing else in the way) ready 4 us into
+    a 10 us tick sends at the payload rate R x MTU / (MTU + headers) for the 6 us left of
+    it: R x 6 us delivered after the first tick, then R x 10 us more in the second."""
+    prof = profile()
+    topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=2)
+    dt, start = 10e-6, 4e-6
+    idx = topo.nodes.index
+    wl = _ReadyInside(
+        name="late", traffic_class="bulk", flows=[(idx["gpu0001"], idx["gpu0000"], 1e12, start)]
+    )
+    fabric = Fabric(topo, prof, [wl], dt_s=dt, seed=1, solver=solver)
+    r = prof.link_bandwidth_Bps * prof.mtu_bytes / (prof.mtu_bytes + prof.header_bytes)
+    fabric.step()
+    assert fabric.flows.active.sum() == 1
+    slot = int(np.flatnonzero(fabric.flows.active)[0])
+    assert fabric.flows.start_s[slot] == start
+    assert fabric.flows.delivered[slot] == pytest.approx(r * (dt - start), rel=1e-9)
+    fabric.step()
+    assert fabric.flows.delivered[slot] == pytest.approx(r * (2 * dt - start), rel=1e-9)
