@@ -8,7 +8,9 @@ figures derived by hand.
   bundled scenario reaches it), here forced by allowing Newton no iteration.
 
 * ``kernels.slots``: a flow that starts inside a tick sends for the part of the tick it
-  exists (its late-start limit), not for the whole tick.
+  exists (its late-start limit), not for the whole tick; a message behind a queue
+  finishes after its FIFO wait and its serialisation; a class histogram's sum is the sum
+  of the latencies its workloads saw.
 
 ``scripts/mutate`` runs this file first in the PFC, the tick-reference and the slots
 subsets.
@@ -143,3 +145,62 @@ def test_a_flow_starting_inside_a_tick_sends_for_the_part_it_exists(solver: Solv
     assert fabric.flows.delivered[slot] == pytest.approx(r * (dt - start), rel=1e-9)
     fabric.step()
     assert fabric.flows.delivered[slot] == pytest.approx(r * (2 * dt - start), rel=1e-9)
+
+
+def _until_started(fabric: Fabric, size: float) -> int:
+    """Step until a flow of ``size`` bytes is in the table; its slot."""
+    while True:
+        fabric.step()
+        slot = np.flatnonzero(fabric.flows.active & (fabric.flows.size == size))
+        if slot.size:
+            return int(slot[0])
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_message_behind_a_queue_finishes_after_its_fifo_wait_and_its_serialisation(
+    solver: Solver,
+) -> None:
+    """On RoCE a 2-to-1 incast from two leaves to a third fills the spine's queues (the
+    spine -> leaf02 link is the bottleneck); a 4 KiB message from gpu0001, beside gpu0000
+    on leaf00, joins gpu0000's queue at the spine and waits for the bytes queued ahead
+    (its ``wait_s``, set at its start), then crosses its NIC at line rate. Its share of
+    the congested link moves its fluid bytes well before that, so its finish is the
+    FIFO's: start + wait + size / bandwidth + fixed + host costs, exactly."""
+    prof = ROCE_400G
+    topo = leaf_spine(prof, leaves=3, spines=1, gpus_per_leaf=2)
+    incast = [("gpu0000", "gpu0004", 1e12, 0.0), ("gpu0002", "gpu0004", 1e12, 0.0)]
+    fabric, (_, probe) = scripted_fabric(
+        topo,
+        prof,
+        incast,
+        dt_s=1e-7,
+        extra=[("probe", "bulk", [("gpu0001", "gpu0004", 4096, 50e-6)])],
+        solver=solver,
+    )
+    f = fabric.flows
+    slot = _until_started(fabric, 4096)
+    wait, start = float(f.wait_s[slot]), float(f.start_s[slot])
+    costs = float(f.fixed_latency_s[slot] + f.extra_latency_s[slot])
+    serialise = 4096 / float(topo.links.bandwidth_Bps[f.path[0, slot]])
+    assert wait > 10 * serialise  # the queue ahead dominates: the FIFO end is the later one
+    while not probe.finished:
+        fabric.step()
+    _, started, finished = probe.finished[0]
+    assert started == pytest.approx(start, abs=1e-15)
+    assert finished - started == pytest.approx(wait + serialise + costs, rel=1e-9)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_class_histogram_sums_the_latencies_its_workloads_saw(solver: Solver) -> None:
+    """The latency histogram's sum (and so its mean, and the exported ``_sum``) is the sum
+    of the messages' own latencies, as the workload recorded them."""
+    prof = profile()
+    topo = leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=2)
+    rows = [("gpu0000", "gpu0003", 4096.0 * (k + 1), k * 2e-6) for k in range(6)]
+    fabric, (main,) = scripted_fabric(topo, prof, rows, dt_s=1e-6, solver=solver)
+    while len(main.finished) < len(rows):
+        fabric.step()
+    latencies = [finish - start for _, start, finish in main.finished]
+    hist = fabric.class_hist["bulk"].freeze()
+    assert hist.sum_s == pytest.approx(sum(latencies), rel=1e-12)
+    assert hist.mean() == pytest.approx(float(np.mean(latencies)), rel=1e-12)
