@@ -19,7 +19,15 @@ from fabric_core.workloads.traffic import Scripted
 if TYPE_CHECKING:
     from textual.pilot import Pilot
 
-__all__ = ["SOLVERS", "profile", "scripted_fabric", "settle", "small_leaf_spine", "until"]
+__all__ = [
+    "SOLVERS",
+    "profile",
+    "scripted_fabric",
+    "settle",
+    "small_leaf_spine",
+    "until",
+    "with_probe",
+]
 
 
 def profile(**overrides: Any) -> Profile:
@@ -54,6 +62,23 @@ def scripted_fabric(
         wls.append(Scripted(name=name, traffic_class=cls, flows=conv(rows)))
     fabric = Fabric(topo, prof, list(wls), dt_s=dt_s, seed=seed, class_vl=class_vl, solver=solver)
     return fabric, wls
+
+
+def with_probe(
+    topo: Topology,
+    prof: Profile,
+    background: list[tuple[str, str, float, float]],
+    probe: tuple[str, str, float, float],
+    *,
+    dt_s: float,
+    solver: Solver = "compiled",
+) -> tuple[Fabric, Scripted]:
+    """``background`` flows as in ``scripted_fabric`` and one probe message beside them
+    (a ``bulk``-class workload of its own), with the probe's workload."""
+    fabric, (_, probe_workload) = scripted_fabric(
+        topo, prof, background, dt_s=dt_s, extra=[("probe", "bulk", [probe])], solver=solver
+    )
+    return fabric, probe_workload
 
 
 def small_leaf_spine(

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fabric_core.runtime.fabric import Solver
-from tests.helpers import SOLVERS, profile, scripted_fabric, small_leaf_spine
+from tests.helpers import SOLVERS, profile, scripted_fabric, small_leaf_spine, with_probe
 
 DTS = [100e-9, 1e-6, 10e-6, 100e-6, 1e-3]
 
@@ -178,13 +178,7 @@ def _message_behind_a_starved_buffer(dt: float) -> float:
     prof = profile(buffer_per_vl_bytes=64 * 1024)
     topo = small_leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=4)
     incast = [("gpu0000", "gpu0003", 1e12, 0.0), ("gpu0001", "gpu0003", 1e12, 0.0)]
-    fabric, (_, probe) = scripted_fabric(
-        topo,
-        prof,
-        incast,
-        dt_s=dt,
-        extra=[("probe", "bulk", [("gpu0000", "gpu0002", 4096, 200e-6)])],
-    )
+    fabric, probe = with_probe(topo, prof, incast, ("gpu0000", "gpu0002", 4096.0, 200e-6), dt_s=dt)
     while not probe.finished:
         fabric.step()
     _, start, finish = probe.finished[0]

@@ -33,7 +33,7 @@ from fabric_core.tick import step
 from fabric_core.tick.flows import FlowRequests
 from fabric_core.tick.step import BufferGroup, enforce_credits
 from fabric_core.workloads.traffic import Scripted
-from tests.helpers import SOLVERS, profile, scripted_fabric
+from tests.helpers import SOLVERS, profile, scripted_fabric, with_probe
 
 STATIC_BUFFER = 200e3  # bytes per port and priority
 SHORT = 0.5  # bytes: how much the headroom falls short of what the sender sends after XOFF
@@ -169,14 +169,8 @@ def test_a_message_behind_a_queue_finishes_after_its_fifo_wait_and_its_serialisa
     prof = ROCE_400G
     topo = leaf_spine(prof, leaves=3, spines=1, gpus_per_leaf=2)
     incast = [("gpu0000", "gpu0004", 1e12, 0.0), ("gpu0002", "gpu0004", 1e12, 0.0)]
-    fabric, (_, probe) = scripted_fabric(
-        topo,
-        prof,
-        incast,
-        dt_s=1e-7,
-        extra=[("probe", "bulk", [("gpu0001", "gpu0004", 4096, 50e-6)])],
-        solver=solver,
-    )
+    probe_row = ("gpu0001", "gpu0004", 4096.0, 50e-6)
+    fabric, probe = with_probe(topo, prof, incast, probe_row, dt_s=1e-7, solver=solver)
     f = fabric.flows
     slot = _until_started(fabric, 4096)
     wait, start = float(f.wait_s[slot]), float(f.start_s[slot])
