@@ -221,10 +221,15 @@ def main() -> None:
     if args.allocator:
         sizes = [s for s in args.sizes.split(",") if s != "incast"]
         rows = main_allocator(sizes, args.ticks, args.warmup, args.repeat)
-        if args.json:
-            with open(args.json, "w") as fh:
-                json.dump(rows, fh, indent=2)
-        return
+    else:
+        rows = main_solvers(args)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=2)
+
+
+def main_solvers(args: argparse.Namespace) -> list[Any]:
+    """The compiled tick against the reference on each fabric (and the start-up)."""
     print(
         f"{'fabric':<14} {'entries/tick':>12} {'compiled ms':>12} {'reference ms':>13} "
         f"{'ratio':>6} {'hop-updates/s':>14} {'sim s/wall s':>13}"
@@ -261,9 +266,7 @@ def main() -> None:
             f"start-up, fabtop run default for one tick: {s['cold_cache_s']:.1f} s with an empty "
             f"kernel cache (compiling), {s['warm_cache_s']:.1f} s with it filled"
         )
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
+    return rows
 
 
 if __name__ == "__main__":
