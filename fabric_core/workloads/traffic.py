@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core.tick.lazy import LazyModule
 from fabric_core.workloads.base import (
     Completions,
     FlowRequests,
@@ -22,6 +23,11 @@ from fabric_core.workloads.base import (
     pick_endpoints,
 )
 
+if TYPE_CHECKING:
+    from fabric_core.workloads import kernels as traffic_kernels
+else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
+    traffic_kernels = LazyModule("fabric_core.workloads.kernels")
+
 
 def _random_peers(
     src: NDArray[np.int64], pool: NDArray[np.int32], rng: np.random.Generator
@@ -29,24 +35,19 @@ def _random_peers(
     """A random destination from ``pool`` for each source, never the source itself."""
     if pool.size < 2:
         raise ValueError("need at least two endpoints to send between")
-    last = pool.size - 1
-    pos = pool.searchsorted(src)
-    in_pool = pool[np.minimum(pos, last)] == src  # (pos == pool.size: not found)
-    pick = rng.integers(0, last, size=src.size)
-    # skip over the source's own position when it is in the pool
-    pick += in_pool & (pick >= pos)
-    return pool[np.minimum(pick, last)].astype(np.int64)
+    return traffic_kernels.random_peers(src, pool, rng.integers(0, pool.size - 1, size=src.size))
 
 
 def _requests(
     src: NDArray[np.int64], dst: NDArray[np.int64], size: float, tag: NDArray[np.int64], now: float
 ) -> FlowRequests:
     n = src.size
+    # np.asarray: no copy where the dtype is already right (the callers' arrays are new)
     return FlowRequests(
-        src=src.astype(np.int64),
-        dst=dst.astype(np.int64),
+        src=np.asarray(src, np.int64),
+        dst=np.asarray(dst, np.int64),
         size_bytes=np.full(n, size),
-        tag=tag.astype(np.int64),
+        tag=np.asarray(tag, np.int64),
         ready_s=np.full(n, now),
     )
 
@@ -87,17 +88,16 @@ class Bulk(Workload):
     def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
         if not self.running or not self._owed:
             return FlowRequests.empty()
-        deficit = self.outstanding - self.in_flight[self.senders]
-        src = np.repeat(self.senders, np.maximum(deficit, 0)).astype(np.int64)
+        src = traffic_kernels.top_up(self.senders, self.in_flight, self.outstanding)
         self._owed = False  # every sender is topped up below
         if src.size == 0:
             return FlowRequests.empty()
         dst = _random_peers(src, self.pool, rng)
         if self.hotspots and self.hotspot_fraction > 0:
-            hot = rng.random(src.size) < self.hotspot_fraction
-            hot_dst = self.pool[rng.integers(0, self.hotspots, size=src.size)]
-            dst = np.where(hot & (hot_dst != src), hot_dst, dst)
-        np.add.at(self.in_flight, src, 1)  # a sender appears once per new flow
+            u = rng.random(src.size)
+            hot_pick = rng.integers(0, self.hotspots, size=src.size)
+            traffic_kernels.hotspot_peers(src, dst, self.pool, u, hot_pick, self.hotspot_fraction)
+        traffic_kernels.count_started(self.in_flight, src)
         tag = np.arange(self._seq, self._seq + src.size)
         self._seq += src.size
         return _requests(src, dst, self.size_bytes, tag, now_s)
@@ -257,7 +257,7 @@ class Rpc(Workload):
         if not self.running:
             return FlowRequests.empty()
         counts = rng.poisson(self.rate_per_s * dt_s, size=self.senders.size)
-        src = np.repeat(self.senders, counts).astype(np.int64)
+        src = traffic_kernels.repeat_senders(self.senders, counts)
         if src.size == 0:
             return FlowRequests.empty()
         dst = _random_peers(src, self.pool, rng)

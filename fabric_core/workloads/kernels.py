@@ -1,0 +1,82 @@
+"""Compiled steps of the open- and closed-loop traffic workloads (``workloads.traffic``).
+
+A workload draws its random numbers with numpy's generator, in the order it always has
+(so a seed gives the same flows); what it does with them, per flow, is a loop here.
+The numpy version of the same steps cost about twenty small array calls a tick, a
+large share of a quiet tick of the default scenario.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.tick.kernels._jit import kernel
+
+_I64 = NDArray[np.int64]
+_F = NDArray[np.float64]
+
+
+@kernel
+def repeat_senders(senders: NDArray[np.int32], counts: _I64) -> _I64:
+    """Each sender ``counts[i]`` times, in order (``np.repeat``; negative counts as 0)."""
+    n = 0
+    for i in range(senders.size):
+        n += max(counts[i], 0)
+    src = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(senders.size):
+        for _ in range(counts[i]):
+            src[k] = senders[i]
+            k += 1
+    return src
+
+
+@kernel
+def top_up(senders: NDArray[np.int32], in_flight: _I64, outstanding: int) -> _I64:
+    """Each sender once per flow it is short of ``outstanding`` (in sender order)."""
+    counts = np.empty(senders.size, dtype=np.int64)
+    for i in range(senders.size):
+        counts[i] = outstanding - in_flight[senders[i]]
+    return repeat_senders(senders, counts)
+
+
+@kernel
+def random_peers(src: _I64, pool: NDArray[np.int32], pick: _I64) -> _I64:
+    """``pool[pick[i]]`` for each source, skipping the source's own place in the (sorted)
+    ``pool``: ``pick`` is uniform on ``0 .. pool.size - 2``, so every other endpoint is
+    equally likely and the source never picks itself."""
+    last = pool.size - 1
+    dst = np.empty(src.size, dtype=np.int64)
+    for i in range(src.size):
+        pos = np.searchsorted(pool, src[i])  # side="left": the source's place if there
+        p = pick[i]
+        if pos <= last and pool[pos] == src[i] and p >= pos:
+            p += 1
+        dst[i] = pool[min(p, last)]
+    return dst
+
+
+@kernel
+def hotspot_peers(
+    src: _I64,
+    dst: _I64,
+    pool: NDArray[np.int32],
+    u: _F,
+    hot_pick: _I64,
+    fraction: float,
+) -> None:
+    """Send flow ``i`` to hotspot ``pool[hot_pick[i]]`` instead (in place) when
+    ``u[i] < fraction``, unless that is its own source."""
+    for i in range(src.size):
+        if u[i] < fraction:
+            hot = pool[hot_pick[i]]
+            if hot != src[i]:
+                dst[i] = hot
+
+
+@kernel
+def count_started(in_flight: _I64, src: _I64) -> None:
+    """One more flow in flight per source listed (``np.add.at``)."""
+    for i in range(src.size):
+        in_flight[src[i]] += 1
