@@ -730,7 +730,7 @@ class Fabric:
         """Retire the flows whose bytes have all arrived this tick and report them."""
         fl = self.flows
         # sub-tick finish: the latest hop of each finished flow (``step.finish_within_tick``)
-        t = self._tick.finish_times(idx, sol, cap, flows, fl.capacity, dt)
+        t = self._tick.finish_times(idx, sol, cap, flows, fl.live_end, dt)
         whole, whole_finish, rounding = fl.finish_at(
             flows, t, now, dt, self.topo.links.bandwidth_Bps
         )

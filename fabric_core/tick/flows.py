@@ -134,6 +134,10 @@ class FlowTable:
         self._alloc(max(capacity, 16))
         self.version = 0  # bumped whenever the set of active (hop, flow) entries changes
         self._n_flows = 0  # flows in flight (heads started, not yet whole)
+        #: one past the highest slot in use (active or held): the slots are taken lowest
+        #: first, so after a burst the kernels that pass over the table's slots stop here
+        #: instead of at the capacity, which stays at the burst's size
+        self.live_end = 0
 
     def _alloc(self, capacity: int) -> None:
         old = self.capacity
@@ -208,6 +212,7 @@ class FlowTable:
         )  # fmt: skip
         self.version += 1
         self._n_flows += n if new.n_sub is None else int(new.n_sub.size)
+        self.live_end = max(self.live_end, int(slots[-1]) + 1)  # (slots ascend)
         return slots
 
     def _free_slots(self, n: int) -> NDArray[np.intp]:
@@ -237,6 +242,7 @@ class FlowTable:
         )  # fmt: skip
         if slots.size:
             self.version += 1
+            self.live_end = slots_kernels.live_end(self.active, self.held, self.live_end)
         self._n_flows -= int(whole.size)
         return whole, finish, rounding
 

@@ -278,7 +278,13 @@ class CompiledTick:
             dt,
         )
         if self.track_load:  # what adaptive routing will see as the load in flight
-            link_loads(flows.active, flows.path, flows.backlog, flows.hops, self.link_load_bytes)
+            link_loads(
+                flows.active[: flows.live_end],  # (no flow in flight past it)
+                flows.path,
+                flows.backlog,
+                flows.hops,
+                self.link_load_bytes,
+            )
         return Moved(new_backlog, arrival, link_rate, occupancy, drain, inflow, got, done)
 
     def finish_times(
@@ -343,7 +349,7 @@ def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
     ) = entry_index(
         flows.path,
         flows.vl,
-        flows.active,
+        flows.active[: flows.live_end],  # (no flow in flight past it)
         layout.link_rank,
         layout.rank_link_ptr.size - 1,  # the ranks, counted once per topology
         layout.n_vls,
