@@ -1,12 +1,13 @@
 """PFC's clocks and the formulas behind its counters, held to values worked out by hand.
 
 Each test pins one rule that the incast tests of ``test_strength_pfc.py`` cannot tell
-apart from a neighbour: when a pause with no queue rise begins, when the watchdog fires,
-how many PAUSE frames a long pause carries, when a queue that stops exactly at XON
-resumes, and Swift's cut and its once-per-RTT limit (``scripts/mutate`` found each of
-them unguarded). The clock tests run a fabric on both solvers with a tick of 2^-20 s,
-so every simulated time is exact in binary and "the watchdog fires when the pause is
-exactly its period old" can be asserted with ``==``.
+apart from a neighbour: when a pause with no queue rise begins, when one begins on a queue
+that creeps up by less than a byte a tick, when the watchdog fires, how many PAUSE
+frames a long pause carries, when a queue that stops exactly at XON resumes, and Swift's
+cut and its once-per-RTT limit (``scripts/mutate`` found each of them unguarded). The
+clock tests run a fabric on both solvers with a tick of 2^-20 s, so every simulated
+time is exact in binary and "the watchdog fires when the pause is exactly its period
+old" can be asserted with ``==``.
 """
 
 from __future__ import annotations
@@ -67,6 +68,61 @@ def test_a_storm_pauses_from_the_tick_it_starts_and_the_watchdog_fires_its_perio
     fault = fabric.faults.faults["f0"]
     # the watchdog fires in the tick that begins when the pause is exactly 16 ticks old
     assert fault.detected_at_s == injected + WATCHDOG
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_queue_creeping_up_under_a_byte_a_tick_pauses_at_its_xoff_crossing_inside_the_tick(
+    solver: Solver,
+) -> None:
+    """The pause of a queue that crosses XOFF begins at the crossing, found inside the tick
+    from the queue's net rate, however slowly it rises: here by half a byte a tick, a
+    sender about 11 ppm faster than the port its bytes leave by (Ethernet clocks may
+    differ by 100 ppm). Its sender then stops a reaction time after that instant, so the
+    port's pause time in the next tick follows from the crossing too."""
+    # a static XOFF of 4 KiB and a quarter byte (the crossing falls inside a tick), above
+    # a fixed headroom; no congestion control, only PFC
+    xoff = 4096.25
+    prof = dataclasses.replace(
+        ROCE_400G,
+        pfc_buffer_mode="static",
+        pfc_headroom_bytes=65536.0,
+        pfc_buffer_bytes=65536.0 + xoff,
+        congestion_control="none",
+    )
+    topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=2)
+    links = topo.links.index
+    into_leaf, out_of_leaf = links["gpu0001->leaf00"], links["leaf00->gpu0000"]
+    # the link to the sink is slower by what carries 2^19 payload bytes/s (payload
+    # capacity = line rate x MTU / (MTU + headers)): the leaf's queue of gpu0001's bytes
+    # rises at r = 2^19 B/s, half a byte per tick of 2^-20 s
+    eff = prof.mtu_bytes / (prof.mtu_bytes + prof.header_bytes)
+    topo.links.bandwidth_Bps[out_of_leaf] -= 2.0**19 / eff
+    fabric, _ = scripted_fabric(
+        topo, prof, [("gpu0001", "gpu0000", 1e9, 0.0)], dt_s=DT, solver=solver
+    )
+    pfc = fabric.pfc
+    assert pfc is not None
+    v = fabric.n_vls
+    fabric.step()
+    lane = into_leaf * v + int(np.argmax(fabric.occupancy[into_leaf * v : (into_leaf + 1) * v]))
+    assert fabric.occupancy[lane] == 0.5  # the queue fills from the flow's start at t = 0
+    # it holds r t and reaches XOFF at t = XOFF / r = 4096.25 B / 2^19 B/s = 8192.5 ticks:
+    # in the tick [8192, 8193) ticks, half-way through it (it rises 4096 -> 4096.5 B)
+    fabric.run_ticks(8191)
+    assert fabric.occupancy[lane] == 4096.0 and not pfc.paused[lane]
+    fabric.step()
+    assert pfc.paused[lane]
+    assert pfc.paused_since_s[lane] == 8192.5 * DT  # not the tick's start, 8192 ticks
+    # the sender stops a reaction time R (pfc_reaction_s + the cable's round trip, about
+    # 1.08 ticks) after the crossing, at 8192.5 + R ticks: in the next tick [8193, 8194) it
+    # sends for 8192.5 + R - 8193 ticks and is stopped for the rest, (1.5 ticks - R); it
+    # does not resume within it (its 4096.5 B drain to XON = 0 in about 0.09 ticks, and
+    # the sender resumes R after that)
+    reaction = prof.pfc_reaction_s + 2 * topo.links.prop_delay_s[into_leaf]
+    assert fabric.counters["pause_seconds_total"][into_leaf] == 0.0
+    fabric.step()
+    paused_s = fabric.counters["pause_seconds_total"][into_leaf]
+    assert paused_s == pytest.approx(1.5 * DT - reaction, rel=1e-9)
 
 
 def _one_queue(line_rate: float, xoff: float, xon: float, reaction_s: float) -> PfcQueues:
