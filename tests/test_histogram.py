@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from fabric_core.tick.histogram import (
     BOUNDS_S,
     BUCKETS_PER_DECADE,
+    EXACT_SAMPLES,
     N_BUCKETS,
     Histogram,
     HistogramRows,
@@ -136,6 +137,35 @@ def test_rows_observed_together_are_observe_many_per_class(
         want.observe_many(np.r_[1e-6, values[group == i]])
         assert (h.counts == want.counts).all()
         assert h.sum_s == pytest.approx(want.sum_s, rel=1e-12)
+        # the ends and the last values kept, in the order observed, are the same too
+        assert (h.min_s, h.max_s) == (want.min_s, want.max_s)
+        np.testing.assert_array_equal(h.recent_s, want.recent_s)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    batches=st.lists(st.integers(min_value=1, max_value=90), min_size=1, max_size=8),
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+)
+def test_the_values_kept_are_the_last_ones_in_order_whatever_the_batches(
+    batches: list[int], seed: int
+) -> None:
+    """Values kept in a ring of ``EXACT_SAMPLES``: read back oldest first, they are the
+    last ones observed, however the observations were batched (and merged)."""
+    rng = np.random.default_rng(seed)
+    values = 10 ** rng.uniform(-8, 1, sum(batches))
+    h, merged = Histogram(), Histogram()
+    merged.observe_many(np.array([5.0]))
+    lo = 0
+    for n in batches:
+        h.observe_many(values[lo : lo + n])
+        lo += n
+    merged.merge(h)
+    np.testing.assert_array_equal(h.recent_s, values[-EXACT_SAMPLES:])
+    np.testing.assert_array_equal(merged.recent_s, np.r_[5.0, values][-EXACT_SAMPLES:])
+    assert (h.min_s, h.max_s) == (values.min(), values.max())
+    assert (merged.min_s, merged.max_s) == (values.min(), max(values.max(), 5.0))
+    assert h.sum_s == pytest.approx(values.sum(), rel=1e-12)
 
 
 def test_merge_adds_counts_and_sums_and_a_frozen_view_is_read_only() -> None:

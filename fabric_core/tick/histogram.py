@@ -33,9 +33,9 @@ from numpy.typing import NDArray
 from fabric_core.tick.lazy import LazyModule
 
 if TYPE_CHECKING:
-    from fabric_core.tick.kernels import slots as slots_kernels
+    from fabric_core.tick.kernels import histogram as hist_kernels
 else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
-    slots_kernels = LazyModule("fabric_core.tick.kernels.slots")
+    hist_kernels = LazyModule("fabric_core.tick.kernels.histogram")
 
 BUCKETS_PER_DECADE = 20
 LOWEST_BOUND_S = 1e-8
@@ -63,51 +63,87 @@ def _empty() -> NDArray[np.float64]:
     return np.zeros(0)
 
 
+#: places in a ``Histogram``'s stats array (``kernels.histogram``'s, which numba
+#: compiles: the core's first import of this module must not pull numba in)
+_SUM, _MIN, _MAX, _SEEN = 0, 1, 2, 3
+
+
+def _fresh_stats() -> NDArray[np.float64]:
+    """(sum, min, max, seen) of no observations."""
+    return np.array([0.0, math.inf, -math.inf, 0.0])
+
+
 class Histogram:
     """A mutable log-bucketed histogram of durations in seconds, with its min, max and
-    last ``EXACT_SAMPLES`` values."""
+    last ``EXACT_SAMPLES`` values.
 
-    __slots__ = ("counts", "max_s", "min_s", "recent_s", "sum_s")
+    Its state is three arrays, filled by compiled kernels (``kernels.histogram``): the
+    bucket ``counts``, ``_stats`` (sum, min, max, values seen) and ``_ring`` (the last
+    values, value ``k`` at ``k % EXACT_SAMPLES``). A ``HistogramRows`` row's arrays are
+    views into its shared ones.
+    """
+
+    __slots__ = ("_ring", "_stats", "counts")
 
     def __init__(self) -> None:
         self.counts: NDArray[np.int64] = np.zeros(N_BUCKETS, dtype=np.int64)
-        self.sum_s = 0.0
-        self.min_s = math.inf
-        self.max_s = -math.inf
-        self.recent_s: NDArray[np.float64] = _empty()
+        self._stats: NDArray[np.float64] = _fresh_stats()
+        self._ring: NDArray[np.float64] = np.zeros(EXACT_SAMPLES)
+
+    @property
+    def sum_s(self) -> float:
+        """Sum of the observations, seconds."""
+        return float(self._stats[_SUM])
+
+    @property
+    def min_s(self) -> float:
+        """Smallest observation (inf when none)."""
+        return float(self._stats[_MIN])
+
+    @property
+    def max_s(self) -> float:
+        """Largest observation (-inf when none)."""
+        return float(self._stats[_MAX])
+
+    @property
+    def recent_s(self) -> NDArray[np.float64]:
+        """The last (at most ``EXACT_SAMPLES``) values, oldest first (a new array)."""
+        seen = int(self._stats[_SEEN])
+        if seen <= EXACT_SAMPLES:
+            return self._ring[:seen].copy()
+        at = seen % EXACT_SAMPLES
+        return np.concatenate((self._ring[at:], self._ring[:at]))
 
     def observe_many(self, values_s: NDArray[np.float64]) -> None:
-        """Add many observations at once (vectorised)."""
+        """Add many observations at once."""
         if values_s.size == 0:
             return
-        self.counts += np.bincount(bucket_index(values_s), minlength=N_BUCKETS)
-        self.sum_s += float(values_s.sum())
-        self.note(values_s)
+        # numpy's (pairwise) sum, so the sum does not change with how values are batched
+        self._stats[_SUM] += float(values_s.sum())
+        hist_kernels.observe_values(
+            self.counts, self._stats, self._ring, np.asarray(values_s, np.float64), BOUNDS_S
+        )
 
     def note(self, values_s: NDArray[np.float64]) -> None:
         """Track min, max and the last values (the counts are added elsewhere)."""
-        if values_s.size == 1:  # (most calls: one flow, one round, one burst)
-            v = float(values_s[0])
-            self.min_s, self.max_s = min(self.min_s, v), max(self.max_s, v)
-        else:
-            self.min_s = min(self.min_s, float(values_s.min()))
-            self.max_s = max(self.max_s, float(values_s.max()))
-        self.recent_s = np.concatenate((self.recent_s, values_s))[-EXACT_SAMPLES:]
+        hist_kernels.keep_values(self._stats, self._ring, np.asarray(values_s, np.float64))
 
     def merge(self, other: Histogram) -> None:
         """Add another histogram's observations to this one."""
         self.counts += other.counts
-        self.sum_s += other.sum_s
-        if other.recent_s.size:
-            self.min_s = min(self.min_s, other.min_s)
-            self.max_s = max(self.max_s, other.max_s)
-            self.recent_s = np.concatenate((self.recent_s, other.recent_s))[-EXACT_SAMPLES:]
+        self._stats[_SUM] += other._stats[_SUM]
+        recent = other.recent_s
+        if recent.size:
+            self.note(recent)  # its last values, in order
+            # its min and max may be older than the values it kept
+            self._stats[_MIN] = min(self._stats[_MIN], other._stats[_MIN])
+            self._stats[_MAX] = max(self._stats[_MAX], other._stats[_MAX])
 
     def freeze(self) -> HistogramView:
         """An immutable copy for a snapshot."""
         counts = self.counts.copy()
         counts.flags.writeable = False
-        recent = self.recent_s.copy()
+        recent = self.recent_s  # (a new array)
         recent.flags.writeable = False
         empty = not recent.size
         return HistogramView(
@@ -217,38 +253,29 @@ class HistogramView:
 
 
 class HistogramRows:
-    """Histograms that share one array (a row each), filled together: each value goes to
-    the row of its group in one compiled pass (``kernels.slots.observe_rows``), the same
-    as ``observe_many`` on each group's values."""
+    """Histograms that share arrays (a row each), filled together: each value goes to
+    the row of its group in one compiled pass (``kernels.histogram.observe_rows``), the
+    same as ``observe_many`` on each group's values, except that a call's values of a
+    row are summed in order."""
 
     def __init__(self, n: int) -> None:
         self.counts: NDArray[np.int64] = np.zeros((n, N_BUCKETS), dtype=np.int64)
+        self._stats = np.repeat(_fresh_stats()[None, :], n, axis=0)
+        self._rings = np.zeros((n, EXACT_SAMPLES))
         self.hists = [Histogram() for _ in range(n)]
-        for h, row in zip(self.hists, self.counts, strict=True):
-            h.counts = row  # a view: the kernel's increments are the histogram's
+        for i, h in enumerate(self.hists):
+            # views: the kernel's increments are the histogram's
+            h.counts, h._stats, h._ring = self.counts[i], self._stats[i], self._rings[i]
 
     def observe(self, group: NDArray[np.integer], values_s: NDArray[np.float64]) -> None:
         """Add ``values_s[i]`` to histogram ``group[i]``."""
         if values_s.size == 0:
             return
-        sums = np.zeros(len(self.hists))
-        slots_kernels.observe_rows(
-            self.counts, sums, np.asarray(group, np.int16), values_s, BOUNDS_S
+        hist_kernels.observe_rows(
+            self.counts,
+            self._stats,
+            self._rings,
+            np.asarray(group, np.int16),
+            np.asarray(values_s, np.float64),
+            BOUNDS_S,
         )
-        for h, s in zip(self.hists, sums.tolist(), strict=True):
-            h.sum_s += s
-        # min, max and last values per row: one pass per row present (rows are traffic
-        # classes, a handful), in observation order within each row; most ticks' values
-        # are of one row, which needs no selection
-        g = np.asarray(group)
-        lo = int(g[0])
-        if g.size == 1 or (g == lo).all():
-            self.hists[lo].note(values_s)
-            return
-        # one stable sort splits the values by row, each row's in observation order
-        order = np.argsort(g, kind="stable")
-        lo = 0
-        for row, n in enumerate(np.bincount(g, minlength=len(self.hists)).tolist()):
-            if n:
-                self.hists[row].note(values_s[order[lo : lo + n]])
-                lo += n

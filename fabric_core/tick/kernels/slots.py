@@ -233,18 +233,3 @@ def complete_flows(
     for i in range(whole.size):
         whole_finish[i] = latest_finish_s[whole[i]]
     return whole, whole_finish, rounding
-
-
-@kernel
-def observe_rows(
-    counts: NDArray[np.int64],
-    sums: NDArray[np.float64],
-    group: NDArray[np.int16],
-    values_s: NDArray[np.float64],
-    bounds_s: NDArray[np.float64],
-) -> None:
-    """Add each value to row ``group[i]`` of ``counts`` (log-bucketed histograms, one per
-    row; ``le`` buckets as ``histogram.bucket_index``) and to ``sums[group[i]]``."""
-    for i in range(values_s.size):
-        counts[group[i], np.searchsorted(bounds_s, values_s[i], side="left")] += 1
-        sums[group[i]] += values_s[i]

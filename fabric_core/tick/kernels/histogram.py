@@ -1,0 +1,71 @@
+"""The latency histograms' per-value work, compiled (``fabric_core.tick.histogram``).
+
+A histogram's state is three arrays: the bucket counts, ``stats`` = (sum, min, max,
+values seen) and ``ring``, the last ``ring.size`` values (value ``k`` of those seen at
+``k % ring.size``). Rows of a ``HistogramRows`` are rows of 2-D arrays of the same
+shapes, so one pass files each value in its row's histogram.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.tick.kernels._jit import kernel
+
+_F = NDArray[np.float64]
+
+#: places in ``stats``
+SUM, MIN, MAX, SEEN = 0, 1, 2, 3
+
+
+@kernel
+def keep_values(stats: _F, ring: _F, values_s: _F) -> None:
+    """Min, max and the last values (in ``ring``) of a histogram, after ``values_s``."""
+    size = ring.size
+    seen = int(stats[SEEN])
+    for v in values_s:
+        stats[MIN] = min(stats[MIN], v)
+        stats[MAX] = max(stats[MAX], v)
+        ring[seen % size] = v
+        seen += 1
+    stats[SEEN] = seen
+
+
+@kernel
+def observe_values(
+    counts: NDArray[np.int64], stats: _F, ring: _F, values_s: _F, bounds_s: _F
+) -> None:
+    """File ``values_s`` in one histogram's buckets (``le``, as ``histogram.bucket_index``)
+    and keep their min, max and last values; the sum is the caller's (numpy's pairwise
+    sum, as before)."""
+    for v in values_s:
+        counts[np.searchsorted(bounds_s, v, side="left")] += 1
+    keep_values(stats, ring, values_s)
+
+
+@kernel
+def observe_rows(
+    counts: NDArray[np.int64],
+    stats: _F,
+    rings: _F,
+    group: NDArray[np.int16],
+    values_s: _F,
+    bounds_s: _F,
+) -> None:
+    """File each value in row ``group[i]``'s histogram: its bucket, its row's sum (this
+    call's values of a row summed in order, then added), min, max and last values."""
+    n_rows, size = rings.shape
+    tick_sum = np.zeros(n_rows)
+    for i in range(values_s.size):
+        g, v = group[i], values_s[i]
+        counts[g, np.searchsorted(bounds_s, v, side="left")] += 1
+        tick_sum[g] += v
+        stats[g, MIN] = min(stats[g, MIN], v)
+        stats[g, MAX] = max(stats[g, MAX], v)
+        seen = int(stats[g, SEEN])
+        rings[g, seen % size] = v
+        stats[g, SEEN] = seen + 1
+    for g in range(n_rows):
+        if tick_sum[g] != 0.0:
+            stats[g, SUM] += tick_sum[g]
