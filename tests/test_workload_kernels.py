@@ -64,3 +64,9 @@ def test_count_started_adds_one_per_listed_source() -> None:
     in_flight = np.zeros(5, np.int64)
     wk.count_started(in_flight, np.array([1, 3, 1], np.int64))
     np.testing.assert_array_equal(in_flight, [0, 2, 0, 1, 0])
+
+
+def test_count_finished_takes_one_off_per_listed_source() -> None:
+    in_flight = np.array([0, 2, 0, 1, 0], np.int64)
+    wk.count_finished(in_flight, np.array([1, 3, 1], np.int64))
+    np.testing.assert_array_equal(in_flight, [0, 0, 0, 0, 0])

@@ -749,9 +749,7 @@ class Fabric:
             # one workload's flows only (most ticks): all of them, in the order finished
             self._report(int(wls[0]), whole, whole_finish, now + dt)
             return
-        order = np.flatnonzero(wls >= 0)
-        order = order[np.argsort(wls[order], kind="stable")]
-        bounds = np.cumsum(np.bincount(wls[order], minlength=len(self.workloads)))
+        order, bounds = self._tick.by_workload(wls, len(self.workloads))
         lo = 0
         for wi, hi in enumerate(bounds.tolist()):
             if hi > lo:

@@ -118,8 +118,8 @@ class Histogram:
         """Add many observations at once."""
         if values_s.size == 0:
             return
-        # numpy's (pairwise) sum, so the sum does not change with how values are batched
-        self._stats[_SUM] += float(values_s.sum())
+        if values_s.size > 1:  # numpy's (pairwise) sum; the kernel adds a single value
+            self._stats[_SUM] += float(values_s.sum())
         hist_kernels.observe_values(
             self.counts, self._stats, self._ring, np.asarray(values_s, np.float64), BOUNDS_S
         )

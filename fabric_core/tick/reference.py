@@ -194,6 +194,16 @@ class ReferenceTick:
         limit[late_heads] = np.clip(ready[late], 0.0, 1.0) * capacity[idx.link[late_heads]]
         return limit
 
+    @staticmethod
+    def by_workload(
+        workload: NDArray[np.int16], n_workloads: int
+    ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """The places of each workload's flows, workload by workload, in the order given
+        (workload -1 left out), and where each workload's end (``kernels.slots.by_workload``)."""
+        order = np.flatnonzero(workload >= 0)
+        order = order[np.argsort(workload[order], kind="stable")]
+        return order, np.cumsum(np.bincount(workload[order], minlength=n_workloads))
+
     def link_counters(
         self,
         link_rate: NDArray[np.float64],

@@ -80,3 +80,10 @@ def count_started(in_flight: _I64, src: _I64) -> None:
     """One more flow in flight per source listed (``np.add.at``)."""
     for i in range(src.size):
         in_flight[src[i]] += 1
+
+
+@kernel
+def count_finished(in_flight: _I64, src: _I64) -> None:
+    """One flow fewer in flight per source listed (``np.subtract.at``)."""
+    for i in range(src.size):
+        in_flight[src[i]] -= 1

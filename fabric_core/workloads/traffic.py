@@ -103,7 +103,7 @@ class Bulk(Workload):
         return _requests(src, dst, self.size_bytes, tag, now_s)
 
     def on_complete(self, done: Completions, now_s: float) -> None:
-        np.subtract.at(self.in_flight, done.src, 1)
+        traffic_kernels.count_finished(self.in_flight, done.src)
         self._owed = True
         self.delivered_bytes += float(done.size_bytes.sum())
         self.histogram("fct_seconds").observe_many(done.latency_s)

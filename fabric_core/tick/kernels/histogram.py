@@ -37,8 +37,10 @@ def observe_values(
     counts: NDArray[np.int64], stats: _F, ring: _F, values_s: _F, bounds_s: _F
 ) -> None:
     """File ``values_s`` in one histogram's buckets (``le``, as ``histogram.bucket_index``)
-    and keep their min, max and last values; the sum is the caller's (numpy's pairwise
-    sum, as before)."""
+    and keep their min, max and last values. The sum of one value is added here (it is
+    exact); of more, the caller adds numpy's (pairwise) sum, as it always has."""
+    if values_s.size == 1:
+        stats[SUM] += values_s[0]
     for v in values_s:
         counts[np.searchsorted(bounds_s, v, side="left")] += 1
     keep_values(stats, ring, values_s)

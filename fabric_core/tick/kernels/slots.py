@@ -233,3 +233,26 @@ def complete_flows(
     for i in range(whole.size):
         whole_finish[i] = latest_finish_s[whole[i]]
     return whole, whole_finish, rounding
+
+
+@kernel
+def by_workload(workload: NDArray[np.int16], n_workloads: int) -> tuple[_I, _I]:
+    """The flows of each workload, in the order given: ``order`` lists the places of
+    workload 0's flows, then workload 1's, ... (a stable counting sort; workload -1, no
+    workload, left out) and ``bounds[w]`` is where workload ``w``'s end in it."""
+    bounds = np.zeros(n_workloads, dtype=np.intp)
+    for w in workload:
+        if w >= 0:
+            bounds[w] += 1
+    for w in range(1, n_workloads):
+        bounds[w] += bounds[w - 1]
+    fill = np.empty(n_workloads, dtype=np.intp)
+    fill[0] = 0
+    fill[1:] = bounds[:-1]
+    order = np.empty(bounds[n_workloads - 1] if n_workloads else 0, dtype=np.intp)
+    for i in range(workload.size):
+        w = workload[i]
+        if w >= 0:
+            order[fill[w]] = i
+            fill[w] += 1
+    return order, bounds

@@ -19,7 +19,7 @@ from fabric_core.tick.flows import FlowTable
 from fabric_core.tick.kernels.index import entry_index
 from fabric_core.tick.kernels.move import credit_wait, finish_times, link_counters, move_bytes
 from fabric_core.tick.kernels.route import lanes_and_costs, link_costs, link_loads, route_flows
-from fabric_core.tick.kernels.slots import start_limits
+from fabric_core.tick.kernels.slots import by_workload, start_limits
 from fabric_core.tick.kernels.solve import solve_tick
 from fabric_core.tick.kernels.table_route import table_route_flows
 from fabric_core.tick.step import EntryIndex, Moved, RankLayout, Solution
@@ -211,6 +211,13 @@ class CompiledTick:
             idx.heads, idx.flow, idx.link, start_s, capacity, idx.size, now, dt
         )
         return limit if late else None
+
+    @staticmethod
+    def by_workload(
+        workload: NDArray[np.int16], n_workloads: int
+    ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """The places of each workload's flows, workload by workload (``kernels.slots``)."""
+        return by_workload(workload, n_workloads)
 
     def link_counters(
         self,
