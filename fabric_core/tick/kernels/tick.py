@@ -6,7 +6,7 @@ A handful of calls per tick, none of which loops in Python over flows or links.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,6 +42,9 @@ class CompiledTick:
     link_load_bytes: NDArray[np.float64]
     #: whether ``move`` keeps ``link_load_bytes`` (only adaptive routing reads it)
     track_load: bool = True
+    #: [(profile, its data-path fixed cost, its PCIe goodput)], worked out again only
+    #: when the profile changes (a ``set`` command makes a new one)
+    _figures: list[tuple[Profile, float, float]] = field(default_factory=list, compare=False)
 
     @classmethod
     def of(cls, layout: RankLayout, n_vls: int, track_load: bool = True) -> CompiledTick:
@@ -175,14 +178,26 @@ class CompiledTick:
             profile.flow_control == "credit",
             profile.cut_through,
             profile.switch_latency_s,
-            endpoint_costs.data_path_fixed_s(profile),
-            endpoint_costs.pcie_Bps(profile),
+            *self._endpoint_figures(profile),
             float(profile.mtu_bytes),
             float(profile.header_bytes),
         )
         if top >= self.n_vls:
             raise CommandError("a route turns down-up more often than there are virtual lanes")
         return vl, fixed, wait
+
+    def _endpoint_figures(self, profile: Profile) -> tuple[float, float]:
+        """(data-path fixed cost, PCIe goodput) of ``profile`` (``endpoint_costs``)."""
+        if not self._figures or self._figures[0][0] is not profile:
+            self._figures[:] = [
+                (
+                    profile,
+                    endpoint_costs.data_path_fixed_s(profile),
+                    endpoint_costs.pcie_Bps(profile),
+                )
+            ]
+        _, fixed_s, pcie = self._figures[0]
+        return fixed_s, pcie
 
     def solve(
         self,
