@@ -552,8 +552,8 @@ class Fabric:
                 entry_cap = np.minimum(entry_cap, limit)
             return self._solve(idx, backlog, cap, room, dt, warm, entry_cap)
         links = self.link_book
-        free = np.maximum(links.buffer_bytes - links.occupancy, 0.0)
-        free[self._endpoint_queues] = 1e30  # the NIC sinks at line rate
+        # the credits: each buffer's free space; a NIC sinks at line rate
+        free = self._tick.credit_room(links.buffer_bytes, links.occupancy, self._endpoint_queues)
         if stormed.any():
             # a NIC that stops taking data (stuck, storming) returns no credits
             base = np.full(idx.size, np.inf) if limit is None else limit

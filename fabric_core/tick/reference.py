@@ -16,6 +16,7 @@ from fabric_core.net.routing import link_loads, route
 from fabric_core.net.topology import Topology
 from fabric_core.tick.flows import DONE_BYTES, DONE_FRACTION, RESIDUE_BYTES, FlowTable
 from fabric_core.tick.step import (
+    ENDLESS_ROOM_BYTES,
     EntryIndex,
     Moved,
     RankLayout,
@@ -193,6 +194,17 @@ class ReferenceTick:
         late_heads = heads[late]
         limit[late_heads] = np.clip(ready[late], 0.0, 1.0) * capacity[idx.link[late_heads]]
         return limit
+
+    @staticmethod
+    def credit_room(
+        buffer_bytes: NDArray[np.float64],
+        occupancy: NDArray[np.float64],
+        into_endpoint: NDArray[np.bool_],
+    ) -> NDArray[np.float64]:
+        """Each buffer's credits: its free space, endless for the queues into a NIC."""
+        free = np.maximum(buffer_bytes - occupancy, 0.0)
+        free[into_endpoint] = ENDLESS_ROOM_BYTES
+        return free
 
     @staticmethod
     def by_workload(

@@ -45,6 +45,9 @@ SWEEP_TOLERANCE = 1e-6
 #: Newton iterations for the credit factor of a buffer (piecewise linear: converges
 #: in as many steps as flows change regime; the rest is caught by the final check).
 NEWTON_ITERATIONS = 12
+#: The credits of a queue that never fills (into a NIC, which sinks at line rate): more
+#: than any tick moves.
+ENDLESS_ROOM_BYTES = 1e30
 
 
 _Floats = NDArray[np.float64]  # built once: cast() on a subscripted type costs per call

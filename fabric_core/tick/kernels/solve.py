@@ -306,3 +306,15 @@ def solve_tick(
         if changed_from < 0:
             break
     return rate, level, alpha, first_share
+
+
+@kernel
+def credit_room(
+    buffer_bytes: _F, occupancy: _F, into_endpoint: NDArray[np.bool_], endless: float
+) -> _F:
+    """Each buffer's free space (never below 0), and ``endless`` for the queues into an
+    endpoint: the NIC sinks at line rate."""
+    free = np.empty(buffer_bytes.size)
+    for b in range(buffer_bytes.size):
+        free[b] = endless if into_endpoint[b] else max(buffer_bytes[b] - occupancy[b], 0.0)
+    return free

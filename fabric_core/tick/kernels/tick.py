@@ -20,9 +20,9 @@ from fabric_core.tick.kernels.index import entry_index
 from fabric_core.tick.kernels.move import credit_wait, finish_times, link_counters, move_bytes
 from fabric_core.tick.kernels.route import lanes_and_costs, link_costs, link_loads, route_flows
 from fabric_core.tick.kernels.slots import by_workload, start_limits
-from fabric_core.tick.kernels.solve import solve_tick
+from fabric_core.tick.kernels.solve import credit_room, solve_tick
 from fabric_core.tick.kernels.table_route import table_route_flows
-from fabric_core.tick.step import EntryIndex, Moved, RankLayout, Solution
+from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex, Moved, RankLayout, Solution
 
 
 @dataclass(frozen=True)
@@ -226,6 +226,15 @@ class CompiledTick:
             idx.heads, idx.flow, idx.link, start_s, capacity, idx.size, now, dt
         )
         return limit if late else None
+
+    @staticmethod
+    def credit_room(
+        buffer_bytes: NDArray[np.float64],
+        occupancy: NDArray[np.float64],
+        into_endpoint: NDArray[np.bool_],
+    ) -> NDArray[np.float64]:
+        """Each buffer's credits: its free space, endless for the queues into a NIC."""
+        return credit_room(buffer_bytes, occupancy, into_endpoint, ENDLESS_ROOM_BYTES)
 
     @staticmethod
     def by_workload(
