@@ -616,6 +616,8 @@ class Fabric:
         links.paused = self._tick.credit_wait(
             sol.alpha,
             moved.inflow,
+            idx,
+            moved.new_backlog,
             self.n_vls,
             dt,
             links.counters["transmit_wait_seconds_total"],

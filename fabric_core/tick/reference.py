@@ -239,13 +239,19 @@ class ReferenceTick:
         self,
         alpha: NDArray[np.float64],
         inflow: NDArray[np.float64],
+        idx: EntryIndex,
+        new_backlog: NDArray[np.float64],
         n_vls: int,
         dt: float,
         transmit_wait: NDArray[np.float64],
     ) -> NDArray[np.bool_]:
-        """Credit-starved links (a buffer held back inflow that wanted in this tick); adds
-        the share of the tick the most held-back lane could not send to ``transmit_wait``."""
-        held_back = np.where((alpha < 1 - 1e-9) & (inflow > 0), alpha, 1.0)
+        """Credit-starved links (a buffer held back what wanted in this tick, and the lane
+        had data: an inflow, or bytes queued for the buffer when credits stopped it
+        altogether); adds the share of the tick the most held-back lane could not send
+        to ``transmit_wait``."""
+        queued = sum_by(idx.buf_pad, new_backlog, alpha.size + 1)[: alpha.size]
+        had_data = (inflow > 0) | (queued > 0)
+        held_back = np.where((alpha < 1 - 1e-9) & had_data, alpha, 1.0)
         lanes = held_back.reshape(-1, n_vls)
         worst = lanes[:, 0].copy()
         for v in range(1, n_vls):

@@ -190,15 +190,33 @@ def link_counters(
 
 @kernel
 def credit_wait(
-    alpha: _F, inflow: _F, n_vls: int, dt: float, transmit_wait: _F, starved: NDArray[np.bool_]
+    alpha: _F,
+    inflow: _F,
+    buf_pad: _I,
+    backlog: _F,
+    n_vls: int,
+    dt: float,
+    transmit_wait: _F,
+    starved: NDArray[np.bool_],
 ) -> None:
-    """Credit starvation per link (in place): a link waits for the tick's share its
-    most held-back lane could not send (a buffer that held back inflow that wanted in)."""
+    """Credit starvation per link (in place): a link waits for the tick's share its most
+    held-back lane could not send. A lane is held back when its buffer cut what wanted in
+    (``alpha`` < 1) and it had data: an inflow, or, when credits stopped it altogether
+    (``alpha`` = 0), bytes queued for that buffer (``backlog`` of the entries feeding it,
+    ``buf_pad``). A lane whose upstream was starved in its turn has neither."""
+    n_bufs = alpha.size
+    queued = np.zeros(0)
+    for b in range(n_bufs):
+        if alpha[b] < 1 - 1e-9 and not inflow[b] > 0:
+            queued = np.zeros(n_bufs + 1)  # (rare: a lane stopped dead) what waits for it
+            for e in range(buf_pad.size):
+                queued[buf_pad[e]] += backlog[e]
+            break
     for li in range(transmit_wait.size):
         worst = 1.0
         for v in range(n_vls):
             b = li * n_vls + v
-            if alpha[b] < 1 - 1e-9 and inflow[b] > 0:
+            if alpha[b] < 1 - 1e-9 and (inflow[b] > 0 or (queued.size and queued[b] > 0)):
                 worst = min(worst, alpha[b])
         starved[li] = worst < 1 - 1e-9
         transmit_wait[li] += (1 - worst) * dt

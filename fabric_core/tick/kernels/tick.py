@@ -270,13 +270,15 @@ class CompiledTick:
         self,
         alpha: NDArray[np.float64],
         inflow: NDArray[np.float64],
+        idx: EntryIndex,
+        new_backlog: NDArray[np.float64],
         n_vls: int,
         dt: float,
         transmit_wait: NDArray[np.float64],
     ) -> NDArray[np.bool_]:
         """Credit-starved links (``kernels.move.credit_wait``)."""
         starved = np.empty(transmit_wait.size, dtype=np.bool_)
-        credit_wait(alpha, inflow, n_vls, dt, transmit_wait, starved)
+        credit_wait(alpha, inflow, idx.buf_pad, new_backlog, n_vls, dt, transmit_wait, starved)
         return starved
 
     def move(
