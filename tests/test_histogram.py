@@ -164,7 +164,7 @@ def test_the_values_kept_are_the_last_ones_in_order_whatever_the_batches(
     np.testing.assert_array_equal(h.recent_s, values[-EXACT_SAMPLES:])
     np.testing.assert_array_equal(merged.recent_s, np.r_[5.0, values][-EXACT_SAMPLES:])
     assert (h.min_s, h.max_s) == (values.min(), values.max())
-    assert (merged.min_s, merged.max_s) == (values.min(), max(values.max(), 5.0))
+    assert (merged.min_s, merged.max_s) == (min(values.min(), 5.0), max(values.max(), 5.0))
     assert h.sum_s == pytest.approx(values.sum(), rel=1e-12)
 
 

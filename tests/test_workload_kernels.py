@@ -1,4 +1,4 @@
-"""The traffic workloads' compiled steps (``fabric_core.workloads.kernels``) against what
+"""The traffic workloads' compiled steps (``fabric_core.tick.kernels.traffic``) against what
 they stand for: ``np.repeat``, a uniform pick among the other endpoints, ``np.add.at``."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric_core.workloads import kernels as wk
+from fabric_core.tick.kernels import traffic as wk
 
 
 @settings(max_examples=60, deadline=None)

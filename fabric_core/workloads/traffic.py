@@ -24,9 +24,9 @@ from fabric_core.workloads.base import (
 )
 
 if TYPE_CHECKING:
-    from fabric_core.workloads import kernels as traffic_kernels
+    from fabric_core.tick.kernels import traffic as traffic_kernels
 else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
-    traffic_kernels = LazyModule("fabric_core.workloads.kernels")
+    traffic_kernels = LazyModule("fabric_core.tick.kernels.traffic")
 
 
 def _random_peers(
