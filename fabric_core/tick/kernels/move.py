@@ -192,7 +192,8 @@ def link_counters(
 def credit_wait(
     alpha: _F,
     inflow: _F,
-    buf_pad: _I,
+    buf_ptr: _I,
+    buf_ent: _I,
     backlog: _F,
     n_vls: int,
     dt: float,
@@ -202,21 +203,21 @@ def credit_wait(
     """Credit starvation per link (in place): a link waits for the tick's share its most
     held-back lane could not send. A lane is held back when its buffer cut what wanted in
     (``alpha`` < 1) and it had data: an inflow, or, when credits stopped it altogether
-    (``alpha`` = 0), bytes queued for that buffer (``backlog`` of the entries feeding it,
-    ``buf_pad``). A lane whose upstream was starved in its turn has neither."""
-    n_bufs = alpha.size
-    queued = np.zeros(0)
-    for b in range(n_bufs):
-        if alpha[b] < 1 - 1e-9 and not inflow[b] > 0:
-            queued = np.zeros(n_bufs + 1)  # (rare: a lane stopped dead) what waits for it
-            for e in range(buf_pad.size):
-                queued[buf_pad[e]] += backlog[e]
-            break
+    (``alpha`` = 0), bytes queued for that buffer (the ``backlog`` of the entries feeding
+    it, ``buf_ent[buf_ptr[b]:buf_ptr[b + 1]]``). A lane whose upstream was starved in its
+    turn has neither."""
     for li in range(transmit_wait.size):
         worst = 1.0
         for v in range(n_vls):
             b = li * n_vls + v
-            if alpha[b] < 1 - 1e-9 and (inflow[b] > 0 or (queued.size and queued[b] > 0)):
+            if alpha[b] >= 1 - 1e-9:
+                continue
+            had_data = inflow[b] > 0
+            k = buf_ptr[b]
+            while not had_data and k < buf_ptr[b + 1]:
+                had_data = backlog[buf_ent[k]] > 0
+                k += 1
+            if had_data:
                 worst = min(worst, alpha[b])
         starved[li] = worst < 1 - 1e-9
         transmit_wait[li] += (1 - worst) * dt

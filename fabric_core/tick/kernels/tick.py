@@ -278,7 +278,10 @@ class CompiledTick:
     ) -> NDArray[np.bool_]:
         """Credit-starved links (``kernels.move.credit_wait``)."""
         starved = np.empty(transmit_wait.size, dtype=np.bool_)
-        credit_wait(alpha, inflow, idx.buf_pad, new_backlog, n_vls, dt, transmit_wait, starved)
+        csr: IndexCsr = idx.csr
+        credit_wait(
+            alpha, inflow, csr.buf_ptr, csr.buf_ent, new_backlog, n_vls, dt, transmit_wait, starved
+        )
         return starved
 
     def move(
