@@ -69,5 +69,4 @@ def observe_rows(
         rings[g, seen % size] = v
         stats[g, SEEN] = seen + 1
     for g in range(n_rows):
-        if tick_sum[g] != 0.0:
-            stats[g, SUM] += tick_sum[g]
+        stats[g, SUM] += tick_sum[g]
