@@ -17,6 +17,11 @@ run to completion: its flow completion times must agree); a ~1k- and a ~10k-endp
 to uniformly random peers). The warm-up runs into the steady state (at least
 ``--warmup`` ticks, and until as many flows have finished as are in flight).
 
+``--per-tick N`` instead times the compiled tick alone, N ticks one by one: the median
+of the quiet ones (under ``QUIET_FLOWS`` flows in flight) and the mean of all, for
+comparing two versions of the code run one after the other (the reference has changed
+with them).
+
 ``--startup`` also times, in fresh processes, ``fabtop run default`` for one tick with
 an empty kernel cache (numba compiles: the first run after install) and again with
 the cache filled. Runs on one core. Not a test: it prints figures for the README.
@@ -199,6 +204,48 @@ def startup() -> dict[str, float]:
     return out
 
 
+#: Flows in flight under which a tick of the default scenario is "quiet" (between its MoE
+#: rounds, which put some 4,000 flows in flight for a tenth of the ticks).
+QUIET_FLOWS = 300
+
+
+def bench_per_tick(name: str, ticks: int, warmup: int) -> dict[str, Any]:
+    """The compiled tick timed tick by tick: the median of the quiet ticks and the mean
+    of all (what a console on this fabric pays a tick, bursts included)."""
+    fabric = SIZES[name]("compiled")
+    fabric.run_ticks(2)
+    steady(fabric, warmup)
+    quiet, every = [], []
+    for _ in range(ticks):
+        before = fabric.flows.n_parents
+        t0 = time.perf_counter()
+        fabric.step()
+        wall = time.perf_counter() - t0
+        every.append(wall)
+        if max(before, fabric.flows.n_parents) < QUIET_FLOWS:
+            quiet.append(wall)
+    quiet.sort()
+    return {
+        "fabric": name,
+        "quiet_ticks": len(quiet),
+        "quiet_median_ms": quiet[len(quiet) // 2] * 1e3 if quiet else float("nan"),
+        "mean_ms": sum(every) / len(every) * 1e3,
+    }
+
+
+def main_per_tick(sizes: list[str], ticks: int, warmup: int) -> list[Any]:
+    print(f"{'fabric':<14} {'quiet ticks':>11} {'quiet median ms':>16} {'mean ms':>8}")
+    rows = []
+    for name in sizes:
+        r = bench_per_tick(name, ticks, warmup)
+        rows.append(r)
+        print(
+            f"{name:<14} {r['quiet_ticks']:>11} {r['quiet_median_ms']:>16.3f} {r['mean_ms']:>8.3f}",
+            flush=True,
+        )
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ticks", type=int, default=50)
@@ -216,9 +263,20 @@ def main() -> None:
         help="instead: the compiled tick with glibc's default malloc thresholds and with "
         "freed memory kept (fabric_core.runtime.allocator), alternating on one fabric",
     )
+    ap.add_argument(
+        "--per-tick",
+        type=int,
+        metavar="N",
+        help="instead: the compiled tick only, N ticks timed one by one after the warm-up "
+        f"(the median of those with under {QUIET_FLOWS} flows in flight, the mean of all): "
+        "to compare two versions of the code, run one after the other",
+    )
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
-    if args.allocator:
+    if args.per_tick:
+        sizes = [s for s in args.sizes.split(",") if s != "incast"]
+        rows = main_per_tick(sizes, args.per_tick, args.warmup)
+    elif args.allocator:
         sizes = [s for s in args.sizes.split(",") if s != "incast"]
         rows = main_allocator(sizes, args.ticks, args.warmup, args.repeat)
     else:
