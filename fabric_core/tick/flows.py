@@ -134,9 +134,10 @@ class FlowTable:
         self._alloc(max(capacity, 16))
         self.version = 0  # bumped whenever the set of active (hop, flow) entries changes
         self._n_flows = 0  # flows in flight (heads started, not yet whole)
-        #: one past the highest slot in use (active or held): the slots are taken lowest
-        #: first, so after a burst the kernels that pass over the table's slots stop here
-        #: instead of at the capacity, which stays at the burst's size
+        #: one past the highest active slot: the slots are taken lowest first, so after a
+        #: burst the kernels that pass over the table's active slots stop here instead of
+        #: at the capacity, which stays at the burst's size (held slots are out of the
+        #: solve, and ``lowest_free`` passes over them on its own)
         self.live_end = 0
 
     def _alloc(self, capacity: int) -> None:
@@ -242,7 +243,7 @@ class FlowTable:
         )  # fmt: skip
         if slots.size:
             self.version += 1
-            self.live_end = slots_kernels.live_end(self.active, self.held, self.live_end)
+            self.live_end = slots_kernels.live_end(self.active, self.live_end)
         self._n_flows -= int(whole.size)
         return whole, finish, rounding
 

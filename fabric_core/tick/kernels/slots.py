@@ -30,9 +30,9 @@ def lowest_free(active: NDArray[np.bool_], held: NDArray[np.bool_], n: int) -> _
 
 
 @kernel
-def live_end(active: NDArray[np.bool_], held: NDArray[np.bool_], end: int) -> int:
-    """One past the highest slot below ``end`` that is active or held (0 if none)."""
-    while end > 0 and not active[end - 1] and not held[end - 1]:
+def live_end(active: NDArray[np.bool_], end: int) -> int:
+    """One past the highest active slot below ``end`` (0 if none)."""
+    while end > 0 and not active[end - 1]:
         end -= 1
     return end
 
