@@ -53,7 +53,7 @@ from numpy.typing import NDArray
 
 from fabric_core.net.profiles import Profile
 from fabric_core.net.tables import LinkTable
-from fabric_core.tick.step import EntryIndex, sum_by
+from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex, sum_by
 
 
 def mlx5_headroom_bytes(
@@ -217,7 +217,7 @@ def pause_limits(
     send = np.where(q.paused, np.minimum(sending, 1.0), resumed)
     send = np.where(forced, 0.0, send)
     send = np.where(ignoring, 1.0, send)
-    room = np.where(ignoring, 1e30, room)
+    room = np.where(ignoring, ENDLESS_ROOM_BYTES, room)
     return PauseTick(send_fraction=send, room_bytes=room, ignoring=ignoring)
 
 

@@ -35,7 +35,7 @@ from fabric_core.tick.pfc import (
     swift_update,
     update_pause,
 )
-from fabric_core.tick.step import EntryIndex, Solution, sum_by
+from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex, Solution, sum_by
 
 if TYPE_CHECKING:
     from fabric_core.tick.kernels import pfc as pfc_kernels
@@ -96,7 +96,7 @@ class RoceFlowControl:
         entry_cap = hol_send_fraction(idx, backlog, pt.send_fraction) * cap[idx.link]
         heads = idx.heads  # DCQCN paces the sender
         entry_cap[heads] = np.minimum(entry_cap[heads], self.dcqcn.rc[idx.flow[heads]])
-        room = np.where(np.repeat(f.to_endpoint, f.n_vls), 1e30, pt.room_bytes)
+        room = np.where(np.repeat(f.to_endpoint, f.n_vls), ENDLESS_ROOM_BYTES, pt.room_bytes)
         return entry_cap, room
 
     def _share_buffer(self, occupancy: NDArray[np.float64]) -> None:

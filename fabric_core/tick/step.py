@@ -45,8 +45,8 @@ SWEEP_TOLERANCE = 1e-6
 #: Newton iterations for the credit factor of a buffer (piecewise linear: converges
 #: in as many steps as flows change regime; the rest is caught by the final check).
 NEWTON_ITERATIONS = 12
-#: The credits of a queue that never fills (into a NIC, which sinks at line rate): more
-#: than any tick moves.
+#: The room (credits, or PFC's bound) of a queue with no bound this tick, more than any
+#: tick moves: into a NIC, which sinks at line rate, or a pause the PFC watchdog ignores.
 ENDLESS_ROOM_BYTES = 1e30
 
 

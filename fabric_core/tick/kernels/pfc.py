@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from fabric_core.net.profiles import Profile
 from fabric_core.tick.kernels._jit import kernel
 from fabric_core.tick.pfc import PAUSE_QUANTA, QUANTUM_BITS, STOP_EPS, SWIFT_MIN_RATE_FRACTION
+from fabric_core.tick.step import ENDLESS_ROOM_BYTES
 
 _F = NDArray[np.float64]
 _I = NDArray[np.intp]
@@ -67,9 +68,9 @@ def pfc_limits(
                 send[q] = 0.0
             if ignoring[q]:
                 send[q] = 1.0
-                room[q] = 1e30
+                room[q] = ENDLESS_ROOM_BYTES
             if endpoint:
-                room[q] = 1e30
+                room[q] = ENDLESS_ROOM_BYTES
     return send, room, ignoring
 
 
