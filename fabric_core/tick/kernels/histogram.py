@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.tick.kernels._jit import kernel
+from fabric_core.tick.kernels._jit import inline_kernel, kernel
 
 _F = NDArray[np.float64]
 
@@ -19,17 +19,21 @@ _F = NDArray[np.float64]
 SUM, MIN, MAX, SEEN = 0, 1, 2, 3
 
 
+@inline_kernel
+def _keep(stats: _F, ring: _F, v: float) -> None:
+    """One value's min, max and place among the last values kept."""
+    stats[MIN] = min(stats[MIN], v)
+    stats[MAX] = max(stats[MAX], v)
+    seen = int(stats[SEEN])
+    ring[seen % ring.size] = v
+    stats[SEEN] = seen + 1
+
+
 @kernel
 def keep_values(stats: _F, ring: _F, values_s: _F) -> None:
     """Min, max and the last values (in ``ring``) of a histogram, after ``values_s``."""
-    size = ring.size
-    seen = int(stats[SEEN])
     for v in values_s:
-        stats[MIN] = min(stats[MIN], v)
-        stats[MAX] = max(stats[MAX], v)
-        ring[seen % size] = v
-        seen += 1
-    stats[SEEN] = seen
+        _keep(stats, ring, v)
 
 
 @kernel
@@ -57,16 +61,12 @@ def observe_rows(
 ) -> None:
     """File each value in row ``group[i]``'s histogram: its bucket, its row's sum (this
     call's values of a row summed in order, then added), min, max and last values."""
-    n_rows, size = rings.shape
+    n_rows = rings.shape[0]
     tick_sum = np.zeros(n_rows)
     for i in range(values_s.size):
         g, v = group[i], values_s[i]
         counts[g, np.searchsorted(bounds_s, v, side="left")] += 1
         tick_sum[g] += v
-        stats[g, MIN] = min(stats[g, MIN], v)
-        stats[g, MAX] = max(stats[g, MAX], v)
-        seen = int(stats[g, SEEN])
-        rings[g, seen % size] = v
-        stats[g, SEEN] = seen + 1
+        _keep(stats[g], rings[g], v)
     for g in range(n_rows):
         stats[g, SUM] += tick_sum[g]
