@@ -18,7 +18,8 @@ def test_bytes_queued_for_a_dead_link_go_back_to_the_source_and_are_counted() ->
     dead[5] = True
     lost_by_link = np.zeros(9)
     resent = np.zeros(9)
-    lost = drop_at_dead_links(path, active, backlog, dead, lost_by_link, resent)
+    losers = np.zeros(4, dtype=np.bool_)
+    lost = drop_at_dead_links(path, active, backlog, dead, lost_by_link, resent, losers)
     # hop-major, slot order: (hop 1, slot 0) then (hop 2, slot 1)
     assert lost.tolist() == [300.0, 40.0]
     assert lost_by_link[5] == 340.0 and lost_by_link.sum() == 340.0
@@ -27,3 +28,5 @@ def test_bytes_queued_for_a_dead_link_go_back_to_the_source_and_are_counted() ->
     assert backlog[:, 1].tolist() == [60.0, 7.0, 0.0]
     assert backlog[:, 2].tolist() == [30.0, 0.0, 0.0]  # starts on the dead link: kept
     assert backlog[:, 3].tolist() == [1.0, 2.0, 3.0]  # not in flight: untouched
+    # the flows that lost bytes (they wait for their ACK timeout), and only they
+    assert losers.tolist() == [True, True, False, False]

@@ -173,18 +173,36 @@ def test_c8_credits_are_lossless_whatever_the_buffer_and_the_watchdog_trades_dro
     assert watched["totals"][tput] > 1.2 * stuck["totals"][tput]
 
 
-def test_c10_roce_recovery_is_bfd_detection_plus_the_reconvergence() -> None:
-    """RoCE recovers after BFD's detection (interval × multiplier) plus the ECMP
-    reconvergence: 50 ms less of the latter is 50 ms less recovery; native does not move."""
-    base = recovery(Settings(quick=True), _tick)
-    fast = recovery(
-        Settings(quick=True, profile_overrides={"roce-400g": {"ecmp_reconverge_s": 0.05}}), _tick
-    )
+def test_c10_roce_recovery_waits_for_the_blackholed_senders_ack_timeout() -> None:
+    """RoCE's senders whose bytes the dead link swallowed hear nothing back and resend
+    when their RC local ACK timeout is up, each time it is (docs/MODEL.md, "Faults and
+    recovery"). With NCCL's timeout (4.096 µs × 2^18 = 1.07 s) longer than BFD's
+    detection plus the ECMP reconvergence (0.9 + 0.1 s), recovery follows the timeout:
+    50 ms more of it is 50 ms more recovery, 50 ms less reconvergence changes nothing. A
+    0.3 s timeout resends into the dead link at 0.3, 0.6 and 0.9 s and gets through at
+    1.2 s, on the new path. Native does not move."""
     roce = get_profile("roce-400g")
-    assert fast["native-400g"] == base["native-400g"]
-    assert base["roce-400g"] - fast["roce-400g"] == pytest.approx(0.05, abs=1e-4)
-    detect = roce.bfd_interval_s * roce.bfd_multiplier
-    assert base["roce-400g"] == pytest.approx(detect + roce.ecmp_reconverge_s, abs=1e-3)
+    timeout = roce.local_ack_timeout_s
+    assert timeout == pytest.approx(4.096e-6 * 2**18)
+
+    def run(**over: float) -> dict[str, float]:
+        return recovery(Settings(quick=True, profile_overrides={"roce-400g": over}), _tick)
+
+    base = run()
+    later, faster_ecmp, short = (
+        run(local_ack_timeout_s=timeout + 0.05),
+        run(ecmp_reconverge_s=0.05),
+        run(local_ack_timeout_s=0.3),
+    )
+    tick = 100e-6  # the RoCE run's tick (``recovery``)
+    assert later["native-400g"] == base["native-400g"]
+    assert roce.bfd_interval_s * roce.bfd_multiplier + roce.ecmp_reconverge_s < timeout
+    # the loss is seen a tick after the failure, and the resent bytes refill the
+    # measurement window within a few ticks
+    assert timeout < base["roce-400g"] < timeout + 20 * tick
+    assert later["roce-400g"] - base["roce-400g"] == pytest.approx(0.05, abs=2 * tick)
+    assert faster_ecmp["roce-400g"] == pytest.approx(base["roce-400g"], abs=2 * tick)
+    assert 4 * 0.3 < short["roce-400g"] < 4 * 0.3 + 20 * tick
 
 
 def test_c10_800g_links_double_what_the_fabric_carries_when_links_are_the_limit() -> None:

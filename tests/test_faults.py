@@ -32,6 +32,8 @@ FAST: dict[str, Any] = {
     "credit_watchdog_s": 100e-6,
     "link_retrain_s": 100e-6,
     "sm_resweep_s": 400e-6,
+    # an RC QP timeout of 7 (4.096 µs × 2^7): a blackholed sender resends after 524 µs
+    "local_ack_timeout_s": 4.096e-6 * 2**7,
 }
 
 

@@ -134,6 +134,7 @@ def track(fabric: RecoveryHost, status: NDArray[np.int8], now: float) -> None:
     book = fabric.faults
     book.flow_control = fabric.profile.flow_control
     book.delivered_history.append((now, fabric.delivered_bytes))
+    fabric.flows.resend_due(now)  # senders whose ACK timeout is up send again
     if book.settled() and book.seen_status is status:
         return  # nothing open, and the last tick already saw every link up
     down = status == LinkStatus.DOWN
@@ -146,7 +147,7 @@ def track(fabric: RecoveryHost, status: NDArray[np.int8], now: float) -> None:
     detect_s, reroute_s = link_delays(fabric.profile)
     unknown_down = down & ~fabric.link_book.known_down
     if fabric.pfc is not None and unknown_down.any():
-        lost = _blackhole(fabric, unknown_down)
+        lost = _blackhole(fabric, unknown_down, now)
         for f in book.active():
             if f.links.size and f.mitigated_at_s is None:
                 f.lost_bytes += float(lost[f.links].sum())
@@ -318,27 +319,34 @@ def _rate(history: deque[tuple[float, float]], until: float, dt: float) -> float
     return (end[1] - start[1]) / (end[0] - start[0])
 
 
-def _blackhole(fabric: RecoveryHost, dead: NDArray[np.bool_]) -> NDArray[np.float64]:
+def _blackhole(fabric: RecoveryHost, dead: NDArray[np.bool_], now: float) -> NDArray[np.float64]:
     """Lossy Ethernet until routing knows: a switch forwards into a dead port and the
-    bytes are lost; go-back-N sends them again from the source. Returns bytes lost per link.
+    bytes are lost; go-back-N sends them again from the source once the sender's local
+    ACK timeout is up. Returns bytes lost per link.
 
     The bytes queued in a switch for a dead link (hop ≥ 1) are discarded and put back at
     their flow's source, as the PFC model does with overflow drops (a NIC knows its own
-    link is down: hop 0 keeps its bytes). ``dead``: per link, down and not yet known so.
+    link is down: hop 0 keeps its bytes). The flows that lost bytes wait
+    (``FlowTable.wait_for_resend``) until ``now`` plus the profile's
+    ``local_ack_timeout_s``, with the rest of what they had in the network put back at
+    their source too. ``dead``: per link, down and not yet known so.
     """
     fl = fabric.flows
     links = fabric.link_book
+    resent = links.counters["retransmitted_bytes_total"]
     lost_by_link = np.zeros(len(fabric.topo.links))
+    losers = np.zeros(fl.capacity, dtype=np.bool_)
     lost = blackhole_kernels.drop_at_dead_links(
-        fl.path,
-        fl.active,
-        fl.backlog,
-        dead,
-        lost_by_link,
-        links.counters["retransmitted_bytes_total"],
+        fl.path, fl.active, fl.backlog, dead, lost_by_link, resent, losers
     )
     links.counters["discards_bytes_total"] += lost_by_link
     fabric.dropped_bytes += float(lost.sum())
+    # a sender hears neither ACK nor NAK for what it lost (nothing reaches the receiver):
+    # it stops until its local ACK timeout, then resends from the first packet lost
+    slots = np.flatnonzero(losers)
+    if slots.size:
+        put_back = fl.wait_for_resend(slots, now + fabric.profile.local_ack_timeout_s)
+        np.add.at(resent, fl.path[0, slots], put_back)
     return lost_by_link
 
 
@@ -354,7 +362,8 @@ def reroute(fabric: RecoveryHost, links: NDArray[np.int64]) -> tuple[int, NDArra
     fl = fabric.flows
     n_links = len(fabric.topo.links)
     resent_by_link = np.zeros(n_links)
-    hit = np.isin(fl.path, links).any(axis=0) & fl.active
+    # flows waiting for their ACK timeout move too: they resend on the new path
+    hit = np.isin(fl.path, links).any(axis=0) & (fl.active | fl.waiting())
     slots = np.flatnonzero(hit)
     if slots.size == 0:
         return 0, resent_by_link
@@ -370,7 +379,8 @@ def reroute(fabric: RecoveryHost, links: NDArray[np.int64]) -> tuple[int, NDArra
         key = key + slots.astype(np.int64) * 7_919
     path, hops = route(fabric.topo, src, dst, key, mode=mode, link_cost=cost)
     in_network = fl.backlog[1:, slots].sum(axis=0)
-    fabric.link_book.counters["retransmitted_bytes_total"][fl.path[0, slots]] += in_network
+    # (np.add.at: flows that share a first link each add their bytes)
+    np.add.at(fabric.link_book.counters["retransmitted_bytes_total"], fl.path[0, slots], in_network)
     # attribute the resent bytes to the failed link(s) each flow crossed
     crossing = np.isin(fl.path[:, slots], links)
     first_failed = np.where(crossing.any(axis=0), fl.path[crossing.argmax(axis=0), slots], -1)

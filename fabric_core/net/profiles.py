@@ -191,6 +191,15 @@ class Profile:
         "recovery then takes BFD's 0.9 s plus this",
         "s",
     )
+    local_ack_timeout_s: float = param(
+        4.096e-6 * 2**18,
+        "RC local ACK timeout: a sender that hears neither ACK nor NAK resends from the "
+        "first unacknowledged packet after 4.096 µs × 2^timeout (IBTA, the QP's 5-bit "
+        "timeout); NCCL sets timeout 18 by default (NCCL_IB_TIMEOUT, NVIDIA/nccl "
+        "src/transport/net_ib.cc; 20 in later releases), 1.07 s. Used where bytes are "
+        "lost to a dead link that routing does not know of yet",
+        "s",
+    )
     sm_resweep_s: float = param(
         10.0,
         "IB subnet-manager resweep and LFT reprogramming: '10–20 s' on very large fabrics "
@@ -455,6 +464,7 @@ _POSITIVE = frozenset(
         "buffer_per_vl_bytes",
         "ibcc_ccti_timer_s",
         "bfd_interval_s",
+        "local_ack_timeout_s",
         "ethernet_mtu_bytes",
         "switch_buffer_bytes",
         "pfc_alpha",

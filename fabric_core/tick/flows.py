@@ -10,6 +10,10 @@ of the first sub-flow (its head). The head counts the sub-flows still running an
 the latest finish time so far; when it finishes before its siblings its slot is
 *held* (out of the solve, not reusable) until the last one is done. A flow that is
 not sprayed is its own head with one sub-flow.
+
+A flow whose bytes a dead link swallowed waits for its RC local ACK timeout before it
+sends again (``wait_for_resend``): it is held too, with the time it resends in
+``resend_s``, and carries no entries until then (``resend_due``).
 """
 
 from __future__ import annotations
@@ -127,7 +131,8 @@ class FlowTable:
     parent_size: NDArray[np.float64]  # the whole flow's bytes
     pending: NDArray[np.int32]  # on a head: sub-flows of its flow not finished yet
     latest_finish_s: NDArray[np.float64]  # on a head: latest sub-flow finish so far
-    held: NDArray[np.bool_]  # a finished head waiting for its siblings
+    held: NDArray[np.bool_]  # a finished head waiting for its siblings, or a resend
+    resend_s: NDArray[np.float64]  # when a held flow waiting for its ACK timeout resends
 
     def __init__(self, capacity: int = 1024) -> None:
         self.capacity = 0
@@ -139,6 +144,9 @@ class FlowTable:
         #: at the capacity, which stays at the burst's size (held slots are out of the
         #: solve, and ``lowest_free`` passes over them on its own)
         self.live_end = 0
+        #: flows waiting for their ACK timeout, and the earliest time one of them resends
+        self.n_waiting = 0
+        self.next_resend_s = np.inf
 
     def _alloc(self, capacity: int) -> None:
         old = self.capacity
@@ -173,6 +181,7 @@ class FlowTable:
         self.pending = grow(None if first else self.pending, 0, np.int32)
         self.latest_finish_s = grow(None if first else self.latest_finish_s, 0.0, np.float64)
         self.held = grow(None if first else self.held, False, bool)
+        self.resend_s = grow(None if first else self.resend_s, np.inf, np.float64)
         self.capacity = capacity
 
     @property
@@ -249,4 +258,44 @@ class FlowTable:
 
     def in_flight_bytes(self) -> float:
         """Bytes injected (or waiting at the source) and not yet delivered."""
-        return float(self.backlog[:, self.active].sum())
+        return float(self.backlog[:, self.active | self.held].sum())
+
+    def wait_for_resend(self, slots: NDArray[np.intp], resend_s: float) -> NDArray[np.float64]:
+        """Hold the flows in ``slots`` until ``resend_s``: what they had past their source
+        goes back to it (go-back-N resends from the first packet not acknowledged) and they
+        carry nothing until then. Returns the bytes each put back."""
+        in_network = self.backlog[1:, slots].sum(axis=0)
+        self.backlog[0, slots] += in_network
+        self.backlog[1:, slots] = 0.0
+        self.rate[:, slots] = 0.0
+        self.active[slots] = False
+        self.held[slots] = True
+        self.resend_s[slots] = resend_s
+        self.n_waiting += int(slots.size)
+        self.next_resend_s = min(self.next_resend_s, resend_s)
+        self.version += 1
+        self.live_end = slots_kernels.live_end(self.active, self.live_end)
+        return np.asarray(in_network, dtype=np.float64)
+
+    def waiting(self) -> NDArray[np.bool_]:
+        """Per slot: a flow waiting for its ACK timeout to resend."""
+        return np.asarray(self.held & (self.resend_s < np.inf), dtype=np.bool_)
+
+    def resend_due(self, now: float) -> NDArray[np.intp]:
+        """Put back in flight the waiting flows whose ACK timeout is up at ``now``;
+        returns their slots."""
+        if self.n_waiting == 0 or now < self.next_resend_s - 1e-15:
+            return np.zeros(0, dtype=np.intp)
+        waiting = self.waiting()
+        due = np.flatnonzero(waiting & (self.resend_s <= now + 1e-15))
+        if due.size == 0:
+            return due
+        self.active[due] = True
+        self.held[due] = False
+        self.resend_s[due] = np.inf
+        self.n_waiting -= int(due.size)
+        rest = self.resend_s[waiting]
+        self.next_resend_s = float(rest[rest < np.inf].min()) if self.n_waiting else np.inf
+        self.version += 1
+        self.live_end = max(self.live_end, int(due[-1]) + 1)
+        return due

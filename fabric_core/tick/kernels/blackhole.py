@@ -2,7 +2,8 @@
 
 On lossy Ethernet a switch keeps forwarding into a link that has died until routing
 learns of it (``fabric_core.faults.recovery``); what it queued for that link is lost, and
-go-back-N sends it again from the source. The pass costs a read of the flow table's
+go-back-N sends it again from the source once the sender's ACK timeout is up. The
+pass costs a read of the flow table's
 paths and no Python work per flow, so a fabric with thousands of flows stuck behind a
 dead link pays microseconds a tick for it, not a millisecond.
 """
@@ -23,12 +24,13 @@ def drop_at_dead_links(
     dead: NDArray[np.bool_],
     lost_by_link: NDArray[np.float64],
     resent_by_link: NDArray[np.float64],
+    losers: NDArray[np.bool_],
 ) -> NDArray[np.float64]:
     """Put the bytes queued for a ``dead`` link (hop >= 1) back at their flow's source.
 
     Hop 0 keeps its bytes: a NIC knows its own link is down. Adds the bytes lost per
-    dead link to ``lost_by_link`` and per source link to ``resent_by_link``, and
-    returns the bytes of each (hop, flow) dropped, hop-major and in slot order (zeros
+    dead link to ``lost_by_link`` and per source link to ``resent_by_link``, marks the
+    flows that lost bytes in ``losers`` (per slot), and returns the bytes of each (hop, flow) dropped, hop-major and in slot order (zeros
     included: the order ``numpy.nonzero`` gives, so the caller's sum is the one it
     was).
     """
@@ -48,6 +50,7 @@ def drop_at_dead_links(
                 lost[k] = b
                 k += 1
                 if b != 0.0:
+                    losers[f] = True
                     lost_by_link[li] += b
                     resent_by_link[path[0, f]] += b
                     backlog[h, f] = 0.0
