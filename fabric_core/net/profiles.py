@@ -188,7 +188,7 @@ class Profile:
         "BGP withdrawal + ECMP group / FIB update after BFD declares a session down. An "
         "assumption: no public figure for an AI fabric; its range runs from tens of ms "
         "(a few prefixes, hardware next-hop groups) to about 1 s (a full FIB rewrite); "
-        "recovery then takes BFD's 0.9 s plus this",
+        "routing knows of the failure BFD's 0.9 s plus this after it",
         "s",
     )
     local_ack_timeout_s: float = param(
