@@ -133,3 +133,30 @@ def test_a_timeout_shorter_than_the_reroute_resends_into_the_dead_link_and_waits
     assert detected is not None and t["resends"][0] < detected < t["resends"][1]
     assert uplink not in fabric.flows.path[:, slot]
     assert fabric.delivered_bytes == pytest.approx(SIZE, rel=1e-12)
+
+
+def test_the_waiting_flows_reach_the_scrape_the_telemetry_and_the_compare_view() -> None:
+    """An operator sees how many flows wait for their ACK timeout: the Prometheus
+    gauge, the MQTT totals a remote console decodes, and the compare view's line."""
+    from console.screens.compare import dropped_line
+    from exporters.mqtt.decode import node_table, snapshot_from
+    from exporters.mqtt.encode import encode_meta, encode_telemetry
+    from exporters.mqtt.schema import encoder, meta_decoder, telemetry_decoder
+    from exporters.prometheus import start_metrics_server
+    from tests._prometheus import samples, scrape
+
+    fabric, _slot, _uplink = one_flow(4.096e-6 * 2**7, "compiled")
+    fabric.run_ticks(5)
+    snap = fabric.snapshot()
+    assert snap.totals.waiting_flows == 1 and snap.totals.active_flows == 1
+    with start_metrics_server(lambda: snap, port=0, link_metrics="switch") as server:
+        values = samples(scrape(server.url))
+    assert values[("fabtop_waiting_flows", ())] == 1.0
+    tm = telemetry_decoder.decode(encoder.encode(encode_telemetry(snap, run_id="r")))
+    meta = meta_decoder.decode(encoder.encode(encode_meta(snap, run_id="r")))
+    remote = snapshot_from(meta, tm, node_table(meta.nodes), ())
+    assert remote.totals.waiting_flows == 1
+    assert "1 flow waiting to resend (ACK timeout)" in dropped_line(remote)
+    fabric.run_ticks(600)  # the timeout is up and the flow resent on its new path
+    assert fabric.snapshot().totals.waiting_flows == 0
+    assert "waiting" not in dropped_line(fabric.snapshot())

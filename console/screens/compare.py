@@ -32,7 +32,7 @@ from console.viewstate import FabricView
 from console.widgets.faults_panel import faults_to_show
 from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
 from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume, SetSpeed
-from fabric_core.runtime.snapshot import FaultView
+from fabric_core.runtime.snapshot import FaultView, Snapshot
 
 #: The speed range the keys move in (the same as the main view's).
 MIN_SPEED, MAX_SPEED = 1e-9, 1e3
@@ -40,6 +40,16 @@ MIN_SPEED, MAX_SPEED = 1e-9, 1e3
 
 #: One line of a side: (what, value).
 Row = tuple[str | Text, str | Text]
+
+
+def dropped_line(snap: Snapshot) -> str:
+    """Bytes dropped, and the flows waiting for their ACK timeout to resend what a dead
+    link swallowed (RoCE, until routing knows of it)."""
+    text = fmt_bytes(snap.totals.dropped_bytes_total)
+    waiting = snap.totals.waiting_flows
+    if waiting:
+        text += f" · {waiting:,} flow{'' if waiting == 1 else 's'} waiting to resend (ACK timeout)"
+    return text
 
 
 def side_rows(view: FabricView, source: FabricSource) -> list[Row]:
@@ -60,7 +70,7 @@ def side_rows(view: FabricView, source: FabricSource) -> list[Row]:
         ("sim time", f"{fmt_seconds(snap.sim_time_s)} · tick {fmt_seconds(snap.dt_s)}"),
         ("speed", speed),
         ("throughput", fmt_bitrate(snap.totals.throughput_Bps)),
-        ("dropped", fmt_bytes(snap.totals.dropped_bytes_total)),
+        ("dropped", dropped_line(snap)),
     ]
     counts = view.link_counts()
     stalled = stalled_word(snap.flow_control)

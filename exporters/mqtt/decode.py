@@ -165,6 +165,7 @@ def snapshot_from(
             throughput_Bps=t.throughput_Bps,
             active_flows=t.active_flows,
             completed_flows_total=t.completed_flows_total,
+            waiting_flows=t.waiting_flows,
         ),
         latency={cls: decode_histogram(h) for cls, h in tm.latency.items()},
         workloads={

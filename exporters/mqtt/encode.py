@@ -172,6 +172,7 @@ def encode_telemetry(
             throughput_Bps=t.throughput_Bps,
             active_flows=t.active_flows,
             completed_flows_total=t.completed_flows_total,
+            waiting_flows=t.waiting_flows,
         ),
         links=encode_links(snap, top_k),
         latency={cls: encode_histogram(h) for cls, h in snap.latency.items()},

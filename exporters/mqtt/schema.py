@@ -72,6 +72,7 @@ class TotalsMsg(msgspec.Struct, frozen=True):
     active_flows: int
     completed_flows_total: int
     cancelled_bytes_total: float = 0.0  # absent in telemetry from an older serve
+    waiting_flows: int = 0  # absent in telemetry from an older serve
 
 
 class FaultMsg(msgspec.Struct, frozen=True):

@@ -260,6 +260,11 @@ def _run_families(snap: Snapshot) -> Iterator[Metric]:
             snap.totals.throughput_Bps,
         ),
         ("fabtop_active_flows", "Flows in progress.", float(snap.totals.active_flows)),
+        (
+            "fabtop_waiting_flows",
+            "Flows in progress waiting for their RC ACK timeout to resend bytes a dead link lost.",
+            float(snap.totals.waiting_flows),
+        ),
     )
     for name, doc, value in gauges:
         yield fam.gauge(name, doc, [{}], [float(value)])

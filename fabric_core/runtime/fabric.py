@@ -906,6 +906,7 @@ class Fabric:
                 throughput_Bps=self.throughput_Bps(),
                 active_flows=self.flows.n_parents,
                 completed_flows_total=self.completed_flows,
+                waiting_flows=self.flows.n_waiting,
             ),
             latency={c: h.freeze() for c, h in self.class_hist.items()},
             workloads={

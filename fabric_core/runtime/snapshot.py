@@ -101,6 +101,9 @@ class Totals:
     throughput_Bps: float  # delivered over the last reporting window
     active_flows: int
     completed_flows_total: int
+    #: flows waiting for their RC local ACK timeout to resend (RoCE: a dead link that
+    #: routing did not know of swallowed their bytes); they count in ``active_flows``
+    waiting_flows: int = 0
 
 
 @dataclass(frozen=True, slots=True)
