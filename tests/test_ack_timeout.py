@@ -26,9 +26,11 @@ BFD_S, ECMP_S = 100e-6, 100e-6  # detection 3 × 100 µs, then 100 µs to reconv
 FAIL_TICK = 50
 
 
-def one_flow(ack_timeout_s: float, solver: Solver) -> tuple[Fabric, int, int]:
+def one_flow(
+    ack_timeout_s: float, solver: Solver, down_for_s: float | None = None
+) -> tuple[Fabric, int, int]:
     """One flow across a 2-spine RoCE fabric; returns (fabric, its slot, its spine
-    uplink) at the tick its uplink is failed."""
+    uplink) at the tick its uplink is failed (for ``down_for_s``; None: for good)."""
     prof = dataclasses.replace(
         get_profile("roce-400g"),
         bfd_interval_s=BFD_S,
@@ -47,7 +49,7 @@ def one_flow(ack_timeout_s: float, solver: Solver) -> tuple[Fabric, int, int]:
         for li in fabric.flows.path[: fabric.flows.hops[slot], slot]
         if names[li].startswith("leaf00->spine")
     )
-    fabric.apply(InjectFault(kind="link_down", target=names[uplink]))
+    fabric.apply(InjectFault(kind="link_down", target=names[uplink], duration_s=down_for_s))
     return fabric, slot, uplink
 
 
@@ -132,6 +134,23 @@ def test_a_timeout_shorter_than_the_reroute_resends_into_the_dead_link_and_waits
     detected = fabric.faults.faults["f0"].mitigated_at_s
     assert detected is not None and t["resends"][0] < detected < t["resends"][1]
     assert uplink not in fabric.flows.path[:, slot]
+    assert fabric.delivered_bytes == pytest.approx(SIZE, rel=1e-12)
+
+
+def test_a_link_back_before_bfd_notices_takes_the_resend_on_the_old_path() -> None:
+    """The link is down for 100 µs, less than BFD's 300 µs: routing never moves the
+    flow, and after its timeout (524 µs) it resends on the path it had."""
+    timeout = 4.096e-6 * 2**7
+    fabric, slot, uplink = one_flow(timeout, "compiled", down_for_s=100e-6)
+    left = SIZE - fabric.delivered_bytes
+    carried = float(fabric.counters["tx_bytes_total"][uplink])
+    t = timeline(fabric, slot)
+    assert len(t["waits"]) == 1
+    assert t["resends"][0] - t["waits"][0] == pytest.approx(timeout, abs=DT)
+    assert fabric.faults.faults["f0"].mitigated_at_s is None  # never rerouted
+    # what was left went over the old uplink once it was back (its payload counted)
+    extra = float(fabric.counters["tx_bytes_total"][uplink]) - carried
+    assert extra == pytest.approx(left, rel=1e-6)
     assert fabric.delivered_bytes == pytest.approx(SIZE, rel=1e-12)
 
 
