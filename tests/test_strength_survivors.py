@@ -3,7 +3,9 @@ figures derived by hand.
 
 * ``roce``: the go-back-N drop-hop masks (``share > 0`` where a flow's first drop is
   found). A drop of at most 1 B on an entry is a drop like any other: two queues each
-  overflowing by half a byte in the same tick.
+  overflowing by half a byte in the same tick; and the flow's first drop marks it as hit
+  (``dropped_flow > 0``) however small it is: a half-byte loss at a spine discards the
+  bytes queued past it.
 * ``step``: the fallback of the credit factor when Newton has not converged (rare: no
   bundled scenario reaches it), here forced by allowing Newton no iteration.
 
@@ -75,6 +77,54 @@ def test_a_half_byte_overflow_on_two_queues_is_dropped_and_resent(solver: Solver
         assert resent[link] == pytest.approx(SHORT, rel=1e-6)  # re-sent by the NIC
         assert fabric.occupancy[link * V] == pytest.approx(STATIC_BUFFER, rel=1e-12)
     assert discards.sum() == pytest.approx(2 * SHORT, rel=1e-6)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_half_byte_drop_upstream_discards_the_bytes_queued_past_it(solver: Solver) -> None:
+    """One flow gpu0000 (leaf00) -> gpu0002 (leaf01) through spine00; gpu0002's NIC
+    storms. The queues of the two spine-leaf cables (150 ns: reaction 1.3 us) overflow in
+    turn by 0.5 B, the headroom being 0.5 B short of A x reaction (the GPU cables, 15 ns,
+    leave their queues headroom to spare): first leaf01's queue of spine00 -> leaf01 (the
+    last hop: nothing past it), which then holds its whole buffer, paused; then the
+    spine's queue of leaf00 -> spine00 (hop 2). Go-back-N: the receiver discards what
+    follows that loss, so the bytes in leaf01's queue go too, and the sender resends both
+    half bytes and the buffer leaf01 held. (A drop of at most 1 B per flow is a drop:
+    ``dropped_flow > 1`` would keep the bytes past it.)"""
+    base = dataclasses.replace(
+        ROCE_400G,
+        pfc_buffer_mode="static",
+        pfc_buffer_bytes=STATIC_BUFFER,
+        congestion_control="none",
+    )
+    topo = leaf_spine(base, leaves=2, spines=1, gpus_per_leaf=2)
+    links = topo.links.index
+    up, down = int(links["leaf00->spine00"]), int(links["spine00->leaf01"])
+    nic = int(links["gpu0000->leaf00"])
+    cable = float(topo.links.prop_delay_s[up])
+    assert float(topo.links.prop_delay_s[down]) == cable
+    assert float(topo.links.prop_delay_s[nic]) < cable / 2
+    reaction = base.pfc_reaction_s + 2 * cable
+    payload = base.link_bandwidth_Bps * base.mtu_bytes / (base.mtu_bytes + base.header_bytes)
+    prof = dataclasses.replace(base, pfc_headroom_bytes=payload * reaction - SHORT)
+    fabric, _ = scripted_fabric(
+        topo, prof, [("gpu0000", "gpu0002", 1e9, 0.0)], dt_s=1e-6, solver=solver
+    )
+    fabric.apply(InjectFault(kind="pfc_storm", target="gpu0002"))
+    V = fabric.n_vls
+    discards = fabric.counters["discards_bytes_total"]
+    for _ in range(30):  # leaf01's drop at ~4 us, the spine's at ~9 us
+        fabric.step()
+        if discards[up] > 0:
+            break
+    assert discards[down] == pytest.approx(SHORT, rel=1e-6)
+    assert discards[up] == pytest.approx(SHORT, rel=1e-6)
+    assert fabric.dropped_bytes == pytest.approx(2 * SHORT, rel=1e-6)
+    resent = fabric.counters["retransmitted_bytes_total"]
+    assert resent[nic] == pytest.approx(2 * SHORT + STATIC_BUFFER, rel=1e-9)
+    assert fabric.occupancy[down * V] == 0.0  # discarded: nothing past the loss is kept
+    assert fabric.occupancy[up * V] == pytest.approx(STATIC_BUFFER, rel=1e-12)
+    slot = int(np.flatnonzero(fabric.flows.active)[0])
+    assert fabric.flows.backlog[3, slot] == 0.0
 
 
 def _one_buffer(
