@@ -5,7 +5,8 @@ figures derived by hand.
   found). A drop of at most 1 B on an entry is a drop like any other: two queues each
   overflowing by half a byte in the same tick; and the flow's first drop marks it as hit
   (``dropped_flow > 0``) however small it is: a half-byte loss at a spine discards the
-  bytes queued past it.
+  bytes queued past it; a queue whose sender the solver's bound stopped exactly at XOFF
+  (no reaction time) is paused.
 * ``step``: the fallback of the credit factor when Newton has not converged (rare: no
   bundled scenario reaches it), here forced by allowing Newton no iteration.
 
@@ -125,6 +126,46 @@ def test_a_half_byte_drop_upstream_discards_the_bytes_queued_past_it(solver: Sol
     assert fabric.occupancy[up * V] == pytest.approx(STATIC_BUFFER, rel=1e-12)
     slot = int(np.flatnonzero(fabric.flows.active)[0])
     assert fabric.flows.backlog[3, slot] == 0.0
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_an_ideal_pfc_with_no_reaction_time_pauses_a_queue_that_stops_at_xoff(
+    solver: Solver,
+) -> None:
+    """With no reaction time (pfc_reaction_s = 0, cables of 0 m) a sender stops the
+    instant its queue reaches XOFF: its room is XOFF less what the queue holds, with no
+    allowance past it. gpu0001 sends to gpu0000, whose NIC storms: leaf00's queue of
+    gpu0001 -> leaf00 fills at the payload rate A = R x MTU / (MTU + headers) and stops
+    exactly at XOFF = buffer - headroom = 150 kB, at t = XOFF / A (3.06 us), never above
+    it. It is paused from then on (the room binding is what says so: the queue is at
+    XOFF, not past it), nothing is dropped, and its sender has been stopped for
+    t_end - XOFF / A. (Taking the pause from ``occupancy > XOFF`` alone, without the
+    solver's bound, leaves the queue unpaused, at XOFF, for ever.)"""
+    prof = ROCE_400G.with_overrides(
+        pfc_buffer_mode="static",
+        pfc_buffer_bytes=STATIC_BUFFER,
+        pfc_headroom_bytes=50e3,
+        congestion_control="none",
+        pfc_reaction_s=0.0,
+        cable_m_endpoint=0.0,
+    )
+    topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=2)
+    link = int(topo.links.index["gpu0001->leaf00"])
+    assert float(topo.links.prop_delay_s[link]) == 0.0
+    fabric, _ = scripted_fabric(
+        topo, prof, [("gpu0001", "gpu0000", 1e9, 0.0)], dt_s=1e-6, solver=solver
+    )
+    fabric.apply(InjectFault(kind="pfc_storm", target="gpu0000"))
+    fabric.run_ticks(6)
+    V = fabric.n_vls
+    xoff = STATIC_BUFFER - 50e3
+    payload = prof.link_bandwidth_Bps * prof.mtu_bytes / (prof.mtu_bytes + prof.header_bytes)
+    assert fabric.occupancy[link * V] == pytest.approx(xoff, rel=1e-12)
+    assert fabric.dropped_bytes == 0.0
+    assert fabric.pfc_paused_queues()[link * V]
+    assert fabric.paused[link]
+    stopped = fabric.counters["pause_seconds_total"][link]
+    assert stopped == pytest.approx(6e-6 - xoff / payload, rel=1e-9)
 
 
 def _one_buffer(
