@@ -6,7 +6,8 @@ figures derived by hand.
   overflowing by half a byte in the same tick; and the flow's first drop marks it as hit
   (``dropped_flow > 0``) however small it is: a half-byte loss at a spine discards the
   bytes queued past it; a queue whose sender the solver's bound stopped exactly at XOFF
-  (no reaction time) is paused.
+  (no reaction time) is paused; the deadlock watch of the numpy reference reports the
+  pfc-deadlock scenario's ring.
 * ``step``: the fallback of the credit factor when Newton has not converged (rare: no
   bundled scenario reaches it), here forced by allowing Newton no iteration.
 
@@ -32,6 +33,7 @@ from fabric_core.commands import InjectFault
 from fabric_core.net.profiles import ROCE_400G
 from fabric_core.net.topology import leaf_spine
 from fabric_core.runtime.fabric import Fabric, Solver
+from fabric_core.runtime.scenario import load_scenario
 from fabric_core.tick import step
 from fabric_core.tick.flows import FlowRequests
 from fabric_core.tick.step import BufferGroup, enforce_credits
@@ -166,6 +168,30 @@ def test_an_ideal_pfc_with_no_reaction_time_pauses_a_queue_that_stops_at_xoff(
     assert fabric.paused[link]
     stopped = fabric.counters["pause_seconds_total"][link]
     assert stopped == pytest.approx(6e-6 - xoff / payload, rel=1e-9)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_the_deadlock_scenario_reports_its_ring_once_on_both_solvers(solver: Solver) -> None:
+    """The pfc-deadlock scenario closes the ring leaf00 -> spine00 -> leaf01 -> spine01
+    -> leaf00 with two bounced routes; the hot spots at its exits fill it in tens of
+    microseconds (a few hundred kB at 400 Gb/s into 512 KiB queues), after which each
+    ring queue is paused by the next and none can drain. By 100 us the detector has
+    reported that cycle, once (it stays the same cycle), and the ring delivers nothing
+    more. (The watch runs only when some paused queue's sender is stopped: ``any``, not
+    ``all`` of the queues.)"""
+    fabric = Fabric.from_scenario(load_scenario("pfc-deadlock", profile="roce-400g"), solver)
+    fabric.run_ticks(100)
+    dead = [e for e in fabric.events if e.kind == "deadlock"]
+    assert len(dead) == 1 and fabric.deadlocks == 1
+    cycle = dead[0].message.split("dependency ")[1].split(" -> ")
+    ring = ["leaf00->spine00", "spine00->leaf01", "leaf01->spine01", "spine01->leaf00"]
+    k = ring.index(cycle[0])
+    assert cycle == ring[k:] + ring[:k]
+    ring_wl = fabric.workloads[0]
+    before = ring_wl.delivered_bytes  # type: ignore[attr-defined]
+    fabric.run_ticks(20)
+    assert ring_wl.delivered_bytes == before  # type: ignore[attr-defined]
+    assert fabric.deadlocks == 1
 
 
 def _one_buffer(
