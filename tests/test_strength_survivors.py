@@ -9,7 +9,8 @@ figures derived by hand.
   (no reaction time) is paused; the deadlock watch of the numpy reference reports the
   pfc-deadlock scenario's ring.
 * ``step``: the fallback of the credit factor when Newton has not converged (rare: no
-  bundled scenario reaches it), here forced by allowing Newton no iteration.
+  bundled scenario reaches it), here forced by allowing Newton no iteration; also for
+  a buffer fed less than 1 B/s.
 
 * ``kernels.slots``: a flow that starts inside a tick sends for the part of the tick it
   exists (its late-start limit), not for the whole tick; a message behind a queue
@@ -228,6 +229,24 @@ def test_the_credit_fallback_admits_what_the_drain_surely_takes(
     assert rate[2:4].tolist() == [4.0, 4.0]  # the next hops are not the credits' to cut
     net = rate[:2].sum() - np.minimum(rate[2:4], held[2:4] + rate[:2]).sum()
     assert net <= 2.0
+
+
+def test_the_credit_fallback_holds_for_a_trickle_under_a_byte_a_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same fallback for a buffer fed a trickle: two entries of 0.25 B/s into a
+    buffer with 0.1 B free (dt = 1 s), whose next hops drain at 0.1 and 0.1 B/s and hold
+    0.05 and 0.2 B/s. At alpha = 1 the net inflow is 0.5 - (0.1 + 0.1) - 0.1 = 0.2 B/s
+    over the room: short. The drain that cannot shrink is min(c, d) = 0.05 + 0.1 =
+    0.15, so alpha = (0.15 + 0.1) / 0.5 = 0.5 and each inflow becomes 0.125 B/s: an
+    inflow below 1 B/s is scaled like any other, not stopped."""
+    monkeypatch.setattr(step, "NEWTON_ITERATIONS", 0)
+    idx, rate, held = _one_buffer(a=[0.25, 0.25], c=[0.1, 0.1], d=[0.05, 0.2])
+    alpha = enforce_credits(idx, rate, held, np.array([0.1]), dt=1.0)
+    assert alpha[0] == pytest.approx(0.5, rel=1e-12)
+    assert rate[:2] == pytest.approx([0.125, 0.125], rel=1e-12)
+    net = rate[:2].sum() - np.minimum(rate[2:4], held[2:4] + rate[:2]).sum()
+    assert net <= 0.1
 
 
 @dataclasses.dataclass
