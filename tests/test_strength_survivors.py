@@ -10,7 +10,9 @@ figures derived by hand.
   pfc-deadlock scenario's ring.
 * ``step``: the fallback of the credit factor when Newton has not converged (rare: no
   bundled scenario reaches it), here forced by allowing Newton no iteration; also for
-  a buffer fed less than 1 B/s.
+  a buffer fed less than 1 B/s; and when inside a tick an entry finishes
+  (``finish_within_tick``): a last hop at line rate, not faster, and beside an entry
+  held down elsewhere, with what that one leaves, however little.
 
 * ``kernels.slots``: a flow that starts inside a tick sends for the part of the tick it
   exists (its late-start limit), not for the whole tick; a message behind a queue
@@ -37,7 +39,7 @@ from fabric_core.runtime.fabric import Fabric, Solver
 from fabric_core.runtime.scenario import load_scenario
 from fabric_core.tick import step
 from fabric_core.tick.flows import FlowRequests
-from fabric_core.tick.step import BufferGroup, enforce_credits
+from fabric_core.tick.step import BufferGroup, Solution, enforce_credits, finish_within_tick
 from fabric_core.workloads.traffic import Scripted
 from tests.helpers import SOLVERS, profile, scripted_fabric, with_probe
 
@@ -247,6 +249,46 @@ def test_the_credit_fallback_holds_for_a_trickle_under_a_byte_a_second(
     assert rate[:2] == pytest.approx([0.125, 0.125], rel=1e-12)
     net = rate[:2].sum() - np.minimum(rate[2:4], held[2:4] + rate[:2]).sum()
     assert net <= 0.1
+
+
+def _finishing(rates: list[float], level: float, buf_pad: list[int], n_bufs: int) -> Any:
+    """Entries on one link (number 0), their rates, the link's fair-share level, and
+    their downstream buffers (``n_bufs``: none, the last hop); every buffer's credit
+    factor is 1. Returns (index view, solution) as ``finish_within_tick`` reads them."""
+    idx = SimpleNamespace(
+        link=np.zeros(len(rates), dtype=np.intp),
+        buf_pad=np.array(buf_pad, dtype=np.intp),
+        size=len(rates),
+    )
+    sol = Solution(
+        padded=np.array([*rates, 0.0]),
+        level=np.array([level]),
+        alpha=np.ones(n_bufs),
+        share=np.array([level]),
+    )
+    return idx, sol
+
+
+def test_a_last_hop_finishes_at_line_rate_not_faster() -> None:
+    """A flow's last hop (no downstream buffer, so no credit factor) alone on a link of
+    10 B/s moves its last 5 B in a tick of 1 s at the tick's average of 5 B/s: it really
+    sent at line rate and stopped early, at 5 / 10 = 0.5 s."""
+    idx, sol = _finishing([5.0], level=10.0, buf_pad=[1], n_bufs=1)
+    t = finish_within_tick(idx, sol, np.array([10.0]), np.array([True]), dt=1.0)
+    assert t[0] == pytest.approx(0.5, rel=1e-12)
+
+
+def test_a_flow_finishing_beside_a_held_down_one_has_only_what_it_leaves() -> None:
+    """On a link of 10 B/s the water-filling gave a finishing entry its demand, 0.5 B/s
+    (its last 0.5 B in the 1 s tick), and the other entry the rest, 9.5 B/s: the
+    link's level. Credits downstream then held that one down to 9.2 B/s: below the
+    level, it would not yield, so it keeps its rate, and the finishing entry had the
+    0.8 B/s it leaves: it sent its 0.5 B by 0.5 / 0.8 = 0.625 s (a leftover under
+    1 B/s is a leftover like any other)."""
+    idx, sol = _finishing([9.2, 0.5], level=9.5, buf_pad=[1, 1], n_bufs=1)
+    t = finish_within_tick(idx, sol, np.array([10.0]), np.array([False, True]), dt=1.0)
+    assert t[1] == pytest.approx(0.625, rel=1e-12)
+    assert t[0] == 0.0  # not finishing
 
 
 @dataclasses.dataclass
