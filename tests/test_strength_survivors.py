@@ -11,8 +11,8 @@ figures derived by hand.
 * ``step``: the fallback of the credit factor when Newton has not converged (rare: no
   bundled scenario reaches it), here forced by allowing Newton no iteration; also for
   a buffer fed less than 1 B/s; and when inside a tick an entry finishes
-  (``finish_within_tick``): a last hop at line rate, not faster, and beside an entry
-  held down elsewhere, with what that one leaves, however little.
+  (``finish_within_tick``): a last hop at line rate, not faster; two sharing a link;
+  one beside an entry held down elsewhere, with what that one leaves, however little.
 
 * ``kernels.slots``: a flow that starts inside a tick sends for the part of the tick it
   exists (its late-start limit), not for the whole tick; a message behind a queue
@@ -276,6 +276,15 @@ def test_a_last_hop_finishes_at_line_rate_not_faster() -> None:
     idx, sol = _finishing([5.0], level=10.0, buf_pad=[1], n_bufs=1)
     t = finish_within_tick(idx, sol, np.array([10.0]), np.array([True]), dt=1.0)
     assert t[0] == pytest.approx(0.5, rel=1e-12)
+
+
+def test_two_flows_finishing_on_one_link_share_it_then_the_larger_runs_alone() -> None:
+    """Two entries finish on a link of 10 B/s in a tick of 1 s, with 2 B and 4 B: in
+    processor sharing each sends at 5 B/s until the smaller is done, at 2 / 5 = 0.4 s;
+    the larger has 2 B left and the whole link: 0.4 + 2 / 10 = 0.6 s."""
+    idx, sol = _finishing([4.0, 2.0], level=10.0, buf_pad=[1, 1], n_bufs=1)
+    t = finish_within_tick(idx, sol, np.array([10.0]), np.array([True, True]), dt=1.0)
+    assert t == pytest.approx([0.6, 0.4], rel=1e-12)
 
 
 def test_a_flow_finishing_beside_a_held_down_one_has_only_what_it_leaves() -> None:
