@@ -3,9 +3,16 @@ figures derived by hand.
 
 * ``roce``: the go-back-N drop-hop masks (``share > 0`` where a flow's first drop is
   found). A drop of at most 1 B on an entry is a drop like any other: two queues each
-  overflowing by half a byte in the same tick.
+  overflowing by half a byte in the same tick; and the flow's first drop marks it as hit
+  (``dropped_flow > 0``) however small it is: a half-byte loss at a spine discards the
+  bytes queued past it; a queue whose sender the solver's bound stopped exactly at XOFF
+  (no reaction time) is paused; the deadlock watch of the numpy reference reports the
+  pfc-deadlock scenario's ring.
 * ``step``: the fallback of the credit factor when Newton has not converged (rare: no
-  bundled scenario reaches it), here forced by allowing Newton no iteration.
+  bundled scenario reaches it), here forced by allowing Newton no iteration; also for
+  a buffer fed less than 1 B/s; and when inside a tick an entry finishes
+  (``finish_within_tick``): a last hop at line rate, not faster; two sharing a link;
+  one beside an entry held down elsewhere, with what that one leaves, however little.
 
 * ``kernels.slots``: a flow that starts inside a tick sends for the part of the tick it
   exists (its late-start limit), not for the whole tick; a message behind a queue
@@ -29,9 +36,10 @@ from fabric_core.commands import InjectFault
 from fabric_core.net.profiles import ROCE_400G
 from fabric_core.net.topology import leaf_spine
 from fabric_core.runtime.fabric import Fabric, Solver
+from fabric_core.runtime.scenario import load_scenario
 from fabric_core.tick import step
 from fabric_core.tick.flows import FlowRequests
-from fabric_core.tick.step import BufferGroup, enforce_credits
+from fabric_core.tick.step import BufferGroup, Solution, enforce_credits, finish_within_tick
 from fabric_core.workloads.traffic import Scripted
 from tests.helpers import SOLVERS, profile, scripted_fabric, with_probe
 
@@ -77,6 +85,118 @@ def test_a_half_byte_overflow_on_two_queues_is_dropped_and_resent(solver: Solver
     assert discards.sum() == pytest.approx(2 * SHORT, rel=1e-6)
 
 
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_half_byte_drop_upstream_discards_the_bytes_queued_past_it(solver: Solver) -> None:
+    """One flow gpu0000 (leaf00) -> gpu0002 (leaf01) through spine00; gpu0002's NIC
+    storms. The queues of the two spine-leaf cables (150 ns: reaction 1.3 us) overflow in
+    turn by 0.5 B, the headroom being 0.5 B short of A x reaction (the GPU cables, 15 ns,
+    leave their queues headroom to spare): first leaf01's queue of spine00 -> leaf01 (the
+    last hop: nothing past it), which then holds its whole buffer, paused; then the
+    spine's queue of leaf00 -> spine00 (hop 2). Go-back-N: the receiver discards what
+    follows that loss, so the bytes in leaf01's queue go too, and the sender resends both
+    half bytes and the buffer leaf01 held. (A drop of at most 1 B per flow is a drop:
+    ``dropped_flow > 1`` would keep the bytes past it.)"""
+    base = dataclasses.replace(
+        ROCE_400G,
+        pfc_buffer_mode="static",
+        pfc_buffer_bytes=STATIC_BUFFER,
+        congestion_control="none",
+    )
+    topo = leaf_spine(base, leaves=2, spines=1, gpus_per_leaf=2)
+    links = topo.links.index
+    up, down = int(links["leaf00->spine00"]), int(links["spine00->leaf01"])
+    nic = int(links["gpu0000->leaf00"])
+    cable = float(topo.links.prop_delay_s[up])
+    assert float(topo.links.prop_delay_s[down]) == cable
+    assert float(topo.links.prop_delay_s[nic]) < cable / 2
+    reaction = base.pfc_reaction_s + 2 * cable
+    payload = base.link_bandwidth_Bps * base.mtu_bytes / (base.mtu_bytes + base.header_bytes)
+    prof = dataclasses.replace(base, pfc_headroom_bytes=payload * reaction - SHORT)
+    fabric, _ = scripted_fabric(
+        topo, prof, [("gpu0000", "gpu0002", 1e9, 0.0)], dt_s=1e-6, solver=solver
+    )
+    fabric.apply(InjectFault(kind="pfc_storm", target="gpu0002"))
+    V = fabric.n_vls
+    discards = fabric.counters["discards_bytes_total"]
+    for _ in range(30):  # leaf01's drop at ~4 us, the spine's at ~9 us
+        fabric.step()
+        if discards[up] > 0:
+            break
+    assert discards[down] == pytest.approx(SHORT, rel=1e-6)
+    assert discards[up] == pytest.approx(SHORT, rel=1e-6)
+    assert fabric.dropped_bytes == pytest.approx(2 * SHORT, rel=1e-6)
+    resent = fabric.counters["retransmitted_bytes_total"]
+    assert resent[nic] == pytest.approx(2 * SHORT + STATIC_BUFFER, rel=1e-9)
+    assert fabric.occupancy[down * V] == 0.0  # discarded: nothing past the loss is kept
+    assert fabric.occupancy[up * V] == pytest.approx(STATIC_BUFFER, rel=1e-12)
+    slot = int(np.flatnonzero(fabric.flows.active)[0])
+    assert fabric.flows.backlog[3, slot] == 0.0
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_an_ideal_pfc_with_no_reaction_time_pauses_a_queue_that_stops_at_xoff(
+    solver: Solver,
+) -> None:
+    """With no reaction time (pfc_reaction_s = 0, cables of 0 m) a sender stops the
+    instant its queue reaches XOFF: its room is XOFF less what the queue holds, with no
+    allowance past it. gpu0001 sends to gpu0000, whose NIC storms: leaf00's queue of
+    gpu0001 -> leaf00 fills at the payload rate A = R x MTU / (MTU + headers) and stops
+    exactly at XOFF = buffer - headroom = 150 kB, at t = XOFF / A (3.06 us), never above
+    it. It is paused from then on (the room binding is what says so: the queue is at
+    XOFF, not past it), nothing is dropped, and its sender has been stopped for
+    t_end - XOFF / A. (Taking the pause from ``occupancy > XOFF`` alone, without the
+    solver's bound, leaves the queue unpaused, at XOFF, for ever.)"""
+    prof = ROCE_400G.with_overrides(
+        pfc_buffer_mode="static",
+        pfc_buffer_bytes=STATIC_BUFFER,
+        pfc_headroom_bytes=50e3,
+        congestion_control="none",
+        pfc_reaction_s=0.0,
+        cable_m_endpoint=0.0,
+    )
+    topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=2)
+    link = int(topo.links.index["gpu0001->leaf00"])
+    assert float(topo.links.prop_delay_s[link]) == 0.0
+    fabric, _ = scripted_fabric(
+        topo, prof, [("gpu0001", "gpu0000", 1e9, 0.0)], dt_s=1e-6, solver=solver
+    )
+    fabric.apply(InjectFault(kind="pfc_storm", target="gpu0000"))
+    fabric.run_ticks(6)
+    V = fabric.n_vls
+    xoff = STATIC_BUFFER - 50e3
+    payload = prof.link_bandwidth_Bps * prof.mtu_bytes / (prof.mtu_bytes + prof.header_bytes)
+    assert fabric.occupancy[link * V] == pytest.approx(xoff, rel=1e-12)
+    assert fabric.dropped_bytes == 0.0
+    assert fabric.pfc_paused_queues()[link * V]
+    assert fabric.paused[link]
+    stopped = fabric.counters["pause_seconds_total"][link]
+    assert stopped == pytest.approx(6e-6 - xoff / payload, rel=1e-9)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_the_deadlock_scenario_reports_its_ring_once_on_both_solvers(solver: Solver) -> None:
+    """The pfc-deadlock scenario closes the ring leaf00 -> spine00 -> leaf01 -> spine01
+    -> leaf00 with two bounced routes; the hot spots at its exits fill it in tens of
+    microseconds (a few hundred kB at 400 Gb/s into 512 KiB queues), after which each
+    ring queue is paused by the next and none can drain. By 100 us the detector has
+    reported that cycle, once (it stays the same cycle), and the ring delivers nothing
+    more. (The watch runs only when some paused queue's sender is stopped: ``any``, not
+    ``all`` of the queues.)"""
+    fabric = Fabric.from_scenario(load_scenario("pfc-deadlock", profile="roce-400g"), solver)
+    fabric.run_ticks(100)
+    dead = [e for e in fabric.events if e.kind == "deadlock"]
+    assert len(dead) == 1 and fabric.deadlocks == 1
+    cycle = dead[0].message.split("dependency ")[1].split(" -> ")
+    ring = ["leaf00->spine00", "spine00->leaf01", "leaf01->spine01", "spine01->leaf00"]
+    k = ring.index(cycle[0])
+    assert cycle == ring[k:] + ring[:k]
+    ring_wl = fabric.workloads[0]
+    before = ring_wl.delivered_bytes  # type: ignore[attr-defined]
+    fabric.run_ticks(20)
+    assert ring_wl.delivered_bytes == before  # type: ignore[attr-defined]
+    assert fabric.deadlocks == 1
+
+
 def _one_buffer(
     a: list[float], c: list[float], d: list[float]
 ) -> tuple[Any, np.ndarray, np.ndarray]:
@@ -111,6 +231,73 @@ def test_the_credit_fallback_admits_what_the_drain_surely_takes(
     assert rate[2:4].tolist() == [4.0, 4.0]  # the next hops are not the credits' to cut
     net = rate[:2].sum() - np.minimum(rate[2:4], held[2:4] + rate[:2]).sum()
     assert net <= 2.0
+
+
+def test_the_credit_fallback_holds_for_a_trickle_under_a_byte_a_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same fallback for a buffer fed a trickle: two entries of 0.25 B/s into a
+    buffer with 0.1 B free (dt = 1 s), whose next hops drain at 0.1 and 0.1 B/s and hold
+    0.05 and 0.2 B/s. At alpha = 1 the net inflow is 0.5 - (0.1 + 0.1) - 0.1 = 0.2 B/s
+    over the room: short. The drain that cannot shrink is min(c, d) = 0.05 + 0.1 =
+    0.15, so alpha = (0.15 + 0.1) / 0.5 = 0.5 and each inflow becomes 0.125 B/s: an
+    inflow below 1 B/s is scaled like any other, not stopped."""
+    monkeypatch.setattr(step, "NEWTON_ITERATIONS", 0)
+    idx, rate, held = _one_buffer(a=[0.25, 0.25], c=[0.1, 0.1], d=[0.05, 0.2])
+    alpha = enforce_credits(idx, rate, held, np.array([0.1]), dt=1.0)
+    assert alpha[0] == pytest.approx(0.5, rel=1e-12)
+    assert rate[:2] == pytest.approx([0.125, 0.125], rel=1e-12)
+    net = rate[:2].sum() - np.minimum(rate[2:4], held[2:4] + rate[:2]).sum()
+    assert net <= 0.1
+
+
+def _finishing(rates: list[float], level: float, buf_pad: list[int], n_bufs: int) -> Any:
+    """Entries on one link (number 0), their rates, the link's fair-share level, and
+    their downstream buffers (``n_bufs``: none, the last hop); every buffer's credit
+    factor is 1. Returns (index view, solution) as ``finish_within_tick`` reads them."""
+    idx = SimpleNamespace(
+        link=np.zeros(len(rates), dtype=np.intp),
+        buf_pad=np.array(buf_pad, dtype=np.intp),
+        size=len(rates),
+    )
+    sol = Solution(
+        padded=np.array([*rates, 0.0]),
+        level=np.array([level]),
+        alpha=np.ones(n_bufs),
+        share=np.array([level]),
+    )
+    return idx, sol
+
+
+def test_a_last_hop_finishes_at_line_rate_not_faster() -> None:
+    """A flow's last hop (no downstream buffer, so no credit factor) alone on a link of
+    10 B/s moves its last 5 B in a tick of 1 s at the tick's average of 5 B/s: it really
+    sent at line rate and stopped early, at 5 / 10 = 0.5 s."""
+    idx, sol = _finishing([5.0], level=10.0, buf_pad=[1], n_bufs=1)
+    t = finish_within_tick(idx, sol, np.array([10.0]), np.array([True]), dt=1.0)
+    assert t[0] == pytest.approx(0.5, rel=1e-12)
+
+
+def test_two_flows_finishing_on_one_link_share_it_then_the_larger_runs_alone() -> None:
+    """Two entries finish on a link of 10 B/s in a tick of 1 s, with 2 B and 4 B: in
+    processor sharing each sends at 5 B/s until the smaller is done, at 2 / 5 = 0.4 s;
+    the larger has 2 B left and the whole link: 0.4 + 2 / 10 = 0.6 s."""
+    idx, sol = _finishing([4.0, 2.0], level=10.0, buf_pad=[1, 1], n_bufs=1)
+    t = finish_within_tick(idx, sol, np.array([10.0]), np.array([True, True]), dt=1.0)
+    assert t == pytest.approx([0.6, 0.4], rel=1e-12)
+
+
+def test_a_flow_finishing_beside_a_held_down_one_has_only_what_it_leaves() -> None:
+    """On a link of 10 B/s the water-filling gave a finishing entry its demand, 0.5 B/s
+    (its last 0.5 B in the 1 s tick), and the other entry the rest, 9.5 B/s: the
+    link's level. Credits downstream then held that one down to 9.2 B/s: below the
+    level, it would not yield, so it keeps its rate, and the finishing entry had the
+    0.8 B/s it leaves: it sent its 0.5 B by 0.5 / 0.8 = 0.625 s (a leftover under
+    1 B/s is a leftover like any other)."""
+    idx, sol = _finishing([9.2, 0.5], level=9.5, buf_pad=[1, 1], n_bufs=1)
+    t = finish_within_tick(idx, sol, np.array([10.0]), np.array([False, True]), dt=1.0)
+    assert t[1] == pytest.approx(0.625, rel=1e-12)
+    assert t[0] == 0.0  # not finishing
 
 
 @dataclasses.dataclass
