@@ -378,7 +378,7 @@ def reroute(fabric: RecoveryHost, links: NDArray[np.int64]) -> tuple[int, NDArra
         # only approximately even until the flow ends
         key = key + slots.astype(np.int64) * 7_919
     path, hops = route(fabric.topo, src, dst, key, mode=mode, link_cost=cost)
-    in_network = fl.backlog[1:, slots].sum(axis=0)
+    in_network = fl.restart_from_source(slots)
     # (np.add.at: flows that share a first link each add their bytes)
     np.add.at(fabric.link_book.counters["retransmitted_bytes_total"], fl.path[0, slots], in_network)
     # attribute the resent bytes to the failed link(s) each flow crossed
@@ -386,9 +386,6 @@ def reroute(fabric: RecoveryHost, links: NDArray[np.int64]) -> tuple[int, NDArra
     first_failed = np.where(crossing.any(axis=0), fl.path[crossing.argmax(axis=0), slots], -1)
     ok = first_failed >= 0
     np.add.at(resent_by_link, first_failed[ok], in_network[ok])
-    fl.backlog[0, slots] += in_network
-    fl.backlog[1:, slots] = 0.0
-    fl.rate[:, slots] = 0.0
     fl.path[:, slots] = path
     fl.hops[slots] = hops
     vl, fixed, wait = fabric.lanes_and_costs(path, hops, fl.vl[0, slots], fl.size[slots])

@@ -260,14 +260,20 @@ class FlowTable:
         """Bytes injected (or waiting at the source) and not yet delivered."""
         return float(self.backlog[:, self.active | self.held].sum())
 
-    def wait_for_resend(self, slots: NDArray[np.intp], resend_s: float) -> NDArray[np.float64]:
-        """Hold the flows in ``slots`` until ``resend_s``: what they had past their source
-        goes back to it (go-back-N resends from the first packet not acknowledged) and they
-        carry nothing until then. Returns the bytes each put back."""
-        in_network = self.backlog[1:, slots].sum(axis=0)
+    def restart_from_source(self, slots: NDArray[np.intp]) -> NDArray[np.float64]:
+        """Go-back-N: what the flows in ``slots`` had past their source goes back to it, to
+        be sent again, and their rates start from 0. Returns the bytes each put back."""
+        in_network = np.asarray(self.backlog[1:, slots].sum(axis=0), dtype=np.float64)
         self.backlog[0, slots] += in_network
         self.backlog[1:, slots] = 0.0
         self.rate[:, slots] = 0.0
+        return in_network
+
+    def wait_for_resend(self, slots: NDArray[np.intp], resend_s: float) -> NDArray[np.float64]:
+        """Hold the flows in ``slots`` until ``resend_s``, restarted from their source
+        (``restart_from_source``), carrying nothing until then. Returns the bytes each
+        put back."""
+        in_network = self.restart_from_source(slots)
         self.active[slots] = False
         self.held[slots] = True
         self.resend_s[slots] = resend_s
@@ -275,27 +281,26 @@ class FlowTable:
         self.next_resend_s = min(self.next_resend_s, resend_s)
         self.version += 1
         self.live_end = slots_kernels.live_end(self.active, self.live_end)
-        return np.asarray(in_network, dtype=np.float64)
+        return in_network
 
     def waiting(self) -> NDArray[np.bool_]:
-        """Per slot: a flow waiting for its ACK timeout to resend."""
-        return np.asarray(self.held & (self.resend_s < np.inf), dtype=np.bool_)
+        """Per slot: a flow waiting for its ACK timeout to resend (only those have a
+        finite ``resend_s``)."""
+        return np.asarray(self.resend_s < np.inf, dtype=np.bool_)
 
     def resend_due(self, now: float) -> NDArray[np.intp]:
         """Put back in flight the waiting flows whose ACK timeout is up at ``now``;
         returns their slots."""
         if self.n_waiting == 0 or now < self.next_resend_s - 1e-15:
             return np.zeros(0, dtype=np.intp)
-        waiting = self.waiting()
-        due = np.flatnonzero(waiting & (self.resend_s <= now + 1e-15))
+        due = np.flatnonzero(self.resend_s <= now + 1e-15)
         if due.size == 0:
             return due
         self.active[due] = True
         self.held[due] = False
         self.resend_s[due] = np.inf
         self.n_waiting -= int(due.size)
-        rest = self.resend_s[waiting]
-        self.next_resend_s = float(rest[rest < np.inf].min()) if self.n_waiting else np.inf
+        self.next_resend_s = float(self.resend_s.min())  # inf once none waits
         self.version += 1
         self.live_end = max(self.live_end, int(due[-1]) + 1)
         return due

@@ -2,10 +2,10 @@
 
 On lossy Ethernet a switch keeps forwarding into a link that has died until routing
 learns of it (``fabric_core.faults.recovery``); what it queued for that link is lost, and
-go-back-N sends it again from the source once the sender's ACK timeout is up. The
-pass costs a read of the flow table's
-paths and no Python work per flow, so a fabric with thousands of flows stuck behind a
-dead link pays microseconds a tick for it, not a millisecond.
+go-back-N sends it again from the source once the sender's ACK timeout is up. The pass
+costs a read of the flow table's paths and no Python work per flow, so a fabric with
+thousands of flows stuck behind a dead link pays microseconds a tick for it, not a
+millisecond.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ def drop_at_dead_links(
 
     Hop 0 keeps its bytes: a NIC knows its own link is down. Adds the bytes lost per
     dead link to ``lost_by_link`` and per source link to ``resent_by_link``, marks the
-    flows that lost bytes in ``losers`` (per slot), and returns the bytes of each (hop, flow) dropped, hop-major and in slot order (zeros
-    included: the order ``numpy.nonzero`` gives, so the caller's sum is the one it
-    was).
+    flows that lost bytes in ``losers`` (per slot), and returns the bytes of each
+    (hop, flow) dropped, hop-major and in slot order (zeros included: the order
+    ``numpy.nonzero`` gives, so the caller's sum is the one it was).
     """
     max_hops, cap = path.shape
     n = 0
