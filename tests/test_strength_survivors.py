@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 
 from fabric_core.commands import InjectFault
-from fabric_core.net.profiles import ROCE_400G
+from fabric_core.net.profiles import ROCE_400G, Profile
 from fabric_core.net.topology import leaf_spine
 from fabric_core.runtime.fabric import Fabric, Solver
 from fabric_core.runtime.scenario import load_scenario
@@ -45,6 +45,20 @@ from tests.helpers import SOLVERS, profile, scripted_fabric, with_probe
 
 STATIC_BUFFER = 200e3  # bytes per port and priority
 SHORT = 0.5  # bytes: how much the headroom falls short of what the sender sends after XOFF
+#: RoCE with a fixed buffer per port and priority and no congestion control: PFC alone
+STATIC_PFC = dataclasses.replace(
+    ROCE_400G, pfc_buffer_mode="static", pfc_buffer_bytes=STATIC_BUFFER, congestion_control="none"
+)
+
+
+def headroom_short_by_half_a_byte(cable_s: float) -> Profile:
+    """``STATIC_PFC`` with a headroom ``SHORT`` below what a sender sends at the payload
+    rate A = R x MTU / (MTU + headers) in a reaction time (PFC reaction + the cable's
+    round trip) after its queue crossed XOFF."""
+    base = STATIC_PFC
+    reaction = base.pfc_reaction_s + 2 * cable_s
+    payload = base.link_bandwidth_Bps * base.mtu_bytes / (base.mtu_bytes + base.header_bytes)
+    return dataclasses.replace(base, pfc_headroom_bytes=payload * reaction - SHORT)
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -57,19 +71,11 @@ def test_a_half_byte_overflow_on_two_queues_is_dropped_and_resent(solver: Solver
     once (the senders are paused afterwards), the go-back-N resends them from the
     sender, and the queue holds its whole buffer. (A drop of at most 1 B per entry: the
     ``share > 1`` masks of the drop hop pair up arrays of different lengths.)"""
-    base = dataclasses.replace(
-        ROCE_400G,
-        pfc_buffer_mode="static",
-        pfc_buffer_bytes=STATIC_BUFFER,
-        congestion_control="none",
-    )
-    topo = leaf_spine(base, leaves=1, spines=1, gpus_per_leaf=3)
+    topo = leaf_spine(STATIC_PFC, leaves=1, spines=1, gpus_per_leaf=3)
     ingress = [int(topo.links.index[f"gpu000{k}->leaf00"]) for k in (1, 2)]
     cable = float(topo.links.prop_delay_s[ingress[0]])
     assert float(topo.links.prop_delay_s[ingress[1]]) == cable
-    reaction = base.pfc_reaction_s + 2 * cable
-    payload = base.link_bandwidth_Bps * base.mtu_bytes / (base.mtu_bytes + base.header_bytes)
-    prof = dataclasses.replace(base, pfc_headroom_bytes=payload * reaction - SHORT)
+    prof = headroom_short_by_half_a_byte(cable)
     flows = [(f"gpu000{k}", "gpu0000", 1e9, 0.0) for k in (1, 2)]
     fabric, _ = scripted_fabric(topo, prof, flows, dt_s=1e-6, solver=solver)
     fabric.apply(InjectFault(kind="pfc_storm", target="gpu0000"))
@@ -96,22 +102,14 @@ def test_a_half_byte_drop_upstream_discards_the_bytes_queued_past_it(solver: Sol
     follows that loss, so the bytes in leaf01's queue go too, and the sender resends both
     half bytes and the buffer leaf01 held. (A drop of at most 1 B per flow is a drop:
     ``dropped_flow > 1`` would keep the bytes past it.)"""
-    base = dataclasses.replace(
-        ROCE_400G,
-        pfc_buffer_mode="static",
-        pfc_buffer_bytes=STATIC_BUFFER,
-        congestion_control="none",
-    )
-    topo = leaf_spine(base, leaves=2, spines=1, gpus_per_leaf=2)
+    topo = leaf_spine(STATIC_PFC, leaves=2, spines=1, gpus_per_leaf=2)
     links = topo.links.index
     up, down = int(links["leaf00->spine00"]), int(links["spine00->leaf01"])
     nic = int(links["gpu0000->leaf00"])
     cable = float(topo.links.prop_delay_s[up])
     assert float(topo.links.prop_delay_s[down]) == cable
     assert float(topo.links.prop_delay_s[nic]) < cable / 2
-    reaction = base.pfc_reaction_s + 2 * cable
-    payload = base.link_bandwidth_Bps * base.mtu_bytes / (base.mtu_bytes + base.header_bytes)
-    prof = dataclasses.replace(base, pfc_headroom_bytes=payload * reaction - SHORT)
+    prof = headroom_short_by_half_a_byte(cable)
     fabric, _ = scripted_fabric(
         topo, prof, [("gpu0000", "gpu0002", 1e9, 0.0)], dt_s=1e-6, solver=solver
     )
