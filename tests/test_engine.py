@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 import pytest
@@ -89,6 +90,57 @@ async def test_a_slow_consumer_skips_snapshots_and_never_slows_the_engine() -> N
 def test_engine_rejects_a_negative_speed() -> None:
     with pytest.raises(ValueError, match="speed"):
         _engine(speed=-1)
+
+
+class _LatePeer:
+    """A lockstep peer in another process (``PeerClocks``) that reaches every simulated
+    time ``late_s`` of wall time after the engine does: the engine waits that long before
+    each of its batches."""
+
+    def __init__(self, late_s: float) -> None:
+        self.late_s = late_s
+        self.reached = -1.0  # the simulated time the peer has caught up with
+        self.since: float | None = None  # when the engine got there first
+
+    def hold(self, sim_time_s: float) -> bool:
+        if sim_time_s <= self.reached:
+            return False
+        now = time.monotonic()
+        if self.since is None:
+            self.since = now
+        if now - self.since < self.late_s:
+            return True
+        self.reached, self.since = sim_time_s, None
+        return False
+
+    def meet(self, sim_time_s: float) -> float | None:
+        return None
+
+    def report(self, sim_time_s: float, *, heading_s: float, running: bool, closed: bool) -> None:
+        pass
+
+
+async def test_time_spent_waiting_for_a_lockstep_peer_is_not_slept_again() -> None:
+    """An engine that waited for a slower peer is behind its pace by that wait: the sleep
+    after its next batch is shorter by as much, so the pair keeps the speed asked for
+    instead of losing every wait for a peer on top of the pace (the compare view ran at
+    8e-3 of the 1e-2 asked, each side also sleeping after its fast batches)."""
+    speed, batch_wall_s, late_s = 1e-3, 0.05, 0.03
+    # batches of 50 ms of wall time at the pace (the publish interval throttles them)
+    engine = _engine(speed=speed)
+    engine.publish_interval_s = batch_wall_s
+    engine.clocks = _LatePeer(late_s)
+    task = asyncio.create_task(engine.run())
+    # past the first tick (which loads the kernels) and into the steady cycle
+    await until(lambda: engine.fabric.sim_time_s > 3 * speed * batch_wall_s)
+    sim0, wall0 = engine.fabric.sim_time_s, time.monotonic()
+    await asyncio.sleep(1.0)  # twenty batches, each after a 30 ms wait
+    sim, wall = engine.fabric.sim_time_s - sim0, time.monotonic() - wall0
+    engine.stop()
+    await task
+    # sleeping the whole pace after each wait gives 50 / (50 + 30) = 0.63 of the speed
+    assert sim >= 0.85 * speed * wall, (sim / wall, speed)
+    assert sim <= speed * wall + speed * batch_wall_s + engine.fabric.dt_s  # never ahead
 
 
 def _lockstepped() -> tuple[Engine, Engine, list[int]]:

@@ -341,7 +341,9 @@ class Engine:
                     await self._idle(0.02)
                     continue
                 if self._ahead_of_peers():
-                    self._mark = self._pace_from = None  # nor is waiting for a peer
+                    # nor is waiting for a peer; but the pace keeps counting, so the time
+                    # waited is not slept again after the next batch
+                    self._mark = None
                     await self._idle(0.002)
                     continue
                 # the snapshot goes out before the pacing sleep: at a slow speed the
