@@ -335,9 +335,10 @@ def _blackhole(fabric: RecoveryHost, dead: NDArray[np.bool_], now: float) -> NDA
     links = fabric.link_book
     resent = links.counters["retransmitted_bytes_total"]
     lost_by_link = np.zeros(len(fabric.topo.links))
-    losers = np.zeros(fl.capacity, dtype=np.bool_)
+    live = fl.live_end  # no flow is in flight past it
+    losers = np.zeros(live, dtype=np.bool_)
     lost = blackhole_kernels.drop_at_dead_links(
-        fl.path, fl.active, fl.backlog, dead, lost_by_link, resent, losers
+        fl.path, fl.active[:live], fl.backlog, dead, lost_by_link, resent, losers
     )
     links.counters["discards_bytes_total"] += lost_by_link
     fabric.dropped_bytes += float(lost.sum())

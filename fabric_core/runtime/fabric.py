@@ -124,6 +124,15 @@ class LinkConditions(NamedTuple):
     stormed: NDArray[np.bool_]  # per queue: into a NIC that refuses data (PFC storm)
 
 
+class _KeptConditions(NamedTuple):
+    """Link conditions kept while faults are open, with what they were computed from."""
+
+    profile: Profile
+    state: tuple[NDArray[Any], ...]  # the fault book's ber, buffer factor, downs, flaps
+    storms: tuple[str, ...]  # the targets of the PFC storms open
+    conditions: LinkConditions
+
+
 _T = TypeVar("_T")
 
 
@@ -234,6 +243,8 @@ class Fabric:
         self.solution: Solution | None = None
         #: (profile, status, goodput, capacity, stormed) of a fabric with no fault open
         self._healthy: tuple[Profile, LinkConditions] | None = None
+        #: the same with faults open, and the fault state they were worked out from
+        self._faulted: _KeptConditions | None = None
         #: buffers, rates, the links known down, counters (the tick writes it)
         self.link_book = LinkBook.empty(topo.links, self.n_vls)
         self.injected_bytes = 0.0
@@ -626,12 +637,38 @@ class Fabric:
     def _link_conditions(self) -> LinkConditions:
         """What the faults make of the links this tick: (status, goodput, payload
         capacity, stormed queues). With no fault open (the usual case) they are the same
-        every tick, so they are kept (read-only) instead of recomputed."""
-        if not self.faults.settled():
-            status, goodput = self.faults.status(), self._goodput()
-            return LinkConditions(
+        every tick, so they are kept (read-only) instead of recomputed. With faults open
+        they change only when the fault book's per-link state does (an injection, a
+        clear, a flap's phase, a credit leak): they are kept too, and recomputed when
+        that state differs from the one they were worked out from (a link down for a
+        second of BFD costs four comparisons a tick, not the arithmetic over every link)."""
+        book = self.faults
+        if not book.settled():
+            state: tuple[NDArray[Any], ...] = (
+                book.ber,
+                book.buffer_factor,
+                book.down_count,
+                book.flap_down,
+            )
+            storms = tuple(f.target for f in book.active("pfc_storm"))
+            kept = self._faulted
+            if (
+                kept is not None
+                and kept.profile is self.profile
+                and kept.storms == storms
+                and all(np.array_equal(a, b) for a, b in zip(state, kept.state, strict=True))
+            ):
+                return kept.conditions
+            status, goodput = book.status(), self._goodput()
+            faulted = LinkConditions(
                 status, goodput, self.capacity(status, goodput), self._stormed_queues()
             )
+            for a in faulted:
+                a.setflags(write=False)
+            self._faulted = _KeptConditions(
+                self.profile, tuple(a.copy() for a in state), storms, faulted
+            )
+            return faulted
         if self._healthy is None or self._healthy[0] is not self.profile:
             L = len(self.topo.links)
             status = np.full(L, LinkStatus.UP, dtype=np.int8)

@@ -292,7 +292,7 @@ class RoceFlowControl:
             rate, arrival, new_backlog, sol.alpha, pt.send_fraction, pt.ignoring, stormed,
             rand, idx.pos, idx.hop, idx.flow, idx.link, idx.queue, idx.drains_pad, idx.heads,
             inflow, f.link_book.buffer_drain, f.flows.backlog.reshape(-1), f.link_book.occupancy,
-            f.topo.links.bandwidth_Bps, f.flows.capacity, f.flows.fixed_latency_s,
+            f.topo.links.bandwidth_Bps, f.flows.live_end, f.flows.fixed_latency_s,
             q.buffer, q.xoff, q.xon, q.reaction_s, q.paused, q.paused_since_s, q.resume_s,
             q.watchdog_until_s, q.frames_owed, q.frames_sent,
             c["discards_bytes_total"], c["retransmitted_bytes_total"], c["pause_frames_total"],

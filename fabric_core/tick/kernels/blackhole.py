@@ -28,13 +28,17 @@ def drop_at_dead_links(
 ) -> NDArray[np.float64]:
     """Put the bytes queued for a ``dead`` link (hop >= 1) back at their flow's source.
 
-    Hop 0 keeps its bytes: a NIC knows its own link is down. Adds the bytes lost per
-    dead link to ``lost_by_link`` and per source link to ``resent_by_link``, marks the
-    flows that lost bytes in ``losers`` (per slot), and returns the bytes of each
-    (hop, flow) dropped, hop-major and in slot order (zeros included: the order
-    ``numpy.nonzero`` gives, so the caller's sum is the one it was).
+    Hop 0 keeps its bytes: a NIC knows its own link is down. Only the slots ``active``
+    covers are read (the flow table's ``live_end``: no flow is in flight past it, and
+    the slots past it, which the waiting flows of a long fault keep, cost nothing).
+    Adds the bytes lost per dead link to ``lost_by_link`` and per source link to
+    ``resent_by_link``, marks the flows that lost bytes in ``losers`` (per slot, at
+    least as long as ``active``), and returns the bytes of each (hop, flow) dropped,
+    hop-major and in slot order (zeros included: the order ``numpy.nonzero`` gives, so
+    the caller's sum is the one it was).
     """
-    max_hops, cap = path.shape
+    max_hops = path.shape[0]
+    cap = active.size
     n = 0
     for h in range(1, max_hops):
         for f in range(cap):

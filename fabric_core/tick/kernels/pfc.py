@@ -154,7 +154,7 @@ def pfc_after_tick(
     backlog_table: _F,
     occupancy: _F,
     line_rate_Bps: _F,
-    n_slots: int,
+    n_slots: int,  # the flow slots in use (``live_end``): every entry's flow is below it
     fixed_latency_s: _F,
     # PFC queues (in place)
     buffer: _F,
