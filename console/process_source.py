@@ -99,7 +99,7 @@ class SharedClocks:
         self.engines = engines
         self.holds: set[int] = set()
 
-    def hold(self, sim_time_s: float) -> bool:
+    def hold(self, sim_time_s: float, slack_s: float) -> bool:
         if self.holds:
             return True
         a = self.array
@@ -108,11 +108,11 @@ class SharedClocks:
                 continue
             base = SLOT * k
             running, closed = a[base + 1], a[base + 2]
-            if running and not closed and a[base] < sim_time_s - 1e-15:
+            if running and not closed and a[base] < sim_time_s - slack_s:
                 return True
         return False
 
-    def meet(self, sim_time_s: float) -> float | None:
+    def meet(self, sim_time_s: float, slack_s: float) -> float | None:
         a = self.array
         best: float | None = None
         for k in range(self.engines):
@@ -120,7 +120,7 @@ class SharedClocks:
             if k == self.slot or not a[base + 1] or a[base + 2]:
                 continue
             heading = a[base + 3]
-            if heading > sim_time_s + 1e-15 and (best is None or heading < best):
+            if heading > sim_time_s + slack_s and (best is None or heading < best):
                 best = heading
         return best
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
 from collections.abc import Callable
 
 import pytest
 
-from fabric_core.commands import InjectFault, Pause, Resume, SetSpeed, parse_command
+from fabric_core.commands import InjectFault, Pause, Resume, SetSpeed, SetTick, parse_command
 from fabric_core.runtime.engine import Engine
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
@@ -102,7 +103,7 @@ class _LatePeer:
         self.reached = -1.0  # the simulated time the peer has caught up with
         self.since: float | None = None  # when the engine got there first
 
-    def hold(self, sim_time_s: float) -> bool:
+    def hold(self, sim_time_s: float, slack_s: float) -> bool:
         if sim_time_s <= self.reached:
             return False
         now = time.monotonic()
@@ -113,7 +114,7 @@ class _LatePeer:
         self.reached, self.since = sim_time_s, None
         return False
 
-    def meet(self, sim_time_s: float) -> float | None:
+    def meet(self, sim_time_s: float, slack_s: float) -> float | None:
         return None
 
     def report(self, sim_time_s: float, *, heading_s: float, running: bool, closed: bool) -> None:
@@ -179,6 +180,28 @@ async def test_lockstepped_engines_stay_within_one_batch_of_each_other() -> None
         e.stop()
     await asyncio.gather(*tasks)
     assert max(gaps) <= max(batches), (max(gaps), max(batches))
+
+
+async def test_lockstepped_engines_on_tick_grids_apart_still_run_whole_batches() -> None:
+    """Two engines with the same tick whose boundaries are offset by half a tick (each
+    changed its tick at another moment, as the adaptive tick does) cannot meet exactly:
+    they must still run batches of many ticks, not one tick each in turns, and stay
+    within a batch and a tick of each other."""
+    native, roce, batches = _lockstepped()
+    native.fabric.run_ticks(3)  # 1 µs ticks to 3 µs, then 2 µs ticks: 5, 7, 9 µs ...
+    native.fabric.apply(SetTick(dt_s=2e-6))
+    roce.fabric.run_ticks(4)  # 4 µs, then 6, 8, 10 µs ...
+    roce.fabric.apply(SetTick(dt_s=2e-6))
+    tasks = [asyncio.create_task(e.run()) for e in (native, roce)]
+    gaps = []
+    while len(batches) < 200:
+        await asyncio.sleep(0.002)  # a sampling interval, not a wait for a state
+        gaps.append(abs(native.fabric.sim_time_s - roce.fabric.sim_time_s))
+    for e in (native, roce):
+        e.stop()
+    await asyncio.gather(*tasks)
+    assert statistics.median(batches) > 1, batches[:50]  # (one tick each, in turns, before)
+    assert max(gaps) <= (max(batches) + 1) * 2e-6 + 1e-12, (max(gaps), max(batches))
 
 
 async def test_a_fault_sent_to_both_lockstepped_engines_is_injected_at_the_same_time() -> None:

@@ -64,15 +64,16 @@ class PeerClocks(Protocol):
     compare view runs each fabric in its own process). ``Engine.lockstep`` covers engines
     in one process; this covers the others, through whatever the two processes share."""
 
-    def hold(self, sim_time_s: float) -> bool:
-        """True while the engine must not start a batch: a running peer is behind
-        ``sim_time_s`` (or the owner holds the engine at its boundary)."""
+    def hold(self, sim_time_s: float, slack_s: float) -> bool:
+        """True while the engine must not start a batch: a running peer is more than
+        ``slack_s`` behind ``sim_time_s`` (or the owner holds the engine at its
+        boundary). ``slack_s``: ``Engine.lockstep_slack_s``."""
 
-    def meet(self, sim_time_s: float) -> float | None:
-        """The nearest simulated time after ``sim_time_s`` that a running peer is at or
-        is heading for (the end of the batch it runs); None if there is none. A batch
-        ends there, so that engines meet at the same boundaries and then run side by
-        side instead of in turns."""
+    def meet(self, sim_time_s: float, slack_s: float) -> float | None:
+        """The nearest simulated time more than ``slack_s`` after ``sim_time_s`` that a
+        running peer is at or is heading for (the end of the batch it runs); None if
+        there is none. A batch ends there, so that engines meet at the same boundaries
+        and then run side by side instead of in turns."""
 
     def report(self, sim_time_s: float, *, heading_s: float, running: bool, closed: bool) -> None:
         """Tell the peers where this engine is and where its batch ends (``heading_s``;
@@ -370,13 +371,14 @@ class Engine:
         peers: the nearest time ahead that a running peer is at (waiting for this
         engine) or is heading for. Without it, two engines whose batches span different
         simulated times take turns: each waits out the other's whole batch."""
+        slack = self.lockstep_slack_s
         ahead = [
             p.boundary_s
             for p in self._peers
-            if p.running and not p.bus.closed and p.boundary_s > now_s + 1e-15
+            if p.running and not p.bus.closed and p.boundary_s > now_s + slack
         ]
         if self.clocks is not None:
-            theirs = self.clocks.meet(now_s)
+            theirs = self.clocks.meet(now_s, slack)
             if theirs is not None:
                 ahead.append(theirs)
         return min(ahead, default=None)
@@ -394,12 +396,24 @@ class Engine:
             self._publish()
             self._last_publish = now
 
+    @property
+    def lockstep_slack_s(self) -> float:
+        """How far a lockstep peer may be behind this engine, or a meeting point ahead of
+        it, and still count as here: a hair under one tick. Engines on the same tick grid
+        meet exactly, as before; two whose grids are offset by less than a tick (each
+        changed its tick at another moment) would otherwise overshoot each other's
+        boundaries by a fraction of a tick, each batch ending one tick past the other's
+        and the pair running one tick a batch in turns (seen in the compare view: 220
+        ticks a second where each side does 1,300)."""
+        return self.fabric.dt_s * (1 - 1e-6)
+
     def _ahead_of_peers(self) -> bool:
         mine = self.fabric.sim_time_s
-        if self.clocks is not None and self.clocks.hold(mine):
+        slack = self.lockstep_slack_s
+        if self.clocks is not None and self.clocks.hold(mine, slack):
             return True
         return any(
-            p.running and not p.bus.closed and p.fabric.sim_time_s < mine - 1e-15
+            p.running and not p.bus.closed and p.fabric.sim_time_s < mine - slack
             for p in self._peers
         )
 
