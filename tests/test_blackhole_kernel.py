@@ -19,7 +19,7 @@ def test_bytes_queued_for_a_dead_link_go_back_to_the_source_and_are_counted() ->
     lost_by_link = np.zeros(9)
     resent = np.zeros(9)
     losers = np.zeros(4, dtype=np.bool_)
-    lost = drop_at_dead_links(path, active, backlog, dead, lost_by_link, resent, losers)
+    lost, slots = drop_at_dead_links(path, active, backlog, dead, lost_by_link, resent, losers)
     # hop-major, slot order: (hop 1, slot 0) then (hop 2, slot 1)
     assert lost.tolist() == [300.0, 40.0]
     assert lost_by_link[5] == 340.0 and lost_by_link.sum() == 340.0
@@ -30,3 +30,19 @@ def test_bytes_queued_for_a_dead_link_go_back_to_the_source_and_are_counted() ->
     assert backlog[:, 3].tolist() == [1.0, 2.0, 3.0]  # not in flight: untouched
     # the flows that lost bytes (they wait for their ACK timeout), and only they
     assert losers.tolist() == [True, True, False, False]
+    assert slots.tolist() == [0, 1]
+
+
+def test_slots_past_the_live_ones_are_not_read() -> None:
+    # the caller passes ``active`` up to the flow table's live_end: slot 1 lies past it
+    # (whatever its path and bytes say, nothing in flight is there)
+    path = np.array([[1, 1], [5, 5]], dtype=np.int32)
+    backlog = np.array([[0.0, 0.0], [8.0, 9.0]])
+    dead = np.zeros(6, dtype=np.bool_)
+    dead[5] = True
+    lost_by_link, resent, losers = np.zeros(6), np.zeros(6), np.zeros(1, dtype=np.bool_)
+    lost, slots = drop_at_dead_links(
+        path, np.array([True]), backlog, dead, lost_by_link, resent, losers
+    )
+    assert lost.tolist() == [8.0] and slots.tolist() == [0]
+    assert backlog[:, 1].tolist() == [0.0, 9.0] and lost_by_link[5] == 8.0

@@ -228,8 +228,10 @@ class FaultBook:
         self.credit_loss = np.zeros(n)  # fraction of credit updates lost, per link
         # recovery bookkeeping (fabric_core.faults.recovery): when each link went down (inf = up)
         self.down_since_s = np.full(n, np.inf)
-        #: the link status recovery saw last tick (it counts a link's downs from the change)
+        #: the link status recovery saw last tick (it counts a link's downs from the change),
+        #: and which links it has down
         self.seen_status = np.zeros(n, dtype=np.int8)
+        self.seen_down = np.zeros(n, dtype=bool)
         #: (simulated time, delivered bytes so far) per tick, for the recovery measurement
         self.delivered_history: deque[tuple[float, float]] = deque(maxlen=4096)
         #: incasts cleared since the last tick: ``recovery`` cancels their unsent messages

@@ -103,6 +103,9 @@ RECOVERED_FRACTION = 0.9
 INCAST_TAG_BASE = 1 << 40
 INCAST_WORKLOAD = -1
 _EPS = 1e-15
+#: ``LinkStatus.DOWN`` as numpy compares it six times faster than the enum (a tick's
+#: comparisons over every link while a fault is open)
+_DOWN = np.int8(LinkStatus.DOWN)
 
 
 def recovery_mode(p: Profile) -> str:
@@ -137,13 +140,17 @@ def track(fabric: RecoveryHost, status: NDArray[np.int8], now: float) -> None:
     fabric.flows.resend_due(now)  # senders whose ACK timeout is up send again
     if book.settled() and book.seen_status is status:
         return  # nothing open, and the last tick already saw every link up
-    down = status == LinkStatus.DOWN
-    went_down = down & (book.seen_status != LinkStatus.DOWN)
-    if went_down.any():
-        fabric.link_book.counters["link_downed_total"][went_down] += 1
-        book.down_since_s[went_down] = now
-    book.down_since_s[~down] = np.inf
-    book.seen_status = status
+    if status is not book.seen_status:
+        # (the fabric keeps its link conditions while the faults' state does not change:
+        # the same status as last tick's is the same object, and nothing went down)
+        down = status == _DOWN
+        went_down = down & ~book.seen_down
+        if went_down.any():
+            fabric.link_book.counters["link_downed_total"][went_down] += 1
+            book.down_since_s[went_down] = now
+        book.down_since_s[~down] = np.inf
+        book.seen_status, book.seen_down = status, down
+    down = book.seen_down
     detect_s, reroute_s = link_delays(fabric.profile)
     unknown_down = down & ~fabric.link_book.known_down
     if fabric.pfc is not None and unknown_down.any():
@@ -208,7 +215,7 @@ def _advance(
     kind = f.kind
     if kind in ("link_down", "switch_down", "link_flap"):
         if f.detected_at_s is None:
-            links_down = status[f.links] == LinkStatus.DOWN
+            links_down = status[f.links] == _DOWN
             since = book.down_since_s[f.links][links_down]
             if since.size and now >= since.min() + detect_s - _EPS:
                 _detected(fabric, f, now, f"by {recovery_mode(p)}")
@@ -337,14 +344,13 @@ def _blackhole(fabric: RecoveryHost, dead: NDArray[np.bool_], now: float) -> NDA
     lost_by_link = np.zeros(len(fabric.topo.links))
     live = fl.live_end  # no flow is in flight past it
     losers = np.zeros(live, dtype=np.bool_)
-    lost = blackhole_kernels.drop_at_dead_links(
+    lost, slots = blackhole_kernels.drop_at_dead_links(
         fl.path, fl.active[:live], fl.backlog, dead, lost_by_link, resent, losers
     )
     links.counters["discards_bytes_total"] += lost_by_link
     fabric.dropped_bytes += float(lost.sum())
     # a sender hears neither ACK nor NAK for what it lost (nothing reaches the receiver):
     # it stops until its local ACK timeout, then resends from the first packet lost
-    slots = np.flatnonzero(losers)
     if slots.size:
         put_back = fl.wait_for_resend(slots, now + fabric.profile.local_ack_timeout_s)
         np.add.at(resent, fl.path[0, slots], put_back)

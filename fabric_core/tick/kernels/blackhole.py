@@ -25,7 +25,7 @@ def drop_at_dead_links(
     lost_by_link: NDArray[np.float64],
     resent_by_link: NDArray[np.float64],
     losers: NDArray[np.bool_],
-) -> NDArray[np.float64]:
+) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
     """Put the bytes queued for a ``dead`` link (hop >= 1) back at their flow's source.
 
     Hop 0 keeps its bytes: a NIC knows its own link is down. Only the slots ``active``
@@ -35,7 +35,7 @@ def drop_at_dead_links(
     ``resent_by_link``, marks the flows that lost bytes in ``losers`` (per slot, at
     least as long as ``active``), and returns the bytes of each (hop, flow) dropped,
     hop-major and in slot order (zeros included: the order ``numpy.nonzero`` gives, so
-    the caller's sum is the one it was).
+    the caller's sum is the one it was), and the slots marked, ascending.
     """
     max_hops = path.shape[0]
     cap = active.size
@@ -46,6 +46,7 @@ def drop_at_dead_links(
                 n += 1
     lost = np.empty(n)
     k = 0
+    n_losers = 0
     for h in range(1, max_hops):
         for f in range(cap):
             li = path[h, f]
@@ -54,9 +55,17 @@ def drop_at_dead_links(
                 lost[k] = b
                 k += 1
                 if b != 0.0:
-                    losers[f] = True
+                    if not losers[f]:
+                        losers[f] = True
+                        n_losers += 1
                     lost_by_link[li] += b
                     resent_by_link[path[0, f]] += b
                     backlog[h, f] = 0.0
                     backlog[0, f] += b
-    return lost
+    slots = np.empty(n_losers, dtype=np.intp)
+    k = 0
+    for f in range(cap if n_losers else 0):
+        if losers[f]:
+            slots[k] = f
+            k += 1
+    return lost, slots
