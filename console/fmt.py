@@ -23,20 +23,28 @@ def fmt_seconds(value_s: float | None) -> str:
         return "—"
     if value_s == 0:
         return "0 s"
-    for scale, unit in _TIME_UNITS:
-        if abs(value_s) >= scale:
-            return f"{value_s / scale:.3g} {unit}"
-    return f"{value_s / 1e-9:.3g} ns"
+    return _in_unit(value_s, _TIME_UNITS) or f"{value_s / 1e-9:.3g} ns"
+
+
+def _in_unit(value: float, units: tuple[tuple[float, str], ...]) -> str | None:
+    """``value`` in the largest of ``units`` (largest first) it reaches, to 3 significant
+    digits, or None below the smallest. A value that rounds up to 1000 of one unit is
+    given in the next (999.99 ms is ``1 s``, not ``1e+03 ms``)."""
+    for i, (scale, unit) in enumerate(units):
+        if abs(value) >= scale:
+            text = f"{value / scale:.3g}"
+            if i > 0 and abs(float(text)) >= 1000:
+                scale, unit = units[i - 1]
+                text = f"{value / scale:.3g}"
+            return f"{text} {unit}"
+    return None
 
 
 def fmt_bytes(value: float) -> str:
     """``12.3 MiB``, ``512 B`` (binary prefixes, as buffers and messages are sized)."""
     if not math.isfinite(value):
         return "—"
-    for scale, unit in _BYTE_UNITS:
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value:.0f} B"
+    return _in_unit(value, _BYTE_UNITS) or f"{value:.0f} B"
 
 
 def fmt_bitrate(bytes_per_s: float) -> str:
@@ -46,10 +54,7 @@ def fmt_bitrate(bytes_per_s: float) -> str:
     bits = bytes_per_s * 8
     if bits == 0:
         return "0 b/s"
-    for scale, unit in _BIT_RATE_UNITS:
-        if abs(bits) >= scale:
-            return f"{bits / scale:.3g} {unit}"
-    return f"{bits:.3g} b/s"
+    return _in_unit(bits, _BIT_RATE_UNITS) or f"{bits:.3g} b/s"
 
 
 def fmt_rate(per_s: float) -> str:

@@ -1,0 +1,44 @@
+"""The console's number formats: three significant digits in the largest unit reached."""
+
+from __future__ import annotations
+
+import pytest
+
+from console.fmt import fmt_bitrate, fmt_bytes, fmt_seconds
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (1.07, "1.07 s"),
+        (0.9994, "999 ms"),
+        # rounds up to a whole unit: the next one (the compare view's fault timeline showed
+        # a reroute at 999.99 ms as "+1e+03 ms")
+        (0.99999, "1 s"),
+        (999.99e-9, "1 µs"),
+        (2.5e-6, "2.5 µs"),
+        (0.5e-9, "0.5 ns"),
+        (0.0, "0 s"),
+        (float("nan"), "—"),
+    ],
+)
+def test_fmt_seconds(seconds: float, text: str) -> None:
+    assert fmt_seconds(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("size", "text"),
+    [
+        (512, "512 B"),
+        (3 * 1024**3, "3 GiB"),
+        (1023.9 * 1024, "1 MiB"),  # 1,023.9 KiB rounds to 1.02e+03 KiB: one MiB
+        (1_040_000, "0.992 MiB"),  # 1,015.6 KiB, shown as the MiB it nearly is
+    ],
+)
+def test_fmt_bytes(size: float, text: str) -> None:
+    assert fmt_bytes(size) == text
+
+
+def test_fmt_bitrate_goes_up_a_unit_at_a_rounded_thousand() -> None:
+    assert fmt_bitrate(400e9 / 8) == "400 Gb/s"
+    assert fmt_bitrate(999.99e9 / 8) == "1 Tb/s"
