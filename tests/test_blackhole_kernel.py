@@ -46,3 +46,22 @@ def test_slots_past_the_live_ones_are_not_read() -> None:
     )
     assert lost.tolist() == [8.0] and slots.tolist() == [0]
     assert backlog[:, 1].tolist() == [0.0, 9.0] and lost_by_link[5] == 8.0
+
+
+def test_three_losers_come_out_in_order_and_link_zero_is_a_link_like_any_other() -> None:
+    # slots 0..2 each cross a dead link past their source: link 0 (dead too) at hop 1 of
+    # slot 0 (a file topology may number a switch link first), link 7 at hops 1 and 2
+    path = np.array([[3, 4, 5], [0, 7, 6], [8, 9, 7]], dtype=np.int32)
+    backlog = np.array([[0.0, 0.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 4.0]])
+    dead = np.zeros(10, dtype=np.bool_)
+    dead[[0, 7]] = True
+    lost_by_link, resent, losers = np.zeros(10), np.zeros(10), np.zeros(3, dtype=np.bool_)
+    lost, slots = drop_at_dead_links(
+        path, np.ones(3, dtype=np.bool_), backlog, dead, lost_by_link, resent, losers
+    )
+    # hop-major, then slot order: (hop 1, slot 0), (hop 1, slot 1), (hop 2, slot 2)
+    assert lost.tolist() == [1.0, 2.0, 4.0]
+    assert slots.tolist() == [0, 1, 2]
+    assert lost_by_link[0] == 1.0 and lost_by_link[7] == 6.0
+    assert resent[[3, 4, 5]].tolist() == [1.0, 2.0, 4.0]
+    assert backlog[0].tolist() == [1.0, 2.0, 4.0] and not backlog[1:].any()
