@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from console.fmt import fmt_bitrate, fmt_bytes, fmt_seconds
+from console.screens.compare import ratio
 
 
 @pytest.mark.parametrize(
@@ -42,3 +43,11 @@ def test_fmt_bytes(size: float, text: str) -> None:
 def test_fmt_bitrate_goes_up_a_unit_at_a_rounded_thousand() -> None:
     assert fmt_bitrate(400e9 / 8) == "400 Gb/s"
     assert fmt_bitrate(999.99e9 / 8) == "1 Tb/s"
+
+
+def test_the_compare_views_ratio_drops_its_decimals_from_a_hundred_on() -> None:
+    assert ratio(2.0, 3.26).plain == "×1.63"
+    assert ratio(8.69e-6, 8.69e-6 * 119_355.4).plain == "×119,355"  # a probe's ACK wait
+    assert ratio(1.0, 99.994).plain == "×99.99"
+    assert ratio(1.0, 2.0).style == "bold red" and ratio(2.0, 1.0).style == "bold green"
+    assert ratio(0.0, 1.0).plain == "—"

@@ -217,13 +217,15 @@ def speed_line(views: tuple[FabricView, FabricView]) -> Text:
 
 
 def ratio(a: float, b: float, *, larger_is_worse: bool = True) -> Text:
-    """``b / a`` as ``×1.63``, red when b is worse than a by over 5 %, green when better."""
+    """``b / a`` as ``×1.63`` (``×119,355`` from 100 on: the decimals of a probe that
+    waited a second for its ACK timeout say nothing), red when b is worse than a by
+    over 5 %, green when better."""
     if not (math.isfinite(a) and math.isfinite(b)) or a <= 0:
         return Text("—", style="dim")
     r = b / a
     worse, better = (r > 1.05, r < 0.95) if larger_is_worse else (r < 0.95, r > 1.05)
     style = "bold red" if worse else "bold green" if better else ""
-    return Text(f"×{r:.2f}", style=style)
+    return Text(f"×{r:,.0f}" if r >= 100 else f"×{r:.2f}", style=style)
 
 
 def difference_table(left: FabricView, right: FabricView) -> Table:
