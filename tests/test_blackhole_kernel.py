@@ -18,8 +18,7 @@ def test_bytes_queued_for_a_dead_link_go_back_to_the_source_and_are_counted() ->
     dead[5] = True
     lost_by_link = np.zeros(9)
     resent = np.zeros(9)
-    losers = np.zeros(4, dtype=np.bool_)
-    lost, slots = drop_at_dead_links(path, active, backlog, dead, lost_by_link, resent, losers)
+    lost, slots = drop_at_dead_links(path, active, backlog, dead, lost_by_link, resent)
     # hop-major, slot order: (hop 1, slot 0) then (hop 2, slot 1)
     assert lost.tolist() == [300.0, 40.0]
     assert lost_by_link[5] == 340.0 and lost_by_link.sum() == 340.0
@@ -29,7 +28,6 @@ def test_bytes_queued_for_a_dead_link_go_back_to_the_source_and_are_counted() ->
     assert backlog[:, 2].tolist() == [30.0, 0.0, 0.0]  # starts on the dead link: kept
     assert backlog[:, 3].tolist() == [1.0, 2.0, 3.0]  # not in flight: untouched
     # the flows that lost bytes (they wait for their ACK timeout), and only they
-    assert losers.tolist() == [True, True, False, False]
     assert slots.tolist() == [0, 1]
 
 
@@ -40,10 +38,8 @@ def test_slots_past_the_live_ones_are_not_read() -> None:
     backlog = np.array([[0.0, 0.0], [8.0, 9.0]])
     dead = np.zeros(6, dtype=np.bool_)
     dead[5] = True
-    lost_by_link, resent, losers = np.zeros(6), np.zeros(6), np.zeros(1, dtype=np.bool_)
-    lost, slots = drop_at_dead_links(
-        path, np.array([True]), backlog, dead, lost_by_link, resent, losers
-    )
+    lost_by_link, resent = np.zeros(6), np.zeros(6)
+    lost, slots = drop_at_dead_links(path, np.array([True]), backlog, dead, lost_by_link, resent)
     assert lost.tolist() == [8.0] and slots.tolist() == [0]
     assert backlog[:, 1].tolist() == [0.0, 9.0] and lost_by_link[5] == 8.0
 
@@ -55,9 +51,9 @@ def test_three_losers_come_out_in_order_and_link_zero_is_a_link_like_any_other()
     backlog = np.array([[0.0, 0.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 4.0]])
     dead = np.zeros(10, dtype=np.bool_)
     dead[[0, 7]] = True
-    lost_by_link, resent, losers = np.zeros(10), np.zeros(10), np.zeros(3, dtype=np.bool_)
+    lost_by_link, resent = np.zeros(10), np.zeros(10)
     lost, slots = drop_at_dead_links(
-        path, np.ones(3, dtype=np.bool_), backlog, dead, lost_by_link, resent, losers
+        path, np.ones(3, dtype=np.bool_), backlog, dead, lost_by_link, resent
     )
     # hop-major, then slot order: (hop 1, slot 0), (hop 1, slot 1), (hop 2, slot 2)
     assert lost.tolist() == [1.0, 2.0, 4.0]

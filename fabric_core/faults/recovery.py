@@ -342,11 +342,9 @@ def _blackhole(fabric: RecoveryHost, dead: NDArray[np.bool_], now: float) -> NDA
     links = fabric.link_book
     resent = links.counters["retransmitted_bytes_total"]
     lost_by_link = np.zeros(len(fabric.topo.links))
-    live = fl.live_end  # no flow is in flight past it
-    losers = np.zeros(live, dtype=np.bool_)
     lost, slots = blackhole_kernels.drop_at_dead_links(
-        fl.path, fl.active[:live], fl.backlog, dead, lost_by_link, resent, losers
-    )
+        fl.path, fl.active[: fl.live_end], fl.backlog, dead, lost_by_link, resent
+    )  # (no flow is in flight past live_end)
     links.counters["discards_bytes_total"] += lost_by_link
     fabric.dropped_bytes += float(lost.sum())
     # a sender hears neither ACK nor NAK for what it lost (nothing reaches the receiver):

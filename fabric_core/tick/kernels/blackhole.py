@@ -24,7 +24,6 @@ def drop_at_dead_links(
     dead: NDArray[np.bool_],
     lost_by_link: NDArray[np.float64],
     resent_by_link: NDArray[np.float64],
-    losers: NDArray[np.bool_],
 ) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
     """Put the bytes queued for a ``dead`` link (hop >= 1) back at their flow's source.
 
@@ -32,10 +31,10 @@ def drop_at_dead_links(
     covers are read (the flow table's ``live_end``: no flow is in flight past it, and
     the slots past it, which the waiting flows of a long fault keep, cost nothing).
     Adds the bytes lost per dead link to ``lost_by_link`` and per source link to
-    ``resent_by_link``, marks the flows that lost bytes in ``losers`` (per slot, at
-    least as long as ``active``), and returns the bytes of each (hop, flow) dropped,
-    hop-major and in slot order (zeros included: the order ``numpy.nonzero`` gives, so
-    the caller's sum is the one it was), and the slots marked, ascending.
+    ``resent_by_link``, and returns the bytes of each (hop, flow) dropped, hop-major
+    and in slot order (zeros included: the order ``numpy.nonzero`` gives, so the
+    caller's sum is the one it was), and the slots of the flows that lost bytes,
+    ascending.
     """
     max_hops = path.shape[0]
     cap = active.size
@@ -46,6 +45,7 @@ def drop_at_dead_links(
                 n += 1
     lost = np.empty(n)
     k = 0
+    losers = np.zeros(cap, dtype=np.bool_)
     n_losers = 0
     for h in range(1, max_hops):
         for f in range(cap):
