@@ -659,12 +659,7 @@ class Fabric:
                 and all(np.array_equal(a, b) for a, b in zip(state, kept.state, strict=True))
             ):
                 return kept.conditions
-            status, goodput = book.status(), self._goodput()
-            faulted = LinkConditions(
-                status, goodput, self.capacity(status, goodput), self._stormed_queues()
-            )
-            for a in faulted:
-                a.setflags(write=False)
+            faulted = self._kept_conditions(book.status(), self._goodput())
             self._faulted = _KeptConditions(
                 self.profile, tuple(a.copy() for a in state), storms, faulted
             )
@@ -672,14 +667,20 @@ class Fabric:
         if self._healthy is None or self._healthy[0] is not self.profile:
             L = len(self.topo.links)
             status = np.full(L, LinkStatus.UP, dtype=np.int8)
-            goodput = np.ones(L)
-            healthy = LinkConditions(
-                status, goodput, self.capacity(status, goodput), self._stormed_queues()
-            )
-            for a in healthy:
-                a.setflags(write=False)
-            self._healthy = (self.profile, healthy)
+            self._healthy = (self.profile, self._kept_conditions(status, np.ones(L)))
         return self._healthy[1]
+
+    def _kept_conditions(
+        self, status: NDArray[np.int8], goodput: NDArray[np.float64]
+    ) -> LinkConditions:
+        """The link conditions of ``status`` and ``goodput``, read-only: they are kept
+        across ticks, so nothing may write into them."""
+        conditions = LinkConditions(
+            status, goodput, self.capacity(status, goodput), self._stormed_queues()
+        )
+        for a in conditions:
+            a.setflags(write=False)
+        return conditions
 
     def _current_index(self) -> EntryIndex:
         """The entry index of the flows in flight, rebuilt when the set of flows changed."""
