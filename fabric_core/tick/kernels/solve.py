@@ -242,6 +242,7 @@ def solve_tick(
     want = np.empty(n_max)
     unsat = np.empty(n_max, dtype=np.bool_)
     before = np.empty(n)
+    dirty = np.zeros(n_links, dtype=np.bool_)  # pass two: links whose demands changed
     tol = SWEEP_TOLERANCE * max(capacity.max() if n_links else 1.0, 1.0)
     changed_from = 0
     first_share = share.copy()
@@ -253,9 +254,20 @@ def solve_tick(
                 if lo == hi or hi <= changed_from:
                     continue
                 for e in range(lo, hi):
-                    demand[e] = min(held[e] + rate[prev_pad[e]], cap_demand[e])
+                    d = min(held[e] + rate[prev_pad[e]], cap_demand[e])
+                    if pass_no > 0 and d != demand[e]:
+                        dirty[link[e]] = True
+                    demand[e] = d
                 for k in range(used_ptr[r], used_ptr[r + 1]):
                     li = used_links[k]
+                    if pass_no > 0 and not dirty[li]:
+                        # the same demands as in pass one: the same fill, so its rates
+                        # are taken back (credits may have trimmed them by less than
+                        # CUT_FRACTION) instead of worked out again
+                        for i in range(link_ptr[li], link_ptr[li + 1]):
+                            e = link_ent[i]
+                            rate[e] = before[e]
+                        continue
                     level[li], share[li] = fill_link(
                         link_ent,
                         link_ptr[li],
