@@ -30,7 +30,7 @@ NEWTON_ITERATIONS = 12
 CUT_FRACTION = 1e-9
 
 
-@inline_kernel
+@kernel  # not inline_kernel (see there): inlined by numba, it made the rounds 6x slower
 def _share(left: float, count: int) -> float:
     """Fair share of ``left`` among ``count`` entries (±inf for none)."""
     if count > 0:
