@@ -116,3 +116,38 @@ def test_when_one_incast_flow_ends_the_other_takes_the_whole_downlink(solver: So
     assert fabric.occupancy[queue(fabric, "gpu0001->leaf00")] == pytest.approx(0, abs=1e-6)
     assert fabric.occupancy[queue(fabric, "gpu0002->leaf00")] == pytest.approx(BUFFER, rel=1e-9)
     assert not fabric.snapshot().link_state.paused.any()
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_what_credits_take_from_the_very_first_entry_is_offered_to_its_link_again(
+    solver: Solver,
+) -> None:
+    """Three senders share one downlink (R/3 each, R the payload rate), and the first of
+    them, in the first flow slot, also sends on another lane to an idle GPU. Fair
+    sharing first splits its uplink R/2 : R/2; credits then cut the incast flow to what
+    drains of its full buffer, R/3, and the second pass offers the rest of the uplink
+    to the other lane's flow: 2R/3. The incast flow's first hop is the index's very
+    first entry (rank 0, lane 0, flow slot 0), where a solver that only re-offers after
+    cuts "past the first entry" would leave the other lane at R/2."""
+    dt = 1e-6
+    prof = profile(buffer_per_vl_bytes=BUFFER)
+    topo = small_leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=5)
+    incast_flows = [(f"gpu000{i}", "gpu0000", BIG, 0.0) for i in (1, 2, 3)]
+    fabric, _ = scripted_fabric(
+        topo,
+        prof,
+        incast_flows,
+        dt_s=dt,
+        extra=[("side", "other", [("gpu0001", "gpu0004", BIG, 0.0)])],
+        class_vl={"bulk": 0, "other": 1},
+        solver=solver,
+    )
+    r = payload_rate(fabric.profile)
+    fabric.run_ticks(100)  # the ingress buffers are full after a few microseconds
+    assert fabric.flows.src[0] == topo.nodes.index["gpu0001"]  # the first slot's flow
+    delivered = fabric.flows.delivered[:4].copy()
+    ticks = 20
+    fabric.run_ticks(ticks)
+    rate = (fabric.flows.delivered[:4] - delivered) / (ticks * dt)
+    assert rate[:3] == pytest.approx([r / 3] * 3, rel=1e-9)
+    assert rate[3] == pytest.approx(2 * r / 3, rel=1e-9)
