@@ -25,8 +25,9 @@ def inline_kernel(fn: _F) -> _F:
     """A small kernel called from other kernels' inner loops: inlined into its callers
     (``inline="always"``) instead of called, which saves a call per link or entry.
 
-    Measured, helper by helper: numba's own inlining of a helper that returns from
-    branches (``solve._share``, ``route.link_cost``) made its callers' loops 2-6 times
-    slower than a plain ``kernel``, which LLVM inlines by itself. Those stay plain.
+    Measured helper by helper, in a running fabric: inlining usually helps, but numba's
+    own inlining of ``solve._share`` (a conditional expression in a branch's return)
+    made the water-filling's rounds 6 times slower than a plain ``kernel``, which LLVM
+    inlines by itself; that one stays plain.
     """
     return cast(_F, njit(cache=True, nogil=True, error_model="numpy", inline="always")(fn))

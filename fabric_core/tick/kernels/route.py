@@ -179,7 +179,7 @@ def route_flows(
     return path, nh
 
 
-@kernel  # not inline_kernel (see there): inlined by numba, it made routing 2.7x slower
+@inline_kernel
 def link_cost(
     occupancy: _F, n_vls: int, bandwidth_Bps: _F, known_down: NDArray[np.bool_], li: int
 ) -> float:
