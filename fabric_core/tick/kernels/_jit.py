@@ -26,8 +26,8 @@ def inline_kernel(fn: _F) -> _F:
     (``inline="always"``) instead of called, which saves a call per link or entry.
 
     Measured helper by helper, in a running fabric: inlining usually helps, but numba's
-    own inlining of ``solve._share`` (a conditional expression in a branch's return)
-    made the water-filling's rounds 6 times slower than a plain ``kernel``, which LLVM
-    inlines by itself; that one stays plain.
+    own inlining of ``solve._share`` (three ways out: the share, or plus or minus
+    infinity; with two it was fast) made the water-filling's rounds 6 times slower than
+    a plain ``kernel``, which LLVM inlines by itself; that one stays plain.
     """
     return cast(_F, njit(cache=True, nogil=True, error_model="numpy", inline="always")(fn))
