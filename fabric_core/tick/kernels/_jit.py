@@ -8,9 +8,11 @@ compile again; ``NUMBA_DISABLE_JIT=1`` runs the very same functions as Python
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+import numba
 from numba import njit
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -31,3 +33,47 @@ def inline_kernel(fn: _F) -> _F:
     a plain ``kernel``, which LLVM inlines by itself; that one stays plain.
     """
     return cast(_F, njit(cache=True, nogil=True, error_model="numpy", inline="always")(fn))
+
+
+def parallel_kernel(fn: _F) -> _F:
+    """``fn`` compiled with ``parallel=True``: its ``prange`` loops run on all the cores
+    numba is given (``numba.set_num_threads``), its other loops as in ``kernel``.
+
+    Compiled from a copy of ``fn`` named ``<name>_parallel``, because numba's disk
+    cache keys a function by its name and code, not its options: the serial and the
+    parallel machine code of one function would overwrite each other's cache entry.
+    """
+    clone = types.FunctionType(
+        fn.__code__, fn.__globals__, f"{fn.__name__}_parallel", fn.__defaults__, fn.__closure__
+    )
+    clone.__qualname__ = f"{fn.__qualname__}_parallel"
+    clone.__doc__ = fn.__doc__
+    clone.__module__ = fn.__module__
+    return cast(_F, njit(cache=True, nogil=True, error_model="numpy", parallel=True)(clone))
+
+
+#: The most threads numba may use: the cores it found, or ``NUMBA_NUM_THREADS``
+#: (read once, when numba is imported; numba.config is filled in at run time)
+MOST_THREADS = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
+
+
+def use_threads(n: int | None = None) -> int:
+    """Give the parallel kernels ``n`` threads (None: as many as numba found cores, or
+    ``NUMBA_NUM_THREADS``); returns the number given.
+
+    Raises:
+        ValueError: ``n`` is not between 1 and that number.
+    """
+    n = MOST_THREADS if n is None else n
+    if not 1 <= n <= MOST_THREADS:
+        raise ValueError(
+            f"threads must be between 1 and {MOST_THREADS} (the cores numba may use), got {n}"
+        )
+    numba.set_num_threads(n)
+    return n
+
+
+def share_cores(engines: int) -> int:
+    """Threads for one of ``engines`` engines that run at once, each in its own process,
+    so that together they use each core once (at least one each); sets and returns it."""
+    return use_threads(max(1, MOST_THREADS // max(engines, 1)))

@@ -13,9 +13,10 @@ vectorised reference on small and large fabrics alike.
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 from numpy.typing import NDArray
 
-from fabric_core.tick.kernels._jit import inline_kernel, kernel
+from fabric_core.tick.kernels._jit import inline_kernel, kernel, parallel_kernel
 
 _F = NDArray[np.float64]
 _I = NDArray[np.intp]
@@ -55,12 +56,13 @@ def fill_link(
     share of what is left are satisfied, which raises the share of the rest.
     Returns the link's (level, share): the rate of the unsatisfied entries (or the
     capacity left when all are satisfied), and the same but infinite then.
-    ``want`` and ``unsat`` are scratch space (at least ``hi - lo`` long): the rounds
-    work on the link's demands gathered there, not scattered over the entries.
+    ``want`` and ``unsat`` are scratch space, used at ``lo:hi`` like ``ents``: the
+    rounds work on the link's demands gathered there, not scattered over the entries,
+    and links filled at the same time (in parallel) use disjoint parts of it.
     """
     k = hi - lo
-    for i in range(k):
-        want[i] = demand[ents[lo + i]]
+    for i in range(lo, hi):
+        want[i] = demand[ents[i]]
         unsat[i] = True
     left = capacity
     count = k
@@ -68,7 +70,7 @@ def fill_link(
     for _ in range(WATERFILL_ROUNDS):
         taken = 0.0
         n_sat = 0
-        for i in range(k):
+        for i in range(lo, hi):
             if unsat[i] and want[i] <= share:
                 unsat[i] = False
                 taken += want[i]
@@ -78,8 +80,8 @@ def fill_link(
         left = max(left - taken, 0.0)
         count -= n_sat
         share = _share(left, count)
-    for i in range(k):
-        out[ents[lo + i]] = min(share, want[i]) if unsat[i] else want[i]
+    for i in range(lo, hi):
+        out[ents[i]] = min(share, want[i]) if unsat[i] else want[i]
     return (share if count > 0 else left), share
 
 
@@ -104,75 +106,6 @@ def conserve(rate: _F, held: _F, prev_pad: _I, hop: _I, feedforward: bool) -> No
                 rate[e] = min(rate[e], held[e] + rate[prev_pad[e]])
 
 
-@kernel
-def enforce_credits(
-    rate: _F,
-    held: _F,
-    nxt_pad: _I,
-    buf_ptr: _I,
-    buf_ent: _I,
-    buf_order: _I,
-    free_bytes: _F,
-    dt: float,
-    alpha: _F,
-) -> None:
-    """Scale the inflows of each short buffer so it cannot overfill (in place).
-
-    The net inflow of a buffer whose inflows are scaled by ``a`` is convex and
-    piecewise linear in ``a`` (the drain of a flow cut through follows its
-    inflow), so Newton's method from 1 finds the largest admissible factor.
-    Buffers are taken downstream first (``buf_order``: the buffers that have
-    inflows); ``alpha`` keeps each buffer's smallest factor.
-    """
-    n_max = 0
-    for b in buf_order:
-        n_max = max(n_max, buf_ptr[b + 1] - buf_ptr[b])
-    a = np.empty(n_max)  # the buffer's inflows, and their next hops' rates and holdings,
-    c = np.empty(n_max)  # gathered once: Newton walks them several times
-    d = np.empty(n_max)
-    for b in buf_order:
-        lo, hi = buf_ptr[b], buf_ptr[b + 1]
-        k = hi - lo
-        inflow = 0.0
-        drain = 0.0
-        for i in range(k):
-            e = buf_ent[lo + i]
-            a[i], c[i], d[i] = rate[e], rate[nxt_pad[e]], held[nxt_pad[e]]
-            inflow += a[i]
-            drain += min(c[i], d[i] + a[i])
-        room = free_bytes[b] / dt
-        g = inflow - drain - room
-        tol = 1e-12 * (inflow + room) + 1e-9
-        if g <= tol:
-            continue
-        al = 1.0
-        pending = True
-        for _ in range(NEWTON_ITERATIONS):
-            slope = inflow
-            for i in range(k):
-                if d[i] + al * a[i] < c[i]:
-                    slope -= a[i]
-            step = g / slope if slope > 0 else 0.0
-            al = min(max(al - step, 0.0), 1.0)
-            drain = 0.0
-            for i in range(k):
-                drain += min(c[i], d[i] + al * a[i])
-            g = al * inflow - drain - room
-            pending = g > tol
-            if not pending:
-                break
-        if pending:
-            # not converged (rare): the drain that cannot shrink any further
-            safe = 0.0
-            for i in range(k):
-                safe += min(c[i], d[i])
-            al = min(al, (safe + room) / inflow if inflow > 0 else 0.0)
-        alpha[b] = min(alpha[b], al)
-        for i in range(k):
-            rate[buf_ent[lo + i]] = a[i] * al
-
-
-@kernel
 def solve_tick(
     link: _I,
     prev_pad: _I,
@@ -188,6 +121,7 @@ def solve_tick(
     rank_link_ptr: _I,
     rank_links: _I,
     buf_order: _I,
+    buf_group_ptr: _I,
     keys_per_rank: int,
     backlog: _F,
     capacity: _F,
@@ -201,14 +135,20 @@ def solve_tick(
 
     ``warm`` is last tick's rate per entry (0 for new ones, which start from
     their line rate, at most what the flow holds per tick); ``entry_cap`` the most
-    each entry may carry (PFC, DCQCN, late start; inf for none).
+    each entry may carry (PFC, DCQCN, late start; inf for none). ``buf_order`` lists
+    the buffers downstream first, in groups of one (lane, rank) (``buf_group_ptr``:
+    offsets of the groups), whose buffers share no entry.
+
+    Compiled twice (``solve_tick_serial``, ``solve_tick_parallel``): the ``prange``
+    loops are those whose iterations touch disjoint entries, links or buffers, so
+    with ``parallel=True`` both cores share them and the results are the same.
     """
     n = link.size
     n_links = capacity.size
     held = backlog / dt
     rate = np.empty(n + 1)
     rate[n] = 0.0
-    for e in range(n):
+    for e in prange(n):
         start = capacity[link[e]]
         rate[e] = warm[e] if warm[e] > 0 else min(start, held[first[e]])
     level = capacity.copy()
@@ -216,13 +156,13 @@ def solve_tick(
     alpha = np.ones(free_bytes.size)
     cap_demand = entry_cap.copy()
     demand = np.empty(n)
+    changed = np.zeros(n, dtype=np.bool_)  # pass two: entries whose demand changed
     new = np.empty(n)
     # only links and buffers that carry entries are worked on (the others keep level =
     # capacity, share = inf, alpha = 1): a pass costs what the traffic uses, not the fabric
     n_ranks = rank_link_ptr.size - 1
     used_ptr = np.zeros(n_ranks + 1, dtype=np.intp)
     used_links = np.empty(rank_links.size, dtype=np.intp)
-    n_max = 0  # the most entries on one link: the size of fill_link's scratch
     k_used = 0
     for r in range(n_ranks):
         for k in range(rank_link_ptr[r], rank_link_ptr[r + 1]):
@@ -230,19 +170,34 @@ def solve_tick(
             if link_ptr[li + 1] > link_ptr[li]:
                 used_links[k_used] = li
                 k_used += 1
-                n_max = max(n_max, link_ptr[li + 1] - link_ptr[li])
         used_ptr[r + 1] = k_used
+    # the used buffers, downstream first, in groups whose credit factors can be found at
+    # once: one (lane, rank) each on a feed-forward fabric (a buffer's inflows are entries
+    # of its own link; their next hops, which it reads, are on higher ranks); one buffer
+    # each otherwise, where a next hop may be another buffer's inflow of the same rank
     used_bufs = np.empty(buf_order.size, dtype=np.intp)
+    used_group_ptr = np.zeros(buf_order.size + 1, dtype=np.intp)
     n_used_bufs = 0
-    for b in buf_order:
-        if buf_ptr[b + 1] > buf_ptr[b]:
-            used_bufs[n_used_bufs] = b
-            n_used_bufs += 1
-    used_bufs = used_bufs[:n_used_bufs]
-    want = np.empty(n_max)
-    unsat = np.empty(n_max, dtype=np.bool_)
+    n_groups = 0
+    for grp in range(buf_group_ptr.size - 1):
+        for j in range(buf_group_ptr[grp], buf_group_ptr[grp + 1]):
+            b = buf_order[j]
+            if buf_ptr[b + 1] > buf_ptr[b]:
+                used_bufs[n_used_bufs] = b
+                n_used_bufs += 1
+                if not feedforward:
+                    n_groups += 1
+                    used_group_ptr[n_groups] = n_used_bufs
+        if feedforward and used_group_ptr[n_groups] < n_used_bufs:
+            n_groups += 1
+            used_group_ptr[n_groups] = n_used_bufs
+    # scratch of the fills (by position in link_ent) and of the credit factors (in buf_ent)
+    want = np.empty(n)
+    unsat = np.empty(n, dtype=np.bool_)
+    inflows = np.empty(buf_ent.size)
+    drains = np.empty(buf_ent.size)
+    holds = np.empty(buf_ent.size)
     before = np.empty(n)
-    dirty = np.zeros(n_links, dtype=np.bool_)  # pass two: links whose demands changed
     tol = SWEEP_TOLERANCE * max(capacity.max() if n_links else 1.0, 1.0)
     changed_from = 0
     first_share = share.copy()
@@ -253,14 +208,19 @@ def solve_tick(
                 lo, hi = key_ptr[r * keys_per_rank], key_ptr[(r + 1) * keys_per_rank]
                 if lo == hi or hi <= changed_from:
                     continue
-                for e in range(lo, hi):
+                for e in prange(lo, hi):
                     d = min(held[e] + rate[prev_pad[e]], cap_demand[e])
-                    if pass_no > 0 and d != demand[e]:
-                        dirty[link[e]] = True
+                    changed[e] = pass_no > 0 and d != demand[e]
                     demand[e] = d
-                for k in range(used_ptr[r], used_ptr[r + 1]):
+                for k in prange(used_ptr[r], used_ptr[r + 1]):
                     li = used_links[k]
-                    if pass_no > 0 and not dirty[li]:
+                    dirty = pass_no == 0
+                    if not dirty:
+                        for i in range(link_ptr[li], link_ptr[li + 1]):
+                            if changed[link_ent[i]]:
+                                dirty = True
+                                break
+                    if not dirty:
                         # the same demands as in pass one: the same fill, so its rates
                         # are taken back (credits may have trimmed them by less than
                         # CUT_FRACTION) instead of worked out again
@@ -307,17 +267,76 @@ def solve_tick(
         if not credits:
             break
         before[:] = rate[:n]
-        enforce_credits(rate, held, nxt_pad, buf_ptr, buf_ent, used_bufs, free_bytes, dt, alpha)
-        conserve(rate, held, prev_pad, hop, feedforward)
-        changed_from = -1
-        for e in range(n):
+        # One credit factor per short buffer, downstream first, one (lane, rank) group's
+        # buffers at once. The net inflow of a buffer whose inflows are scaled by ``al``
+        # is convex and piecewise linear in ``al`` (the drain of a flow cut through
+        # follows its inflow), so Newton's method from 1 finds the largest admissible
+        # factor; ``alpha`` keeps each buffer's smallest. Each buffer's inflows, and their
+        # next hops' rates and holdings, are gathered once at its own place in ``buf_ent``
+        # (Newton walks them several times). Written out here, not called: a call per
+        # buffer (twelve array arguments) made the default scenario's solve 1.6x slower,
+        # numba's inline="always" 1.5x.
+        for grp in range(n_groups):
+            for j in prange(used_group_ptr[grp], used_group_ptr[grp + 1]):
+                b = used_bufs[j]
+                lo, hi = buf_ptr[b], buf_ptr[b + 1]
+                inflow = 0.0
+                drain = 0.0
+                for i in range(lo, hi):
+                    e = buf_ent[i]
+                    inflows[i], drains[i], holds[i] = rate[e], rate[nxt_pad[e]], held[nxt_pad[e]]
+                    inflow += inflows[i]
+                    drain += min(drains[i], holds[i] + inflows[i])
+                room = free_bytes[b] / dt
+                g = inflow - drain - room
+                ctol = 1e-12 * (inflow + room) + 1e-9
+                if g <= ctol:
+                    continue
+                al = 1.0
+                pending = True
+                for _ in range(NEWTON_ITERATIONS):
+                    slope = inflow
+                    for i in range(lo, hi):
+                        if holds[i] + al * inflows[i] < drains[i]:
+                            slope -= inflows[i]
+                    step = g / slope if slope > 0 else 0.0
+                    al = min(max(al - step, 0.0), 1.0)
+                    drain = 0.0
+                    for i in range(lo, hi):
+                        drain += min(drains[i], holds[i] + al * inflows[i])
+                    g = al * inflow - drain - room
+                    pending = g > ctol
+                    if not pending:
+                        break
+                if pending:
+                    # not converged (rare): the drain that cannot shrink any further
+                    safe = 0.0
+                    for i in range(lo, hi):
+                        safe += min(drains[i], holds[i])
+                    al = min(al, (safe + room) / inflow if inflow > 0 else 0.0)
+                alpha[b] = min(alpha[b], al)
+                for i in range(lo, hi):
+                    rate[buf_ent[i]] = inflows[i] * al
+        if feedforward:
+            # conservation rank by rank: every upstream hop is on a lower rank, so the
+            # entries of one rank can be clipped at once (``conserve`` takes them in order)
+            for r in range(n_ranks):
+                for e in prange(key_ptr[r * keys_per_rank], key_ptr[(r + 1) * keys_per_rank]):
+                    rate[e] = min(rate[e], held[e] + rate[prev_pad[e]])
+        else:
+            conserve(rate, held, prev_pad, hop, feedforward)
+        changed_from = n
+        for e in prange(n):
             if rate[e] < before[e] * (1 - CUT_FRACTION):
-                if changed_from < 0:
-                    changed_from = e
+                changed_from = min(changed_from, e)
                 cap_demand[e] = min(cap_demand[e], rate[e])
-        if changed_from < 0:
+        if changed_from == n:
             break
     return rate, level, alpha, first_share
+
+
+solve_tick_serial = kernel(solve_tick)
+solve_tick_parallel = parallel_kernel(solve_tick)
 
 
 @kernel

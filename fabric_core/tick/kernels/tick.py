@@ -20,9 +20,14 @@ from fabric_core.tick.kernels.index import entry_index
 from fabric_core.tick.kernels.move import credit_wait, finish_times, link_counters, move_bytes
 from fabric_core.tick.kernels.route import lanes_and_costs, link_costs, link_loads, route_flows
 from fabric_core.tick.kernels.slots import by_workload, start_limits
-from fabric_core.tick.kernels.solve import credit_room, solve_tick
+from fabric_core.tick.kernels.solve import credit_room, solve_tick_parallel, solve_tick_serial
 from fabric_core.tick.kernels.table_route import table_route_flows
 from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex, Moved, RankLayout, Solution
+
+#: Entries from which the solve runs its loops on all the cores numba has
+#: (``kernels.solve.solve_tick_parallel``); below it, waking the threads for each loop
+#: costs more than sharing the loop saves.
+PARALLEL_FROM_ENTRIES = 20_000
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,8 @@ class CompiledTick:
     rank_link_ptr: NDArray[np.intp]
     rank_links: NDArray[np.intp]
     buf_order: NDArray[np.intp]
+    #: offsets into ``buf_order`` of its groups of one (lane, rank)
+    buf_group_ptr: NDArray[np.intp]
     n_vls: int
     #: adaptive routing's expected load: per link, the bytes flows in flight still have to
     #: send over it, as of the last tick's move, plus what routing placed since
@@ -56,11 +63,15 @@ class CompiledTick:
         buf = np.arange(n_links * n_vls, dtype=np.intp)
         lane, rank = buf % n_vls, layout.rank[buf // n_vls]
         order = np.lexsort((rank, lane))[::-1].astype(np.intp)  # (lane, rank) descending
+        group = (lane * (int(rank.max(initial=0)) + 1) + rank)[order]
+        starts = np.flatnonzero(np.diff(group)) + 1
+        group_ptr = np.concatenate([[0], starts, [order.size]]).astype(np.intp)
         return cls(
             layout.rank.astype(np.int64),
             ptr,
             links,
             np.ascontiguousarray(order),
+            group_ptr,
             n_vls,
             np.zeros(n_links),
         )
@@ -427,6 +438,7 @@ def solve(
     csr: IndexCsr = idx.csr
     if entry_cap is None:
         entry_cap = np.full(idx.size, np.inf)
+    solve_tick = solve_tick_parallel if idx.size >= PARALLEL_FROM_ENTRIES else solve_tick_serial
     rate, level, alpha, share = solve_tick(
         idx.link,
         idx.prev_pad,
@@ -442,6 +454,7 @@ def solve(
         layout.rank_link_ptr,
         layout.rank_links,
         layout.buf_order,
+        layout.buf_group_ptr,
         2 * layout.n_vls,
         backlog,
         capacity,
