@@ -328,6 +328,9 @@ def _child_main(
     os.dup2(fd, 2)
     os.close(fd)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # a stack dump, for a hang
+    from fabric_core.tick.kernels._jit import share_cores  # numba: in the child only
+
+    share_cores(engines)  # engines side by side: each core once, not once per engine
     child = _Child(conn, SharedClocks(array, slot, engines), spec)
     try:
         asyncio.run(child.serve())

@@ -42,6 +42,13 @@ def register(sub: Any) -> None:
         help="the tick's solver: the compiled kernels (default) or the numpy reference they "
         "are tested against (same results within 1e-9, several times slower)",
     )
+    p.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="cores the compiled solve shares on a large fabric (tens of thousands of "
+        "entries in flight; default: every core; the results do not depend on it)",
+    )
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.add_argument("--record", type=Path, metavar="FILE", help="record the run for `fabtop replay`")
     p.set_defaults(func=run)
@@ -49,6 +56,14 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run, print the summary, write the JSON report."""
+    if args.threads is not None:
+        from fabric_core.tick.kernels._jit import use_threads  # imports numba: not for --help
+
+        try:
+            use_threads(args.threads)
+        except ValueError as exc:
+            print(f"fabtop: --{exc}", file=sys.stderr)
+            return 2
     scn = load_from_args(args)
     if scn is None:
         return 2
