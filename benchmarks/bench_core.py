@@ -2,6 +2,7 @@
 
     python benchmarks/bench_core.py [--sizes default,default-roce,...] [--ticks N]
                                     [--warmup N] [--repeat N] [--json FILE] [--startup]
+                                    [--threads | --allocator | --per-tick N]
 
 For each fabric both solvers (``Fabric(solver="compiled")`` and ``"reference"``) run
 the same scenario, seed and warm-up, then ``--ticks`` measured ticks, best of
@@ -21,6 +22,12 @@ to uniformly random peers). The warm-up runs into the steady state (at least
 of the quiet ones (under ``QUIET_FLOWS`` flows in flight) and the mean of all, for
 comparing two versions of the code run one after the other (the reference has changed
 with them).
+
+``--threads`` instead runs the compiled tick with its solve on one core and on all the
+cores numba may use (``NUMBA_NUM_THREADS``), alternating on one fabric, and prints the
+ratio: from ``PARALLEL_FROM_ENTRIES`` entries in flight the solve shares its loops over
+the cores (``kernels.solve.solve_tick_parallel``); below it both runs are serial.
+``--allocator`` likewise alternates glibc's malloc thresholds.
 
 ``--startup`` also times, in fresh processes, ``fabtop run default`` for one tick with
 an empty kernel cache (numba compiles: the first run after install) and again with
@@ -155,25 +162,46 @@ def bench_incast(repeat: int) -> dict[str, Any]:
 SIZES["incast"] = scenario("incast-100g")
 
 
-def bench_allocator(name: str, ticks: int, warmup: int, repeat: int) -> dict[str, Any]:
-    """The compiled tick with glibc's default thresholds and with freed memory kept
-    (``fabric_core.runtime.allocator``), on one fabric, runs alternating."""
+def alternate(
+    name: str, ticks: int, warmup: int, repeat: int, setups: dict[str, Callable[[], object]]
+) -> tuple[dict[str, float], float]:
+    """The compiled tick on one fabric under each setup in turn, ``repeat`` rounds
+    alternating (so that all see the same machine): the best ms a tick of each, and
+    the mean entries a tick."""
     fabric = SIZES[name]("compiled")
     fabric.run_ticks(2)
     steady(fabric, warmup)
-    runs: dict[bool, list[dict[str, float]]] = {False: [], True: []}
+    runs: dict[str, list[float]] = {label: [] for label in setups}
+    entries = []
     for _ in range(repeat):
-        for keep in (False, True):
-            if not keep_freed_memory(keep):
-                raise SystemExit("--allocator needs glibc: mallopt(3) is not there")
-            runs[keep].append(measure(fabric, ticks, 1))
+        for label, setup in setups.items():
+            setup()
+            m = measure(fabric, ticks, 1)
+            runs[label].append(m["ms_per_tick"])
+            entries.append(m["entries_per_tick"])
+    return {label: min(times) for label, times in runs.items()}, sum(entries) / len(entries)
+
+
+def _keep_freed(keep: bool) -> Callable[[], None]:
+    def setup() -> None:
+        if not keep_freed_memory(keep):
+            raise SystemExit("--allocator needs glibc: mallopt(3) is not there")
+
+    return setup
+
+
+def bench_allocator(name: str, ticks: int, warmup: int, repeat: int) -> dict[str, Any]:
+    """The compiled tick with glibc's default thresholds and with freed memory kept
+    (``fabric_core.runtime.allocator``), on one fabric, runs alternating."""
+    best, _ = alternate(
+        name, ticks, warmup, repeat, {"default": _keep_freed(False), "kept": _keep_freed(True)}
+    )
     keep_freed_memory()
-    best = {keep: min(r, key=lambda m: m["ms_per_tick"]) for keep, r in runs.items()}
     return {
         "fabric": name,
-        "default_ms_per_tick": best[False]["ms_per_tick"],
-        "kept_ms_per_tick": best[True]["ms_per_tick"],
-        "ratio": best[False]["ms_per_tick"] / best[True]["ms_per_tick"],
+        "default_ms_per_tick": best["default"],
+        "kept_ms_per_tick": best["kept"],
+        "ratio": best["default"] / best["kept"],
     }
 
 
@@ -186,6 +214,46 @@ def main_allocator(sizes: list[str], ticks: int, warmup: int, repeat: int) -> li
         print(
             f"{name:<14} {r['default_ms_per_tick']:>16.3f} {r['kept_ms_per_tick']:>15.3f} "
             f"{r['ratio']:>6.2f}",
+            flush=True,
+        )
+    return rows
+
+
+def bench_threads(name: str, ticks: int, warmup: int, repeat: int) -> dict[str, Any]:
+    """The compiled tick with the solve on one core and on all of them, runs alternating.
+    Below ``PARALLEL_FROM_ENTRIES`` entries the solve is the serial one either way."""
+    from fabric_core.tick.kernels._jit import MOST_THREADS, use_threads
+    from fabric_core.tick.kernels.tick import PARALLEL_FROM_ENTRIES
+
+    best, entries = alternate(
+        name, ticks, warmup, repeat, {"one": lambda: use_threads(1), "all": use_threads}
+    )
+    use_threads()
+    return {
+        "fabric": name,
+        "entries_per_tick": entries,
+        "cores": MOST_THREADS,
+        "parallel_from_entries": PARALLEL_FROM_ENTRIES,
+        "one_core_ms_per_tick": best["one"],
+        "all_cores_ms_per_tick": best["all"],
+        "ratio": best["one"] / best["all"],
+    }
+
+
+def main_threads(sizes: list[str], ticks: int, warmup: int, repeat: int) -> list[Any]:
+    rows: list[dict[str, Any]] = []
+    for name in sizes:
+        r = bench_threads(name, ticks, warmup, repeat)
+        if not rows:
+            print(
+                f"{'fabric':<14} {'entries/tick':>12} {'1 core ms':>10} "
+                f"{str(r['cores']) + ' cores ms':>11} {'ratio':>6} {'solve':>8}"
+            )
+        rows.append(r)
+        solve = "parallel" if r["entries_per_tick"] >= r["parallel_from_entries"] else "serial"
+        print(
+            f"{name:<14} {r['entries_per_tick']:>12.0f} {r['one_core_ms_per_tick']:>10.3f} "
+            f"{r['all_cores_ms_per_tick']:>11.3f} {r['ratio']:>6.2f} {solve:>8}",
             flush=True,
         )
     return rows
@@ -271,11 +339,20 @@ def main() -> None:
         f"(the median of those with under {QUIET_FLOWS} flows in flight, the mean of all): "
         "to compare two versions of the code, run one after the other",
     )
+    ap.add_argument(
+        "--threads",
+        action="store_true",
+        help="instead: the compiled tick with its solve on one core and on all cores numba "
+        "may use (NUMBA_NUM_THREADS), alternating on one fabric",
+    )
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
     if args.per_tick:
         sizes = [s for s in args.sizes.split(",") if s != "incast"]
         rows = main_per_tick(sizes, args.per_tick, args.warmup)
+    elif args.threads:
+        sizes = [s for s in args.sizes.split(",") if s != "incast"]
+        rows = main_threads(sizes, args.ticks, args.warmup, args.repeat)
     elif args.allocator:
         sizes = [s for s in args.sizes.split(",") if s != "incast"]
         rows = main_allocator(sizes, args.ticks, args.warmup, args.repeat)
