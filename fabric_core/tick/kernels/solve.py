@@ -141,7 +141,9 @@ def solve_tick(
 
     Compiled twice (``solve_tick_serial``, ``solve_tick_parallel``): the ``prange``
     loops are those whose iterations touch disjoint entries, links or buffers, so
-    with ``parallel=True`` both cores share them and the results are the same.
+    with ``parallel=True`` both cores share them and the results are the same, bit
+    for bit. Where a route breaks up*/down* (not ``feedforward``) the sweeps, the
+    conservation and the credit factors run one at a time in either.
     """
     n = link.size
     n_links = capacity.size
