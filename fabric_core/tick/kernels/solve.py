@@ -86,17 +86,11 @@ def fill_link(
 
 
 @kernel
-def conserve(rate: _F, held: _F, prev_pad: _I, hop: _I, feedforward: bool) -> None:
-    """Clip each hop, upstream first, to what it holds plus what arrives (in place).
-
-    In entry order the upstream hop always comes first on a feed-forward fabric;
-    otherwise the entries are taken hop by hop.
-    """
+def conserve_by_hop(rate: _F, held: _F, prev_pad: _I, hop: _I) -> None:
+    """Clip each hop, upstream first, to what it holds plus what arrives (in place),
+    hop by hop: where a route breaks up*/down*, entry order is not upstream first.
+    (On a feed-forward fabric the solve clips rank by rank, in its own loop.)"""
     n = held.size
-    if feedforward:
-        for e in range(n):
-            rate[e] = min(rate[e], held[e] + rate[prev_pad[e]])
-        return
     max_hop = 0
     for e in range(n):
         max_hop = max(max_hop, hop[e])
@@ -263,7 +257,7 @@ def solve_tick(
                     break
             # (not needed by rank: there every fill is at most its demand, which is at most
             # what the entry holds plus its upstream hop's final rate)
-            conserve(rate, held, prev_pad, hop, feedforward)
+            conserve_by_hop(rate, held, prev_pad, hop)
         if pass_no == 0:
             first_share[:] = share
         if not credits:
@@ -321,12 +315,12 @@ def solve_tick(
                     rate[buf_ent[i]] = inflows[i] * al
         if feedforward:
             # conservation rank by rank: every upstream hop is on a lower rank, so the
-            # entries of one rank can be clipped at once (``conserve`` takes them in order)
+            # entries of one rank can be clipped at once
             for r in range(n_ranks):
                 for e in prange(key_ptr[r * keys_per_rank], key_ptr[(r + 1) * keys_per_rank]):
                     rate[e] = min(rate[e], held[e] + rate[prev_pad[e]])
         else:
-            conserve(rate, held, prev_pad, hop, feedforward)
+            conserve_by_hop(rate, held, prev_pad, hop)
         changed_from = n
         for e in prange(n):
             if rate[e] < before[e] * (1 - CUT_FRACTION):
