@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fabric_core.tick.kernels._jit import MOST_THREADS
 from fabric_core.tick.kernels.solve import (
     NEWTON_ITERATIONS,
     solve_tick_parallel,
@@ -71,7 +72,7 @@ def _solve(kernel):  # type: ignore[no-untyped-def]
     free_bytes = np.concatenate([[0.0], np.full(K, np.inf)])  # buffer 0 is full
     rate, _level, alpha, _share = kernel(
         link, prev_pad, nxt_pad, first, hop, key_ptr, link_ptr, link_ent, buf_ptr, buf_ent,
-        True, rank_link_ptr, rank_links, buf_order, buf_group_ptr, 2, backlog, capacity,
+        True, rank_link_ptr, rank_links, buf_order, buf_group_ptr, 2, MOST_THREADS, backlog, capacity,
         free_bytes, DT, np.zeros(n), np.full(n, np.inf), True,
     )  # fmt: skip
     return rate[:K], rate[K:n], alpha[0]

@@ -44,25 +44,25 @@ def fill_link(
     ents: _I,
     lo: int,
     hi: int,
-    demand: _F,
+    want: _F,
+    at: int,
     capacity: float,
     out: _F,
-    want: _F,
     unsat: NDArray[np.bool_],
 ) -> tuple[float, float]:
-    """Max-min rates of the entries ``ents[lo:hi]`` of one link (into ``out``).
+    """Max-min rates of the entries ``ents[lo:hi]`` of one link (into ``out``), whose
+    demands are ``want[at:at + hi - lo]``.
 
     Progressive filling: every round the entries whose demand is at most the fair
     share of what is left are satisfied, which raises the share of the rest.
     Returns the link's (level, share): the rate of the unsatisfied entries (or the
     capacity left when all are satisfied), and the same but infinite then.
-    ``want`` and ``unsat`` are scratch space, used at ``lo:hi`` like ``ents``: the
-    rounds work on the link's demands gathered there, not scattered over the entries,
-    and links filled at the same time (in parallel) use disjoint parts of it.
+    The rounds work on the link's demands gathered in ``want``, not scattered over the
+    entries; ``unsat`` is scratch space beside it. Fills that run at once (in
+    parallel) are given disjoint parts of both.
     """
     k = hi - lo
-    for i in range(lo, hi):
-        want[i] = demand[ents[i]]
+    for i in range(at, at + k):
         unsat[i] = True
     left = capacity
     count = k
@@ -70,7 +70,7 @@ def fill_link(
     for _ in range(WATERFILL_ROUNDS):
         taken = 0.0
         n_sat = 0
-        for i in range(lo, hi):
+        for i in range(at, at + k):
             if unsat[i] and want[i] <= share:
                 unsat[i] = False
                 taken += want[i]
@@ -80,8 +80,9 @@ def fill_link(
         left = max(left - taken, 0.0)
         count -= n_sat
         share = _share(left, count)
-    for i in range(lo, hi):
-        out[ents[i]] = min(share, want[i]) if unsat[i] else want[i]
+    for i in range(k):
+        j = at + i
+        out[ents[lo + i]] = min(share, want[j]) if unsat[j] else want[j]
     return (share if count > 0 else left), share
 
 
@@ -117,6 +118,7 @@ def solve_tick(
     buf_order: _I,
     buf_group_ptr: _I,
     keys_per_rank: int,
+    threads: int,
     backlog: _F,
     capacity: _F,
     free_bytes: _F,
@@ -131,7 +133,9 @@ def solve_tick(
     their line rate, at most what the flow holds per tick); ``entry_cap`` the most
     each entry may carry (PFC, DCQCN, late start; inf for none). ``buf_order`` lists
     the buffers downstream first, in groups of one (lane, rank) (``buf_group_ptr``:
-    offsets of the groups), whose buffers share no entry.
+    offsets of the groups), whose buffers share no entry. ``threads``: the number of
+    blocks a rank's links are filled in, each with scratch of its own (1 for the serial
+    solve, the most threads numba may use for the parallel one).
 
     Compiled twice (``solve_tick_serial``, ``solve_tick_parallel``): the ``prange``
     loops are those whose iterations touch disjoint entries, links or buffers, so
@@ -152,13 +156,14 @@ def solve_tick(
     alpha = np.ones(free_bytes.size)
     cap_demand = entry_cap.copy()
     demand = np.empty(n)
-    changed = np.zeros(n, dtype=np.bool_)  # pass two: entries whose demand changed
+    dirty = np.zeros(n_links, dtype=np.bool_)  # pass two: links whose demands changed
     new = np.empty(n)
     # only links and buffers that carry entries are worked on (the others keep level =
     # capacity, share = inf, alpha = 1): a pass costs what the traffic uses, not the fabric
     n_ranks = rank_link_ptr.size - 1
     used_ptr = np.zeros(n_ranks + 1, dtype=np.intp)
     used_links = np.empty(rank_links.size, dtype=np.intp)
+    n_max = 0  # the most entries on one link: the size of a fill's scratch
     k_used = 0
     for r in range(n_ranks):
         for k in range(rank_link_ptr[r], rank_link_ptr[r + 1]):
@@ -166,6 +171,7 @@ def solve_tick(
             if link_ptr[li + 1] > link_ptr[li]:
                 used_links[k_used] = li
                 k_used += 1
+                n_max = max(n_max, link_ptr[li + 1] - link_ptr[li])
         used_ptr[r + 1] = k_used
     # the used buffers, downstream first, in groups whose credit factors can be found at
     # once: one (lane, rank) each on a feed-forward fabric (a buffer's inflows are entries
@@ -175,24 +181,27 @@ def solve_tick(
     used_group_ptr = np.zeros(buf_order.size + 1, dtype=np.intp)
     n_used_bufs = 0
     n_groups = 0
+    nb_max = 0  # the most inflows of one buffer: the size of a credit factor's scratch
     for grp in range(buf_group_ptr.size - 1):
         for j in range(buf_group_ptr[grp], buf_group_ptr[grp + 1]):
             b = buf_order[j]
             if buf_ptr[b + 1] > buf_ptr[b]:
                 used_bufs[n_used_bufs] = b
                 n_used_bufs += 1
+                nb_max = max(nb_max, buf_ptr[b + 1] - buf_ptr[b])
                 if not feedforward:
                     n_groups += 1
                     used_group_ptr[n_groups] = n_used_bufs
         if feedforward and used_group_ptr[n_groups] < n_used_bufs:
             n_groups += 1
             used_group_ptr[n_groups] = n_used_bufs
-    # scratch of the fills (by position in link_ent) and of the credit factors (in buf_ent)
-    want = np.empty(n)
-    unsat = np.empty(n, dtype=np.bool_)
-    inflows = np.empty(buf_ent.size)
-    drains = np.empty(buf_ent.size)
-    holds = np.empty(buf_ent.size)
+    # scratch of the fills and of the credit factors, a row per block of links or
+    # buffers worked on at once (small: it stays in cache)
+    want = np.empty(threads * n_max)
+    unsat = np.empty(threads * n_max, dtype=np.bool_)
+    inflows = np.empty(threads * nb_max)
+    drains = np.empty(threads * nb_max)
+    holds = np.empty(threads * nb_max)
     before = np.empty(n)
     tol = SWEEP_TOLERANCE * max(capacity.max() if n_links else 1.0, 1.0)
     changed_from = 0
@@ -204,50 +213,47 @@ def solve_tick(
                 lo, hi = key_ptr[r * keys_per_rank], key_ptr[(r + 1) * keys_per_rank]
                 if lo == hi or hi <= changed_from:
                     continue
+                # demands in entry order (held, cap_demand and demand are read in
+                # sequence), and in pass two the links whose demands changed: threads may
+                # race here, each writing True, read only after the loop
                 for e in prange(lo, hi):
                     d = min(held[e] + rate[prev_pad[e]], cap_demand[e])
-                    changed[e] = pass_no > 0 and d != demand[e]
+                    if pass_no > 0 and d != demand[e]:
+                        dirty[link[e]] = True
                     demand[e] = d
-                for k in prange(used_ptr[r], used_ptr[r + 1]):
-                    li = used_links[k]
-                    dirty = pass_no == 0
-                    if not dirty:
-                        for i in range(link_ptr[li], link_ptr[li + 1]):
-                            if changed[link_ent[i]]:
-                                dirty = True
-                                break
-                    if not dirty:
-                        # the same demands as in pass one: the same fill, so its rates
-                        # are taken back (credits may have trimmed them by less than
-                        # CUT_FRACTION) instead of worked out again
-                        for i in range(link_ptr[li], link_ptr[li + 1]):
-                            e = link_ent[i]
-                            rate[e] = before[e]
-                        continue
-                    level[li], share[li] = fill_link(
-                        link_ent,
-                        link_ptr[li],
-                        link_ptr[li + 1],
-                        demand,
-                        capacity[li],
-                        rate,
-                        want,
-                        unsat,
-                    )
+                # the rank's used links in ``threads`` blocks, one scratch row each
+                k0, k1 = used_ptr[r], used_ptr[r + 1]
+                for t in prange(threads):
+                    w = want[t * n_max : (t + 1) * n_max]
+                    u = unsat[t * n_max : (t + 1) * n_max]
+                    for k in range(
+                        k0 + (k1 - k0) * t // threads, k0 + (k1 - k0) * (t + 1) // threads
+                    ):
+                        li = used_links[k]
+                        lo_l, hi_l = link_ptr[li], link_ptr[li + 1]
+                        if pass_no > 0 and not dirty[li]:
+                            # the same demands as in pass one: the same fill, so its rates
+                            # are taken back (credits may have trimmed them by less than
+                            # CUT_FRACTION) instead of worked out again
+                            for i in range(lo_l, hi_l):
+                                e = link_ent[i]
+                                rate[e] = before[e]
+                            continue
+                        for i in range(lo_l, hi_l):
+                            w[i - lo_l] = demand[link_ent[i]]
+                        level[li], share[li] = fill_link(
+                            link_ent, lo_l, hi_l, w, 0, capacity[li], rate, u
+                        )
         else:
             for _ in range(MAX_SWEEPS):
                 for e in range(n):
                     demand[e] = min(held[e] + rate[prev_pad[e]], cap_demand[e])
                 for li in used_links[:k_used]:
+                    lo_l, hi_l = link_ptr[li], link_ptr[li + 1]
+                    for i in range(lo_l, hi_l):
+                        want[i - lo_l] = demand[link_ent[i]]
                     level[li], share[li] = fill_link(
-                        link_ent,
-                        link_ptr[li],
-                        link_ptr[li + 1],
-                        demand,
-                        capacity[li],
-                        new,
-                        want,
-                        unsat,
+                        link_ent, lo_l, hi_l, want, 0, capacity[li], new, unsat
                     )
                 moved = 0.0
                 for e in range(n):
@@ -273,46 +279,52 @@ def solve_tick(
         # buffer (twelve array arguments) made the default scenario's solve 1.6x slower,
         # numba's inline="always" 1.5x.
         for grp in range(n_groups):
-            for j in prange(used_group_ptr[grp], used_group_ptr[grp + 1]):
-                b = used_bufs[j]
-                lo, hi = buf_ptr[b], buf_ptr[b + 1]
-                inflow = 0.0
-                drain = 0.0
-                for i in range(lo, hi):
-                    e = buf_ent[i]
-                    inflows[i], drains[i], holds[i] = rate[e], rate[nxt_pad[e]], held[nxt_pad[e]]
-                    inflow += inflows[i]
-                    drain += min(drains[i], holds[i] + inflows[i])
-                room = free_bytes[b] / dt
-                g = inflow - drain - room
-                ctol = 1e-12 * (inflow + room) + 1e-9
-                if g <= ctol:
-                    continue
-                al = 1.0
-                pending = True
-                for _ in range(NEWTON_ITERATIONS):
-                    slope = inflow
-                    for i in range(lo, hi):
-                        if holds[i] + al * inflows[i] < drains[i]:
-                            slope -= inflows[i]
-                    step = g / slope if slope > 0 else 0.0
-                    al = min(max(al - step, 0.0), 1.0)
+            g0, g1 = used_group_ptr[grp], used_group_ptr[grp + 1]
+            # the group's buffers in ``threads`` blocks, one scratch row each
+            for t in prange(threads):
+                ins = inflows[t * nb_max : (t + 1) * nb_max]
+                outs = drains[t * nb_max : (t + 1) * nb_max]
+                have = holds[t * nb_max : (t + 1) * nb_max]
+                for j in range(g0 + (g1 - g0) * t // threads, g0 + (g1 - g0) * (t + 1) // threads):
+                    b = used_bufs[j]
+                    lo, k = buf_ptr[b], buf_ptr[b + 1] - buf_ptr[b]
+                    inflow = 0.0
                     drain = 0.0
-                    for i in range(lo, hi):
-                        drain += min(drains[i], holds[i] + al * inflows[i])
-                    g = al * inflow - drain - room
-                    pending = g > ctol
-                    if not pending:
-                        break
-                if pending:
-                    # not converged (rare): the drain that cannot shrink any further
-                    safe = 0.0
-                    for i in range(lo, hi):
-                        safe += min(drains[i], holds[i])
-                    al = min(al, (safe + room) / inflow if inflow > 0 else 0.0)
-                alpha[b] = min(alpha[b], al)
-                for i in range(lo, hi):
-                    rate[buf_ent[i]] = inflows[i] * al
+                    for i in range(k):
+                        e = buf_ent[lo + i]
+                        ins[i], outs[i], have[i] = rate[e], rate[nxt_pad[e]], held[nxt_pad[e]]
+                        inflow += ins[i]
+                        drain += min(outs[i], have[i] + ins[i])
+                    room = free_bytes[b] / dt
+                    g = inflow - drain - room
+                    ctol = 1e-12 * (inflow + room) + 1e-9
+                    if g <= ctol:
+                        continue
+                    al = 1.0
+                    pending = True
+                    for _ in range(NEWTON_ITERATIONS):
+                        slope = inflow
+                        for i in range(k):
+                            if have[i] + al * ins[i] < outs[i]:
+                                slope -= ins[i]
+                        step = g / slope if slope > 0 else 0.0
+                        al = min(max(al - step, 0.0), 1.0)
+                        drain = 0.0
+                        for i in range(k):
+                            drain += min(outs[i], have[i] + al * ins[i])
+                        g = al * inflow - drain - room
+                        pending = g > ctol
+                        if not pending:
+                            break
+                    if pending:
+                        # not converged (rare): the drain that cannot shrink any further
+                        safe = 0.0
+                        for i in range(k):
+                            safe += min(outs[i], have[i])
+                        al = min(al, (safe + room) / inflow if inflow > 0 else 0.0)
+                    alpha[b] = min(alpha[b], al)
+                    for i in range(k):
+                        rate[buf_ent[lo + i]] = ins[i] * al
         if feedforward:
             # conservation rank by rank: every upstream hop is on a lower rank, so the
             # entries of one rank can be clipped at once

@@ -16,6 +16,7 @@ from fabric_core.net import endpoint_costs
 from fabric_core.net.profiles import Profile
 from fabric_core.net.topology import Topology
 from fabric_core.tick.flows import FlowTable
+from fabric_core.tick.kernels._jit import MOST_THREADS
 from fabric_core.tick.kernels.index import entry_index
 from fabric_core.tick.kernels.move import credit_wait, finish_times, link_counters, move_bytes
 from fabric_core.tick.kernels.route import lanes_and_costs, link_costs, link_loads, route_flows
@@ -438,7 +439,8 @@ def solve(
     csr: IndexCsr = idx.csr
     if entry_cap is None:
         entry_cap = np.full(idx.size, np.inf)
-    solve_tick = solve_tick_parallel if idx.size >= PARALLEL_FROM_ENTRIES else solve_tick_serial
+    parallel = idx.size >= PARALLEL_FROM_ENTRIES
+    solve_tick = solve_tick_parallel if parallel else solve_tick_serial
     rate, level, alpha, share = solve_tick(
         idx.link,
         idx.prev_pad,
@@ -456,6 +458,7 @@ def solve(
         layout.buf_order,
         layout.buf_group_ptr,
         2 * layout.n_vls,
+        MOST_THREADS if parallel else 1,
         backlog,
         capacity,
         free_bytes,
