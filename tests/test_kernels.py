@@ -181,7 +181,7 @@ def test_fill_link_is_the_reference_waterfill(demands: list[float], capacity: fl
     n = demand.size
     ents = np.arange(n, dtype=np.intp)
     out = np.empty(n)
-    level, share = fill_link(ents, 0, n, demand.copy(), 0, capacity, out, np.empty(n, bool))
+    level, share = fill_link(ents, 0, n, demand, capacity, out, np.empty(n), np.empty(n, bool))
     rate, ref_level, ref_share = waterfill(demand, np.zeros(n, dtype=np.intp), np.array([capacity]))
     np.testing.assert_allclose(out, rate, rtol=1e-12, atol=1e-6)
     assert np.isclose(level, ref_level[0], rtol=1e-12, atol=1e-6)

@@ -39,30 +39,35 @@ def _share(left: float, count: int) -> float:
     return np.inf if left >= 0 else -np.inf
 
 
+@kernel
+def _block(lo: int, hi: int, t: int, parts: int) -> tuple[int, int]:
+    """The ``t``-th of ``parts`` contiguous blocks of ``range(lo, hi)``: (start, end)."""
+    return lo + (hi - lo) * t // parts, lo + (hi - lo) * (t + 1) // parts
+
+
 @inline_kernel
 def fill_link(
     ents: _I,
     lo: int,
     hi: int,
-    want: _F,
-    at: int,
+    demand: _F,
     capacity: float,
     out: _F,
+    want: _F,
     unsat: NDArray[np.bool_],
 ) -> tuple[float, float]:
-    """Max-min rates of the entries ``ents[lo:hi]`` of one link (into ``out``), whose
-    demands are ``want[at:at + hi - lo]``.
+    """Max-min rates of the entries ``ents[lo:hi]`` of one link (into ``out``).
 
     Progressive filling: every round the entries whose demand is at most the fair
     share of what is left are satisfied, which raises the share of the rest.
     Returns the link's (level, share): the rate of the unsatisfied entries (or the
     capacity left when all are satisfied), and the same but infinite then.
-    The rounds work on the link's demands gathered in ``want``, not scattered over the
-    entries; ``unsat`` is scratch space beside it. Fills that run at once (in
-    parallel) are given disjoint parts of both.
+    ``want`` and ``unsat`` are scratch space (at least ``hi - lo`` long): the rounds
+    work on the link's demands gathered there, not scattered over the entries.
     """
     k = hi - lo
-    for i in range(at, at + k):
+    for i in range(k):
+        want[i] = demand[ents[lo + i]]
         unsat[i] = True
     left = capacity
     count = k
@@ -70,7 +75,7 @@ def fill_link(
     for _ in range(WATERFILL_ROUNDS):
         taken = 0.0
         n_sat = 0
-        for i in range(at, at + k):
+        for i in range(k):
             if unsat[i] and want[i] <= share:
                 unsat[i] = False
                 taken += want[i]
@@ -81,8 +86,7 @@ def fill_link(
         count -= n_sat
         share = _share(left, count)
     for i in range(k):
-        j = at + i
-        out[ents[lo + i]] = min(share, want[j]) if unsat[j] else want[j]
+        out[ents[lo + i]] = min(share, want[i]) if unsat[i] else want[i]
     return (share if count > 0 else left), share
 
 
@@ -134,8 +138,8 @@ def solve_tick(
     each entry may carry (PFC, DCQCN, late start; inf for none). ``buf_order`` lists
     the buffers downstream first, in groups of one (lane, rank) (``buf_group_ptr``:
     offsets of the groups), whose buffers share no entry. ``threads``: the number of
-    blocks a rank's links are filled in, each with scratch of its own (1 for the serial
-    solve, the most threads numba may use for the parallel one).
+    blocks a rank's links and a group's buffers are split into, each with scratch of its
+    own (1 for the serial solve, the most threads numba may use for the parallel one).
 
     Compiled twice (``solve_tick_serial``, ``solve_tick_parallel``): the ``prange``
     loops are those whose iterations touch disjoint entries, links or buffers, so
@@ -222,13 +226,11 @@ def solve_tick(
                         dirty[link[e]] = True
                     demand[e] = d
                 # the rank's used links in ``threads`` blocks, one scratch row each
-                k0, k1 = used_ptr[r], used_ptr[r + 1]
                 for t in prange(threads):
                     w = want[t * n_max : (t + 1) * n_max]
                     u = unsat[t * n_max : (t + 1) * n_max]
-                    for k in range(
-                        k0 + (k1 - k0) * t // threads, k0 + (k1 - k0) * (t + 1) // threads
-                    ):
+                    k0, k1 = _block(used_ptr[r], used_ptr[r + 1], t, threads)
+                    for k in range(k0, k1):
                         li = used_links[k]
                         lo_l, hi_l = link_ptr[li], link_ptr[li + 1]
                         if pass_no > 0 and not dirty[li]:
@@ -239,21 +241,23 @@ def solve_tick(
                                 e = link_ent[i]
                                 rate[e] = before[e]
                             continue
-                        for i in range(lo_l, hi_l):
-                            w[i - lo_l] = demand[link_ent[i]]
                         level[li], share[li] = fill_link(
-                            link_ent, lo_l, hi_l, w, 0, capacity[li], rate, u
+                            link_ent, lo_l, hi_l, demand, capacity[li], rate, w, u
                         )
         else:
             for _ in range(MAX_SWEEPS):
                 for e in range(n):
                     demand[e] = min(held[e] + rate[prev_pad[e]], cap_demand[e])
                 for li in used_links[:k_used]:
-                    lo_l, hi_l = link_ptr[li], link_ptr[li + 1]
-                    for i in range(lo_l, hi_l):
-                        want[i - lo_l] = demand[link_ent[i]]
                     level[li], share[li] = fill_link(
-                        link_ent, lo_l, hi_l, want, 0, capacity[li], new, unsat
+                        link_ent,
+                        link_ptr[li],
+                        link_ptr[li + 1],
+                        demand,
+                        capacity[li],
+                        new,
+                        want,
+                        unsat,
                     )
                 moved = 0.0
                 for e in range(n):
@@ -279,13 +283,13 @@ def solve_tick(
         # buffer (twelve array arguments) made the default scenario's solve 1.6x slower,
         # numba's inline="always" 1.5x.
         for grp in range(n_groups):
-            g0, g1 = used_group_ptr[grp], used_group_ptr[grp + 1]
             # the group's buffers in ``threads`` blocks, one scratch row each
             for t in prange(threads):
                 ins = inflows[t * nb_max : (t + 1) * nb_max]
                 outs = drains[t * nb_max : (t + 1) * nb_max]
                 have = holds[t * nb_max : (t + 1) * nb_max]
-                for j in range(g0 + (g1 - g0) * t // threads, g0 + (g1 - g0) * (t + 1) // threads):
+                g0, g1 = _block(used_group_ptr[grp], used_group_ptr[grp + 1], t, threads)
+                for j in range(g0, g1):
                     b = used_bufs[j]
                     lo, k = buf_ptr[b], buf_ptr[b + 1] - buf_ptr[b]
                     inflow = 0.0
