@@ -10,12 +10,13 @@ a link down is detected after ``fault_detect_s`` on the native fabric (fast rero
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
 
 import numpy as np
 import pytest
 
 from fabric_core.commands import InjectFault
-from fabric_core.faults.recovery import reroute
+from fabric_core.faults.recovery import RECOVERY_WINDOW_S, _rate, reroute
 from fabric_core.net.profiles import get_profile
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.snapshot import LinkStatus
@@ -225,3 +226,17 @@ def test_a_reroute_counts_the_bytes_resent_against_the_failed_link_even_link_zer
     assert moved == 1  # gpu0003's flow does not cross link 0
     assert resent[0] == pytest.approx(past_source, rel=1e-12)
     assert resent.sum() == resent[0]
+
+
+def test_the_recovery_rate_is_measured_over_four_ticks_when_the_window_is_shorter() -> None:
+    """At a 50 µs tick, RECOVERY_WINDOW_S (100 µs) is two ticks: the rate is taken over
+    four (200 µs). With the delivered bytes k² at tick k (k = 0..10, 50 µs apart), the
+    rate ending at tick 10 is (10² - 6²) B / 200 µs = 320,000 B/s; over five ticks it
+    would be (10² - 5²) / 250 µs = 300,000 B/s, over two (10² - 8²) / 100 µs = 360,000."""
+    tick = 50e-6
+    assert 4 * tick > RECOVERY_WINDOW_S
+    history = deque((k * tick, float(k * k)) for k in range(11))
+    assert _rate(history, 10 * tick, tick) == pytest.approx(320_000.0, rel=1e-9)
+    # at a 1 µs tick the window is RECOVERY_WINDOW_S itself, 100 ticks: (299² - 199²) B
+    fine = deque((k * 1e-6, float(k * k)) for k in range(300))
+    assert _rate(fine, 299e-6, 1e-6) == pytest.approx((299**2 - 199**2) / 100e-6, rel=1e-9)

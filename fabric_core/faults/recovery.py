@@ -309,7 +309,9 @@ def _check_recovered(fabric: RecoveryHost, book: FaultBook, f: Fault, now: float
 
 
 def _rate(history: deque[tuple[float, float]], until: float, dt: float) -> float:
-    """Delivered bytes per second over the window that ends at ``until``."""
+    """Delivered bytes per second over the window that ends at ``until``:
+    ``RECOVERY_WINDOW_S``, or four ticks where the tick is longer than a quarter of it
+    (a rate over one or two ticks would follow each tick's completions)."""
     window = max(RECOVERY_WINDOW_S, 4 * dt)
     end: tuple[float, float] | None = None
     start: tuple[float, float] | None = None
