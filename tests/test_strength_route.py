@@ -17,9 +17,9 @@ import pytest
 from fabric_core.commands import CommandError
 from fabric_core.net.profiles import NATIVE_400G, ROCE_400G
 from fabric_core.net.routing import MAX_HOPS
-from fabric_core.net.topology import Topology, leaf_spine
+from fabric_core.net.topology import Topology, fat_tree, leaf_spine
 from fabric_core.runtime.fabric import Solver
-from fabric_core.tick.kernels.route import link_loads, route_flows
+from fabric_core.tick.kernels.route import every_candidate_present, link_loads, route_flows
 from tests.helpers import SOLVERS, scripted_fabric
 
 BW = NATIVE_400G.link_bandwidth_Bps  # 50 GB/s on every link
@@ -62,7 +62,7 @@ def _route(
         src, dst, np.arange(n, dtype=np.int64), occupancy, 1, topo.links.bandwidth_Bps,
         np.zeros(len(topo.links), dtype=np.bool_), topo.ep_uplink, topo.ep_downlink,
         topo.ep_leaf, topo.node_pod, topo.switch_index, topo.switch_link, topo.spines_by_pod,
-        topo.cores_by_slot, topo.planes, topo.tiers, adaptive, np.zeros(0), load.copy(),
+        topo.cores_by_slot, topo.planes, topo.tiers, adaptive, np.zeros(0), load.copy(), False,
     )  # fmt: skip
     return path
 
@@ -151,3 +151,90 @@ def test_a_roce_packet_behind_any_queued_byte_is_stored_and_forwarded(solver: So
     pkt = min(1e6, prof.mtu_bytes) + prof.header_bytes
     assert stored[0] - cut[0] == pytest.approx(pkt / BW, rel=1e-9)
     assert pkt / BW == pytest.approx(83.56e-9, rel=1e-9)
+
+
+def _route_both_ways(
+    topo: Topology, seed: int, adaptive: bool, n: int = 400
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """One batch routed with ``every_usable`` and without it (every candidate costed):
+    random endpoint pairs, queues and loads in flight drawn on a scale of a few cost
+    quanta so that many pairs of candidates tie or differ by one; returns (path, hops,
+    load placed) of each."""
+    rng = np.random.default_rng(seed)
+    eps = topo.endpoints.astype(np.int64)
+    src, dst = rng.choice(eps, n), rng.choice(eps, n)
+    same = src == dst
+    dst[same] = eps[(np.searchsorted(eps, dst[same]) + 1) % eps.size]
+    n_vls = 2
+    occupancy = np.floor(rng.exponential(2 * QUANTUM_S * BW, len(topo.links) * n_vls))
+    load = np.floor(rng.exponential(QUANTUM_S * BW, len(topo.links)))
+    size = rng.integers(1, 8, n) * 1024.0
+    out = []
+    for every_usable in (True, False):
+        placed = load.copy()
+        path, hops = route_flows(
+            src, dst, np.arange(n, dtype=np.int64), occupancy, n_vls, topo.links.bandwidth_Bps,
+            np.zeros(len(topo.links), dtype=np.bool_), topo.ep_uplink, topo.ep_downlink,
+            topo.ep_leaf, topo.node_pod, topo.switch_index, topo.switch_link, topo.spines_by_pod,
+            topo.cores_by_slot, topo.planes, topo.tiers, adaptive, size, placed, every_usable,
+        )  # fmt: skip
+        out.append((path, hops, placed))
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("adaptive", [True, False])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: leaf_spine(NATIVE_400G, leaves=4, spines=3, gpus_per_leaf=4),
+        lambda: leaf_spine(NATIVE_400G, leaves=4, spines=2, gpus_per_leaf=2, planes=2),
+        lambda: fat_tree(
+            NATIVE_400G,
+            pods=3,
+            leaves_per_pod=2,
+            spines_per_pod=3,
+            cores_per_spine=2,
+            gpus_per_leaf=2,
+        ),
+    ],
+    ids=["leaf-spine", "two-planes", "fat-tree"],
+)
+def test_the_two_choice_shortcut_picks_what_costing_every_candidate_picks(
+    build: object, adaptive: bool
+) -> None:
+    """With every candidate usable, a flow's k-th usable candidate is its k-th, so
+    ``route_flows`` costs only its two hashed choices (a 3-tier flow has slots × cores per
+    slot candidates). The paths and the load the batch places must be those of costing
+    every candidate, bit for bit, on random queues (ties within a quantum included)."""
+    topo = build()  # type: ignore[operator]
+    assert every_candidate_present(topo)
+    for seed in range(5):
+        (p1, h1, l1), (p2, h2, l2) = _route_both_ways(topo, seed, adaptive)
+        np.testing.assert_array_equal(p1, p2)
+        np.testing.assert_array_equal(h1, h2)
+        np.testing.assert_array_equal(l1, l2)
+    # and adaptive routing does use the costs: some flows leave their hashed choice
+    if adaptive:
+        (p_ad, _, _), _ = _route_both_ways(topo, 0, True)
+        (p_hash, _, _), _ = _route_both_ways(topo, 0, False)
+        assert (p_ad != p_hash).any()
+
+
+def test_a_topology_missing_a_candidate_link_is_not_taken_for_complete() -> None:
+    """``every_candidate_present`` is what lets routing skip costing the candidates, so it
+    must say False for a fat-tree with one spine-core cable missing, or with a link of no
+    bandwidth, and True for the whole one."""
+    topo = fat_tree(
+        NATIVE_400G, pods=2, leaves_per_pod=2, spines_per_pod=2, cores_per_spine=2,
+        gpus_per_leaf=2,
+    )  # fmt: skip
+    assert every_candidate_present(topo)
+    sw = topo.switch_index
+    spine, core = topo.spines_by_pod[0, 1, 1], topo.cores_by_slot[0, 1, 0]
+    cut = topo.switch_link.copy()
+    cut[sw[spine], sw[core]] = -1
+    assert not every_candidate_present(dataclasses.replace(topo, switch_link=cut))
+    bw = topo.links.bandwidth_Bps.copy()
+    bw[3] = 0.0
+    links = dataclasses.replace(topo.links, bandwidth_Bps=bw)
+    assert not every_candidate_present(dataclasses.replace(topo, links=links))

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.net.routing import ADAPTIVE_COST_QUANTUM_S, MAX_HOPS
+from fabric_core.net.topology import Topology
 from fabric_core.tick.kernels._jit import inline_kernel, kernel
 
 _BIG = 1e30
@@ -70,6 +71,82 @@ def pick(cost: _F, h: np.uint64, adaptive: bool) -> np.int64:
     return second if c2 < c1 else first
 
 
+@inline_kernel
+def _less_loaded(first: np.int64, c_first: float, second: np.int64, c_second: float) -> np.int64:
+    """``pick``'s adaptive choice between two candidates and their costs: the second only
+    if it is a whole quantum less loaded."""
+    c1 = np.floor(c_first / ADAPTIVE_COST_QUANTUM_S)
+    c2 = np.floor(c_second / ADAPTIVE_COST_QUANTUM_S)
+    return second if c2 < c1 else first
+
+
+@inline_kernel
+def _via_spine(
+    q: tuple[_F, int, _F, NDArray[np.bool_], _F],
+    sw: _I32,
+    sl: _I32,
+    leaf_a: int,
+    spine: int,
+    leaf_b: int,
+    c_up: float,
+    c_down: float,
+) -> float:
+    """Cost of the path leaf ``leaf_a`` -> ``spine`` -> leaf ``leaf_b`` with the
+    endpoints' own links (``c_up``, ``c_down``), summed in ``routing.route``'s order."""
+    up, down = sl[sw[leaf_a], sw[spine]], sl[sw[spine], sw[leaf_b]]
+    return _load_cost(q, up) + _load_cost(q, down) + c_up + c_down
+
+
+@inline_kernel
+def _via_core(
+    q: tuple[_F, int, _F, NDArray[np.bool_], _F],
+    sw: _I32,
+    sl: _I32,
+    leaf_a: int,
+    spine_a: int,
+    core: int,
+    spine_b: int,
+    leaf_b: int,
+) -> float:
+    """Cost of the switch hops leaf -> spine -> core -> spine -> leaf (without the
+    endpoints' links), summed in ``routing.route``'s order."""
+    c1 = _load_cost(q, sl[sw[leaf_a], sw[spine_a]])
+    c4 = _load_cost(q, sl[sw[spine_b], sw[leaf_b]])
+    return (
+        c1
+        + _load_cost(q, sl[sw[spine_a], sw[core]])
+        + _load_cost(q, sl[sw[core], sw[spine_b]])
+        + c4
+    )
+
+
+def every_candidate_present(topo: Topology) -> bool:
+    """Whether every up*/down* candidate of every flow of ``topo`` exists with a finite
+    cost while no link is known down (``route_flows``' ``every_usable``): every link has
+    bandwidth, every (plane, pod, slot) its spine and every (plane, slot, k) its core,
+    every leaf is cabled both ways to each spine of its pod and plane, and on 3 tiers
+    every spine to each core of its slot. True of the built fat-trees; worked out once
+    per topology (``CompiledTick.route``)."""
+    if not (topo.links.bandwidth_Bps > 0).all():
+        return False
+    spines, cores = topo.spines_by_pod, topo.cores_by_slot
+    if (spines < 0).any() or (topo.tiers == 3 and (cores < 0).any()):
+        return False
+    sw, sl = topo.switch_index, topo.switch_link
+    for plane in range(topo.planes):
+        leaves = np.unique(topo.ep_leaf[topo.endpoints, plane])
+        if (leaves < 0).any():
+            return False
+        a, b = sw[leaves][:, None], sw[spines[plane, topo.node_pod[leaves]]]
+        if (sl[a, b] < 0).any() or (sl[b, a] < 0).any():
+            return False
+        if topo.tiers == 3:
+            s, c = sw[spines[plane]][:, :, None], sw[cores[plane]][None, :, :]
+            if (sl[s, c] < 0).any() or (sl[c, s] < 0).any():
+                return False
+    return True
+
+
 @kernel
 def route_flows(
     src: NDArray[np.int64],
@@ -92,13 +169,19 @@ def route_flows(
     adaptive: bool,
     size_bytes: _F,
     link_load_bytes: _F,
+    every_usable: bool,
 ) -> tuple[_I32, NDArray[np.int8]]:
     """``routing.route``: ``path[hop, flow]`` (-1 past the end) and hops per flow; a
     link's cost is its ``link_cost`` plus, adaptive, its expected load at line rate:
     ``link_load_bytes`` (the bytes flows in flight still have to send over it; empty:
     none) and the bytes this batch has placed on it before the flow (``size_bytes`` per
-    flow, in order, added to ``link_load_bytes`` in place; empty: none counted). Costs
-    are computed only for the candidates a flow reads."""
+    flow, in order, added to ``link_load_bytes`` in place; empty: none counted).
+
+    ``every_usable``: every candidate of every flow is usable (the topology has all of
+    them, ``every_candidate_present``, and no link is known down). A flow's k-th usable
+    candidate is then its k-th, so it reads the costs of its two hashed choices only;
+    otherwise it costs every candidate to count the usable ones (on a 3-tier fabric,
+    slots × cores per slot of them), with the same choice."""
     n = src.size
     path = np.full((MAX_HOPS, n), -1, dtype=np.int32)
     nh = np.zeros(n, dtype=np.int8)
@@ -136,34 +219,55 @@ def route_flows(
             nh[f] = 2
         elif tiers == 2 or node_pod[ls] == node_pod[ld]:
             # up to a spine of the pod, down to the destination leaf
-            for j in range(n_slots):
-                s = spines_by_pod[plane, node_pod[ls], j]
-                l_up, l_dn = sl[sw[ls], sw[s]], sl[sw[s], sw[ld]]
-                if l_up < 0 or l_dn < 0:
-                    cost4[j] = _BIG
-                else:
-                    cost4[j] = _load_cost(q, l_up) + _load_cost(q, l_dn) + c_up + c_down
-            k = pick(cost4, h, adaptive)
-            s = spines_by_pod[plane, node_pod[ls], k]
+            spines = spines_by_pod[plane, node_pod[ls]]
+            if every_usable:
+                k = np.int64(h % np.uint64(n_slots))
+                if adaptive:
+                    k2 = np.int64((h >> np.uint64(17)) % np.uint64(n_slots))
+                    c1 = _via_spine(q, sw, sl, ls, spines[k], ld, c_up, c_down)
+                    c2 = _via_spine(q, sw, sl, ls, spines[k2], ld, c_up, c_down)
+                    k = _less_loaded(k, c1, k2, c2)
+            else:
+                for j in range(n_slots):
+                    s = spines[j]
+                    if sl[sw[ls], sw[s]] < 0 or sl[sw[s], sw[ld]] < 0:
+                        cost4[j] = _BIG
+                    else:
+                        cost4[j] = _via_spine(q, sw, sl, ls, s, ld, c_up, c_down)
+                k = pick(cost4, h, adaptive)
+            s = spines[k]
             path[1, f] = sl[sw[ls], sw[s]]
             path[2, f] = sl[sw[s], sw[ld]]
             path[3, f] = down
             nh[f] = 4
         else:
             # leaf -> spine (slot j) -> core (group j) -> spine (slot j, dst pod) -> leaf
-            for j in range(n_slots):
-                sa = spines_by_pod[plane, node_pod[ls], j]
-                sb = spines_by_pod[plane, node_pod[ld], j]
-                c1 = _load_cost(q, sl[sw[ls], sw[sa]])
-                c4 = _load_cost(q, sl[sw[sb], sw[ld]])
-                for m in range(per):
-                    cr = cores_by_slot[plane, j, m]
-                    l2, l3 = sl[sw[sa], sw[cr]], sl[sw[cr], sw[sb]]
-                    if l2 < 0 or l3 < 0:
-                        cost6[j * per + m] = _BIG
-                    else:
-                        cost6[j * per + m] = c1 + _load_cost(q, l2) + _load_cost(q, l3) + c4
-            j, m = divmod(pick(cost6, h, adaptive), per)
+            from_pod, to_pod = (
+                spines_by_pod[plane, node_pod[ls]],
+                spines_by_pod[plane, node_pod[ld]],
+            )
+            cores = cores_by_slot[plane]
+            if every_usable:
+                n_paths = np.uint64(n_slots * per)
+                k = np.int64(h % n_paths)
+                if adaptive:
+                    k2 = np.int64((h >> np.uint64(17)) % n_paths)
+                    j, m = divmod(k, per)
+                    c1 = _via_core(q, sw, sl, ls, from_pod[j], cores[j, m], to_pod[j], ld)
+                    j, m = divmod(k2, per)
+                    c2 = _via_core(q, sw, sl, ls, from_pod[j], cores[j, m], to_pod[j], ld)
+                    k = _less_loaded(k, c1, k2, c2)
+            else:
+                for j in range(n_slots):
+                    sa, sb = from_pod[j], to_pod[j]
+                    for m in range(per):
+                        cr = cores[j, m]
+                        if sl[sw[sa], sw[cr]] < 0 or sl[sw[cr], sw[sb]] < 0:
+                            cost6[j * per + m] = _BIG
+                        else:
+                            cost6[j * per + m] = _via_core(q, sw, sl, ls, sa, cr, sb, ld)
+                k = pick(cost6, h, adaptive)
+            j, m = divmod(k, per)
             sa = spines_by_pod[plane, node_pod[ls], j]
             sb = spines_by_pod[plane, node_pod[ld], j]
             cr = cores_by_slot[plane, j, m]

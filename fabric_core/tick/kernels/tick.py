@@ -19,7 +19,13 @@ from fabric_core.tick.flows import FlowTable
 from fabric_core.tick.kernels._jit import MOST_THREADS
 from fabric_core.tick.kernels.index import entry_index
 from fabric_core.tick.kernels.move import credit_wait, finish_times, link_counters, move_bytes
-from fabric_core.tick.kernels.route import lanes_and_costs, link_costs, link_loads, route_flows
+from fabric_core.tick.kernels.route import (
+    every_candidate_present,
+    lanes_and_costs,
+    link_costs,
+    link_loads,
+    route_flows,
+)
 from fabric_core.tick.kernels.slots import by_workload, start_limits
 from fabric_core.tick.kernels.solve import credit_room, solve_tick_parallel, solve_tick_serial
 from fabric_core.tick.kernels.table_route import table_route_flows
@@ -53,6 +59,9 @@ class CompiledTick:
     #: [(profile, its data-path fixed cost, its PCIe goodput)], worked out again only
     #: when the profile changes (a ``set`` command makes a new one)
     _figures: list[tuple[Profile, float, float]] = field(default_factory=list, compare=False)
+    #: [(topology, whether it has every routing candidate)] (``every_candidate_present``),
+    #: worked out again only for another topology
+    _complete: list[tuple[Topology, bool]] = field(default_factory=list, compare=False)
 
     @classmethod
     def of(cls, layout: RankLayout, n_vls: int, track_load: bool = True) -> CompiledTick:
@@ -153,7 +162,14 @@ class CompiledTick:
             adaptive,
             np.zeros(0) if size_bytes is None else np.asarray(size_bytes, np.float64),
             self.link_load_bytes,
+            self._has_every_candidate(topo) and not known_down.any(),
         )
+
+    def _has_every_candidate(self, topo: Topology) -> bool:
+        """``every_candidate_present(topo)``, kept for the last topology asked about."""
+        if not self._complete or self._complete[0][0] is not topo:
+            self._complete[:] = [(topo, every_candidate_present(topo))]
+        return self._complete[0][1]
 
     def lanes_and_costs(
         self,
