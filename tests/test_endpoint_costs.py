@@ -14,14 +14,11 @@ import numpy as np
 import pytest
 
 from fabric_core.endpoints.model import EndpointParams
-from fabric_core.net import endpoint_costs
 from fabric_core.net.profiles import NATIVE_400G, PROFILES, Profile
 from fabric_core.net.topology import Topology, leaf_spine
 from fabric_core.reports.bringup import ProbeAllToAll
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.storage.model import StorageParams
-from fabric_core.tick.kernels.tick import CompiledTick
-from fabric_core.tick.step import RankLayout
 from tests.helpers import profile, scripted_fabric, small_leaf_spine
 
 SIZES = [64, 512, 4096, 32 * 1024, 256 * 1024, 1024**2]
@@ -173,17 +170,3 @@ def test_endpoint_modelled_messages_are_charged_once(control: str) -> None:
     # charging the CPU-posted host costs on top would be visible at this tolerance
     host = prof.host_post_s + prof.pcie_write_latency_s + prof.host_poll_s
     assert host > 0.01 * expected
-
-
-def test_the_compiled_tick_works_the_figures_out_again_for_a_new_profile() -> None:
-    """The compiled tick keeps a profile's data-path fixed cost and PCIe goodput; a new
-    profile (a ``set`` command makes one) must not get the old one's."""
-    tick = CompiledTick.of(RankLayout.of(np.zeros(2, np.int64)), n_vls=1)
-    first = tick._endpoint_figures(NATIVE_400G)
-    assert first == (
-        endpoint_costs.data_path_fixed_s(NATIVE_400G),
-        endpoint_costs.pcie_Bps(NATIVE_400G),
-    )
-    slower = dataclasses.replace(NATIVE_400G, nic_latency_s=2 * NATIVE_400G.nic_latency_s)
-    assert tick._endpoint_figures(slower)[0] == endpoint_costs.data_path_fixed_s(slower)
-    assert tick._endpoint_figures(slower)[0] > first[0]

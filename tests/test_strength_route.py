@@ -238,3 +238,24 @@ def test_a_topology_missing_a_candidate_link_is_not_taken_for_complete() -> None
     bw[3] = 0.0
     links = dataclasses.replace(topo.links, bandwidth_Bps=bw)
     assert not every_candidate_present(dataclasses.replace(topo, links=links))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_new_profile_gives_new_flows_its_own_endpoint_costs(solver: Solver) -> None:
+    """A flow's fixed latency includes the endpoints' data path, 2 × the NIC pipeline +
+    the PCIe read round trip + the PCIe write (``endpoint_costs.data_path_fixed_s``). The
+    compiled tick keeps those figures for the profile it last saw; a fabric given a new
+    profile (as ``set`` makes one) must cost new flows by it: a NIC pipeline 1 µs longer
+    adds 2 µs to the same path."""
+    prof = NATIVE_400G
+    fabric, _ = scripted_fabric(
+        leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=1), prof, [], dt_s=1e-6, solver=solver
+    )
+    links = fabric.topo.links.index
+    names = ["gpu0000->leaf00", "leaf00->spine00", "spine00->leaf01", "leaf01->gpu0001"]
+    path = np.array([[links[n]] for n in names], dtype=np.int32)
+    args = (path, np.array([4], np.int8), np.zeros(1, np.int8), np.array([4096.0]))
+    _, before, _ = fabric.lanes_and_costs(*args)
+    fabric.profile = dataclasses.replace(prof, nic_latency_s=prof.nic_latency_s + 1e-6)
+    _, after, _ = fabric.lanes_and_costs(*args)
+    assert after[0] - before[0] == pytest.approx(2e-6, rel=1e-9)

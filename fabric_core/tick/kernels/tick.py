@@ -64,7 +64,7 @@ class CompiledTick:
     _complete: list[tuple[Topology, bool]] = field(default_factory=list, compare=False)
 
     @classmethod
-    def of(cls, layout: RankLayout, n_vls: int, track_load: bool = True) -> CompiledTick:
+    def of(cls, layout: RankLayout, n_vls: int, track_load: bool) -> CompiledTick:
         """From the reference's rank layout (``track_load``: see the field)."""
         sizes = np.array([m.size for m in layout.links], dtype=np.intp)
         ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
