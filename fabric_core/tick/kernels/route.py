@@ -406,7 +406,9 @@ def lanes_and_costs(
             vl[h, f] = lane
             top = max(top, lane)
             prop += prop_delay_s[li]
-            if h + 1 < max_hops and path[h + 1, f] >= 0:  # the hop feeds a switch buffer
+            # the hop feeds a switch buffer, read unless the lane is past the last (the
+            # route is then refused: ``top``), where it would read another link's
+            if h + 1 < max_hops and path[h + 1, f] >= 0 and lane < n_vls:
                 q = li * n_vls + lane
                 if not cut_through or (not credit and (occupancy[q] > 0 or paused[q])):
                     saf += pkt / bandwidth_Bps[li]
