@@ -63,6 +63,7 @@ def _route(
         np.zeros(len(topo.links), dtype=np.bool_), topo.ep_uplink, topo.ep_downlink,
         topo.ep_leaf, topo.node_pod, topo.switch_index, topo.switch_link, topo.spines_by_pod,
         topo.cores_by_slot, topo.planes, topo.tiers, adaptive, np.zeros(0), load.copy(), False,
+        np.zeros(0, np.intp), topo.links.src, topo.links.dst,
     )  # fmt: skip
     return path
 
@@ -154,12 +155,13 @@ def test_a_roce_packet_behind_any_queued_byte_is_stored_and_forwarded(solver: So
 
 
 def _route_both_ways(
-    topo: Topology, seed: int, adaptive: bool, n: int = 400
+    topo: Topology, seed: int, adaptive: bool, n_down: int = 0, n: int = 400
 ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """One batch routed with ``every_usable`` and without it (every candidate costed):
-    random endpoint pairs, queues and loads in flight drawn on a scale of a few cost
-    quanta so that many pairs of candidates tie or differ by one; returns (path, hops,
-    load placed) of each."""
+    """One batch routed by the shortcut (``complete``: the two hashed choices costed, the
+    unusable candidates found from the down links) and by costing every candidate: random
+    endpoint pairs, ``n_down`` random links known down, queues and loads in flight drawn
+    on a scale of a few cost quanta so that many pairs of candidates tie or differ by
+    one; returns (path, hops, load placed) of each."""
     rng = np.random.default_rng(seed)
     eps = topo.endpoints.astype(np.int64)
     src, dst = rng.choice(eps, n), rng.choice(eps, n)
@@ -169,14 +171,17 @@ def _route_both_ways(
     occupancy = np.floor(rng.exponential(2 * QUANTUM_S * BW, len(topo.links) * n_vls))
     load = np.floor(rng.exponential(QUANTUM_S * BW, len(topo.links)))
     size = rng.integers(1, 8, n) * 1024.0
+    known_down = np.zeros(len(topo.links), dtype=np.bool_)
+    known_down[rng.choice(len(topo.links), n_down, replace=False)] = True
     out = []
-    for every_usable in (True, False):
+    for complete in (True, False):
         placed = load.copy()
         path, hops = route_flows(
             src, dst, np.arange(n, dtype=np.int64), occupancy, n_vls, topo.links.bandwidth_Bps,
-            np.zeros(len(topo.links), dtype=np.bool_), topo.ep_uplink, topo.ep_downlink,
-            topo.ep_leaf, topo.node_pod, topo.switch_index, topo.switch_link, topo.spines_by_pod,
-            topo.cores_by_slot, topo.planes, topo.tiers, adaptive, size, placed, every_usable,
+            known_down, topo.ep_uplink, topo.ep_downlink, topo.ep_leaf, topo.node_pod,
+            topo.switch_index, topo.switch_link, topo.spines_by_pod, topo.cores_by_slot,
+            topo.planes, topo.tiers, adaptive, size, placed, complete,
+            np.flatnonzero(known_down), topo.links.src, topo.links.dst,
         )  # fmt: skip
         out.append((path, hops, placed))
     return out[0], out[1]
@@ -202,17 +207,22 @@ def _route_both_ways(
 def test_the_two_choice_shortcut_picks_what_costing_every_candidate_picks(
     build: object, adaptive: bool
 ) -> None:
-    """With every candidate usable, a flow's k-th usable candidate is its k-th, so
-    ``route_flows`` costs only its two hashed choices (a 3-tier flow has slots × cores per
-    slot candidates). The paths and the load the batch places must be those of costing
-    every candidate, bit for bit, on random queues (ties within a quantum included)."""
+    """On a topology with every candidate, ``route_flows`` costs only a flow's two hashed
+    choices: with no link known down its k-th usable candidate is its k-th; with some down,
+    the candidates that cross them are found from the down links and skipped (a 3-tier flow
+    has slots × cores per slot candidates). The paths and the load the batch places must
+    be those of costing every candidate, bit for bit, on random queues (ties within a
+    quantum included), with 0 to 12 random links down (endpoint, leaf-spine and spine-core
+    links alike; a flow whose own link is down, or that has no candidate left, takes the
+    first)."""
     topo = build()  # type: ignore[operator]
     assert every_candidate_present(topo)
     for seed in range(5):
-        (p1, h1, l1), (p2, h2, l2) = _route_both_ways(topo, seed, adaptive)
-        np.testing.assert_array_equal(p1, p2)
-        np.testing.assert_array_equal(h1, h2)
-        np.testing.assert_array_equal(l1, l2)
+        for n_down in (0, 1, 3, 12):
+            (p1, h1, l1), (p2, h2, l2) = _route_both_ways(topo, seed, adaptive, n_down)
+            np.testing.assert_array_equal(p1, p2)
+            np.testing.assert_array_equal(h1, h2)
+            np.testing.assert_array_equal(l1, l2)
     # and adaptive routing does use the costs: some flows leave their hashed choice
     if adaptive:
         (p_ad, _, _), _ = _route_both_ways(topo, 0, True)

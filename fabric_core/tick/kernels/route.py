@@ -20,6 +20,7 @@ _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(
 
 _F = NDArray[np.float64]
 _I32 = NDArray[np.int32]
+_I = NDArray[np.intp]
 
 
 @kernel
@@ -69,6 +70,114 @@ def pick(cost: _F, h: np.uint64, adaptive: bool) -> np.int64:
     c1 = np.floor(cost[first] / ADAPTIVE_COST_QUANTUM_S)
     c2 = np.floor(cost[second] / ADAPTIVE_COST_QUANTUM_S)
     return second if c2 < c1 else first
+
+
+#: More links known down than this and routing costs every candidate of a flow (as the
+#: reference does) instead of finding the few it may not use (``route_flows``): a
+#: switch's worth of down links, past which both cost about the same
+MAX_DOWN_SHORTCUT = 64
+
+
+@inline_kernel
+def _skip(k: np.int64, bad: NDArray[np.int64], n_bad: int) -> np.int64:
+    """The ``k``-th candidate (from 0) not in ``bad[:n_bad]`` (ascending, distinct)."""
+    for i in range(n_bad):
+        if bad[i] > k:
+            break
+        k += 1
+    return k
+
+
+@inline_kernel
+def _two_choices(
+    h: np.uint64, n_total: int, bad: NDArray[np.int64], n_bad: int
+) -> tuple[np.int64, np.int64]:
+    """``pick``'s two hashed candidates among ``n_total``, of which ``bad[:n_bad]`` are
+    unusable: the ``h``-th and the ``h >> 17``-th usable, modulo their number (both the
+    first candidate when none is usable, as ``_kth_usable`` gives)."""
+    n_ok = n_total - n_bad
+    if n_ok <= 0:
+        return np.int64(0), np.int64(0)
+    k1 = _skip(np.int64(h % np.uint64(n_ok)), bad, n_bad)
+    k2 = _skip(np.int64((h >> np.uint64(17)) % np.uint64(n_ok)), bad, n_bad)
+    return k1, k2
+
+
+@kernel
+def _unusable_spines(
+    known_down: NDArray[np.bool_],
+    sw: _I32,
+    sl: _I32,
+    leaf_a: int,
+    leaf_b: int,
+    spines: _I32,
+    up: int,
+    down: int,
+    bad: NDArray[np.int64],
+) -> int:
+    """Into ``bad``, ascending: the spines (slots) of a flow between two leaves of one pod
+    whose path crosses a known-down link; all of them when the flow's own link at either
+    end is down (its every candidate then costs ``_BIG``). Returns how many."""
+    n = spines.size
+    if known_down[up] or known_down[down]:
+        for j in range(n):
+            bad[j] = j
+        return n
+    n_bad = 0
+    for j in range(n):
+        s = spines[j]
+        if known_down[sl[sw[leaf_a], sw[s]]] or known_down[sl[sw[s], sw[leaf_b]]]:
+            bad[n_bad] = j
+            n_bad += 1
+    return n_bad
+
+
+@kernel
+def _unusable_paths(
+    known_down: NDArray[np.bool_],
+    down_links: _I,
+    link_src: _I32,
+    link_dst: _I32,
+    sw: _I32,
+    sl: _I32,
+    leaf_a: int,
+    leaf_b: int,
+    from_pod: _I32,
+    to_pod: _I32,
+    cores: _I32,
+    bad: NDArray[np.int64],
+) -> int:
+    """Into ``bad``, ascending: the candidates ``slot * per + k`` of a flow between pods
+    that cross a known-down link: every core of a slot whose leaf-spine link at either end
+    is down, and each (slot, core) whose spine-core link on either side is one of
+    ``down_links``. Returns how many."""
+    n_slots, per = cores.shape
+    n_bad = 0
+    for j in range(n_slots):
+        sa, sb = from_pod[j], to_pod[j]
+        if known_down[sl[sw[leaf_a], sw[sa]]] or known_down[sl[sw[sb], sw[leaf_b]]]:
+            for m in range(per):
+                bad[n_bad] = j * per + m
+                n_bad += 1
+            continue
+        start = n_bad
+        for d in down_links:
+            for m in range(per):
+                core = cores[j, m]
+                if (link_src[d] == sa and link_dst[d] == core) or (
+                    link_src[d] == core and link_dst[d] == sb
+                ):
+                    bad[n_bad] = j * per + m
+                    n_bad += 1
+        if n_bad - start > 1:  # a (slot, core) both of whose links are down, once
+            bad[start:n_bad] = np.sort(bad[start:n_bad])
+            kept = start + 1
+            for i in range(start + 1, n_bad):
+                if bad[i] != bad[kept - 1]:
+                    bad[kept] = bad[i]
+                    kept += 1
+            n_bad = kept
+    return n_bad
 
 
 @inline_kernel
@@ -122,7 +231,7 @@ def _via_core(
 
 def every_candidate_present(topo: Topology) -> bool:
     """Whether every up*/down* candidate of every flow of ``topo`` exists with a finite
-    cost while no link is known down (``route_flows``' ``every_usable``): every link has
+    cost while no link is known down (``route_flows``' ``complete``): every link has
     bandwidth, every (plane, pod, slot) its spine and every (plane, slot, k) its core,
     every leaf is cabled both ways to each spine of its pod and plane, and on 3 tiers
     every spine to each core of its slot. True of the built fat-trees; worked out once
@@ -169,7 +278,10 @@ def route_flows(
     adaptive: bool,
     size_bytes: _F,
     link_load_bytes: _F,
-    every_usable: bool,
+    complete: bool,
+    down_links: _I,
+    link_src: _I32,
+    link_dst: _I32,
 ) -> tuple[_I32, NDArray[np.int8]]:
     """``routing.route``: ``path[hop, flow]`` (-1 past the end) and hops per flow; a
     link's cost is its ``link_cost`` plus, adaptive, its expected load at line rate:
@@ -177,11 +289,14 @@ def route_flows(
     none) and the bytes this batch has placed on it before the flow (``size_bytes`` per
     flow, in order, added to ``link_load_bytes`` in place; empty: none counted).
 
-    ``every_usable``: every candidate of every flow is usable (the topology has all of
-    them, ``every_candidate_present``, and no link is known down). A flow's k-th usable
-    candidate is then its k-th, so it reads the costs of its two hashed choices only;
-    otherwise it costs every candidate to count the usable ones (on a 3-tier fabric,
-    slots × cores per slot of them), with the same choice."""
+    ``complete``: the topology has every candidate (``every_candidate_present``);
+    ``down_links``: the links known down, ascending. A flow then reads the costs of its
+    two hashed choices only: its unusable candidates are those that cross a known-down
+    link (none while ``down_links`` is empty, where its k-th usable candidate is its k-th),
+    found from the few down links, and the k-th usable is counted past them. Otherwise
+    (an incomplete topology, or more than ``MAX_DOWN_SHORTCUT`` links down) it costs every
+    candidate to count the usable ones, as the reference does: on a 3-tier fabric slots ×
+    cores per slot of them. Both ways make the same choice."""
     n = src.size
     path = np.full((MAX_HOPS, n), -1, dtype=np.int32)
     nh = np.zeros(n, dtype=np.int8)
@@ -189,6 +304,9 @@ def route_flows(
     per = cores_by_slot.shape[2]
     cost4 = np.empty(n_slots)
     cost6 = np.empty(n_slots * per)
+    shortcut = complete and down_links.size <= MAX_DOWN_SHORTCUT
+    # the unusable candidates of one flow, ascending (room for a slot's repeats)
+    bad = np.empty(max(n_slots * per, n_slots) + 2 * down_links.size, dtype=np.int64)
     sw, sl = switch_index, switch_link
     # the expected load (routing.route): without it every flow of a burst sees the same
     # queues and the burst herds onto the spine that looked idle
@@ -220,10 +338,12 @@ def route_flows(
         elif tiers == 2 or node_pod[ls] == node_pod[ld]:
             # up to a spine of the pod, down to the destination leaf
             spines = spines_by_pod[plane, node_pod[ls]]
-            if every_usable:
-                k = np.int64(h % np.uint64(n_slots))
+            if shortcut:
+                n_bad = 0
+                if down_links.size:
+                    n_bad = _unusable_spines(known_down, sw, sl, ls, ld, spines, up, down, bad)
+                k, k2 = _two_choices(h, n_slots, bad, n_bad)
                 if adaptive:
-                    k2 = np.int64((h >> np.uint64(17)) % np.uint64(n_slots))
                     c1 = _via_spine(q, sw, sl, ls, spines[k], ld, c_up, c_down)
                     c2 = _via_spine(q, sw, sl, ls, spines[k2], ld, c_up, c_down)
                     k = _less_loaded(k, c1, k2, c2)
@@ -247,11 +367,15 @@ def route_flows(
                 spines_by_pod[plane, node_pod[ld]],
             )
             cores = cores_by_slot[plane]
-            if every_usable:
-                n_paths = np.uint64(n_slots * per)
-                k = np.int64(h % n_paths)
+            if shortcut:
+                n_bad = 0
+                if down_links.size:
+                    n_bad = _unusable_paths(
+                        known_down, down_links, link_src, link_dst, sw, sl, ls, ld,
+                        from_pod, to_pod, cores, bad,
+                    )  # fmt: skip
+                k, k2 = _two_choices(h, n_slots * per, bad, n_bad)
                 if adaptive:
-                    k2 = np.int64((h >> np.uint64(17)) % n_paths)
                     j, m = divmod(k, per)
                     c1 = _via_core(q, sw, sl, ls, from_pod[j], cores[j, m], to_pod[j], ld)
                     j, m = divmod(k2, per)

@@ -162,7 +162,10 @@ class CompiledTick:
             adaptive,
             np.zeros(0) if size_bytes is None else np.asarray(size_bytes, np.float64),
             self.link_load_bytes,
-            self._has_every_candidate(topo) and not known_down.any(),
+            self._has_every_candidate(topo),
+            np.flatnonzero(known_down) if known_down.any() else np.zeros(0, np.intp),
+            topo.links.src,
+            topo.links.dst,
         )
 
     def _has_every_candidate(self, topo: Topology) -> bool:
