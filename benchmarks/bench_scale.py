@@ -91,7 +91,12 @@ def measure(pods: int, ticks: int, warmup: int, repeat: int) -> dict[str, Any]:
 
 
 def _plot(rows: list[dict[str, Any]], path: str) -> None:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise SystemExit(
+            "--plot needs matplotlib (pip install matplotlib); the table above stands"
+        ) from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
