@@ -230,24 +230,64 @@ def test_the_two_choice_shortcut_picks_what_costing_every_candidate_picks(
         assert (p_ad != p_hash).any()
 
 
-def test_a_topology_missing_a_candidate_link_is_not_taken_for_complete() -> None:
+def _damaged(topo: Topology, damage: str) -> Topology:
+    """``topo`` with one candidate of some flow gone: a cable cut one way (leaf to spine,
+    spine to leaf, spine to core or core to spine), a spine or a core missing from its
+    table, an endpoint without a leaf, or a link with no bandwidth."""
+    sw, cut = topo.switch_index, topo.switch_link.copy()
+    leaf = topo.ep_leaf[topo.endpoints[0], 0]
+    spine, core = topo.spines_by_pod[0, 1, 1], topo.cores_by_slot[0, 1, 0]
+    pairs = {
+        "leaf-spine": (leaf, topo.spines_by_pod[0, 0, 1]),
+        "spine-leaf": (topo.spines_by_pod[0, 0, 1], leaf),
+        "spine-core": (spine, core),
+        "core-spine": (core, spine),
+    }
+    if damage in pairs:
+        a, b = pairs[damage]
+        cut[sw[a], sw[b]] = -1
+        return dataclasses.replace(topo, switch_link=cut)
+    if damage == "no-spine":
+        spines = topo.spines_by_pod.copy()
+        spines[0, 1, 0] = -1
+        return dataclasses.replace(topo, spines_by_pod=spines)
+    if damage == "no-core":
+        cores = topo.cores_by_slot.copy()
+        cores[0, 1, 1] = -1
+        return dataclasses.replace(topo, cores_by_slot=cores)
+    if damage == "no-leaf":
+        ep_leaf = topo.ep_leaf.copy()
+        ep_leaf[topo.endpoints[-1], 0] = -1
+        return dataclasses.replace(topo, ep_leaf=ep_leaf)
+    assert damage == "no-bandwidth"
+    bw = topo.links.bandwidth_Bps.copy()
+    bw[3] = 0.0
+    return dataclasses.replace(topo, links=dataclasses.replace(topo.links, bandwidth_Bps=bw))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "leaf-spine",
+        "spine-leaf",
+        "spine-core",
+        "core-spine",
+        "no-spine",
+        "no-core",
+        "no-leaf",
+        "no-bandwidth",
+    ],
+)
+def test_a_topology_missing_a_candidate_is_not_taken_for_complete(damage: str) -> None:
     """``every_candidate_present`` is what lets routing skip costing the candidates, so it
-    must say False for a fat-tree with one spine-core cable missing, or with a link of no
-    bandwidth, and True for the whole one."""
+    must say False for a fat-tree missing any one candidate of some flow, and True for the
+    whole one."""
     topo = fat_tree(
         NATIVE_400G, pods=2, leaves_per_pod=2, spines_per_pod=2, cores_per_spine=2,
         gpus_per_leaf=2,
     )  # fmt: skip
     assert every_candidate_present(topo)
-    sw = topo.switch_index
-    spine, core = topo.spines_by_pod[0, 1, 1], topo.cores_by_slot[0, 1, 0]
-    cut = topo.switch_link.copy()
-    cut[sw[spine], sw[core]] = -1
-    assert not every_candidate_present(dataclasses.replace(topo, switch_link=cut))
-    bw = topo.links.bandwidth_Bps.copy()
-    bw[3] = 0.0
-    links = dataclasses.replace(topo.links, bandwidth_Bps=bw)
-    assert not every_candidate_present(dataclasses.replace(topo, links=links))
+    assert not every_candidate_present(_damaged(topo, damage))
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
