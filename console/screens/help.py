@@ -109,9 +109,9 @@ class HelpScreen(ModalScreen[None]):
 
 MAIN_NAVIGATION = [
     ("↑ ↓ ← →", "move in the links table / fabric map"),
-    ("Enter", "links table: open the link; map: show the node's ports"),
+    ("Enter", "links table: open the link; map: the node's ports, or into a pod"),
     ("Tab / Shift+Tab", "next / previous panel (Shift+Tab from the table goes to the map)"),
-    ("Esc", "close the filter line, a form, or go back from a screen"),
+    ("Esc", "close the filter line or a form, back from a screen or a pod of the map"),
     ("Ctrl+P", "command palette: inject on a link, clear, pause, sort…"),
 ]
 

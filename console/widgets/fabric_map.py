@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -12,6 +13,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from console.linkview import SEVERITY_NAMES, severity_names
+from console.mapgroups import NodeGroups, node_groups
 from console.messages import SwitchSelected
 from fabric_core.runtime.snapshot import Snapshot
 
@@ -24,13 +26,33 @@ SEVERITY_STYLES = (
     "bold white on red",
 )
 TIER_NAMES = {3: "core", 2: "spine", 1: "leaf", 0: "gpu"}
-#: Above this many nodes a row shows counts per severity instead of one cell per node.
+#: Above this many nodes a row shows a cell per group (pod, core group) instead of one
+#: per node, or counts per severity when the nodes form no groups.
 MAX_CELLS_PER_ROW = 160
 LABEL_WIDTH = 8
 
 
+@dataclass(frozen=True, slots=True)
+class MapRow:
+    """One row of the map: a tier's nodes, or its groups (``cells`` are then group ids)."""
+
+    label: str
+    nodes: NDArray[np.intp]  # the row's nodes
+    cells: list[int]  # node ids, or group ids for a grouped row
+    grouped: bool
+
+    @property
+    def walkable(self) -> bool:
+        """Whether the cursor moves through the cells (a counts-only row is one cell)."""
+        return self.grouped or len(self.cells) <= MAX_CELLS_PER_ROW
+
+
 class FabricMap(Widget, can_focus=True):
-    """Switches (and endpoints, compactly) by tier; arrows move, Enter shows the ports."""
+    """Switches (and endpoints, compactly) by tier; arrows move, Enter shows the ports.
+
+    A tier too large for a cell per node gets a cell per pod or core group, coloured by
+    its worst node; Enter on one drills down into that group's nodes, Esc comes back.
+    """
 
     DEFAULT_CSS = """
     FabricMap { height: auto; max-height: 12; padding: 0 1; }
@@ -42,6 +64,7 @@ class FabricMap(Widget, can_focus=True):
         Binding("up", "move(-1, 0)", "▲", show=False),
         Binding("down", "move(1, 0)", "▼", show=False),
         Binding("enter", "select", "Ports", show=True),
+        Binding("escape,backspace", "up_level", "All groups", show=True),
     ]
 
     #: (row, column) of the cursor in ``rows``.
@@ -49,10 +72,15 @@ class FabricMap(Widget, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.rows: list[tuple[str, list[int]]] = []  # (tier label, node indices)
+        self.rows: list[MapRow] = []
+        self._tiers: list[MapRow] = []  # the whole fabric's rows
         self._names: tuple[str, ...] = ()
+        self._groups = NodeGroups(of_node=np.zeros(0, dtype=np.int32), names=())
         self._severity: NDArray[np.int8] = np.zeros(0, dtype=np.int8)
         self._tables: object = None
+        #: the group drilled into (None: the whole fabric), and the cursor to go back to
+        self.drilled: int | None = None
+        self._cursor_above: tuple[int, int] = (0, 0)
         self.severity_names: tuple[str, ...] = SEVERITY_NAMES
 
     def show(self, snap: Snapshot, node_sev: NDArray[np.int8]) -> None:
@@ -61,7 +89,12 @@ class FabricMap(Widget, can_focus=True):
             self._tables = snap.nodes
             self.severity_names = severity_names(snap.flow_control)
             self._names = snap.nodes.name
-            self.rows = self._build_rows(snap)
+            big = len(snap.nodes) > MAX_CELLS_PER_ROW
+            self._groups = node_groups(snap.nodes, snap.links) if big else self._groups
+            self._tiers = self._build_rows(snap, self._groups if big else None)
+            self.drilled = None
+            self.rows = self._tiers
+            self.cursor = (0, 0)
             self._severity = node_sev.copy()
             self.refresh(layout=True)
         elif not np.array_equal(node_sev, self._severity):
@@ -69,32 +102,58 @@ class FabricMap(Widget, can_focus=True):
             self.refresh()
 
     @staticmethod
-    def _build_rows(snap: Snapshot) -> list[tuple[str, list[int]]]:
+    def _build_rows(snap: Snapshot, groups: NodeGroups | None) -> list[MapRow]:
         nodes = snap.nodes
         tiers = np.asarray(nodes.tier)
-        rows: list[tuple[str, list[int]]] = []
+        kinds = np.array(nodes.kind)
+        labelled: list[tuple[str, NDArray[np.intp]]] = []
         for tier in sorted({int(t) for t in tiers}, reverse=True):
-            members = [i for i in np.flatnonzero(tiers == tier).tolist()]
+            members = np.flatnonzero(tiers == tier)
             if tier == 0:
                 for kind in ("gpu", "storage"):
-                    of_kind = [i for i in members if nodes.kind[i] == kind]
-                    if of_kind:
-                        rows.append((kind, of_kind))
-                others = [i for i in members if nodes.kind[i] not in ("gpu", "storage")]
-                if others:
-                    rows.append(("other", others))
+                    labelled.append((kind, members[kinds[members] == kind]))
+                labelled.append(("other", members[~np.isin(kinds[members], ("gpu", "storage"))]))
             else:
-                rows.append((TIER_NAMES.get(tier, f"tier{tier}"), members))
+                labelled.append((TIER_NAMES.get(tier, f"tier{tier}"), members))
+        rows = []
+        for label, members in labelled:
+            if not members.size:
+                continue
+            of = groups.of_node[members] if groups is not None else None
+            if of is not None and members.size > MAX_CELLS_PER_ROW and (of >= 0).all():
+                cells = np.unique(of).tolist()
+                if 1 < len(cells) <= MAX_CELLS_PER_ROW:
+                    rows.append(MapRow(label, members, cells, grouped=True))
+                    continue
+            rows.append(MapRow(label, members, members.tolist(), grouped=False))
         return rows
+
+    def _drill_rows(self, group: int) -> list[MapRow]:
+        """The rows of one group's nodes."""
+        of = self._groups.of_node
+        rows = []
+        for row in self._tiers:
+            members = row.nodes[of[row.nodes] == group]
+            if members.size:
+                rows.append(MapRow(row.label, members, members.tolist(), grouped=False))
+        return rows
+
+    def _cell(self) -> tuple[MapRow, int] | None:
+        """The row under the cursor and the id in its cell (node or group)."""
+        if not self.rows:
+            return None
+        r, c = self.cursor
+        row = self.rows[min(r, len(self.rows) - 1)]
+        return row, row.cells[min(c, len(row.cells) - 1)]
 
     @property
     def selected_name(self) -> str | None:
-        """Name of the node under the cursor."""
-        r, c = self.cursor
-        if not self.rows:
+        """Name of the node (or group) under the cursor."""
+        cell = self._cell()
+        if cell is None:
             return None
-        members = self.rows[r][1]
-        return self._names[members[min(c, len(members) - 1)]]
+        row, k = cell
+        return self._groups.names[k] if row.grouped else self._names[k]
 
     def action_move(self, dr: int, dc: int) -> None:
         """Move the cursor within a tier (left/right) or between tiers (up/down)."""
@@ -102,30 +161,72 @@ class FabricMap(Widget, can_focus=True):
             return
         r, c = self.cursor
         r = min(max(r + dr, 0), len(self.rows) - 1)
-        width = len(self.rows[r][1])
-        if width > MAX_CELLS_PER_ROW:
-            width = 1  # summarised row: nothing to walk through
+        row = self.rows[r]
+        width = len(row.cells) if row.walkable else 1  # a counts row: nothing to walk
         c = min(max(c + dc, 0), width - 1)
         self.cursor = (r, c)
 
     def action_select(self) -> None:
-        """Tell the app to show the ports of the node under the cursor."""
-        name = self.selected_name
-        if name is not None:
-            self.post_message(SwitchSelected(name))
+        """Drill into the group under the cursor, or show the ports of its node."""
+        cell = self._cell()
+        if cell is None:
+            return
+        row, k = cell
+        if row.grouped:
+            self._cursor_above = self.cursor
+            self.drilled = k
+            self.rows = self._drill_rows(k)
+            self.cursor = (0, 0)
+            self.refresh(layout=True)
+            self.refresh_bindings()
+        elif row.walkable:
+            self.post_message(SwitchSelected(self._names[k]))
+
+    def action_up_level(self) -> None:
+        """Back from a group to the whole fabric, the cursor on that group."""
+        if self.drilled is None:
+            return
+        self.drilled = None
+        self.rows = self._tiers
+        self.cursor = self._cursor_above
+        self.refresh(layout=True)
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Esc means "back" only inside a group."""
+        if action == "up_level":
+            return self.drilled is not None
+        return True
+
+    def _cell_severities(self, row: MapRow) -> NDArray[np.int8]:
+        """A severity per cell: the node's, or a group's worst node's."""
+        sev = self._severity
+        if not row.grouped:
+            ids = np.asarray(row.cells, dtype=np.intp)
+            out = np.zeros(ids.size, dtype=np.int8)
+            known = ids < sev.size
+            out[known] = sev[ids[known]]
+            return out
+        worst = np.zeros(len(self._groups.names), dtype=np.int8)
+        seen = row.nodes[row.nodes < sev.size]
+        np.maximum.at(worst, self._groups.of_node[seen], sev[seen])
+        return worst[row.cells]
 
     def render(self) -> Text:
-        """One line (wrapped) per tier; the focused node is underlined and bold."""
+        """One line (wrapped) per tier; the focused cell is underlined and bold."""
         text = Text()
-        sev = self._severity
         cur_r, cur_c = self.cursor
-        for r, (label, members) in enumerate(self.rows):
+        if self.drilled is not None:
+            text.append(f"{self._groups.names[self.drilled]}", "bold")
+            text.append("  (Esc: back to all groups)\n", "dim")
+        for r, row in enumerate(self.rows):
             if r:
                 text.append("\n")
-            text.append(f"{label:>{LABEL_WIDTH - 1}} ", "bold")
-            if len(members) > MAX_CELLS_PER_ROW:
-                counts = np.bincount(sev[members], minlength=len(SEVERITY_NAMES))
-                text.append(f"{len(members)} nodes: ")
+            text.append(f"{row.label:>{LABEL_WIDTH - 1}} ", "bold")
+            if not row.walkable:
+                known = row.nodes[row.nodes < self._severity.size]
+                counts = np.bincount(self._severity[known], minlength=len(SEVERITY_NAMES))
+                text.append(f"{len(row.cells)} nodes: ")
                 for level, n in enumerate(counts.tolist()):
                     if n:
                         text.append(
@@ -133,23 +234,30 @@ class FabricMap(Widget, can_focus=True):
                         )
                         text.append(" ")
                 continue
-            compact = label in ("gpu", "storage") or len(members) > 32
-            cell_width = 1 if compact else max(len(self._names[m]) for m in members) + 3
-            per_line = (
-                max(1, (self.size.width - LABEL_WIDTH) // cell_width) if self.size.width else 0
-            )
-            for c, node in enumerate(members):
+            if row.grouped:
+                text.append(f"{len(row.cells)} groups of {row.nodes.size}: ", "dim")
+            compact = row.grouped or row.label in ("gpu", "storage") or len(row.cells) > 32
+            cell_width = 1 if compact else max(len(self._names[m]) for m in row.cells) + 3
+            lead = LABEL_WIDTH
+            per_line = max(1, (self.size.width - lead) // cell_width) if self.size.width else 0
+            for c, level in enumerate(self._cell_severities(row).tolist()):
                 if per_line and c and c % per_line == 0:
-                    text.append(
-                        "\n" + " " * LABEL_WIDTH
-                    )  # wrap under the first cell, not the label
-                style = SEVERITY_STYLES[int(sev[node]) if node < len(sev) else 0]
+                    text.append("\n" + " " * lead)  # wrap under the first cell, not the label
+                style = SEVERITY_STYLES[level]
                 if r == cur_r and c == cur_c and self.has_focus:
                     style += " bold underline reverse"
-                name = self._names[node]
-                text.append("■" if compact else f" {name} ".ljust(cell_width - 1), style)
-                if not compact:
+                if compact:
+                    text.append("■", style)
+                else:
+                    text.append(f" {self._names[row.cells[c]]} ".ljust(cell_width - 1), style)
                     text.append(" ")
+        if self.has_focus and self.rows:
+            name = self.selected_name
+            row = self.rows[min(cur_r, len(self.rows) - 1)]
+            hint = "Enter: its nodes" if row.grouped else ("Enter: ports" if row.walkable else "")
+            text.append(f"\n{'':>{LABEL_WIDTH}}▸ {name}", "bold")
+            if hint:
+                text.append(f"  ({hint})", "dim")
         return text
 
     def legend(self) -> Text:

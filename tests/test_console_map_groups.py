@@ -1,0 +1,147 @@
+"""The fabric map of a large fabric: a cell per pod or core group, drilled into with Enter.
+
+The groups come from the cabling alone (``console.mapgroups``), so they are checked against
+the pods the fat-tree builder assigned; the map is driven by key presses on a generated
+fat-tree whose tiers are too large for a cell per switch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from console.app import FabtopApp
+from console.mapgroups import TIER_CORE, TIER_ENDPOINT, node_groups
+from console.stepped import SteppedSource
+from console.widgets.fabric_map import MAX_CELLS_PER_ROW, SEVERITY_STYLES, FabricMap
+from fabric_core.commands import InjectFault
+from fabric_core.net.profiles import PROFILES
+from fabric_core.net.topology import fat_tree, leaf_spine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
+
+SIZE = (140, 44)
+PODS, PER_POD = 6, 30  # 180 leaves and 180 spines: more than a row has cells
+WORST = SEVERITY_STYLES[-1]  # a link down
+
+
+def test_pods_and_core_groups_come_from_the_cabling() -> None:
+    topo = fat_tree(
+        PROFILES["native-400g"],
+        pods=3,
+        leaves_per_pod=2,
+        spines_per_pod=2,
+        cores_per_spine=2,
+        gpus_per_leaf=2,
+        storage_targets=2,
+    )
+    groups = node_groups(topo.nodes, topo.links)
+    tier = np.asarray(topo.nodes.tier)
+    switch = (tier > TIER_ENDPOINT) & (tier < TIER_CORE)
+    assert groups.names == ("pod 0", "pod 1", "pod 2", "core group 0", "core group 1")
+    assert (groups.of_node[switch] == topo.node_pod[switch]).all()
+    # every endpoint, storage included, is in the pod of the leaf it is cabled to
+    src, dst = np.asarray(topo.links.src), np.asarray(topo.links.dst)
+    up = (tier[src] == TIER_ENDPOINT) & (tier[dst] == 1)
+    assert (groups.of_node[src[up]] == topo.node_pod[dst[up]]).all()
+    assert (tier[src[up]] == TIER_ENDPOINT).all() and np.unique(src[up]).size == 14
+    # core group j serves spine slot j of every pod
+    cores = np.flatnonzero(tier == TIER_CORE)
+    names = topo.nodes.name
+    for core in cores:
+        spines = {names[d] for s, d in zip(src, dst, strict=True) if s == core}
+        slot = groups.of_node[core] - 3
+        assert spines == {f"spine{pod * 2 + slot:02d}" for pod in range(3)}
+
+
+def test_a_two_tier_fabric_is_one_pod_with_no_core_groups() -> None:
+    topo = leaf_spine(PROFILES["native-400g"], leaves=4, spines=2, gpus_per_leaf=2)
+    groups = node_groups(topo.nodes, topo.links)
+    assert groups.names == ("pod 0",)
+    assert (groups.of_node == 0).all()
+
+
+def big_fat_tree(tmp_path: Path) -> SteppedSource:
+    toml = tmp_path / "wide.toml"
+    toml.write_text(
+        f"""name = "wide"
+description = "a fat-tree with tiers wider than the map"
+dt = "1us"
+profile = "native-400g"
+
+[topology]
+kind = "fat-tree"
+pods = {PODS}
+leaves_per_pod = {PER_POD}
+spines_per_pod = {PER_POD}
+cores_per_spine = 1
+gpus_per_leaf = 1
+
+[[workload]]
+name = "probe"
+kind = "rpc"
+size = "4KiB"
+rate_per_s = 20000
+"""
+    )
+    src = SteppedSource(Fabric.from_scenario(load_scenario(str(toml))))
+    src.step(5)
+    return src
+
+
+def cell_styles(fabric_map: FabricMap) -> list[str]:
+    """The style of each ■ the map draws, in order."""
+    text = fabric_map.render()
+    return [str(s.style) for s in text.spans if text.plain[s.start : s.end] == "■"]
+
+
+async def test_a_wide_tier_shows_a_cell_per_pod_and_enter_drills_into_one(
+    tmp_path: Path,
+) -> None:
+    src = big_fat_tree(tmp_path)
+    # leaf 2 of pod 4 loses its uplink to that pod's spine 0
+    down = f"leaf{4 * PER_POD + 2:02d}->spine{4 * PER_POD:02d}"
+    src.engine.fabric.apply(InjectFault(kind="link_down", target=down))
+    src.step(5)
+    app = FabtopApp(src, render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("shift+tab")  # from the links table to the map
+        fabric_map = app.fabric_map
+        assert app.focused is fabric_map
+        await pilot.pause(0.2)
+        labels = [row.label for row in fabric_map.rows]
+        assert labels == ["core", "spine", "leaf", "gpu"]
+        core, spine, leaf, gpu = fabric_map.rows
+        assert not core.grouped and len(core.cells) == PER_POD <= MAX_CELLS_PER_ROW
+        assert spine.grouped and leaf.grouped and gpu.grouped
+        assert len(leaf.cells) == PODS and leaf.nodes.size == PODS * PER_POD
+        # the pod with the down link is the worst cell of the leaf and spine rows
+        styles = cell_styles(fabric_map)  # the core row has 30 named cells, not ■
+        assert len(styles) == 3 * PODS
+        spine_cells, leaf_cells = styles[:PODS], styles[PODS : 2 * PODS]
+        for cells in (spine_cells, leaf_cells):
+            worst = [i for i, s in enumerate(cells) if s.startswith(WORST)]
+            assert worst == [4], cells
+
+        await pilot.press("down", "down", *["right"] * 4)  # the leaf row, pod 4
+        assert fabric_map.selected_name == "pod 4"
+        assert "pod 4  (Enter: its nodes)" in fabric_map.render().plain
+        await pilot.press("enter")
+        assert fabric_map.drilled == 4
+        assert [row.label for row in fabric_map.rows] == ["spine", "leaf", "gpu"]
+        pod_nodes = np.concatenate([row.nodes for row in fabric_map.rows])
+        assert pod_nodes.size == 3 * PER_POD
+        assert set(np.asarray(src.engine.fabric.topo.node_pod)[pod_nodes[: 2 * PER_POD]]) == {4}
+        assert fabric_map.render().plain.startswith("pod 4  (Esc: back to all groups)")
+
+        await pilot.press("down", "right", "right", "enter")  # leaf 2 of the pod: its ports
+        await pilot.pause()
+        leaf_name = f"leaf{4 * PER_POD + 2:02d}"
+        assert app.link_filter.text == leaf_name
+
+        app.set_focus(fabric_map)
+        await pilot.press("escape")  # back to the groups, the cursor on pod 4
+        assert fabric_map.drilled is None
+        assert fabric_map.selected_name == "pod 4"
+        assert [row.label for row in fabric_map.rows] == labels
