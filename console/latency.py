@@ -46,9 +46,16 @@ class LatencyWindow:
         self.current: dict[str, ClassLatency] = {}
 
     def update(self, snap: Snapshot) -> dict[str, ClassLatency]:
-        """Take a new sample (ignored if the tick did not advance)."""
+        """Take a new sample (ignored if the tick did not advance; a tick that went back
+        is a new run, and starts the window again)."""
         if snap.tick == self._last_tick:
             return self.current
+        if self._last_tick is not None and snap.tick < self._last_tick:
+            # a new run: its histograms count from zero, so the old samples cannot be
+            # subtracted from them (the window would hold negative counts)
+            self._counts.clear()
+            self._history.clear()
+            self.current = {}
         self._last_tick = snap.tick
         out: dict[str, ClassLatency] = {}
         for name in sorted(snap.latency):

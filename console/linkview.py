@@ -96,7 +96,9 @@ class RateTracker:
         """Rates between the previous snapshot seen and ``snap``."""
         prev = self._prev
         n = len(snap.links)
-        if prev is None or len(prev.links) != n:
+        # a new run (the engine behind an MQTT broker restarted, say) starts its counters
+        # again: rates from the old run's counters would be negative, or never update
+        if prev is None or len(prev.links) != n or snap.tick < prev.tick:
             self._prev = snap
             self.rates = LinkRates.zeros(n)
             return self.rates
