@@ -290,7 +290,6 @@ def test_a_topology_missing_a_candidate_is_not_taken_for_complete(damage: str) -
     assert not every_candidate_present(_damaged(topo, damage))
 
 
-
 def test_a_two_tier_fabric_missing_a_spine_is_not_taken_for_complete() -> None:
     """A missing spine is -1 in ``spines_by_pod``. On a 2-tier leaf-spine the last node
     is the last spine, which every leaf is cabled to, so reading -1 as a node id finds
@@ -301,6 +300,7 @@ def test_a_two_tier_fabric_missing_a_spine_is_not_taken_for_complete() -> None:
     spines = topo.spines_by_pod.copy()
     spines[0, 0, 0] = -1
     assert not every_candidate_present(dataclasses.replace(topo, spines_by_pod=spines))
+
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_a_new_profile_gives_new_flows_its_own_endpoint_costs(solver: Solver) -> None:
