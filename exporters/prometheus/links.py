@@ -10,6 +10,7 @@ the ports of a switch (``switch="leaf00"``) or of a link tier
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -109,6 +110,12 @@ class Groups:
     label: str
     names: tuple[str, ...]
     of_link: NDArray[np.intp]
+    #: each link's bin for ``total``: its group, or one past the last for none
+    bins: NDArray[np.intp] = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.names)
+        object.__setattr__(self, "bins", np.where(self.of_link >= 0, self.of_link, n))
 
     def labels(self) -> list[dict[str, str]]:
         """One labels dict per group."""
@@ -116,8 +123,9 @@ class Groups:
 
     def total(self, values: F64) -> F64:
         """Sum of ``values`` over each group's links."""
-        mask = self.of_link >= 0
-        sums = np.bincount(self.of_link[mask], weights=values[mask], minlength=len(self.names))
+        # links of no group go to an extra bin that is dropped: no mask to apply per call
+        n = len(self.names)
+        sums = np.bincount(self.bins, weights=values, minlength=n + 1)[:n]
         return np.asarray(sums, dtype=np.float64)
 
 
