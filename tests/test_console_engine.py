@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
-from console.app import FabtopApp
+from console.app import UNFOCUSED_EVERY, FabtopApp
 from console.screens.fault_form import FaultFormScreen
 from console.source import EngineSource
 from console.stepped import SteppedSource
@@ -99,11 +99,17 @@ async def test_inject_link_down_from_the_form_then_clear_it() -> None:
         assert faults.get_row(fault_id)[2].plain == LINK
         # The link shows down in the table (pinned at the top) and on the map.
         await step_until(src, lambda: link_status(app, LINK) == LinkStatus.DOWN, "link down")
-        await pilot.pause(0.1)
-        assert app.query_one(LinksTable).links_shown[0] in (LINK, "spine01->leaf00")
-        assert state_cell(app, LINK) == "down"
+        table = app.query_one(LinksTable)
+        await until(
+            lambda: LINK in table.links_shown and state_cell(app, LINK) == "down",
+            "the table to show the link down",
+        )
+        assert table.links_shown[0] in (LINK, "spine01->leaf00")
         fabric_map = app.query_one(FabricMap)
-        assert "bold white on red" in str([s.style for s in fabric_map.render().spans])
+        await until(
+            lambda: "bold white on red" in str([s.style for s in fabric_map.render().spans]),
+            "the map to show the link down",
+        )
         # The timeline fills in: detected, then rerouted.
         await step_until(
             src,
@@ -118,8 +124,10 @@ async def test_inject_link_down_from_the_form_then_clear_it() -> None:
         await pilot.press("x")  # clear all, asks first
         await pilot.press("y")
         await step_until(src, lambda: link_status(app, LINK) == LinkStatus.UP, "link up")
-        await pilot.pause(0.1)
-        assert state_cell(app, LINK) == "up"
+        await until(
+            lambda: LINK in table.links_shown and state_cell(app, LINK) == "up",
+            "the table to show the link up",
+        )
         await step_until(src, lambda: faults.get_row(fault_id)[3].plain == "cleared", "cleared")
         assert "faults 0" in header_text(app)
         assert any(e.event.kind.startswith("fault_") for e in app.view.events.entries)
@@ -147,7 +155,9 @@ async def test_a_bad_form_entry_says_why_and_injects_nothing(
         assert message in str(form.query_one("#error").render())
         assert app.screen is form  # still open, for the operator to fix
         await pilot.press("escape")
-        await pilot.pause(0.2)
+        # the form sends before it closes (and the stepped source applies and publishes a
+        # command at once), so once it is closed anything it sent shows in the snapshot
+        await until(lambda: app.screen is not form, "the form to close")
         latest = src.latest()
         assert latest is not None and latest.faults == ()
 
@@ -168,7 +178,10 @@ async def test_freeze_stops_the_view_while_simulated_time_goes_on() -> None:
             ),
             "simulated time to advance",
         )
-        await pilot.pause(0.2)
+        # the view's timer has run since a newer snapshot was out: it would have taken it
+        # (even throttled, as when the terminal is not focused: once every UNFOCUSED_EVERY)
+        ticks = app._timer_ticks
+        await until(lambda: app._timer_ticks > ticks + UNFOCUSED_EVERY, "the view's timer to run")
         assert app.view.snapshot is frozen
         assert header_text(app) == shown
         await pilot.press("f")
@@ -186,7 +199,10 @@ async def test_pause_stops_simulated_time_and_resume_restarts_it() -> None:
         )
         assert "paused" in header_text(app)
         paused_at = engine.fabric.sim_time_s
-        await pilot.pause(0.3)
+        # the engine shares the app's event loop: while the view's timer runs six times
+        # (0.3 s unloaded), a running engine at 2 ms a second would step ~0.6 ms
+        ticks = app._timer_ticks
+        await until(lambda: app._timer_ticks >= ticks + 6, "the view's timer to run")
         assert engine.fabric.sim_time_s == paused_at
         await pilot.press("p")
         await until(lambda: engine.fabric.sim_time_s > paused_at, "simulated time to move again")

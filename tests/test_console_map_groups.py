@@ -20,6 +20,7 @@ from fabric_core.net.profiles import PROFILES
 from fabric_core.net.topology import fat_tree, leaf_spine
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
+from tests.helpers import settle
 
 SIZE = (140, 44)
 PODS, PER_POD = 6, 30  # 180 leaves and 180 spines: more than a row has cells
@@ -109,9 +110,8 @@ async def test_a_wide_tier_shows_a_cell_per_pod_and_enter_drills_into_one(
         await pilot.press("shift+tab")  # from the links table to the map
         fabric_map = app.fabric_map
         assert app.focused is fabric_map
-        await pilot.pause(0.2)
-        labels = [row.label for row in fabric_map.rows]
-        assert labels == ["core", "spine", "leaf", "gpu"]
+        labels = ["core", "spine", "leaf", "gpu"]
+        await settle(pilot, lambda: [row.label for row in fabric_map.rows] == labels)
         core, spine, leaf, gpu = fabric_map.rows
         assert not core.grouped and len(core.cells) == PER_POD <= MAX_CELLS_PER_ROW
         assert spine.grouped and leaf.grouped and gpu.grouped
