@@ -85,6 +85,7 @@ def test_panels_do_not_overlap() -> None:
         cells |= mine
 
 
+@pytest.mark.integration  # runs promtool
 def test_promtool_accepts_the_rules_and_the_example_config() -> None:
     rules = promtool("check", "rules", str(RULES_FILE))
     assert rules.returncode == 0, rules.stdout + rules.stderr

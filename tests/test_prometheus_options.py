@@ -101,6 +101,7 @@ def test_port_in_use_is_a_clear_error() -> None:
         start_metrics_server(lambda: None, port=first.port)
 
 
+@pytest.mark.integration  # runs promtool
 def test_before_the_first_snapshot_only_exporter_metrics_and_they_lint() -> None:
     with start_metrics_server(lambda: None, port=0, link_metrics="switch") as server:
         text = scrape(server.url)
