@@ -12,7 +12,8 @@ figures derived by hand.
   bundled scenario reaches it), here forced by allowing Newton no iteration; also for
   a buffer fed less than 1 B/s; and when inside a tick an entry finishes
   (``finish_within_tick``): a last hop at line rate, not faster; two sharing a link;
-  one beside an entry held down elsewhere, with what that one leaves, however little.
+  one beside an entry held down elsewhere, with what that one leaves, however little;
+  capacity that credits took is offered again once, in the second pass, not a third.
 
 * ``kernels.slots``: a flow that starts inside a tick sends for the part of the tick it
   exists (its late-start limit), not for the whole tick; a message behind a queue
@@ -247,6 +248,50 @@ def test_the_credit_fallback_holds_for_a_trickle_under_a_byte_a_second(
     assert rate[:2] == pytest.approx([0.125, 0.125], rel=1e-12)
     net = rate[:2].sum() - np.minimum(rate[2:4], held[2:4] + rate[:2]).sum()
     assert net <= 0.1
+
+
+def test_capacity_credits_take_is_offered_again_once_in_a_second_pass() -> None:
+    """gpu0000 sends to gpu0001, gpu0002 and gpu0003 (one leaf), each flow on a lane of
+    its own, across its uplink of 30 B/s (dt = 1 s, each holding 100 B). Each lane's
+    buffer at the leaf is full (0 B free), so it takes only what its flow's next hop
+    drains in the tick: the leaf's downlinks to the three carry 4, 12 and 100 B/s.
+
+    Pass 1: the uplink gives each 10 B/s; the flow to gpu0001 drains at 4 B/s, so credits
+    cut it to 4 (alpha = 0.4). Pass 2 (it capped at 4): the other two share the other
+    26 B/s, 13 each; the flow to gpu0002 drains at 12, so credits cut it to 12 (alpha =
+    12 / 13). The solver makes two passes (MODEL.md, "a second pass"), so the uplink
+    carries 4 + 12 + 13 = 29 B/s: the 1 B/s the second cut frees is not offered again (a
+    third pass would give the flow to gpu0003 14 B/s)."""
+    prof = profile()
+    topo = leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=4)
+    fabric, _ = scripted_fabric(
+        topo,
+        prof,
+        [("gpu0000", "gpu0001", 1e6, 0.0)],
+        dt_s=1e-6,
+        traffic_class="a",
+        extra=[
+            (f"w{i}", c, [("gpu0000", f"gpu000{i}", 1e6, 0.0)]) for i, c in ((2, "b"), (3, "c"))
+        ],
+        class_vl={"a": 0, "b": 1, "c": 2},
+        solver="reference",
+    )
+    fabric.step()
+    idx = fabric._current_index()
+    links = topo.links.index
+    capacity = np.full(len(topo.links), 100.0)
+    capacity[links["gpu0000->leaf00"]] = 30.0
+    capacity[links["leaf00->gpu0001"]] = 4.0
+    capacity[links["leaf00->gpu0002"]] = 12.0
+    backlog = np.where(idx.hop == 0, 100.0, 0.0)
+    free = np.zeros(len(topo.links) * fabric.n_vls)
+    sol = step.solve(idx, backlog, capacity, free, dt=1.0)
+    first = np.flatnonzero(idx.hop == 0)
+    assert np.unique(idx.buf_pad[first]).size == 3  # a buffer each
+    by_dst = {int(idx.link[idx.nxt_pad[e]]): e for e in first}
+    a, b, c = (by_dst[links[f"leaf00->gpu000{i}"]] for i in (1, 2, 3))
+    assert sol.padded[[a, b, c]] == pytest.approx([4.0, 12.0, 13.0], rel=1e-12)
+    assert sol.alpha[idx.buf_pad[[a, b, c]]] == pytest.approx([0.4, 12 / 13, 1.0], rel=1e-12)
 
 
 def _finishing(rates: list[float], level: float, buf_pad: list[int], n_bufs: int) -> Any:
