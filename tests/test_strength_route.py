@@ -96,6 +96,32 @@ def test_adaptive_routing_weighs_bytes_in_flight_at_line_rate_against_queues() -
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
+def test_adaptive_routing_sees_the_load_in_flight_as_of_the_last_move(solver: Solver) -> None:
+    """On an adaptive fabric each tick's move writes the load in flight that routing
+    weighs (``link_load_bytes``): a lone flow of 1 MB gpu0000 -> gpu0002 across the
+    spine, with nothing queued inside the fabric (it runs at line rate hop after hop),
+    has size - delivered bytes still to send over each of its four links, and no other
+    link carries any. (Routing placed the whole 1 MB on them when it started; a move
+    that does not rewrite the load would leave that.)"""
+    prof = dataclasses.replace(NATIVE_400G, routing="adaptive")
+    topo = leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=2)
+    size = 1e6
+    fabric, _ = scripted_fabric(
+        topo, prof, [("gpu0000", "gpu0002", size, 0.0)], dt_s=1e-6, solver=solver
+    )
+    for _ in range(3):
+        fabric.step()
+        slot = int(np.flatnonzero(fabric.flows.active)[0])
+        path = fabric.flows.path[: fabric.flows.hops[slot], slot]
+        assert path.size == 4
+        left = size - fabric.flows.delivered[slot]
+        assert 0 < left < size
+        load = fabric._tick.link_load_bytes
+        assert load[path] == pytest.approx([left] * 4, rel=1e-12)
+        assert np.delete(load, path).tolist() == [0.0] * (load.size - 4)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
 def test_a_pinned_route_that_turns_down_up_needs_a_second_lane(solver: Solver) -> None:
     """On the credit fabric a path that turns from down to up moves up a lane at the turn
     (so the buffer dependencies stay acyclic): gpu0000 -> leaf00 -> spine00 -> leaf01 ->
