@@ -1,15 +1,18 @@
-"""Scale: start-up, tick rate and memory of the bundled ``cluster-100k`` mix from 1k to 100k GPUs.
+"""Scale: start-up, tick rate and memory of the bundled 100k-GPU mixes from 1k to 100k GPUs.
 
     python benchmarks/bench_scale.py                      # 1k, 10k, 30k, 100k GPUs
     python benchmarks/bench_scale.py --sizes 1k,10k --ticks 20 --json scale.json
+    python benchmarks/bench_scale.py --scenario cluster-100k-4plane
     python benchmarks/bench_scale.py --plot docs/scale.svg  # also draw the curve
 
-Every size is the bundled ``cluster-100k`` scenario with its fat-tree cut to
-``pods`` pods of 32 leaves × 32 GPUs (1, 10, 30, 98 pods: 1,024 to 100,352 GPUs;
-32 spines per pod, 32 cores per spine group, non-blocking) and the same workload
-mix: background bulk from a tenth of the GPUs, a 256-rank MoE all-to-all, PD KV
+Every size is a bundled scenario cut to fewer GPUs with the same workload mix:
+background bulk from a tenth of the GPUs, a 256-rank MoE all-to-all, PD KV
 transfers, NVMe-oF reads and RPC probes (the bulk grows with the fabric, the rest
-does not). Each size runs in a fresh process, so its peak memory is its own.
+does not). ``cluster-100k`` (the default) keeps its fat-tree's pods of 32 leaves ×
+32 GPUs (1, 10, 30, 98 pods: 1,024 to 100,352 GPUs; 32 spines per pod, 32 cores per
+spine group, non-blocking); ``cluster-100k-4plane`` keeps its planes' leaves of 256
+GPUs (4, 40, 120, 392 leaves, 256 spines a plane). Each size runs in a fresh process,
+so its peak memory is its own.
 
 Printed per size: the scenario load, the fabric build (topology, routing tables,
 flow table), the first tick (the first flows routed), the steady tick (best of
@@ -35,8 +38,10 @@ from fabric_core.runtime.scenario import bundled_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: size label → pods of the fat-tree (1,024 GPUs a pod)
-SIZES = {"1k": 1, "10k": 10, "30k": 30, "100k": 98}
+#: size label → GPUs (the largest is the bundled scenarios' own 100,352)
+SIZES = {"1k": 1024, "10k": 10240, "30k": 30720, "100k": 100352}
+#: the scenarios it cuts, and the topology key each is cut by
+SCENARIOS = {"cluster-100k": "pods", "cluster-100k-4plane": "leaves"}
 
 _CHILD = r"""
 import json, resource, sys, time
@@ -44,7 +49,7 @@ t0 = time.perf_counter()
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import parse_scenario
 raw, ticks, warmup, repeat = json.loads(sys.argv[1])
-scn = parse_scenario(raw, "cluster-100k")
+scn = parse_scenario(raw, raw["name"])
 t1 = time.perf_counter()
 fabric = Fabric.from_scenario(scn)
 t2 = time.perf_counter()
@@ -72,21 +77,24 @@ print(json.dumps({
 """
 
 
-def scenario(pods: int) -> dict[str, Any]:
-    """The bundled ``cluster-100k`` scenario on ``pods`` pods."""
-    raw = tomllib.loads((bundled_dir() / "cluster-100k.toml").read_text())
-    raw["topology"]["pods"] = pods
+def scenario(name: str, gpus: int) -> dict[str, Any]:
+    """The bundled scenario ``name`` cut to ``gpus`` GPUs (whole pods or leaves)."""
+    raw = tomllib.loads((bundled_dir() / f"{name}.toml").read_text())
+    topo = raw["topology"]
+    key = SCENARIOS[name]
+    per_unit = topo["gpus_per_leaf"] * (topo["leaves_per_pod"] if key == "pods" else 1)
+    topo[key] = max(1, gpus // per_unit)
     return raw
 
 
-def measure(pods: int, ticks: int, warmup: int, repeat: int) -> dict[str, Any]:
+def measure(raw: dict[str, Any], ticks: int, warmup: int, repeat: int) -> dict[str, Any]:
     """One size, in a fresh process."""
-    arg = json.dumps([scenario(pods), ticks, warmup, repeat])
+    arg = json.dumps([raw, ticks, warmup, repeat])
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, arg], capture_output=True, text=True, cwd=ROOT
     )
     if out.returncode != 0:
-        raise SystemExit(f"size with {pods} pods failed:\n{out.stderr}")
+        raise SystemExit(f"{raw['name']} at {raw['topology']} failed:\n{out.stderr}")
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
@@ -119,6 +127,7 @@ def _plot(rows: list[dict[str, Any]], path: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scenario", default="cluster-100k", choices=SCENARIOS)
     ap.add_argument("--sizes", default=",".join(SIZES), help=f"of: {','.join(SIZES)}")
     ap.add_argument("--ticks", type=int, default=10, help="measured ticks per run")
     ap.add_argument("--warmup", type=int, default=20, help="ticks before measuring")
@@ -135,9 +144,10 @@ def main() -> None:
         f"{'size':>5} {'GPUs':>8} {'links':>9} {'load s':>7} {'build s':>8} {'1st tick s':>10} "
         f"{'tick ms':>8} {'ticks/s':>8} {'hop-upd/s':>10} {'peak RSS':>9}"
     )
+    print(f"{a.scenario} cut to {', '.join(names)} GPUs")
     print(head)
     for name in names:
-        r = measure(SIZES[name], a.ticks, a.warmup, a.repeat)
+        r = measure(scenario(a.scenario, SIZES[name]), a.ticks, a.warmup, a.repeat)
         r["size"] = name
         rows.append(r)
         print(
