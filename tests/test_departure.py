@@ -10,6 +10,7 @@ from fabric_core.tick.kernels.departure import (
     DQ_THRESHOLD_BYTES,
     departure_rates,
     update_departures,
+    update_departures_at,
 )
 
 RATE = 50e9  # B/s: a 400G port
@@ -52,3 +53,29 @@ def test_a_short_queue_is_not_measured_and_falls_back_to_the_tick_drain() -> Non
     update_departures(np.array([RATE]), np.array([1000.0]), DT, dq, ds, avg)
     assert ds[0] == 0 and avg[0] == 0
     assert departure_rates(np.array([123.0]), ds, avg)[0] == 123.0
+
+
+def test_measuring_only_the_buffers_it_can_change_gives_every_buffer_the_same_state() -> None:
+    """``update_departures_at`` (cycles under way, and the buffers that hold bytes) against
+    ``update_departures`` (every buffer), bit for bit, over ticks in which queues build,
+    drain, stop and come back, with the holding buffers listed with repeats and pads."""
+    rng = np.random.default_rng(7)
+    n = 64
+    dense = _state(n)
+    sparse = _state(n)
+    open_cycles = np.zeros(0, dtype=np.intp)
+    seen = np.zeros(n, dtype=bool)
+    for _ in range(3000):
+        holding = np.flatnonzero(rng.random(n) < 0.2)
+        occupancy = np.zeros(n)
+        occupancy[holding] = rng.uniform(0.0, 4 * DQ_THRESHOLD_BYTES, holding.size)
+        drain = np.zeros(n)
+        drain[holding] = rng.choice([0.0, 1e9, RATE], holding.size)
+        update_departures(drain, occupancy, DT, *dense)
+        listed = np.concatenate([holding, holding[::2], [n, n]]).astype(np.intp)
+        open_cycles = update_departures_at(drain, occupancy, DT, listed, open_cycles, seen, *sparse)
+        assert not seen.any()
+    for a, b in zip(dense, sparse, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(np.sort(open_cycles), np.flatnonzero(dense[1] > 0))
+    assert dense[2].any() and open_cycles.size  # averages measured, cycles under way

@@ -287,10 +287,13 @@ def test_compiled_lanes_and_costs_are_the_reference(case: Case, kind: str, seed:
     )
     occupancy = np.where(rng.random(n_bufs) < 0.5, 0.0, rng.uniform(0, 1e6, n_bufs))
     drain = np.where(rng.random(n_bufs) < 0.3, 0.0, rng.uniform(0, 5e10, n_bufs))
+    # departure cycles under way (a cap of 16 KiB over their time) and averages measured
+    cycle_s = np.where(rng.random(n_bufs) < 0.5, 0.0, rng.uniform(1e-7, 1e-3, n_bufs))
+    avg = np.where(rng.random(n_bufs) < 0.5, 0.0, rng.uniform(0, 5e10, n_bufs))
     paused = rng.random(n_bufs) < 0.3
     vl0 = rng.integers(0, fabric.n_vls - 1, src.size).astype(np.int8)
     size = rng.uniform(1, 1e7, src.size)
-    args = (topo, prof, path, hops, vl0, size, occupancy, drain, paused)
+    args = (topo, prof, path, hops, vl0, size, occupancy, (drain, cycle_s, avg), paused)
     vl, fixed, wait = fabric._tick.lanes_and_costs(*args)
     comp = Fabric(topo, prof, [], dt_s=1e-6, seed=1, solver="compiled")._tick
     c_vl, c_fixed, c_wait = comp.lanes_and_costs(*args)

@@ -503,7 +503,7 @@ class Fabric:
             vl0,
             size,
             self.occupancy,
-            self.departure_Bps,
+            self.link_book.departures(),
             self.pfc_paused_queues(),
         )
 
@@ -589,7 +589,7 @@ class Fabric:
         links.link_rate = moved.link_rate
         links.occupancy = moved.occupancy
         links.buffer_drain = moved.drain
-        links.measure_departures(moved.drain, moved.occupancy, dt)
+        links.measure_departures(moved.drain, moved.occupancy, dt, idx.drains_pad)
         self.delivered_bytes += moved.delivered_bytes
         self._tick.link_counters(
             links.link_rate, goodput, self.faults.ber, self.profile.mtu_bytes, dt, links.counters

@@ -24,6 +24,9 @@ else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
     departure_kernels = LazyModule("fabric_core.tick.kernels.departure")
 
 F64 = NDArray[np.float64]
+#: A buffer's departure rate comes from these, per buffer: the last tick's drain, the
+#: measurement's cycle under way (seconds) and its average (``LinkBook.departures``)
+Departures = tuple[F64, F64, F64]
 
 #: The per-link counters, cumulative since the start of the run (``LinkBook.counters``;
 #: the snapshot's ``LinkBook`` fields of the same names).
@@ -54,14 +57,15 @@ class LinkBook:
     occupancy: F64
     #: per buffer: the rate it drained at in the last tick, B/s
     buffer_drain: F64
-    #: per buffer: the rate its queued bytes leave at, for a new message's FIFO wait
-    #: (``kernels.departure``: a measurement over drain cycles, not one tick's drain)
-    departure_Bps: F64
     #: per buffer: the departure measurement's cycle under way (bytes, seconds) and the
-    #: average of the cycles done
+    #: average of the cycles done (``kernels.departure``; ``departure_Bps``)
     dq_bytes: F64
     dq_s: F64
     dq_avg_Bps: F64
+    #: the buffers with a departure cycle under way (``dq_s`` > 0), and scratch for the
+    #: measurement (all False between ticks)
+    dq_open: NDArray[np.intp]
+    dq_seen: NDArray[np.bool_]
     #: per link: the rate it carried in the last tick, B/s
     link_rate: F64
     #: per link: down, and known to routing (it avoids it)
@@ -81,10 +85,11 @@ class LinkBook:
             buffer_bytes=np.repeat(links.buffer_bytes, n_vls).astype(np.float64),
             occupancy=np.zeros(nq),
             buffer_drain=np.zeros(nq),
-            departure_Bps=np.zeros(nq),
             dq_bytes=np.zeros(nq),
             dq_s=np.zeros(nq),
             dq_avg_Bps=np.zeros(nq),
+            dq_open=np.zeros(0, dtype=np.intp),
+            dq_seen=np.zeros(nq, dtype=bool),
             link_rate=np.zeros(n),
             known_down=np.zeros(n, dtype=bool),
             paused=np.zeros(n, dtype=bool),
@@ -95,11 +100,36 @@ class LinkBook:
             },
         )
 
-    def measure_departures(self, drain: F64, occupancy: F64, dt: float) -> None:
-        """One tick of each buffer's PIE-style departure-rate measurement, and the rate
-        new messages' FIFO wait is charged at (``kernels.departure``; not this tick's
-        drain, which a pause can make all but 0)."""
-        departure_kernels.update_departures(
-            drain, occupancy, dt, self.dq_bytes, self.dq_s, self.dq_avg_Bps
+    def measure_departures(
+        self, drain: F64, occupancy: F64, dt: float, holding: NDArray[np.intp]
+    ) -> None:
+        """One tick of each buffer's PIE-style departure-rate measurement
+        (``kernels.departure``), at the buffers it can change: those with a cycle under
+        way and ``holding``, the buffers that hold bytes this tick (repeats allowed)."""
+        self.dq_open = departure_kernels.update_departures_at(
+            drain,
+            occupancy,
+            dt,
+            holding,
+            self.dq_open,
+            self.dq_seen,
+            self.dq_bytes,
+            self.dq_s,
+            self.dq_avg_Bps,
         )
-        self.departure_Bps = departure_kernels.departure_rates(drain, self.dq_s, self.dq_avg_Bps)
+
+    def departures(self) -> Departures:
+        """What a buffer's departure rate is worked out from (``departure_Bps``)."""
+        return self.buffer_drain, self.dq_s, self.dq_avg_Bps
+
+    @property
+    def departure_Bps(self) -> F64:
+        """Per buffer: the rate its queued bytes leave at, for a new message's FIFO wait
+        (``kernels.departure.departure_rate``: a measurement over drain cycles, not one
+        tick's drain, which a pause can make all but 0)."""
+        return departure_rates(self.departures())
+
+
+def departure_rates(departures: Departures) -> F64:
+    """Every buffer's departure rate (``kernels.departure.departure_rates``)."""
+    return departure_kernels.departure_rates(*departures)

@@ -15,6 +15,7 @@ from fabric_core.net.profiles import Profile
 from fabric_core.net.routing import link_loads, route
 from fabric_core.net.topology import Topology
 from fabric_core.tick.flows import DONE_BYTES, DONE_FRACTION, RESIDUE_BYTES, FlowTable
+from fabric_core.tick.links import Departures, departure_rates
 from fabric_core.tick.step import (
     ENDLESS_ROOM_BYTES,
     EntryIndex,
@@ -147,11 +148,13 @@ class ReferenceTick:
         vl0: NDArray[np.int8],
         size: NDArray[np.float64],
         occupancy: NDArray[np.float64],
-        drain: NDArray[np.float64],
+        departures: Departures,
         paused: NDArray[np.bool_],
     ) -> tuple[NDArray[np.int8], NDArray[np.float64], NDArray[np.float64]]:
         """Lane per hop, fixed latency and FIFO wait of new flows (``paths.lanes`` and
-        ``paths.fixed_costs``)."""
+        ``paths.fixed_costs``), the wait at each buffer's departure rate
+        (``LinkBook.departures``)."""
+        drain = departure_rates(departures)
         vl = lanes(topo, profile.flow_control, self.n_vls, path, vl0)
         queue = (np.where(path >= 0, path, 0) * self.n_vls + vl).astype(np.intp)
         fixed, wait = fixed_costs(topo, profile, path, hops, size, queue, occupancy, drain, paused)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.tick.kernels._jit import kernel
+from fabric_core.tick.kernels._jit import inline_kernel, kernel
 
 #: Bytes a departure cycle spans (PIE's dq_threshold, 2^14 bytes; RFC 8033 §5.2).
 DQ_THRESHOLD_BYTES = 16384.0
@@ -25,6 +25,23 @@ DQ_THRESHOLD_BYTES = 16384.0
 CYCLE_WEIGHT = 0.25
 
 _F = NDArray[np.float64]
+_I = NDArray[np.intp]
+
+
+@inline_kernel
+def _measure(b: int, drain_Bps: _F, dt: float, cycle_bytes: _F, cycle_s: _F, avg_Bps: _F) -> bool:
+    """One tick of buffer ``b``'s cycle under way (in place); True while it goes on."""
+    cycle_bytes[b] += drain_Bps[b] * dt
+    cycle_s[b] += dt
+    if cycle_bytes[b] < DQ_THRESHOLD_BYTES:
+        return True
+    rate = cycle_bytes[b] / cycle_s[b]
+    avg_Bps[b] = (
+        rate if avg_Bps[b] == 0.0 else ((1 - CYCLE_WEIGHT) * avg_Bps[b] + CYCLE_WEIGHT * rate)
+    )
+    cycle_bytes[b] = 0.0
+    cycle_s[b] = 0.0
+    return False
 
 
 @kernel
@@ -41,27 +58,67 @@ def update_departures(
     for b in range(drain_Bps.size):
         if cycle_s[b] == 0.0 and occupancy[b] < DQ_THRESHOLD_BYTES:
             continue  # too short a queue to measure (and to wait behind)
-        cycle_bytes[b] += drain_Bps[b] * dt
-        cycle_s[b] += dt
-        if cycle_bytes[b] >= DQ_THRESHOLD_BYTES:
-            rate = cycle_bytes[b] / cycle_s[b]
-            avg_Bps[b] = (
-                rate
-                if avg_Bps[b] == 0.0
-                else ((1 - CYCLE_WEIGHT) * avg_Bps[b] + CYCLE_WEIGHT * rate)
-            )
-            cycle_bytes[b] = 0.0
-            cycle_s[b] = 0.0
+        _measure(b, drain_Bps, dt, cycle_bytes, cycle_s, avg_Bps)
+
+
+@kernel
+def update_departures_at(
+    drain_Bps: _F,
+    occupancy: _F,
+    dt: float,
+    candidates: _I,
+    open_cycles: _I,
+    seen: NDArray[np.bool_],
+    cycle_bytes: _F,
+    cycle_s: _F,
+    avg_Bps: _F,
+) -> _I:
+    """``update_departures`` at the buffers it changes, not at every buffer: those with a
+    cycle under way (``open_cycles``, every buffer whose ``cycle_s`` is not 0) and those
+    whose queue may start one, which hold bytes this tick (``candidates``, repeats and
+    out-of-range pads allowed; ``seen`` is all False, and left so). The same arithmetic
+    buffer by buffer, so the same results; a tick costs what the traffic touches, not the
+    fabric. Returns the buffers with a cycle under way after the tick."""
+    n_bufs = drain_Bps.size
+    out = np.empty(open_cycles.size + candidates.size, dtype=np.intp)
+    n_out = 0
+    for b in open_cycles:
+        seen[b] = True
+        if _measure(b, drain_Bps, dt, cycle_bytes, cycle_s, avg_Bps):
+            out[n_out] = b
+            n_out += 1
+    for b in candidates:
+        if b >= n_bufs or seen[b]:
+            continue
+        seen[b] = True
+        if occupancy[b] < DQ_THRESHOLD_BYTES:
+            continue  # too short a queue to measure (and to wait behind)
+        if _measure(b, drain_Bps, dt, cycle_bytes, cycle_s, avg_Bps):
+            out[n_out] = b
+            n_out += 1
+    for b in open_cycles:
+        seen[b] = False
+    for b in candidates:
+        if b < n_bufs:
+            seen[b] = False
+    return out[:n_out]
+
+
+@inline_kernel
+def departure_rate(b: int, drain_Bps: _F, cycle_s: _F, avg_Bps: _F) -> float:
+    """The rate buffer ``b``'s queued bytes leave at, for a FIFO-wait estimate: the
+    average (capped by the cycle under way), or this tick's rate where nothing was
+    measured."""
+    rate: float = avg_Bps[b] if avg_Bps[b] > 0 else drain_Bps[b]
+    if cycle_s[b] > 0:
+        rate = min(rate, DQ_THRESHOLD_BYTES / cycle_s[b])
+    return rate
 
 
 @kernel
 def departure_rates(drain_Bps: _F, cycle_s: _F, avg_Bps: _F) -> _F:
-    """The rate each buffer's queued bytes leave at, for a FIFO-wait estimate: the average
-    (capped by the cycle under way), or this tick's rate where nothing was measured."""
+    """``departure_rate`` of every buffer."""
     out = np.empty(drain_Bps.size)
     for b in range(drain_Bps.size):
-        rate = avg_Bps[b] if avg_Bps[b] > 0 else drain_Bps[b]
-        if cycle_s[b] > 0:
-            rate = min(rate, DQ_THRESHOLD_BYTES / cycle_s[b])
-        out[b] = rate
+        out[b] = departure_rate(b, drain_Bps, cycle_s, avg_Bps)
     return out

@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 from fabric_core.net.routing import ADAPTIVE_COST_QUANTUM_S, MAX_HOPS
 from fabric_core.net.topology import Topology
 from fabric_core.tick.kernels._jit import inline_kernel, kernel
+from fabric_core.tick.kernels.departure import departure_rate
 
 _BIG = 1e30
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
@@ -492,7 +493,9 @@ def lanes_and_costs(
     prop_delay_s: _F,
     bandwidth_Bps: _F,
     occupancy: _F,
-    drain: _F,
+    drain_Bps: _F,
+    cycle_s: _F,
+    avg_Bps: _F,
     paused: NDArray[np.bool_],
     n_vls: int,
     credit: bool,
@@ -505,7 +508,10 @@ def lanes_and_costs(
 ) -> tuple[NDArray[np.int8], _F, _F, int]:
     """``paths.lanes`` and ``paths.fixed_costs`` for new flows: (lane per hop, fixed
     latency, FIFO wait, highest lane used). ``endpoint_fixed_s`` and ``pcie_Bps`` are
-    ``endpoint_costs.data_path_fixed_s`` and ``endpoint_costs.pcie_Bps`` of the profile."""
+    ``endpoint_costs.data_path_fixed_s`` and ``endpoint_costs.pcie_Bps`` of the profile.
+    A queue's bytes wait at its departure rate (``kernels.departure.departure_rate`` of
+    ``drain_Bps``, ``cycle_s`` and ``avg_Bps``), worked out for the buffers on the path
+    only."""
     max_hops, n = path.shape
     vl = np.empty((max_hops, n), dtype=np.int8)
     fixed = np.empty(n)
@@ -536,7 +542,8 @@ def lanes_and_costs(
                 q = li * n_vls + lane
                 if not cut_through or (not credit and (occupancy[q] > 0 or paused[q])):
                     saf += pkt / bandwidth_Bps[li]
-                w += occupancy[q] / max(drain[q], bandwidth_Bps[li] * 1e-3)
+                leave = departure_rate(q, drain_Bps, cycle_s, avg_Bps)
+                w += occupancy[q] / max(leave, bandwidth_Bps[li] * 1e-3)
         # the payload crosses PCIe pipelined with the first link (paths.fixed_costs)
         line = bandwidth_Bps[max(path[0, f], 0)] * mtu_bytes / (mtu_bytes + header_bytes)
         rate = max(size[f] / pcie_Bps - size[f] / line, 0.0)

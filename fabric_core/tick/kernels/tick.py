@@ -29,6 +29,7 @@ from fabric_core.tick.kernels.route import (
 from fabric_core.tick.kernels.slots import by_workload, start_limits
 from fabric_core.tick.kernels.solve import credit_room, solve_tick_parallel, solve_tick_serial
 from fabric_core.tick.kernels.table_route import table_route_flows
+from fabric_core.tick.links import Departures
 from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex, Moved, RankLayout, Solution
 
 #: Entries from which the solve runs its loops on all the cores numba has
@@ -183,11 +184,12 @@ class CompiledTick:
         vl0: NDArray[np.int8],
         size: NDArray[np.float64],
         occupancy: NDArray[np.float64],
-        drain: NDArray[np.float64],
+        departures: Departures,
         paused: NDArray[np.bool_],
     ) -> tuple[NDArray[np.int8], NDArray[np.float64], NDArray[np.float64]]:
         """Lane per hop, fixed latency and FIFO wait of new flows
-        (``kernels.route.lanes_and_costs``).
+        (``kernels.route.lanes_and_costs``), the FIFO wait at each buffer's departure rate
+        (``LinkBook.departures``).
 
         Raises:
             CommandError: a route turns down-up more often than there are lanes.
@@ -203,7 +205,7 @@ class CompiledTick:
             topo.links.prop_delay_s,
             topo.links.bandwidth_Bps,
             occupancy,
-            drain,
+            *departures,
             paused,
             self.n_vls,
             profile.flow_control == "credit",
