@@ -181,8 +181,11 @@ def solve_tick(
     # once: one (lane, rank) each on a feed-forward fabric (a buffer's inflows are entries
     # of its own link; their next hops, which it reads, are on higher ranks); one buffer
     # each otherwise, where a next hop may be another buffer's inflow of the same rank
+    # (left empty, not zeroed, since they are sized for every buffer and filled only as
+    # far as buffers are used: memory never written is never touched)
     used_bufs = np.empty(buf_order.size, dtype=np.intp)
-    used_group_ptr = np.zeros(buf_order.size + 1, dtype=np.intp)
+    used_group_ptr = np.empty(buf_order.size + 1, dtype=np.intp)
+    used_group_ptr[0] = 0
     n_used_bufs = 0
     n_groups = 0
     nb_max = 0  # the most inflows of one buffer: the size of a credit factor's scratch
