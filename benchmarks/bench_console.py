@@ -1,12 +1,13 @@
 """The console's own cost: time per refresh and CPU share of the UI.
 
-Usage: ``python benchmarks/bench_console.py [--seconds 10] [--links-only]``
+Usage: ``python benchmarks/bench_console.py [--seconds 10] [--scenario NAME]``
 
 For each fabric (the bundled ``default`` scenario, ~800 links, and a generated
 leaf-spine of 10,240 links) the script precomputes a ring of real snapshots
 (the fabric stepped by hand), then runs the app headless at the normal render
 rate while a feeder publishes the next snapshot every render interval, so
-every refresh has new data. It reports:
+every refresh has new data (``--scenario cluster-100k``: that scenario instead,
+six snapshots two ticks apart). It reports:
 
 * refresh time: the app's ``refresh_view`` (ingest: rates, latency window,
   event log, severities; then every widget's update by difference), per call;
@@ -131,11 +132,14 @@ async def measure(snaps: list[Snapshot], seconds: float) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description="console refresh cost and CPU share")
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--scenario", help="measure this scenario (e.g. cluster-100k) only")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         big = Path(tmp) / "bench-10k.toml"
         big.write_text(BIG_TOML)
         cases = [("default", "default", 12, 20), ("10k links", str(big), 8, 3)]
+        if args.scenario:
+            cases = [(args.scenario, args.scenario, 6, 2)]
         for label, scenario, count, ticks in cases:
             snaps = snapshots(scenario, count, ticks)
             result = asyncio.run(measure(snaps, args.seconds))
