@@ -3,8 +3,9 @@
 Each test pins one rule that the incast tests of ``test_strength_pfc.py`` cannot tell
 apart from a neighbour: when a pause with no queue rise begins, when one begins on a queue
 that creeps up by less than a byte a tick, when the watchdog fires, how many PAUSE
-frames a long pause carries, when a queue that stops exactly at XON resumes, and Swift's
-cut and its once-per-RTT limit (``scripts/mutate`` found each of them unguarded). The
+frames a long pause carries, when a queue that stops exactly at XON resumes, when a paused
+queue less than a byte above XON resumes and that one which does not drain does not, and
+Swift's cut and its once-per-RTT limit (``scripts/mutate`` found each of them unguarded). The
 clock tests run a fabric on both solvers with a tick of 2^-20 s, so every simulated
 time is exact in binary and "the watchdog fires when the pause is exactly its period
 old" can be asserted with ``==``.
@@ -21,12 +22,14 @@ from fabric_core.commands import InjectFault
 from fabric_core.net.profiles import ROCE_400G
 from fabric_core.net.topology import leaf_spine
 from fabric_core.runtime.fabric import SOLVERS, Fabric, Solver
+from fabric_core.tick.kernels import pfc as pfc_kernels
 from fabric_core.tick.pfc import (
     PAUSE_QUANTA,
     QUANTUM_BITS,
     Dcqcn,
     PfcQueues,
     pause_accounting,
+    pause_limits,
     swift_update,
     update_pause,
 )
@@ -192,6 +195,46 @@ def test_a_queue_that_stops_exactly_at_xon_with_balanced_flow_resumes_a_reaction
     )
     assert not q.paused[0]
     assert q.resume_s[0] == pytest.approx(now + 3e-6, rel=1e-12)
+
+
+def _send_share(solver: Solver, q: PfcQueues, occupancy: float, drain: float) -> float:
+    """The send share ``pause_limits`` (reference) or ``pfc_limits`` (compiled) gives
+    the sender of ``q``'s one queue on a link of 10 B/s, at 10 s in a tick of 2 s."""
+    occ, dr, cap, no = np.array([occupancy]), np.array([drain]), np.array([10.0]), np.array([False])
+    now, dt = 10.0, 2.0
+    if solver == "reference":
+        return float(pause_limits(q, occ, dr, cap, no, now, dt).send_fraction[0])
+    share, _, _ = pfc_kernels.pfc_limits(
+        q.xoff, q.xon, q.reaction_s, q.paused, q.paused_since_s, q.resume_s,
+        q.watchdog_until_s, occ, dr, cap, no, no, now, dt,
+    )  # fmt: skip
+    return float(share[0])
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_paused_queue_half_a_byte_above_xon_resumes_when_that_half_byte_has_drained(
+    solver: Solver,
+) -> None:
+    """A paused queue 0.5 B above XON that drains at 1 B/s reaches XON 0.5 s into a tick
+    of 2 s; with no reaction time its sender resumes then and sends for the 1.5 s left:
+    a send share of 0.75 (its pause began long ago, so none before). A remainder under a
+    byte is drained like any other (a 1-byte floor would give 1 s and 0.5)."""
+    q = _one_queue(10.0, xoff=100.0, xon=50.0, reaction_s=0.0)
+    q.paused[:] = True
+    assert _send_share(solver, q, occupancy=50.5, drain=1.0) == 0.75
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("occupancy", [0.0, 50.0, 60.0])
+def test_a_paused_queue_that_does_not_drain_does_not_resume_within_the_tick(
+    solver: Solver, occupancy: float
+) -> None:
+    """A paused queue with no drain never reaches XON at that rate: its sender sends
+    nothing this tick (share 0, not NaN), above XON or at or below it (there the pause
+    ends at the tick's pause update, not inside the tick)."""
+    q = _one_queue(10.0, xoff=100.0, xon=50.0, reaction_s=0.0)
+    q.paused[:] = True
+    assert _send_share(solver, q, occupancy=occupancy, drain=0.0) == 0.0
 
 
 def _swift(since_cut_s: float, cwnd: float) -> Dcqcn:
