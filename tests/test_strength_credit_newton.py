@@ -59,21 +59,25 @@ def _solve(kernel):  # type: ignore[no-untyped-def]
     hop = np.concatenate([np.zeros(K, i), np.ones(K, i)])
     # keys (rank, lane, feeds a buffer): the hops 0 feed buffer 0, the hops 1 feed none
     key_ptr = np.array([0, 0, K, n, n], i)
+    # the used links (numbered as the entries name them: link 0, then 1 + i) by rank
+    used_links = np.arange(K + 1, dtype=i)
+    rank_ptr = np.array([0, 1, K + 1], i)
     link_ptr = np.concatenate([[0], K + np.arange(K + 1)]).astype(i)
     link_ent = np.arange(n, dtype=i)
-    buf_ptr = np.concatenate([[0], np.full(K + 1, K)]).astype(i)
+    ent_link = link.copy()
+    # the one used buffer, buffer 0, in a group of its own, fed by the hops 0
+    used_bufs = np.array([0], i)
+    buf_group_ptr = np.array([0, 1], i)
+    buf_ptr = np.array([0, K], i)
     buf_ent = u.astype(i)
-    rank_link_ptr = np.array([0, 1, K + 1], i)
-    rank_links = np.arange(K + 1, dtype=i)
-    buf_order = np.arange(K, -1, -1, dtype=i)  # rank 1's buffers, then buffer 0
-    buf_group_ptr = np.array([0, K, K + 1], i)
+    buf_pos = np.arange(K + 1, dtype=i)[::-1].copy()  # (read only off a feed-forward fabric)
     backlog = np.concatenate([RATE * DT, np.zeros(K)])  # the senders hold one tick's worth
     capacity = np.concatenate([[10 * RATE.sum()], KINK * RATE])
     free_bytes = np.concatenate([[0.0], np.full(K, np.inf)])  # buffer 0 is full
     rate, _level, alpha, _share = kernel(
-        link, prev_pad, nxt_pad, first, hop, key_ptr, link_ptr, link_ent, buf_ptr, buf_ent,
-        True, rank_link_ptr, rank_links, buf_order, buf_group_ptr, 2, MOST_THREADS, backlog, capacity,
-        free_bytes, DT, np.zeros(n), np.full(n, np.inf), True,
+        link, ent_link, prev_pad, nxt_pad, first, hop, key_ptr, used_links, rank_ptr, link_ptr,
+        link_ent, used_bufs, buf_group_ptr, buf_ptr, buf_ent, True, buf_pos, 2, MOST_THREADS,
+        backlog, capacity, free_bytes, DT, np.zeros(n), np.full(n, np.inf), True,
     )  # fmt: skip
     return rate[:K], rate[K:n], alpha[0]
 

@@ -92,11 +92,12 @@ def finish_times(
     rate: _F,
     level: _F,
     alpha: _F,
-    link: _I,
     buf_pad: _I,
     flow: _I,
+    used_links: _I,
     link_ptr: _I,
     link_ent: _I,
+    ent_link: _I,
     capacity: _F,
     done: _I,
     cap: int,
@@ -108,22 +109,24 @@ def finish_times(
     with the elastic entries (at the fair-share level: they would yield), while
     entries held down elsewhere keep their rate: an entry with ``b`` bytes ends at
     ``(sum over finishing o of min(b_o, b) + b (1 + elastic)) / available``,
-    slowed by its buffer's credit factor. A flow ends at its latest hop.
+    slowed by its buffer's credit factor. A flow ends at its latest hop. The links are
+    the index's used ones (``kernels.index.entry_index``: ``link_ptr`` by used link).
     """
-    n = link.size
+    n = flow.size
     n_bufs = alpha.size
     is_done = np.zeros(cap, dtype=np.bool_)
     for f in done:
         is_done[f] = True
-    hot = np.zeros(capacity.size, dtype=np.bool_)
+    hot = np.zeros(used_links.size, dtype=np.bool_)
     for e in range(n):
         if is_done[flow[e]]:
-            hot[link[e]] = True
+            hot[ent_link[e]] = True
     t_flow = np.zeros(cap)
-    for li in range(capacity.size):
-        if not hot[li]:
+    for k in range(used_links.size):
+        if not hot[k]:
             continue
-        lo, hi = link_ptr[li], link_ptr[li + 1]
+        li = used_links[k]
+        lo, hi = link_ptr[k], link_ptr[k + 1]
         held_down = 0.0
         n_elastic = 0
         n_fin = 0
@@ -192,6 +195,8 @@ def link_counters(
 def credit_wait(
     alpha: _F,
     inflow: _F,
+    used_links: _I,
+    lane_buf: _I,
     buf_ptr: _I,
     buf_ent: _I,
     backlog: _F,
@@ -204,19 +209,24 @@ def credit_wait(
     held-back lane could not send. A lane is held back when its buffer cut what wanted in
     (``alpha`` < 1) and it had data: an inflow, or, when credits stopped it altogether
     (``alpha`` = 0), bytes queued for that buffer (the ``backlog`` of the entries feeding
-    it, ``buf_ent[buf_ptr[b]:buf_ptr[b + 1]]``). A lane whose upstream was starved in its
-    turn has neither."""
-    for li in range(transmit_wait.size):
+    it, ``buf_ent[buf_ptr[kb]:buf_ptr[kb + 1]]`` of its number ``kb`` in the index). A
+    lane whose upstream was starved in its turn has neither. Only links with entries can
+    be held back (a buffer no entry feeds keeps ``alpha`` = 1); ``starved`` is False for
+    the others on entry."""
+    for k in range(used_links.size):
+        li = used_links[k]
         worst = 1.0
         for v in range(n_vls):
             b = li * n_vls + v
             if alpha[b] >= 1 - 1e-9:
                 continue
             had_data = inflow[b] > 0
-            k = buf_ptr[b]
-            while not had_data and k < buf_ptr[b + 1]:
-                had_data = backlog[buf_ent[k]] > 0
-                k += 1
+            kb = lane_buf[k * n_vls + v]
+            if kb >= 0:
+                i = buf_ptr[kb]
+                while not had_data and i < buf_ptr[kb + 1]:
+                    had_data = backlog[buf_ent[i]] > 0
+                    i += 1
             if had_data:
                 worst = min(worst, alpha[b])
         starved[li] = worst < 1 - 1e-9

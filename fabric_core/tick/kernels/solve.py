@@ -107,20 +107,22 @@ def conserve_by_hop(rate: _F, held: _F, prev_pad: _I, hop: _I) -> None:
 
 def solve_tick(
     link: _I,
+    ent_link: _I,
     prev_pad: _I,
     nxt_pad: _I,
     first: _I,
     hop: _I,
     key_ptr: _I,
+    used_links: _I,
+    rank_ptr: _I,
     link_ptr: _I,
     link_ent: _I,
+    used_bufs: _I,
+    buf_group_ptr: _I,
     buf_ptr: _I,
     buf_ent: _I,
     feedforward: bool,
-    rank_link_ptr: _I,
-    rank_links: _I,
-    buf_order: _I,
-    buf_group_ptr: _I,
+    buf_pos: _I,
     keys_per_rank: int,
     threads: int,
     backlog: _F,
@@ -135,11 +137,14 @@ def solve_tick(
 
     ``warm`` is last tick's rate per entry (0 for new ones, which start from
     their line rate, at most what the flow holds per tick); ``entry_cap`` the most
-    each entry may carry (PFC, DCQCN, late start; inf for none). ``buf_order`` lists
-    the buffers downstream first, in groups of one (lane, rank) (``buf_group_ptr``:
-    offsets of the groups), whose buffers share no entry. ``threads``: the number of
-    blocks a rank's links and a group's buffers are split into, each with scratch of its
-    own (1 for the serial solve, the most threads numba may use for the parallel one).
+    each entry may carry (PFC, DCQCN, late start; inf for none). The links and buffers
+    with entries come from the index (``kernels.index.entry_index``: ``used_links`` by
+    rank, ``ent_link`` each entry's; ``used_bufs`` in groups of one (rank, lane), whose
+    buffers share no entry); ``buf_pos`` is every buffer's place in the order credits
+    are settled where a route breaks up*/down* (the reference's: lane, then rank,
+    downstream first). ``threads``: the number of blocks a rank's links and a group's
+    buffers are split into, each with scratch of its own (1 for the serial solve, the
+    most threads numba may use for the parallel one).
 
     Compiled twice (``solve_tick_serial``, ``solve_tick_parallel``): the ``prange``
     loops are those whose iterations touch disjoint entries, links or buffers, so
@@ -160,48 +165,42 @@ def solve_tick(
     alpha = np.ones(free_bytes.size)
     cap_demand = entry_cap.copy()
     demand = np.empty(n)
-    dirty = np.zeros(n_links, dtype=np.bool_)  # pass two: links whose demands changed
+    n_used = used_links.size
+    dirty = np.zeros(n_used, dtype=np.bool_)  # pass two: used links whose demands changed
     new = np.empty(n)
     # only links and buffers that carry entries are worked on (the others keep level =
     # capacity, share = inf, alpha = 1): a pass costs what the traffic uses, not the fabric
-    n_ranks = rank_link_ptr.size - 1
-    used_ptr = np.zeros(n_ranks + 1, dtype=np.intp)
-    used_links = np.empty(rank_links.size, dtype=np.intp)
+    n_ranks = rank_ptr.size - 1
     n_max = 0  # the most entries on one link: the size of a fill's scratch
-    k_used = 0
-    for r in range(n_ranks):
-        for k in range(rank_link_ptr[r], rank_link_ptr[r + 1]):
-            li = rank_links[k]
-            if link_ptr[li + 1] > link_ptr[li]:
-                used_links[k_used] = li
-                k_used += 1
-                n_max = max(n_max, link_ptr[li + 1] - link_ptr[li])
-        used_ptr[r + 1] = k_used
+    for k in range(n_used):
+        n_max = max(n_max, link_ptr[k + 1] - link_ptr[k])
     # the used buffers, downstream first, in groups whose credit factors can be found at
-    # once: one (lane, rank) each on a feed-forward fabric (a buffer's inflows are entries
-    # of its own link; their next hops, which it reads, are on higher ranks); one buffer
-    # each otherwise, where a next hop may be another buffer's inflow of the same rank
-    # (left empty, not zeroed, since they are sized for every buffer and filled only as
-    # far as buffers are used: memory never written is never touched)
-    used_bufs = np.empty(buf_order.size, dtype=np.intp)
-    used_group_ptr = np.empty(buf_order.size + 1, dtype=np.intp)
-    used_group_ptr[0] = 0
-    n_used_bufs = 0
-    n_groups = 0
+    # once: one (rank, lane) each on a feed-forward fabric (a buffer's inflows are entries
+    # of its own link; their next hops, which it reads, are on higher ranks and the same or
+    # higher lanes), taken from the last; one buffer each otherwise, in the reference's
+    # order, where a next hop may be another buffer's inflow of the same rank
+    n_ub = used_bufs.size
+    ordered = np.empty(n_ub, dtype=np.intp)  # used buffers (their number in the index)
+    if feedforward:
+        n_groups = buf_group_ptr.size - 1
+        used_group_ptr = np.empty(n_groups + 1, dtype=np.intp)
+        used_group_ptr[0] = 0
+        j = 0
+        for grp in range(n_groups - 1, -1, -1):
+            for kb in range(buf_group_ptr[grp], buf_group_ptr[grp + 1]):
+                ordered[j] = kb
+                j += 1
+            used_group_ptr[n_groups - grp] = j
+    else:
+        n_groups = n_ub
+        place = np.empty(n_ub, dtype=np.intp)
+        for kb in range(n_ub):
+            place[kb] = buf_pos[used_bufs[kb]]
+        ordered[:] = np.argsort(place)
+        used_group_ptr = np.arange(n_ub + 1)
     nb_max = 0  # the most inflows of one buffer: the size of a credit factor's scratch
-    for grp in range(buf_group_ptr.size - 1):
-        for j in range(buf_group_ptr[grp], buf_group_ptr[grp + 1]):
-            b = buf_order[j]
-            if buf_ptr[b + 1] > buf_ptr[b]:
-                used_bufs[n_used_bufs] = b
-                n_used_bufs += 1
-                nb_max = max(nb_max, buf_ptr[b + 1] - buf_ptr[b])
-                if not feedforward:
-                    n_groups += 1
-                    used_group_ptr[n_groups] = n_used_bufs
-        if feedforward and used_group_ptr[n_groups] < n_used_bufs:
-            n_groups += 1
-            used_group_ptr[n_groups] = n_used_bufs
+    for kb in range(n_ub):
+        nb_max = max(nb_max, buf_ptr[kb + 1] - buf_ptr[kb])
     # scratch of the fills and of the credit factors, a row per block of links or
     # buffers worked on at once (small: it stays in cache)
     want = np.empty(threads * n_max)
@@ -210,7 +209,8 @@ def solve_tick(
     drains = np.empty(threads * nb_max)
     holds = np.empty(threads * nb_max)
     before = np.empty(n)
-    tol = SWEEP_TOLERANCE * max(capacity.max() if n_links else 1.0, 1.0)
+    # (the sweeps' tolerance: read only where a route breaks up*/down*)
+    tol = 0.0 if feedforward else SWEEP_TOLERANCE * max(capacity.max() if n_links else 1.0, 1.0)
     changed_from = 0
     first_share = share.copy()
     for pass_no in range(2):
@@ -226,17 +226,17 @@ def solve_tick(
                 for e in prange(lo, hi):
                     d = min(held[e] + rate[prev_pad[e]], cap_demand[e])
                     if pass_no > 0 and d != demand[e]:
-                        dirty[link[e]] = True
+                        dirty[ent_link[e]] = True
                     demand[e] = d
                 # the rank's used links in ``threads`` blocks, one scratch row each
                 for t in prange(threads):
                     w = want[t * n_max : (t + 1) * n_max]
                     u = unsat[t * n_max : (t + 1) * n_max]
-                    k0, k1 = _block(used_ptr[r], used_ptr[r + 1], t, threads)
+                    k0, k1 = _block(rank_ptr[r], rank_ptr[r + 1], t, threads)
                     for k in range(k0, k1):
                         li = used_links[k]
-                        lo_l, hi_l = link_ptr[li], link_ptr[li + 1]
-                        if pass_no > 0 and not dirty[li]:
+                        lo_l, hi_l = link_ptr[k], link_ptr[k + 1]
+                        if pass_no > 0 and not dirty[k]:
                             # the same demands as in pass one: the same fill, so its rates
                             # are taken back (credits may have trimmed them by less than
                             # CUT_FRACTION) instead of worked out again
@@ -251,11 +251,12 @@ def solve_tick(
             for _ in range(MAX_SWEEPS):
                 for e in range(n):
                     demand[e] = min(held[e] + rate[prev_pad[e]], cap_demand[e])
-                for li in used_links[:k_used]:
+                for k in range(n_used):
+                    li = used_links[k]
                     level[li], share[li] = fill_link(
                         link_ent,
-                        link_ptr[li],
-                        link_ptr[li + 1],
+                        link_ptr[k],
+                        link_ptr[k + 1],
                         demand,
                         capacity[li],
                         new,
@@ -293,8 +294,9 @@ def solve_tick(
                 have = holds[t * nb_max : (t + 1) * nb_max]
                 g0, g1 = _block(used_group_ptr[grp], used_group_ptr[grp + 1], t, threads)
                 for j in range(g0, g1):
-                    b = used_bufs[j]
-                    lo, k = buf_ptr[b], buf_ptr[b + 1] - buf_ptr[b]
+                    kb = ordered[j]
+                    b = used_bufs[kb]
+                    lo, k = buf_ptr[kb], buf_ptr[kb + 1] - buf_ptr[kb]
                     inflow = 0.0
                     drain = 0.0
                     for i in range(k):

@@ -41,16 +41,18 @@ PARALLEL_FROM_ENTRIES = 20_000
 @dataclass(frozen=True)
 class CompiledTick:
     """The compiled solver of one fabric, with what its kernels need of the topology,
-    built once: links by rank, and buffers in the order credits are settled (lane,
-    then rank, downstream first, as the reference)."""
+    built once: each link's rank, and each buffer's place in the order credits are
+    settled where a route breaks up*/down* (lane, then rank, downstream first, as the
+    reference)."""
 
     link_rank: NDArray[np.int64]
-    rank_link_ptr: NDArray[np.intp]
-    rank_links: NDArray[np.intp]
-    buf_order: NDArray[np.intp]
-    #: offsets into ``buf_order`` of its groups of one (lane, rank)
-    buf_group_ptr: NDArray[np.intp]
+    n_ranks: int
+    buf_pos: NDArray[np.intp]
     n_vls: int
+    #: the index's scratch, per link and per buffer (``kernels.index.entry_index``): -1
+    #: between ticks
+    link_slot: NDArray[np.intp]
+    buf_slot: NDArray[np.intp]
     #: adaptive routing's expected load: per link, the bytes flows in flight still have to
     #: send over it, as of the last tick's move, plus what routing placed since
     #: (``routing.route``); written in place
@@ -67,24 +69,21 @@ class CompiledTick:
     @classmethod
     def of(cls, layout: RankLayout, n_vls: int, track_load: bool) -> CompiledTick:
         """From the reference's rank layout (``track_load``: see the field)."""
-        sizes = np.array([m.size for m in layout.links], dtype=np.intp)
-        ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
-        links = np.concatenate([*layout.links, np.zeros(0, np.intp)]).astype(np.intp)
         n_links = layout.rank.size
         buf = np.arange(n_links * n_vls, dtype=np.intp)
         lane, rank = buf % n_vls, layout.rank[buf // n_vls]
-        order = np.lexsort((rank, lane))[::-1].astype(np.intp)  # (lane, rank) descending
-        group = (lane * (int(rank.max(initial=0)) + 1) + rank)[order]
-        starts = np.flatnonzero(np.diff(group)) + 1
-        group_ptr = np.concatenate([[0], starts, [order.size]]).astype(np.intp)
+        order = np.lexsort((rank, lane))[::-1]  # (lane, rank) descending
+        buf_pos = np.empty(buf.size, dtype=np.intp)
+        buf_pos[order] = np.arange(buf.size)
         return cls(
             layout.rank.astype(np.int64),
-            ptr,
-            links,
-            np.ascontiguousarray(order),
-            group_ptr,
+            len(layout.links),
+            buf_pos,
             n_vls,
+            np.full(n_links, -1, dtype=np.intp),
+            np.full(buf.size, -1, dtype=np.intp),
             np.zeros(n_links),
+            track_load,
         )
 
     def build_index(self, flows: FlowTable) -> EntryIndex:
@@ -310,10 +309,20 @@ class CompiledTick:
         transmit_wait: NDArray[np.float64],
     ) -> NDArray[np.bool_]:
         """Credit-starved links (``kernels.move.credit_wait``)."""
-        starved = np.empty(transmit_wait.size, dtype=np.bool_)
+        starved = np.zeros(transmit_wait.size, dtype=np.bool_)
         csr: IndexCsr = idx.csr
         credit_wait(
-            alpha, inflow, csr.buf_ptr, csr.buf_ent, new_backlog, n_vls, dt, transmit_wait, starved
+            alpha,
+            inflow,
+            csr.used_links,
+            csr.lane_buf,
+            csr.buf_ptr,
+            csr.buf_ent,
+            new_backlog,
+            n_vls,
+            dt,
+            transmit_wait,
+            starved,
         )
         return starved
 
@@ -371,11 +380,12 @@ class CompiledTick:
             sol.padded,
             sol.level,
             sol.alpha,
-            idx.link,
             idx.buf_pad,
             idx.flow,
+            csr.used_links,
             csr.link_ptr,
             csr.link_ent,
+            csr.ent_link,
             capacity,
             done,
             n_slots,
@@ -385,13 +395,20 @@ class CompiledTick:
 
 @dataclass(frozen=True)
 class IndexCsr:
-    """Entries grouped for the kernels (offsets ``*_ptr`` into ``*_ent``)."""
+    """Entries grouped for the kernels (offsets ``*_ptr`` into ``*_ent``), by the links
+    and buffers they use (``kernels.index.entry_index`` says what each array holds)."""
 
     key_ptr: NDArray[np.intp]  # entries of key (rank, lane, fed)
+    used_links: NDArray[np.intp]
+    rank_ptr: NDArray[np.intp]
     link_ptr: NDArray[np.intp]
     link_ent: NDArray[np.intp]
+    ent_link: NDArray[np.intp]
+    used_bufs: NDArray[np.intp]
+    buf_group_ptr: NDArray[np.intp]
     buf_ptr: NDArray[np.intp]
     buf_ent: NDArray[np.intp]
+    lane_buf: NDArray[np.intp]
 
 
 def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
@@ -410,18 +427,17 @@ def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
         heads,
         last,
         key_ptr,
-        link_ptr,
-        link_ent,
-        buf_ptr,
-        buf_ent,
+        *groups,
         feedforward,
     ) = entry_index(
         flows.path,
         flows.vl,
         flows.active[: flows.live_end],  # (no flow in flight past it)
         layout.link_rank,
-        layout.rank_link_ptr.size - 1,  # the ranks, counted once per topology
+        layout.n_ranks,
         layout.n_vls,
+        layout.link_slot,
+        layout.buf_slot,
     )
     return EntryIndex(
         version=flows.version,
@@ -436,13 +452,13 @@ def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
         drains_pad=drains_pad,
         heads=heads,
         first=first,
-        feedforward=bool(feedforward),
+        feedforward=bool(feedforward[0]),
         rank_groups=[],
         buffer_groups=[],
         hop_groups=[],
         last=last,
         last_flow=flow[last],
-        csr=IndexCsr(key_ptr, link_ptr, link_ent, buf_ptr, buf_ent),
+        csr=IndexCsr(key_ptr, *groups),
     )
 
 
@@ -464,20 +480,22 @@ def solve(
     solve_tick = solve_tick_parallel if parallel else solve_tick_serial
     rate, level, alpha, share = solve_tick(
         idx.link,
+        csr.ent_link,
         idx.prev_pad,
         idx.nxt_pad,
         idx.first,
         idx.hop,
         csr.key_ptr,
+        csr.used_links,
+        csr.rank_ptr,
         csr.link_ptr,
         csr.link_ent,
+        csr.used_bufs,
+        csr.buf_group_ptr,
         csr.buf_ptr,
         csr.buf_ent,
         idx.feedforward,
-        layout.rank_link_ptr,
-        layout.rank_links,
-        layout.buf_order,
-        layout.buf_group_ptr,
+        layout.buf_pos,
         2 * layout.n_vls,
         MOST_THREADS if parallel else 1,
         backlog,
