@@ -34,25 +34,34 @@ def move_bytes(
     rate_table: _F,
     delivered: _F,
     size: _F,
-    n_links: int,
-    n_bufs: int,
     dt: float,
-) -> tuple[_F, _F, _F, _F, _F, _F, float, _I]:
-    """One tick of bytes: (new backlog, arrival, link rate, occupancy, drain, inflow,
-    bytes delivered, finished flows).
+    link_rate: _F,
+    occupancy: _F,
+    drain: _F,
+    inflow: _F,
+    stale_links: _I,
+    stale_bufs: _I,
+) -> tuple[_F, _F, float, _I]:
+    """One tick of bytes: (new backlog, arrival, bytes delivered, finished flows), and in
+    place each link's rate and each buffer's occupancy, drain and inflow.
 
     ``rate`` is padded (a zero after the last entry). Writes each entry's backlog
     and rate back into the flow table (``*_table``: its flat per-hop arrays) and
     adds the last hops' bytes to ``delivered``; a flow whose bytes have all
-    arrived is listed, in entry order.
+    arrived is listed, in entry order. The per-link and per-buffer sums (the buffers'
+    with one more slot, the pad) hold the last tick's, which are not 0 only at
+    ``stale_links`` and ``stale_bufs`` (the links and buffers its entries used): those
+    are cleared first, so a tick costs what its entries use, not the fabric.
     """
     n = link.size
+    n_bufs = occupancy.size - 1
+    for li in stale_links:
+        link_rate[li] = 0.0
+    for b in stale_bufs:
+        occupancy[b] = drain[b] = inflow[b] = 0.0
+    occupancy[n_bufs] = drain[n_bufs] = inflow[n_bufs] = 0.0
     new_backlog = np.empty(n)
     arrival = np.empty(n)
-    link_rate = np.zeros(n_links)
-    occupancy = np.zeros(n_bufs + 1)
-    drain = np.zeros(n_bufs + 1)
-    inflow = np.zeros(n_bufs + 1)
     got = 0.0
     n_done = 0
     done = np.empty(n, dtype=np.intp)
@@ -75,16 +84,7 @@ def move_bytes(
             if size[f] - delivered[f] <= DONE_FRACTION * size[f] + DONE_BYTES:
                 done[n_done] = f
                 n_done += 1
-    return (
-        new_backlog,
-        arrival,
-        link_rate,
-        occupancy[:n_bufs],
-        drain[:n_bufs],
-        inflow[:n_bufs],
-        got,
-        done[:n_done],
-    )
+    return new_backlog, arrival, got, done[:n_done]
 
 
 @kernel

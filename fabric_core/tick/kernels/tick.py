@@ -65,6 +65,11 @@ class CompiledTick:
     #: [(topology, whether it has every routing candidate)] (``every_candidate_present``),
     #: worked out again only for another topology
     _complete: list[tuple[Topology, bool]] = field(default_factory=list, compare=False)
+    #: the move's per-link and per-buffer sums, kept from tick to tick (``move``): link
+    #: rate, then occupancy, drain and inflow with a pad slot; and the links and buffers
+    #: the last move's entries used, where they are not 0
+    _sums: list[NDArray[np.float64]] = field(default_factory=list, compare=False)
+    _stale: list[NDArray[np.intp]] = field(default_factory=list, compare=False)
 
     @classmethod
     def of(cls, layout: RankLayout, n_vls: int, track_load: bool) -> CompiledTick:
@@ -336,8 +341,15 @@ class CompiledTick:
         n_bufs: int,
         dt: float,
     ) -> Moved:
-        """One tick of bytes (``kernels.move.move_bytes``)."""
-        new_backlog, arrival, link_rate, occupancy, drain, inflow, got, done = move_bytes(
+        """One tick of bytes (``kernels.move.move_bytes``). The per-link and per-buffer
+        sums it returns are kept and written again by the next move (the link book holds
+        them until then; a snapshot copies them)."""
+        if not self._sums:
+            self._sums[:] = [np.zeros(n_links)] + [np.zeros(n_bufs + 1) for _ in range(3)]
+            self._stale[:] = [np.zeros(0, dtype=np.intp)] * 2
+        link_rate, occupancy, drain, inflow = self._sums
+        csr: IndexCsr = idx.csr
+        new_backlog, arrival, got, done = move_bytes(
             sol.padded,
             idx.prev_pad,
             idx.nxt_pad,
@@ -351,10 +363,14 @@ class CompiledTick:
             flows.rate.reshape(-1),
             flows.delivered,
             flows.size,
-            n_links,
-            n_bufs,
             dt,
+            link_rate,
+            occupancy,
+            drain,
+            inflow,
+            *self._stale,
         )
+        self._stale[:] = [csr.used_links, csr.used_bufs]
         if self.track_load:  # what adaptive routing will see as the load in flight
             link_loads(
                 flows.active[: flows.live_end],  # (no flow in flight past it)
@@ -363,7 +379,16 @@ class CompiledTick:
                 flows.hops,
                 self.link_load_bytes,
             )
-        return Moved(new_backlog, arrival, link_rate, occupancy, drain, inflow, got, done)
+        return Moved(
+            new_backlog,
+            arrival,
+            link_rate,
+            occupancy[:n_bufs],
+            drain[:n_bufs],
+            inflow[:n_bufs],
+            got,
+            done,
+        )
 
     def finish_times(
         self,
