@@ -14,7 +14,7 @@ import pytest
 from fabric_core.net.profiles import get_profile
 from fabric_core.net.topology import leaf_spine
 from fabric_core.runtime.fabric import Fabric
-from fabric_core.tick.kernels.pfc import _dcqcn_update, dcqcn_params
+from fabric_core.tick.kernels.pfc import _dcqcn_update, _feedback_probability, dcqcn_params
 from fabric_core.tick.pfc import Dcqcn, binomial_draw, feedback_probability
 from fabric_core.workloads.traffic import Scripted
 
@@ -115,9 +115,17 @@ def test_the_cuts_per_check_do_not_depend_on_the_tick(q: float) -> None:
         assert cuts.var() == pytest.approx(trials[0] * q * (1 - q), rel=0.1)
 
 
-def test_a_cnp_rate_limit_thins_the_feedback_in_proportion() -> None:
-    assert feedback_probability(MARKED, 1e7, 4e-6, 50e-6) == pytest.approx(4 / 50)
-    assert feedback_probability(MARKED, 1e7, 4e-6, 2e-6) == pytest.approx(1.0)
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_cnp_rate_limit_thins_the_feedback_in_proportion(compiled: bool) -> None:
+    """A receiver that sends at most one CNP per 50 us reaches a 4 us check at most 4/50
+    of the time; a limit shorter than the check does not thin it. Half the packets
+    marked (1e6 packets a second, log of 1/2 each for a 1 us check) gives 1/2, and 1/8
+    with a limit of 4 us (the kernel, ``kernels.pfc``, and the reference alike)."""
+    chance = _feedback_probability if compiled else feedback_probability
+    assert chance(MARKED, 1e7, 4e-6, 50e-6) == pytest.approx(4 / 50)
+    assert chance(MARKED, 1e7, 4e-6, 2e-6) == pytest.approx(1.0)
+    assert chance(-np.log(2.0), 1e6, 1e-6, 0.0) == pytest.approx(0.5, rel=1e-12)
+    assert chance(-np.log(2.0), 1e6, 1e-6, 4e-6) == pytest.approx(0.125, rel=1e-12)
 
 
 @pytest.mark.parametrize("clamp", [False, True])
