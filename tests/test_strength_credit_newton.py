@@ -74,10 +74,13 @@ def _solve(kernel):  # type: ignore[no-untyped-def]
     backlog = np.concatenate([RATE * DT, np.zeros(K)])  # the senders hold one tick's worth
     capacity = np.concatenate([[10 * RATE.sum()], KINK * RATE])
     free_bytes = np.concatenate([[0.0], np.full(K, np.inf)])  # buffer 0 is full
-    rate, _level, alpha, _share = kernel(
+    alpha = np.ones(K + 1)  # the solve's results, written in place
+    none = np.zeros(0, i)
+    rate = kernel(
         link, ent_link, prev_pad, nxt_pad, first, hop, key_ptr, used_links, rank_ptr, link_ptr,
         link_ent, used_bufs, buf_group_ptr, buf_ptr, buf_ent, True, buf_pos, 2, MOST_THREADS,
         backlog, capacity, free_bytes, DT, np.zeros(n), np.full(n, np.inf), True,
+        capacity.copy(), np.full(K + 1, np.inf), np.full(K + 1, np.inf), alpha, none, none,
     )  # fmt: skip
     return rate[:K], rate[K:n], alpha[0]
 

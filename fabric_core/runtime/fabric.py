@@ -564,7 +564,9 @@ class Fabric:
             return self._solve(idx, backlog, cap, room, dt, warm, entry_cap)
         links = self.link_book
         # the credits: each buffer's free space; a NIC sinks at line rate
-        free = self._tick.credit_room(links.buffer_bytes, links.occupancy, self._endpoint_queues)
+        free = self._tick.credit_room(
+            idx, links.buffer_bytes, links.occupancy, self._endpoint_queues
+        )
         if stormed.any():
             # a NIC that stops taking data (stuck, storming) returns no credits
             base = np.full(idx.size, np.inf) if limit is None else limit
@@ -592,7 +594,13 @@ class Fabric:
         links.measure_departures(moved.drain, moved.occupancy, dt, idx.drains_pad)
         self.delivered_bytes += moved.delivered_bytes
         self._tick.link_counters(
-            links.link_rate, goodput, self.faults.ber, self.profile.mtu_bytes, dt, links.counters
+            idx,
+            links.link_rate,
+            goodput,
+            self.faults.ber,
+            self.profile.mtu_bytes,
+            dt,
+            links.counters,
         )
         return moved
 

@@ -200,6 +200,7 @@ class ReferenceTick:
 
     @staticmethod
     def credit_room(
+        idx: EntryIndex,
         buffer_bytes: NDArray[np.float64],
         occupancy: NDArray[np.float64],
         into_endpoint: NDArray[np.bool_],
@@ -221,6 +222,7 @@ class ReferenceTick:
 
     def link_counters(
         self,
+        idx: EntryIndex,
         link_rate: NDArray[np.float64],
         goodput: NDArray[np.float64],
         ber: NDArray[np.float64],

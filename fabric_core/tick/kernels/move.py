@@ -168,6 +168,7 @@ def finish_times(
 
 @kernel
 def link_counters(
+    links: _I,
     link_rate: _F,
     goodput: _F,
     ber: _F,
@@ -179,9 +180,10 @@ def link_counters(
     error_recovery: _F,
     symbol_errors: _F,
 ) -> None:
-    """The per-link counters of a tick (in place): bytes and packets sent, and what bit
+    """The per-link counters of a tick (in place) at ``links``, the links that carried
+    something (at the others every term is 0): bytes and packets sent, and what bit
     errors cost (the retries on top of the goodput, the symbols hit)."""
-    for li in range(link_rate.size):
+    for li in links:
         carried = link_rate[li] * dt
         tx_bytes[li] += carried
         tx_packets[li] += carried / mtu

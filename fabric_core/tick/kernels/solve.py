@@ -132,8 +132,15 @@ def solve_tick(
     warm: _F,
     entry_cap: _F,
     credits: bool,
-) -> tuple[_F, _F, _F, _F]:
-    """Rates of all entries for one tick: (padded rates, level, alpha, share).
+    level: _F,
+    share: _F,
+    first_share: _F,
+    alpha: _F,
+    stale_links: _I,
+    stale_bufs: _I,
+) -> _F:
+    """Rates of all entries for one tick (padded), and in place each used link's
+    fair-share level and first-pass share and each used buffer's credit factor.
 
     ``warm`` is last tick's rate per entry (0 for new ones, which start from
     their line rate, at most what the flow holds per tick); ``entry_cap`` the most
@@ -151,18 +158,27 @@ def solve_tick(
     with ``parallel=True`` both cores share them and the results are the same, bit
     for bit. Where a route breaks up*/down* (not ``feedforward``) the sweeps, the
     conservation and the credit factors run one at a time in either.
+
+    ``level``, ``share``, ``first_share`` (per link) and ``alpha`` (per buffer) hold the
+    last solve's results, which differ from a link's capacity, infinity and 1 only at
+    ``stale_links`` and ``stale_bufs`` (the links and buffers its entries used): those are
+    put back first, so every link and buffer without entries reads as none (level the
+    capacity it had when last used, share infinite, alpha 1) and a solve costs what its
+    entries use, not the fabric. ``free_bytes`` is read at the used buffers only.
     """
     n = link.size
     n_links = capacity.size
+    for li in stale_links:
+        level[li] = capacity[li]
+        share[li] = first_share[li] = np.inf
+    for b in stale_bufs:
+        alpha[b] = 1.0
     held = backlog / dt
     rate = np.empty(n + 1)
     rate[n] = 0.0
     for e in prange(n):
         start = capacity[link[e]]
         rate[e] = warm[e] if warm[e] > 0 else min(start, held[first[e]])
-    level = capacity.copy()
-    share = np.full(n_links, np.inf)
-    alpha = np.ones(free_bytes.size)
     cap_demand = entry_cap.copy()
     demand = np.empty(n)
     n_used = used_links.size
@@ -212,7 +228,6 @@ def solve_tick(
     # (the sweeps' tolerance: read only where a route breaks up*/down*)
     tol = 0.0 if feedforward else SWEEP_TOLERANCE * max(capacity.max() if n_links else 1.0, 1.0)
     changed_from = 0
-    first_share = share.copy()
     for pass_no in range(2):
         if feedforward:
             # Gauss-Seidel by rank: each link sees the final rates of its upstream hops
@@ -273,7 +288,8 @@ def solve_tick(
             # what the entry holds plus its upstream hop's final rate)
             conserve_by_hop(rate, held, prev_pad, hop)
         if pass_no == 0:
-            first_share[:] = share
+            for k in range(n_used):
+                first_share[used_links[k]] = share[used_links[k]]
         if not credits:
             break
         before[:] = rate[:n]
@@ -349,7 +365,7 @@ def solve_tick(
                 cap_demand[e] = min(cap_demand[e], rate[e])
         if changed_from == n:
             break
-    return rate, level, alpha, first_share
+    return rate
 
 
 solve_tick_serial = kernel(solve_tick)
@@ -358,11 +374,14 @@ solve_tick_parallel = parallel_kernel(solve_tick)
 
 @kernel
 def credit_room(
-    buffer_bytes: _F, occupancy: _F, into_endpoint: NDArray[np.bool_], endless: float
-) -> _F:
-    """Each buffer's free space (never below 0), and ``endless`` for the queues into an
-    endpoint: the NIC sinks at line rate."""
-    free = np.empty(buffer_bytes.size)
-    for b in range(buffer_bytes.size):
+    bufs: _I,
+    buffer_bytes: _F,
+    occupancy: _F,
+    into_endpoint: NDArray[np.bool_],
+    endless: float,
+    free: _F,
+) -> None:
+    """The free space of the buffers ``bufs`` (never below 0), into ``free``; ``endless``
+    for the queues into an endpoint: the NIC sinks at line rate."""
+    for b in bufs:
         free[b] = endless if into_endpoint[b] else max(buffer_bytes[b] - occupancy[b], 0.0)
-    return free

@@ -70,6 +70,12 @@ class CompiledTick:
     #: the last move's entries used, where they are not 0
     _sums: list[NDArray[np.float64]] = field(default_factory=list, compare=False)
     _stale: list[NDArray[np.intp]] = field(default_factory=list, compare=False)
+    #: the solve's results, kept likewise (``solve``): per link the level, the share and
+    #: the first pass's share, per buffer the credit factor; the used links and buffers
+    #: of the last solve; and the credits (free space) of the buffers
+    _solved: list[NDArray[np.float64]] = field(default_factory=list, compare=False)
+    _solved_stale: list[NDArray[np.intp]] = field(default_factory=list, compare=False)
+    _free: list[NDArray[np.float64]] = field(default_factory=list, compare=False)
 
     @classmethod
     def of(cls, layout: RankLayout, n_vls: int, track_load: bool) -> CompiledTick:
@@ -264,14 +270,23 @@ class CompiledTick:
         )
         return limit if late else None
 
-    @staticmethod
     def credit_room(
+        self,
+        idx: EntryIndex,
         buffer_bytes: NDArray[np.float64],
         occupancy: NDArray[np.float64],
         into_endpoint: NDArray[np.bool_],
     ) -> NDArray[np.float64]:
-        """Each buffer's credits: its free space, endless for the queues into a NIC."""
-        return credit_room(buffer_bytes, occupancy, into_endpoint, ENDLESS_ROOM_BYTES)
+        """The buffers' credits: their free space, endless for the queues into a NIC;
+        worked out (``kernels.solve.credit_room``) for the buffers ``idx``'s entries feed,
+        the only ones the solve reads (the others hold what they last had)."""
+        if not self._free:
+            self._free.append(np.zeros(buffer_bytes.size))
+        csr: IndexCsr = idx.csr
+        credit_room(
+            csr.used_bufs, buffer_bytes, occupancy, into_endpoint, ENDLESS_ROOM_BYTES, self._free[0]
+        )
+        return self._free[0]
 
     @staticmethod
     def by_workload(
@@ -282,6 +297,7 @@ class CompiledTick:
 
     def link_counters(
         self,
+        idx: EntryIndex,
         link_rate: NDArray[np.float64],
         goodput: NDArray[np.float64],
         ber: NDArray[np.float64],
@@ -289,8 +305,11 @@ class CompiledTick:
         dt: float,
         counters: dict[str, NDArray[np.float64]],
     ) -> None:
-        """Add a tick to the per-link counters (``kernels.move.link_counters``)."""
+        """Add a tick to the per-link counters (``kernels.move.link_counters``), at the
+        links ``idx``'s entries used (the others carried nothing)."""
+        csr: IndexCsr = idx.csr
         link_counters(
+            csr.used_links,
             link_rate,
             goodput,
             ber,
@@ -503,7 +522,17 @@ def solve(
         entry_cap = np.full(idx.size, np.inf)
     parallel = idx.size >= PARALLEL_FROM_ENTRIES
     solve_tick = solve_tick_parallel if parallel else solve_tick_serial
-    rate, level, alpha, share = solve_tick(
+    if not layout._solved:
+        n_links = capacity.size
+        layout._solved[:] = [
+            capacity.copy(),
+            np.full(n_links, np.inf),
+            np.full(n_links, np.inf),
+            np.ones(free_bytes.size),
+        ]
+        layout._solved_stale[:] = [np.zeros(0, dtype=np.intp)] * 2
+    level, share, first_share, alpha = layout._solved
+    rate = solve_tick(
         idx.link,
         csr.ent_link,
         idx.prev_pad,
@@ -530,5 +559,12 @@ def solve(
         warm,
         entry_cap,
         True,
+        level,
+        share,
+        first_share,
+        alpha,
+        *layout._solved_stale,
     )
-    return Solution(padded=rate, level=level, alpha=alpha, share=share)
+    layout._solved_stale[:] = [csr.used_links, csr.used_bufs]
+    # (kept by the layout and written again by the next solve, in place)
+    return Solution(padded=rate, level=level, alpha=alpha, share=first_share)
