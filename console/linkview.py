@@ -7,12 +7,10 @@ screen become Python objects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.runtime.snapshot import LinkStatus, Snapshot
+from fabric_core.runtime.snapshot import LinkState, LinkStatus, Snapshot
 
 #: Column widths in the links table (fixed, so that columns never jitter).
 WIDTHS = {
@@ -69,20 +67,84 @@ BUSY_UTILISATION = 0.7
 HOT_UTILISATION = 0.95
 
 
-@dataclass(frozen=True, slots=True)
-class LinkRates:
-    """Per-link counter rates per simulated second between two snapshots."""
+#: LinkRates field -> the cumulative counter it is the rate of.
+RATE_COUNTERS = {
+    "pauses_per_s": "pause_frames_total",
+    "ecn_per_s": "ecn_marked_packets_total",
+    "drops_Bps": "discards_bytes_total",
+    "retrans_Bps": "retransmitted_bytes_total",
+}
 
-    pauses_per_s: NDArray[np.float64]
-    ecn_per_s: NDArray[np.float64]
-    drops_Bps: NDArray[np.float64]
-    retrans_Bps: NDArray[np.float64]
+
+class LinkRates:
+    """Per-link counter rates per simulated second between two snapshots.
+
+    A rate over every link is worked out when first asked for (a sort by that column,
+    the compare view's sums); the links table's rows ask ``at`` for their few links, so a
+    refresh sorted by another column divides no counter of the other links. The values
+    are the same either way: ``(b - a) / dt`` element by element.
+    """
+
+    __slots__ = ("_after", "_before", "_dt", "_full", "_n")
+
+    def __init__(
+        self,
+        n: int,
+        before: LinkState | None = None,
+        after: LinkState | None = None,
+        dt: float = 1.0,
+    ) -> None:
+        self._n = n
+        # only the counters (not the whole link state of the earlier snapshot) are kept
+        self._before = {f: getattr(before, c) for f, c in RATE_COUNTERS.items()} if before else {}
+        self._after = {f: getattr(after, c) for f, c in RATE_COUNTERS.items()} if after else {}
+        self._dt = dt
+        self._full: dict[str, NDArray[np.float64]] = {}
 
     @staticmethod
     def zeros(n: int) -> LinkRates:
         """No activity (before two snapshots have been seen)."""
-        z = np.zeros(n)
-        return LinkRates(z, z, z, z)
+        return LinkRates(n)
+
+    def _rate(self, field: str) -> NDArray[np.float64]:
+        full = self._full.get(field)
+        if full is None:
+            if self._after:
+                full = (self._after[field] - self._before[field]) / self._dt
+            else:
+                full = np.zeros(self._n)
+            self._full[field] = full
+        return full
+
+    def at(self, field: str, idx: NDArray[np.intp]) -> NDArray[np.float64]:
+        """The rate ``field`` (e.g. ``"pauses_per_s"``) of the links ``idx`` only."""
+        full = self._full.get(field)
+        if full is not None:
+            return full[idx]
+        if not self._after:
+            return np.zeros(len(idx))
+        rate: NDArray[np.float64] = (self._after[field][idx] - self._before[field][idx]) / self._dt
+        return rate
+
+    @property
+    def pauses_per_s(self) -> NDArray[np.float64]:
+        """PFC pause frames received per second."""
+        return self._rate("pauses_per_s")
+
+    @property
+    def ecn_per_s(self) -> NDArray[np.float64]:
+        """ECN-marked packets per second."""
+        return self._rate("ecn_per_s")
+
+    @property
+    def drops_Bps(self) -> NDArray[np.float64]:
+        """Bytes discarded per second."""
+        return self._rate("drops_Bps")
+
+    @property
+    def retrans_Bps(self) -> NDArray[np.float64]:
+        """Bytes retransmitted per second."""
+        return self._rate("retrans_Bps")
 
 
 class RateTracker:
@@ -104,13 +166,7 @@ class RateTracker:
             return self.rates
         dt = snap.sim_time_s - prev.sim_time_s
         if snap.tick > prev.tick and dt > 0:
-            a, b = prev.link_state, snap.link_state
-            self.rates = LinkRates(
-                pauses_per_s=(b.pause_frames_total - a.pause_frames_total) / dt,
-                ecn_per_s=(b.ecn_marked_packets_total - a.ecn_marked_packets_total) / dt,
-                drops_Bps=(b.discards_bytes_total - a.discards_bytes_total) / dt,
-                retrans_Bps=(b.retransmitted_bytes_total - a.retransmitted_bytes_total) / dt,
-            )
+            self.rates = LinkRates(n, prev.link_state, snap.link_state, dt)
             self._prev = snap
         elif self.rates is None:
             self.rates = LinkRates.zeros(n)
@@ -118,22 +174,34 @@ class RateTracker:
 
 
 def link_severity(snap: Snapshot) -> NDArray[np.int8]:
-    """Severity of every link (OK … DOWN) from its state, pause and utilisation."""
+    """Severity of every link (OK … DOWN) from its state, pause and utilisation.
+
+    Each level outranks the ones below it, so a link's severity is the highest that
+    applies: utilisation gives OK, BUSY or HOT, a pause raises it to STARVED, and the few
+    degraded or down links are set last."""
     ls = snap.link_state
-    sev = np.full(len(snap.links), OK, dtype=np.int8)
-    sev[ls.utilisation >= BUSY_UTILISATION] = BUSY
-    sev[ls.utilisation >= HOT_UTILISATION] = HOT
-    sev[ls.paused] = STARVED
-    sev[ls.status == LinkStatus.DEGRADED] = DEGRADED
-    sev[ls.status == LinkStatus.DOWN] = DOWN
+    util = ls.utilisation
+    sev = (util >= BUSY_UTILISATION).view(np.int8)
+    sev += (util >= HOT_UTILISATION).view(np.int8)  # OK 0, BUSY 1, HOT 2
+    paused = ls.paused if ls.paused.dtype == np.bool_ else ls.paused.astype(np.bool_)
+    np.maximum(sev, paused.view(np.int8) * np.int8(STARVED), out=sev)
+    faulted = np.flatnonzero(ls.status != LinkStatus.UP)
+    if faulted.size:
+        status = ls.status[faulted]
+        sev[faulted[status == LinkStatus.DEGRADED]] = DEGRADED
+        sev[faulted[status == LinkStatus.DOWN]] = DOWN
     return sev
 
 
 def node_severity(snap: Snapshot, link_sev: NDArray[np.int8]) -> NDArray[np.int8]:
-    """Each node's worst port: the max severity over the links it sends or receives on."""
+    """Each node's worst port: the max severity over the links it sends or receives on
+    (links at OK, most of them, cannot raise a node above OK and are skipped)."""
     out = np.zeros(len(snap.nodes), dtype=np.int8)
-    np.maximum.at(out, snap.links.src, link_sev)
-    np.maximum.at(out, snap.links.dst, link_sev)
+    raised = np.flatnonzero(link_sev)
+    if raised.size:
+        sev = link_sev[raised]
+        np.maximum.at(out, snap.links.src[raised], sev)
+        np.maximum.at(out, snap.links.dst[raised], sev)
     return out
 
 
@@ -237,9 +305,20 @@ def sort_values(snap: Snapshot, rates: LinkRates, column: str) -> NDArray[np.flo
 def coarse(values: NDArray[np.float64], column: str) -> NDArray[np.float64]:
     """Values rounded to what an operator can tell apart: 1 % of utilisation, ~10 % otherwise."""
     if column == "util":
-        return np.round(values * 100.0)
+        out = np.multiply(values, 100.0)
+        return np.round(out, out=out)
     if column in ("state", "link"):
         return values
+    nonzero = np.flatnonzero(values)
+    if 2 * nonzero.size > values.size:
+        return _coarse_log(values)
+    # a zero stays zero: only the other values (few, for rates) are worked out
+    out = np.zeros(values.shape)
+    out[nonzero] = _coarse_log(values[nonzero])
+    return out
+
+
+def _coarse_log(values: NDArray[np.float64]) -> NDArray[np.float64]:
     magnitude = np.log1p(np.abs(np.nan_to_num(values)))
     return np.sign(values) * np.round(magnitude * 10.0)  # steps of e^0.1 ≈ 10.5 %
 
@@ -261,21 +340,25 @@ def top_links(
     places between refreshes (a sort that does not jump).
     """
     values = coarse(sort_values(snap, rates, column), column)
-    if reverse:
-        values = -values
+    # ``rank``: smaller comes first
+    rank = values if reverse else -values
     faulted = snap.link_state.status != LinkStatus.UP
     if faulted.any():
-        finite = np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
+        finite = np.nan_to_num(-rank, nan=0.0, posinf=0.0, neginf=0.0)
         span = float(np.abs(finite).max()) + 1.0
-        values = np.where(faulted, finite + 2 * span, finite)
-    candidates = np.arange(len(values)) if keep is None else np.flatnonzero(keep)
-    if candidates.size == 0:
-        return candidates
-    vals = values[candidates]
-    if candidates.size > limit:
-        # O(n) preselection, then an exact stable sort of the few survivors (ties included).
-        kth = np.partition(-vals, limit - 1)[limit - 1]
-        sel = -vals <= kth
-        candidates, vals = candidates[sel], vals[sel]
-    order = np.lexsort((candidates, -vals))
-    return candidates[order][:limit]
+        rank = -np.where(faulted, finite + 2 * span, finite)
+    candidates = None if keep is None else np.flatnonzero(keep)
+    if candidates is not None:
+        rank = rank[candidates]
+    if rank.size > limit:
+        # O(n): the limit-th smallest rank; all below it, then the ties at it by link
+        # index, are the top `limit` (as a stable sort of all would have them)
+        kth = np.partition(rank, limit - 1)[limit - 1]
+        below = np.flatnonzero(rank < kth)
+        ties = np.flatnonzero(rank == kth)[: limit - below.size]
+        chosen = np.concatenate((below, ties))
+    else:
+        chosen = np.arange(rank.size)
+    order = np.lexsort((chosen, rank[chosen]))
+    picked = chosen[order][:limit]
+    return picked if candidates is None else candidates[picked]

@@ -50,9 +50,9 @@ def row_texts(snap: Snapshot, rates: LinkRates, idx: NDArray[np.intp]) -> list[t
     util = ls.utilisation[idx].tolist()
     queue = ls.queue_bytes[idx].tolist()
     credits = ls.credits_bytes[idx].tolist()
-    pauses = rates.pauses_per_s[idx].tolist()
-    ecn = rates.ecn_per_s[idx].tolist()
-    drops = rates.drops_Bps[idx].tolist()
+    pauses = rates.at("pauses_per_s", idx).tolist()
+    ecn = rates.at("ecn_per_s", idx).tolist()
+    drops = rates.at("drops_Bps", idx).tolist()
     return [
         (
             names[i],
