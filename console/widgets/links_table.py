@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from console.fmt import fmt_bitrate, fmt_bytes, fmt_pct, fmt_rate
 from console.linkview import COLUMNS, WIDTHS, LinkRates, stalled_word
 from console.messages import LinkChosen, SortRequested
 from fabric_core.runtime.snapshot import LinkStatus, Snapshot
+
+#: A cell's drawing: lines of segments.
+Lines = list[list[Segment]]
 
 STATE_STYLES = {
     "up": "green",
@@ -75,8 +80,15 @@ class LinksTable(DataTable[Text]):
     LinksTable { height: 1fr; }
     """
 
+    #: Drawings kept per cell (even and odd stripe, with and without the cursor).
+    DRAWINGS_KEPT = 4
+
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        #: (row, column) -> (cell, {how it was drawn: (row index, lines)}): see ``_render_cell``
+        self._drawn: dict[
+            tuple[RowKey, ColumnKey], tuple[object, dict[tuple[object, ...], tuple[int, Lines]]]
+        ] = {}
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)  # clears the caches
         self._cells: dict[str, tuple[str, ...]] = {}
         self._order: list[str] = []
         self.sort_column = "util"
@@ -150,6 +162,8 @@ class LinksTable(DataTable[Text]):
         for name in [n for n in self._cells if n not in wanted]:
             self.remove_row(name)
             del self._cells[name]
+            for column in COLUMNS:
+                self._drawn.pop((RowKey(name), ColumnKey(column)), None)
         columns = list(COLUMNS)
         for name, row in wanted.items():
             old = self._cells.get(name)
@@ -198,6 +212,79 @@ class LinksTable(DataTable[Text]):
     def action_scroll_bottom(self) -> None:
         super().action_scroll_bottom()
         self._moved_by_operator()
+
+    # ------------------------------------------------------------------ drawing
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> Lines:
+        """A cell's lines, drawn again only when the cell or its style changed.
+
+        ``DataTable`` keys its caches on a count of all updates, so one changed cell (or a
+        re-sort) draws every visible cell again. Here a cell is kept while its value (the
+        very ``Text`` the table holds: a change puts a new one) and everything its drawing
+        depends on are the same; a row that only moved to another index gets its lines
+        with that index in their mouse metadata (the one thing the index changes, the
+        zebra stripe being part of ``base_style``). A few drawings are kept per cell: a
+        row moving by an odd number of places changes its stripe, a cursor its style."""
+        if row_index < 0 or column_index < 0:  # the header (its labels change in place)
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        cell = self._data[row_key][column_key]
+        how = (
+            base_style,
+            width,
+            cursor,
+            hover,
+            self._show_hover_cursor,
+            self._pseudo_class_state,
+            self.show_cursor,
+            self.cursor_foreground_priority,
+            self.cursor_background_priority,
+            self.rows[row_key].height,
+            self.cell_padding,
+            row_index < self.fixed_rows or column_index < self.fixed_columns,
+            column_index,
+        )
+        slot = (row_key, column_key)
+        kept = self._drawn.get(slot)
+        if kept is None or kept[0] is not cell:
+            kept = self._drawn[slot] = (cell, {})
+        drawings = kept[1]
+        drawn = drawings.get(how)
+        if drawn is not None and drawn[0] == row_index:
+            return drawn[1]
+        if drawn is not None:
+            meta = Style.from_meta({"row": row_index, "column": column_index})
+            lines = [
+                [
+                    Segment(text, None if control or style is None else style + meta, control)
+                    for text, style, control in line
+                ]
+                for line in drawn[1]
+            ]
+        else:
+            lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            if len(drawings) >= self.DRAWINGS_KEPT:
+                del drawings[next(iter(drawings))]
+        drawings[how] = (row_index, lines)
+        return lines
+
+    def _clear_caches(self) -> None:
+        super()._clear_caches()
+        self._drawn.clear()
+
+    def notify_style_update(self) -> None:
+        self._drawn.clear()
+        super().notify_style_update()
 
     @staticmethod
     def _cell(column: str, value: str) -> Text:
