@@ -98,6 +98,7 @@ class FabtopApp(App[None]):
         self._failures_told: set[int] = set()  # sources whose stop was notified
         self._behind = False  # the main view skipped drawing under the compare view
         self._described = source.description  # as the header last showed it
+        self._links_title = ""  # the links box's title as last set
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -244,7 +245,9 @@ class FabtopApp(App[None]):
         else:
             title = f"Links: {shown} {matching:,}"
         title += f" · by {COLUMNS[self.sort_column][0]}"
-        self.links_box.border_title = title
+        if title != self._links_title:  # setting it repaints the box, even to the same
+            self._links_title = title
+            self.links_box.border_title = title
         self.latency_panel.show(view.latency, dict(snap.workloads))
         self.faults_panel.show(snap)
         self.event_log.show(view.events)

@@ -82,9 +82,12 @@ class FabricMap(Widget, can_focus=True):
         self.drilled: int | None = None
         self._cursor_above: tuple[int, int] = (0, 0)
         self.severity_names: tuple[str, ...] = SEVERITY_NAMES
+        #: what the last render drew, row by row (see ``_row_levels``)
+        self._drawn: tuple[bytes, ...] | None = None
 
     def show(self, snap: Snapshot, node_sev: NDArray[np.int8]) -> None:
-        """Recolour from a snapshot's node severities; redraws only on change."""
+        """Recolour from a snapshot's node severities; redraws only when a cell (or a
+        count) it draws changed, not on every change of a node in a group."""
         if snap.nodes is not self._tables:
             self._tables = snap.nodes
             self.severity_names = severity_names(snap.flow_control)
@@ -99,7 +102,8 @@ class FabricMap(Widget, can_focus=True):
             self.refresh(layout=True)
         elif not np.array_equal(node_sev, self._severity):
             self._severity = node_sev.copy()
-            self.refresh()
+            if self._drawn != tuple(self._row_levels(row).tobytes() for row in self.rows):
+                self.refresh()
 
     @staticmethod
     def _build_rows(snap: Snapshot, groups: NodeGroups | None) -> list[MapRow]:
@@ -212,8 +216,18 @@ class FabricMap(Widget, can_focus=True):
         np.maximum.at(worst, self._groups.of_node[seen], sev[seen])
         return worst[row.cells]
 
+    def _row_levels(self, row: MapRow) -> NDArray[np.int8] | NDArray[np.intp]:
+        """What a row draws: its cells' severities, or (a row too long to walk) how many
+        of its nodes are at each severity."""
+        if row.walkable:
+            return self._cell_severities(row)
+        known = row.nodes[row.nodes < self._severity.size]
+        return np.bincount(self._severity[known], minlength=len(SEVERITY_NAMES))
+
     def render(self) -> Text:
         """One line (wrapped) per tier; the focused cell is underlined and bold."""
+        levels = [self._row_levels(row) for row in self.rows]
+        self._drawn = tuple(a.tobytes() for a in levels)
         text = Text()
         cur_r, cur_c = self.cursor
         if self.drilled is not None:
@@ -224,10 +238,8 @@ class FabricMap(Widget, can_focus=True):
                 text.append("\n")
             text.append(f"{row.label:>{LABEL_WIDTH - 1}} ", "bold")
             if not row.walkable:
-                known = row.nodes[row.nodes < self._severity.size]
-                counts = np.bincount(self._severity[known], minlength=len(SEVERITY_NAMES))
                 text.append(f"{len(row.cells)} nodes: ")
-                for level, n in enumerate(counts.tolist()):
+                for level, n in enumerate(levels[r].tolist()):
                     if n:
                         text.append(
                             f" {self.severity_names[level]}\u00a0{n} ", SEVERITY_STYLES[level]
@@ -240,7 +252,7 @@ class FabricMap(Widget, can_focus=True):
             cell_width = 1 if compact else max(len(self._names[m]) for m in row.cells) + 3
             lead = LABEL_WIDTH
             per_line = max(1, (self.size.width - lead) // cell_width) if self.size.width else 0
-            for c, level in enumerate(self._cell_severities(row).tolist()):
+            for c, level in enumerate(levels[r].tolist()):
                 if per_line and c and c % per_line == 0:
                     text.append("\n" + " " * lead)  # wrap under the first cell, not the label
                 style = SEVERITY_STYLES[level]
