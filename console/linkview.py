@@ -323,6 +323,52 @@ def _coarse_log(values: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.sign(values) * np.round(magnitude * 10.0)  # steps of e^0.1 ≈ 10.5 %
 
 
+#: Below this many links the top-N partitions all of them (no sample first).
+SAMPLED_ABOVE = 20_000
+
+
+def _top_positions(rank: NDArray[np.float64], k: int) -> NDArray[np.intp]:
+    """Positions of the ``k`` smallest of ``rank`` (``k`` < its size), ties taken in
+    position order, as a stable sort of all would take them (NaN: last; in no order).
+
+    The ``k``-th smallest ``kth`` splits them: all below it, then the first ties at it.
+    On a large array a strided sample gives a bound at least ``kth`` (its own ``k``-th
+    smallest), so one pass over the whole finds the few below the bound; when fewer
+    than ``k`` are below it, the bound is ``kth`` itself (the common case of many ties:
+    zero rates, idle links).
+    """
+    if rank.size > SAMPLED_ABOVE:
+        sample = rank[:: max(1, rank.size // (64 * k))]
+        bound = np.partition(sample, k - 1)[k - 1]
+        if not np.isnan(bound):
+            near = np.flatnonzero(rank < bound)
+            if near.size < k:
+                return np.concatenate((near, _first_equal(rank, bound, k - near.size)))
+            near_rank = rank[near]
+            kth = np.partition(near_rank, k - 1)[k - 1]
+            below = near[near_rank < kth]
+            ties = near[near_rank == kth][: k - below.size]
+            return np.concatenate((below, ties))
+    kth = np.partition(rank, k - 1)[k - 1]
+    below = np.flatnonzero(rank < kth)
+    ties = np.flatnonzero(rank == kth)[: k - below.size]
+    return np.concatenate((below, ties))
+
+
+def _first_equal(values: NDArray[np.float64], value: float, count: int) -> NDArray[np.intp]:
+    """The first ``count`` positions where ``values`` equals ``value`` (there are as
+    many), looked for in growing slices rather than over the whole array."""
+    found: list[NDArray[np.intp]] = []
+    start, step = 0, 4096
+    while count > 0 and start < values.size:
+        hits = np.flatnonzero(values[start : start + step] == value)[:count] + start
+        found.append(hits)
+        count -= hits.size
+        start += step
+        step *= 4
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.intp)
+
+
 def top_links(
     snap: Snapshot,
     rates: LinkRates,
@@ -350,15 +396,10 @@ def top_links(
     candidates = None if keep is None else np.flatnonzero(keep)
     if candidates is not None:
         rank = rank[candidates]
-    if rank.size > limit:
-        # O(n): the limit-th smallest rank; all below it, then the ties at it by link
-        # index, are the top `limit` (as a stable sort of all would have them)
-        kth = np.partition(rank, limit - 1)[limit - 1]
-        below = np.flatnonzero(rank < kth)
-        ties = np.flatnonzero(rank == kth)[: limit - below.size]
-        chosen = np.concatenate((below, ties))
-    else:
-        chosen = np.arange(rank.size)
+    if limit <= 0:
+        return np.zeros(0, dtype=np.intp)
+    # O(n): the top `limit` found without sorting the rest
+    chosen = _top_positions(rank, limit) if rank.size > limit else np.arange(rank.size)
     order = np.lexsort((chosen, rank[chosen]))
     picked = chosen[order][:limit]
     return picked if candidates is None else candidates[picked]
