@@ -141,21 +141,26 @@ def _finish(
         plane=np.array(b.planes, dtype=np.int16),
         index=node_index,
     )
-    src = np.array([a for a, _ in b.links], dtype=np.int32)
-    dst = np.array([c for _, c in b.links], dtype=np.int32)
+    ends = np.array(b.links, dtype=np.int32).reshape(-1, 2)
+    src, dst = ends[:, 0].copy(), ends[:, 1].copy()
     lname = tuple(f"{names[a]}->{names[c]}" for a, c in b.links)
     short = {"gpu": "gpu", "storage": "stor"}
-
-    def word(i: int) -> str:
-        if words is not None:
-            return words[i]
-        return short.get(b.kinds[i]) or _TIER_WORD[b.tiers[i]]
-
-    ltier = tuple(f"{word(a)}-{word(c)}" for a, c in b.links)
+    if words is None:
+        words = [short.get(k) or _TIER_WORD[t] for k, t in zip(b.kinds, b.tiers, strict=True)]
+    # each link's tier pair ("leaf-spine") and cable length, worked out once per pair of
+    # node words, not once per link
+    vocab, word_id = np.unique(np.array(words, dtype=object), return_inverse=True)
+    pair = word_id[src] * vocab.size + word_id[dst]
+    kinds, pair_id = np.unique(pair, return_inverse=True)
+    pair_word = np.array(
+        [f"{vocab[k // vocab.size]}-{vocab[k % vocab.size]}" for k in kinds], dtype=object
+    )
+    ltier = tuple(pair_word[pair_id])
     p = b.profile
-    cable = np.array([p.cable_m(t) for t in ltier])
-    link_index = {n: i for i, n in enumerate(lname)}
-    reverse = np.array([link_index[f"{names[c]}->{names[a]}"] for a, c in b.links], dtype=np.int32)
+    cable = np.array([p.cable_m(t) for t in pair_word])[pair_id]
+    link_index = dict(zip(lname, range(len(lname)), strict=True))
+    # every cable is two links, added one after the other (``_Builder.cable``)
+    reverse = np.arange(src.size, dtype=np.int32) ^ 1
     links = LinkTable(
         name=lname,
         src=src,
@@ -183,14 +188,14 @@ def _finish(
     n_sw = int((~is_ep).sum())
     switch_link = np.full((n_sw, n_sw), -1, dtype=np.int32)
     plane_arr = np.array(b.planes)
-    for li, (a, c) in enumerate(b.links):
-        if is_ep[a]:
-            ep_up[a, plane_arr[c]] = li
-            ep_leaf[a, plane_arr[c]] = c
-        elif is_ep[c]:
-            ep_down[c, plane_arr[a]] = li
-        else:
-            switch_link[switch_index[a], switch_index[c]] = li
+    ids = np.arange(src.size, dtype=np.int32)
+    up = is_ep[src]  # an endpoint's cable up to its leaf, in the leaf's plane
+    ep_up[src[up], plane_arr[dst[up]]] = ids[up]
+    ep_leaf[src[up], plane_arr[dst[up]]] = dst[up]
+    down = ~up & is_ep[dst]
+    ep_down[dst[down], plane_arr[src[down]]] = ids[down]
+    between = ~up & ~down  # switch to switch
+    switch_link[switch_index[src[between]], switch_index[dst[between]]] = ids[between]
     pod = np.array(b.pods, dtype=np.int32)
     slot = np.array(b.slot, dtype=np.int32)
     spine_ids = np.flatnonzero(tier == TIER_SPINE)

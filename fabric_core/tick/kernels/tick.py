@@ -36,18 +36,17 @@ from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex, Moved, RankLay
 #: (``kernels.solve.solve_tick_parallel``); below it, waking the threads for each loop
 #: costs more than sharing the loop saves.
 PARALLEL_FROM_ENTRIES = 20_000
+#: ``buffer_places`` where the solve does not read it (a feed-forward index)
+_NO_PLACES = np.zeros(0, dtype=np.intp)
 
 
 @dataclass(frozen=True)
 class CompiledTick:
     """The compiled solver of one fabric, with what its kernels need of the topology,
-    built once: each link's rank, and each buffer's place in the order credits are
-    settled where a route breaks up*/down* (lane, then rank, downstream first, as the
-    reference)."""
+    built once: each link's rank."""
 
     link_rank: NDArray[np.int64]
     n_ranks: int
-    buf_pos: NDArray[np.intp]
     n_vls: int
     #: the index's scratch, per link and per buffer (``kernels.index.entry_index``): -1
     #: between ticks
@@ -76,23 +75,20 @@ class CompiledTick:
     _solved: list[NDArray[np.float64]] = field(default_factory=list, compare=False)
     _solved_stale: list[NDArray[np.intp]] = field(default_factory=list, compare=False)
     _free: list[NDArray[np.float64]] = field(default_factory=list, compare=False)
+    #: each buffer's place in the order credits are settled where a route breaks
+    #: up*/down* (``buffer_places``), worked out the first time one does
+    _buf_pos: list[NDArray[np.intp]] = field(default_factory=list, compare=False)
 
     @classmethod
     def of(cls, layout: RankLayout, n_vls: int, track_load: bool) -> CompiledTick:
         """From the reference's rank layout (``track_load``: see the field)."""
         n_links = layout.rank.size
-        buf = np.arange(n_links * n_vls, dtype=np.intp)
-        lane, rank = buf % n_vls, layout.rank[buf // n_vls]
-        order = np.lexsort((rank, lane))[::-1]  # (lane, rank) descending
-        buf_pos = np.empty(buf.size, dtype=np.intp)
-        buf_pos[order] = np.arange(buf.size)
         return cls(
             layout.rank.astype(np.int64),
             len(layout.links),
-            buf_pos,
             n_vls,
             np.full(n_links, -1, dtype=np.intp),
-            np.full(buf.size, -1, dtype=np.intp),
+            np.full(n_links * n_vls, -1, dtype=np.intp),
             np.zeros(n_links),
             track_load,
         )
@@ -100,6 +96,20 @@ class CompiledTick:
     def build_index(self, flows: FlowTable) -> EntryIndex:
         """The active entries (see ``build_index``)."""
         return build_index(flows, self)
+
+    def buffer_places(self) -> NDArray[np.intp]:
+        """Each buffer's place in the reference's order of settling credits where a route
+        breaks up*/down*: by lane, then rank, downstream first (then by number, last first)."""
+        if not self._buf_pos:
+            n_bufs = self.link_slot.size * self.n_vls
+            buf = np.arange(n_bufs, dtype=np.intp)
+            lane, rank = buf % self.n_vls, self.link_rank[buf // self.n_vls]
+            key = lane * (self.n_ranks + 1) + rank
+            order = np.argsort(key, kind="stable")[::-1]  # (lane, rank, buffer) descending
+            places = np.empty(n_bufs, dtype=np.intp)
+            places[order] = buf
+            self._buf_pos.append(places)
+        return self._buf_pos[0]
 
     def link_cost(
         self,
@@ -549,7 +559,7 @@ def solve(
         csr.buf_ptr,
         csr.buf_ent,
         idx.feedforward,
-        layout.buf_pos,
+        _NO_PLACES if idx.feedforward else layout.buffer_places(),
         2 * layout.n_vls,
         MOST_THREADS if parallel else 1,
         backlog,
