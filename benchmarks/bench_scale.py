@@ -103,7 +103,7 @@ def _plot(rows: list[dict[str, Any]], path: str) -> None:
         import matplotlib
     except ImportError:
         raise SystemExit(
-            "--plot needs matplotlib (pip install matplotlib); the table above stands"
+            "--plot needs matplotlib (pip install -e '.[plots]'); the table above stands"
         ) from None
 
     matplotlib.use("Agg")
