@@ -23,10 +23,11 @@ of the quiet ones (under ``QUIET_FLOWS`` flows in flight) and the mean of all, f
 comparing two versions of the code run one after the other (the reference has changed
 with them).
 
-``--threads`` instead runs the compiled tick with its solve on one core and on all the
-cores numba may use (``NUMBA_NUM_THREADS``), alternating on one fabric, and prints the
-ratio: from ``PARALLEL_FROM_ENTRIES`` entries in flight the solve shares its loops over
-the cores (``kernels.solve.solve_tick_parallel``); below it both runs are serial.
+``--threads`` instead runs the compiled tick with the serial solve on one core, with the
+solve that shares its loops over all the cores numba may use (``NUMBA_NUM_THREADS``,
+``kernels.solve.solve_tick_parallel``), and as the engine does (the faster lately of the
+two, ``tick.faster_of_two``), alternating on one fabric, and prints the ratios to the
+serial one; below ``PARALLEL_FROM_ENTRIES`` entries in flight every run is serial.
 ``--allocator`` likewise alternates glibc's malloc thresholds.
 
 ``--startup`` also times, in fresh processes, ``fabtop run default`` for one tick with
@@ -219,24 +220,44 @@ def main_allocator(sizes: list[str], ticks: int, warmup: int, repeat: int) -> li
     return rows
 
 
-def bench_threads(name: str, ticks: int, warmup: int, repeat: int) -> dict[str, Any]:
-    """The compiled tick with the solve on one core and on all of them, runs alternating.
-    Below ``PARALLEL_FROM_ENTRIES`` entries the solve is the serial one either way."""
-    from fabric_core.tick.kernels._jit import MOST_THREADS, use_threads
-    from fabric_core.tick.kernels.tick import PARALLEL_FROM_ENTRIES
+def _solve_arm(threads: int | None, only: int | None) -> Callable[[], None]:
+    """Setup of one arm of ``--threads``: numba's threads, and the solve the engine runs."""
 
-    best, entries = alternate(
-        name, ticks, warmup, repeat, {"one": lambda: use_threads(1), "all": use_threads}
-    )
+    def setup() -> None:
+        from fabric_core.tick.kernels import tick
+        from fabric_core.tick.kernels._jit import use_threads
+
+        use_threads(threads)
+        tick.ONLY_SOLVE = only
+
+    return setup
+
+
+def bench_threads(name: str, ticks: int, warmup: int, repeat: int) -> dict[str, Any]:
+    """The compiled tick with the serial solve on one core, the solve over all the cores,
+    and the engine's own choice (the faster lately of the two), runs alternating. Below
+    ``PARALLEL_FROM_ENTRIES`` entries the solve is the serial one every way."""
+    from fabric_core.tick.kernels import tick
+    from fabric_core.tick.kernels._jit import MOST_THREADS, use_threads
+
+    arms = {
+        "serial": _solve_arm(1, 0),
+        "parallel": _solve_arm(None, 1),
+        "chosen": _solve_arm(None, None),
+    }
+    best, entries = alternate(name, ticks, warmup, repeat, arms)
     use_threads()
+    tick.ONLY_SOLVE = None
     return {
         "fabric": name,
         "entries_per_tick": entries,
         "cores": MOST_THREADS,
-        "parallel_from_entries": PARALLEL_FROM_ENTRIES,
-        "one_core_ms_per_tick": best["one"],
-        "all_cores_ms_per_tick": best["all"],
-        "ratio": best["one"] / best["all"],
+        "parallel_from_entries": tick.PARALLEL_FROM_ENTRIES,
+        "one_core_ms_per_tick": best["serial"],
+        "all_cores_ms_per_tick": best["parallel"],
+        "chosen_ms_per_tick": best["chosen"],
+        "ratio": best["serial"] / best["parallel"],
+        "chosen_ratio": best["serial"] / best["chosen"],
     }
 
 
@@ -246,14 +267,14 @@ def main_threads(sizes: list[str], ticks: int, warmup: int, repeat: int) -> list
         r = bench_threads(name, ticks, warmup, repeat)
         if not rows:
             print(
-                f"{'fabric':<14} {'entries/tick':>12} {'1 core ms':>10} "
-                f"{str(r['cores']) + ' cores ms':>11} {'ratio':>6} {'solve':>8}"
+                f"{'fabric':<14} {'entries/tick':>12} {'serial ms':>10} "
+                f"{str(r['cores']) + ' cores ms':>11} {'ratio':>6} {'chosen ms':>10} {'ratio':>6}"
             )
         rows.append(r)
-        solve = "parallel" if r["entries_per_tick"] >= r["parallel_from_entries"] else "serial"
         print(
             f"{name:<14} {r['entries_per_tick']:>12.0f} {r['one_core_ms_per_tick']:>10.3f} "
-            f"{r['all_cores_ms_per_tick']:>11.3f} {r['ratio']:>6.2f} {solve:>8}",
+            f"{r['all_cores_ms_per_tick']:>11.3f} {r['ratio']:>6.2f} "
+            f"{r['chosen_ms_per_tick']:>10.3f} {r['chosen_ratio']:>6.2f}",
             flush=True,
         )
     return rows

@@ -254,7 +254,7 @@ def spray(
         usable = c < UNUSABLE_COST
         if usable.all():  # the usual case, no link down: the k-th usable candidate is column k
             want = ((h % np.uint64(n))[:, None] + steps[None, :]) % np.uint64(n)
-            return cast(NDArray[np.intp], order[want.astype(np.intp)])
+            return order[want.astype(np.intp)]
         n_usable = np.maximum(usable.sum(axis=1), 1).astype(np.uint64)
         rank = np.cumsum(usable, axis=1) - 1
         want = ((h % n_usable)[:, None] + steps[None, :]) % n_usable[:, None]  # [flows, ways]

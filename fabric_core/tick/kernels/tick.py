@@ -6,8 +6,10 @@ A handful of calls per tick, none of which loops in Python over flows or links.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -15,6 +17,7 @@ from fabric_core.commands import CommandError
 from fabric_core.net import endpoint_costs
 from fabric_core.net.profiles import Profile
 from fabric_core.net.topology import Topology
+from fabric_core.tick.faster_of_two import FasterOfTwo
 from fabric_core.tick.flows import FlowTable
 from fabric_core.tick.kernels._jit import MOST_THREADS
 from fabric_core.tick.kernels.index import entry_index
@@ -32,10 +35,15 @@ from fabric_core.tick.kernels.table_route import table_route_flows
 from fabric_core.tick.links import Departures
 from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex, Moved, RankLayout, Solution
 
-#: Entries from which the solve runs its loops on all the cores numba has
+#: Entries from which the solve may run its loops on all the cores numba has
 #: (``kernels.solve.solve_tick_parallel``); below it, waking the threads for each loop
-#: costs more than sharing the loop saves.
+#: costs more than sharing the loop saves. From it on the engine runs whichever of the
+#: two was faster lately (``faster_of_two``: a busy second core makes the parallel one
+#: several times slower).
 PARALLEL_FROM_ENTRIES = 20_000
+#: From ``PARALLEL_FROM_ENTRIES`` on, run only this solve (0 serial, 1 over the cores)
+#: instead of the faster lately: for the tests and benchmarks that hold one to the other.
+ONLY_SOLVE: int | None = None
 #: ``buffer_places`` where the solve does not read it (a feed-forward index)
 _NO_PLACES = np.zeros(0, dtype=np.intp)
 
@@ -78,6 +86,8 @@ class CompiledTick:
     #: each buffer's place in the order credits are settled where a route breaks
     #: up*/down* (``buffer_places``), worked out the first time one does
     _buf_pos: list[NDArray[np.intp]] = field(default_factory=list, compare=False)
+    #: serial (0) or over the cores (1): the faster lately, on ticks that may share
+    solve_choice: FasterOfTwo = field(default_factory=FasterOfTwo, compare=False)
 
     @classmethod
     def of(cls, layout: RankLayout, n_vls: int, track_load: bool) -> CompiledTick:
@@ -530,8 +540,13 @@ def solve(
     csr: IndexCsr = idx.csr
     if entry_cap is None:
         entry_cap = np.full(idx.size, np.inf)
-    parallel = idx.size >= PARALLEL_FROM_ENTRIES
+    # from PARALLEL_FROM_ENTRIES on, the faster lately of the serial solve and the one over
+    # the cores (their rates are the same, bit for bit), unless there is one core to use
+    large = idx.size >= PARALLEL_FROM_ENTRIES
+    timed = large and ONLY_SOLVE is None and numba.get_num_threads() > 1
+    parallel = layout.solve_choice.pick() == 1 if timed else (large and ONLY_SOLVE == 1)
     solve_tick = solve_tick_parallel if parallel else solve_tick_serial
+    started = time.perf_counter()
     if not layout._solved:
         n_links = capacity.size
         layout._solved[:] = [
@@ -575,6 +590,8 @@ def solve(
         alpha,
         *layout._solved_stale,
     )
+    if timed:
+        layout.solve_choice.record(int(parallel), time.perf_counter() - started, idx.size)
     layout._solved_stale[:] = [csr.used_links, csr.used_bufs]
     # (kept by the layout and written again by the next solve, in place)
     return Solution(padded=rate, level=level, alpha=alpha, share=first_share)
