@@ -232,7 +232,7 @@ class LinksTable(DataTable[Text]):
         with that index in their mouse metadata (the one thing the index changes, the
         zebra stripe being part of ``base_style``). A few drawings are kept per cell: a
         row moving by an odd number of places changes its stripe, a cursor its style."""
-        if row_index < 0 or column_index < 0:  # the header (its labels change in place)
+        if row_index < 0 or column_index < 0:  # the header and row labels: not data cells
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         row_key = self._row_locations.get_key(row_index)
         column_key = self._column_locations.get_key(column_index)
