@@ -17,9 +17,9 @@ import pytest
 from fabric_core.commands import CommandError
 from fabric_core.net.profiles import NATIVE_400G, ROCE_400G
 from fabric_core.net.routing import MAX_HOPS
-from fabric_core.net.topology import Topology, fat_tree, leaf_spine
+from fabric_core.net.topology import Topology, every_candidate_present, fat_tree, leaf_spine
 from fabric_core.runtime.fabric import Solver
-from fabric_core.tick.kernels.route import every_candidate_present, link_loads, route_flows
+from fabric_core.tick.kernels.route import link_loads, route_flows
 from tests.helpers import SOLVERS, scripted_fabric
 
 BW = NATIVE_400G.link_bandwidth_Bps  # 50 GB/s on every link

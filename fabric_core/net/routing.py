@@ -38,7 +38,7 @@ from fabric_core.net.route_rules import (
     UNUSABLE_COST,
     flow_hash,
 )
-from fabric_core.net.topology import Topology
+from fabric_core.net.topology import Topology, every_candidate_present
 
 __all__ = [
     "ADAPTIVE_COST_QUANTUM_S",
@@ -87,6 +87,7 @@ def _pick(costs: NDArray[np.float64], key: NDArray[np.uint64], mode: str) -> NDA
 
 
 _Chooser = Callable[[NDArray[np.float64], NDArray[np.uint64], NDArray[np.intp]], NDArray[np.intp]]
+_HashChooser = Callable[[NDArray[np.uint64], NDArray[np.intp]], NDArray[np.intp]]
 
 
 def route(
@@ -246,6 +247,11 @@ def spray(
         return table_route.spray(topo, src, dst, key, ways=ways, link_cost=link_cost)
     steps = np.arange(ways, dtype=np.uint64)
 
+    def by_hash(h: NDArray[np.uint64], order: NDArray[np.intp]) -> NDArray[np.intp]:
+        """Every candidate usable: the ``ways`` consecutive ones from the hashed offset."""
+        n = np.uint64(order.size)
+        return order[(((h % n)[:, None] + steps[None, :]) % n).astype(np.intp)]
+
     def choose(
         c: NDArray[np.float64], h: NDArray[np.uint64], order: NDArray[np.intp]
     ) -> NDArray[np.intp]:
@@ -253,8 +259,7 @@ def spray(
         n = c.shape[1]
         usable = c < UNUSABLE_COST
         if usable.all():  # the usual case, no link down: the k-th usable candidate is column k
-            want = ((h % np.uint64(n))[:, None] + steps[None, :]) % np.uint64(n)
-            return order[want.astype(np.intp)]
+            return by_hash(h, order)
         n_usable = np.maximum(usable.sum(axis=1), 1).astype(np.uint64)
         rank = np.cumsum(usable, axis=1) - 1
         want = ((h % n_usable)[:, None] + steps[None, :]) % n_usable[:, None]  # [flows, ways]
@@ -263,8 +268,23 @@ def spray(
         col = np.where(hit.any(axis=2), hit.argmax(axis=2), fallback)
         return cast(NDArray[np.intp], order[col])
 
-    path, nh = _paths(topo, src, dst, key, link_cost, None, ways, choose)
+    # with no link down on a fabric that has every candidate, every candidate is usable
+    usable = _has_every_candidate(topo) and bool((link_cost < UNUSABLE_COST).all())
+    path, nh = _paths(
+        topo, src, dst, key, link_cost, None, ways, choose, by_hash if usable else None
+    )
     return path.reshape(MAX_HOPS, -1), nh.reshape(-1)
+
+
+#: [(topology, ``every_candidate_present`` of it)], for the last topology sprayed on
+_COMPLETE: list[tuple[Topology, bool]] = []
+
+
+def _has_every_candidate(topo: Topology) -> bool:
+    """``every_candidate_present(topo)``, worked out once per topology (the last one)."""
+    if not _COMPLETE or _COMPLETE[0][0] is not topo:
+        _COMPLETE[:] = [(topo, every_candidate_present(topo))]
+    return _COMPLETE[0][1]
 
 
 def _paths(
@@ -276,10 +296,13 @@ def _paths(
     plane: NDArray[np.int64] | None,
     ways: int,
     choose: _Chooser,
+    by_hash: _HashChooser | None = None,
 ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
     """``path[hop, flow, way]`` and ``hops[flow, way]``: ``choose(cost, hash, order)``
     gives, per flow, ``ways`` candidate columns of ``cost[flow, candidate]``; ``order``
-    lists the candidates so that neighbours climb to different spines."""
+    lists the candidates so that neighbours climb to different spines. ``by_hash(hash,
+    order)``, where every candidate is usable, gives the same columns without their costs:
+    then only the chosen candidates' links are looked up."""
     f = src.size
     path = np.full((MAX_HOPS, f, ways), -1, dtype=np.int32)
     nh = np.zeros((f, ways), dtype=np.int8)
@@ -315,14 +338,19 @@ def _paths(
     idx = np.flatnonzero(same_pod)
     if idx.size:
         cand = spines[plane[idx], pod_s[idx], :]  # [n, slots]
-        l_up = sl[sw[ls[idx]][:, None], sw[cand]]
-        l_dn = sl[sw[cand], sw[ld[idx]][:, None]]
-        c = cost[l_up] + cost[l_dn] + cost[up[idx]][:, None] + cost[down[idx]][:, None]
-        c = np.where((l_up < 0) | (l_dn < 0), UNUSABLE_COST, c)
-        k = choose(c, h[idx], np.arange(n_slots))  # [n, ways]
         rows = np.arange(idx.size)[:, None]
-        path[1, idx] = l_up[rows, k]
-        path[2, idx] = l_dn[rows, k]
+        if by_hash is not None:  # the columns first, then only their links
+            spine = cand[rows, by_hash(h[idx], np.arange(n_slots))]  # [n, ways]
+            path[1, idx] = sl[sw[ls[idx]][:, None], sw[spine]]
+            path[2, idx] = sl[sw[spine], sw[ld[idx]][:, None]]
+        else:
+            l_up = sl[sw[ls[idx]][:, None], sw[cand]]
+            l_dn = sl[sw[cand], sw[ld[idx]][:, None]]
+            c = cost[l_up] + cost[l_dn] + cost[up[idx]][:, None] + cost[down[idx]][:, None]
+            c = np.where((l_up < 0) | (l_dn < 0), UNUSABLE_COST, c)
+            k = choose(c, h[idx], np.arange(n_slots))  # [n, ways]
+            path[1, idx] = l_up[rows, k]
+            path[2, idx] = l_dn[rows, k]
         path[3, idx] = down[idx, None]
         nh[idx] = 4
     # 6 hops: leaf -> spine(slot j) -> core (group j) -> spine(slot j, dst pod) -> leaf
@@ -333,22 +361,30 @@ def _paths(
         pl = plane[idx]
         sa = spines[pl, pod_s[idx], :]  # [n, slots]
         sb = spines[pl, pod_d[idx], :]
-        cr = cores[pl, :, :]  # [n, slots, per]
-        l1 = sl[sw[ls[idx]][:, None], sw[sa]]  # [n, slots]
-        l4 = sl[sw[sb], sw[ld[idx]][:, None]]
-        l2 = sl[sw[sa][:, :, None], sw[cr]]  # [n, slots, per]
-        l3 = sl[sw[cr], sw[sb][:, :, None]]
-        c = cost[l1][:, :, None] + cost[l2] + cost[l3] + cost[l4][:, :, None]
-        c = np.where((l2 < 0) | (l3 < 0), UNUSABLE_COST, c).reshape(idx.size, n_slots * per)
         # candidate j * per + m; listed core-major so that neighbours use different spines
         r = np.arange(n_slots * per)
-        k = choose(c, h[idx], (r % n_slots) * per + r // n_slots)
-        j, m = np.divmod(k, per)
+        order = (r % n_slots) * per + r // n_slots
         rows = np.arange(idx.size)[:, None]
-        path[1, idx] = l1[rows, j]
-        path[2, idx] = l2[rows, j, m]
-        path[3, idx] = l3[rows, j, m]
-        path[4, idx] = l4[rows, j]
+        if by_hash is not None:  # the columns first, then only their links
+            j, m = np.divmod(by_hash(h[idx], order), per)  # [n, ways]
+            a, b, core = sw[sa[rows, j]], sw[sb[rows, j]], sw[cores[pl[:, None], j, m]]
+            path[1, idx] = sl[sw[ls[idx]][:, None], a]
+            path[2, idx] = sl[a, core]
+            path[3, idx] = sl[core, b]
+            path[4, idx] = sl[b, sw[ld[idx]][:, None]]
+        else:
+            cr = cores[pl, :, :]  # [n, slots, per]
+            l1 = sl[sw[ls[idx]][:, None], sw[sa]]  # [n, slots]
+            l4 = sl[sw[sb], sw[ld[idx]][:, None]]
+            l2 = sl[sw[sa][:, :, None], sw[cr]]  # [n, slots, per]
+            l3 = sl[sw[cr], sw[sb][:, :, None]]
+            c = cost[l1][:, :, None] + cost[l2] + cost[l3] + cost[l4][:, :, None]
+            c = np.where((l2 < 0) | (l3 < 0), UNUSABLE_COST, c).reshape(idx.size, n_slots * per)
+            j, m = np.divmod(choose(c, h[idx], order), per)
+            path[1, idx] = l1[rows, j]
+            path[2, idx] = l2[rows, j, m]
+            path[3, idx] = l3[rows, j, m]
+            path[4, idx] = l4[rows, j]
         path[5, idx] = down[idx, None]
         nh[idx] = 6
     return path, nh

@@ -233,6 +233,33 @@ def _finish(
     )
 
 
+def every_candidate_present(topo: Topology) -> bool:
+    """Whether every up*/down* candidate of every flow of ``topo`` exists with a finite
+    cost while no link is known down (``route_flows``' ``complete``): every link has
+    bandwidth, every (plane, pod, slot) its spine and every (plane, slot, k) its core,
+    every leaf is cabled both ways to each spine of its pod and plane, and on 3 tiers
+    every spine to each core of its slot. True of the built fat-trees; worked out once
+    per topology by its callers (``CompiledTick.route``, ``routing.spray``)."""
+    if not (topo.links.bandwidth_Bps > 0).all():
+        return False
+    spines, cores = topo.spines_by_pod, topo.cores_by_slot
+    if (spines < 0).any() or (topo.tiers == 3 and (cores < 0).any()):
+        return False
+    sw, sl = topo.switch_index, topo.switch_link
+    for plane in range(topo.planes):
+        leaves = np.unique(topo.ep_leaf[topo.endpoints, plane])
+        if (leaves < 0).any():
+            return False
+        a, b = sw[leaves][:, None], sw[spines[plane, topo.node_pod[leaves]]]
+        if (sl[a, b] < 0).any() or (sl[b, a] < 0).any():
+            return False
+        if topo.tiers == 3:
+            s, c = sw[spines[plane]][:, :, None], sw[cores[plane]][None, :, :]
+            if (sl[s, c] < 0).any() or (sl[c, s] < 0).any():
+                return False
+    return True
+
+
 def _check_positive(**values: int) -> None:
     for key, value in values.items():
         if value < 1:

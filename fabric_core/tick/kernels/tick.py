@@ -16,14 +16,13 @@ from numpy.typing import NDArray
 from fabric_core.commands import CommandError
 from fabric_core.net import endpoint_costs
 from fabric_core.net.profiles import Profile
-from fabric_core.net.topology import Topology
+from fabric_core.net.topology import Topology, every_candidate_present
 from fabric_core.tick.faster_of_two import FasterOfTwo
 from fabric_core.tick.flows import FlowTable
 from fabric_core.tick.kernels._jit import MOST_THREADS
 from fabric_core.tick.kernels.index import entry_index
 from fabric_core.tick.kernels.move import credit_wait, finish_times, link_counters, move_bytes
 from fabric_core.tick.kernels.route import (
-    every_candidate_present,
     lanes_and_costs,
     link_costs,
     link_loads,
