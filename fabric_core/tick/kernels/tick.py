@@ -37,11 +37,11 @@ from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex, Moved, RankLay
 #: Entries from which the solve may run its loops on all the cores numba has
 #: (``kernels.solve.solve_tick_parallel``); below it, waking the threads for each loop
 #: costs more than sharing the loop saves. From it on the engine runs whichever of the
-#: two was faster lately (``faster_of_two``: a busy second core makes the parallel one
-#: several times slower).
+#: two was faster when last both ran on one tick (``faster_of_two``: a busy second core
+#: makes the parallel one several times slower).
 PARALLEL_FROM_ENTRIES = 20_000
 #: From ``PARALLEL_FROM_ENTRIES`` on, run only this solve (0 serial, 1 over the cores)
-#: instead of the faster lately: for the tests and benchmarks that hold one to the other.
+#: instead of the faster: for the tests and benchmarks that hold one to the other.
 ONLY_SOLVE: int | None = None
 #: ``buffer_places`` where the solve does not read it (a feed-forward index)
 _NO_PLACES = np.zeros(0, dtype=np.intp)
@@ -85,7 +85,7 @@ class CompiledTick:
     #: each buffer's place in the order credits are settled where a route breaks
     #: up*/down* (``buffer_places``), worked out the first time one does
     _buf_pos: list[NDArray[np.intp]] = field(default_factory=list, compare=False)
-    #: serial (0) or over the cores (1): the faster lately, on ticks that may share
+    #: serial (0) or over the cores (1): the faster, on ticks that may share
     solve_choice: FasterOfTwo = field(default_factory=FasterOfTwo, compare=False)
 
     @classmethod
@@ -539,13 +539,6 @@ def solve(
     csr: IndexCsr = idx.csr
     if entry_cap is None:
         entry_cap = np.full(idx.size, np.inf)
-    # from PARALLEL_FROM_ENTRIES on, the faster lately of the serial solve and the one over
-    # the cores (their rates are the same, bit for bit), unless there is one core to use
-    large = idx.size >= PARALLEL_FROM_ENTRIES
-    timed = large and ONLY_SOLVE is None and numba.get_num_threads() > 1
-    parallel = layout.solve_choice.pick() == 1 if timed else (large and ONLY_SOLVE == 1)
-    solve_tick = solve_tick_parallel if parallel else solve_tick_serial
-    started = time.perf_counter()
     if not layout._solved:
         n_links = capacity.size
         layout._solved[:] = [
@@ -556,41 +549,61 @@ def solve(
         ]
         layout._solved_stale[:] = [np.zeros(0, dtype=np.intp)] * 2
     level, share, first_share, alpha = layout._solved
-    rate = solve_tick(
-        idx.link,
-        csr.ent_link,
-        idx.prev_pad,
-        idx.nxt_pad,
-        idx.first,
-        idx.hop,
-        csr.key_ptr,
-        csr.used_links,
-        csr.rank_ptr,
-        csr.link_ptr,
-        csr.link_ent,
-        csr.used_bufs,
-        csr.buf_group_ptr,
-        csr.buf_ptr,
-        csr.buf_ent,
-        idx.feedforward,
-        _NO_PLACES if idx.feedforward else layout.buffer_places(),
-        2 * layout.n_vls,
-        MOST_THREADS if parallel else 1,
-        backlog,
-        capacity,
-        free_bytes,
-        dt,
-        warm,
-        entry_cap,
-        True,
-        level,
-        share,
-        first_share,
-        alpha,
-        *layout._solved_stale,
-    )
-    if timed:
-        layout.solve_choice.record(int(parallel), time.perf_counter() - started, idx.size)
+    places = _NO_PLACES if idx.feedforward else layout.buffer_places()
+
+    def run(parallel: bool, stale: list[NDArray[np.intp]]) -> tuple[NDArray[np.float64], float]:
+        """The rates by one of the two solves, and the seconds it took."""
+        started = time.perf_counter()
+        rate = (solve_tick_parallel if parallel else solve_tick_serial)(
+            idx.link,
+            csr.ent_link,
+            idx.prev_pad,
+            idx.nxt_pad,
+            idx.first,
+            idx.hop,
+            csr.key_ptr,
+            csr.used_links,
+            csr.rank_ptr,
+            csr.link_ptr,
+            csr.link_ent,
+            csr.used_bufs,
+            csr.buf_group_ptr,
+            csr.buf_ptr,
+            csr.buf_ent,
+            idx.feedforward,
+            places,
+            2 * layout.n_vls,
+            MOST_THREADS if parallel else 1,
+            backlog,
+            capacity,
+            free_bytes,
+            dt,
+            warm,
+            entry_cap,
+            True,
+            level,
+            share,
+            first_share,
+            alpha,
+            *stale,
+        )
+        return rate, time.perf_counter() - started
+
+    # from PARALLEL_FROM_ENTRIES on, the faster of the serial solve and the one over the
+    # cores (their rates are the same, bit for bit), unless there is one core to use
+    large = idx.size >= PARALLEL_FROM_ENTRIES
+    if not large or ONLY_SOLVE is not None or numba.get_num_threads() == 1:
+        rate, _ = run(large and ONLY_SOLVE == 1, layout._solved_stale)
+    else:
+        choice = layout.solve_choice
+        best, probe = choice.plan()
+        if probe:  # both on this tick's work; the second puts back what the first wrote
+            _, other_s = run(best == 0, layout._solved_stale)
+            rate, best_s = run(best == 1, [csr.used_links, csr.used_bufs])
+            choice.probed((best_s, other_s) if best == 0 else (other_s, best_s), idx.size)
+        else:
+            rate, best_s = run(best == 1, layout._solved_stale)
+            choice.ran(best_s, idx.size)
     layout._solved_stale[:] = [csr.used_links, csr.used_bufs]
     # (kept by the layout and written again by the next solve, in place)
     return Solution(padded=rate, level=level, alpha=alpha, share=first_share)
