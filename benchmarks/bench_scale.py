@@ -98,7 +98,7 @@ def measure(raw: dict[str, Any], ticks: int, warmup: int, repeat: int) -> dict[s
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def _plot(rows: list[dict[str, Any]], path: str) -> None:
+def _plot(rows: list[dict[str, Any]], path: str, title: str) -> None:
     try:
         import matplotlib
     except ImportError:
@@ -121,6 +121,7 @@ def _plot(rows: list[dict[str, Any]], path: str) -> None:
     for a in ax:
         a.legend(fontsize=8)
         a.grid(True, which="both", alpha=0.3)
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path)
 
@@ -172,7 +173,7 @@ def main() -> None:
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=2))
     if a.plot:
-        _plot(rows, a.plot)
+        _plot(rows, a.plot, f"{a.scenario}: cost by size (bench_scale.py)")
 
 
 if __name__ == "__main__":
