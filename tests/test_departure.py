@@ -79,3 +79,49 @@ def test_measuring_only_the_buffers_it_can_change_gives_every_buffer_the_same_st
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(np.sort(open_cycles), np.flatnonzero(dense[1] > 0))
     assert dense[2].any() and open_cycles.size  # averages measured, cycles under way
+
+
+def _measure_both(
+    ticks: list[tuple[float, float]], dt: float
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """One buffer through ``ticks`` of (drain B/s, occupancy B), by ``update_departures``
+    and by ``update_departures_at``: each one's (cycle bytes, cycle s, average) after."""
+    out = []
+    for sparse in (False, True):
+        state = _state()
+        open_cycles = np.zeros(0, dtype=np.intp)
+        seen = np.zeros(1, dtype=bool)
+        for drain, occupancy in ticks:
+            d, o = np.array([drain]), np.array([occupancy])
+            if sparse:
+                holding = np.array([0], dtype=np.intp)
+                open_cycles = update_departures_at(d, o, dt, holding, open_cycles, seen, *state)
+            else:
+                update_departures(d, o, dt, *state)
+        out.append(state)
+    return out
+
+
+@pytest.mark.parametrize("kernel", ["dense", "sparse"])
+def test_a_queue_of_exactly_16_kib_starts_a_cycle(kernel: str) -> None:
+    """PIE measures a queue that holds at least dq_threshold (RFC 8033 §5.2: 2^14 bytes)."""
+    at = _measure_both([(0.0, DQ_THRESHOLD_BYTES)], DT)[kernel == "sparse"]
+    just_under = _measure_both([(0.0, DQ_THRESHOLD_BYTES - 1)], DT)[kernel == "sparse"]
+    assert at[1][0] == DT and just_under[1][0] == 0.0
+
+
+@pytest.mark.parametrize("kernel", ["dense", "sparse"])
+def test_cycles_end_at_16_kib_and_average_a_quarter_of_the_newest(kernel: str) -> None:
+    """By hand, with a tick of 2^-20 s (exact in binary): 4,096 B a tick close a cycle in
+    exactly 4 ticks (16,384 B: the cycle ends at the threshold, not past it), at 4,096 ×
+    2^20 B/s, which is the first average; then 2,048 B a tick close one in 8 ticks at
+    2,048 × 2^20 B/s, and the average moves a quarter of the way to it (CYCLE_WEIGHT)."""
+    dt = 2.0**-20
+    fast, slow = 4096.0 / dt, 2048.0 / dt
+    first = _measure_both([(fast, 1e6)] * 4, dt)[kernel == "sparse"]
+    assert first[1][0] == 0.0 and first[0][0] == 0.0  # closed on the 4th tick
+    assert first[2][0] == fast
+    three = _measure_both([(fast, 1e6)] * 3, dt)[kernel == "sparse"]
+    assert three[1][0] == 3 * dt and three[2][0] == 0.0  # still under way after 3
+    both = _measure_both([(fast, 1e6)] * 4 + [(slow, 1e6)] * 8, dt)[kernel == "sparse"]
+    assert both[2][0] == 0.75 * fast + 0.25 * slow
