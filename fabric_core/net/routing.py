@@ -38,7 +38,7 @@ from fabric_core.net.route_rules import (
     UNUSABLE_COST,
     flow_hash,
 )
-from fabric_core.net.topology import Topology, every_candidate_present
+from fabric_core.net.topology import Topology
 
 __all__ = [
     "ADAPTIVE_COST_QUANTUM_S",
@@ -269,22 +269,11 @@ def spray(
         return cast(NDArray[np.intp], order[col])
 
     # with no link down on a fabric that has every candidate, every candidate is usable
-    usable = _has_every_candidate(topo) and bool((link_cost < UNUSABLE_COST).all())
+    usable = topo.has_every_candidate and bool((link_cost < UNUSABLE_COST).all())
     path, nh = _paths(
         topo, src, dst, key, link_cost, None, ways, choose, by_hash if usable else None
     )
     return path.reshape(MAX_HOPS, -1), nh.reshape(-1)
-
-
-#: [(topology, ``every_candidate_present`` of it)], for the last topology sprayed on
-_COMPLETE: list[tuple[Topology, bool]] = []
-
-
-def _has_every_candidate(topo: Topology) -> bool:
-    """``every_candidate_present(topo)``, worked out once per topology (the last one)."""
-    if not _COMPLETE or _COMPLETE[0][0] is not topo:
-        _COMPLETE[:] = [(topo, every_candidate_present(topo))]
-    return _COMPLETE[0][1]
 
 
 def _paths(

@@ -9,6 +9,7 @@ endpoint hangs off in each plane, switch-to-switch link ids) are built here too.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -83,6 +84,12 @@ class Topology:
     def n_links(self) -> int:
         """Number of directed links."""
         return len(self.links)
+
+    @functools.cached_property
+    def has_every_candidate(self) -> bool:
+        """``every_candidate_present(self)``, worked out the first time it is asked (a
+        topology is not changed in place; ``dataclasses.replace`` makes a new one)."""
+        return every_candidate_present(self)
 
     def node_domains(self) -> NDArray[np.int64]:
         """The scale-up domain (node) of every node id: ``k // gpus_per_node`` for the k-th
@@ -239,7 +246,7 @@ def every_candidate_present(topo: Topology) -> bool:
     bandwidth, every (plane, pod, slot) its spine and every (plane, slot, k) its core,
     every leaf is cabled both ways to each spine of its pod and plane, and on 3 tiers
     every spine to each core of its slot. True of the built fat-trees; worked out once
-    per topology by its callers (``CompiledTick.route``, ``routing.spray``)."""
+    per topology (``Topology.has_every_candidate``)."""
     if not (topo.links.bandwidth_Bps > 0).all():
         return False
     spines, cores = topo.spines_by_pod, topo.cores_by_slot

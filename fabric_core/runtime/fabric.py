@@ -163,7 +163,6 @@ class Fabric:
     buffer_bytes = _LinkField[NDArray[np.float64]]()
     occupancy = _LinkField[NDArray[np.float64]]()
     buffer_drain = _LinkField[NDArray[np.float64]]()
-    departure_Bps = _LinkField[NDArray[np.float64]]()
     link_rate = _LinkField[NDArray[np.float64]]()
     known_down = _LinkField[NDArray[np.bool_]]()
     paused = _LinkField[NDArray[np.bool_]]()

@@ -58,7 +58,8 @@ class LinkBook:
     #: per buffer: the rate it drained at in the last tick, B/s
     buffer_drain: F64
     #: per buffer: the departure measurement's cycle under way (bytes, seconds) and the
-    #: average of the cycles done (``kernels.departure``; ``departure_Bps``)
+    #: average of the cycles done (``kernels.departure``; a buffer's departure rate is
+    #: ``departure_rates`` of ``departures``)
     dq_bytes: F64
     dq_s: F64
     dq_avg_Bps: F64
@@ -119,17 +120,12 @@ class LinkBook:
         )
 
     def departures(self) -> Departures:
-        """What a buffer's departure rate is worked out from (``departure_Bps``)."""
+        """What a buffer's departure rate is worked out from (``departure_rates``)."""
         return self.buffer_drain, self.dq_s, self.dq_avg_Bps
-
-    @property
-    def departure_Bps(self) -> F64:
-        """Per buffer: the rate its queued bytes leave at, for a new message's FIFO wait
-        (``kernels.departure.departure_rate``: a measurement over drain cycles, not one
-        tick's drain, which a pause can make all but 0)."""
-        return departure_rates(self.departures())
 
 
 def departure_rates(departures: Departures) -> F64:
-    """Every buffer's departure rate (``kernels.departure.departure_rates``)."""
+    """Per buffer: the rate its queued bytes leave at, for a new message's FIFO wait
+    (``kernels.departure.departure_rate``: a measurement over drain cycles, not one
+    tick's drain, which a pause can make all but 0)."""
     return departure_kernels.departure_rates(*departures)

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from fabric_core.commands import CommandError
 from fabric_core.net import endpoint_costs
 from fabric_core.net.profiles import Profile
-from fabric_core.net.topology import Topology, every_candidate_present
+from fabric_core.net.topology import Topology
 from fabric_core.tick.faster_of_two import FasterOfTwo
 from fabric_core.tick.flows import FlowTable
 from fabric_core.tick.kernels._jit import MOST_THREADS
@@ -68,9 +68,6 @@ class CompiledTick:
     #: [(profile, its data-path fixed cost, its PCIe goodput)], worked out again only
     #: when the profile changes (a ``set`` command makes a new one)
     _figures: list[tuple[Profile, float, float]] = field(default_factory=list, compare=False)
-    #: [(topology, whether it has every routing candidate)] (``every_candidate_present``),
-    #: worked out again only for another topology
-    _complete: list[tuple[Topology, bool]] = field(default_factory=list, compare=False)
     #: the move's per-link and per-buffer sums, kept from tick to tick (``move``): link
     #: rate, then occupancy, drain and inflow with a pad slot; and the links and buffers
     #: the last move's entries used, where they are not 0
@@ -192,17 +189,11 @@ class CompiledTick:
             adaptive,
             np.zeros(0) if size_bytes is None else np.asarray(size_bytes, np.float64),
             self.link_load_bytes,
-            self._has_every_candidate(topo),
+            topo.has_every_candidate,
             np.flatnonzero(known_down) if known_down.any() else np.zeros(0, np.intp),
             topo.links.src,
             topo.links.dst,
         )
-
-    def _has_every_candidate(self, topo: Topology) -> bool:
-        """``every_candidate_present(topo)``, kept for the last topology asked about."""
-        if not self._complete or self._complete[0][0] is not topo:
-            self._complete[:] = [(topo, every_candidate_present(topo))]
-        return self._complete[0][1]
 
     def lanes_and_costs(
         self,
