@@ -211,3 +211,47 @@ async def test_kept_cell_drawings_are_the_tables_own() -> None:
         LinksTable._render_cell = own  # type: ignore[method-assign]
     assert checked["cells"] > 500
     assert checked["kept"] > 100  # the kept drawings were used, and checked
+
+
+async def test_kept_lines_are_the_tables_own() -> None:
+    """Every line of the links table, as kept from paint to paint, equals the line drawn
+    afresh and ``DataTable``'s own line of that row (segments, styles, mouse metadata),
+    while rows move, enter, leave, change and the cursor moves."""
+    base = tables(leaves=4, spines=4, gpus_per_leaf=8)
+    n = len(base[1])
+    rng = np.random.default_rng(5)
+    src = StubSource(snapshot(utilisation=rng.random(n).tolist(), base=base))
+    app = FabtopApp(src, render_interval_s=0.05, table_rows=20)  # type: ignore[arg-type]
+
+    def segments(lines: object) -> list[object]:
+        return [(s.text, s.style, s.control, s.style and s.style.meta) for s in lines]  # type: ignore[attr-defined]
+
+    checked = 0
+    async with app.run_test(size=(130, 42)) as pilot:
+        await pilot.pause()
+        table = app.query_one(LinksTable)
+        for step in range(12):
+            util = np.clip(src.snap.link_state.utilisation + rng.normal(0, 0.03, n), 0, 1)
+            src.set(snapshot(tick=step + 2, utilisation=util.tolist(), base=base))
+            if step % 3 == 1:
+                await pilot.press("down", "down", "down")
+            if step == 7:
+                await pilot.press("s")  # another sort column: the header changes
+            app.refresh_view()
+            await pilot.pause()
+            height = table.size.height
+            kept = [segments(table.render_line(y)) for y in range(height)]
+            keys = [table._header_row_key, *(table._row_locations.get_key(i) for i in range(20))]
+            style = table.rich_style
+            cursor, hover = table.cursor_coordinate, table.hover_coordinate
+            ours = [table._render_line_in_row(k, 0, style, cursor, hover) for k in keys]
+            theirs = [
+                DataTable._render_line_in_row(table, k, 0, style, cursor, hover) for k in keys
+            ]
+            for (a_fixed, a_cells), (b_fixed, b_cells) in zip(ours, theirs, strict=True):
+                assert a_fixed == b_fixed == []
+                assert [segments(c) for c in a_cells] == [segments(c) for c in b_cells]
+            table._clear_caches()
+            assert kept == [segments(table.render_line(y)) for y in range(height)]
+            checked += height
+    assert checked > 200

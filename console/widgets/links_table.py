@@ -1,21 +1,36 @@
 """The links table: the top-N links by a chosen column, updated by difference.
 
-Rows are keyed by link name. A refresh removes the rows that left the top-N,
-adds the ones that entered, rewrites only the cells whose text changed, and
-reorders. Once the operator has moved the cursor off the top row, the cursor
-goes back to the link it was on, wherever that row moved; on the top row it
-watches whatever is hottest. Nothing is ever cleared and rebuilt.
+Rows are keyed by link name. A refresh gives the place of a row that left the
+top-N to one that entered (its key and cells change in place: no row is removed
+and added, which would lay out the whole screen again), rewrites only the cells
+whose text changed, and reorders. Once the operator has moved the cursor off the
+top row, the cursor goes back to the link it was on, wherever that row moved; on
+the top row it watches whatever is hottest. Nothing is ever cleared and rebuilt.
+
+Drawing is by difference too: a cell is drawn again only when it or its style
+changed, a line of the table only when one of its cells (or the cursor, the width,
+the row's place) did, and a plain one-line cell is laid out without Rich's console
+(the same segments as ``DataTable``'s, which a test checks cell by cell).
 """
 
 from __future__ import annotations
 
+from itertools import chain
+from operator import is_
+
 import numpy as np
 from numpy.typing import NDArray
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual._segment_tools import line_crop
+from textual._two_way_dict import TwoWayDict
+from textual.coordinate import Coordinate
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey, RowKey
+from textual.widgets.data_table import ColumnKey, Row, RowKey
 
 from console.fmt import fmt_bitrate, fmt_bytes, fmt_pct, fmt_rate
 from console.linkview import COLUMNS, WIDTHS, LinkRates, stalled_word
@@ -88,6 +103,19 @@ class LinksTable(DataTable[Text]):
         self._drawn: dict[
             tuple[RowKey, ColumnKey], tuple[object, dict[tuple[object, ...], tuple[int, Lines]]]
         ] = {}
+        #: row -> (how its line was drawn, its cells, the line pair): see ``_render_line_in_row``
+        self._row_lines: dict[
+            tuple[RowKey, int], tuple[tuple[object, ...], tuple[object, ...], object]
+        ] = {}
+        #: screen line -> (row line pair, crop, the strip): see ``_render_line``
+        self._strips: dict[int, tuple[object, tuple[object, ...], Strip]] = {}
+        #: what every line's drawing depends on besides its row: see ``render_lines``
+        self._frame: tuple[object, ...] = ()
+        #: the table's width and its columns' as of the paint under way
+        self._width = 0
+        self._widths: tuple[int, ...] = ()
+        #: header, even and odd row styles: see ``render_lines``
+        self._row_styles: tuple[Style, Style, Style] = (Style(), Style(), Style())
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)  # clears the caches
         self._cells: dict[str, tuple[str, ...]] = {}
         self._order: list[str] = []
@@ -156,35 +184,79 @@ class LinksTable(DataTable[Text]):
         return list(self._order)
 
     def show(self, rows: list[tuple[str, ...]]) -> None:
-        """Make the table show ``rows`` (first cell = link name) in that order."""
+        """Make the table show ``rows`` (first cell = link name) in that order, and
+        repaint only the rows whose link or cells changed."""
         keep_on = self.cursor_link
+        before = [self._cells[name] for name in self._order]
         wanted = {row[0]: row for row in rows}
-        for name in [n for n in self._cells if n not in wanted]:
+        leaving = [n for n in self._cells if n not in wanted]
+        entering = [n for n in wanted if n not in self._cells]
+        # a row that enters takes the place of one that left: same count, no layout
+        for old, new in zip(leaving, entering, strict=False):
+            self._rekey_row(old, wanted[new])
+        for name in leaving[len(entering) :]:
             self.remove_row(name)
-            del self._cells[name]
-            for column in COLUMNS:
-                self._drawn.pop((RowKey(name), ColumnKey(column)), None)
+            self._forget(name)
         columns = list(COLUMNS)
+        for name in entering[len(leaving) :]:
+            row = wanted[name]
+            self.add_row(*(self._cell(c, v) for c, v in zip(columns, row, strict=True)), key=name)
+            self._cells[name] = row
         for name, row in wanted.items():
-            old = self._cells.get(name)
-            if old is None:
-                self.add_row(
-                    *(self._cell(c, v) for c, v in zip(columns, row, strict=True)), key=name
-                )
-            elif old != row:
-                for c, (a, b) in enumerate(zip(old, row, strict=True)):
-                    if a != b:
-                        self.update_cell(name, columns[c], self._cell(columns[c], b))
+            old_row = self._cells[name]
+            if old_row is row:
+                continue
+            # as update_cell does, without a repaint and an update count per cell
+            data = self._data[RowKey(name)]
+            for c, (a, b) in enumerate(zip(old_row, row, strict=True)):
+                if a != b:
+                    data[ColumnKey(columns[c])] = self._cell(columns[c], b)
             self._cells[name] = row
         order = [row[0] for row in rows]
         if order != self._order:
-            rank = {name: i for i, name in enumerate(order)}
-            self.sort("link", key=lambda cell: rank[cell.plain])
+            # as sort() orders the rows, without repainting them all
+            self._row_locations = TwoWayDict({RowKey(name): i for i, name in enumerate(order)})
             self._order = order
+        if rows != before:
+            self._update_count += 1
+            if len(rows) != len(before):
+                self.refresh()
+            else:
+                for index, (was, now) in enumerate(zip(before, rows, strict=True)):
+                    if was != now:
+                        self.refresh_row(index)
         if self.follow_link and keep_on is not None and keep_on in wanted:
             index = self.get_row_index(keep_on)
             if index != self.cursor_row:
                 self.move_cursor(row=index, animate=False)
+
+    def _rekey_row(self, old: str, row: tuple[str, ...]) -> None:
+        """Give row ``old``'s place to link ``row[0]`` with ``row``'s cells: what
+        ``remove_row`` then ``add_row`` and a sort would leave, without the layout
+        of the whole screen they ask for (the row count, column widths and row
+        heights stay). The caller counts the update and repaints."""
+        old_key, new_key = RowKey(old), RowKey(row[0])
+        index = self._row_locations.get(old_key)
+        assert index is not None
+        del self._row_locations[old_key]
+        self._row_locations[new_key] = index
+        del self.rows[old_key]
+        self.rows[new_key] = Row(new_key, 1)
+        del self._data[old_key]
+        self._data[new_key] = {
+            ColumnKey(c): self._cell(c, v) for c, v in zip(COLUMNS, row, strict=True)
+        }
+        self._forget(old)
+        self._cells[row[0]] = row
+
+    def _forget(self, name: str) -> None:
+        """Drop what was kept of a row that left."""
+        del self._cells[name]
+        key = RowKey(name)
+        for column in COLUMNS:
+            self._drawn.pop((key, ColumnKey(column)), None)
+        for line in [k for k in self._row_lines if k[0] == key]:
+            del self._row_lines[line]
 
     def _moved_by_operator(self) -> None:
         self.follow_link = self.cursor_row != 0
@@ -272,18 +344,226 @@ class LinksTable(DataTable[Text]):
                 for line in drawn[1]
             ]
         else:
-            lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            lines = self._draw_cell(
+                row_key, cell, row_index, column_index, base_style, width, cursor, hover
+            )
             if len(drawings) >= self.DRAWINGS_KEPT:
                 del drawings[next(iter(drawings))]
         drawings[how] = (row_index, lines)
         return lines
 
+    def _draw_cell(
+        self,
+        row_key: RowKey,
+        cell: object,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool,
+        hover: bool,
+    ) -> Lines:
+        """A data cell drawn as ``DataTable._render_cell`` draws it, without Rich's console
+        for the cells this table holds (one line of text without spans, left or right
+        justified, that fits): padding, the text (a right-justified one with its leading
+        blanks), the blanks after a left-justified one, padding. Anything else goes to
+        ``DataTable``."""
+        pad = self.cell_padding
+        room = width - 2 * pad
+        if (
+            type(cell) is not Text
+            or cell.spans
+            or pad <= 0
+            or self.rows[row_key].height != 1
+            or "\n" in cell.plain
+            or cell.justify not in (None, "default", "left", "right")
+            or (cell.justify == "right" and cell.style)
+            or not 0 < cell_len(cell.plain) <= room
+        ):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        fixed = row_index < self.fixed_rows or column_index < self.fixed_columns
+        component, post = self._get_styles_to_render_cell(
+            False,
+            False,
+            fixed,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
+        pre = base_style + Style.from_meta({"row": row_index, "column": column_index})
+        pre = pre + component
+        plain = cell.plain
+        blank = pre + post if post else pre
+        spaces = " " * pad
+        blanks = room - cell_len(plain)
+        if cell.justify == "right":
+            return [
+                [
+                    Segment(spaces, blank),
+                    Segment(" " * blanks + plain, blank),
+                    Segment(spaces, blank),
+                ]
+            ]
+        if cell.style:
+            own = pre + self.app.console.get_style(cell.style)
+            styled = own + post if post else own
+        else:
+            styled = blank
+        line = [Segment(spaces, blank), Segment(plain, styled)]
+        if blanks:
+            line.append(Segment(" " * blanks, blank))
+        line.append(Segment(spaces, blank))
+        return [line]
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # what every line's drawing depends on besides its row: worked out once a paint
+        self._width = self.size.width
+        self._widths = tuple(column.get_render_width(self) for column in self.ordered_columns)
+        self._frame = (
+            self._width,
+            self._widths,
+            self.cell_padding,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_type,
+        )
+        component = self.get_component_styles
+        self._row_styles = (
+            component("datatable--header").rich_style,
+            component("datatable--even-row").rich_style,
+            component("datatable--odd-row").rich_style,
+        )
+        return super().render_lines(crop)
+
+    def _render_line_in_row(
+        self,
+        row_key: RowKey,
+        line_no: int,
+        base_style: Style,
+        cursor_location: Coordinate,
+        hover_location: Coordinate,
+    ) -> tuple[Lines, Lines]:
+        """A row's line, drawn again only when one of its cells, its place, the cursor
+        or hover on it, or the table's width or columns changed (``DataTable`` keys it
+        on a count of all updates: one changed cell drew every line again)."""
+        if (
+            not self._frame  # not within a paint (render_lines)
+            or self.cursor_type != "row"
+            or self.fixed_columns
+            or self.fixed_rows
+            or (self._labelled_row_exists and self.show_row_labels)
+        ):
+            return super()._render_line_in_row(
+                row_key, line_no, base_style, cursor_location, hover_location
+            )
+        if row_key is self._header_row_key:
+            row_index = -1
+            cells: tuple[object, ...] = tuple(c.label for c in self.ordered_columns)
+        else:
+            found = self._row_locations.get(row_key)
+            row_index = -1 if found is None else found
+            cells = tuple(self._data[row_key].values())
+        how = (
+            base_style,
+            row_index,
+            cursor_location.row == row_index,
+            hover_location.row == row_index,
+            self._pseudo_class_state,
+            self._frame,
+        )
+        slot = (row_key, line_no)
+        kept = self._row_lines.get(slot)
+        if (
+            kept is not None
+            and kept[0] == how
+            and len(kept[1]) == len(cells)
+            and all(map(is_, kept[1], cells))
+        ):
+            return kept[2]  # type: ignore[return-value]
+        pair = self._draw_line_in_row(row_index, line_no, cursor_location, hover_location)
+        self._row_lines[slot] = (how, cells, pair)
+        return pair
+
+    def _draw_line_in_row(
+        self, row_index: int, line_no: int, cursor_location: Coordinate, hover_location: Coordinate
+    ) -> tuple[Lines, Lines]:
+        """``DataTable._render_line_in_row`` for a row cursor, without fixed rows, fixed
+        columns or row labels, with the row styles looked up once a paint (a test holds
+        it to ``DataTable``'s)."""
+        header, even, odd = self._row_styles
+        if row_index == -1:
+            row_style = header
+        elif self.zebra_stripes:
+            row_style = odd if row_index % 2 else even
+        else:
+            row_style = self.rich_style
+        on_cursor = cursor_location.row == row_index
+        on_hover = hover_location.row == row_index
+        render_cell = self._render_cell
+        scrollable_row = [
+            render_cell(row_index, c, row_style, width, cursor=on_cursor, hover=on_hover)[line_no]
+            for c, width in enumerate(self._widths)
+        ]
+        remaining_space = max(0, self._width - sum(self._widths) - self._row_label_column_width)
+        extend_style, _ = self._get_styles_to_render_cell(
+            row_index == -1,
+            False,
+            False,
+            hover_location.row == (row_index or 0),
+            on_cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            False,
+            False,
+        )
+        extend_style = row_style + extend_style
+        extend_style += Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
+        scrollable_row.append([Segment(" " * remaining_space, extend_style)])
+        return ([], scrollable_row)
+
+    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
+        """A screen line of the table, made again only when its row's line (or the crop)
+        changed; as ``DataTable._render_line`` makes it."""
+        width = self.size.width
+        try:
+            row_key, y_offset_in_row = self._get_offsets(y)
+        except LookupError:
+            return Strip.blank(width, base_style)
+        pair = self._render_line_in_row(
+            row_key,
+            y_offset_in_row,
+            base_style,
+            cursor_location=self.cursor_coordinate,
+            hover_location=self.hover_coordinate,
+        )
+        crop = (x1, x2, width, base_style)
+        kept = self._strips.get(y)
+        if kept is not None and kept[0] is pair and kept[1] == crop:
+            return kept[2]
+        fixed, scrollable = pair
+        fixed_width = sum(
+            column.get_render_width(self) for column in self.ordered_columns[: self.fixed_columns]
+        )
+        fixed_line: list[Segment] = list(chain.from_iterable(fixed)) if fixed else []
+        scrollable_line: list[Segment] = list(chain.from_iterable(scrollable))
+        segments = fixed_line + line_crop(scrollable_line, x1 + fixed_width, x2, width)
+        strip = Strip(segments).adjust_cell_length(width, base_style).simplify()
+        self._strips[y] = (pair, crop, strip)
+        return strip
+
     def _clear_caches(self) -> None:
         super()._clear_caches()
         self._drawn.clear()
+        self._row_lines.clear()
+        self._strips.clear()
 
     def notify_style_update(self) -> None:
         self._drawn.clear()
+        self._row_lines.clear()
+        self._strips.clear()
         super().notify_style_update()
 
     @staticmethod
