@@ -92,9 +92,14 @@ rate_per_s = 20000
 
 
 def cell_styles(fabric_map: FabricMap) -> list[str]:
-    """The style of each ■ the map draws, in order."""
+    """The style of each ■ the map draws, in order (a run of cells alike is one span)."""
     text = fabric_map.render()
-    return [str(s.style) for s in text.spans if text.plain[s.start : s.end] == "■"]
+    return [
+        str(s.style)
+        for s in text.spans
+        if set(text.plain[s.start : s.end]) == {"■"}
+        for _ in range(s.end - s.start)
+    ]
 
 
 async def test_a_wide_tier_shows_a_cell_per_pod_and_enter_drills_into_one(
@@ -124,9 +129,15 @@ async def test_a_wide_tier_shows_a_cell_per_pod_and_enter_drills_into_one(
             worst = [i for i, s in enumerate(cells) if s.startswith(WORST)]
             assert worst == [4], cells
 
+        # the label counts the row's nodes and the groups they form
+        assert f"leaf {PODS * PER_POD} in {PODS} groups: " in fabric_map.render().plain
+
         await pilot.press("down", "down", *["right"] * 4)  # the leaf row, pod 4
         assert fabric_map.selected_name == "pod 4"
         assert "pod 4  (Enter: its nodes)" in fabric_map.render().plain
+        # the cursor's cell alone is drawn reversed, within a run of cells alike or not
+        styles = cell_styles(fabric_map)
+        assert [i for i, s in enumerate(styles) if "reverse" in s] == [PODS + 4]
         await pilot.press("enter")
         assert fabric_map.drilled == 4
         assert [row.label for row in fabric_map.rows] == ["spine", "leaf", "gpu"]

@@ -84,6 +84,10 @@ class FabricMap(Widget, can_focus=True):
         self.severity_names: tuple[str, ...] = SEVERITY_NAMES
         #: what the last render drew, row by row (see ``_row_levels``)
         self._drawn: tuple[bytes, ...] | None = None
+        #: the rows' levels as last worked out, and for which rows and severities
+        self._levels: list[NDArray[np.int8] | NDArray[np.intp]] = []
+        self._levels_of: tuple[int, int] = (-1, -1)
+        self._severity_version = 0
 
     def show(self, snap: Snapshot, node_sev: NDArray[np.int8]) -> None:
         """Recolour from a snapshot's node severities; redraws only when a cell (or a
@@ -98,12 +102,25 @@ class FabricMap(Widget, can_focus=True):
             self.drilled = None
             self.rows = self._tiers
             self.cursor = (0, 0)
-            self._severity = node_sev.copy()
+            self._set_severity(node_sev)
             self.refresh(layout=True)
         elif not np.array_equal(node_sev, self._severity):
-            self._severity = node_sev.copy()
-            if self._drawn != tuple(self._row_levels(row).tobytes() for row in self.rows):
+            self._set_severity(node_sev)
+            if self._drawn != tuple(a.tobytes() for a in self._levels_now()):
                 self.refresh()
+
+    def _set_severity(self, node_sev: NDArray[np.int8]) -> None:
+        self._severity = node_sev.copy()
+        self._severity_version += 1
+
+    def _levels_now(self) -> list[NDArray[np.int8] | NDArray[np.intp]]:
+        """Every row's levels (``_row_levels``), worked out once per change of the rows
+        or of the severities: the check for a change and the render share them."""
+        of = (id(self.rows), self._severity_version)
+        if of != self._levels_of:
+            self._levels = [self._row_levels(row) for row in self.rows]
+            self._levels_of = of
+        return self._levels
 
     @staticmethod
     def _build_rows(snap: Snapshot, groups: NodeGroups | None) -> list[MapRow]:
@@ -226,7 +243,7 @@ class FabricMap(Widget, can_focus=True):
 
     def render(self) -> Text:
         """One line (wrapped) per tier; the focused cell is underlined and bold."""
-        levels = [self._row_levels(row) for row in self.rows]
+        levels = self._levels_now()
         self._drawn = tuple(a.tobytes() for a in levels)
         text = Text()
         cur_r, cur_c = self.cursor
@@ -247,22 +264,40 @@ class FabricMap(Widget, can_focus=True):
                         text.append(" ")
                 continue
             if row.grouped:
-                text.append(f"{len(row.cells)} groups of {row.nodes.size}: ", "dim")
+                text.append(f"{row.nodes.size} in {len(row.cells)} groups: ", "dim")
             compact = row.grouped or row.label in ("gpu", "storage") or len(row.cells) > 32
             cell_width = 1 if compact else max(len(self._names[m]) for m in row.cells) + 3
             lead = LABEL_WIDTH
             per_line = max(1, (self.size.width - lead) // cell_width) if self.size.width else 0
-            for c, level in enumerate(levels[r].tolist()):
+            cells = levels[r].tolist()
+            at = cur_c if r == cur_r and self.has_focus else -1  # the cursor's cell
+            c = 0
+            while c < len(cells):
                 if per_line and c and c % per_line == 0:
                     text.append("\n" + " " * lead)  # wrap under the first cell, not the label
+                level = cells[c]
                 style = SEVERITY_STYLES[level]
-                if r == cur_r and c == cur_c and self.has_focus:
+                if c == at:
                     style += " bold underline reverse"
                 if compact:
-                    text.append("■", style)
-                else:
-                    text.append(f" {self._names[row.cells[c]]} ".ljust(cell_width - 1), style)
-                    text.append(" ")
+                    # a run of cells alike is one span (a map of thousands of nodes draws
+                    # a few dozen spans, not a span per cell): to the end of the line, the
+                    # cursor or the first cell unlike it
+                    end = len(cells)
+                    if per_line:
+                        end = min(end, (c // per_line + 1) * per_line)
+                    if c < at < end:
+                        end = at
+                    run = c + 1
+                    if c != at:
+                        while run < end and cells[run] == level:
+                            run += 1
+                    text.append("■" * (run - c), style)
+                    c = run
+                    continue
+                text.append(f" {self._names[row.cells[c]]} ".ljust(cell_width - 1), style)
+                text.append(" ")
+                c += 1
         if self.has_focus and self.rows:
             name = self.selected_name
             row = self.rows[min(cur_r, len(self.rows) - 1)]
