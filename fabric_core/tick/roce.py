@@ -308,6 +308,18 @@ class RoceFlowControl:
         f.dropped_bytes += dropped
         f.link_book.occupancy = occupancy
         dc.cnps_total += n_cnp
+        self.report_after_tick(f, idx, new_backlog, fired, any_blocked)
+
+    def report_after_tick(
+        self,
+        f: FlowControlHost,
+        idx: EntryIndex,
+        new_backlog: NDArray[np.float64],
+        fired: NDArray[np.intp],
+        any_blocked: bool,
+    ) -> None:
+        """The compiled tick's events: the queues whose PFC watchdog fired, and a deadlock
+        among the paused queues whose senders are stopped (``any_blocked``)."""
         _report_watchdog(f, fired)
         self._watch_deadlock(f, idx, new_backlog, any_blocked)
 

@@ -49,6 +49,15 @@ class Workload:
         """Flows to start in the tick [now, now + dt)."""
         return FlowRequests.empty()
 
+    def quiet_until(self, now_s: float, dt_s: float) -> float:
+        """A time before which ``generate`` starts no flow and changes nothing (neither
+        this workload nor the generator), as things stand at ``now_s`` with ticks of
+        ``dt_s``: the fabric may run the ticks that start before it without calling
+        ``generate``
+        (``fabric_core.runtime.uneventful``). A completion or a command may bring it
+        forward; both go through Python, which asks again. The base promises nothing."""
+        return now_s
+
     def on_complete(self, done: Completions, now_s: float) -> None:
         """Flows of this workload that completed."""
 

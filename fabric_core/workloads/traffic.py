@@ -102,6 +102,10 @@ class Bulk(Workload):
         self._seq += src.size
         return _requests(src, dst, self.size_bytes, tag, now_s)
 
+    def quiet_until(self, now_s: float, dt_s: float) -> float:
+        # every sender is topped up until a completion (or ``start``) says otherwise
+        return now_s if self.running and self._owed else float("inf")
+
     def on_complete(self, done: Completions, now_s: float) -> None:
         traffic_kernels.count_finished(self.in_flight, done.src)
         self._owed = True
@@ -163,6 +167,11 @@ class Incast(Workload):
         dst = np.full(src.size, self.target, dtype=np.int64)
         return _requests(src, dst, self.size_bytes, np.full(src.size, burst), now_s)
 
+    def quiet_until(self, now_s: float, dt_s: float) -> float:
+        if not self.running or (self.count and self._burst >= self.count):
+            return float("inf")
+        return self._next_s  # the next burst
+
     def on_complete(self, done: Completions, now_s: float) -> None:
         self.histogram("fct_seconds").observe_many(done.latency_s)
         for burst in np.unique(done.tag):
@@ -219,6 +228,10 @@ class AllToAll(Workload):
         self._round += 1
         return _requests(src, dst, self.size_bytes, np.full(src.size, self._round), now_s)
 
+    def quiet_until(self, now_s: float, dt_s: float) -> float:
+        # a round in flight ends with a completion
+        return float("inf") if not self.running or self._busy else self._next_s
+
     def on_complete(self, done: Completions, now_s: float) -> None:
         self._left -= done.tag.size
         self.histogram("message_seconds").observe_many(done.latency_s)
@@ -266,6 +279,10 @@ class Rpc(Workload):
         self.sent += src.size
         return _requests(src, dst, self.size_bytes, tag, now_s)
 
+    def quiet_until(self, now_s: float, dt_s: float) -> float:
+        # a Poisson process draws every tick, whether or not a message starts
+        return now_s if self.running else float("inf")
+
     def on_complete(self, done: Completions, now_s: float) -> None:
         self.histogram("message_seconds").observe_many(done.latency_s)
 
@@ -305,6 +322,12 @@ class Scripted(Workload):
             tag=np.array(due, dtype=np.int64),
             ready_s=np.full(len(rows), now_s),
         )
+
+    def quiet_until(self, now_s: float, dt_s: float) -> float:
+        if not self.running or self._next >= len(self.flows):
+            return float("inf")
+        # a flow is due in the tick it falls in (``generate``): a tick before that
+        return self.flows[self._next][3] - dt_s
 
     def on_complete(self, done: Completions, now_s: float) -> None:
         self.histogram("fct_seconds").observe_many(done.latency_s)
@@ -358,6 +381,14 @@ class Pairs(Workload):
         tag = (np.arange(self._seq, self._seq + pair.size) << 20) | pair
         self._seq += pair.size
         return _requests(self.src[pair], self.dst[pair], self.size_bytes, tag, now_s)
+
+    def quiet_until(self, now_s: float, dt_s: float) -> float:
+        if not self.running or now_s >= self.until_s:
+            return float("inf")
+        if now_s + 1e-15 < self.start_s:
+            return self.start_s
+        # every pair topped up: nothing starts until a completion
+        return now_s if (self.in_flight < self.outstanding).any() else float("inf")
 
     def on_complete(self, done: Completions, now_s: float) -> None:
         np.subtract.at(self.in_flight, done.tag & ((1 << 20) - 1), 1)

@@ -1,0 +1,220 @@
+"""Uneventful ticks run in one compiled call (``fabric_core.runtime.uneventful``) leave the
+fabric exactly as the same ticks run one by one through ``Fabric.step``: every array of
+the flow table, the link book, the PFC queues and the DCQCN senders, the totals, the
+generator's state, the throughput window, the fault tracking's history, the latency
+histograms and the event log. And they are run: most ticks of a quiet fabric go through
+the compiled loop, none of a fabric with a Poisson workload (its draws every tick)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fabric_core.net.profiles import NATIVE_400G, NATIVE_800G, ROCE_400G
+from fabric_core.net.topology import leaf_spine
+from fabric_core.runtime import uneventful
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
+from fabric_core.workloads.traffic import AllToAll, Bulk, Incast, Pairs, Rpc, Scripted
+from tests.helpers import draw_flows
+
+
+def _arrays(obj: object, prefix: str, out: dict[str, Any]) -> None:
+    for name, value in vars(obj).items():
+        if isinstance(value, np.ndarray):
+            out[prefix + name] = value.copy()
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                if isinstance(inner, np.ndarray):
+                    out[f"{prefix}{name}.{key}"] = inner.copy()
+
+
+def state(f: Fabric) -> dict[str, Any]:
+    """Everything a tick may change, as plain values (the generator by its next draws,
+    which leaves the fabric's own generator as it was)."""
+    out: dict[str, Any] = {}
+    _arrays(f.flows, "flows.", out)
+    _arrays(f.link_book, "links.", out)
+    if f.roce is not None:
+        _arrays(f.roce.pfc, "pfc.", out)
+        _arrays(f.roce.dcqcn, "dcqcn.", out)
+        out["cnps"] = f.roce.dcqcn.cnps_total
+        out["deadlocks"] = f.roce.deadlocks
+        out["deadlock_set"] = f.roce._deadlock_set
+        if f.roce._pause is not None:
+            _arrays(f.roce._pause, "pause.", out)
+    for name in ("tick", "sim_time_s", "delivered_bytes", "dropped_bytes", "hop_updates"):
+        out[name] = getattr(f, name)
+    out["completed"] = f.completed_flows
+    out["rng"] = copy.deepcopy(f.rng).random(4)
+    out["window"] = list(f._window)
+    out["history"] = list(f.faults.delivered_history)
+    out["latency"] = {c: h.freeze().counts.tolist() for c, h in f.class_hist.items()}
+    out["events"] = [(e.time_s, e.kind, e.target, e.message) for e in f.events]
+    if f.solution is not None:
+        out["solution"] = f.solution.padded.copy()
+    return out
+
+
+def assert_same(a: dict[str, Any], b: dict[str, Any]) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        if isinstance(a[key], np.ndarray):
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+        else:
+            assert a[key] == b[key], key
+
+
+def run_both(build: Any, ticks: int, batch: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The fabric ``build()`` makes, run ``ticks`` ticks one by one and in batches of
+    ``batch`` (uneventful ones at once), compared after every batch; returns the ticks
+    run at once."""
+    one_by_one, at_once = build(), build()
+    counted = [0]
+    run = uneventful.run
+
+    def counting(f: Fabric, most: int) -> int:
+        ran = run(f, most) if f is at_once else 0
+        counted[0] += ran
+        return ran
+
+    monkeypatch.setattr(uneventful, "run", counting)
+    done = 0
+    while done < ticks:
+        n = min(batch, ticks - done)
+        one_by_one.run_ticks(n)
+        at_once.run_ticks(n)
+        done += n
+        assert_same(state(one_by_one), state(at_once))
+    assert at_once.completed_flows > 0  # flows finished inside the batches
+    return counted[0]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "profile", "least"),
+    [
+        ("incast-100g", None, 0.95),  # RoCE, DCQCN: the incast to its end
+        ("incast-100g", "native-400g", 0.95),  # credits
+        ("incast-100g", "native-800g", 0.95),  # sprayed sub-flows
+        ("pfc-deadlock", "roce-400g", 0.8),  # a deadlock reported from a tick run at once
+        ("chaos-linkdown", "roce-400g", 0.3),  # quiet until the fault, then tick by tick
+        ("chaos-recovery", "native-400g", 0.3),
+    ],
+)
+def test_ticks_run_at_once_leave_the_fabric_as_ticks_run_one_by_one(
+    scenario: str, profile: str | None, least: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ticks = 1100
+
+    def build() -> Fabric:
+        return Fabric.from_scenario(load_scenario(scenario, profile=profile))
+
+    assert run_both(build, ticks, 97, monkeypatch) >= least * ticks
+
+
+def test_a_fabric_with_a_poisson_workload_runs_every_tick_through_python(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The default scenario's RPC probes draw their arrivals every tick: no tick is
+    uneventful, and the results are the same."""
+
+    def build() -> Fabric:
+        return Fabric.from_scenario(load_scenario("default"))
+
+    assert run_both(build, 120, 40, monkeypatch) == 0
+
+
+@pytest.mark.parametrize("prof", [NATIVE_400G, ROCE_400G, NATIVE_800G], ids=lambda p: p.name)
+def test_an_idle_fabric_between_flows_passes_its_ticks_at_once(
+    prof: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two flows 300 µs apart: the ticks between, with nothing in flight, pass at once."""
+    topo = leaf_spine(prof, leaves=2, spines=2, gpus_per_leaf=2)
+    idx = topo.nodes.index
+    rows = [
+        (idx["gpu0000"], idx["gpu0003"], 2e5, 0.0),
+        (idx["gpu0001"], idx["gpu0002"], 3e5, 300e-6),
+    ]
+
+    def build() -> Fabric:
+        wl = Scripted(name="two", traffic_class="bulk", flows=list(rows))
+        return Fabric(topo, prof, [wl], dt_s=1e-6, seed=3)
+
+    assert run_both(build, 500, 64, monkeypatch) > 400
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_flows_and_batches_give_the_same_fabric(data: st.DataObject) -> None:
+    """Random scripted flows on a small fabric, credit or PFC, in random batches."""
+    prof = data.draw(st.sampled_from([NATIVE_400G, ROCE_400G, NATIVE_800G]))
+    topo = leaf_spine(prof, leaves=2, spines=2, gpus_per_leaf=3)
+    rows = draw_flows(data.draw, topo.gpus, 6)
+    batches = data.draw(st.lists(st.integers(1, 60), min_size=4, max_size=12))
+
+    def build() -> Fabric:
+        wl = Scripted(name="random", traffic_class="bulk", flows=list(rows))
+        return Fabric(topo, prof, [wl], dt_s=1e-6, seed=5)
+
+    one_by_one, at_once = build(), build()
+    for n in batches:
+        for _ in range(n):
+            one_by_one.step()
+        at_once.run_ticks(n)
+        assert_same(state(one_by_one), state(at_once))
+
+
+def _workloads() -> list[Any]:
+    return [
+        Bulk(name="bulk", traffic_class="bulk", senders_spec=4, size_bytes=1e5),
+        Incast(name="incast", traffic_class="bulk", senders_spec=3, period_s=40e-6),
+        AllToAll(name="a2a", traffic_class="bulk", ranks_spec=3, size_bytes=2e4, period_s=30e-6),
+        Pairs(name="pairs", traffic_class="bulk", pair_names=[("gpu0000", "gpu0005")]),
+        Scripted(name="script", traffic_class="bulk", flows=[(0, 5, 1e4, 57e-6)]),
+        Rpc(name="rpc", traffic_class="bulk", rate_per_s=2e4),
+    ]
+
+
+@pytest.mark.parametrize("pick", range(6), ids=[w.kind for w in _workloads()])
+def test_a_workload_is_silent_before_the_time_it_says_it_is_quiet_until(pick: int) -> None:
+    """At every tick of a run, ``generate`` called on a copy for each tick that starts
+    before ``quiet_until`` (with half a tick to spare, as the fabric asks) starts nothing
+    and changes neither the workload nor the generator."""
+    topo = leaf_spine(NATIVE_400G, leaves=2, spines=1, gpus_per_leaf=3)
+    wl = _workloads()[pick]
+    fabric = Fabric(topo, NATIVE_400G, [wl], dt_s=1e-6, seed=2)
+    quiet_ticks = 0
+    for _ in range(120):
+        now, dt = fabric.sim_time_s, fabric.dt_s
+        until = wl.quiet_until(now, dt)
+        ahead, rng = copy.deepcopy(wl), copy.deepcopy(fabric.rng)
+        before = copy.deepcopy(ahead)
+        k = 0
+        while now + k * dt + 0.5 * dt < until and k < 50:
+            assert len(ahead.generate(now + k * dt, dt, rng)) == 0
+            k += 1
+        quiet_ticks += k
+        assert _fields(ahead) == _fields(before)
+        np.testing.assert_array_equal(rng.random(3), copy.deepcopy(fabric.rng).random(3))
+        fabric.step()
+    if wl.kind != "rpc":  # (a Poisson process is never quiet while it runs)
+        assert quiet_ticks > 0
+
+
+def _fields(wl: Any) -> list[Any]:
+    """The workload's state, comparable: arrays as lists, histograms by their counts."""
+    out = []
+    for f in dataclasses.fields(wl):
+        v = getattr(wl, f.name)
+        if isinstance(v, np.ndarray):
+            v = v.tolist()
+        elif f.name == "histograms":
+            v = {k: h.freeze().counts.tolist() for k, h in v.items()}
+        out.append((f.name, v))
+    return out
