@@ -130,7 +130,7 @@ async def test_a_wide_tier_shows_a_cell_per_pod_and_enter_drills_into_one(
             assert worst == [4], cells
 
         # the label counts the row's nodes and the groups they form
-        assert f"leaf {PODS * PER_POD} in {PODS} groups: " in fabric_map.render().plain
+        assert f"leaf {PODS * PER_POD:,} in {PODS} groups: " in fabric_map.render().plain
 
         await pilot.press("down", "down", *["right"] * 4)  # the leaf row, pod 4
         assert fabric_map.selected_name == "pod 4"

@@ -255,16 +255,16 @@ class FabricMap(Widget, can_focus=True):
                 text.append("\n")
             text.append(f"{row.label:>{LABEL_WIDTH - 1}} ", "bold")
             if not row.walkable:
-                text.append(f"{len(row.cells)} nodes: ")
+                text.append(f"{len(row.cells):,} nodes: ")
                 for level, n in enumerate(levels[r].tolist()):
                     if n:
                         text.append(
-                            f" {self.severity_names[level]}\u00a0{n} ", SEVERITY_STYLES[level]
+                            f" {self.severity_names[level]}\u00a0{n:,} ", SEVERITY_STYLES[level]
                         )
                         text.append(" ")
                 continue
             if row.grouped:
-                text.append(f"{row.nodes.size} in {len(row.cells)} groups: ", "dim")
+                text.append(f"{row.nodes.size:,} in {len(row.cells):,} groups: ", "dim")
             compact = row.grouped or row.label in ("gpu", "storage") or len(row.cells) > 32
             cell_width = 1 if compact else max(len(self._names[m]) for m in row.cells) + 3
             lead = LABEL_WIDTH

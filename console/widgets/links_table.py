@@ -376,6 +376,7 @@ class LinksTable(DataTable[Text]):
             or pad <= 0
             or self.rows[row_key].height != 1
             or "\n" in cell.plain
+            or "\t" in cell.plain
             or cell.justify not in (None, "default", "left", "right")
             or (cell.justify == "right" and cell.style)
             or not 0 < cell_len(cell.plain) <= room
