@@ -288,6 +288,16 @@ class EndpointModel:
         wire = np.where(src != dst, size / self.wire_Bps[src], 0.0)
         return np.maximum(wqe, wire)
 
+    def quiet_until(self, now_s: float, dt_s: float) -> float:
+        """A time before which ``release`` releases nothing and changes nothing: none
+        while a message waits for a send-queue slot (it is admitted as slots free), else a
+        tick before the next message's first byte is due (``release``'s test)."""
+        if self.waiting.src.size:
+            return now_s
+        if self.pending.ready_s.size == 0:
+            return float("inf")
+        return float(self.pending.ready_s.min()) - dt_s
+
     def release(self, now_s: float, dt_s: float) -> tuple[FlowRequests, NDArray[np.float64]]:
         """Messages whose first byte reaches the wire in [now, now + dt) as flow requests,
         and their request times (for the workload's own accounting)."""

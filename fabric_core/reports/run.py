@@ -22,7 +22,9 @@ def run_for(
     ticks = max(1, math.ceil(duration_s / fabric.dt_s - 1e-9))
     wall0 = time.perf_counter()
     hop0 = fabric.hop_updates
-    batch = max(1, ticks // 200)
+    # some 200 progress reports, in batches of at least 100 ticks (uneventful ticks run
+    # several to a call: a batch of a few would pay the call for each)
+    batch = max(min(ticks, 100), ticks // 200)
     done = 0
     while done < ticks:
         n = min(batch, ticks - done)

@@ -520,7 +520,11 @@ class Fabric:
             left -= ran
 
     def step(self) -> None:
-        """Advance one tick of ``dt_s``, in the order docs/ARCHITECTURE.md lists."""
+        """Advance one tick of ``dt_s``, in the order docs/ARCHITECTURE.md lists.
+
+        ``kernels.uneventful`` runs steps 4-7 of an uneventful tick in the same order with
+        the same arrays (``run_ticks``): a change here is a change there
+        (``tests/test_uneventful.py`` holds the two to the same results bit for bit)."""
         dt = self.dt_s
         now = self.sim_time_s
         self._apply_due(now)  # 1. scheduled commands; faults whose time is up end

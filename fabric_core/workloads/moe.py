@@ -302,6 +302,20 @@ class MoEAllToAll(Workload):
             )
         return req
 
+    def quiet_until(self, now_s: float, dt_s: float) -> float:
+        if self.ep is None or (self._first_post_due and self.running):
+            return now_s
+        if self.scaleup is not None and self.scaleup.in_flight:
+            return now_s  # NVLink transfers move every tick
+        until = self.ep.quiet_until(now_s, dt_s)
+        if (
+            self.phase == "between"
+            and self.running
+            and (self.layers == 0 or self.layer < self.layers)
+        ):
+            until = min(until, self._next_dispatch_s - dt_s)  # (``generate``'s test)
+        return until
+
     def _done(
         self,
         tag: NDArray[np.int64],
