@@ -237,11 +237,20 @@ async def test_kept_lines_are_the_tables_own() -> None:
                 await pilot.press("down", "down", "down")
             if step == 7:
                 await pilot.press("s")  # another sort column: the header changes
+            if step == 4:
+                await pilot.hover(LinksTable, offset=(5, 4))  # a hovered row
+            if step == 9:  # fewer rows, then all again: rows removed and added
+                app.set_filter("gpu0010")
+            if step == 10:
+                app.set_filter("")
             app.refresh_view()
             await pilot.pause()
             height = table.size.height
             kept = [segments(table.render_line(y)) for y in range(height)]
-            keys = [table._header_row_key, *(table._row_locations.get_key(i) for i in range(20))]
+            keys = [
+                table._header_row_key,
+                *(table._row_locations.get_key(i) for i in range(table.row_count)),
+            ]
             style = table.rich_style
             cursor, hover = table.cursor_coordinate, table.hover_coordinate
             ours = [table._render_line_in_row(k, 0, style, cursor, hover) for k in keys]
@@ -253,5 +262,6 @@ async def test_kept_lines_are_the_tables_own() -> None:
                 assert [segments(c) for c in a_cells] == [segments(c) for c in b_cells]
             table._clear_caches()
             assert kept == [segments(table.render_line(y)) for y in range(height)]
+            assert table.row_count == (2 if step == 9 else 20)
             checked += height
     assert checked > 200
