@@ -1,6 +1,7 @@
 """The console's own cost: time per refresh and CPU share of the UI.
 
-Usage: ``python benchmarks/bench_console.py [--seconds 10] [--scenario NAME]``
+Usage: ``python benchmarks/bench_console.py [--seconds 10] [--scenario NAME]
+[--against DIR [--rounds 2]]``
 
 For each fabric (the bundled ``default`` scenario, ~800 links, and a generated
 leaf-spine of 10,240 links) the script precomputes a ring of real snapshots
@@ -14,6 +15,11 @@ six snapshots two ticks apart). It reports:
 * UI CPU share: process CPU seconds / wall seconds over the run, which adds
   Textual's layout and compositing to the above (no engine runs in this
   process: the snapshots are ready-made).
+
+``--against DIR`` compares with other code: DIR is a checkout of it (``git worktree add
+/tmp/before REV``, or ``git archive REV | tar -x -C DIR``) whose own bench_console.py is run in
+turn with this one, each in a fresh process, the order swapped every round (this, other;
+other, this; ...), so that both see the machine in the same state.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -133,7 +140,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="console refresh cost and CPU share")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--scenario", help="measure this scenario (e.g. cluster-100k) only")
+    parser.add_argument(
+        "--against", type=Path, help="a checkout of other code to run in turn with this one"
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of --against (default 2)")
     args = parser.parse_args()
+    if args.against is not None:
+        alternate(args.against, args.rounds, args.seconds, args.scenario)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         big = Path(tmp) / "bench-10k.toml"
         big.write_text(BIG_TOML)
@@ -151,6 +165,22 @@ def main() -> None:
                 f"UI CPU {result['ui_cpu_share'] * 100:.1f}% of one core "
                 f"(render every {RENDER_INTERVAL_S * 1e3:.0f} ms)"
             )
+
+
+def alternate(other: Path, rounds: int, seconds: float, scenario: str | None) -> None:
+    """Run this benchmark here and in ``other`` in turn, ``rounds`` times each."""
+    here = Path(__file__).resolve().parents[1]
+    there = other.resolve()
+    if not (there / "benchmarks" / "bench_console.py").is_file():
+        raise SystemExit(f"{there}: no benchmarks/bench_console.py there")
+    extra = ["--seconds", str(seconds)] + (["--scenario", scenario] if scenario else [])
+    for r in range(rounds):
+        order = [("this", here), ("other", there)]
+        for label, tree in order if r % 2 == 0 else order[::-1]:
+            command = [sys.executable, str(tree / "benchmarks" / "bench_console.py"), *extra]
+            run = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=True)
+            for line in run.stdout.splitlines():
+                print(f"round {r + 1} {label:>5} ({tree}): {line.strip()}", flush=True)
 
 
 if __name__ == "__main__":
