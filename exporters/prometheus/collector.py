@@ -90,7 +90,7 @@ class FabtopCollector(Collector):
             metrics = [] if snap is None else list(self._snapshot_families(snap))
             links = 0 if snap is None else len(snap.links)
             exported = self._exported if snap is not None else 0
-            series = sum(len(m.samples) for m in metrics)
+            series = sum(fam.sample_count(m) for m in metrics)
             metrics.extend(self._self_families(snap, series, links, exported, start))
         return iter(metrics)
 

@@ -1,9 +1,10 @@
 """Building metric families fast, straight from arrays.
 
 ``CounterMetricFamily.add_metric`` costs a Python call and a labels dict per
-sample; at fabric scale the exporter instead builds the ``Sample`` tuples in
-one comprehension over ``ndarray.tolist()`` and reuses one labels dict per link
-for every family (the exposition code only reads them).
+sample; at fabric scale the exporter instead keeps a counter's or gauge's labels dicts
+and values as lists (``ArrayMetric``: one labels dict per link or switch, reused by every
+family, which the exposition code only reads) and makes ``Sample`` tuples only for an
+encoder that asks for them.
 """
 
 from __future__ import annotations
@@ -26,20 +27,67 @@ LE_INDEX: NDArray[np.intp] = np.arange(0, BOUNDS_S.size, LE_STRIDE)
 LE_LABELS: tuple[str, ...] = (*(repr(float(b)) for b in BOUNDS_S[LE_INDEX]), "+Inf")
 
 
+class ArrayMetric(Metric):
+    """A counter or gauge family of one sample name: a labels dict and a value per sample,
+    kept as they are. Its ``samples`` are made the first time something reads them (the
+    OpenMetrics encoder does); the text encoder (``text.generate_text``) writes the lines
+    from the dicts and values without them, which at fabric scale is most of a scrape."""
+
+    def __init__(
+        self,
+        name: str,
+        doc: str,
+        typ: str,
+        sample_name: str,
+        labels: Sequence[Labels],
+        values: list[float],
+    ) -> None:
+        super().__init__(name, doc, typ)
+        if len(labels) != len(values):
+            raise ValueError(f"{sample_name}: {len(labels)} label sets for {len(values)} values")
+        self.sample_name = sample_name
+        self.label_sets = labels
+        self.values = values
+        self._samples: list[Sample] | None = None
+
+    @property
+    def samples(self) -> list[Sample]:
+        """The samples (made now if they were not yet)."""
+        if self._samples is None:
+            self._samples = [
+                Sample(self.sample_name, lab, v)
+                for lab, v in zip(self.label_sets, self.values, strict=True)
+            ]
+        return self._samples
+
+    @samples.setter
+    def samples(self, value: list[Sample]) -> None:
+        self._samples = value
+
+    @property
+    def as_made(self) -> bool:
+        """Whether the samples are still the labels and values it was made with (nothing
+        has read them and perhaps added to them)."""
+        return self._samples is None
+
+
+def sample_count(metric: Metric) -> int:
+    """How many samples ``metric`` has (an ``ArrayMetric``'s, without making them)."""
+    if isinstance(metric, ArrayMetric) and metric.as_made:
+        return len(metric.values)
+    return len(metric.samples)
+
+
 def counter(name: str, doc: str, labels: Sequence[Labels], values: Iterable[float]) -> Metric:
     """A counter family; ``name`` ends in ``_total``; one sample per labels dict."""
     if not name.endswith("_total"):
         raise ValueError(f"counter {name} must end in _total")
-    metric = Metric(name[: -len("_total")], doc, "counter")
-    metric.samples = [Sample(name, lab, v) for lab, v in zip(labels, values, strict=True)]
-    return metric
+    return ArrayMetric(name[: -len("_total")], doc, "counter", name, labels, list(values))
 
 
 def gauge(name: str, doc: str, labels: Sequence[Labels], values: Iterable[float]) -> Metric:
     """A gauge family; one sample per labels dict."""
-    metric = Metric(name, doc, "gauge")
-    metric.samples = [Sample(name, lab, v) for lab, v in zip(labels, values, strict=True)]
-    return metric
+    return ArrayMetric(name, doc, "gauge", name, labels, list(values))
 
 
 def info(name: str, doc: str, labels: Sequence[Labels]) -> Metric:

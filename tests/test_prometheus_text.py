@@ -1,0 +1,111 @@
+"""The exporter's text encoder (``exporters.prometheus.text.generate_text``) writes the
+bytes ``prometheus_client.generate_latest`` writes: on a running fabric's families in
+every link mode, and on families made to be awkward (escapes, odd floats, timestamps,
+OpenMetrics-only samples, a name the legacy format must quote)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
+
+from exporters.prometheus import families as fam
+from exporters.prometheus.collector import FabtopCollector
+from exporters.prometheus.options import parse_link_metrics
+from exporters.prometheus.text import generate_text
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
+
+
+class _Fabric(Collector):
+    """A fabric's families for one snapshot, made afresh for each encoder, without the
+    exporter's own (its collect time differs from one collect to the next)."""
+
+    def __init__(self, mode: str) -> None:
+        fabric = Fabric.from_scenario(load_scenario("default"))
+        fabric.run_ticks(300)
+        snap = fabric.snapshot(wall_time_s=0.0, target_speed=0.0, measured_speed=0.0)
+        self.inner = FabtopCollector(lambda: snap, parse_link_metrics(mode))
+
+    def collect(self) -> Iterator[Metric]:
+        for m in self.inner.collect():
+            if not m.name.startswith("fabtop_exporter_"):
+                yield m
+
+
+@pytest.mark.parametrize("mode", ["all", "top:20", "switch"])
+def test_a_fabric_scrape_is_the_same_bytes_as_the_library_writes(mode: str) -> None:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Fabric(mode))
+    ours = generate_text(registry)
+    assert ours == generate_latest(registry)
+    assert ours.count(b"\n") > 1000  # (a real scrape: per-link or per-switch series)
+
+
+ODD_VALUES = [
+    0.0, -0.0, 1.0, 3, -2.5, 999_999.0, 999_999.999_999_9, 1e6, 1_234_567.0, 123_456_789.125,
+    9.999_999_999_999_998e15, 1e16, 1.5e16, 1e300, 1e-7, 5e-324, -1e6, -123_456_789.0,
+    float("inf"), float("-inf"), float("nan"), 2**53, 0.1 + 0.2,
+]  # fmt: skip
+
+
+class _Odd(Collector):
+    def collect(self) -> Iterator[Metric]:
+        shared = {"link": 'a"b\\c\nd', "node": "n1"}  # one dict for many samples
+        yield fam.counter(
+            "fabtop_odd_total", "A\\doc\nwith escapes", [shared] * len(ODD_VALUES), ODD_VALUES
+        )
+        yield fam.gauge(
+            "fabtop_odd_gauge",
+            "Labels in every order, and none.",
+            [{"z": "1", "a": "2"}, {}, shared, {"a": "ü", "b": ""}],
+            [1.0, 2.0, 3.0, 4.0],
+        )
+        read = fam.gauge("fabtop_read", "Its samples read, then added to.", [shared], [1.0])
+        read.samples.append(Sample("fabtop_read", {"x": "y"}, 2.0))
+        yield read
+        plain = Metric("fabtop_plain", "Samples with timestamps and OpenMetrics extras.", "counter")
+        plain.samples = [
+            Sample("fabtop_plain_total", {"k": "v"}, 7.0, 1234.5678),
+            Sample("fabtop_plain_created", {"k": "v"}, 1.7e9),
+            Sample("fabtop_plain_total", {}, 8.0),
+            Sample("fabtop_plain_total", {"k": "0"}, 0.0),  # then -0.0, written "-0.0"
+            Sample("fabtop_plain_total", {"k": "-0"}, -0.0),
+            Sample("fabtop_plain_total", {"k": "big"}, 12_345_678.0),
+            Sample("fabtop_plain_total", {"k": "big again"}, 12_345_678.0),
+        ]
+        yield plain
+        yield fam.info("fabtop_thing_info", "Facts.", [{"version": "1.2", "who": 'x"y'}])
+
+
+class _Quoted(Collector):
+    def collect(self) -> Iterator[Metric]:
+        yield from _Odd().collect()
+        yield fam.gauge("fabtop.dotted", "A name the legacy format quotes.", [{}], [1.0])
+
+
+@pytest.mark.parametrize("collector", [_Odd, _Quoted], ids=["odd", "quoted-name"])
+def test_awkward_families_are_the_same_bytes_as_the_library_writes(
+    collector: type[Collector],
+) -> None:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector())
+    assert generate_text(registry) == generate_latest(registry)
+
+
+def test_an_array_family_counts_its_samples_without_making_them() -> None:
+    metric = fam.gauge("fabtop_g", "g", [{"a": "1"}, {"a": "2"}], [1.0, 2.0])
+    assert fam.sample_count(metric) == 2
+    assert isinstance(metric, fam.ArrayMetric) and metric.as_made
+    assert metric.samples == [
+        Sample("fabtop_g", {"a": "1"}, 1.0),
+        Sample("fabtop_g", {"a": "2"}, 2.0),
+    ]
+    assert not metric.as_made
+    with pytest.raises(ValueError, match="2 label sets for 1 values"):
+        fam.gauge("fabtop_g", "g", [{"a": "1"}, {"a": "2"}], [1.0])
