@@ -26,16 +26,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import choose_encoder, generate_latest
 
 from exporters.prometheus.collector import FabtopCollector
+from exporters.prometheus.exposition import choose
 from exporters.prometheus.options import (
     DEFAULT_HOST,
     DEFAULT_LINK_METRICS,
     DEFAULT_PORT,
     parse_link_metrics,
 )
-from exporters.prometheus.text import generate_text
 from fabric_core.runtime.engine import EngineHealth
 from fabric_core.runtime.snapshot import Snapshot
 
@@ -87,9 +86,7 @@ class ExpositionCache:
 
     def get(self, accept: str | None) -> tuple[bytes, str]:
         """(body, content type) for a request's ``Accept`` header."""
-        encoder, content_type = choose_encoder(accept or "")
-        if encoder is generate_latest:  # the plain text format: the same bytes, faster
-            encoder = generate_text
+        encoder, content_type = choose(accept or "")
         snap = self._get_snapshot()
         with self._lock:  # one encoding at a time; the others then find it cached
             entry = self._entries.get(content_type)

@@ -1,7 +1,8 @@
-"""The exporter's text encoder (``exporters.prometheus.text.generate_text``) writes the
-bytes ``prometheus_client.generate_latest`` writes: on a running fabric's families in
-every link mode, and on families made to be awkward (escapes, odd floats, timestamps,
-OpenMetrics-only samples, a name the legacy format must quote)."""
+"""The exporter's encoders (``exporters.prometheus.exposition``) write the bytes
+prometheus_client's write, in the text format and in OpenMetrics: on a running fabric's
+families in every link mode, and on families made to be awkward (escapes, odd floats,
+timestamps, OpenMetrics-only samples, a name outside the legacy character set); and they
+are the ones chosen for the ``Accept`` headers that ask for those formats."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 from prometheus_client.metrics_core import Metric
+from prometheus_client.openmetrics import exposition as om
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
 from exporters.prometheus import families as fam
 from exporters.prometheus.collector import FabtopCollector
+from exporters.prometheus.exposition import choose, encode
 from exporters.prometheus.options import parse_link_metrics
-from exporters.prometheus.text import generate_text
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
 
@@ -38,12 +40,24 @@ class _Fabric(Collector):
                 yield m
 
 
+def library(registry: CollectorRegistry, openmetrics: str | None) -> bytes:
+    if openmetrics is None:
+        return generate_latest(registry)
+    return bytes(om.generate_latest(registry, escaping=om.UNDERSCORES, version=openmetrics))
+
+
+FORMATS = [None, "1.0.0"]
+
+
+@pytest.mark.parametrize("openmetrics", FORMATS, ids=["text", "openmetrics"])
 @pytest.mark.parametrize("mode", ["all", "top:20", "switch"])
-def test_a_fabric_scrape_is_the_same_bytes_as_the_library_writes(mode: str) -> None:
+def test_a_fabric_scrape_is_the_same_bytes_as_the_library_writes(
+    mode: str, openmetrics: str | None
+) -> None:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Fabric(mode))
-    ours = generate_text(registry)
-    assert ours == generate_latest(registry)
+    ours = encode(registry, openmetrics)
+    assert ours == library(registry, openmetrics)
     assert ours.count(b"\n") > 1000  # (a real scrape: per-link or per-switch series)
 
 
@@ -89,13 +103,38 @@ class _Quoted(Collector):
         yield fam.gauge("fabtop.dotted", "A name the legacy format quotes.", [{}], [1.0])
 
 
-@pytest.mark.parametrize("collector", [_Odd, _Quoted], ids=["odd", "quoted-name"])
+@pytest.mark.parametrize("openmetrics", FORMATS, ids=["text", "openmetrics"])
+@pytest.mark.parametrize("collector", [_Odd, _Quoted], ids=["odd", "odd-name"])
 def test_awkward_families_are_the_same_bytes_as_the_library_writes(
-    collector: type[Collector],
+    collector: type[Collector], openmetrics: str | None
 ) -> None:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector())
-    assert generate_text(registry) == generate_latest(registry)
+    assert encode(registry, openmetrics) == library(registry, openmetrics)
+
+
+PROMETHEUS_ACCEPT = (  # what Prometheus 2.x and 3.x send by default
+    "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;"
+    "version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+)
+
+
+@pytest.mark.parametrize(
+    ("accept", "openmetrics"),
+    [("", None), ("text/plain", None), (PROMETHEUS_ACCEPT, "1.0.0")],
+    ids=["none", "text", "prometheus"],
+)
+def test_the_fast_encoders_serve_the_formats_prometheus_asks_for(
+    accept: str, openmetrics: str | None
+) -> None:
+    encoder, _ = choose(accept)
+    assert encoder.func is encode and encoder.keywords == {"openmetrics": openmetrics}  # type: ignore[attr-defined]
+
+
+def test_other_escapings_go_to_the_library() -> None:
+    encoder, content_type = choose("text/plain;version=1.0.0;escaping=allow-utf-8")
+    assert getattr(encoder, "func", None) is generate_latest
+    assert "escaping=allow-utf-8" in content_type
 
 
 def test_an_array_family_counts_its_samples_without_making_them() -> None:
