@@ -26,13 +26,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.net.routing import MAX_HOPS
+from fabric_core.tick.lazy import LazyModule
 from fabric_core.tick.pfc import PauseTick
 from fabric_core.tick.roce import CC_MODES
 from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex, Solution
 
 if TYPE_CHECKING:
     from fabric_core.runtime.fabric import Fabric
+    from fabric_core.tick.kernels import tick as tick_kernels
+    from fabric_core.tick.kernels import uneventful as uneventful_kernels
     from fabric_core.tick.kernels.tick import CompiledTick
+else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
+    tick_kernels = LazyModule("fabric_core.tick.kernels.tick")
+    uneventful_kernels = LazyModule("fabric_core.tick.kernels.uneventful")
 
 F64 = NDArray[np.float64]
 
@@ -41,6 +47,8 @@ ENABLED = True
 #: the fewest ticks worth a call: calling the kernel costs about what a small fabric's
 #: tick does (some 20 us to hand it its 140 arguments, as much again to gather them)
 MIN_TICKS = 3
+#: the most ticks to one call (the call keeps a start time and a byte count per tick)
+MOST_TICKS = 1 << 16
 
 
 def horizon_s(fabric: Fabric) -> float:
@@ -55,14 +63,13 @@ def horizon_s(fabric: Fabric) -> float:
 def run(fabric: Fabric, most: int) -> int:
     """Run up to ``most`` uneventful ticks in one compiled call; returns how many ran (0
     when the next tick may be eventful: the caller steps it)."""
-    from fabric_core.tick.kernels.tick import PARALLEL_FROM_ENTRIES, CompiledTick
-
     layout = fabric._tick
     f = fabric
+    most = min(most, MOST_TICKS)
     if (
         not ENABLED
         or most < MIN_TICKS
-        or not isinstance(layout, CompiledTick)
+        or fabric.solver != "compiled"
         or f.ibcc is not None
         or not f.faults.settled()
         or f.flows.n_waiting
@@ -77,8 +84,9 @@ def run(fabric: Fabric, most: int) -> int:
     idx = f._current_index()
     if idx.size == 0:
         return _run_idle(f, most, horizon)
+    assert isinstance(layout, tick_kernels.CompiledTick)
     if (
-        idx.size >= PARALLEL_FROM_ENTRIES
+        idx.size >= tick_kernels.PARALLEL_FROM_ENTRIES
         or not layout._sums
         or not layout._solved
         or (f.roce is None and not layout._free)
@@ -117,8 +125,6 @@ def _run(
     cap: F64,
     stormed: NDArray[np.bool_],
 ) -> int:
-    from fabric_core.tick.kernels.uneventful import STOP_HORIZON, uneventful_ticks
-
     fl, lb, p = f.flows, f.link_book, f.profile
     csr = idx.csr
     c = lb.counters
@@ -204,11 +210,11 @@ def _run(
         occupancy,
         dq_open,
         starved,
-    ) = uneventful_ticks(*args)
+    ) = uneventful_kernels.uneventful_ticks(*args)
     started = int(started)
     if started == 0:
         return 0
-    whole = started if stop == STOP_HORIZON else started - 1
+    whole = started if stop == uneventful_kernels.STOP_HORIZON else started - 1
     # what the ticks' Python would have kept: the history each tick's fault tracking
     # appends at its start, the window each whole tick appends at its end
     _extend(f.faults.delivered_history, t_start, d_start)
@@ -235,7 +241,7 @@ def _run(
                 roce._deadlock_set = frozenset()
         else:
             lb.paused = starved
-    if stop == STOP_HORIZON:
+    if stop == uneventful_kernels.STOP_HORIZON:
         return started
     # the last tick needs Python: what Fabric.step does after the flow control
     now = float(end_s)
