@@ -16,6 +16,12 @@ six snapshots two ticks apart). It reports:
   Textual's layout and compositing to the above (no engine runs in this
   process: the snapshots are ready-made).
 
+``--live`` measures a real ``fabtop --no-metrics [--scenario NAME]`` instead: the console
+run in a pseudo-terminal of 200x60 with its engine in a process of its own; after
+``--warm`` seconds of start-up (default 40) the console process's CPU over ``--seconds``
+(read from /proc: the whole process, its main thread, which runs the UI, and its other
+threads, which receive the engine process's snapshots) and the engine process's.
+
 ``--against DIR`` compares with other code: DIR is a checkout of it (``git worktree add
 /tmp/before REV``, or ``git archive REV | tar -x -C DIR``) whose own bench_console.py is run in
 turn with this one, each in a fresh process, the order swapped every round (this, other;
@@ -26,10 +32,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import fcntl
+import os
+import pty
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
+import threading
 import time
 from pathlib import Path
 
@@ -136,6 +149,69 @@ async def measure(snaps: list[Snapshot], seconds: float) -> dict[str, float]:
     }
 
 
+def _cpu_s(stat: str) -> float:
+    """utime + stime of a /proc stat file, in seconds."""
+    with open(stat) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_sample(pid: int) -> tuple[float, float, float, dict[int, float]]:
+    """(monotonic time, process CPU, its main thread's CPU, each child process's CPU)."""
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        children = [int(c) for c in f.read().split()]
+    kids = {}
+    for child in children:
+        with contextlib.suppress(OSError):  # it just ended
+            kids[child] = _cpu_s(f"/proc/{child}/stat")
+    main = _cpu_s(f"/proc/{pid}/task/{pid}/stat")
+    return time.monotonic(), _cpu_s(f"/proc/{pid}/stat"), main, kids
+
+
+def live(tree: Path, scenario: str | None, warm_s: float, seconds: float) -> str:
+    """``fabtop --no-metrics`` from ``tree`` in a 200x60 pseudo-terminal: CPU shares."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 60, 200, 0, 0))
+    command = [sys.executable, "-m", "console.cli", "--no-metrics"]
+    command += ["--scenario", scenario] if scenario else []
+    env = {**os.environ, "TERM": "xterm-256color", "PYTHONPATH": str(tree)}
+    proc = subprocess.Popen(
+        command, cwd=tree, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
+    )
+    os.close(slave)
+
+    def drain() -> None:  # the terminal's output, read and dropped
+        with contextlib.suppress(OSError):
+            while os.read(master, 1 << 16):
+                pass
+
+    threading.Thread(target=drain, daemon=True).start()
+    try:
+        time.sleep(warm_s)
+        if proc.poll() is not None:
+            raise SystemExit(f"fabtop from {tree} ended early (exit code {proc.returncode})")
+        t0, p0, m0, k0 = _cpu_sample(proc.pid)
+        time.sleep(seconds)
+        t1, p1, m1, k1 = _cpu_sample(proc.pid)
+    finally:
+        with contextlib.suppress(OSError):
+            os.write(master, b"q")
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    wall = t1 - t0
+    engines = [100 * (k1[k] - k0[k]) / wall for k in k1 if k in k0]
+    return (
+        f"console process {100 * (p1 - p0) / wall:.1f}% of a core over {wall:.0f} s "
+        f"(main thread, the UI, {100 * (m1 - m0) / wall:.1f}%; other threads, receiving the "
+        f"snapshots, {100 * (p1 - p0 - m1 + m0) / wall:.1f}%); engine process "
+        f"{max(engines, default=0.0):.1f}%; load {os.getloadavg()[0]:.1f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="console refresh cost and CPU share")
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -144,7 +220,24 @@ def main() -> None:
         "--against", type=Path, help="a checkout of other code to run in turn with this one"
     )
     parser.add_argument("--rounds", type=int, default=2, help="rounds of --against (default 2)")
+    parser.add_argument(
+        "--live", action="store_true", help="a real fabtop with its engine process (see above)"
+    )
+    parser.add_argument(
+        "--warm", type=float, default=40.0, help="--live: seconds of start-up left out"
+    )
     args = parser.parse_args()
+    if args.live:
+        here = Path(__file__).resolve().parents[1]
+        trees = [("this", here)]
+        if args.against is not None:
+            trees.append(("other", args.against.resolve()))
+        label = args.scenario or "default"
+        for r in range(args.rounds if args.against is not None else 1):
+            for name, tree in trees if r % 2 == 0 else trees[::-1]:
+                result = live(tree, args.scenario, args.warm, args.seconds)
+                print(f"round {r + 1} {name:>5} ({tree}) {label}: {result}", flush=True)
+        return
     if args.against is not None:
         alternate(args.against, args.rounds, args.seconds, args.scenario)
         return

@@ -8,7 +8,7 @@ view is frozen, and redraws in one batch. Widgets and screens live in
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -41,6 +41,9 @@ from console.widgets.latency_panel import LatencyPanel
 from console.widgets.links_table import LinksTable
 from console.widgets.status_header import StatusHeader
 from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume, SetSpeed
+
+if TYPE_CHECKING:
+    from fabric_core.runtime.snapshot import Snapshot
 
 #: Seconds between two reads of the latest snapshot while the terminal has focus.
 RENDER_INTERVAL_S = 0.25
@@ -197,7 +200,7 @@ class FabtopApp(App[None]):
     def refresh_view(self, force: bool = False) -> None:
         """Read the latest snapshot (unless frozen) and redraw what changed."""
         watched = self._watched_links()
-        changed = False if self.frozen else self.view.ingest(self.source.latest(), watched)
+        changed = False if self.frozen else self.view.ingest(self._latest(), watched)
         if self.source.description != self._described:  # e.g. its engine process stopped
             self._described = self.source.description
             changed = True
@@ -210,6 +213,21 @@ class FabtopApp(App[None]):
         self._behind = False
         with self.batch_update():
             self._render()
+
+    def _latest(self) -> Snapshot | None:
+        """The source's latest snapshot; under the compare view, the one it shows of this
+        source: it reads both sides at once, so that both show the same moment (an engine
+        process sends its next snapshot when the last is read: a second reader at another
+        moment would skew the two sides, see console/process_source.py)."""
+        views, sources = self._compare_views, self.compare_sources
+        if (
+            views is not None
+            and sources is not None
+            and sources[0] is self.source
+            and any(isinstance(s, CompareScreen) for s in self.screen_stack)
+        ):
+            return views[0].snapshot
+        return self.source.latest()
 
     def _watched_links(self) -> list[str]:
         names = self.links_table.links_shown

@@ -22,28 +22,45 @@ keeps the last snapshot, says why in its ``description`` and ``failure``, refuse
 commands with that reason, and its clock is marked closed so that the other side
 stops waiting for it and keeps running.
 
+Snapshots go to the console only as fast as it reads them: the child sends one, then
+the next only once the console has taken the last (``latest()`` returned it; the
+console asks with ``("more",)``), keeping meanwhile only the newest unsent one. So the
+console takes in (unpickles) about one snapshot per refresh, not every one the engine
+publishes (on ``cluster-100k`` each carries 131 MB of link arrays). Messages other
+than snapshots (answers to commands, holds) go at once, and a snapshot published before
+one of them goes ahead of it, as before. The link arrays (every array of 64 kB or more)
+do not go through the pipe: the child writes them into an anonymous shared-memory file
+(``memfd``) whose descriptor it passes along the pipe, and the console's arrays are
+read-only views of that memory, so taking in a snapshot copies nothing of its size.
+
 The pipe carries pickled tuples. Parent to child: ``("cmd", n, command)``,
 ``("hold", n)``, ``("due", n, hold_n, command, at_s)``, ``("release", hold_n)``,
-``("stop",)``. Child to parent: ``("ready",)``, ``("failed", text)``,
-``("static", nodes, links)``, ``("snap", snapshot, health)``, ``("result", n,
-result)``, ``("held", n, boundary_s)``. A snapshot refers to the node and link tables
-sent once in ``static`` (they change only when the fabric is rebuilt).
+``("more",)``, ``("stop",)``. Child to parent: ``("ready",)``, ``("failed", text)``,
+``("static", nodes, links)``, ``("snap", snapshot, health, published)``, ``("shm",
+pickled, layout)`` (a ``snap`` pickled with its large arrays out of band, followed on the
+socket by the memfd that holds them at ``layout``'s offsets), ``("result", n, result)``,
+``("held", n, boundary_s)``. A snapshot refers to the node and link tables sent once in
+``static`` (they change only when the fabric is rebuilt).
 """
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
 import faulthandler
 import io
 import itertools
+import mmap
 import multiprocessing
 import os
 import pickle
 import signal
+import socket
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -68,6 +85,12 @@ REPLY_TIMEOUT_S = 30.0
 READY_TIMEOUT_S = 120.0
 #: What ``health`` says before the first snapshot arrives.
 STARTING = EngineHealth("ok", 0.0, 0, 0)
+#: Arrays of at least this many bytes go through shared memory, not the pipe.
+OUT_OF_BAND_BYTES = 1 << 16
+#: ``latest_fresh``: a snapshot taken in longer ago than this is not fresh ...
+FRESH_S = 1.0
+#: ... and it waits up to this long for the next one.
+FRESH_WAIT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -138,8 +161,13 @@ class SharedClocks:
 class _TablesPickler(pickle.Pickler):
     """Pickles a snapshot without the node and link tables the parent already has."""
 
-    def __init__(self, file: io.BytesIO, tables: tuple[NodeTable, LinkTable] | None) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+    def __init__(
+        self,
+        file: io.BytesIO,
+        tables: tuple[NodeTable, LinkTable] | None,
+        buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
+    ) -> None:
+        super().__init__(file, protocol=5, buffer_callback=buffer_callback)
         self.tables = tables
 
     def persistent_id(self, obj: object) -> str | None:
@@ -153,8 +181,13 @@ class _TablesPickler(pickle.Pickler):
 
 
 class _TablesUnpickler(pickle.Unpickler):
-    def __init__(self, data: bytes, tables: tuple[NodeTable, LinkTable] | None) -> None:
-        super().__init__(io.BytesIO(data))
+    def __init__(
+        self,
+        data: bytes,
+        tables: tuple[NodeTable, LinkTable] | None,
+        buffers: Sequence[memoryview] | None = None,
+    ) -> None:
+        super().__init__(io.BytesIO(data), buffers=buffers)
         self.tables = tables
 
     def persistent_load(self, pid: object) -> object:
@@ -163,17 +196,53 @@ class _TablesUnpickler(pickle.Unpickler):
         return self.tables[0] if pid == "nodes" else self.tables[1]
 
 
+def _fd_socket(conn: Connection) -> socket.socket | None:
+    """A socket on ``conn``'s descriptor to pass memfds along, or None where there is
+    none (not Linux, or not a Unix socket): snapshots then go whole through the pipe."""
+    if not hasattr(os, "memfd_create"):
+        return None
+    try:
+        sock = socket.socket(fileno=os.dup(conn.fileno()))
+    except OSError:
+        return None
+    if sock.family != socket.AF_UNIX:
+        sock.close()  # the duplicate only
+        return None
+    return sock
+
+
+def _recv_fd(sock: socket.socket) -> int:
+    """The descriptor passed with the next byte on ``sock`` (``_Outbox._send_shm``)."""
+    size = array.array("i").itemsize
+    flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+    data, ancillary, _, _ = sock.recvmsg(1, socket.CMSG_SPACE(size), flags)
+    if not data:
+        raise EOFError
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS and len(payload) >= size:
+            fds = array.array("i")
+            fds.frombytes(payload[: len(payload) - len(payload) % size])
+            for extra in fds[1:]:
+                os.close(extra)
+            return fds[0]
+    raise pickle.UnpicklingError("a snapshot's shared memory did not come with it")
+
+
 # ----------------------------------------------------------------- the child
 class _Outbox:
     """The child's sender thread: messages in order; of the snapshots only the latest
-    one not yet sent (a slow parent skips snapshots, never holds the engine up)."""
+    one not yet sent, and that only once the parent has taken the last one it was sent
+    (``grant``), or ahead of a message queued after it (a slow parent skips snapshots,
+    never holds the engine up)."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self._cond = threading.Condition()
         self._queue: deque[tuple[Any, ...]] = deque()
         self._closed = False
+        self._credit = True  # the first snapshot goes at once
         self._tables: tuple[NodeTable, LinkTable] | None = None
+        self._sock = _fd_socket(conn)
         self._thread = threading.Thread(target=self._run, name="fabtop-outbox", daemon=True)
         self._thread.start()
 
@@ -182,29 +251,44 @@ class _Outbox:
             self._queue.append(msg)
             self._cond.notify()
 
-    def snapshot(self, snap: Snapshot, health: EngineHealth) -> None:
+    def snapshot(self, snap: Snapshot, health: EngineHealth, published: int) -> None:
         with self._cond:
             for i, queued in enumerate(self._queue):
                 if queued[0] == "snap":
                     del self._queue[i]
                     break
-            self._queue.append(("snap", snap, health))
+            self._queue.append(("snap", snap, health, published))
+            self._cond.notify()
+
+    def grant(self) -> None:
+        """The parent has taken the last snapshot sent: the next may go."""
+        with self._cond:
+            self._credit = True
             self._cond.notify()
 
     def close(self) -> None:
-        """Send what is queued, then stop the thread."""
+        """Send what is queued (the last snapshot too), then stop the thread."""
         with self._cond:
             self._closed = True
             self._cond.notify()
         self._thread.join(timeout=10)
 
+    def _sendable(self) -> bool:
+        queue = self._queue
+        if not queue:
+            return self._closed
+        # a snapshot waits for the parent, unless something queued after it must go
+        return queue[0][0] != "snap" or self._credit or len(queue) > 1 or self._closed
+
     def _run(self) -> None:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: bool(self._queue) or self._closed)
+                self._cond.wait_for(self._sendable)
                 if not self._queue:
                     return
                 msg = self._queue.popleft()
+                if msg[0] == "snap":
+                    self._credit = False
             try:
                 self._send(msg)
             except (OSError, EOFError):
@@ -220,10 +304,44 @@ class _Outbox:
                 self.conn.send_bytes(pickle.dumps(("static", snap.nodes, snap.links), 5))
                 self._tables = tables = (snap.nodes, snap.links)
             buf = io.BytesIO()
-            _TablesPickler(buf, tables).dump(msg)
-            self.conn.send_bytes(buf.getbuffer())
+            large: list[pickle.PickleBuffer] = []
+
+            def out_of_band(pb: pickle.PickleBuffer) -> bool:
+                if pb.raw().nbytes < OUT_OF_BAND_BYTES:
+                    return True  # in band
+                large.append(pb)
+                return False
+
+            _TablesPickler(buf, tables, None if self._sock is None else out_of_band).dump(msg)
+            if large:
+                self._send_shm(buf.getvalue(), large)
+            else:
+                self.conn.send_bytes(buf.getbuffer())
         else:
             self.conn.send_bytes(pickle.dumps(msg, 5))
+
+    def _send_shm(self, pickled: bytes, large: list[pickle.PickleBuffer]) -> None:
+        """The snapshot's large arrays into a memfd, its descriptor along the socket."""
+        assert self._sock is not None
+        layout: list[tuple[int, int]] = []
+        end = 0
+        for pb in large:
+            n = pb.raw().nbytes
+            layout.append((end, n))
+            end += (n + 63) // 64 * 64
+        fd = os.memfd_create("fabtop-snapshot", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(fd, max(end, 1))
+            for pb, (offset, n) in zip(large, layout, strict=True):
+                view = pb.raw()
+                done = 0
+                while done < n:
+                    done += os.pwrite(fd, view[done:], offset + done)
+            self.conn.send_bytes(pickle.dumps(("shm", pickled, layout), 5))
+            fds = array.array("i", [fd])
+            self._sock.sendmsg([b"F"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+        finally:
+            os.close(fd)  # the parent has its own now; the memory goes with the last map
 
 
 class _Child:
@@ -235,6 +353,7 @@ class _Child:
         self.spec = spec
         self.outbox = _Outbox(conn)
         self.engine: Engine | None = None
+        self.published = 0  # snapshots the engine has published
         self._cancelled: set[int] = set()  # holds released before they arrived
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -269,7 +388,8 @@ class _Child:
     def _forward(self, snap: Snapshot) -> None:
         """Every snapshot the engine publishes (a pause's too: same tick, not running)."""
         assert self.engine is not None
-        self.outbox.snapshot(snap, self.engine.health)
+        self.published += 1
+        self.outbox.snapshot(snap, self.engine.health, self.published)
 
     def _readable(self) -> None:
         engine = self.engine
@@ -281,7 +401,9 @@ class _Child:
             engine.stop()
             return
         kind = msg[0]
-        if kind == "cmd":
+        if kind == "more":
+            self.outbox.grant()
+        elif kind == "cmd":
             self._answer(msg[1], engine.submit(msg[2]))
         elif kind == "hold":
             n = msg[1]
@@ -360,8 +482,17 @@ class ProcessSource:
         self._latest: Snapshot | None = None
         self._health: EngineHealth | None = None
         self._tables: tuple[NodeTable, LinkTable] | None = None
+        self._taken: Snapshot | None = None  # the last snapshot ``latest`` returned
+        self._arrived = threading.Condition()  # a snapshot came in (or the child ended)
+        self._received_at = 0.0  # time.monotonic() then
+        #: Snapshots taken in (unpickled) from the child so far ...
+        self.received = 0
+        #: ... and how many its engine had published by the last of them.
+        self.published = 0
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._lock = threading.Lock()
+        self._send_lock = threading.Lock()  # the UI's thread and the exporter's send
+        self._sock: socket.socket | None = None
         self._answered = threading.Event()  # ready or failed
         self._conn: Connection | None = None
         self.process: BaseProcess | None = None
@@ -382,8 +513,34 @@ class ProcessSource:
         self._base = text
 
     def latest(self) -> Snapshot | None:
-        """The child's latest snapshot (the last one it sent, once it has stopped)."""
-        return self._latest
+        """The child's latest snapshot (the last one it sent, once it has stopped).
+
+        The first time a snapshot is returned, the child is asked for the next one (it
+        sends nothing new until then: see the module docstring)."""
+        snap = self._latest
+        if snap is not None and snap is not self._taken:
+            self._taken = snap
+            self._post(("more",))
+        return snap
+
+    def latest_fresh(self) -> Snapshot | None:
+        """``latest()`` for a reader other than the view (the exporter, on a scrape, from
+        its own thread): when no snapshot has come in for ``FRESH_S`` (the view is
+        frozen or not drawing) and the engine runs, wait up to ``FRESH_WAIT_S`` for the
+        newest one instead of returning an old one."""
+        snap = self.latest()
+        if (
+            snap is None
+            or not snap.running
+            or self.failure is not None
+            or time.monotonic() - self._received_at <= FRESH_S
+        ):
+            return snap
+        with self._arrived:
+            self._arrived.wait_for(
+                lambda: self._latest is not snap or self.failure is not None, FRESH_WAIT_S
+            )
+        return self.latest()
 
     @property
     def health(self) -> EngineHealth:
@@ -409,7 +566,8 @@ class ProcessSource:
         with self._lock:
             self._pending[n] = future
         try:
-            self._conn.send((kind, n, *args))
+            with self._send_lock:
+                self._conn.send((kind, n, *args))
         except (OSError, ValueError) as exc:  # the reader thread hears the end too
             with self._lock:
                 self._pending.pop(n, None)
@@ -430,7 +588,7 @@ class ProcessSource:
     def _post(self, msg: tuple[Any, ...]) -> None:
         """Send a message that gets no answer (ignored once the child is gone)."""
         if self._conn is not None and self.failure is None:
-            with contextlib.suppress(OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError), self._send_lock:
                 self._conn.send(msg)
 
     def _gone_text(self) -> str:
@@ -450,6 +608,7 @@ class ProcessSource:
         self.process.start()
         child.close()  # the child holds its end: EOF here once it exits
         self._conn = parent
+        self._sock = _fd_socket(parent)
         threading.Thread(
             target=self._read, name=f"fabtop-engine-{self.slot}-reader", daemon=True
         ).start()
@@ -466,7 +625,7 @@ class ProcessSource:
             except (EOFError, OSError):
                 break
             try:
-                self._take(_TablesUnpickler(data, self._tables).load())
+                self._take(self._load(data))
             except Exception as exc:  # a message this side cannot read: the child is no use
                 reason = f"unreadable message from it ({type(exc).__name__}: {exc})"
                 with contextlib.suppress(Exception):
@@ -474,10 +633,34 @@ class ProcessSource:
                 break
         self._died(reason if self._reason is None else self._reason)
 
+    def _load(self, data: bytes) -> tuple[Any, ...]:
+        """Unpickle a message; a ``shm`` one's arrays are views of the memfd after it."""
+        msg: tuple[Any, ...] = _TablesUnpickler(data, self._tables).load()
+        if msg[0] != "shm":
+            return msg
+        _, pickled, layout = msg
+        if self._sock is None:
+            raise pickle.UnpicklingError("shared memory where none can be passed")
+        fd = _recv_fd(self._sock)
+        try:
+            size = max((offset + n for offset, n in layout), default=0)
+            # read-only: the arrays are as immutable as the snapshot's own; the memory is
+            # unmapped when the last of them goes
+            shared = memoryview(mmap.mmap(fd, max(size, 1), prot=mmap.PROT_READ))
+        finally:
+            os.close(fd)
+        buffers = [shared[offset : offset + n] for offset, n in layout]
+        loaded: tuple[Any, ...] = _TablesUnpickler(pickled, self._tables, buffers).load()
+        return loaded
+
     def _take(self, msg: tuple[Any, ...]) -> None:
         kind = msg[0]
         if kind == "snap":
-            self._latest, self._health = msg[1], msg[2]
+            with self._arrived:
+                self._latest, self._health, self.published = msg[1], msg[2], msg[3]
+                self.received += 1
+                self._received_at = time.monotonic()
+                self._arrived.notify_all()
         elif kind == "static":
             self._tables = (msg[1], msg[2])
         elif kind in ("result", "held"):
@@ -511,6 +694,8 @@ class ProcessSource:
             self.group.clocks[base + 2] = 1.0  # the other side stops waiting for this one
             pending, self._pending = list(self._pending.values()), {}
         self._answered.set()
+        with self._arrived:
+            self._arrived.notify_all()
         for future in pending:
             _resolve(future, EngineGoneError(self._gone_text()))
 
@@ -539,6 +724,9 @@ class ProcessSource:
         if self._conn is not None:
             with contextlib.suppress(OSError):
                 self._conn.close()
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.close()
         if self._log is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self._log)

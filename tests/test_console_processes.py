@@ -6,18 +6,29 @@ is reported while the other side keeps running."""
 from __future__ import annotations
 
 import dataclasses
+import mmap
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
 from console.app import FabtopApp
-from console.process_source import SLOT, EngineSpec, ProcessEngines, ProcessSource, start_engines
+from console.process_source import (
+    FRESH_S,
+    OUT_OF_BAND_BYTES,
+    SLOT,
+    EngineSpec,
+    ProcessEngines,
+    ProcessSource,
+    start_engines,
+)
 from console.screens.compare import CompareScreen
 from console.screens.fault_form import FaultFormScreen
 from fabric_core.commands import Pause
@@ -186,3 +197,92 @@ def test_the_console_can_still_run_its_engines_in_process() -> None:
         stdin=subprocess.DEVNULL,
     ).stdout
     assert "--in-process" in out
+
+
+def test_the_console_takes_in_only_the_snapshots_it_reads() -> None:
+    """The child sends a snapshot only once the console has read the last one: an engine
+    publishing tens a second to a console that reads none sends one, not all of them; each
+    read lets one more through (README, Scale: the live console's cost)."""
+    spec = EngineSpec(load_scenario("tiny"), "engine process tiny", speed=0.0)
+    group = start_engines([dataclasses.replace(spec, publish_interval_s=0.01)])
+    assert group is not None
+    try:
+        (src,) = group.sources
+        deadline = time.monotonic() + 30
+        while src.received == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        time.sleep(0.5)  # the engine publishes; the console reads none
+        assert src.received == 1
+        for k in range(2, 6):
+            src.latest()  # read: the child may send the next one
+            while src.received < k:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            time.sleep(0.1)  # more published: none sent before the next read
+            assert src.received == k
+        # unread for a while, however busy the machine: still the one snapshot
+        while src.published < src.received + 10:
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+            assert src.received == k
+            k += 1
+            src.latest()
+            while src.received < k:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+        # every one published would have been taken in before
+        assert src.published >= src.received + 10, (src.published, src.received)
+    finally:
+        group.close()
+
+
+def test_a_large_snapshot_arrives_as_read_only_shared_memory() -> None:
+    """Arrays of 64 kB or more are views of memory the child passed, not copies through
+    the pipe; they are read-only like the snapshot's own and the same values."""
+    topology = {"kind": "leaf-spine", "leaves": 64, "spines": 16, "gpus_per_leaf": 64}
+    scn = dataclasses.replace(load_scenario("tiny"), topology=topology)
+    group = start_engines([EngineSpec(scn, "engine process big", speed=0.0)])
+    assert group is not None
+    try:
+        (src,) = group.sources
+        deadline = time.monotonic() + 60
+        while src.latest() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        snap = src.latest()
+        assert snap is not None
+        util = snap.link_state.utilisation
+        assert util.nbytes >= OUT_OF_BAND_BYTES
+        base: object = util
+        while isinstance(base, np.ndarray):
+            base = base.base
+        assert isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
+        assert not util.flags.writeable
+        assert len(util) == len(snap.links) and np.isfinite(util).all()
+        assert (snap.link_state.tx_bytes_total >= 0).all()
+    finally:
+        group.close()
+
+
+def test_the_exporter_gets_a_fresh_snapshot_while_the_view_reads_none() -> None:
+    """The exporter reads on its own (``latest_fresh``): with the view frozen, a scrape
+    does not get the snapshot sent after the view's last read but waits for a new one."""
+    spec = EngineSpec(load_scenario("tiny"), "engine process tiny", speed=0.0)
+    group = start_engines([dataclasses.replace(spec, publish_interval_s=0.01)])
+    assert group is not None
+    try:
+        (src,) = group.sources
+        deadline = time.monotonic() + 30
+        while src.received < 2:
+            src.latest()
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        time.sleep(FRESH_S + 0.2)  # the view is frozen: the one sent since is old now
+        old = src._latest
+        assert old is not None and src.received == 2
+        fresh = src.latest_fresh()
+        assert fresh is not None and fresh is not old and src.received == 3
+        assert fresh.sim_time_s > old.sim_time_s
+    finally:
+        group.close()

@@ -153,7 +153,8 @@ def run_console(args: argparse.Namespace) -> int:
     try:
         src, *others = group.sources
         compare = (src, others[0]) if others else None
-        return _run_app(args, src, compare, src.latest, lambda: src.health)
+        # the exporter reads on its own: fresh even while the view is frozen
+        return _run_app(args, src, compare, src.latest_fresh, lambda: src.health)
     finally:
         group.close()
 
