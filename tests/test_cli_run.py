@@ -212,3 +212,21 @@ def test_unknown_scenario_and_bad_duration_are_clear_errors() -> None:
     assert out.returncode != 0 and "no bundled scenario 'no-such-scenario'" in out.stderr
     out = fabtop("run", "tiny", "--duration", "5 parsecs")
     assert out.returncode != 0 and "bad duration" in out.stderr
+
+
+def test_a_scenario_with_no_workload_counts_a_fault_incast_under_bulk(tmp_path: Path) -> None:
+    """No workload names a class, and an incast fault starts flows of its own: they are
+    counted under "bulk" (before, the class histograms had no row for them and the
+    compiled histogram wrote past its array: the run crashed as it ended)."""
+    scn = tmp_path / "empty.toml"
+    scn.write_text(
+        'name = "empty"\ndescription = "no workload"\ncluster = "x"\nseed = 1\ndt = "1us"\n'
+        'profile = "native-400g"\n\n[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\n'
+        'gpus_per_leaf = 4\n\n[[fault]]\nat = "5us"\nkind = "incast"\ntarget = "gpu0000"\n'
+    )
+    report = tmp_path / "r.json"
+    out = fabtop("run", str(scn), "--duration", "200us", "--json", str(report))
+    assert out.returncode == 0, out.stderr
+    classes = json.loads(report.read_text())["classes"]
+    assert list(classes) == ["bulk"]
+    assert classes["bulk"]["completed"] > 0

@@ -182,3 +182,13 @@ def test_merge_adds_counts_and_sums_and_a_frozen_view_is_read_only() -> None:
     assert view.count == 3  # a copy: later observations do not reach it
     a.observe_many(np.array([]))
     assert a.freeze().count == 4
+
+
+@pytest.mark.parametrize("row", [-1, 2])
+def test_rows_observed_refuse_a_row_they_do_not_have(row: int) -> None:
+    """The compiled pass does not check its rows: a row past the end would be written in
+    memory that is not the histograms'. The rows refuse it, and keep their counts."""
+    rows = HistogramRows(2)
+    with pytest.raises(IndexError, match=r"histogram rows 0\.\.1"):
+        rows.observe(np.array([0, row]), np.array([1e-6, 2e-6]))
+    assert rows.counts.sum() == 0

@@ -210,16 +210,18 @@ class Fabric:
         for wl in workloads:
             if wl.traffic_class not in names:
                 names.append(wl.traffic_class)
-        self.classes: list[str] = names
+        # flows of no workload (a fault's incast) are of class "bulk", or the first class:
+        # a fabric with no workload still has that one to count their latency in
+        self.classes: list[str] = names or ["bulk"]
         vl_map = dict(class_vl or {})
         self.class_vl = np.array(
-            [vl_map.get(c, i % max(self.n_vls - 1, 1)) for i, c in enumerate(names)] or [0],
+            [vl_map.get(c, i % max(self.n_vls - 1, 1)) for i, c in enumerate(self.classes)],
             dtype=np.int8,
         )
         if (self.class_vl >= self.n_vls).any() or (self.class_vl < 0).any():
             raise ValueError(f"virtual lanes must be in 0..{self.n_vls - 1}")
-        self._class_rows = HistogramRows(len(names))  # latency per class, filled together
-        self.class_hist = dict(zip(names, self._class_rows.hists, strict=True))
+        self._class_rows = HistogramRows(len(self.classes))  # latency per class, filled together
+        self.class_hist = dict(zip(self.classes, self._class_rows.hists, strict=True))
         for wl in workloads:
             wl.bind(topo.gpus, topo.storage, self.rng)
             wl.attach(self)

@@ -271,6 +271,9 @@ class HistogramRows:
         """Add ``values_s[i]`` to histogram ``group[i]``."""
         if values_s.size == 0:
             return
+        if not 0 <= int(group.min()) <= int(group.max()) < self.counts.shape[0]:
+            # (the kernel does not check: a row past the end would be written all the same)
+            raise IndexError(f"histogram rows 0..{self.counts.shape[0] - 1}, got {group.max()}")
         hist_kernels.observe_rows(
             self.counts,
             self._stats,
