@@ -30,3 +30,11 @@ def test_each_workload_gets_its_flows_in_the_order_they_finished(
     ref_order, ref_bounds = ReferenceTick.by_workload(wls, n_workloads)
     np.testing.assert_array_equal(order, ref_order)
     np.testing.assert_array_equal(bounds, ref_bounds)
+
+
+def test_flows_of_no_workload_on_a_fabric_with_none_split_into_nothing() -> None:
+    """A fabric with no workload whose finished flows are a fault's (workload -1): no
+    place and no bound (the kernel wrote a first bound into an empty array before; bounds
+    checked, as ``scripts/mutate`` and ``NUMBA_DISABLE_JIT=1`` run it, that fails)."""
+    order, bounds = by_workload(np.array([-1, -1, -1], dtype=np.int16), 0)
+    assert order.size == 0 and bounds.size == 0
