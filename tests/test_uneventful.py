@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 from fabric_core.net.profiles import NATIVE_400G, NATIVE_800G, ROCE_400G
 from fabric_core.net.topology import leaf_spine
-from fabric_core.runtime import uneventful
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
 from fabric_core.workloads.traffic import AllToAll, Bulk, Incast, Pairs, Rpc, Scripted
@@ -84,14 +83,14 @@ def run_both(build: Any, ticks: int, batch: int, monkeypatch: pytest.MonkeyPatch
     run at once."""
     one_by_one, at_once = build(), build()
     counted = [0]
-    run = uneventful.run
+    run = Fabric._run_uneventful
 
     def counting(f: Fabric, most: int) -> int:
         ran = run(f, most) if f is at_once else 0
         counted[0] += ran
         return ran
 
-    monkeypatch.setattr(uneventful, "run", counting)
+    monkeypatch.setattr(Fabric, "_run_uneventful", counting)
     done = 0
     while done < ticks:
         n = min(batch, ticks - done)

@@ -51,6 +51,7 @@ from fabric_core.runtime.snapshot import (
 from fabric_core.tick.flows import FlowTable, NewFlows
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.tick.ibcc import IbCongestionControl
+from fabric_core.tick.lazy import LazyModule
 from fabric_core.tick.links import LinkBook
 from fabric_core.tick.pfc import Dcqcn, PfcQueues
 from fabric_core.tick.reference import ReferenceTick
@@ -59,7 +60,10 @@ from fabric_core.tick.step import EntryIndex, Moved, RankLayout, Solution
 from fabric_core.workloads import Completions, Workload
 
 if TYPE_CHECKING:
+    from fabric_core.tick.kernels import tick as _tick_kernels
     from fabric_core.tick.kernels.tick import CompiledTick
+else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
+    _tick_kernels = LazyModule("fabric_core.tick.kernels.tick")
 
 MAX_EVENTS = 500
 #: The tick's solver: numba kernels, or the vectorised numpy reference they are tested
@@ -515,11 +519,148 @@ class Fabric:
         (``runtime.uneventful``), the others one by one; the same results either way."""
         left = n
         while left > 0:
-            ran = uneventful.run(self, left)
+            ran = self._run_uneventful(left)
             if ran == 0:
                 self.step()
                 ran = 1
             left -= ran
+
+    # ------------------------------------------------------------ ticks at once
+    def _run_uneventful(self, most: int) -> int:
+        """Run up to ``most`` uneventful ticks at once (``runtime.uneventful``); how many
+        ran (0 when the next may be eventful: the caller steps it)."""
+        most = min(most, uneventful.MOST_TICKS)
+        layout = self._tick
+        if (
+            not uneventful.ENABLED
+            or most < uneventful.MIN_TICKS
+            or self.solver != "compiled"
+            or self.ibcc is not None
+            or not self.faults.settled()
+            or self.flows.n_waiting
+        ):
+            return 0
+        status, goodput, cap, stormed = self._link_conditions()
+        if self.faults.seen_status is not status or stormed.any():
+            return 0
+        horizon = self._quiet_until()
+        if self.sim_time_s + 0.5 * self.dt_s >= horizon:
+            return 0
+        idx = self._current_index()
+        if idx.size == 0:
+            return self._pass_idle_ticks(most, horizon)
+        assert isinstance(layout, _tick_kernels.CompiledTick)
+        if (
+            idx.size >= _tick_kernels.PARALLEL_FROM_ENTRIES
+            or not layout._sums
+            or not layout._solved
+            or (self.roce is None and not layout._free)
+        ):
+            return 0
+        return self._run_at_once(layout, idx, most, horizon, goodput, cap, stormed)
+
+    def _quiet_until(self) -> float:
+        """The earliest time a workload or a scheduled command could act."""
+        now, dt = self.sim_time_s, self.dt_s
+        first = min((wl.quiet_until(now, dt) for wl in self.workloads), default=np.inf)
+        if self.schedule:
+            first = min(first, self.schedule[0][0])
+        return float(first)
+
+    def _pass_idle_ticks(self, most: int, horizon: float) -> int:
+        """Ticks with nothing in flight: only the time passes (``step``'s early return),
+        worked out for all of them at once."""
+        dt = self.dt_s
+        starts = uneventful.idle_starts(
+            self.sim_time_s, self.tick, self._epoch_tick, self._epoch_s, dt, most
+        )
+        n = int(np.count_nonzero(starts[:most] + 0.5 * dt < horizon))
+        if n == 0:
+            return 0
+        self.link_book.link_rate[:] = 0.0
+        delivered = np.full(n, self.delivered_bytes)
+        uneventful.extend(self.faults.delivered_history, starts[:n], delivered)
+        uneventful.extend(self._window, starts[1 : n + 1], delivered)
+        self.tick += n
+        self.sim_time_s = float(starts[n])
+        return n
+
+    def _run_at_once(
+        self,
+        layout: CompiledTick,
+        idx: EntryIndex,
+        most: int,
+        horizon: float,
+        goodput: NDArray[np.float64],
+        cap: NDArray[np.float64],
+        stormed: NDArray[np.bool_],
+    ) -> int:
+        """Steps 4-7 of the ticks to ``horizon`` in one compiled call, and what ``step``
+        would have left written back; the last tick, when it finished flows or has a PFC
+        event, is finished here as ``step`` finishes it."""
+        dt = self.dt_s
+        args = uneventful.kernel_arguments(
+            most=most,
+            horizon_s=horizon,
+            clock=(self.sim_time_s, self.tick, self._epoch_tick, self._epoch_s, dt),
+            totals=(self.delivered_bytes, self.dropped_bytes),
+            idx=idx,
+            layout=layout,
+            flows=self.flows,
+            links=self.link_book,
+            cap=cap,
+            goodput=goodput,
+            stormed=stormed,
+            ber=self.faults.ber,
+            to_endpoint=self.to_endpoint,
+            endpoint_queues=self._endpoint_queues,
+            bandwidth_Bps=self.topo.links.bandwidth_Bps,
+            roce=self.roce,
+            profile=self.profile,
+            n_vls=self.n_vls,
+            rng=self.rng,
+        )
+        run = uneventful.run_kernel(args)
+        if run.started == 0:
+            return 0
+        # what the ticks' Python would have kept: the history each tick's fault tracking
+        # appends at its start, the window each whole tick appends at its end
+        uneventful.extend(self.faults.delivered_history, run.t_start, run.d_start)
+        ends = np.append(run.t_start[1:], run.end_s)[: run.whole]
+        uneventful.extend(
+            self._window, ends, np.append(run.d_start[1:], run.delivered)[: run.whole]
+        )
+        self.delivered_bytes = run.delivered
+        self.dropped_bytes = run.dropped
+        self.hop_updates += idx.size * run.started
+        self.tick += run.whole
+        self.sim_time_s = run.end_s
+        lb = self.link_book
+        if run.moved:
+            link_rate, occ_pad, drain_pad, _ = layout._sums
+            lb.link_rate = link_rate
+            lb.occupancy = run.occupancy if self.roce is not None else occ_pad[: lb.occupancy.size]
+            lb.buffer_drain = drain_pad[: lb.buffer_drain.size]
+            lb.dq_open = run.dq_open
+            csr = idx.csr
+            layout._stale[:] = [csr.used_links, csr.used_bufs]
+            layout._solved_stale[:] = [csr.used_links, csr.used_bufs]
+            level, _, first_share, alpha = layout._solved
+            self.solution = Solution(padded=run.rate, level=level, alpha=alpha, share=first_share)
+            if self.roce is not None:
+                self.roce.after_ticks_at_once(run.pause, run.cnps, cleared_watch=run.whole > 0)
+            else:
+                lb.paused = run.starved
+        if run.whole == run.started:
+            return run.started
+        # the last tick needs Python: what step does after the flow control
+        if self.roce is not None:
+            self.roce.report_after_tick(self, idx, run.new_backlog, run.fired, run.blocked)
+        if run.done.size:
+            assert self.solution is not None
+            self._complete(idx, self.solution, cap, run.done, run.end_s, dt)
+        self._finish_tick(self.faults.seen_status, dt)
+        return run.started
 
     def step(self) -> None:
         """Advance one tick of ``dt_s``, in the order docs/ARCHITECTURE.md lists.

@@ -59,7 +59,7 @@ class RoceFlowControl:
         self.compiled = compiled
         self._packed: tuple[Profile, NDArray[np.float64]] | None = None
 
-    def _dcqcn_params(self, p: Profile) -> NDArray[np.float64]:
+    def dcqcn_params(self, p: Profile) -> NDArray[np.float64]:
         """The profile's DCQCN parameters as the kernel takes them, packed again only when
         the profile changes (a ``set`` command makes a new one)."""
         if self._packed is None or self._packed[0] is not p:
@@ -302,13 +302,22 @@ class RoceFlowControl:
             dc.rc, dc.rt, dc.alpha, dc.since_cut_s, dc.since_alpha_s, dc.since_dec_s,
             dc.since_inc_s, dc.stage, dc.cwnd,
             float(p.mtu_bytes), p.ecn_kmin_s, p.ecn_kmax_s, p.ecn_pmax, p.pfc_refresh_fraction,
-            p.pfc_watchdog_s, p.pfc_watchdog_recovery_s, self._dcqcn_params(p), cc, p.swift_target_delay_s,
+            p.pfc_watchdog_s, p.pfc_watchdog_recovery_s, self.dcqcn_params(p), cc, p.swift_target_delay_s,
             p.swift_ai_packets, p.swift_beta, p.swift_max_mdf, MAX_HOPS, now, dt,
         )  # fmt: skip
         f.dropped_bytes += dropped
         f.link_book.occupancy = occupancy
         dc.cnps_total += n_cnp
         self.report_after_tick(f, idx, new_backlog, fired, any_blocked)
+
+    def after_ticks_at_once(self, pause: PauseTick, cnps: int, cleared_watch: bool) -> None:
+        """What ticks run at once in one compiled call (``runtime.uneventful``) leave: the
+        last tick's pause limits, the CNPs sent, and the deadlock watch cleared when a
+        tick ran whole (none of them left a paused queue's sender stopped)."""
+        self._pause = pause
+        self.dcqcn.cnps_total += cnps
+        if cleared_watch:
+            self._deadlock_set = frozenset()
 
     def report_after_tick(
         self,
