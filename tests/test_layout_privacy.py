@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("fabric_core", "console", "exporters", "benchmarks")
-OWNER = ROOT / "fabric_core" / "fabric.py"
+OWNER = ROOT / "fabric_core" / "runtime" / "fabric.py"
 
 
 def _names_fabric(node: ast.expr) -> bool:
