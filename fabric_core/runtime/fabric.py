@@ -636,21 +636,20 @@ class Fabric:
         self.tick += run.whole
         self.sim_time_s = run.end_s
         lb = self.link_book
-        if run.moved:
-            link_rate, occ_pad, drain_pad, _ = layout._sums
-            lb.link_rate = link_rate
-            lb.occupancy = run.occupancy if self.roce is not None else occ_pad[: lb.occupancy.size]
-            lb.buffer_drain = drain_pad[: lb.buffer_drain.size]
-            lb.dq_open = run.dq_open
-            csr = idx.csr
-            layout._stale[:] = [csr.used_links, csr.used_bufs]
-            layout._solved_stale[:] = [csr.used_links, csr.used_bufs]
-            level, _, first_share, alpha = layout._solved
-            self.solution = Solution(padded=run.rate, level=level, alpha=alpha, share=first_share)
-            if self.roce is not None:
-                self.roce.after_ticks_at_once(run.pause, run.cnps, cleared_watch=run.whole > 0)
-            else:
-                lb.paused = run.starved
+        link_rate, occ_pad, drain_pad, _ = layout._sums
+        lb.link_rate = link_rate
+        lb.occupancy = run.occupancy if self.roce is not None else occ_pad[: lb.occupancy.size]
+        lb.buffer_drain = drain_pad[: lb.buffer_drain.size]
+        lb.dq_open = run.dq_open
+        csr = idx.csr
+        layout._stale[:] = [csr.used_links, csr.used_bufs]
+        layout._solved_stale[:] = [csr.used_links, csr.used_bufs]
+        level, _, first_share, alpha = layout._solved
+        self.solution = Solution(padded=run.rate, level=level, alpha=alpha, share=first_share)
+        if self.roce is not None:
+            self.roce.after_ticks_at_once(run.pause, run.cnps, cleared_watch=run.whole > 0)
+        else:
+            lb.paused = run.starved
         if run.whole == run.started:
             return run.started
         # the last tick needs Python: what step does after the flow control

@@ -99,7 +99,7 @@ def kernel_arguments(
     link_rate, occ_pad, drain_pad, inflow_pad = layout._sums
     free = layout._free[0] if layout._free else np.zeros(0)
     link_book = (
-        link_rate, occ_pad, drain_pad, inflow_pad, lb.link_rate, lb.occupancy,
+        link_rate, occ_pad, drain_pad, inflow_pad, lb.occupancy,
         lb.buffer_drain, lb.buffer_bytes, endpoint_queues, lb.dq_open, lb.dq_seen,
         lb.dq_bytes, lb.dq_s, lb.dq_avg_Bps, free, layout.link_load_bytes,
         layout.track_load, c["tx_bytes_total"], c["tx_packets_total"],
@@ -156,7 +156,6 @@ class TicksRun:
     delivered: float
     dropped: float
     cnps: int
-    moved: bool
     rate: F64
     new_backlog: F64
     done: NDArray[np.intp]
@@ -171,7 +170,7 @@ class TicksRun:
 def run_kernel(args: list[Any]) -> TicksRun:
     """Call ``uneventful_ticks`` with ``kernel_arguments``' list."""
     (
-        started, stop, t_start, d_start, end_s, delivered, dropped, cnps, moved, rate,
+        started, stop, t_start, d_start, end_s, delivered, dropped, cnps, rate,
         new_backlog, done, fired, blocked, send, room, ignoring, occupancy, dq_open, starved,
     ) = uneventful_kernels.uneventful_ticks(*args)  # fmt: skip
     started = int(started)
@@ -184,7 +183,6 @@ def run_kernel(args: list[Any]) -> TicksRun:
         delivered=float(delivered),
         dropped=float(dropped),
         cnps=int(cnps),
-        moved=bool(moved),
         rate=rate,
         new_backlog=new_backlog,
         done=done,

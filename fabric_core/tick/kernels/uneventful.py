@@ -93,7 +93,6 @@ def uneventful_ticks(
     occ_pad: _F,
     drain_pad: _F,
     inflow_pad: _F,
-    lb_link_rate: _F,
     lb_occ: _F,
     lb_drain: _F,
     buffer_bytes: _F,
@@ -189,13 +188,14 @@ def uneventful_ticks(
     Python (``STOP_DONE``, ``STOP_PFC``: that tick has run up to the end of its flow
     control, and Python finishes it).
 
-    The arrays are those ``Fabric.step`` hands the kernels, passed one by one (a call
+    At least one entry is in flight (``Fabric`` passes idle ticks itself). The arrays are
+    those ``Fabric.step`` hands the kernels, passed one by one (a call
     with tuples of arrays costs several times more to dispatch), in the groups
     ``fabric_core.runtime.uneventful`` builds them in.
     ``delivered`` and ``dropped`` are the fabric's totals so far, added to tick by tick
     as ``Fabric.step`` adds to them. Returns (ticks started, why it stopped, the start
     time of each tick started and the bytes delivered by then, the time after the last
-    whole tick, the totals, the CNPs sent, whether any tick moved bytes, and the last
+    whole tick, the totals, the CNPs sent, and the last
     tick's: rates, new backlog, finished flows, queues whose watchdog fired, whether a
     paused queue's sender is stopped, the pause tick (send share, room, ignoring),
     occupancy, departure cycles under way and credit-starved links).
@@ -216,92 +216,86 @@ def uneventful_ticks(
     room = np.zeros(0)
     ignoring = np.zeros(0, dtype=np.bool_)
     starved = link_paused
-    moved = False
     while started < most and now + 0.5 * dt < horizon_s:
         t_start[started] = now
         d_start[started] = delivered
         started += 1
-        if n == 0:  # nothing in flight: the tick only passes
-            lb_link_rate[:] = 0.0
+        # 5. the rates, under PFC and DCQCN or under the credits
+        backlog = backlog_table[pos]
+        warm = rate_table[pos]
+        limit, late = start_limits(heads, flow, link, start_s, cap, n, now, dt)
+        if roce:
+            if share_alpha != 0.0:
+                share_buffer(
+                    switch_of, lb_occ, pool, share_alpha, q_mtu, headroom, xoff, xon, q_buffer
+                )
+            send, room, ignoring = pfc_limits(
+                xoff, xon, reaction_s, q_paused, paused_since_s, resume_s,
+                watchdog_until_s, lb_occ, lb_drain, cap, stormed, to_endpoint, now, dt,
+            )  # fmt: skip
+            entry_cap = entry_caps(send, queue, drains_pad, link, flow, heads, backlog, cap, rc)
+            if late:
+                entry_cap = np.minimum(entry_cap, limit)
+            room_or_credits = room
         else:
-            # 5. the rates, under PFC and DCQCN or under the credits
-            backlog = backlog_table[pos]
-            warm = rate_table[pos]
-            limit, late = start_limits(heads, flow, link, start_s, cap, n, now, dt)
-            if roce:
-                if share_alpha != 0.0:
-                    share_buffer(
-                        switch_of, lb_occ, pool, share_alpha, q_mtu, headroom, xoff, xon, q_buffer
-                    )
-                send, room, ignoring = pfc_limits(
-                    xoff, xon, reaction_s, q_paused, paused_since_s, resume_s,
-                    watchdog_until_s, lb_occ, lb_drain, cap, stormed, to_endpoint, now, dt,
-                )  # fmt: skip
-                entry_cap = entry_caps(send, queue, drains_pad, link, flow, heads, backlog, cap, rc)
-                if late:
-                    entry_cap = np.minimum(entry_cap, limit)
-                room_or_credits = room
-            else:
-                credit_room(used_bufs, buffer_bytes, lb_occ, into_endpoint, endless_room, free)
-                entry_cap = limit if late else np.full(n, np.inf)
-                room_or_credits = free
-            rate = solve_tick_serial(
-                link, ent_link, prev_pad, nxt_pad, first, hop, key_ptr, used_links, rank_ptr,
-                link_ptr, link_ent, used_bufs, buf_group_ptr, buf_ptr, buf_ent, feedforward,
-                places, keys_per_rank, 1, backlog, cap, room_or_credits, dt, warm, entry_cap,
-                True, level, share, first_share, alpha, s_stale_links, s_stale_bufs,
+            credit_room(used_bufs, buffer_bytes, lb_occ, into_endpoint, endless_room, free)
+            entry_cap = limit if late else np.full(n, np.inf)
+            room_or_credits = free
+        rate = solve_tick_serial(
+            link, ent_link, prev_pad, nxt_pad, first, hop, key_ptr, used_links, rank_ptr,
+            link_ptr, link_ent, used_bufs, buf_group_ptr, buf_ptr, buf_ent, feedforward,
+            places, keys_per_rank, 1, backlog, cap, room_or_credits, dt, warm, entry_cap,
+            True, level, share, first_share, alpha, s_stale_links, s_stale_bufs,
+        )  # fmt: skip
+        s_stale_links, s_stale_bufs = used_links, used_bufs
+        # 6. bytes, buffers, counters
+        new_backlog, arrival, got, done = move_bytes(
+            rate, prev_pad, nxt_pad, link, drains_pad, buf_pad, pos, flow, backlog,
+            backlog_table, rate_table, delivered_f, size, dt, link_rate, occ_pad,
+            drain_pad, inflow_pad, m_stale_links, m_stale_bufs,
+        )  # fmt: skip
+        m_stale_links, m_stale_bufs = used_links, used_bufs
+        if track_load:
+            link_loads(active, path2d, backlog2d, hops, link_load_bytes)
+        lb_occ = occ_pad[:n_bufs]
+        lb_drain = drain_pad[:n_bufs]
+        inflow = inflow_pad[:n_bufs]
+        dq_open = update_departures_at(
+            lb_drain, lb_occ, dt, drains_pad, dq_open, dq_seen, dq_bytes, dq_s, dq_avg
+        )
+        delivered += got
+        link_counters(
+            used_links, link_rate, goodput, ber, mtu, dt, tx_bytes, tx_packets,
+            retransmitted, error_recovery, symbol_errors,
+        )  # fmt: skip
+        # 7. PFC, ECN and DCQCN, or the waits for credit
+        if roce:
+            rand = rng.random(heads.size) if draws else np.zeros(0)
+            lost, lb_occ, fired, blocked, n_cnp = pfc_after_tick(
+                rate[:n], arrival, new_backlog, alpha, send, ignoring, stormed, rand, pos,
+                hop, flow, link, queue, drains_pad, heads, inflow, lb_drain, backlog_table,
+                lb_occ, line_rate, live_end, fixed_latency_s, q_buffer, xoff, xon,
+                reaction_s, q_paused, paused_since_s, resume_s, watchdog_until_s,
+                frames_owed, frames_sent, discards, retransmitted, pause_frames,
+                pause_seconds, pause_frames_vl, pause_seconds_vl, transmit_wait,
+                ecn_marked, cnp_handled, link_paused, rc, rt, dc_alpha, since_cut_s,
+                since_alpha_s, since_dec_s, since_inc_s, stage, cwnd, mtu, kmin_s,
+                kmax_s, pmax, refresh_fraction, watchdog_s, watchdog_recovery_s,
+                dcqcn_params, cc_mode, swift_target_s, swift_ai, swift_beta,
+                swift_max_mdf, max_hops, now, dt,
             )  # fmt: skip
-            s_stale_links, s_stale_bufs = used_links, used_bufs
-            # 6. bytes, buffers, counters
-            new_backlog, arrival, got, done = move_bytes(
-                rate, prev_pad, nxt_pad, link, drains_pad, buf_pad, pos, flow, backlog,
-                backlog_table, rate_table, delivered_f, size, dt, link_rate, occ_pad,
-                drain_pad, inflow_pad, m_stale_links, m_stale_bufs,
+            dropped += lost
+            cnps += n_cnp
+            if fired.size > 0 or blocked:
+                stop = STOP_PFC
+        else:
+            starved = np.zeros(transmit_wait.size, dtype=np.bool_)
+            credit_wait(
+                alpha, inflow, used_links, lane_buf, buf_ptr, buf_ent, new_backlog, n_vls,
+                dt, transmit_wait, starved,
             )  # fmt: skip
-            m_stale_links, m_stale_bufs = used_links, used_bufs
-            moved = True
-            if track_load:
-                link_loads(active, path2d, backlog2d, hops, link_load_bytes)
-            lb_link_rate = link_rate
-            lb_occ = occ_pad[:n_bufs]
-            lb_drain = drain_pad[:n_bufs]
-            inflow = inflow_pad[:n_bufs]
-            dq_open = update_departures_at(
-                lb_drain, lb_occ, dt, drains_pad, dq_open, dq_seen, dq_bytes, dq_s, dq_avg
-            )
-            delivered += got
-            link_counters(
-                used_links, link_rate, goodput, ber, mtu, dt, tx_bytes, tx_packets,
-                retransmitted, error_recovery, symbol_errors,
-            )  # fmt: skip
-            # 7. PFC, ECN and DCQCN, or the waits for credit
-            if roce:
-                rand = rng.random(heads.size) if draws else np.zeros(0)
-                lost, lb_occ, fired, blocked, n_cnp = pfc_after_tick(
-                    rate[:n], arrival, new_backlog, alpha, send, ignoring, stormed, rand, pos,
-                    hop, flow, link, queue, drains_pad, heads, inflow, lb_drain, backlog_table,
-                    lb_occ, line_rate, live_end, fixed_latency_s, q_buffer, xoff, xon,
-                    reaction_s, q_paused, paused_since_s, resume_s, watchdog_until_s,
-                    frames_owed, frames_sent, discards, retransmitted, pause_frames,
-                    pause_seconds, pause_frames_vl, pause_seconds_vl, transmit_wait,
-                    ecn_marked, cnp_handled, link_paused, rc, rt, dc_alpha, since_cut_s,
-                    since_alpha_s, since_dec_s, since_inc_s, stage, cwnd, mtu, kmin_s,
-                    kmax_s, pmax, refresh_fraction, watchdog_s, watchdog_recovery_s,
-                    dcqcn_params, cc_mode, swift_target_s, swift_ai, swift_beta,
-                    swift_max_mdf, max_hops, now, dt,
-                )  # fmt: skip
-                dropped += lost
-                cnps += n_cnp
-                if fired.size > 0 or blocked:
-                    stop = STOP_PFC
-            else:
-                starved = np.zeros(transmit_wait.size, dtype=np.bool_)
-                credit_wait(
-                    alpha, inflow, used_links, lane_buf, buf_ptr, buf_ent, new_backlog, n_vls,
-                    dt, transmit_wait, starved,
-                )  # fmt: skip
-            if done.size > 0 and stop == STOP_HORIZON:
-                stop = STOP_DONE
+        if done.size > 0 and stop == STOP_HORIZON:
+            stop = STOP_DONE
         if stop != STOP_HORIZON:
             break
         # 8. the tick ends: its length as a product, as ``Fabric._finish_tick`` has it
@@ -309,6 +303,6 @@ def uneventful_ticks(
         now = epoch_s + (tick - epoch_tick) * dt
     return (
         started, stop, t_start[:started], d_start[:started], now, delivered, dropped,
-        cnps, moved, rate, new_backlog, done, fired, blocked, send, room, ignoring, lb_occ,
+        cnps, rate, new_backlog, done, fired, blocked, send, room, ignoring, lb_occ,
         dq_open, starved,
     )  # fmt: skip
