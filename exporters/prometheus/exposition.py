@@ -123,7 +123,7 @@ class _Lines:
 def _escape_value(value: str) -> str:
     """A label value as the library writes it in either format (backslash, newline and
     double quote escaped)."""
-    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+    return om._escape(value, om.ALLOWUTF8, om._is_legacy_labelname_rune)
 
 
 def _values(values: Sequence[float]) -> list[str]:
