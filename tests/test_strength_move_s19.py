@@ -139,3 +139,27 @@ def test_a_flow_with_at_most_a_billionth_of_itself_left_is_done() -> None:
     size = float(2**30)
     assert _left_after_last_bytes(size, 1.5, 0.5) == (1.0, True)
     assert _left_after_last_bytes(size, 1.5, 0.25) == (1.25, False)
+
+
+def test_a_hop_on_a_down_link_that_carried_nothing_sets_no_finish_time() -> None:
+    """Flow 0's last bytes were past its first hop when that link went down (capacity 0,
+    the entry's rate 0): that hop sent nothing in the tick, its last byte went before it.
+    The flow ends when its second hop, alone on a link of 2 B/s, has sent its 1 B: at
+    0.5 s, not at the tick's end (1 s), which a stalled hop is given only when it still
+    had bytes to send."""
+    out = finish_times(
+        np.array([0.0, 1.0, 0.0]),  # entry 0 on link 0 (down), entry 1 on link 1
+        np.array([0.0, 2.0]),
+        np.ones(4),
+        np.full(2, 4, dtype=np.intp),
+        np.array([0, 0], dtype=np.intp),
+        np.array([0, 1], dtype=np.intp),
+        np.array([0, 1, 2], dtype=np.intp),
+        np.array([0, 1], dtype=np.intp),
+        np.array([0, 1], dtype=np.intp),
+        np.array([0.0, 2.0]),
+        np.array([0], dtype=np.intp),
+        2,
+        1.0,
+    )
+    assert out.tolist() == [pytest.approx(0.5, rel=1e-12)]

@@ -428,3 +428,13 @@ def test_a_class_histogram_sums_the_latencies_its_workloads_saw(solver: Solver) 
     hist = fabric.class_hist["bulk"].freeze()
     assert hist.sum_s == pytest.approx(sum(latencies), rel=1e-12)
     assert hist.mean() == pytest.approx(float(np.mean(latencies)), rel=1e-12)
+
+
+def test_a_hop_that_can_send_nothing_and_had_nothing_left_sets_no_finish_time() -> None:
+    """A finishing entry on a link with nothing left of its capacity (a link down) that
+    carried 0 B in the tick: its last byte went before the tick, so it is timed at 0,
+    not at the tick's end, and the flow ends at its other hops' latest time (the
+    compiled ``kernels.move.finish_times`` does the same)."""
+    idx, sol = _finishing([0.0], level=0.0, buf_pad=[1], n_bufs=1)
+    t = finish_within_tick(idx, sol, np.array([0.0]), np.array([True]), dt=1.0)
+    assert t[0] == 0.0

@@ -517,7 +517,10 @@ def finish_within_tick(
     work = before + fb * (after + 1 + n_elastic[fl])
     alpha = np.append(sol.alpha, 1.0)[idx.buf_pad[fin]][order]  # no buffer: not slowed
     speed = available[fl] * np.maximum(alpha, 1e-12)
-    t_sorted = np.divide(work, speed, out=np.full(fl.size, dt), where=speed > 0)
+    # A hop that can send nothing takes the whole tick, unless it had nothing left to
+    # send: its last byte went before the tick, so it sets no time within it.
+    stalled = np.where(work > 0, dt, 0.0)
+    t_sorted = np.divide(work, speed, out=stalled, where=speed > 0)
     out = np.zeros(idx.size)
     out[fin[order]] = t_sorted
     return out
