@@ -35,6 +35,7 @@ LAYERS = (
     "endpoints",
     "workloads",
     "runtime",
+    "planes",
     "reports",
 )
 

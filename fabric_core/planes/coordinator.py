@@ -1,0 +1,559 @@
+"""The coordinator of a fabric run one engine per plane: to the engine, the console, the
+exporters and the recorder it is a fabric (``PlanedFabric``).
+
+Each batch of ticks it runs the workloads tick by tick, sprays each message over the
+planes (``spray``), hands every plane its parts for the batch at once, lets the planes
+run the batch, and collects the parts that finished: a message completes when its last
+part does, and its workload hears of it at the end of the batch. A batch of one tick is
+what a single fabric does; a longer batch costs fewer round trips to the planes and
+delays what a workload hears by up to the batch (docs/OPERATIONS.md, "One engine per
+plane").
+
+Commands apply between batches: a fault goes to the plane that owns its target (a link
+or a switch), or to every plane (a NIC's PFC storm stops all its ports); a tick length or
+a parameter to every plane; workloads start and stop here. A snapshot merges the
+planes': their links in the whole fabric's numbering, their byte counts summed, the
+messages' latencies per class from here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.commands import (
+    MAX_TICK_S,
+    MIN_TICK_S,
+    ClearFault,
+    Command,
+    CommandError,
+    InjectFault,
+    SetParam,
+    SetTick,
+    StartWorkload,
+    StopWorkload,
+)
+from fabric_core.faults import recovery
+from fabric_core.faults.book import FaultBook, FaultView
+from fabric_core.net.profiles import Profile
+from fabric_core.net.topology import Topology
+from fabric_core.planes.messages import MessageTable
+from fabric_core.planes.plane import PlaneDone, PlaneParts, PlaneSpec, PlaneState
+from fabric_core.planes.pool import PlaneLostError, PlanePool
+from fabric_core.planes.split import PlaneCut, cut_planes, plane_topology
+from fabric_core.runtime.events import EventLog
+from fabric_core.runtime.fabric import Solver
+from fabric_core.runtime.scenario import Scenario, ScenarioError
+from fabric_core.runtime.snapshot import Event, LinkState, Snapshot, Totals, WorkloadView
+from fabric_core.tick.flows import Completions
+from fabric_core.tick.histogram import HistogramRows
+from fabric_core.workloads import Workload
+
+#: workload kinds that read nothing of the fabric but its endpoints, so they can run
+#: away from the planes (the others read the fault book, the storage model or the
+#: endpoints' own model, which live with the planes)
+PLANE_WORKLOADS = ("bulk", "incast", "alltoall", "rpc", "pairs", "scripted")
+#: fault kinds on an endpoint that stop all its ports, so every plane takes them
+EVERY_PLANE_FAULTS = ("pfc_storm",)
+#: the default batch: ticks a plane runs per round trip (docs/OPERATIONS.md)
+DEFAULT_BATCH_TICKS = 8
+MAX_EVENTS = 1000
+
+
+def spray(
+    first_plane: NDArray[np.int64], size: NDArray[np.float64], planes: int, mtu: float
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """The parts of messages sprayed over ``planes`` planes: a message of ``size`` bytes
+    goes over as many planes as it has packets (``mtu``), up to all of them, in equal
+    shares, starting at its ``first_plane`` and going round. Returns, per part, the
+    message's position, its plane and its bytes."""
+    parts = np.clip(np.ceil(size / mtu), 1, planes).astype(np.int64)
+    owner = np.repeat(np.arange(size.size), parts)
+    nth = np.arange(owner.size) - np.repeat(np.cumsum(parts) - parts, parts)
+    plane = (first_plane[owner] + nth) % planes
+    return owner, plane, size[owner] / parts[owner]
+
+
+class PlanedFabric:
+    """A multi-plane fabric run one engine per plane (see the module docstring)."""
+
+    def __init__(
+        self,
+        scn: Scenario,
+        pool: Callable[[Sequence[PlaneSpec]], PlanePool],
+        *,
+        batch_ticks: int = DEFAULT_BATCH_TICKS,
+        solver: Solver = "compiled",
+    ) -> None:
+        """Cut ``scn``'s fabric at its planes and start a plane engine for each in the
+        pool ``pool`` makes.
+
+        Raises:
+            ScenarioError: the scenario cannot run one engine per plane (one plane,
+                scale-up domains, static routes, or a workload that needs the planes).
+        """
+        if batch_ticks < 1:
+            raise ValueError(f"the batch must be at least 1 tick, got {batch_ticks}")
+        try:
+            one_plane = plane_topology(scn.profile, scn.topology)
+            self.topo: Topology = scn.build_topology()
+            self.cuts: list[PlaneCut] = cut_planes(self.topo, one_plane)
+        except ValueError as exc:
+            raise ScenarioError(f"{scn.source}: one engine per plane: {exc}") from None
+        if scn.routes:
+            raise ScenarioError(
+                f"{scn.source}: one engine per plane: static routes are not supported"
+            )
+        self.workloads: list[Workload] = scn.build_workloads()
+        for wl in self.workloads:
+            if wl.kind not in PLANE_WORKLOADS:
+                raise ScenarioError(
+                    f"{scn.source}: one engine per plane runs {', '.join(PLANE_WORKLOADS)} "
+                    f"workloads; {wl.name!r} is a {wl.kind} workload"
+                )
+        self.profile: Profile = scn.profile
+        self.seed = scn.seed
+        self.cluster, self.scenario = scn.cluster, scn.name
+        self.solver: Solver = solver
+        self.batch_ticks = batch_ticks
+        self.dt_s = scn.dt_s
+        self.tick = 0
+        self.sim_time_s = 0.0
+        self._epoch_tick, self._epoch_s = 0, 0.0
+        self.hop_updates = 0
+        self.completed_flows = 0
+        self.rng = np.random.default_rng(scn.seed)
+        self.events = EventLog(lambda: self.sim_time_s, MAX_EVENTS)
+        # the whole fabric's fault book checks commands as a single fabric would; the
+        # faults themselves live in the planes
+        self.faults = FaultBook(
+            self.topo.links, self.topo.nodes, lambda *_: None, flow_control=scn.profile.flow_control
+        )
+        names: list[str] = []
+        for wl in self.workloads:
+            if wl.traffic_class not in names:
+                names.append(wl.traffic_class)
+        self.classes = names or ["bulk"]
+        self._class_rows = HistogramRows(len(self.classes))
+        self.class_hist = dict(zip(self.classes, self._class_rows.hists, strict=True))
+        self._wl_class = np.array(
+            [self.classes.index(wl.traffic_class) for wl in self.workloads], dtype=np.int64
+        )
+        for wl in self.workloads:
+            wl.bind(self.topo.gpus, self.topo.storage, self.rng)
+            wl.attach(self)
+        self.messages = MessageTable()
+        self.planes = len(self.cuts)
+        # where each whole-fabric link and switch is in its plane (-1: not in it)
+        self._link_plane = np.full(len(self.topo.links), -1, dtype=np.int64)
+        self._link_local = np.full(len(self.topo.links), -1, dtype=np.int64)
+        self._node_local = np.full((self.planes, len(self.topo.nodes)), -1, dtype=np.int64)
+        for cut in self.cuts:
+            self._link_plane[cut.link_global] = cut.plane
+            self._link_local[cut.link_global] = np.arange(cut.link_global.size)
+            self._node_local[cut.plane, cut.node_global] = np.arange(cut.node_global.size)
+        #: global fault id -> its kind, target and (plane, the plane's fault id) pairs
+        self._faults: dict[str, tuple[str, str, list[tuple[int, str]]]] = {}
+        self._next_fault = 1
+        self._states: list[PlaneState | None] = [None] * self.planes
+        #: the plane lost (the run cannot go on), once one is
+        self.lost: PlaneLostError | None = None
+        self.schedule: list[tuple[float, InjectFault | ClearFault]] = []
+        for i, f in enumerate(scn.faults):
+            try:
+                cmd = recovery.scheduled_command(f.kind, f.target, dict(f.params), f.duration_s)
+                if isinstance(cmd, InjectFault):
+                    self._route_fault(cmd)
+            except CommandError as exc:
+                raise ScenarioError(f"{scn.source}: fault[{i}]: {exc}") from None
+            self.schedule.append((f.at_s, cmd))
+        self.schedule.sort(key=lambda s: s[0])
+        specs = [
+            PlaneSpec(
+                plane=cut.plane,
+                topo=cut.topo,
+                profile=scn.profile,
+                dt_s=scn.dt_s,
+                seed=scn.seed,
+                workloads=tuple((wl.name, wl.traffic_class) for wl in self.workloads),
+                class_vl=dict(scn.classes),
+                solver=solver,
+                cluster=scn.cluster,
+                scenario=scn.name,
+            )
+            for cut in self.cuts
+        ]
+        self.pool: PlanePool = pool(specs)
+
+    # ---------------------------------------------------------------- the clock
+    def _time_of(self, tick: int) -> float:
+        """Simulated time at the start of ``tick``, as ``Fabric._finish_tick`` has it."""
+        if tick == self.tick:
+            return self.sim_time_s
+        return self._epoch_s + (tick - self._epoch_tick) * self.dt_s
+
+    def emit(self, severity: str, kind: str, target: str, message: str) -> None:
+        """Add an event to the log the snapshot carries."""
+        self.events.emit(severity, kind, target, message)
+
+    # ---------------------------------------------------------------- running
+    def run_ticks(self, n: int) -> None:
+        """Advance ``n`` ticks, in batches of at most ``batch_ticks``, each ending where a
+        scheduled command is due.
+
+        Raises:
+            PlaneLostError: a plane's engine died (an event says which; the run cannot go on).
+        """
+        if self.lost is not None:
+            raise self.lost
+        left = n
+        while left > 0:
+            self._apply_due()
+            k = min(left, self.batch_ticks)
+            if self.schedule:
+                due = self.schedule[0][0]
+                k = max(1, min(k, math.ceil((due - self.sim_time_s) / self.dt_s - 1e-9)))
+            self._run_batch(k)
+            left -= k
+
+    def step(self) -> None:
+        """Advance one tick."""
+        self.run_ticks(1)
+
+    def _apply_due(self) -> None:
+        while self.schedule and self.schedule[0][0] <= self.sim_time_s + 1e-15:
+            _, cmd = self.schedule.pop(0)
+            try:
+                self.apply(cmd)
+            except CommandError as exc:
+                self.emit("warning", "command_failed", cmd.target or "fabric", str(exc))
+
+    def _run_batch(self, k: int) -> None:
+        parts = self._generate(k)
+        try:
+            done: list[PlaneDone] = self.pool.call("advance", [(k, p) for p in parts])
+        except PlaneLostError as lost:
+            self._lose(lost)
+            raise
+        self.sim_time_s = self._time_of(self.tick + k)
+        self.tick += k
+        for d in done:
+            if d.tick != self.tick or d.sim_time_s != self.sim_time_s:
+                raise RuntimeError(
+                    f"a plane is at tick {d.tick} ({d.sim_time_s!r} s), the coordinator at "
+                    f"{self.tick} ({self.sim_time_s!r} s)"
+                )
+        self.hop_updates = sum(d.hop_updates for d in done)
+        self._complete(done)
+
+    def _lose(self, lost: PlaneLostError) -> None:
+        self.lost = lost
+        self.emit("error", "plane_lost", f"plane{lost.plane}", f"{lost}; the run stops here")
+
+    def _generate(self, k: int) -> list[PlaneParts]:
+        """The workloads' messages of the next ``k`` ticks, sprayed: each plane's parts."""
+        P = self.planes
+        chunks: list[list[tuple[NDArray[Any], ...]]] = [[] for _ in range(P)]
+        dt = self.dt_s
+        for i in range(k):
+            tick = self.tick + i
+            now = self._time_of(tick)
+            for wi, wl in enumerate(self.workloads):
+                req = wl.generate(now, dt, self.rng)
+                n = len(req)
+                if n == 0:
+                    continue
+                ids = self.messages.add(
+                    wi, req.tag, req.src, req.dst, req.size_bytes,
+                    np.clip(np.ceil(req.size_bytes / self.profile.mtu_bytes), 1, P).astype(np.int64),
+                )  # fmt: skip
+                owner, plane, part_size = spray(ids % P, req.size_bytes, P, self.profile.mtu_bytes)
+                extra = req.extra_latency_s if req.extra_latency_s is not None else np.zeros(n)
+                for p in range(P):
+                    pick = owner[plane == p]
+                    if pick.size == 0:
+                        continue
+                    chunks[p].append(
+                        (
+                            np.full(pick.size, tick, dtype=np.int64),
+                            np.full(pick.size, wi, dtype=np.int64),
+                            req.src[pick].astype(np.int64),
+                            req.dst[pick].astype(np.int64),
+                            part_size[plane == p],
+                            ids[pick],
+                            req.ready_s[pick],
+                            extra[pick],
+                        )
+                    )
+        out = []
+        for p in range(P):
+            if not chunks[p]:
+                out.append(PlaneParts.empty())
+                continue
+            cols = [np.concatenate(c) for c in zip(*chunks[p], strict=True)]
+            out.append(PlaneParts(*cols))
+        return out
+
+    def _complete(self, done: Sequence[PlaneDone]) -> None:
+        """Messages whose last part finished: counted, timed per class, and handed to
+        their workloads in the order they finished."""
+        message = np.concatenate([d.message for d in done])
+        if message.size == 0:
+            return
+        ms = self.messages
+        whole = ms.parts_done(
+            message,
+            np.concatenate([d.start_s for d in done]),
+            np.concatenate([d.finish_s for d in done]),
+        )
+        if whole.size == 0:
+            return
+        self.completed_flows += int(whole.size)
+        latency = ms.finish_s[whole] - ms.start_s[whole]
+        self._class_rows.observe(self._wl_class[ms.workload[whole]], latency)
+        for wi, wl in enumerate(self.workloads):
+            pick = whole[ms.workload[whole] == wi]
+            if pick.size:
+                wl.on_complete(
+                    Completions(
+                        tag=ms.tag[pick].copy(),
+                        src=ms.src[pick].copy(),
+                        dst=ms.dst[pick].copy(),
+                        size_bytes=ms.size[pick].copy(),
+                        start_s=ms.start_s[pick].copy(),
+                        finish_s=ms.finish_s[pick].copy(),
+                    ),
+                    self.sim_time_s,
+                )
+
+    # ---------------------------------------------------------------- commands
+    def apply(self, cmd: Command) -> Mapping[str, Any]:
+        """Apply a fabric command between batches (see the module docstring).
+
+        Raises:
+            CommandError: the command does not fit this fabric.
+            PlaneLostError: a plane's engine died.
+        """
+        if self.lost is not None:
+            raise CommandError(f"the run has stopped: {self.lost}")
+        if isinstance(cmd, InjectFault):
+            return {"fault_id": self._inject(cmd)}
+        if isinstance(cmd, ClearFault):
+            return {"cleared": self._clear(cmd)}
+        if isinstance(cmd, SetTick):
+            if not MIN_TICK_S <= cmd.dt_s <= MAX_TICK_S:
+                raise CommandError(
+                    f"tick must be between {MIN_TICK_S:g} and {MAX_TICK_S:g} s, got {cmd.dt_s:g}"
+                )
+            self._on_every_plane(cmd)
+            self._epoch_tick, self._epoch_s = self.tick, self.sim_time_s
+            self.dt_s = float(cmd.dt_s)
+            return {"dt_s": self.dt_s}
+        if isinstance(cmd, SetParam):
+            details = self._on_every_plane(cmd)
+            self.profile = self.profile.with_overrides(**{cmd.name: cmd.value})
+            return details[0]
+        if isinstance(cmd, StartWorkload | StopWorkload):
+            for wl in self.workloads:
+                if wl.name == cmd.workload:
+                    wl.start() if isinstance(cmd, StartWorkload) else wl.stop()
+                    return {"workload": wl.name, "running": wl.running}
+            raise CommandError(
+                f"unknown workload {cmd.workload!r}; known: "
+                f"{', '.join(w.name for w in self.workloads)}"
+            )
+        raise CommandError(f"the fabric does not handle {type(cmd).__name__}")
+
+    def _call(self, plane: int, cmd: Command) -> Mapping[str, Any]:
+        try:
+            ok, detail = self.pool.call_one(plane, "apply", cmd)
+        except PlaneLostError as lost:
+            self._lose(lost)
+            raise CommandError(f"the run has stopped: {lost}") from None
+        if not ok:
+            raise CommandError(str(detail))
+        return dict(detail)
+
+    def _on_every_plane(self, cmd: Command) -> list[Mapping[str, Any]]:
+        """``cmd`` on every plane (checked on the first: they are alike)."""
+        return [self._call(p, cmd) for p in range(self.planes)]
+
+    def _route_fault(self, cmd: InjectFault) -> tuple[list[int], str | None]:
+        """The planes a fault goes to and its target's name there (None: every plane,
+        the same name). Checks it as the whole fabric would.
+
+        Raises:
+            CommandError: the fault does not fit this fabric or cannot go to the planes.
+        """
+        kind, ids, node, _ = self.faults.check(cmd)
+        if kind.target == "link":
+            li = int(ids[0])
+            p = int(self._link_plane[li])
+            return [p], self.cuts[p].topo.links.name[self._link_local[li]]
+        if kind.target == "switch":
+            p = int(self.topo.nodes.plane[node])
+            return [p], self.cuts[p].topo.nodes.name[self._node_local[p, node]]
+        if kind.name in EVERY_PLANE_FAULTS:
+            return list(range(self.planes)), None
+        raise CommandError(
+            f"{kind.name} is not supported with one engine per plane (it supports link and "
+            f"switch faults and {', '.join(EVERY_PLANE_FAULTS)})"
+        )
+
+    def _inject(self, cmd: InjectFault) -> str:
+        planes, local = self._route_fault(cmd)
+        placed = []
+        for p in planes:
+            sent = cmd if local is None else dataclasses.replace(cmd, target=local)
+            placed.append((p, str(self._call(p, sent)["fault_id"])))
+        fid = f"f{self._next_fault}"
+        self._next_fault += 1
+        self._faults[fid] = (cmd.kind, cmd.target, placed)
+        return fid
+
+    def _clear(self, cmd: ClearFault) -> list[str]:
+        views = {f.id: f for f in self._fault_views(fresh=True)}
+        live = [fid for fid, v in views.items() if v.cleared_at_s is None]
+        if cmd.all:
+            chosen = live
+        elif cmd.fault_id is not None:
+            if cmd.fault_id not in views:
+                raise CommandError(
+                    f"unknown active fault {cmd.fault_id!r}; active: {', '.join(live) or 'none'}"
+                )
+            if cmd.fault_id not in live:
+                raise CommandError(f"fault {cmd.fault_id!r} is already cleared")
+            chosen = [cmd.fault_id]
+        else:
+            chosen = [fid for fid in live if self._faults[fid][1] == cmd.target]
+            if not chosen:
+                raise CommandError(
+                    f"no active fault on {cmd.target!r}; faults are active on: "
+                    f"{', '.join(sorted({self._faults[f][1] for f in live})) or 'nothing'}"
+                )
+        for fid in chosen:
+            for p, local_id in self._faults[fid][2]:
+                self._call(p, ClearFault(fault_id=local_id))
+        return chosen
+
+    # ---------------------------------------------------------------- snapshots
+    def _plane_states(self, fresh: bool = True) -> list[PlaneState]:
+        """Every plane's state now (the last seen, once a plane is lost)."""
+        if fresh and self.lost is None:
+            try:
+                self._states = list(self.pool.call("state", [()] * self.planes))
+            except PlaneLostError as lost:
+                self._lose(lost)
+        return [s for s in self._states if s is not None]
+
+    def _fault_views(self, fresh: bool) -> list[FaultView]:
+        states = self._plane_states(fresh)
+        by_plane = [{f.id: f for f in s.faults} for s in states]
+        out = []
+        for fid, (_, target, placed) in self._faults.items():
+            p, local_id = placed[0]
+            if p < len(by_plane) and local_id in by_plane[p]:
+                out.append(dataclasses.replace(by_plane[p][local_id], id=fid, target=target))
+        return out
+
+    def _global_name(self, plane: int, local: str) -> str:
+        cut = self.cuts[plane]
+        i = cut.topo.nodes.index.get(local)
+        if i is not None:
+            return str(self.topo.nodes.name[cut.node_global[i]])
+        j = cut.topo.links.index.get(local)
+        if j is not None:
+            return str(self.topo.links.name[cut.link_global[j]])
+        return local
+
+    def _merged_events(self, states: Sequence[PlaneState]) -> tuple[Event, ...]:
+        local_fault = {
+            (p, lid): fid for fid, (_, _, placed) in self._faults.items() for p, lid in placed
+        }
+        events = list(self.events.latest(100))
+        for p, s in enumerate(states):
+            for e in s.events:
+                target = self._global_name(p, e.target)
+                message = e.message.replace(e.target, target) if target != e.target else e.message
+                for (q, lid), fid in local_fault.items():
+                    if q == p and f"({lid})" in message:
+                        message = message.replace(f"({lid})", f"({fid}, plane {p})")
+                events.append(dataclasses.replace(e, target=target, message=message))
+        events.sort(key=lambda e: e.time_s)
+        return tuple(events[-100:])
+
+    def _merged_links(self, states: Sequence[PlaneState]) -> LinkState:
+        L = len(self.topo.links)
+        merged: dict[str, NDArray[Any]] = {}
+        for field in dataclasses.fields(LinkState):
+            first = getattr(states[0].link_state, field.name)
+            out = np.zeros((L, *first.shape[1:]), dtype=first.dtype)
+            for cut, s in zip(self.cuts, states, strict=False):
+                out[cut.link_global] = getattr(s.link_state, field.name)
+            out.flags.writeable = False
+            merged[field.name] = out
+        return LinkState(**merged)
+
+    def snapshot(
+        self,
+        *,
+        wall_time_s: float = 0.0,
+        target_speed: float = 0.0,
+        measured_speed: float = 0.0,
+        running: bool = True,
+    ) -> Snapshot:
+        """One picture of every plane now (see the module docstring)."""
+        states = self._plane_states()
+        totals = [s.totals for s in states]
+        now = self.sim_time_s
+        return Snapshot(
+            cluster=self.cluster,
+            scenario=self.scenario,
+            profile=self.profile.name,
+            flow_control=self.profile.flow_control,
+            seed=self.seed,
+            tick=self.tick,
+            sim_time_s=now,
+            dt_s=self.dt_s,
+            wall_time_s=wall_time_s,
+            target_speed=target_speed,
+            measured_speed=measured_speed,
+            running=running,
+            nodes=self.topo.nodes,
+            links=self.topo.links,
+            link_state=self._merged_links(states),
+            totals=Totals(
+                injected_bytes_total=sum(t.injected_bytes_total for t in totals),
+                delivered_bytes_total=sum(t.delivered_bytes_total for t in totals),
+                cancelled_bytes_total=sum(t.cancelled_bytes_total for t in totals),
+                dropped_bytes_total=sum(t.dropped_bytes_total for t in totals),
+                in_flight_bytes=sum(t.in_flight_bytes for t in totals),
+                throughput_Bps=sum(t.throughput_Bps for t in totals),
+                active_flows=self.messages.in_flight,
+                completed_flows_total=self.completed_flows,
+                waiting_flows=sum(t.waiting_flows for t in totals),
+            ),
+            latency={c: h.freeze() for c, h in self.class_hist.items()},
+            workloads={
+                wl.name: WorkloadView(
+                    name=wl.name,
+                    kind=wl.kind,
+                    traffic_class=wl.traffic_class,
+                    kpis=dict(wl.kpis(now)),
+                    histograms=wl.frozen_histograms(),
+                )
+                for wl in self.workloads
+            },
+            faults=tuple(self._fault_views(fresh=False)),
+            events=self._merged_events(states),
+            params=dict(states[0].params) if states else {},
+        )
+
+    def close(self) -> None:
+        """Stop the plane engines."""
+        self.pool.close()

@@ -1,0 +1,85 @@
+"""The coordinator's messages in flight: each sprayed over some planes as parts, complete
+when its last part is.
+
+Slots are reused once a message completes, so the table holds what is in flight, not
+every message of the run; a message's id is its slot (handed to the planes as the parts'
+tag, unique among the flows in flight).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+class MessageTable:
+    """Messages in flight (see the module docstring)."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.workload = np.zeros(capacity, dtype=np.int64)
+        self.tag = np.zeros(capacity, dtype=np.int64)
+        self.src = np.zeros(capacity, dtype=np.int64)
+        self.dst = np.zeros(capacity, dtype=np.int64)
+        self.size = np.zeros(capacity)
+        self.start_s = np.zeros(capacity)
+        self.finish_s = np.zeros(capacity)
+        self.parts_left = np.zeros(capacity, dtype=np.int64)
+        #: free slots, the lowest first (a stack read from its end)
+        self._free = np.arange(capacity - 1, -1, -1, dtype=np.int64)
+        self.in_flight = 0
+
+    def _grow(self, at_least: int) -> None:
+        old = self.size.size
+        new = max(2 * old, old + at_least)
+        for name in ("workload", "tag", "src", "dst", "size", "start_s", "finish_s", "parts_left"):
+            a = getattr(self, name)
+            b = np.zeros(new, dtype=a.dtype)
+            b[:old] = a
+            setattr(self, name, b)
+        self._free = np.concatenate([np.arange(new - 1, old - 1, -1, dtype=np.int64), self._free])
+
+    def add(
+        self,
+        workload: int,
+        tag: NDArray[np.int64],
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        size: NDArray[np.float64],
+        parts: NDArray[np.int64],
+    ) -> NDArray[np.int64]:
+        """Messages of one workload, each to be sprayed as ``parts`` parts; their ids."""
+        n = size.size
+        if n > self._free.size:
+            self._grow(n - self._free.size)
+        ids = self._free[::-1][:n].copy()  # the lowest free slots, in order
+        self._free = self._free[: self._free.size - n]
+        self.workload[ids] = workload
+        self.tag[ids] = tag
+        self.src[ids] = src
+        self.dst[ids] = dst
+        self.size[ids] = size
+        self.start_s[ids] = np.inf
+        self.finish_s[ids] = -np.inf
+        self.parts_left[ids] = parts
+        self.in_flight += n
+        return ids
+
+    def parts_done(
+        self,
+        message: NDArray[np.int64],
+        start_s: NDArray[np.float64],
+        finish_s: NDArray[np.float64],
+    ) -> NDArray[np.int64]:
+        """Parts that finished; the messages they complete (their last part), in the
+        order those finished (by time, then id). Their slots are free again, but their
+        fields stay readable until the next ``add``."""
+        np.minimum.at(self.start_s, message, start_s)
+        np.maximum.at(self.finish_s, message, finish_s)
+        np.subtract.at(self.parts_left, message, 1)
+        whole = np.unique(message[self.parts_left[message] == 0])
+        whole = whole[np.lexsort((whole, self.finish_s[whole]))]
+        # freed so that the lowest slots are taken first again
+        self._free = np.concatenate([self._free, np.sort(whole)[::-1]])
+        self._free = np.sort(self._free)[::-1]
+        self.in_flight -= int(whole.size)
+        return whole
