@@ -7,7 +7,9 @@ run the batch, and collects the parts that finished: a message completes when it
 part does, and its workload hears of it at the end of the batch. A batch of one tick is
 what a single fabric does; a longer batch costs fewer round trips to the planes and
 delays what a workload hears by up to the batch (docs/OPERATIONS.md, "One engine per
-plane").
+plane"). Batches end on a fixed grid of ticks (every ``batch_ticks``-th), and a call that
+ends between two only splits a batch in two round trips: the results depend on the
+batch size, not on how a caller splits its ticks.
 
 Commands apply between batches: a fault goes to the plane that owns its target (a link
 or a switch), or to every plane (a NIC's PFC storm stops all its ports); a tick length or
@@ -148,6 +150,8 @@ class PlanedFabric:
             wl.bind(self.topo.gpus, self.topo.storage, self.rng)
             wl.attach(self)
         self.messages = MessageTable()
+        #: messages completed in the batch under way, not yet handed to their workloads
+        self._finished: list[NDArray[np.int64]] = []
         self.planes = len(self.cuts)
         # where each whole-fabric link and switch is in its plane (-1: not in it)
         self._link_plane = np.full(len(self.topo.links), -1, dtype=np.int64)
@@ -214,12 +218,16 @@ class PlanedFabric:
         left = n
         while left > 0:
             self._apply_due()
-            k = min(left, self.batch_ticks)
+            # batches on a fixed grid of ticks: where a caller splits its ticks changes
+            # nothing (a replay splits them elsewhere than the live engine did)
+            k = min(left, self.batch_ticks - self.tick % self.batch_ticks)
             if self.schedule:
                 due = self.schedule[0][0]
                 k = max(1, min(k, math.ceil((due - self.sim_time_s) / self.dt_s - 1e-9)))
             self._run_batch(k)
             left -= k
+            if self.tick % self.batch_ticks == 0:
+                self._deliver()
 
     def step(self) -> None:
         """Advance one tick."""
@@ -300,8 +308,8 @@ class PlanedFabric:
         return out
 
     def _complete(self, done: Sequence[PlaneDone]) -> None:
-        """Messages whose last part finished: counted, timed per class, and handed to
-        their workloads in the order they finished."""
+        """Messages whose last part finished: counted and timed per class now, handed to
+        their workloads at the end of the batch (``_deliver``)."""
         message = np.concatenate([d.message for d in done])
         if message.size == 0:
             return
@@ -316,6 +324,17 @@ class PlanedFabric:
         self.completed_flows += int(whole.size)
         latency = ms.finish_s[whole] - ms.start_s[whole]
         self._class_rows.observe(self._wl_class[ms.workload[whole]], latency)
+        self._finished.append(whole)
+
+    def _deliver(self) -> None:
+        """Hand each workload its messages completed in the batch, in the order they
+        finished (time, then id), and free their slots."""
+        if not self._finished:
+            return
+        ms = self.messages
+        whole = np.concatenate(self._finished)
+        self._finished = []
+        whole = whole[np.lexsort((whole, ms.finish_s[whole]))]
         for wi, wl in enumerate(self.workloads):
             pick = whole[ms.workload[whole] == wi]
             if pick.size:
@@ -330,6 +349,7 @@ class PlanedFabric:
                     ),
                     self.sim_time_s,
                 )
+        ms.release(whole)
 
     # ---------------------------------------------------------------- commands
     def apply(self, cmd: Command) -> Mapping[str, Any]:

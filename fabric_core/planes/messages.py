@@ -1,9 +1,9 @@
 """The coordinator's messages in flight: each sprayed over some planes as parts, complete
 when its last part is.
 
-Slots are reused once a message completes, so the table holds what is in flight, not
-every message of the run; a message's id is its slot (handed to the planes as the parts'
-tag, unique among the flows in flight).
+Slots are reused once a completed message has been handed to its workload, so the table
+holds what is in flight, not every message of the run; a message's id is its slot (handed
+to the planes as the parts' tag, unique among the flows in flight).
 """
 
 from __future__ import annotations
@@ -71,15 +71,15 @@ class MessageTable:
         finish_s: NDArray[np.float64],
     ) -> NDArray[np.int64]:
         """Parts that finished; the messages they complete (their last part), in the
-        order those finished (by time, then id). Their slots are free again, but their
-        fields stay readable until the next ``add``."""
+        order those finished (by time, then id). They stay in the table, out of
+        ``in_flight``, until ``release``."""
         np.minimum.at(self.start_s, message, start_s)
         np.maximum.at(self.finish_s, message, finish_s)
         np.subtract.at(self.parts_left, message, 1)
         whole = np.unique(message[self.parts_left[message] == 0])
-        whole = whole[np.lexsort((whole, self.finish_s[whole]))]
-        # freed so that the lowest slots are taken first again
-        self._free = np.concatenate([self._free, np.sort(whole)[::-1]])
-        self._free = np.sort(self._free)[::-1]
         self.in_flight -= int(whole.size)
-        return whole
+        return whole[np.lexsort((whole, self.finish_s[whole]))]
+
+    def release(self, ids: NDArray[np.int64]) -> None:
+        """Free the slots of completed messages (the lowest slots are taken first)."""
+        self._free = np.sort(np.concatenate([self._free, ids]))[::-1]

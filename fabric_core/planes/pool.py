@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from fabric_core.planes.plane import PlaneEngine, PlaneSpec
+from fabric_core.runtime.engine import RunEndedError
 
 
-class PlaneLostError(RuntimeError):
+class PlaneLostError(RunEndedError):
     """A plane's engine is gone (its process or machine died): the run cannot go on."""
 
     def __init__(self, plane: int, reason: str) -> None:

@@ -30,9 +30,9 @@ import functools
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from fabric_core.commands import (
     MAX_SPEED,
@@ -49,8 +49,37 @@ from fabric_core.commands import (
     SetTick,
 )
 from fabric_core.runtime.bus import SnapshotBus
-from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.snapshot import Snapshot
+
+
+class RunEndedError(RuntimeError):
+    """The fabric cannot go on (a plane's engine was lost): the engine ends the run, with
+    the fabric's own event saying why, and keeps the reason (``Engine.ended``)."""
+
+
+class EngineFabric(Protocol):
+    """What the engine needs of a fabric: ``Fabric``, or a coordinator of plane engines
+    (``fabric_core.planes.coordinator.PlanedFabric``)."""
+
+    dt_s: float
+    sim_time_s: float
+    tick: int
+
+    def run_ticks(self, n: int) -> None:
+        """Advance ``n`` ticks (``RunEndedError``: the fabric cannot go on)."""
+
+    def apply(self, cmd: Command) -> Mapping[str, Any]:
+        """Apply a fabric command (``CommandError``: it does not fit)."""
+
+    def snapshot(
+        self,
+        *,
+        wall_time_s: float = 0.0,
+        target_speed: float = 0.0,
+        measured_speed: float = 0.0,
+        running: bool = True,
+    ) -> Snapshot:
+        """An immutable picture of the fabric now."""
 
 
 @dataclass
@@ -117,7 +146,7 @@ class Engine:
 
     def __init__(
         self,
-        fabric: Fabric,
+        fabric: EngineFabric,
         *,
         speed: float = 1e-3,
         publish_interval_s: float = 0.1,
@@ -148,6 +177,8 @@ class Engine:
         if max_tick_s is not None and not MIN_TICK_S <= max_tick_s <= MAX_TICK_S:
             raise ValueError(f"max tick must be between {MIN_TICK_S:g} and {MAX_TICK_S:g} s")
         self.fabric = fabric
+        #: why the run ended on its own (``RunEndedError``: a plane's engine was lost)
+        self.ended: str | None = None
         self.bus = SnapshotBus()
         self.speed = speed
         self.running = True
@@ -305,7 +336,7 @@ class Engine:
             pacing = "behind" if busy >= 0.5 else "starved"
         else:
             pacing = "ok"
-        admission = getattr(self.fabric.faults, "admission", None)
+        admission = getattr(getattr(self.fabric, "faults", None), "admission", None)
         refused = 0 if admission is None else int(admission.refused_flows_total)
         return EngineHealth(pacing, min(busy, 1.0), self.queued, refused)
 
@@ -350,6 +381,9 @@ class Engine:
                 # the snapshot goes out before the pacing sleep: at a slow speed the
                 # sleep is long, and telemetry must show the state it sleeps in
                 await self._run_batch(functools.partial(self._publish_due, changed))
+        except RunEndedError as exc:
+            self.ended = str(exc)
+            self.running = False
         finally:
             self._apply_pending(everything=True)
             self._report_clock(closed=True)
