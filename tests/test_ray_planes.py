@@ -1,0 +1,137 @@
+"""One engine per plane on Ray (``cluster.ray_planes``; issue 19): each plane of
+``planes-2`` a Ray actor on a local cluster of this machine (2 CPUs, loopback only),
+held to the same coordinator run in one process (``tests/test_planes.py``).
+
+One cluster serves the module (starting it takes seconds); each test starts its own
+plane actors. The speed of the two is compared by ``benchmarks/bench_planes.py``, not here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fabric_core.commands import InjectFault
+from fabric_core.net.tables import LinkStatus
+from fabric_core.planes.coordinator import PlanedFabric
+from fabric_core.planes.pool import InProcessPool, PlaneLostError
+from fabric_core.reports.run import summarise
+from fabric_core.runtime.scenario import load_scenario
+
+ray = pytest.importorskip("ray")
+
+from cluster import ray_planes  # noqa: E402
+from cluster.ray_planes import RayPool, ray_pool_factory  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+TICKS = 400
+
+
+@pytest.fixture(scope="module")
+def local_cluster() -> Iterator[None]:
+    """A Ray cluster of 2 CPUs on this machine for the module, stopped at its end."""
+    assert not ray.is_initialized()
+    ray_planes.start_local_cluster(num_cpus=2)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def planed(pool: Any, batch_ticks: int = 8) -> PlanedFabric:
+    return PlanedFabric(load_scenario("planes-2"), pool, batch_ticks=batch_ticks)
+
+
+def assert_close(a: Any, b: Any, where: str = "report") -> None:
+    """Every number in two reports within 1e-6 relative; everything else equal."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), where
+        for k in a:
+            assert_close(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_close(x, y, f"{where}[{i}]")
+    elif isinstance(a, int | float) and not isinstance(a, bool):
+        assert isinstance(b, int | float), where
+        assert math.isclose(a, b, rel_tol=1e-6, abs_tol=0.0) or a == b, (where, a, b)
+    else:
+        assert a == b, (where, a, b)
+
+
+def test_distributed_run_reports_what_one_process_does(local_cluster: None) -> None:
+    ray_fabric = planed(ray_pool_factory(None))
+    try:
+        assert ray_fabric.pool.placement == "ray"
+        # the local cluster is on the loopback interface only
+        assert ray_fabric.pool.address.startswith("127.0.0.1:")  # type: ignore[attr-defined]
+        pids = ray_fabric.pool.pids  # type: ignore[attr-defined]
+        assert len(set(pids)) == 2 and os.getpid() not in pids
+        ray_fabric.run_ticks(TICKS)
+        distributed = summarise(ray_fabric.snapshot())
+    finally:
+        ray_fabric.close()
+    here = planed(InProcessPool)
+    here.run_ticks(TICKS)
+    one_process = summarise(here.snapshot())
+    assert one_process["totals"]["completed_flows"] > 1000
+    assert_close(distributed, one_process)
+
+
+def test_a_fault_lands_on_its_plane_only(local_cluster: None) -> None:
+    fabric = planed(RayPool)
+    try:
+        fabric.run_ticks(16)
+        fabric.apply(InjectFault(kind="link_down", target="p1leaf00->p1spine00"))
+        fabric.run_ticks(16)
+        snap = fabric.snapshot()
+    finally:
+        fabric.close()
+    names = list(snap.links.name)
+    status = np.asarray(snap.link_state.status)
+    down = {names[i] for i in np.flatnonzero(status == LinkStatus.DOWN)}
+    assert {"p1leaf00->p1spine00", "p1spine00->p1leaf00"} <= down
+    plane = np.asarray(snap.nodes.plane)
+    src, dst = np.asarray(snap.links.src), np.asarray(snap.links.dst)
+    in_plane0 = (plane[src] == 0) & (snap.nodes.tier[src] > 0) | (plane[dst] == 0) & (
+        snap.nodes.tier[dst] > 0
+    )
+    assert not (status[in_plane0] == LinkStatus.DOWN).any()
+    assert [f.target for f in snap.faults] == ["p1leaf00->p1spine00"]
+
+
+def test_a_killed_plane_worker_ends_the_run_with_an_event(local_cluster: None) -> None:
+    fabric = planed(RayPool)
+    try:
+        fabric.run_ticks(16)
+        fabric.snapshot()
+        os.kill(fabric.pool.pids[1], signal.SIGKILL)  # type: ignore[attr-defined]
+        with pytest.raises(PlaneLostError) as lost:
+            fabric.run_ticks(16)
+        assert lost.value.plane == 1
+        assert "plane 1" in str(lost.value) and "died" in str(lost.value)
+        snap = fabric.snapshot()
+        events = [e for e in snap.events if e.kind == "plane_lost"]
+        assert [(e.target, e.severity) for e in events] == [("plane1", "error")]
+        assert "plane 1" in events[0].message
+        # the run has stopped: it does not go on, and says why
+        with pytest.raises(PlaneLostError):
+            fabric.run_ticks(1)
+    finally:
+        fabric.close()
+    # the other plane's actor is gone too, and the cluster is still up for the next one
+    assert ray.is_initialized()
+
+
+def test_without_ray_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[cluster\]'"):
+        RayPool([])
