@@ -26,6 +26,7 @@ import contextlib
 import functools
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -128,10 +129,20 @@ class PlaneActor:
 
         use_threads(max(1, min(threads, MOST_THREADS)))
         self.engine = PlaneEngine(spec)
+        #: wall seconds spent in the engine's methods
+        self.busy_s = 0.0
 
     def call(self, method: str, *args: Any) -> Any:
         """``PlaneEngine.<method>(*args)``."""
-        return getattr(self.engine, method)(*args)
+        t0 = time.perf_counter()
+        try:
+            return getattr(self.engine, method)(*args)
+        finally:
+            self.busy_s += time.perf_counter() - t0
+
+    def busy(self) -> float:
+        """Wall seconds the actor has spent in the engine's methods."""
+        return self.busy_s
 
     def pid(self) -> int:
         """The actor's process id."""
@@ -217,6 +228,15 @@ class RayPool:
             return self._ray.get(ref)
         except (self._ray.exceptions.RayActorError, self._ray.exceptions.WorkerCrashedError) as exc:
             raise PlaneLostError(plane, _reason(exc, self.pids_known(i))) from exc
+
+    def busy_s(self) -> list[float]:
+        """Per plane, the wall seconds its engine has spent in the methods called (the
+        rest of a call's time is Ray's: ``benchmarks/bench_planes.py``).
+
+        Raises:
+            PlaneLostError: a plane's engine died.
+        """
+        return self._get([a.busy.remote() for a in self.actors])
 
     def close(self) -> None:
         """Kill the actors; stop the local cluster this pool started (or disconnect from
