@@ -157,11 +157,8 @@ def finish_times(
             smaller += b[order[j]]
             a = alpha[buf_pad[e]] if buf_pad[e] < n_bufs else 1.0
             speed = available * max(a, 1e-12)
-            # Stalled: the whole tick, unless nothing was left to send here.
-            if speed > 0:
-                t = work / speed
-            else:
-                t = dt if work > 0 else 0.0
+            # stalled: the whole tick, unless nothing was left to send here
+            t = work / speed if speed > 0 else (dt if work > 0 else 0.0)
             f = flow[e]
             t_flow[f] = max(t_flow[f], t)
     out = np.empty(done.size)
