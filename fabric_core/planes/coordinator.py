@@ -25,6 +25,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
@@ -281,7 +282,10 @@ class PlanedFabric:
                     np.clip(np.ceil(req.size_bytes / self.profile.mtu_bytes), 1, P).astype(np.int64),
                 )  # fmt: skip
                 owner, plane, part_size = spray(ids % P, req.size_bytes, P, self.profile.mtu_bytes)
-                extra = req.extra_latency_s if req.extra_latency_s is not None else np.zeros(n)
+                # NaN: the plane's own endpoint costs, as a fabric gives a request without
+                extra = (
+                    req.extra_latency_s if req.extra_latency_s is not None else np.full(n, np.nan)
+                )
                 for p in range(P):
                     pick = owner[plane == p]
                     if pick.size == 0:
@@ -308,8 +312,7 @@ class PlanedFabric:
         return out
 
     def _complete(self, done: Sequence[PlaneDone]) -> None:
-        """Messages whose last part finished: counted and timed per class now, handed to
-        their workloads at the end of the batch (``_deliver``)."""
+        """Messages whose last part finished: kept for the end of the batch (``_deliver``)."""
         message = np.concatenate([d.message for d in done])
         if message.size == 0:
             return
@@ -319,22 +322,22 @@ class PlanedFabric:
             np.concatenate([d.start_s for d in done]),
             np.concatenate([d.finish_s for d in done]),
         )
-        if whole.size == 0:
-            return
-        self.completed_flows += int(whole.size)
-        latency = ms.finish_s[whole] - ms.start_s[whole]
-        self._class_rows.observe(self._wl_class[ms.workload[whole]], latency)
-        self._finished.append(whole)
+        if whole.size:
+            self._finished.append(whole)
 
     def _deliver(self) -> None:
-        """Hand each workload its messages completed in the batch, in the order they
-        finished (time, then id), and free their slots."""
+        """The messages completed in the batch: counted, timed per class, handed to their
+        workloads in the order they finished (time, then id), and their slots freed."""
         if not self._finished:
             return
         ms = self.messages
         whole = np.concatenate(self._finished)
         self._finished = []
         whole = whole[np.lexsort((whole, ms.finish_s[whole]))]
+        # counted and timed here, in one go: the same sums however the batch was split
+        self.completed_flows += int(whole.size)
+        latency = ms.finish_s[whole] - ms.start_s[whole]
+        self._class_rows.observe(self._wl_class[ms.workload[whole]], latency)
         for wi, wl in enumerate(self.workloads):
             pick = whole[ms.workload[whole] == wi]
             if pick.size:
@@ -429,7 +432,7 @@ class PlanedFabric:
         planes, local = self._route_fault(cmd)
         placed = []
         for p in planes:
-            sent = cmd if local is None else dataclasses.replace(cmd, target=local)
+            sent = cmd if local is None else msgspec.structs.replace(cmd, target=local)
             placed.append((p, str(self._call(p, sent)["fault_id"])))
         fid = f"f{self._next_fault}"
         self._next_fault += 1

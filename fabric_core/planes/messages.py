@@ -71,15 +71,15 @@ class MessageTable:
         finish_s: NDArray[np.float64],
     ) -> NDArray[np.int64]:
         """Parts that finished; the messages they complete (their last part), in the
-        order those finished (by time, then id). They stay in the table, out of
+        order those finished (by time, then id). They stay in the table, and in
         ``in_flight``, until ``release``."""
         np.minimum.at(self.start_s, message, start_s)
         np.maximum.at(self.finish_s, message, finish_s)
         np.subtract.at(self.parts_left, message, 1)
         whole = np.unique(message[self.parts_left[message] == 0])
-        self.in_flight -= int(whole.size)
         return whole[np.lexsort((whole, self.finish_s[whole]))]
 
     def release(self, ids: NDArray[np.int64]) -> None:
         """Free the slots of completed messages (the lowest slots are taken first)."""
+        self.in_flight -= int(ids.size)
         self._free = np.sort(np.concatenate([self._free, ids]))[::-1]

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from fabric_core.commands import Command, CommandError
 from fabric_core.faults.book import FaultView
+from fabric_core.net import endpoint_costs
 from fabric_core.net.profiles import Profile
 from fabric_core.net.topology import Topology
 from fabric_core.planes.relay import Relay
@@ -54,7 +55,7 @@ class PlaneParts:
     size_bytes: NDArray[np.float64]
     message: NDArray[np.int64]  # the coordinator's message id (the part's tag)
     ready_s: NDArray[np.float64]
-    extra_latency_s: NDArray[np.float64]
+    extra_latency_s: NDArray[np.float64]  # NaN: the plane's own endpoint costs
 
     @staticmethod
     def empty() -> PlaneParts:
@@ -107,7 +108,14 @@ class PlaneEngine:
             relay.tick_of = lambda: self.fabric.tick
 
     def advance(self, ticks: int, parts: PlaneParts) -> PlaneDone:
-        """Start ``parts`` at their ticks and run ``ticks`` ticks; the parts finished."""
+        """Start ``parts`` at their ticks and run ``ticks`` ticks; the parts finished.
+
+        A part whose ``extra_latency_s`` is NaN pays the endpoint costs the fabric gives a
+        request that names none (``net.endpoint_costs.host_costs_s``)."""
+        extra = parts.extra_latency_s
+        if np.isnan(extra).any():
+            own = endpoint_costs.host_costs_s(self.fabric.profile)
+            extra = np.where(np.isnan(extra), own, extra)
         for wi, relay in enumerate(self.relays):
             pick = np.flatnonzero(parts.workload == wi)
             if pick.size:
@@ -119,7 +127,7 @@ class PlaneEngine:
                         parts.size_bytes[pick],
                         parts.message[pick],
                         parts.ready_s[pick],
-                        parts.extra_latency_s[pick],
+                        extra[pick],
                     ),
                 )
         self.fabric.run_ticks(ticks)

@@ -256,7 +256,11 @@ class Engine:
 
     # ---------------------------------------------------------------- commands
     async def submit(self, command: Command) -> CommandResult:
-        """Queue a command; returns its result once applied at a tick boundary."""
+        """Queue a command; returns its result once applied at a tick boundary (an
+        error at once when the engine has stopped: nothing would apply it)."""
+        if self.bus.closed:
+            why = f": {self.ended}" if self.ended else ""
+            return CommandResult(id=command.id, ok=False, error=f"the engine has stopped{why}")
         reply: asyncio.Future[CommandResult] = asyncio.get_running_loop().create_future()
         queue = self._urgent if isinstance(command, URGENT_COMMANDS) else self._queue
         queue.append(_Pending(command, reply))

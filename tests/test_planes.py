@@ -1,0 +1,265 @@
+"""One engine per plane, in this process (``fabric_core.planes``; issue 19).
+
+The plane engines here run in an ``InProcessPool``; ``tests/test_ray_planes.py`` runs
+the same coordinator with each plane a Ray actor and holds it to these results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fabric_core.commands import ClearFault, CommandError, InjectFault, SetTick
+from fabric_core.net.tables import LinkStatus
+from fabric_core.planes.coordinator import PlanedFabric, spray
+from fabric_core.planes.plane import PlaneSpec
+from fabric_core.planes.pool import InProcessPool, PlaneLostError
+from fabric_core.reports.record import snapshot_digest
+from fabric_core.runtime.engine import Engine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import Scenario, ScenarioError, load_scenario, parse_scenario
+
+TINY_2PLANE: dict[str, Any] = {
+    "name": "tiny-2plane",
+    "seed": 7,
+    "dt": "1us",
+    "profile": "native-400g",
+    "topology": {
+        "kind": "leaf-spine",
+        "planes": 2,
+        "leaves": 2,
+        "spines": 2,
+        "gpus_per_leaf": 4,
+    },
+    "classes": {"bulk": 0, "alltoall": 1, "rpc": 1},
+    "workload": [
+        {"name": "background", "kind": "bulk", "class": "bulk", "senders": 4, "size": "1MiB"},
+        {"name": "moe", "kind": "alltoall", "class": "alltoall", "ranks": 8, "size": "16KiB",
+         "period": "40us"},
+        {"name": "probe", "kind": "rpc", "class": "rpc", "size": "4KiB", "rate_per_s": 20000},
+    ],
+}  # fmt: skip
+
+
+def scenario(**changes: Any) -> Scenario:
+    """The 2-plane tiny fabric, with top-level keys or the topology changed."""
+    table = copy.deepcopy(TINY_2PLANE)
+    table["topology"].update(changes.pop("topology", {}))
+    table.update(changes)
+    return parse_scenario(table, "tiny-2plane")
+
+
+def one_message(size: str, planes: int) -> Scenario:
+    """gpu0000 sends one message of ``size`` to gpu0004 (the other leaf) at t = 0."""
+    return scenario(
+        topology={"planes": planes},
+        workload=[
+            {"name": "one", "kind": "pairs", "class": "bulk", "pairs": [["gpu0000", "gpu0004"]],
+             "size": size, "until": "1us"},
+        ],
+    )  # fmt: skip
+
+
+def test_the_planes_cut_share_the_endpoints_and_split_the_links() -> None:
+    f = PlanedFabric(load_scenario("planes-2"), InProcessPool)
+    whole = f.topo
+    owners = np.zeros(len(whole.links), dtype=int)
+    for cut in f.cuts:
+        owners[cut.link_global] += 1
+        # a plane's link joins the nodes its whole-fabric link joins
+        assert (cut.node_global[cut.topo.links.src] == whole.links.src[cut.link_global]).all()
+        assert (cut.node_global[cut.topo.links.dst] == whole.links.dst[cut.link_global]).all()
+        assert (cut.node_global[cut.topo.endpoints] == whole.endpoints).all()
+        assert (whole.nodes.plane[cut.node_global[cut.topo.nodes.tier > 0]] == cut.plane).all()
+    assert (owners == 1).all()  # every link in exactly one plane
+    f.close()
+
+
+def test_a_plane_keeps_the_whole_fabrics_link_settings() -> None:
+    """A ``[links]`` entry names the whole fabric's link; the plane's link has its value."""
+    scn = scenario(links={"named": {"p1leaf00->p1spine01": {"bandwidth": "100Gb/s"}}})
+    f = PlanedFabric(scn, InProcessPool)
+    cut = f.cuts[1]
+    local = cut.topo.links.index["leaf00->spine01"]
+    assert cut.topo.links.bandwidth_Bps[local] == pytest.approx(100e9 / 8)
+    other = f.cuts[0].topo.links.index["leaf00->spine01"]
+    assert f.cuts[0].topo.links.bandwidth_Bps[other] == pytest.approx(400e9 / 8)
+
+
+def test_spray_puts_a_message_on_as_many_planes_as_it_has_packets() -> None:
+    """4 planes, MTU 4096: 1 MiB goes over all four in quarters; 6 KiB (two packets) over
+    two in halves; 100 B over one; each from its first plane on, round the planes."""
+    owner, plane, size = spray(
+        np.array([3, 1, 0]), np.array([1024.0**2, 6144.0, 100.0]), planes=4, mtu=4096
+    )
+    assert owner.tolist() == [0, 0, 0, 0, 1, 1, 2]
+    assert plane.tolist() == [3, 0, 1, 2, 1, 2, 0]
+    assert size.tolist() == [262144.0] * 4 + [3072.0] * 2 + [100.0]
+
+
+def test_a_message_sprayed_over_two_planes_finishes_as_half_of_it_on_one() -> None:
+    """The planes are alike and share nothing: 1 MiB sprayed over two planes is two
+    independent 512 KiB parts on identical paths, so it finishes when 512 KiB alone on one
+    plane does (a single fabric of one plane, the same tick)."""
+    f = PlanedFabric(one_message("1MiB", planes=2), InProcessPool, batch_ticks=1)
+    f.run_ticks(200)
+    sprayed = f.class_hist["bulk"].freeze()
+    single = Fabric.from_scenario(one_message("512KiB", planes=1))
+    single.run_ticks(200)
+    alone = single.class_hist["bulk"].freeze()
+    assert sprayed.count == alone.count == 1
+    assert sprayed.mean() == pytest.approx(alone.mean(), rel=1e-12)
+    # and about half of 1 MiB alone on one plane: its serialisation is halved
+    whole = Fabric.from_scenario(one_message("1MiB", planes=1))
+    whole.run_ticks(400)
+    assert sprayed.mean() < 0.6 * whole.class_hist["bulk"].freeze().mean()
+    f.close()
+
+
+def test_where_a_caller_splits_its_ticks_changes_nothing() -> None:
+    """Batches end on a fixed grid: 300 ticks at once, one by one, or in odd pieces give
+    the same snapshot (a replay splits the ticks where its commands fall, not where the
+    live engine's batches ended)."""
+    digests = []
+    for pieces in ([300], [1] * 300, [7, 50, 3, 100, 1, 139]):
+        f = PlanedFabric(scenario(), InProcessPool, batch_ticks=8)
+        for n in pieces:
+            f.run_ticks(n)
+        digests.append(snapshot_digest(f.snapshot(running=False)))
+        f.close()
+    assert digests[0] == digests[1] == digests[2]
+
+
+def test_bytes_are_conserved_over_the_planes() -> None:
+    f = PlanedFabric(load_scenario("planes-2"), InProcessPool)
+    f.run_ticks(400)
+    t = f.snapshot().totals
+    assert t.injected_bytes_total > 0 and t.completed_flows_total > 0
+    assert t.injected_bytes_total == pytest.approx(
+        t.delivered_bytes_total + t.in_flight_bytes + t.cancelled_bytes_total
+        + t.dropped_bytes_total, rel=1e-9
+    )  # fmt: skip
+    f.close()
+
+
+def test_a_link_fault_lands_on_the_plane_that_owns_the_link() -> None:
+    f = PlanedFabric(scenario(), InProcessPool)
+    f.run_ticks(20)
+    fid = f.apply(InjectFault(kind="link_down", target="p1leaf00->p1spine01"))["fault_id"]
+    f.run_ticks(20)
+    snap = f.snapshot()
+    links = snap.links.index
+    status = snap.link_state.status
+    down = {links["p1leaf00->p1spine01"], links["p1spine01->p1leaf00"]}
+    assert {int(i) for i in np.flatnonzero(status == LinkStatus.DOWN)} == down
+    (view,) = snap.faults
+    assert (view.id, view.kind, view.target) == (fid, "link_down", "p1leaf00->p1spine01")
+    injected = [e for e in snap.events if e.kind == "fault_injected"]
+    assert [(e.target, e.message) for e in injected] == [
+        ("p1leaf00->p1spine01", f"link_down injected on p1leaf00->p1spine01 ({fid}, plane 1)")
+    ]
+    assert f.apply(ClearFault(fault_id=fid)) == {"cleared": [fid]}
+    f.run_ticks(20)
+    assert (f.snapshot().link_state.status == LinkStatus.UP).all()
+    f.close()
+
+
+def test_a_switch_fault_lands_on_its_plane_and_a_nic_storm_on_every_plane() -> None:
+    f = PlanedFabric(scenario(profile="roce-400g"), InProcessPool)
+    f.apply(InjectFault(kind="switch_down", target="p0spine01"))
+    f.apply(InjectFault(kind="pfc_storm", target="gpu0003"))
+    f.run_ticks(5)
+    snap = f.snapshot()
+    names = snap.links.name
+    down = {names[i] for i in np.flatnonzero(snap.link_state.status == LinkStatus.DOWN)}
+    assert down and all("p0spine01" in n for n in down)
+    assert sorted(v.target for v in snap.faults) == ["gpu0003", "p0spine01"]
+    stormed = [e.fabric.faults.active("pfc_storm") for e in f.pool.engines]  # type: ignore[attr-defined]
+    assert [len(s) for s in stormed] == [1, 1]
+    f.close()
+
+
+def test_bad_fault_commands_are_refused_as_a_single_fabric_refuses_them() -> None:
+    scn = scenario()
+    f = PlanedFabric(scn, InProcessPool)
+    single = Fabric.from_scenario(scn)
+    for cmd in (
+        InjectFault(kind="link_down", target="p1leaf00->nowhere"),
+        InjectFault(kind="switch_down", target="gpu0001"),
+        InjectFault(kind="meteor", target="p0spine00"),
+    ):
+        with pytest.raises(CommandError) as ours:
+            f.apply(cmd)
+        with pytest.raises(CommandError) as theirs:
+            single.apply(cmd)
+        assert str(ours.value) == str(theirs.value)
+    with pytest.raises(CommandError, match="not supported with one engine per plane"):
+        f.apply(InjectFault(kind="incast", target="gpu0001"))
+    with pytest.raises(CommandError, match="unknown active fault 'f9'"):
+        f.apply(ClearFault(fault_id="f9"))
+    with pytest.raises(CommandError, match="tick must be between"):
+        f.apply(SetTick(dt_s=1.0))
+    f.run_ticks(3)  # and it runs on
+    assert f.tick == 3
+    f.close()
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"topology": {"planes": 1}}, "needs two or more"),
+        ({"topology": {"gpus_per_node": 4}}, "scale-up domains"),
+        (
+            {"workload": [{"name": "pd", "kind": "pd", "class": "kv", "prefill": 1, "decode": 1,
+                           "rate_per_s": 10, "model": "llama3-70b", "tp": 2}]},
+            "'pd' is a pd workload",
+        ),
+    ],
+)  # fmt: skip
+def test_a_fabric_that_cannot_run_one_engine_per_plane_says_why(
+    changes: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ScenarioError, match=message):
+        PlanedFabric(scenario(**changes), InProcessPool)
+
+
+class _LosesAPlane(InProcessPool):
+    """The in-process engines, but plane 1's engine dies on its ``after``-th batch (a
+    worker killed: ``tests/test_ray_planes.py`` kills a real one)."""
+
+    def __init__(self, specs: Sequence[PlaneSpec], after: int = 3) -> None:
+        super().__init__(specs)
+        self.batches = 0
+        self.after = after
+
+    def call(self, method: str, args: Sequence[tuple[Any, ...]]) -> list[Any]:
+        if method == "advance":
+            self.batches += 1
+            if self.batches >= self.after:
+                raise PlaneLostError(1, "its worker died (SIGKILL)")
+        return super().call(method, args)
+
+
+def test_a_lost_plane_ends_the_engines_run_with_an_event_naming_it() -> None:
+    async def main() -> tuple[Engine, list[Any]]:
+        f = PlanedFabric(scenario(), _LosesAPlane, batch_ticks=4)
+        engine = Engine(f, speed=0)
+        task = asyncio.create_task(engine.run())
+        await asyncio.wait_for(task, timeout=30)  # it ends on its own
+        after = await engine.submit(InjectFault(kind="link_down", target="p0leaf00->p0spine00"))
+        return engine, [after]
+
+    engine, (after,) = asyncio.run(main())
+    assert engine.ended == "plane 1's engine was lost: its worker died (SIGKILL)"
+    snap = engine.bus.latest
+    # the last snapshot is of where the run stopped: two batches in, the third lost
+    assert snap is not None and snap.tick == engine.fabric.tick > 0
+    lost = [e for e in snap.events if e.kind == "plane_lost"]
+    assert [(e.severity, e.target) for e in lost] == [("error", "plane1")]
+    assert not after.ok
+    assert after.error == f"the engine has stopped: {engine.ended}"
