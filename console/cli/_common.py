@@ -5,12 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from console.fabrics import DEFAULT_PLANE_BATCH, PlaneOptions, make_fabric
 from fabric_core.commands import MAX_TICK_S, MIN_TICK_S
 from fabric_core.net.profiles import PROFILES
 from fabric_core.runtime.fabric import Fabric, Solver
 from fabric_core.runtime.scenario import Scenario, ScenarioError, load_scenario
 from fabric_core.units import parse_duration
+
+if TYPE_CHECKING:
+    from fabric_core.planes.coordinator import PlanedFabric
+
+#: the longest batch of plane ticks (a workload hears of completions only at its end)
+MAX_PLANE_BATCH = 10_000
 
 #: The units a duration on the command line must carry.
 DURATION_UNITS = "ns, us, ms, s"
@@ -162,10 +170,61 @@ def load_from_args(args: argparse.Namespace, scenario: str | None = None) -> Sce
         return None
 
 
-def build_fabric(scn: Scenario, solver: Solver = "compiled") -> Fabric | None:
-    """A fabric for the scenario, or None after printing the error to stderr."""
+def build_fabric(
+    scn: Scenario, solver: Solver = "compiled", planes: PlaneOptions | None = None
+) -> Fabric | PlanedFabric | None:
+    """A fabric for the scenario (one engine per plane with ``planes``), or None after
+    printing the error to stderr."""
+    if planes is not None:
+        print(
+            f"fabtop: starting {scn.name}'s planes, one Ray actor each (batches of "
+            f"{planes.batch_ticks} ticks)",
+            file=sys.stderr,
+        )
     try:
-        return Fabric.from_scenario(scn, solver)
-    except ScenarioError as exc:
+        return make_fabric(scn, solver, planes)
+    except (ScenarioError, ImportError, RuntimeError) as exc:
         print(f"fabtop: {exc}", file=sys.stderr)
         return None
+
+
+def plane_batch(text: str) -> int:
+    """argparse type: ticks per batch of the planes, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of ticks, got {text!r}"
+        ) from None
+    if not 1 <= value <= MAX_PLANE_BATCH:
+        raise argparse.ArgumentTypeError(
+            f"the batch must be between 1 and {MAX_PLANE_BATCH} ticks, got {value}"
+        )
+    return value
+
+
+def add_planes_options(parser: argparse._ActionsContainer, *, prefix: str = "") -> None:
+    """``--planes-distributed`` and ``--plane-batch``."""
+    parser.add_argument(
+        "--planes-distributed",
+        action="store_true",
+        help=f"{prefix}run a multi-plane fabric one engine per plane, each a Ray actor on the "
+        "cluster at RAY_ADDRESS, or on a local cluster started for it (needs the cluster "
+        "extra: pip install -e '.[cluster]'; docs/OPERATIONS.md)",
+    )
+    parser.add_argument(
+        "--plane-batch",
+        type=plane_batch,
+        default=DEFAULT_PLANE_BATCH,
+        metavar="TICKS",
+        help=f"{prefix}with --planes-distributed: ticks the planes run per round trip; a "
+        "workload hears of its completions at a batch's end (default "
+        f"{DEFAULT_PLANE_BATCH})",
+    )
+
+
+def planes_from_args(args: argparse.Namespace) -> PlaneOptions | None:
+    """The plane options the command line asked for (None: one process)."""
+    if not getattr(args, "planes_distributed", False):
+        return None
+    return PlaneOptions(batch_ticks=args.plane_batch)

@@ -9,10 +9,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from console.cli._common import add_scenario_options, build_fabric, duration, load_from_args
+from console.cli._common import (
+    add_planes_options,
+    add_scenario_options,
+    build_fabric,
+    duration,
+    load_from_args,
+    planes_from_args,
+)
 from console.cli.progress import ProgressBar
+from console.fabrics import close_fabric
 from fabric_core.reports.record import save_run
 from fabric_core.reports.run import run_for
+from fabric_core.runtime.engine import RunEndedError
 from fabric_core.runtime.fabric import SOLVERS
 from fabric_core.units import format_bytes, format_duration, format_rate
 
@@ -49,6 +58,7 @@ def register(sub: Any) -> None:
         help="cores the compiled solve shares on a large fabric (tens of thousands of "
         "entries in flight; default: every core; the results do not depend on it)",
     )
+    add_planes_options(p)
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.add_argument("--record", type=Path, metavar="FILE", help="record the run for `fabtop replay`")
     p.set_defaults(func=run)
@@ -67,14 +77,22 @@ def run(args: argparse.Namespace) -> int:
     scn = load_from_args(args)
     if scn is None:
         return 2
-    fabric = build_fabric(scn, args.solver)
+    fabric = build_fabric(scn, args.solver, planes_from_args(args))
     if fabric is None:
         return 2
-    bar = ProgressBar(f"run {scn.name}")
-    report = run_for(fabric, args.duration, None if args.quiet else bar.update)
-    bar.close()
-    if args.record:
-        save_run(args.record, scn, fabric, report)
+    try:
+        bar = ProgressBar(f"run {scn.name}")
+        try:
+            report = run_for(fabric, args.duration, None if args.quiet else bar.update)
+        except RunEndedError as exc:  # a plane's engine lost: nothing to report
+            bar.close()
+            print(f"fabtop: the run stopped at {fabric.sim_time_s:.6g} s: {exc}", file=sys.stderr)
+            return 1
+        bar.close()
+        if args.record:
+            save_run(args.record, scn, fabric, report)
+    finally:
+        close_fabric(fabric)
     if not args.quiet:
         print_summary(report)
     if args.json:
@@ -96,6 +114,12 @@ def print_summary(report: dict[str, Any]) -> None:
     t = report["totals"]
     links = report["links"]
     print(f"scenario {report['scenario']}  profile {report['profile']}  seed {report['seed']}")
+    planes = r.get("planes")
+    if planes:
+        print(
+            f"one engine per plane: {planes['planes']} planes ({planes['placement']}), "
+            f"batches of {planes['batch_ticks']} ticks"
+        )
     print(
         f"simulated {format_duration(r['simulated_seconds'])} in {r['ticks']:,} ticks of {format_duration(r['dt_seconds'])}; "
         f"wall {r['wall_seconds']:.2f} s ({r['sim_seconds_per_wall_second']:.3g} simulated s per "

@@ -37,6 +37,8 @@ from fabric_core.commands import (
     encode_command,
     parse_command,
 )
+from fabric_core.planes.coordinator import PlanedFabric
+from fabric_core.planes.pool import InProcessPool
 from fabric_core.reports.run import summarise
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import Scenario, ScenarioError, parse_scenario
@@ -89,7 +91,7 @@ def snapshot_digest(snap: Snapshot) -> str:
     return h.hexdigest()
 
 
-def fabric_digest(fabric: Fabric) -> str:
+def fabric_digest(fabric: Fabric | PlanedFabric) -> str:
     """Digest of the fabric's snapshot now."""
     return snapshot_digest(fabric.snapshot(running=False))
 
@@ -108,12 +110,12 @@ class Recorder:
 
     scenario: dict[str, Any]
     source: str
-    fabric: Fabric
+    fabric: Fabric | PlanedFabric
     commands: list[dict[str, Any]] = field(default_factory=list)
     digests: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def start(cls, scn: Scenario, fabric: Fabric) -> Recorder:
+    def start(cls, scn: Scenario, fabric: Fabric | PlanedFabric) -> Recorder:
         """Start recording a fabric built from ``scn`` (before its first tick)."""
         return cls(scenario_table(scn), scn.source, fabric)
 
@@ -125,11 +127,18 @@ class Recorder:
 
     def to_dict(self, report: dict[str, Any] | None = None) -> dict[str, Any]:
         """The record (JSON-ready), ending at the fabric's current tick."""
+        planes = (
+            {"batch_ticks": self.fabric.batch_ticks}
+            if isinstance(self.fabric, PlanedFabric)
+            else None
+        )
         return {
             "format": FORMAT,
             "version": VERSION,
             "source": self.source,
             "scenario": self.scenario,
+            # one engine per plane (its batch): a replay runs the planes in one process
+            **({"planes": planes} if planes is not None else {}),
             "seed": self.fabric.seed,
             "end_tick": self.fabric.tick,
             "commands": self.commands,
@@ -171,7 +180,9 @@ def _jsonable(x: Any) -> Any:
     return str(x)  # TOML dates and times
 
 
-def save_run(path: Path, scn: Scenario, fabric: Fabric, report: dict[str, Any]) -> None:
+def save_run(
+    path: Path, scn: Scenario, fabric: Fabric | PlanedFabric, report: dict[str, Any]
+) -> None:
     """Record a headless run (``fabtop run --record``): no commands, the final digest."""
     Recorder.start(scn, fabric).save(path, report)
 
@@ -181,7 +192,7 @@ def save_run(path: Path, scn: Scenario, fabric: Fabric, report: dict[str, Any]) 
 class ReplayResult:
     """What a replay found."""
 
-    fabric: Fabric
+    fabric: Fabric | PlanedFabric
     report: dict[str, Any]
     checked: int  # digests compared
     mismatches: list[tuple[int, str, str]]  # (tick, recorded, replayed)
@@ -228,7 +239,16 @@ def replay(
     """
     try:
         scn = parse_scenario(dict(record["scenario"]), str(record.get("source", "<record>")))
-        fabric = Fabric.from_scenario(scn)
+        planes = record.get("planes")
+        fabric: Fabric | PlanedFabric
+        if planes is not None:
+            batch = planes.get("batch_ticks") if isinstance(planes, dict) else None
+            if not isinstance(batch, int) or batch < 1:
+                raise RecordError(f'"planes" must be {{"batch_ticks": N >= 1}}, got {planes!r}')
+            # the planes in this process: the same results as the actors, bit for bit
+            fabric = PlanedFabric(scn, InProcessPool, batch_ticks=batch)
+        else:
+            fabric = Fabric.from_scenario(scn)
     except ScenarioError as exc:
         raise RecordError(f"the recorded scenario does not load: {exc}") from None
     pending: dict[int, list[Command]] = {}

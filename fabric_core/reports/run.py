@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from fabric_core.planes.coordinator import PlanedFabric
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.snapshot import Snapshot
 
@@ -16,7 +17,7 @@ ProgressFn = Callable[[float, float], None]  # (simulated so far, total)
 
 
 def run_for(
-    fabric: Fabric, duration_s: float, progress: ProgressFn | None = None
+    fabric: Fabric | PlanedFabric, duration_s: float, progress: ProgressFn | None = None
 ) -> dict[str, Any]:
     """Run ``duration_s`` of simulated time and return the report (JSON-ready)."""
     ticks = max(1, math.ceil(duration_s / fabric.dt_s - 1e-9))
@@ -45,7 +46,18 @@ def run_for(
         "sim_seconds_per_wall_second": ticks * fabric.dt_s / wall if wall > 0 else float("inf"),
         "solver": fabric.solver,
     }
+    if isinstance(fabric, PlanedFabric):
+        report["run"]["planes"] = planes_figures(fabric)
     return report
+
+
+def planes_figures(fabric: PlanedFabric) -> dict[str, Any]:
+    """How a fabric run one engine per plane was run: where, how many, the batch."""
+    return {
+        "placement": fabric.pool.placement,
+        "planes": fabric.planes,
+        "batch_ticks": fabric.batch_ticks,
+    }
 
 
 def _num(x: float) -> float | None:
