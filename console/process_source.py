@@ -70,9 +70,10 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
+from console.fabrics import PlaneOptions, close_fabric, make_fabric
 from fabric_core.commands import Command, CommandResult
 from fabric_core.runtime.engine import Engine, EngineHealth
-from fabric_core.runtime.fabric import Fabric, Solver
+from fabric_core.runtime.fabric import Solver
 from fabric_core.runtime.scenario import Scenario
 from fabric_core.runtime.snapshot import LinkTable, NodeTable, Snapshot
 
@@ -103,6 +104,8 @@ class EngineSpec:
     max_tick_s: float | None = None
     solver: Solver = "compiled"
     publish_interval_s: float = 0.1
+    #: run it one engine per plane (``--planes-distributed``); None: one process
+    planes: PlaneOptions | None = None
 
 
 class EngineGoneError(RuntimeError):
@@ -360,7 +363,7 @@ class _Child:
     async def serve(self) -> None:
         spec = self.spec
         try:
-            fabric = Fabric.from_scenario(spec.scenario, spec.solver)
+            fabric = make_fabric(spec.scenario, spec.solver, spec.planes)
             engine = Engine(
                 fabric,
                 speed=spec.speed,
@@ -384,6 +387,7 @@ class _Child:
             with contextlib.suppress(ValueError, OSError):
                 loop.remove_reader(self.conn.fileno())
             self.outbox.close()
+            close_fabric(fabric)
 
     def _forward(self, snap: Snapshot) -> None:
         """Every snapshot the engine publishes (a pause's too: same tick, not running)."""

@@ -17,10 +17,13 @@ from typing import Any
 
 from console.cli._common import (
     add_max_tick_option,
+    add_planes_options,
     add_scenario_options,
     build_fabric,
     load_from_args,
+    planes_from_args,
 )
+from console.fabrics import close_fabric
 from exporters.mqtt.bridge import MqttBridge
 from exporters.mqtt.inbox import check_allowed
 from exporters.mqtt.options import CliError, add_broker_options, broker_config, cluster_name
@@ -44,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_scenario_options(p)
     p.add_argument("--speed", type=float, metavar="X", help="simulated s per wall s (0 = flat out)")
     add_max_tick_option(p)
+    add_planes_options(p)
     add_broker_options(p, cluster_help="topic level fabtop/<NAME> (default: the scenario's)")
     p.add_argument("--telemetry-hz", type=float, default=4.0, metavar="HZ", help="default 4")
     p.add_argument(
@@ -92,13 +96,14 @@ def main(args: argparse.Namespace) -> int:
 
 def _build_engine(args: argparse.Namespace) -> Engine:
     scn = load_from_args(args)
-    fabric = build_fabric(scn) if scn is not None else None
+    fabric = build_fabric(scn, planes=planes_from_args(args)) if scn is not None else None
     if fabric is None:  # the reason is printed already
         raise CliError("", code=2)
     kwargs = {} if args.speed is None else {"speed": args.speed}
     try:
         return Engine(fabric, max_tick_s=args.max_tick.resolve(fabric.dt_s), **kwargs)
     except ValueError as exc:
+        close_fabric(fabric)
         raise CliError(str(exc)) from None
 
 
@@ -157,6 +162,19 @@ async def _serve(args: argparse.Namespace) -> int:
         raise CliError(f"--top-links must be at least 1, got {args.top_links}")
     allowed = _allowed(args.allow)
     engine = _build_engine(args)
+    try:
+        return await _serve_engine(args, engine, config, cluster, allowed)
+    finally:
+        close_fabric(engine.fabric)
+
+
+async def _serve_engine(
+    args: argparse.Namespace,
+    engine: Engine,
+    config: Any,
+    cluster: str | None,
+    allowed: frozenset[str] | None,
+) -> int:
     metrics = await _start_metrics(args, engine)
     bridge = MqttBridge(
         config,
@@ -200,6 +218,9 @@ async def _serve(args: argparse.Namespace) -> int:
                 await closed
     if engine_task.done() and not engine_task.cancelled() and engine_task.exception():
         log.error("the engine failed: %r", engine_task.exception())
+        return 1
+    if engine.ended is not None:
+        log.error("the run stopped: %s", engine.ended)
         return 1
     if bridge.said_offline:
         log.info("stopped (offline announced)")

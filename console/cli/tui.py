@@ -8,12 +8,19 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from console.cli._common import add_max_tick_option, build_fabric, load_from_args
+from console.cli._common import (
+    add_max_tick_option,
+    add_planes_options,
+    build_fabric,
+    load_from_args,
+    planes_from_args,
+)
+from console.fabrics import close_fabric
 from fabric_core.net.profiles import PROFILES
 
 if TYPE_CHECKING:
     from console.source import FabricSource
-    from fabric_core.runtime.engine import EngineHealth
+    from fabric_core.runtime.engine import Engine, EngineHealth
     from fabric_core.runtime.scenario import Scenario
     from fabric_core.runtime.snapshot import Snapshot
 
@@ -95,6 +102,7 @@ def register(sub: Any) -> None:
         "with the UI and each other (slower; by default each fabric runs in a process of "
         "its own)",
     )
+    add_planes_options(main, prefix="console: ")
     main.set_defaults(default_func=run_console)
 
 
@@ -143,6 +151,7 @@ def run_console(args: argparse.Namespace) -> int:
             description=f"engine process {label}",
             speed=args.speed,
             max_tick_s=args.max_tick.resolve(s.dt_s),
+            planes=planes_from_args(args),
         )
         for s, label in scenarios
     ]
@@ -161,17 +170,31 @@ def run_console(args: argparse.Namespace) -> int:
 
 def _console_in_process(args: argparse.Namespace, scenarios: list[tuple[Scenario, str]]) -> int:
     """``--in-process``: the engines as asyncio tasks of the console's process."""
-    from console.source import EngineSource
     from fabric_core.runtime.engine import Engine
 
-    engines = []
+    engines: list[Engine] = []
     for scn, _ in scenarios:
-        fabric = build_fabric(scn)
+        fabric = build_fabric(scn, planes=planes_from_args(args))
         if fabric is None:
+            for e in engines:
+                close_fabric(e.fabric)
             return 2
         engines.append(
             Engine(fabric, speed=args.speed, max_tick_s=args.max_tick.resolve(fabric.dt_s))
         )
+    try:
+        return _run_engines_in_process(args, scenarios, engines)
+    finally:
+        for e in engines:
+            close_fabric(e.fabric)
+
+
+def _run_engines_in_process(
+    args: argparse.Namespace, scenarios: list[tuple[Scenario, str]], engines: list[Engine]
+) -> int:
+    from console.source import EngineSource
+    from fabric_core.runtime.engine import Engine
+
     engine = engines[0]
     source = EngineSource(engine, description=f"embedded {scenarios[0][1]}")
     compare = None

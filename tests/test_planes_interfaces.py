@@ -1,0 +1,153 @@
+"""One engine per plane through what a user runs (issue 19): ``fabtop run
+--planes-distributed`` and its record and replay, the console's fault form, and
+``fabtop serve --planes-distributed`` behind a real mosquitto.
+
+The CLI runs start a local Ray cluster of their own (loopback only) with an actor per
+plane; the console test runs the planes in its own process (``InProcessPool``: the
+same coordinator, the same commands, and bit for bit the same results,
+``tests/test_ray_planes.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from console.app import FabtopApp
+from console.screens.fault_form import FaultFormScreen
+from console.stepped import SteppedSource
+from console.widgets.faults_panel import FaultsPanel
+from fabric_core.planes.coordinator import PlanedFabric
+from fabric_core.planes.pool import InProcessPool
+from fabric_core.reports.record import comparable_report
+from fabric_core.reports.run import run_for
+from fabric_core.runtime.scenario import load_scenario
+from fabric_core.runtime.snapshot import LinkStatus
+from tests._mosquitto import REPO, Mosquitto, Served, broker  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.slow
+
+LINK = "p1leaf00->p1spine01"
+
+
+def fabtop(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "console.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def close(a: Any, b: Any, path: str = "report") -> None:
+    """Every number of two reports equal within 1e-6 relative (and the rest equal)."""
+    if isinstance(a, dict):
+        assert sorted(a) == sorted(b), path
+        for k in a:
+            close(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            close(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float) and math.isfinite(a):
+        assert b == pytest.approx(a, rel=1e-6, abs=1e-12), path
+    else:
+        assert a == b, path
+
+
+def test_a_run_on_ray_actors_reports_what_one_process_does_and_replays(tmp_path: Path) -> None:
+    """``fabtop run --planes-distributed`` (a Ray actor per plane) against the same
+    coordinator with its planes in this process: the same report within 1e-6 (bit for
+    bit, in fact); and its record replays, in one process, digest for digest."""
+    out, record = tmp_path / "ray.json", tmp_path / "ray.record"
+    r = fabtop(
+        "run", "planes-2", "--duration", "120us", "--planes-distributed", "--plane-batch", "4",
+        "--json", str(out), "--record", str(record), "--quiet",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    on_ray = json.loads(out.read_text())
+    assert on_ray["run"]["planes"] == {"placement": "ray", "planes": 2, "batch_ticks": 4}
+
+    here = PlanedFabric(load_scenario("planes-2"), InProcessPool, batch_ticks=4)
+    in_process = run_for(here, 120e-6)
+    assert on_ray["totals"]["completed_flows"] > 1000
+    close(comparable_report(in_process), comparable_report(on_ray))
+
+    replayed = fabtop("replay", str(record), "--quiet")
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert replayed.stdout.startswith("replay OK: 120 ticks"), replayed.stdout
+
+
+def test_a_scenario_that_cannot_run_one_engine_per_plane_is_refused_clearly() -> None:
+    r = fabtop("run", "tiny", "--duration", "10us", "--planes-distributed", timeout=120)
+    assert r.returncode == 2
+    assert "one engine per plane: the fabric has 1 plane" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    bad = fabtop("run", "planes-2", "--planes-distributed", "--plane-batch", "0", timeout=60)
+    assert bad.returncode == 2 and "the batch must be between 1 and" in bad.stderr
+
+
+async def test_a_fault_from_the_console_lands_on_its_plane() -> None:
+    fabric = PlanedFabric(load_scenario("planes-2"), InProcessPool)
+    src = SteppedSource(fabric, description="planes-2, one engine per plane")  # type: ignore[arg-type]
+    src.step(20)
+    app = FabtopApp(src, render_interval_s=0.05)  # type: ignore[arg-type]
+    async with app.run_test(size=(140, 44)) as pilot:
+        for _ in range(200):
+            if app.view.snapshot is not None:
+                break
+            await asyncio.sleep(0.02)
+        await pilot.press("i")
+        assert isinstance(app.screen, FaultFormScreen)
+        await pilot.press(*LINK, "enter")
+        faults = app.query_one(FaultsPanel)
+        for _ in range(200):
+            if faults.row_count == 1:
+                break
+            await asyncio.sleep(0.02)
+        assert faults.row_count == 1
+        src.step(10)
+        await asyncio.sleep(0.1)
+    snap = src.latest()
+    assert snap is not None
+    names = snap.links.name
+    down = sorted(names[i] for i, s in enumerate(snap.link_state.status) if s == LinkStatus.DOWN)
+    assert down == [LINK, "p1spine01->p1leaf00"]
+    engines = fabric.pool.engines  # type: ignore[attr-defined]
+    assert [len(e.fabric.faults.active("link_down")) for e in engines] == [0, 1]
+    fabric.close()
+
+
+@pytest.mark.integration
+def test_a_fault_over_mqtt_lands_on_its_plane(broker: Mosquitto) -> None:  # noqa: F811
+    served = Served(broker.url, "planes", "--planes-distributed", scenario="planes-2")
+    cli = broker.cli()
+    try:
+        served.wait_online(cli, timeout_s=240)
+        sub = cli.sub_start("fabtop/planes/result/op-1", count=1)
+        cli.pub(
+            "fabtop/planes/cmd/inject",
+            json.dumps({"id": "op-1", "kind": "link_down", "target": LINK}),
+        )
+        (reply,) = cli.sub_collect(sub)
+        assert json.loads(reply[1])["ok"] is True, reply
+        _, payload = cli.wait_for(
+            "fabtop/planes/telemetry",
+            lambda _t, p: any(f["target"] == LINK for f in json.loads(p)["faults"]),
+            timeout_s=120,
+        )
+        tm = json.loads(payload)
+        links = tm["links"]
+        shown = dict(zip(links["name"], links["status"], strict=True))
+        assert shown[LINK] == LinkStatus.DOWN
+        assert all(s == LinkStatus.UP for n, s in shown.items() if n.startswith("p0"))
+    finally:
+        assert served.stop() == 0, served.output()
