@@ -7,25 +7,29 @@
 The fabric is the bundled ``planes-2`` (two planes, bulk, a MoE all-to-all and RPC
 probes) with a bigger ``[topology]``: ``--leaves`` leaves and as many spines a plane,
 ``--gpus-per-leaf`` GPUs a leaf (by default 2,048 GPUs: a size where the planes'
-stepping outweighs the coordinator's work and a round trip). It runs as
-``PlanedFabric`` twice in this process, once with both planes in it
-(``InProcessPool``, numba's threads as the engine has them) and once with each plane
-a Ray actor of one thread (``cluster.ray_planes.RayPool``, on ``--address`` or
-``RAY_ADDRESS``, else a local cluster of this machine's cores). Both go through the
-same warm-up and then, for each batch size in turn, ``--ticks`` ticks ``--repeat``
-times (the best run counts: the machine is shared); both runs go through the very
-same simulated states, taking turns (a run of one, a run of the other) so that the
-machine's other load falls on both alike, and their reports are checked equal at the end.
+stepping outweighs the coordinator's work and a round trip). For each batch size it runs
+as ``PlanedFabric`` twice in this process, from the start: once with both planes in it
+(``InProcessPool``, numba's threads as the engine has them) and once with each plane a
+Ray actor of one thread (``cluster.ray_planes.RayPool``, on ``--address`` or
+``RAY_ADDRESS``, else one local cluster of this machine's cores for the whole
+benchmark). Both go through the same warm-up, then ``--repeat`` runs of ``--ticks``
+ticks each, taking turns (a run of one, a run of the other) so that the machine's other
+load falls on both alike; their i-th runs go through the very same simulated states, and
+their reports are checked equal.
 
-Printed per batch size: wall seconds per simulated ms of each run, their ratio (over 1:
-distributed is faster), the Ray run's round trips per simulated ms and its overhead per
-batch (the wall of a batch's ``advance`` call on the actors less the busier plane's own
-time in it). Then the per-batch cost of a round trip alone (``advance`` of 0 ticks and
-no parts on every actor, the median of many), the per-batch cost fitted over the batch
-sizes (wall per tick = a + b / batch: b), the coordinator's share of the in-process
-tick, and the batch that balances (the smallest whose Ray run is within 10% of its
-fastest; a workload hears of a completion up to a batch late). Not a test: it prints
-figures for docs/OPERATIONS.md.
+Printed per batch size: wall seconds per simulated ms of each run (the best run), the
+median ratio of paired runs (over 1: distributed is faster), the Ray run's round trips
+per simulated ms, what Ray costs a batch (the wall of the batch's ``advance`` call on the
+actors less the slower plane's own time in it: sending the parts, the results back,
+scheduling), what the faster plane waits for the slower a batch (the planes get
+different messages: one of no more than an MTU goes over one plane) and the
+coordinator's own time per tick (the workloads, the spray, the completions). Then the
+round trip alone (``advance`` of 0 ticks and no parts on every actor, many times), the
+coordinator's share of the in-process tick, and the batch that balances (the smallest
+whose Ray run is within 10% of its fastest; a workload hears of a completion up to a
+batch late). A longer batch also changes the run itself (closed-loop workloads start
+their next message later), so the rows' wall times are not one fabric's alone; each
+row's two runs are the same run. Not a test: it prints figures for docs/OPERATIONS.md.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import statistics
 import sys
 import time
@@ -45,7 +50,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cluster.ray_planes import RayPool, ray_pool_factory
+from cluster.ray_planes import RayPool, connect, disconnect, ray_pool_factory
 from fabric_core.planes.coordinator import PlanedFabric
 from fabric_core.planes.plane import PlaneParts, PlaneSpec
 from fabric_core.planes.pool import InProcessPool, PlanePool
@@ -91,11 +96,15 @@ class Timed:
     def close(self) -> None:
         self.pool.close()
 
-    def busy_s(self) -> float:
-        """The busier plane's own time in its methods so far (in-process: all of it)."""
-        if isinstance(self.pool, RayPool):
-            return max(self.pool.busy_s())
-        return self.advance_s
+    def plane_s(self) -> tuple[float, float]:
+        """The planes' own time in the ``advance`` calls since last asked: the sum over
+        the calls of the slower plane's, and the slower plane's sum (in-process: all of
+        the calls' wall, the planes running one after the other)."""
+        if not isinstance(self.pool, RayPool):
+            return self.advance_s, self.advance_s
+        per_plane = [[s for m, s in t if m == "advance"] for t in self.pool.timings()]
+        slower_each = float(np.max(np.array(per_plane), axis=0).sum()) if per_plane[0] else 0.0
+        return slower_each, max(sum(t) for t in per_plane)
 
 
 def timed(
@@ -104,103 +113,102 @@ def timed(
     return lambda specs: Timed(make(specs))
 
 
-def empty_round_trip(pool: PlanePool, planes: int) -> dict[str, float]:
-    """An ``advance`` of 0 ticks and no parts on every plane: median and 90th percentile, ms."""
+def empty_round_trip(pool: Timed, planes: int) -> dict[str, float]:
+    """An ``advance`` of 0 ticks and no parts on every plane: the wall of a call (median
+    and 90th percentile) and the busier plane's own time in it (mean), ms."""
     args = [(0, PlaneParts.empty())] * planes
     for _ in range(10):
-        pool.call("advance", args)
+        pool.pool.call("advance", args)
+    pool.plane_s()
     walls = []
     for _ in range(EMPTY_CALLS):
         t0 = time.perf_counter()
-        pool.call("advance", args)
+        pool.pool.call("advance", args)
         walls.append(time.perf_counter() - t0)
+    busy = pool.plane_s()[0] if isinstance(pool.pool, RayPool) else sum(walls)
     return {
         "median_ms": statistics.median(walls) * 1e3,
         "p90_ms": float(np.quantile(walls, 0.9)) * 1e3,
+        "plane_ms": busy / EMPTY_CALLS * 1e3,
     }
 
 
 class Arm:
-    """One of the two runs: a ``PlanedFabric`` on a timed pool, and its best runs."""
+    """One of the two runs of a batch size: a ``PlanedFabric`` on a timed pool."""
 
-    def __init__(self, scn: Scenario, make: Callable[[Sequence[PlaneSpec]], PlanePool]) -> None:
+    def __init__(
+        self, scn: Scenario, make: Callable[[Sequence[PlaneSpec]], PlanePool], batch: int
+    ) -> None:
         t0 = time.perf_counter()
-        self.fabric = PlanedFabric(scn, timed(make))
+        self.fabric = PlanedFabric(scn, timed(make), batch_ticks=batch)
         self.start_s = time.perf_counter() - t0
         pool = self.fabric.pool
         assert isinstance(pool, Timed)
         self.pool = pool
-        self.best: dict[int, dict[str, float]] = {}
+        self.runs: list[dict[str, float]] = []
 
-    def measure(self, batch: int, ticks: int) -> None:
-        """``ticks`` ticks in batches of ``batch``; kept if the best so far for the batch."""
+    def measure(self, ticks: int) -> None:
+        """``ticks`` ticks, timed."""
         fabric, pool = self.fabric, self.pool
-        fabric.batch_ticks = batch
-        sim0, a0, n0, busy0 = fabric.sim_time_s, pool.advance_s, pool.batches, pool.busy_s()
+        sim0, a0, n0 = fabric.sim_time_s, pool.advance_s, pool.batches
+        pool.plane_s()
         w0 = time.perf_counter()
         fabric.run_ticks(ticks)
         wall = time.perf_counter() - w0
+        slower_each, slower_sum = pool.plane_s()
         r = {
-            "batch": batch,
             "wall_s": wall,
             "sim_ms": (fabric.sim_time_s - sim0) * 1e3,
             "advance_s": pool.advance_s - a0,
-            "planes_s": pool.busy_s() - busy0,
+            "planes_s": slower_each,
+            "imbalance_s": slower_each - slower_sum,
             "batches": pool.batches - n0,
         }
         r["wall_s_per_sim_ms"] = r["wall_s"] / r["sim_ms"]
         r["ms_per_tick"] = r["wall_s"] / ticks * 1e3
         r["coordinator_ms_per_tick"] = (r["wall_s"] - r["advance_s"]) / ticks * 1e3
         r["overhead_ms_per_batch"] = (r["advance_s"] - r["planes_s"]) / r["batches"] * 1e3
-        if batch not in self.best or wall < self.best[batch]["wall_s"]:
-            self.best[batch] = r
+        r["imbalance_ms_per_batch"] = r["imbalance_s"] / r["batches"] * 1e3
+        self.runs.append(r)
 
-    def finish(self) -> dict[str, Any]:
-        try:
-            return {
-                "placement": self.pool.placement,
-                "start_s": self.start_s,
-                "rows": [self.best[b] for b in self.best],
-                "empty_round_trip": empty_round_trip(self.pool.pool, self.fabric.planes),
-                "report": summarise(self.fabric.snapshot()),
-                "gpus": int(self.fabric.topo.gpus.size),
-            }
-        finally:
-            self.fabric.close()
+    def best(self) -> dict[str, float]:
+        return min(self.runs, key=lambda r: r["wall_s"])
 
 
-def run_both(
-    scn: Scenario,
-    address: str | None,
-    batches: Sequence[int],
-    ticks: int,
-    warmup: int,
-    repeat: int,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Both runs through the same warm-up and batches, taking turns (each batch size: a
-    run of each, ``repeat`` times), so the machine's other load falls on both alike and
-    both go through the same simulated states."""
-    here, ray = Arm(scn, InProcessPool), Arm(scn, ray_pool_factory(address))
+def bench_batch(
+    scn: Scenario, address: str | None, batch: int, ticks: int, warmup: int, repeat: int
+) -> dict[str, Any]:
+    """Both runs of a batch size from the start: the same warm-up, then ``repeat`` runs
+    of ``ticks`` ticks each, taking turns, so that the machine's other load falls on both
+    alike and their i-th runs go through the same simulated states."""
+    here = Arm(scn, InProcessPool, batch)
+    ray = Arm(scn, ray_pool_factory(address), batch)
     try:
         for arm in (here, ray):
             arm.fabric.run_ticks(warmup)
-        for b in batches:
-            for _ in range(repeat):
-                here.measure(b, ticks)
-                ray.measure(b, ticks)
-    except BaseException:
+        for _ in range(repeat):
+            here.measure(ticks)
+            ray.measure(ticks)
+        out = {
+            "batch": batch,
+            "in_process": here.best(),
+            "ray": ray.best(),
+            "ratio": statistics.median(
+                h["wall_s"] / r["wall_s"] for h, r in zip(here.runs, ray.runs, strict=True)
+            ),
+            "ray_start_s": ray.start_s,
+            "reports_equal": summarise(here.fabric.snapshot()) == summarise(ray.fabric.snapshot()),
+            "gpus": int(here.fabric.topo.gpus.size),
+        }
+        if batch == 1:
+            out["empty_round_trip"] = {
+                "ray": empty_round_trip(ray.pool, ray.fabric.planes),
+                "in_process": empty_round_trip(here.pool, here.fabric.planes),
+            }
+        return out
+    finally:
         here.fabric.close()
         ray.fabric.close()
-        raise
-    return here.finish(), ray.finish()
-
-
-def fit_per_batch(rows: Sequence[dict[str, Any]]) -> tuple[float, float]:
-    """Wall per tick = a + b / batch, least squares: (a, b) in ms."""
-    x = np.array([1.0 / r["batch"] for r in rows])
-    y = np.array([r["ms_per_tick"] for r in rows])
-    b, a = np.polyfit(x, y, 1)
-    return float(a), float(b)
 
 
 def main() -> None:
@@ -217,62 +225,72 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     batches = [int(b) for b in args.batches.split(",")]
+    if 1 not in batches:
+        batches.insert(0, 1)  # the round trip alone is timed there
     scn = big_planes(args.leaves, args.gpus_per_leaf)
-
-    here, ray = run_both(scn, args.address, batches, args.ticks, args.warmup, args.repeat)
-    same = here["report"] == ray["report"]
     dt_us = scn.dt_s * 1e6
-    print(
-        f"{scn.name}: {here['gpus']} GPUs on 2 planes, dt {dt_us:g} us, {args.ticks} ticks a "
-        f"run after {args.warmup}, best of {args.repeat}; in-process with {MOST_THREADS} numba "
-        f"threads, Ray with 2 actors of 1 thread (actors up in {ray['start_s']:.1f} s)"
-    )
-    print(
-        f"{'batch':>5} {'delay us':>8} {'in-proc s/sim-ms':>16} {'ray s/sim-ms':>12} "
-        f"{'ratio':>6} {'trips/sim-ms':>12} {'overhead ms/batch':>17} {'coord ms/tick':>13}"
-    )
-    table = []
-    for h, r in zip(here["rows"], ray["rows"], strict=True):
-        ratio = h["wall_s_per_sim_ms"] / r["wall_s_per_sim_ms"]
-        table.append({"batch": h["batch"], "in_process": h, "ray": r, "ratio": ratio})
+    load0 = os.getloadavg()[0]
+    owns = connect(args.address, planes=2)  # one cluster for every batch size
+    rows = []
+    try:
         print(
-            f"{h['batch']:>5} {h['batch'] * dt_us:>8g} {h['wall_s_per_sim_ms']:>16.3f} "
-            f"{r['wall_s_per_sim_ms']:>12.3f} {ratio:>6.2f} "
-            f"{r['batches'] / r['sim_ms']:>12.0f} {r['overhead_ms_per_batch']:>17.2f} "
-            f"{r['coordinator_ms_per_tick']:>13.3f}",
+            f"{scn.name}, dt {dt_us:g} us: per batch size, both runs from the start, "
+            f"{args.warmup} ticks of warm-up, then {args.repeat} runs of {args.ticks} ticks "
+            f"taking turns; in-process with {MOST_THREADS} numba threads, Ray with 2 actors "
+            f"of 1 thread; load average {load0:.2f} on {os.cpu_count()} cores",
             flush=True,
         )
-    a_here, b_here = fit_per_batch(here["rows"])
-    a_ray, b_ray = fit_per_batch(ray["rows"])
-    fastest = min(r["ms_per_tick"] for r in ray["rows"])
-    balance = next(r["batch"] for r in ray["rows"] if r["ms_per_tick"] <= BALANCE * fastest)
-    coord = here["rows"][-1]["coordinator_ms_per_tick"] / here["rows"][-1]["ms_per_tick"]
-    er, eh = ray["empty_round_trip"], here["empty_round_trip"]
+        print(
+            f"{'batch':>5} {'delay us':>8} {'in-proc s/sim-ms':>16} {'ray s/sim-ms':>12} "
+            f"{'ratio':>6} {'trips/sim-ms':>12} {'ray ms/batch':>12} {'wait ms/batch':>13} "
+            f"{'coord ms/tick':>13} {'same':>4}"
+        )
+        for b in batches:
+            row = bench_batch(scn, args.address, b, args.ticks, args.warmup, args.repeat)
+            rows.append(row)
+            h, r = row["in_process"], row["ray"]
+            print(
+                f"{b:>5} {b * dt_us:>8g} {h['wall_s_per_sim_ms']:>16.3f} "
+                f"{r['wall_s_per_sim_ms']:>12.3f} {row['ratio']:>6.2f} "
+                f"{r['batches'] / r['sim_ms']:>12.0f} {r['overhead_ms_per_batch']:>12.2f} "
+                f"{r['imbalance_ms_per_batch']:>13.2f} "
+                f"{r['coordinator_ms_per_tick']:>13.3f} {'yes' if row['reports_equal'] else 'NO':>4}",
+                flush=True,
+            )
+    finally:
+        if owns:
+            disconnect()
+    fastest = min(r["ray"]["ms_per_tick"] for r in rows)
+    balance = next(r["batch"] for r in rows if r["ray"]["ms_per_tick"] <= BALANCE * fastest)
+    last = rows[-1]["in_process"]
+    coord = last["coordinator_ms_per_tick"] / last["ms_per_tick"]
+    trip = rows[0]["empty_round_trip"]
+    er, eh = trip["ray"], trip["in_process"]
+    print(
+        f"{rows[0]['gpus']} GPUs; Ray's actors up in {rows[0]['ray_start_s']:.1f} s; "
+        f"load average now {os.getloadavg()[0]:.2f}"
+    )
     print(
         f"empty round trip (advance of 0 ticks on both planes): Ray {er['median_ms']:.2f} ms "
-        f"median, {er['p90_ms']:.2f} ms p90; in-process {eh['median_ms'] * 1e3:.0f} us"
+        f"median, {er['p90_ms']:.2f} ms p90, of which the planes {er['plane_ms']:.3f} ms; "
+        f"in-process {eh['median_ms'] * 1e3:.0f} us"
     )
     print(
-        f"fitted wall per tick = a + b/batch: Ray a {a_ray:.3f} ms, b {b_ray:.2f} ms a batch; "
-        f"in-process a {a_here:.3f} ms, b {b_here:.2f} ms a batch"
-    )
-    print(
-        f"coordinator's share of the in-process tick at batch {here['rows'][-1]['batch']}: "
+        f"coordinator's share of the in-process tick at batch {rows[-1]['batch']}: "
         f"{coord:.0%}; batch that balances (Ray within {BALANCE - 1:.0%} of its fastest): "
         f"{balance} ticks ({balance * dt_us:g} us of reaction delay)"
     )
-    print(f"reports equal: {'yes' if same else 'NO'}")
+    same = all(r["reports_equal"] for r in rows)
     if args.json:
         out = {
             "scenario": scn.name,
-            "gpus": here["gpus"],
+            "gpus": rows[0]["gpus"],
             "ticks": args.ticks,
             "warmup": args.warmup,
             "repeat": args.repeat,
             "numba_threads_in_process": MOST_THREADS,
-            "rows": table,
-            "empty_round_trip_ms": {"ray": er, "in_process": eh},
-            "fit_ms": {"ray": [a_ray, b_ray], "in_process": [a_here, b_here]},
+            "load_average_at_start": load0,
+            "rows": rows,
             "balanced_batch": balance,
             "reports_equal": same,
         }

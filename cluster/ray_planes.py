@@ -27,6 +27,7 @@ import functools
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -37,12 +38,18 @@ from fabric_core.planes.pool import PlaneLostError
 INSTALL_HINT = "one engine per plane on Ray needs the cluster extra: pip install -e '.[cluster]'"
 #: the object store of a local cluster: a plane's state is a few MB even at 100k GPUs
 LOCAL_OBJECT_STORE_BYTES = 512 * 1024**2
+#: calls whose timings an actor keeps until asked (``RayPool.timings``)
+TIMINGS_KEPT = 10_000
 #: how long the cluster may take to place and build every plane's engine
 START_TIMEOUT_S = 300.0
 
 
 class ClusterExtraMissingError(ImportError):
     """Ray is not installed (the ``cluster`` extra)."""
+
+
+class ClusterError(RuntimeError):
+    """The Ray cluster could not be reached or started, or did not start the planes."""
 
 
 def _ray() -> Any:
@@ -55,7 +62,8 @@ def _ray() -> Any:
 
 @contextlib.contextmanager
 def _loopback_only() -> Iterator[None]:
-    """While a local cluster starts: every Ray server on 127.0.0.1 and no usage statistics.
+    """While a local cluster starts: every Ray server on 127.0.0.1, no usage statistics,
+    and the workers at the niceness of this process (Ray's default is 15).
 
     Ray binds its servers to the address it finds for this node, which is the machine's
     routable one unless Ray clusters are switched off (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER
@@ -80,7 +88,13 @@ def _loopback_only() -> Iterator[None]:
                 os.environ[k] = v
 
 
-_LOCAL_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+#: Ray starts its workers at niceness 15: a plane engine is the run's main work, and
+#: would wait behind any other process of the machine (its driver's included)
+_LOCAL_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_worker_niceness": "0",
+}
 
 
 def start_local_cluster(
@@ -109,16 +123,26 @@ def connect(address: str | None = None, planes: int = 1) -> bool:
 
     Raises:
         ClusterExtraMissingError: Ray is not installed.
+        ClusterError: the cluster could not be reached or started (Ray's error says why).
     """
     ray = _ray()
     if ray.is_initialized():
         return False
     address = address or os.environ.get("RAY_ADDRESS") or None
-    if address is None:
-        start_local_cluster(num_cpus=max(os.cpu_count() or 1, planes))
-    else:
-        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+    try:
+        if address is None:
+            start_local_cluster(num_cpus=max(os.cpu_count() or 1, planes))
+        else:
+            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+    except Exception as exc:
+        where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
+        raise ClusterError(f"could not connect to {where}: {exc}") from exc
     return True
+
+
+def disconnect() -> None:
+    """Disconnect this process from its Ray cluster (a local one started here stops)."""
+    _ray().shutdown()
 
 
 class PlaneActor:
@@ -129,8 +153,8 @@ class PlaneActor:
 
         use_threads(max(1, min(threads, MOST_THREADS)))
         self.engine = PlaneEngine(spec)
-        #: wall seconds spent in the engine's methods
-        self.busy_s = 0.0
+        #: the latest calls: (method, wall seconds in the engine)
+        self._timings: deque[tuple[str, float]] = deque(maxlen=TIMINGS_KEPT)
 
     def call(self, method: str, *args: Any) -> Any:
         """``PlaneEngine.<method>(*args)``."""
@@ -138,15 +162,22 @@ class PlaneActor:
         try:
             return getattr(self.engine, method)(*args)
         finally:
-            self.busy_s += time.perf_counter() - t0
+            self._timings.append((method, time.perf_counter() - t0))
 
-    def busy(self) -> float:
-        """Wall seconds the actor has spent in the engine's methods."""
-        return self.busy_s
+    def timings(self) -> list[tuple[str, float]]:
+        """The calls since the last time asked (the latest ``TIMINGS_KEPT``): each one's
+        method and wall seconds in the engine."""
+        out = list(self._timings)
+        self._timings.clear()
+        return out
 
     def pid(self) -> int:
         """The actor's process id."""
         return os.getpid()
+
+    def niceness(self) -> int:
+        """The actor's process's niceness."""
+        return os.nice(0)
 
 
 class RayPool:
@@ -167,8 +198,9 @@ class RayPool:
 
         Raises:
             ClusterExtraMissingError: Ray is not installed.
-            PlaneLostError: a plane's engine could not be started.
-            TimeoutError: the cluster did not place every plane within ``start_timeout_s``.
+            ClusterError: the cluster could not be reached or started, or did not start
+                every plane's engine within ``start_timeout_s``.
+            PlaneLostError: a plane's engine died while it was built.
         """
         self._ray = ray = _ray()
         self._owns = connect(address, len(specs) * threads_per_plane)
@@ -184,7 +216,7 @@ class RayPool:
             )
         except ray.exceptions.GetTimeoutError:
             self.close()
-            raise TimeoutError(
+            raise ClusterError(
                 f"the Ray cluster at {self.address} has not started the {len(specs)} plane "
                 f"engines in {start_timeout_s:g} s: each needs {threads_per_plane} CPU"
             ) from None
@@ -229,14 +261,15 @@ class RayPool:
         except (self._ray.exceptions.RayActorError, self._ray.exceptions.WorkerCrashedError) as exc:
             raise PlaneLostError(plane, _reason(exc, self.pids_known(i))) from exc
 
-    def busy_s(self) -> list[float]:
-        """Per plane, the wall seconds its engine has spent in the methods called (the
-        rest of a call's time is Ray's: ``benchmarks/bench_planes.py``).
+    def timings(self) -> list[list[tuple[str, float]]]:
+        """Per plane, its engine's calls since the last time asked (the latest
+        ``TIMINGS_KEPT``): method and wall seconds in the engine. The rest of a call's
+        wall is Ray's, and the wait for the slower plane (``benchmarks/bench_planes.py``).
 
         Raises:
             PlaneLostError: a plane's engine died.
         """
-        return self._get([a.busy.remote() for a in self.actors])
+        return self._get([a.timings.remote() for a in self.actors])
 
     def close(self) -> None:
         """Kill the actors; stop the local cluster this pool started (or disconnect from

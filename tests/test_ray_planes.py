@@ -75,6 +75,9 @@ def test_distributed_run_reports_what_one_process_does(local_cluster: None) -> N
         assert ray_fabric.pool.address.startswith("127.0.0.1:")  # type: ignore[attr-defined]
         pids = ray_fabric.pool.pids  # type: ignore[attr-defined]
         assert len(set(pids)) == 2 and os.getpid() not in pids
+        # the planes run at this process's priority (Ray's default niceness is 15)
+        actors = ray_fabric.pool.actors  # type: ignore[attr-defined]
+        assert ray.get([a.niceness.remote() for a in actors]) == [os.nice(0)] * 2
         ray_fabric.run_ticks(TICKS)
         distributed = summarise(ray_fabric.snapshot())
     finally:
