@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -263,3 +265,37 @@ def test_a_lost_plane_ends_the_engines_run_with_an_event_naming_it() -> None:
     assert [(e.severity, e.target) for e in lost] == [("error", "plane1")]
     assert not after.ok
     assert after.error == f"the engine has stopped: {engine.ended}"
+
+
+def test_a_lost_plane_loses_no_recorded_command(tmp_path: Path) -> None:
+    """Commands applied before a plane was lost are all in the record, with the state
+    after each; the record replays (its planes in one process) to where the run stopped
+    and finds every one of those states again."""
+    from fabric_core.reports.record import Recorder, load_record, replay
+
+    scn = scenario()
+
+    async def main() -> Recorder:
+        f = PlanedFabric(scn, functools.partial(_LosesAPlane, after=40), batch_ticks=2)
+        recorder = Recorder.start(scn, f)
+        engine = Engine(f, speed=0, on_command=recorder.on_command)
+        task = asyncio.create_task(engine.run())
+        for cmd in (
+            InjectFault(kind="link_down", target="p1leaf00->p1spine01"),
+            SetTick(dt_s=2e-6),
+            ClearFault(all=True),
+        ):
+            assert (await engine.submit(cmd)).ok
+        await asyncio.wait_for(task, timeout=60)
+        assert engine.ended is not None
+        return recorder
+
+    recorder = asyncio.run(main())
+    assert [c["command"]["command"] for c in recorder.commands] == ["inject", "tick", "clear"]
+    path = tmp_path / "lost.record"
+    recorder.save(path)
+    record = load_record(path)
+    assert record["ended"] == "plane 1's engine was lost: its worker died (SIGKILL)"
+    result = replay(record)
+    assert result.ok and result.checked == 3
+    assert result.fabric.tick == record["end_tick"]

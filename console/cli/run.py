@@ -19,7 +19,7 @@ from console.cli._common import (
 )
 from console.cli.progress import ProgressBar
 from console.fabrics import close_fabric
-from fabric_core.reports.record import save_run
+from fabric_core.reports.record import Recorder, save_run
 from fabric_core.reports.run import run_for
 from fabric_core.runtime.engine import RunEndedError
 from fabric_core.runtime.fabric import SOLVERS
@@ -84,9 +84,11 @@ def run(args: argparse.Namespace) -> int:
         bar = ProgressBar(f"run {scn.name}")
         try:
             report = run_for(fabric, args.duration, None if args.quiet else bar.update)
-        except RunEndedError as exc:  # a plane's engine lost: nothing to report
+        except RunEndedError as exc:  # a plane's engine lost: no report
             bar.close()
             print(f"fabtop: the run stopped at {fabric.sim_time_s:.6g} s: {exc}", file=sys.stderr)
+            if args.record:  # what ran until then, for `fabtop replay`
+                Recorder.start(scn, fabric).save(args.record)
             return 1
         bar.close()
         if args.record:
