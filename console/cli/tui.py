@@ -148,7 +148,8 @@ def run_console(args: argparse.Namespace) -> int:
     specs = [
         EngineSpec(
             scenario=s,
-            description=f"engine process {label}",
+            description=f"engine process {label}"
+            + (", one Ray actor per plane" if args.planes_distributed else ""),
             speed=args.speed,
             max_tick_s=args.max_tick.resolve(s.dt_s),
             planes=planes_from_args(args),
