@@ -40,6 +40,10 @@ INSTALL_HINT = "one engine per plane on Ray needs the cluster extra: pip install
 LOCAL_OBJECT_STORE_BYTES = 512 * 1024**2
 #: calls whose timings an actor keeps until asked (``RayPool.timings``)
 TIMINGS_KEPT = 10_000
+#: results and arguments up to this size go inline with a call instead of through the
+#: object store (Ray's default: 100 KiB): a batch's parts and completions are 0.1-1 MB a
+#: plane at 2,048 GPUs, and a round trip with 800 KiB takes 4.9 ms inline, 8.2 ms stored
+INLINE_BYTES = 4 * 1024**2
 #: how long the cluster may take to place and build every plane's engine
 START_TIMEOUT_S = 300.0
 
@@ -73,14 +77,19 @@ def _loopback_only() -> Iterator[None]:
     """
     saved = {k: os.environ.get(k) for k in _LOCAL_ENV}
     os.environ.update(_LOCAL_ENV)
-    ray = _ray()
-    constants = ray._private.ray_constants
-    was = constants.ENABLE_RAY_CLUSTER
+    _ray()
+    # Ray's own constant (ray._private), read when Ray finds this node's address
+    from ray._private import ray_constants as constants
+
+    was = getattr(constants, "ENABLE_RAY_CLUSTER", None)
     constants.ENABLE_RAY_CLUSTER = False
     try:
         yield
     finally:
-        constants.ENABLE_RAY_CLUSTER = was
+        if was is None:
+            del constants.ENABLE_RAY_CLUSTER
+        else:
+            constants.ENABLE_RAY_CLUSTER = was
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -111,6 +120,7 @@ def start_local_cluster(
             num_cpus=num_cpus or os.cpu_count() or 1,
             include_dashboard=False,
             object_store_memory=object_store_bytes,
+            _system_config={"max_direct_call_object_size": INLINE_BYTES},
             logging_level=logging.ERROR,
             log_to_driver=False,
         )
@@ -238,11 +248,11 @@ class RayPool:
             try:
                 ray.get(ref, timeout=timeout)
             except lost as exc:
-                raise PlaneLostError(self.planes[i], _reason(exc, self.pids_known(i))) from exc
+                raise PlaneLostError(self.planes[i], _reason(exc, self._pid_of(i))) from exc
         raise PlaneLostError(self.planes[0], _reason(first, None)) from first
 
-    def pids_known(self, i: int) -> int | None:
-        """The process id of the ``i``-th plane's actor, if it is known."""
+    def _pid_of(self, i: int) -> int | None:
+        """The process id of the ``i``-th plane's actor, once known."""
         pids = getattr(self, "pids", None)
         return pids[i] if pids is not None else None
 
@@ -259,7 +269,7 @@ class RayPool:
         try:
             return self._ray.get(ref)
         except (self._ray.exceptions.RayActorError, self._ray.exceptions.WorkerCrashedError) as exc:
-            raise PlaneLostError(plane, _reason(exc, self.pids_known(i))) from exc
+            raise PlaneLostError(plane, _reason(exc, self._pid_of(i))) from exc
 
     def timings(self) -> list[list[tuple[str, float]]]:
         """Per plane, its engine's calls since the last time asked (the latest
