@@ -80,13 +80,15 @@ class Timed:
         self.pool = pool
         self.placement = pool.placement
         self.advance_s = 0.0
+        self.advance_cpu_s = 0.0
         self.batches = 0
 
     def call(self, method: str, args: Sequence[tuple[Any, ...]]) -> list[Any]:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = self.pool.call(method, args)
         if method == "advance":
             self.advance_s += time.perf_counter() - t0
+            self.advance_cpu_s += time.process_time() - c0
             self.batches += 1
         return out
 
@@ -96,15 +98,18 @@ class Timed:
     def close(self) -> None:
         self.pool.close()
 
-    def plane_s(self) -> tuple[float, float]:
+    def plane_s(self) -> tuple[float, float, float]:
         """The planes' own time in the ``advance`` calls since last asked: the sum over
-        the calls of the slower plane's, and the slower plane's sum (in-process: all of
-        the calls' wall, the planes running one after the other)."""
+        the calls of the slower plane's wall, the slower plane's sum of wall, and the
+        CPU seconds of the plane that took the most (in-process: all of the calls'
+        wall and CPU, the planes running one after the other)."""
         if not isinstance(self.pool, RayPool):
-            return self.advance_s, self.advance_s
-        per_plane = [[s for m, s in t if m == "advance"] for t in self.pool.timings()]
-        slower_each = float(np.max(np.array(per_plane), axis=0).sum()) if per_plane[0] else 0.0
-        return slower_each, max(sum(t) for t in per_plane)
+            return self.advance_s, self.advance_s, self.advance_cpu_s
+        timings = self.pool.timings()
+        wall = [[w for m, w, _ in t if m == "advance"] for t in timings]
+        cpu = [sum(c for m, _, c in t if m == "advance") for t in timings]
+        slower_each = float(np.max(np.array(wall), axis=0).sum()) if wall[0] else 0.0
+        return slower_each, max(sum(t) for t in wall), max(cpu)
 
 
 def timed(
@@ -150,18 +155,24 @@ class Arm:
     def measure(self, ticks: int) -> None:
         """``ticks`` ticks, timed."""
         fabric, pool = self.fabric, self.pool
-        sim0, a0, n0 = fabric.sim_time_s, pool.advance_s, pool.batches
+        sim0, a0, c0, n0 = fabric.sim_time_s, pool.advance_s, pool.advance_cpu_s, pool.batches
         pool.plane_s()
-        w0 = time.perf_counter()
+        w0, cpu0 = time.perf_counter(), time.process_time()
         fabric.run_ticks(ticks)
-        wall = time.perf_counter() - w0
-        slower_each, slower_sum = pool.plane_s()
+        wall, cpu = time.perf_counter() - w0, time.process_time() - cpu0
+        slower_each, slower_sum, plane_cpu = pool.plane_s()
+        if isinstance(pool.pool, InProcessPool):
+            plane_cpu = pool.advance_cpu_s - c0
         r = {
             "wall_s": wall,
             "sim_ms": (fabric.sim_time_s - sim0) * 1e3,
             "advance_s": pool.advance_s - a0,
             "planes_s": slower_each,
             "imbalance_s": slower_each - slower_sum,
+            # CPU: the coordinator's own (this process's outside the planes' calls), and
+            # the planes' (in-process: both; Ray: the plane that took the most)
+            "coordinator_cpu_s": cpu - (pool.advance_cpu_s - c0),
+            "planes_cpu_s": plane_cpu,
             "batches": pool.batches - n0,
         }
         r["wall_s_per_sim_ms"] = r["wall_s"] / r["sim_ms"]
@@ -211,6 +222,17 @@ def bench_batch(
         ray.fabric.close()
 
 
+def idle_ratio(h: dict[str, float], r: dict[str, float], ticks: int) -> float:
+    """In-process over Ray wall per tick on cores nothing else uses, from what each run
+    spent in CPU: in-process, the coordinator's and both planes' (an upper bound: numba
+    may spread a plane over both cores); Ray, the coordinator's, the plane's that took
+    the most, and Ray's cost a batch as measured here (an upper bound: it includes the
+    waits for a core on a busy machine)."""
+    here = h["coordinator_cpu_s"] + h["planes_cpu_s"]
+    ray = r["coordinator_cpu_s"] + r["planes_cpu_s"] + r["advance_s"] - r["planes_s"]
+    return here / ray
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--leaves", type=int, default=64)
@@ -243,18 +265,24 @@ def main() -> None:
         print(
             f"{'batch':>5} {'delay us':>8} {'in-proc s/sim-ms':>16} {'ray s/sim-ms':>12} "
             f"{'ratio':>6} {'trips/sim-ms':>12} {'ray ms/batch':>12} {'wait ms/batch':>13} "
-            f"{'coord ms/tick':>13} {'same':>4}"
+            f"{'coord ms/tick':>13} {'cpu: coord':>10} {'planes':>6} {'ray plane':>9} "
+            f"{'idle ratio':>10} {'same':>4}"
         )
         for b in batches:
             row = bench_batch(scn, args.address, b, args.ticks, args.warmup, args.repeat)
             rows.append(row)
             h, r = row["in_process"], row["ray"]
+            row["idle_ratio"] = idle_ratio(h, r, args.ticks)
             print(
                 f"{b:>5} {b * dt_us:>8g} {h['wall_s_per_sim_ms']:>16.3f} "
                 f"{r['wall_s_per_sim_ms']:>12.3f} {row['ratio']:>6.2f} "
                 f"{r['batches'] / r['sim_ms']:>12.0f} {r['overhead_ms_per_batch']:>12.2f} "
                 f"{r['imbalance_ms_per_batch']:>13.2f} "
-                f"{r['coordinator_ms_per_tick']:>13.3f} {'yes' if row['reports_equal'] else 'NO':>4}",
+                f"{r['coordinator_ms_per_tick']:>13.3f} "
+                f"{h['coordinator_cpu_s'] / args.ticks * 1e3:>10.3f} "
+                f"{h['planes_cpu_s'] / args.ticks * 1e3:>6.3f} "
+                f"{r['planes_cpu_s'] / args.ticks * 1e3:>9.3f} {row['idle_ratio']:>10.2f} "
+                f"{'yes' if row['reports_equal'] else 'NO':>4}",
                 flush=True,
             )
     finally:

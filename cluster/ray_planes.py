@@ -163,20 +163,20 @@ class PlaneActor:
 
         use_threads(max(1, min(threads, MOST_THREADS)))
         self.engine = PlaneEngine(spec)
-        #: the latest calls: (method, wall seconds in the engine)
-        self._timings: deque[tuple[str, float]] = deque(maxlen=TIMINGS_KEPT)
+        #: the latest calls: (method, wall seconds in the engine, CPU seconds of the process)
+        self._timings: deque[tuple[str, float, float]] = deque(maxlen=TIMINGS_KEPT)
 
     def call(self, method: str, *args: Any) -> Any:
         """``PlaneEngine.<method>(*args)``."""
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             return getattr(self.engine, method)(*args)
         finally:
-            self._timings.append((method, time.perf_counter() - t0))
+            self._timings.append((method, time.perf_counter() - t0, time.process_time() - c0))
 
-    def timings(self) -> list[tuple[str, float]]:
+    def timings(self) -> list[tuple[str, float, float]]:
         """The calls since the last time asked (the latest ``TIMINGS_KEPT``): each one's
-        method and wall seconds in the engine."""
+        method, wall seconds in the engine and CPU seconds of the actor's process then."""
         out = list(self._timings)
         self._timings.clear()
         return out
@@ -271,9 +271,10 @@ class RayPool:
         except (self._ray.exceptions.RayActorError, self._ray.exceptions.WorkerCrashedError) as exc:
             raise PlaneLostError(plane, _reason(exc, self._pid_of(i))) from exc
 
-    def timings(self) -> list[list[tuple[str, float]]]:
+    def timings(self) -> list[list[tuple[str, float, float]]]:
         """Per plane, its engine's calls since the last time asked (the latest
-        ``TIMINGS_KEPT``): method and wall seconds in the engine. The rest of a call's
+        ``TIMINGS_KEPT``): method, wall seconds in the engine and CPU seconds of the
+        actor's process meanwhile (less than the wall: the machine was busy). The rest of a call's
         wall is Ray's, and the wait for the slower plane (``benchmarks/bench_planes.py``).
 
         Raises:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fabric_core.commands import InjectFault
+from fabric_core.commands import CommandError, InjectFault
 from fabric_core.net.tables import LinkStatus
 from fabric_core.planes.coordinator import PlanedFabric
 from fabric_core.planes.pool import InProcessPool, PlaneLostError
@@ -37,13 +37,16 @@ TICKS = 400
 
 @pytest.fixture(scope="module")
 def local_cluster() -> Iterator[None]:
-    """A Ray cluster of 2 CPUs on this machine for the module, stopped at its end."""
-    assert not ray.is_initialized()
-    ray_planes.start_local_cluster(num_cpus=2)
+    """A Ray cluster of 2 CPUs on this machine for the module, stopped at its end (one
+    already up in this process, another module's, is used as it is)."""
+    owns = not ray.is_initialized()
+    if owns:
+        ray_planes.start_local_cluster(num_cpus=2)
     try:
         yield
     finally:
-        ray.shutdown()
+        if owns:
+            ray.shutdown()
 
 
 def planed(pool: Any, batch_ticks: int = 8) -> PlanedFabric:
@@ -132,6 +135,22 @@ def test_a_killed_plane_worker_ends_the_run_with_an_event(local_cluster: None) -
         fabric.close()
     # the other plane's actor is gone too, and the cluster is still up for the next one
     assert ray.is_initialized()
+
+
+def test_a_plane_lost_under_a_command_stops_the_run(local_cluster: None) -> None:
+    fabric = planed(RayPool)
+    try:
+        fabric.run_ticks(8)
+        fabric.snapshot()
+        os.kill(fabric.pool.pids[0], signal.SIGKILL)  # type: ignore[attr-defined]
+        with pytest.raises(CommandError, match="plane 0's engine was lost"):
+            fabric.apply(InjectFault(kind="link_down", target="p0leaf00->p0spine00"))
+        events = [e for e in fabric.snapshot().events if e.kind == "plane_lost"]
+        assert [e.target for e in events] == ["plane0"]
+        with pytest.raises(PlaneLostError):
+            fabric.run_ticks(1)
+    finally:
+        fabric.close()
 
 
 def test_without_ray_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
