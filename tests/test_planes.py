@@ -200,8 +200,6 @@ def test_bad_fault_commands_are_refused_as_a_single_fabric_refuses_them() -> Non
         with pytest.raises(CommandError) as theirs:
             single.apply(cmd)
         assert str(ours.value) == str(theirs.value)
-    with pytest.raises(CommandError, match="not supported with one engine per plane"):
-        f.apply(InjectFault(kind="incast", target="gpu0001"))
     with pytest.raises(CommandError, match="unknown active fault 'f9'"):
         f.apply(ClearFault(fault_id="f9"))
     with pytest.raises(CommandError, match="tick must be between"):
@@ -216,11 +214,6 @@ def test_bad_fault_commands_are_refused_as_a_single_fabric_refuses_them() -> Non
     [
         ({"topology": {"planes": 1}}, "needs two or more"),
         ({"topology": {"gpus_per_node": 4}}, "scale-up domains"),
-        (
-            {"workload": [{"name": "pd", "kind": "pd", "class": "kv", "prefill": 1, "decode": 1,
-                           "rate_per_s": 10, "model": "llama3-70b", "tp": 2}]},
-            "'pd' is a pd workload",
-        ),
     ],
 )  # fmt: skip
 def test_a_fabric_that_cannot_run_one_engine_per_plane_says_why(
@@ -299,3 +292,65 @@ def test_a_lost_plane_loses_no_recorded_command(tmp_path: Path) -> None:
     result = replay(record)
     assert result.ok and result.checked == 3
     assert result.fabric.tick == record["end_tick"]
+
+
+def two_planes(name: str) -> Scenario:
+    """A bundled leaf-spine scenario with a second plane."""
+    import tomllib
+
+    from fabric_core.runtime.scenario import bundled_dir
+
+    raw = tomllib.loads((bundled_dir() / f"{name}.toml").read_text())
+    raw["topology"]["planes"] = 2
+    return parse_scenario(raw, f"{name} on two planes")
+
+
+@pytest.mark.parametrize(
+    "name", ["moe-ibgda", "pd-llama70b", "storage-random-read", "training-nfs", "checkpoint-burst"]
+)
+def test_every_kind_of_workload_runs_over_the_planes(name: str) -> None:
+    """The workloads run at the coordinator and read only the endpoints, the whole
+    topology and the faults kept there: MoE with its GPU endpoints, PD, storage I/O,
+    training and checkpoints complete messages over two planes, bytes conserved."""
+    f = PlanedFabric(two_planes(name), InProcessPool)
+    f.run_ticks(300)
+    t = f.snapshot().totals
+    assert t.completed_flows_total > 0
+    assert t.injected_bytes_total == pytest.approx(
+        t.delivered_bytes_total + t.in_flight_bytes + t.cancelled_bytes_total
+        + t.dropped_bytes_total, rel=1e-9
+    )  # fmt: skip
+    f.close()
+
+
+def test_an_incast_sends_its_share_on_every_plane() -> None:
+    """An incast fault's messages are sprayed as any other: each plane's incast carries
+    half the bytes of each message, so the planes together offer what one fabric would."""
+    f = PlanedFabric(scenario(), InProcessPool)
+    fid = f.apply(
+        InjectFault(kind="incast", target="gpu0001", params={"senders": 4, "size_bytes": 65536})
+    )["fault_id"]
+    engines = f.pool.engines  # type: ignore[attr-defined]
+    shares = [e.fabric.faults.active("incast")[0].params for e in engines]
+    assert [p["size_bytes"] for p in shares] == [32768.0, 32768.0]
+    assert all(p["senders"] == 4.0 for p in shares)
+    (view,) = f.snapshot().faults
+    assert (view.id, view.target) == (fid, "gpu0001")
+    f.close()
+
+
+def test_a_fault_the_workloads_read_stays_with_them() -> None:
+    """A slow storage target is the storage model's, which runs with the workloads at
+    the coordinator: it is kept there, in no plane, listed and cleared like any other."""
+    f = PlanedFabric(two_planes("storage-random-read"), InProcessPool)
+    fid = f.apply(InjectFault(kind="slow_target", target="stor00"))["fault_id"]
+    assert len(f.faults.active("slow_target")) == 1
+    engines = f.pool.engines  # type: ignore[attr-defined]
+    assert [len(e.fabric.faults.active()) for e in engines] == [0, 0]
+    f.run_ticks(10)
+    snap = f.snapshot()
+    assert [(v.id, v.kind, v.target) for v in snap.faults] == [(fid, "slow_target", "stor00")]
+    assert any(e.kind == "fault_injected" and f"({fid})" in e.message for e in snap.events)
+    assert f.apply(ClearFault(target="stor00")) == {"cleared": [fid]}
+    assert f.faults.active("slow_target") == []
+    f.close()

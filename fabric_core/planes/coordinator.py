@@ -12,8 +12,10 @@ ends between two only splits a batch in two round trips: the results depend on t
 batch size, not on how a caller splits its ticks.
 
 Commands apply between batches: a fault goes to the plane that owns its target (a link
-or a switch), or to every plane (a NIC's PFC storm stops all its ports); a tick length or
-a parameter to every plane; workloads start and stop here. A snapshot merges the
+or a switch), or to every plane (a NIC's PFC storm stops all its ports; an incast sends
+its share of the bytes on each), or stays here when the workloads read it themselves (a
+slow storage target, an IBGDA version mismatch); a tick length or a parameter goes to
+every plane; workloads start and stop here. A snapshot merges the
 planes': their links in the whole fabric's numbering, their byte counts summed, the
 messages' latencies per class from here.
 """
@@ -57,12 +59,13 @@ from fabric_core.tick.flows import Completions
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.workloads import Workload
 
-#: workload kinds that read nothing of the fabric but its endpoints, so they can run
-#: away from the planes (the others read the fault book, the storage model or the
-#: endpoints' own model, which live with the planes)
-PLANE_WORKLOADS = ("bulk", "incast", "alltoall", "rpc", "pairs", "scripted")
 #: fault kinds on an endpoint that stop all its ports, so every plane takes them
 EVERY_PLANE_FAULTS = ("pfc_storm",)
+#: fault kinds that send traffic: every plane sends its share (the bytes over the planes)
+SPRAYED_FAULTS = ("incast",)
+#: where the coordinator keeps a fault the workloads read themselves (a slow storage
+#: target, an IBGDA version mismatch): in its own fault book, not in a plane
+HERE = -1
 #: the default batch: ticks a plane runs per round trip (docs/OPERATIONS.md)
 DEFAULT_BATCH_TICKS = 8
 MAX_EVENTS = 1000
@@ -113,12 +116,6 @@ class PlanedFabric:
                 f"{scn.source}: one engine per plane: static routes are not supported"
             )
         self.workloads: list[Workload] = scn.build_workloads()
-        for wl in self.workloads:
-            if wl.kind not in PLANE_WORKLOADS:
-                raise ScenarioError(
-                    f"{scn.source}: one engine per plane runs {', '.join(PLANE_WORKLOADS)} "
-                    f"workloads; {wl.name!r} is a {wl.kind} workload"
-                )
         self.profile: Profile = scn.profile
         self.seed = scn.seed
         self.cluster, self.scenario = scn.cluster, scn.name
@@ -132,10 +129,10 @@ class PlanedFabric:
         self.completed_flows = 0
         self.rng = np.random.default_rng(scn.seed)
         self.events = EventLog(lambda: self.sim_time_s, MAX_EVENTS)
-        # the whole fabric's fault book checks commands as a single fabric would; the
-        # faults themselves live in the planes
+        # the whole fabric's fault book checks commands as a single fabric would and keeps
+        # the faults the workloads read themselves; the network's faults live in the planes
         self.faults = FaultBook(
-            self.topo.links, self.topo.nodes, lambda *_: None, flow_control=scn.profile.flow_control
+            self.topo.links, self.topo.nodes, self.emit, flow_control=scn.profile.flow_control
         )
         names: list[str] = []
         for wl in self.workloads:
@@ -235,6 +232,7 @@ class PlanedFabric:
         self.run_ticks(1)
 
     def _apply_due(self) -> None:
+        self.faults.expire(self.sim_time_s)
         while self.schedule and self.schedule[0][0] <= self.sim_time_s + 1e-15:
             _, cmd = self.schedule.pop(0)
             try:
@@ -406,34 +404,39 @@ class PlanedFabric:
         """``cmd`` on every plane (checked on the first: they are alike)."""
         return [self._call(p, cmd) for p in range(self.planes)]
 
-    def _route_fault(self, cmd: InjectFault) -> tuple[list[int], str | None]:
-        """The planes a fault goes to and its target's name there (None: every plane,
-        the same name). Checks it as the whole fabric would.
+    def _route_fault(self, cmd: InjectFault) -> list[tuple[int, InjectFault]]:
+        """Where a fault goes, as (plane or ``HERE``, the command there): a link's or a
+        switch's to its plane, named as there; a NIC's PFC storm to every plane; an
+        incast to every plane with its share of the bytes; the faults the workloads read
+        themselves here. Checks it as the whole fabric would.
 
         Raises:
-            CommandError: the fault does not fit this fabric or cannot go to the planes.
+            CommandError: the fault does not fit this fabric.
         """
-        kind, ids, node, _ = self.faults.check(cmd)
+        kind, ids, node, params = self.faults.check(cmd)
+        replace = msgspec.structs.replace
         if kind.target == "link":
             li = int(ids[0])
             p = int(self._link_plane[li])
-            return [p], self.cuts[p].topo.links.name[self._link_local[li]]
+            return [(p, replace(cmd, target=self.cuts[p].topo.links.name[self._link_local[li]]))]
         if kind.target == "switch":
             p = int(self.topo.nodes.plane[node])
-            return [p], self.cuts[p].topo.nodes.name[self._node_local[p, node]]
+            local = self.cuts[p].topo.nodes.name[self._node_local[p, node]]
+            return [(p, replace(cmd, target=local))]
         if kind.name in EVERY_PLANE_FAULTS:
-            return list(range(self.planes)), None
-        raise CommandError(
-            f"{kind.name} is not supported with one engine per plane (it supports link and "
-            f"switch faults and {', '.join(EVERY_PLANE_FAULTS)})"
-        )
+            return [(p, cmd) for p in range(self.planes)]
+        if kind.name in SPRAYED_FAULTS:
+            share = {**params, "size_bytes": float(params["size_bytes"]) / self.planes}
+            return [(p, replace(cmd, params=share)) for p in range(self.planes)]
+        return [(HERE, cmd)]
 
     def _inject(self, cmd: InjectFault) -> str:
-        planes, local = self._route_fault(cmd)
         placed = []
-        for p in planes:
-            sent = cmd if local is None else msgspec.structs.replace(cmd, target=local)
-            placed.append((p, str(self._call(p, sent)["fault_id"])))
+        for p, sent in self._route_fault(cmd):
+            if p == HERE:
+                placed.append((p, self.faults.inject(sent, self.sim_time_s).id))
+            else:
+                placed.append((p, str(self._call(p, sent)["fault_id"])))
         fid = f"f{self._next_fault}"
         self._next_fault += 1
         self._faults[fid] = (cmd.kind, cmd.target, placed)
@@ -461,7 +464,10 @@ class PlanedFabric:
                 )
         for fid in chosen:
             for p, local_id in self._faults[fid][2]:
-                self._call(p, ClearFault(fault_id=local_id))
+                if p == HERE:
+                    self.faults.clear(ClearFault(fault_id=local_id), self.sim_time_s)
+                else:
+                    self._call(p, ClearFault(fault_id=local_id))
         return chosen
 
     # ---------------------------------------------------------------- snapshots
@@ -476,12 +482,14 @@ class PlanedFabric:
 
     def _fault_views(self, fresh: bool) -> list[FaultView]:
         states = self._plane_states(fresh)
-        by_plane = [{f.id: f for f in s.faults} for s in states]
+        by_plane = {p: {f.id: f for f in s.faults} for p, s in enumerate(states)}
+        by_plane[HERE] = {f.id: f for f in self.faults.views()}
         out = []
         for fid, (_, target, placed) in self._faults.items():
             p, local_id = placed[0]
-            if p < len(by_plane) and local_id in by_plane[p]:
-                out.append(dataclasses.replace(by_plane[p][local_id], id=fid, target=target))
+            view = by_plane.get(p, {}).get(local_id)
+            if view is not None:
+                out.append(dataclasses.replace(view, id=fid, target=target))
         return out
 
     def _global_name(self, plane: int, local: str) -> str:
@@ -495,18 +503,24 @@ class PlanedFabric:
         return local
 
     def _merged_events(self, states: Sequence[PlaneState]) -> tuple[Event, ...]:
+        """This coordinator's events and the planes', named as in the whole fabric (a
+        plane's fault id becomes the whole fabric's, with its plane)."""
         local_fault = {
             (p, lid): fid for fid, (_, _, placed) in self._faults.items() for p, lid in placed
         }
-        events = list(self.events.latest(100))
+
+        def named(p: int, e: Event) -> Event:
+            target = e.target if p == HERE else self._global_name(p, e.target)
+            message = e.message.replace(e.target, target) if target != e.target else e.message
+            where = "" if p == HERE else f", plane {p}"
+            for (q, lid), fid in local_fault.items():
+                if q == p and f"({lid})" in message:
+                    message = message.replace(f"({lid})", f"({fid}{where})")
+            return dataclasses.replace(e, target=target, message=message)
+
+        events = [named(HERE, e) for e in self.events.latest(100)]
         for p, s in enumerate(states):
-            for e in s.events:
-                target = self._global_name(p, e.target)
-                message = e.message.replace(e.target, target) if target != e.target else e.message
-                for (q, lid), fid in local_fault.items():
-                    if q == p and f"({lid})" in message:
-                        message = message.replace(f"({lid})", f"({fid}, plane {p})")
-                events.append(dataclasses.replace(e, target=target, message=message))
+            events.extend(named(p, e) for e in s.events)
         events.sort(key=lambda e: e.time_s)
         return tuple(events[-100:])
 
