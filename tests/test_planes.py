@@ -240,6 +240,17 @@ class _LosesAPlane(InProcessPool):
         return super().call(method, args)
 
 
+def test_a_plane_lost_before_any_snapshot_still_gives_one() -> None:
+    """A snapshot after the loss shows every plane as last seen (the lost one as it
+    started), each on its own links."""
+    f = PlanedFabric(scenario(), functools.partial(_LosesAPlane, after=1))
+    with pytest.raises(PlaneLostError, match="plane 1"):
+        f.run_ticks(5)
+    snap = f.snapshot()
+    assert snap.link_state.status.size == len(f.topo.links)
+    assert [e.target for e in snap.events if e.kind == "plane_lost"] == ["plane1"]
+
+
 def test_a_lost_plane_ends_the_engines_run_with_an_event_naming_it() -> None:
     async def main() -> tuple[Engine, list[Any]]:
         f = PlanedFabric(scenario(), _LosesAPlane, batch_ticks=4)

@@ -162,7 +162,6 @@ class PlanedFabric:
         #: global fault id -> its kind, target and (plane, the plane's fault id) pairs
         self._faults: dict[str, tuple[str, str, list[tuple[int, str]]]] = {}
         self._next_fault = 1
-        self._states: list[PlaneState | None] = [None] * self.planes
         #: the plane lost (the run cannot go on), once one is
         self.lost: PlaneLostError | None = None
         self.schedule: list[tuple[float, InjectFault | ClearFault]] = []
@@ -191,6 +190,9 @@ class PlanedFabric:
             for cut in self.cuts
         ]
         self.pool: PlanePool = pool(specs)
+        #: each plane's last state (a snapshot of a run whose plane was lost shows that
+        #: plane as it was last seen, from the start on)
+        self._states: list[PlaneState] = list(self.pool.call("state", [()] * self.planes))
 
     # ---------------------------------------------------------------- the clock
     def _time_of(self, tick: int) -> float:
@@ -478,7 +480,7 @@ class PlanedFabric:
                 self._states = list(self.pool.call("state", [()] * self.planes))
             except PlaneLostError as lost:
                 self._lose(lost)
-        return [s for s in self._states if s is not None]
+        return self._states
 
     def _fault_views(self, fresh: bool) -> list[FaultView]:
         states = self._plane_states(fresh)
