@@ -8,27 +8,31 @@ plane actors. The speed of the two is compared by ``benchmarks/bench_planes.py``
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import signal
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from fabric_core.commands import CommandError, InjectFault
+# the test extra installs Ray (``fabtop[cluster]``): without it these fail, never skip
+import ray
+
+from cluster import ray_planes
+from cluster.ray_planes import RayPool, ray_pool_factory
+from fabric_core.commands import ClearFault, CommandError, InjectFault, SetTick
 from fabric_core.net.tables import LinkStatus
 from fabric_core.planes.coordinator import PlanedFabric
 from fabric_core.planes.pool import InProcessPool, PlaneLostError
+from fabric_core.reports.record import Recorder, load_record, replay
 from fabric_core.reports.run import summarise
+from fabric_core.runtime.engine import Engine
 from fabric_core.runtime.scenario import load_scenario
-
-ray = pytest.importorskip("ray")
-
-from cluster import ray_planes  # noqa: E402
-from cluster.ray_planes import RayPool, ray_pool_factory  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -135,6 +139,46 @@ def test_a_killed_plane_worker_ends_the_run_with_an_event(local_cluster: None) -
         fabric.close()
     # the other plane's actor is gone too, and the cluster is still up for the next one
     assert ray.is_initialized()
+
+
+def test_a_killed_worker_ends_the_engines_run_and_loses_no_recorded_command(
+    local_cluster: None, tmp_path: Path
+) -> None:
+    """The engine runs the Ray planes with a recorder; commands apply; plane 1's worker
+    is killed: the run ends with the event, and the record holds every command applied,
+    with the state after each, and replays them (its planes in one process)."""
+    scn = load_scenario("planes-2")
+    fabric = PlanedFabric(scn, RayPool, batch_ticks=8)
+    recorder = Recorder.start(scn, fabric)
+
+    async def main() -> Engine:
+        engine = Engine(fabric, speed=2e-4, on_command=recorder.on_command)
+        task = asyncio.create_task(engine.run())
+        for cmd in (
+            InjectFault(kind="link_down", target="p1leaf00->p1spine01"),
+            SetTick(dt_s=2e-6),
+            ClearFault(all=True),
+        ):
+            assert (await engine.submit(cmd)).ok
+        while fabric.tick < 40:
+            await asyncio.sleep(0.01)
+        os.kill(fabric.pool.pids[1], signal.SIGKILL)  # type: ignore[attr-defined]
+        await asyncio.wait_for(task, timeout=120)  # the run ends on its own
+        return engine
+
+    try:
+        engine = asyncio.run(main())
+    finally:
+        fabric.close()
+    assert engine.ended is not None and "plane 1's engine was lost" in engine.ended
+    last = engine.bus.latest
+    assert last is not None
+    assert [e.target for e in last.events if e.kind == "plane_lost"] == ["plane1"]
+    assert [c["command"]["command"] for c in recorder.commands] == ["inject", "tick", "clear"]
+    path = tmp_path / "killed.record"
+    recorder.save(path)
+    result = replay(load_record(path))
+    assert result.ok and result.checked == 3, result.mismatches
 
 
 def test_a_plane_lost_under_a_command_stops_the_run(local_cluster: None) -> None:
