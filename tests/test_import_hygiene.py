@@ -1,4 +1,5 @@
-"""The core is reachable without any UI, MQTT or Prometheus code (checked in a fresh interpreter)."""
+"""The core is reachable without any UI, MQTT, Prometheus or distributed-engine code
+(checked in a fresh interpreter): Ray is the ``cluster`` adapter's, outside the core."""
 
 from __future__ import annotations
 
@@ -9,7 +10,17 @@ from pathlib import Path
 
 import fabric_core
 
-FORBIDDEN = ("textual", "rich", "aiomqtt", "paho", "prometheus_client", "console", "exporters")
+FORBIDDEN = (
+    "textual",
+    "rich",
+    "aiomqtt",
+    "paho",
+    "prometheus_client",
+    "console",
+    "exporters",
+    "ray",
+    "cluster",
+)
 ROOT = Path(__file__).resolve().parents[1]
 
 
