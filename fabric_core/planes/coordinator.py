@@ -54,7 +54,7 @@ from fabric_core.planes.split import PlaneCut, cut_planes, plane_topology
 from fabric_core.runtime.events import EventLog
 from fabric_core.runtime.fabric import Solver
 from fabric_core.runtime.scenario import Scenario, ScenarioError
-from fabric_core.runtime.snapshot import Event, LinkState, Snapshot, Totals, WorkloadView
+from fabric_core.runtime.snapshot import Event, LinkState, Snapshot, Totals, workload_views
 from fabric_core.tick.flows import Completions
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.workloads import Workload
@@ -578,16 +578,7 @@ class PlanedFabric:
                 waiting_flows=sum(t.waiting_flows for t in totals),
             ),
             latency={c: h.freeze() for c, h in self.class_hist.items()},
-            workloads={
-                wl.name: WorkloadView(
-                    name=wl.name,
-                    kind=wl.kind,
-                    traffic_class=wl.traffic_class,
-                    kpis=dict(wl.kpis(now)),
-                    histograms=wl.frozen_histograms(),
-                )
-                for wl in self.workloads
-            },
+            workloads=workload_views(self.workloads, now),
             faults=tuple(self._fault_views(fresh=False)),
             events=self._merged_events(states),
             params=dict(states[0].params) if states else {},

@@ -45,8 +45,8 @@ from fabric_core.runtime.snapshot import (
     LinkStatus,
     Snapshot,
     Totals,
-    WorkloadView,
     frozen,
+    workload_views,
 )
 from fabric_core.tick.flows import FlowTable, NewFlows
 from fabric_core.tick.histogram import HistogramRows
@@ -1107,16 +1107,7 @@ class Fabric:
                 waiting_flows=self.flows.n_waiting,
             ),
             latency={c: h.freeze() for c, h in self.class_hist.items()},
-            workloads={
-                wl.name: WorkloadView(
-                    name=wl.name,
-                    kind=wl.kind,
-                    traffic_class=wl.traffic_class,
-                    kpis=dict(wl.kpis(now)),
-                    histograms=wl.frozen_histograms(),
-                )
-                for wl in self.workloads
-            },
+            workloads=workload_views(self.workloads, now),
             faults=self.faults.views(),
             events=self.events.latest(100),
             params=self.params(),

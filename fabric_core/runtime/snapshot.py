@@ -10,7 +10,7 @@ decrease; gauges describe the state at the end of the tick.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from fabric_core.faults.book import FaultView
 from fabric_core.net.tables import LinkStatus, LinkTable, NodeTable
 from fabric_core.tick.histogram import HistogramView
+from fabric_core.workloads.base import Workload
 
 #: The static tables and the fault view live with what makes them (``net``, ``faults``);
 #: a consumer finds every type of a snapshot here.
@@ -34,6 +35,7 @@ __all__ = [
     "Totals",
     "WorkloadView",
     "frozen",
+    "workload_views",
 ]
 
 
@@ -136,6 +138,20 @@ class Snapshot:
     def active_faults(self) -> tuple[FaultView, ...]:
         """Faults not yet cleared."""
         return tuple(f for f in self.faults if f.cleared_at_s is None)
+
+
+def workload_views(workloads: Sequence[Workload], now_s: float) -> dict[str, WorkloadView]:
+    """Each workload's KPIs and histograms now, by name, for a snapshot."""
+    return {
+        wl.name: WorkloadView(
+            name=wl.name,
+            kind=wl.kind,
+            traffic_class=wl.traffic_class,
+            kpis=dict(wl.kpis(now_s)),
+            histograms=wl.frozen_histograms(),
+        )
+        for wl in workloads
+    }
 
 
 _A = TypeVar("_A", bound=np.generic)
