@@ -26,6 +26,7 @@ import contextlib
 import functools
 import logging
 import os
+import socket
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -127,6 +128,32 @@ def start_local_cluster(
         )
 
 
+#: how long a cluster's head may take to accept a connection before the run gives up
+#: (Ray itself retries a wrong address for minutes)
+REACH_TIMEOUT_S = 5.0
+
+
+def check_reachable(address: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
+    """Fail fast when ``address`` (``HOST:PORT``, a Ray cluster's head) takes no TCP
+    connection; other forms (``auto``, ``ray://...``) are left to Ray.
+
+    Raises:
+        ClusterError: nothing listens there, or the host does not resolve.
+    """
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or "://" in address:
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise ClusterError(
+            f"could not connect to the Ray cluster at {address} (RAY_ADDRESS): "
+            f"{exc.strerror or exc}; start one there with `ray start --head`, or unset "
+            "RAY_ADDRESS for a local cluster"
+        ) from None
+
+
 def connect(address: str | None = None, planes: int = 1) -> bool:
     """Connect this process to a Ray cluster unless it is: the one at ``address`` or
     ``RAY_ADDRESS``, else a local one started here (enough CPUs for ``planes`` actors).
@@ -140,6 +167,8 @@ def connect(address: str | None = None, planes: int = 1) -> bool:
     if ray.is_initialized():
         return False
     address = address or os.environ.get("RAY_ADDRESS") or None
+    if address is not None:
+        check_reachable(address)
     try:
         if address is None:
             start_local_cluster(num_cpus=max(os.cpu_count() or 1, planes))

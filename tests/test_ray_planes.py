@@ -12,6 +12,8 @@ import asyncio
 import math
 import os
 import signal
+import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -201,3 +203,23 @@ def test_without_ray_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ImportError, match=r"pip install -e '\.\[cluster\]'"):
         RayPool([])
+
+
+def test_a_cluster_address_nothing_listens_at_fails_at_once() -> None:
+    """A wrong ``RAY_ADDRESS`` is refused in seconds, naming it (Ray alone retries for
+    minutes), and ``fabtop run`` says so and exits 2."""
+    with socket.socket() as s:  # a port just freed: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ray_planes.ClusterError, match=f"127.0.0.1:{port}.*RAY_ADDRESS"):
+        ray_planes.check_reachable(f"127.0.0.1:{port}")
+    r = subprocess.run(
+        [sys.executable, "-m", "console.cli", "run", "planes-2", "--planes-distributed"],
+        cwd=Path(__file__).resolve().parents[1],
+        env={**os.environ, "RAY_ADDRESS": f"127.0.0.1:{port}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 2
+    assert f"could not connect to the Ray cluster at 127.0.0.1:{port}" in r.stderr, r.stderr
