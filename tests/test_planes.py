@@ -18,7 +18,7 @@ import pytest
 
 from fabric_core.commands import ClearFault, CommandError, InjectFault, SetTick
 from fabric_core.net.tables import LinkStatus
-from fabric_core.planes.coordinator import PlanedFabric, spray
+from fabric_core.planes.coordinator import PlanedFabric, parts_of, spray
 from fabric_core.planes.plane import PlaneSpec
 from fabric_core.planes.pool import InProcessPool, PlaneLostError
 from fabric_core.reports.record import snapshot_digest
@@ -96,9 +96,10 @@ def test_a_plane_keeps_the_whole_fabrics_link_settings() -> None:
 def test_spray_puts_a_message_on_as_many_planes_as_it_has_packets() -> None:
     """4 planes, MTU 4096: 1 MiB goes over all four in quarters; 6 KiB (two packets) over
     two in halves; 100 B over one; each from its first plane on, round the planes."""
-    owner, plane, size = spray(
-        np.array([3, 1, 0]), np.array([1024.0**2, 6144.0, 100.0]), planes=4, mtu=4096
-    )
+    sizes = np.array([1024.0**2, 6144.0, 100.0])
+    parts = parts_of(sizes, planes=4, mtu=4096)
+    assert parts.tolist() == [4, 2, 1]
+    owner, plane, size = spray(np.array([3, 1, 0]), sizes, parts, planes=4)
     assert owner.tolist() == [0, 0, 0, 0, 1, 1, 2]
     assert plane.tolist() == [3, 0, 1, 2, 1, 2, 0]
     assert size.tolist() == [262144.0] * 4 + [3072.0] * 2 + [100.0]

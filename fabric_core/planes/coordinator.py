@@ -71,14 +71,19 @@ DEFAULT_BATCH_TICKS = 8
 MAX_EVENTS = 1000
 
 
+def parts_of(size: NDArray[np.float64], planes: int, mtu: float) -> NDArray[np.int64]:
+    """How many planes each message is sprayed over: as many as it has packets
+    (``mtu``), up to all of them."""
+    return np.clip(np.ceil(size / mtu), 1, planes).astype(np.int64)
+
+
 def spray(
-    first_plane: NDArray[np.int64], size: NDArray[np.float64], planes: int, mtu: float
+    first_plane: NDArray[np.int64], size: NDArray[np.float64], parts: NDArray[np.int64], planes: int
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
     """The parts of messages sprayed over ``planes`` planes: a message of ``size`` bytes
-    goes over as many planes as it has packets (``mtu``), up to all of them, in equal
-    shares, starting at its ``first_plane`` and going round. Returns, per part, the
-    message's position, its plane and its bytes."""
-    parts = np.clip(np.ceil(size / mtu), 1, planes).astype(np.int64)
+    goes over ``parts`` planes (``parts_of``) in equal shares, starting at its
+    ``first_plane`` and going round. Returns, per part, the message's position, its
+    plane and its bytes."""
     owner = np.repeat(np.arange(size.size), parts)
     nth = np.arange(owner.size) - np.repeat(np.cumsum(parts) - parts, parts)
     plane = (first_plane[owner] + nth) % planes
@@ -277,12 +282,11 @@ class PlanedFabric:
                 n = len(req)
                 if n == 0:
                     continue
-                ids = self.messages.add(
-                    wi, req.tag, req.src, req.dst, req.size_bytes,
-                    np.clip(np.ceil(req.size_bytes / self.profile.mtu_bytes), 1, P).astype(np.int64),
-                )  # fmt: skip
-                owner, plane, part_size = spray(ids % P, req.size_bytes, P, self.profile.mtu_bytes)
-                # NaN: the plane's own endpoint costs, as a fabric gives a request without
+                parts = parts_of(req.size_bytes, P, self.profile.mtu_bytes)
+                ids = self.messages.add(wi, req.tag, req.src, req.dst, req.size_bytes, parts)
+                owner, plane, part_size = spray(ids % P, req.size_bytes, parts, P)
+                # NaN: the plane's own endpoint costs, which a fabric gives a request that
+                # names none
                 extra = (
                     req.extra_latency_s if req.extra_latency_s is not None else np.full(n, np.nan)
                 )
