@@ -173,6 +173,8 @@ def test_a_link_fault_lands_on_the_plane_that_owns_the_link() -> None:
         ("p1leaf00->p1spine01", f"link_down injected on p1leaf00->p1spine01 ({fid}, plane 1)")
     ]
     assert f.apply(ClearFault(fault_id=fid)) == {"cleared": [fid]}
+    with pytest.raises(CommandError, match=f"fault '{fid}' is already cleared"):
+        f.apply(ClearFault(fault_id=fid))
     f.run_ticks(20)
     assert (f.snapshot().link_state.status == LinkStatus.UP).all()
     f.close()
@@ -201,6 +203,8 @@ def test_bad_fault_commands_are_refused_as_a_single_fabric_refuses_them() -> Non
         InjectFault(kind="link_down", target="p1leaf00->nowhere"),
         InjectFault(kind="switch_down", target="gpu0001"),
         InjectFault(kind="meteor", target="p0spine00"),
+        ClearFault(fault_id="f9"),
+        ClearFault(target="p0spine00"),
     ):
         with pytest.raises(CommandError) as ours:
             f.apply(cmd)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import itertools
 import math
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -361,25 +362,7 @@ class FaultBook:
 
     def clear(self, cmd: ClearFault, now_s: float) -> list[str]:
         """Clear faults by id, target or all; returns the ids cleared."""
-        live = self.active()
-        if cmd.all:
-            chosen = live
-        elif cmd.fault_id is not None:
-            chosen = [f for f in live if f.id == cmd.fault_id]
-            if not chosen:
-                if cmd.fault_id in self.faults:
-                    raise CommandError(f"fault {cmd.fault_id!r} is already cleared")
-                raise unknown("active fault", cmd.fault_id, [f.id for f in live])
-        else:
-            chosen = [f for f in live if f.target == cmd.target]
-            if not chosen:
-                targets = sorted({f.target for f in live})
-                if targets:
-                    raise CommandError(
-                        f"{unknown('fault target', str(cmd.target), targets)}; "
-                        f"faults are active on: {', '.join(targets)}"
-                    )
-                raise CommandError(f"no active fault on {cmd.target!r} (no fault is active)")
+        chosen = select_cleared(cmd, self.active(), self.faults)
         for f in chosen:
             self._undo(f, now_s)
         return [f.id for f in chosen]
@@ -486,3 +469,43 @@ def goodput_fraction(
     bits = packet_bytes * 8
     p = -np.expm1(bits * np.log1p(-np.minimum(ber, 1 - 1e-12)))
     return 1.0 / (1.0 + p * resent_packets / np.maximum(1.0 - p, 1e-12))
+
+
+class _Named(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+
+
+_N = TypeVar("_N", bound=_Named)
+
+
+def select_cleared(cmd: ClearFault, live: Sequence[_N], known: Collection[str]) -> list[_N]:
+    """The faults of ``live`` (not yet cleared) that ``cmd`` clears: all, the one of its
+    id, or those on its target; ``known`` holds every id ever given (a fault cleared
+    already is told apart from one that never was).
+
+    Raises:
+        CommandError: the id or the target names no live fault (the message says which
+            are live).
+    """
+    if cmd.all:
+        return list(live)
+    if cmd.fault_id is not None:
+        chosen = [f for f in live if f.id == cmd.fault_id]
+        if not chosen:
+            if cmd.fault_id in known:
+                raise CommandError(f"fault {cmd.fault_id!r} is already cleared")
+            raise unknown("active fault", cmd.fault_id, [f.id for f in live])
+        return chosen
+    chosen = [f for f in live if f.target == cmd.target]
+    if not chosen:
+        targets = sorted({f.target for f in live})
+        if targets:
+            raise CommandError(
+                f"{unknown('fault target', str(cmd.target), targets)}; "
+                f"faults are active on: {', '.join(targets)}"
+            )
+        raise CommandError(f"no active fault on {cmd.target!r} (no fault is active)")
+    return chosen

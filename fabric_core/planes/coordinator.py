@@ -32,8 +32,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.commands import (
-    MAX_TICK_S,
-    MIN_TICK_S,
     ClearFault,
     Command,
     CommandError,
@@ -44,7 +42,7 @@ from fabric_core.commands import (
     StopWorkload,
 )
 from fabric_core.faults import recovery
-from fabric_core.faults.book import FaultBook, FaultView
+from fabric_core.faults.book import FaultBook, FaultView, select_cleared
 from fabric_core.net.profiles import Profile
 from fabric_core.net.topology import Topology
 from fabric_core.planes.messages import MessageTable
@@ -52,7 +50,7 @@ from fabric_core.planes.plane import PlaneDone, PlaneParts, PlaneSpec, PlaneStat
 from fabric_core.planes.pool import PlaneLostError, PlanePool
 from fabric_core.planes.split import PlaneCut, cut_planes, plane_topology
 from fabric_core.runtime.events import EventLog
-from fabric_core.runtime.fabric import Solver
+from fabric_core.runtime.fabric import Solver, check_tick, tick_start_s, traffic_classes
 from fabric_core.runtime.scenario import Scenario, ScenarioError
 from fabric_core.runtime.snapshot import Event, LinkState, Snapshot, Totals, workload_views
 from fabric_core.tick.flows import Completions
@@ -139,11 +137,7 @@ class PlanedFabric:
         self.faults = FaultBook(
             self.topo.links, self.topo.nodes, self.emit, flow_control=scn.profile.flow_control
         )
-        names: list[str] = []
-        for wl in self.workloads:
-            if wl.traffic_class not in names:
-                names.append(wl.traffic_class)
-        self.classes = names or ["bulk"]
+        self.classes = traffic_classes(self.workloads)
         self._class_rows = HistogramRows(len(self.classes))
         self.class_hist = dict(zip(self.classes, self._class_rows.hists, strict=True))
         self._wl_class = np.array(
@@ -201,10 +195,10 @@ class PlanedFabric:
 
     # ---------------------------------------------------------------- the clock
     def _time_of(self, tick: int) -> float:
-        """Simulated time at the start of ``tick``, as ``Fabric._finish_tick`` has it."""
+        """Simulated time at the start of ``tick``, as a fabric has it (``tick_start_s``)."""
         if tick == self.tick:
             return self.sim_time_s
-        return self._epoch_s + (tick - self._epoch_tick) * self.dt_s
+        return tick_start_s(self._epoch_s, self._epoch_tick, tick, self.dt_s)
 
     def emit(self, severity: str, kind: str, target: str, message: str) -> None:
         """Add an event to the log the snapshot carries."""
@@ -373,10 +367,7 @@ class PlanedFabric:
         if isinstance(cmd, ClearFault):
             return {"cleared": self._clear(cmd)}
         if isinstance(cmd, SetTick):
-            if not MIN_TICK_S <= cmd.dt_s <= MAX_TICK_S:
-                raise CommandError(
-                    f"tick must be between {MIN_TICK_S:g} and {MAX_TICK_S:g} s, got {cmd.dt_s:g}"
-                )
+            check_tick(cmd.dt_s)
             self._on_every_plane(cmd)
             self._epoch_tick, self._epoch_s = self.tick, self.sim_time_s
             self.dt_s = float(cmd.dt_s)
@@ -407,7 +398,8 @@ class PlanedFabric:
         return dict(detail)
 
     def _on_every_plane(self, cmd: Command) -> list[Mapping[str, Any]]:
-        """``cmd`` on every plane (checked on the first: they are alike)."""
+        """``cmd`` on every plane in turn; the planes are alike, so the first refuses
+        what any would, before the others see it."""
         return [self._call(p, cmd) for p in range(self.planes)]
 
     def _route_fault(self, cmd: InjectFault) -> list[tuple[int, InjectFault]]:
@@ -449,25 +441,9 @@ class PlanedFabric:
         return fid
 
     def _clear(self, cmd: ClearFault) -> list[str]:
-        views = {f.id: f for f in self._fault_views(fresh=True)}
-        live = [fid for fid, v in views.items() if v.cleared_at_s is None]
-        if cmd.all:
-            chosen = live
-        elif cmd.fault_id is not None:
-            if cmd.fault_id not in views:
-                raise CommandError(
-                    f"unknown active fault {cmd.fault_id!r}; active: {', '.join(live) or 'none'}"
-                )
-            if cmd.fault_id not in live:
-                raise CommandError(f"fault {cmd.fault_id!r} is already cleared")
-            chosen = [cmd.fault_id]
-        else:
-            chosen = [fid for fid in live if self._faults[fid][1] == cmd.target]
-            if not chosen:
-                raise CommandError(
-                    f"no active fault on {cmd.target!r}; faults are active on: "
-                    f"{', '.join(sorted({self._faults[f][1] for f in live})) or 'nothing'}"
-                )
+        views = self._fault_views(fresh=True)
+        live = [v for v in views if v.cleared_at_s is None]
+        chosen = [v.id for v in select_cleared(cmd, live, self._faults)]
         for fid in chosen:
             for p, local_id in self._faults[fid][2]:
                 if p == HERE:

@@ -9,7 +9,7 @@ Nothing on that path loops over flows or links in Python.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar, cast, overload
 
@@ -162,6 +162,31 @@ class _LinkField(Generic[_T]):
         setattr(obj.link_book, self.name, value)
 
 
+def traffic_classes(workloads: Sequence[Workload]) -> list[str]:
+    """A fabric's traffic classes: its workloads', in the order they first appear.
+    Flows of no workload (a fault's incast) are of class "bulk", or the first class: a
+    fabric with no workload still has that one to count their latency in."""
+    names: list[str] = []
+    for wl in workloads:
+        if wl.traffic_class not in names:
+            names.append(wl.traffic_class)
+    return names or ["bulk"]
+
+
+def tick_start_s(epoch_s: float, epoch_tick: int, tick: int, dt_s: float) -> float:
+    """Simulated time at the start of ``tick``: the time since the tick length last
+    changed (at ``epoch_tick``, ``epoch_s``) as a product, with no drift from summing."""
+    return epoch_s + (tick - epoch_tick) * dt_s
+
+
+def check_tick(dt_s: float) -> None:
+    """Raises ``CommandError`` for a tick length outside MIN_TICK_S..MAX_TICK_S."""
+    if not MIN_TICK_S <= dt_s <= MAX_TICK_S:
+        raise CommandError(
+            f"tick must be between {MIN_TICK_S:g} and {MAX_TICK_S:g} s, got {dt_s:g}"
+        )
+
+
 class Fabric:
     """A running emulation; see the module docstring."""
 
@@ -210,13 +235,7 @@ class Fabric:
             topo.links, topo.nodes, self.emit, flow_control=profile.flow_control
         )
         self.n_vls = int(profile.virtual_lanes)
-        names = []
-        for wl in workloads:
-            if wl.traffic_class not in names:
-                names.append(wl.traffic_class)
-        # flows of no workload (a fault's incast) are of class "bulk", or the first class:
-        # a fabric with no workload still has that one to count their latency in
-        self.classes: list[str] = names or ["bulk"]
+        self.classes: list[str] = traffic_classes(workloads)
         vl_map = dict(class_vl or {})
         self.class_vl = np.array(
             [vl_map.get(c, i % max(self.n_vls - 1, 1)) for i, c in enumerate(self.classes)],
@@ -478,10 +497,7 @@ class Fabric:
         Raises:
             CommandError: outside MIN_TICK_S..MAX_TICK_S.
         """
-        if not MIN_TICK_S <= dt_s <= MAX_TICK_S:
-            raise CommandError(
-                f"tick must be between {MIN_TICK_S:g} and {MAX_TICK_S:g} s, got {dt_s:g}"
-            )
+        check_tick(dt_s)
         self._epoch_tick, self._epoch_s = self.tick, self.sim_time_s
         self.dt_s = float(dt_s)
         return self.dt_s
@@ -898,8 +914,7 @@ class Fabric:
 
     def _finish_tick(self, status: NDArray[np.int8], dt: float) -> None:
         self.tick += 1
-        # time since the last change of tick length, as a product: no drift from summing
-        self.sim_time_s = self._epoch_s + (self.tick - self._epoch_tick) * dt
+        self.sim_time_s = tick_start_s(self._epoch_s, self._epoch_tick, self.tick, dt)
         self._window.append((self.sim_time_s, self.delivered_bytes))
 
     def _generate(self, now: float, dt: float) -> None:
