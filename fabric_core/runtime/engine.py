@@ -48,6 +48,7 @@ from fabric_core.commands import (
     SetSpeed,
     SetTick,
 )
+from fabric_core.faults.book import FaultBook
 from fabric_core.runtime.bus import SnapshotBus
 from fabric_core.runtime.snapshot import Snapshot
 
@@ -64,6 +65,7 @@ class EngineFabric(Protocol):
     dt_s: float
     sim_time_s: float
     tick: int
+    faults: FaultBook
 
     def run_ticks(self, n: int) -> None:
         """Advance ``n`` ticks (``RunEndedError``: the fabric cannot go on)."""
@@ -340,7 +342,7 @@ class Engine:
             pacing = "behind" if busy >= 0.5 else "starved"
         else:
             pacing = "ok"
-        admission = getattr(getattr(self.fabric, "faults", None), "admission", None)
+        admission = getattr(self.fabric.faults, "admission", None)
         refused = 0 if admission is None else int(admission.refused_flows_total)
         return EngineHealth(pacing, min(busy, 1.0), self.queued, refused)
 
