@@ -276,6 +276,32 @@ def spray(
     return path.reshape(MAX_HOPS, -1), nh.reshape(-1)
 
 
+def split_sprayed(
+    path: NDArray[np.int32],
+    hops: NDArray[np.int8],
+    size: NDArray[np.float64],
+    ways: int,
+    mtu_bytes: float,
+) -> tuple[
+    NDArray[np.int32], NDArray[np.int8], NDArray[np.intp], NDArray[np.int64], NDArray[np.float64]
+]:
+    """The sub-flows of flows sprayed ``ways`` ways (``spray``'s paths): (path, hops,
+    flow of each sub-flow, sub-flows per flow, bytes per sub-flow).
+
+    A flow uses ``ways`` paths, or one per packet when it has fewer packets (a
+    one-packet message has one path). The bytes are split evenly; the last sub-flow
+    takes the rounding, so the sub-flows add up to the flow exactly.
+    """
+    packets = np.ceil(size / mtu_bytes)
+    n_sub = np.clip(packets, 1, ways).astype(np.int64)
+    rows = np.flatnonzero((np.arange(ways)[None, :] < n_sub[:, None]).ravel())
+    of = rows // ways
+    share = size / n_sub
+    last = rows % ways == n_sub[of] - 1
+    sub_size = np.where(last, size[of] - (n_sub[of] - 1) * share[of], share[of])
+    return path[:, rows], hops[rows], of, n_sub, sub_size
+
+
 def _paths(
     topo: Topology,
     src: NDArray[np.int64],

@@ -34,7 +34,7 @@ from fabric_core.faults.book import FaultBook, goodput_fraction
 from fabric_core.net import endpoint_costs
 from fabric_core.net.paths import StaticRoutes
 from fabric_core.net.profiles import Profile, check_pfc, check_routing
-from fabric_core.net.routing import spray, spray_ways
+from fabric_core.net.routing import spray_ways
 from fabric_core.net.topology import Topology
 from fabric_core.runtime import uneventful
 from fabric_core.runtime.allocator import keep_freed_memory
@@ -379,7 +379,7 @@ class Fabric:
         """Route and start flows (bytes wait at the source NIC until sent).
 
         On a ``spray`` profile each flow becomes sub-flows on distinct equal-cost paths
-        (``_spray``); the workload still sees one flow.
+        (``routing.spray``, ``routing.split_sprayed``); the workload still sees one flow.
         """
         n = src.size
         if n == 0:
@@ -403,8 +403,18 @@ class Fabric:
         n_sub: NDArray[np.int64] | None = None
         total: NDArray[np.float64] | None = None
         if self.profile.routing == "spray":
-            cost = self._tick.link_cost(self.topo, self.occupancy, self.n_vls, self.known_down)
-            path, hops, of, n_sub, sub_size = self._spray(src, dst, size, key, cost)
+            path, hops, of, n_sub, sub_size = self._tick.spray(
+                self.topo,
+                src,
+                dst,
+                key,
+                size,
+                self.spray_ways,
+                self.profile.mtu_bytes,
+                self.occupancy,
+                self.n_vls,
+                self.known_down,
+            )
             total = size[of]
             src, dst, size, tag, ready_s = src[of], dst[of], sub_size, tag[of], ready_s[of]
             if extra_latency_s is not None:
@@ -457,38 +467,6 @@ class Fabric:
         if self.ibcc is not None:
             self.ibcc.start(self.flows.capacity, slots)
         self.injected_bytes += flow_bytes
-
-    def _spray(
-        self,
-        src: NDArray[np.int64],
-        dst: NDArray[np.int64],
-        size: NDArray[np.float64],
-        key: NDArray[np.int64],
-        cost: NDArray[np.float64],
-    ) -> tuple[
-        NDArray[np.int32],
-        NDArray[np.int8],
-        NDArray[np.intp],
-        NDArray[np.int64],
-        NDArray[np.float64],
-    ]:
-        """Sub-flows of sprayed flows: (path, hops, flow of each sub-flow, sub-flows per
-        flow, bytes per sub-flow).
-
-        A flow uses ``spray_ways`` paths, or one per packet when it has fewer packets
-        (a one-packet message has one path). The bytes are split evenly; the last
-        sub-flow takes the rounding, so the sub-flows add up to the flow exactly.
-        """
-        w = self.spray_ways
-        path, hops = spray(self.topo, src, dst, key, ways=w, link_cost=cost)
-        packets = np.ceil(size / self.profile.mtu_bytes)
-        n_sub = np.clip(packets, 1, w).astype(np.int64)
-        rows = np.flatnonzero((np.arange(w)[None, :] < n_sub[:, None]).ravel())
-        of = rows // w
-        share = size / n_sub
-        last = rows % w == n_sub[of] - 1
-        sub_size = np.where(last, size[of] - (n_sub[of] - 1) * share[of], share[of])
-        return path[:, rows], hops[rows], of, n_sub, sub_size
 
     def set_dt(self, dt_s: float) -> float:
         """Change the tick length from the next tick on (the engine adapts it to the speed

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from fabric_core.net.paths import fixed_costs, lanes
 from fabric_core.net.profiles import Profile
-from fabric_core.net.routing import link_loads, route
+from fabric_core.net.routing import link_loads, route, split_sprayed, spray
 from fabric_core.net.topology import Topology
 from fabric_core.tick.flows import DONE_BYTES, DONE_FRACTION, RESIDUE_BYTES, FlowTable
 from fabric_core.tick.links import Departures, departure_rates
@@ -138,6 +138,31 @@ class ReferenceTick:
             size_bytes=size_bytes,
             link_load_bytes=load,
         )
+
+    def spray(
+        self,
+        topo: Topology,
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        key: NDArray[np.int64],
+        size: NDArray[np.float64],
+        ways: int,
+        mtu_bytes: float,
+        occupancy: NDArray[np.float64],
+        n_vls: int,
+        known_down: NDArray[np.bool_],
+    ) -> tuple[
+        NDArray[np.int32],
+        NDArray[np.int8],
+        NDArray[np.intp],
+        NDArray[np.int64],
+        NDArray[np.float64],
+    ]:
+        """Sub-flows of sprayed flows (``routing.spray``, then ``routing.split_sprayed``):
+        (path, hops, flow of each sub-flow, sub-flows per flow, bytes per sub-flow)."""
+        cost = self.link_cost(topo, occupancy, n_vls, known_down)
+        path, hops = spray(topo, src, dst, key, ways=ways, link_cost=cost)
+        return split_sprayed(path, hops, size, ways, mtu_bytes)
 
     def lanes_and_costs(
         self,

@@ -396,7 +396,7 @@ def link_cost(
 
 @kernel
 def link_costs(occupancy: _F, n_vls: int, bandwidth_Bps: _F, known_down: NDArray[np.bool_]) -> _F:
-    """``link_cost`` of every link (for spraying, which stays in numpy)."""
+    """``link_cost`` of every link (for spraying on a file topology, which stays in numpy)."""
     out = np.empty(bandwidth_Bps.size)
     for li in range(out.size):
         out[li] = link_cost(occupancy, n_vls, bandwidth_Bps, known_down, li)

@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from fabric_core.commands import CommandError
 from fabric_core.net import endpoint_costs
 from fabric_core.net.profiles import Profile
+from fabric_core.net.routing import split_sprayed, spray
 from fabric_core.net.topology import Topology
 from fabric_core.tick.faster_of_two import FasterOfTwo
 from fabric_core.tick.flows import FlowTable
@@ -30,6 +31,7 @@ from fabric_core.tick.kernels.route import (
 )
 from fabric_core.tick.kernels.slots import by_workload, start_limits
 from fabric_core.tick.kernels.solve import credit_room, solve_tick_parallel, solve_tick_serial
+from fabric_core.tick.kernels.spray import spray_flows
 from fabric_core.tick.kernels.table_route import table_route_flows
 from fabric_core.tick.links import Departures
 from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex, Moved, RankLayout, Solution
@@ -193,6 +195,55 @@ class CompiledTick:
             np.flatnonzero(known_down) if known_down.any() else np.zeros(0, np.intp),
             topo.links.src,
             topo.links.dst,
+        )
+
+    def spray(
+        self,
+        topo: Topology,
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        key: NDArray[np.int64],
+        size: NDArray[np.float64],
+        ways: int,
+        mtu_bytes: float,
+        occupancy: NDArray[np.float64],
+        n_vls: int,
+        known_down: NDArray[np.bool_],
+    ) -> tuple[
+        NDArray[np.int32],
+        NDArray[np.int8],
+        NDArray[np.intp],
+        NDArray[np.int64],
+        NDArray[np.float64],
+    ]:
+        """Sub-flows of sprayed flows (``kernels.spray.spray_flows``; on a file topology
+        ``routing.spray`` and ``routing.split_sprayed``): (path, hops, flow of each
+        sub-flow, sub-flows per flow, bytes per sub-flow)."""
+        if topo.updown is not None:
+            cost = self.link_cost(topo, occupancy, n_vls, known_down)
+            path, hops = spray(topo, src, dst, key, ways=ways, link_cost=cost)
+            return split_sprayed(path, hops, size, ways, mtu_bytes)
+        return spray_flows(
+            np.asarray(src, np.int64),
+            np.asarray(dst, np.int64),
+            np.asarray(key, np.int64),
+            np.asarray(size, np.float64),
+            ways,
+            float(mtu_bytes),
+            occupancy,
+            n_vls,
+            topo.links.bandwidth_Bps,
+            known_down,
+            topo.ep_uplink,
+            topo.ep_downlink,
+            topo.ep_leaf,
+            topo.node_pod,
+            topo.switch_index,
+            topo.switch_link,
+            topo.spines_by_pod,
+            topo.cores_by_slot,
+            topo.planes,
+            topo.tiers,
         )
 
     def lanes_and_costs(
