@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from fabric_core.commands import ClearFault, CommandError, InjectFault, SetTick
+from fabric_core.faults.admission import AdmissionLimits
 from fabric_core.net.tables import LinkStatus
 from fabric_core.planes.coordinator import PlanedFabric, parts_of, spray
 from fabric_core.planes.plane import PlaneSpec
@@ -350,6 +351,34 @@ def test_an_incast_sends_its_share_on_every_plane() -> None:
     assert all(p["senders"] == 4.0 for p in shares)
     (view,) = f.snapshot().faults
     assert (view.id, view.target) == (fid, "gpu0001")
+    f.close()
+
+
+def test_what_the_planes_refuse_is_counted_by_the_whole_fabric() -> None:
+    """Four senders, each starting a round at half its line rate into one GPU, whose
+    link they share: a flow takes about four rounds, past each plane's limit of one flow
+    a sender in flight. The planes refuse the rest, and the coordinator, whose count the
+    engine exports as ``fabtop_flows_refused_total``, counts every flow and byte they
+    refused, as one fabric counts its own."""
+    f = PlanedFabric(scenario(), InProcessPool)
+    engines = f.pool.engines  # type: ignore[attr-defined]
+    for e in engines:
+        e.fabric.faults.admission.limits = AdmissionLimits(per_sender_flows=1)
+    size = 65536.0
+    line = f.topo.links.bandwidth_Bps.max()
+    f.apply(
+        InjectFault(
+            kind="incast",
+            target="gpu0001",
+            params={"senders": 4, "size_bytes": size, "period_s": 2 * size / line},
+        )
+    )
+    f.run_ticks(200)
+    planes = [e.fabric.faults.admission for e in engines]
+    assert all(a.refused_flows_total > 0 for a in planes)
+    mine = f.faults.admission
+    assert mine.refused_flows_total == sum(a.refused_flows_total for a in planes)
+    assert mine.refused_bytes_total == pytest.approx(sum(a.refused_bytes_total for a in planes))
     f.close()
 
 

@@ -129,6 +129,8 @@ class PlanedFabric:
         self.sim_time_s = 0.0
         self._epoch_tick, self._epoch_s = 0, 0.0
         self.hop_updates = 0
+        #: per plane, its admission's refusals (flows, bytes) counted so far
+        self._plane_refused = [(0, 0.0)] * len(self.cuts)
         self.completed_flows = 0
         self.rng = np.random.default_rng(scn.seed)
         self.events = EventLog(lambda: self.sim_time_s, MAX_EVENTS)
@@ -257,7 +259,18 @@ class PlanedFabric:
                     f"{self.tick} ({self.sim_time_s!r} s)"
                 )
         self.hop_updates = sum(d.hop_updates for d in done)
+        self._count_refused(done)
         self._complete(done)
+
+    def _count_refused(self, done: list[PlaneDone]) -> None:
+        """Add what the planes' admission limits refused since the last batch to the
+        coordinator's own count, which the engine exports (``fabtop_flows_refused_total``):
+        the whole fabric's refusals are those of its planes."""
+        for p, d in enumerate(done):
+            flows, total_bytes = self._plane_refused[p]
+            if d.refused_flows > flows:
+                self.faults.admission.refuse(d.refused_flows - flows, d.refused_bytes - total_bytes)
+            self._plane_refused[p] = (d.refused_flows, d.refused_bytes)
 
     def _lose(self, lost: PlaneLostError) -> None:
         self.lost = lost

@@ -74,6 +74,10 @@ class PlaneDone:
     tick: int
     sim_time_s: float
     hop_updates: int
+    #: what the plane's admission limits have refused so far (an incast's flows past its
+    #: limits, parts past the plane's cap): flows and their bytes
+    refused_flows: int = 0
+    refused_bytes: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -133,10 +137,18 @@ class PlaneEngine:
         self.fabric.run_ticks(ticks)
         done = [c for relay in self.relays for c in relay.take()]
         fl = self.fabric
+        refused = fl.faults.admission
         if not done:
             z = np.zeros(0)
             return PlaneDone(
-                np.zeros(0, dtype=np.int64), z, z, fl.tick, fl.sim_time_s, fl.hop_updates
+                np.zeros(0, dtype=np.int64),
+                z,
+                z,
+                fl.tick,
+                fl.sim_time_s,
+                fl.hop_updates,
+                refused.refused_flows_total,
+                refused.refused_bytes_total,
             )
         return PlaneDone(
             message=np.concatenate([c.tag for c in done]),
@@ -145,6 +157,8 @@ class PlaneEngine:
             tick=fl.tick,
             sim_time_s=fl.sim_time_s,
             hop_updates=fl.hop_updates,
+            refused_flows=refused.refused_flows_total,
+            refused_bytes=refused.refused_bytes_total,
         )
 
     def apply(self, command: Command) -> tuple[bool, Mapping[str, Any] | str]:
