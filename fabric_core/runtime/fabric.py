@@ -400,6 +400,79 @@ class Fabric:
                 extra_latency_s = extra_latency_s[:keep]
         key = tag * 1_000_003 + workload
         flow_bytes = float(size.sum())
+        tick = self._tick
+        if (
+            self.solver == "compiled"
+            and self.profile.routing != "spray"
+            and not self.static_routes
+            and isinstance(tick, _tick_kernels.CompiledTick)
+            and tick.starts_at_once(self.topo)
+        ):
+            # the usual case: routed, laned and written in one compiled call
+            slots = self.flows.reserve(src.size)
+            tick.start_routed(
+                self.topo,
+                self.profile,
+                self.flows,
+                slots,
+                src,
+                dst,
+                key,
+                size,
+                ready_s=ready_s,
+                # a workload that models its endpoints hands their host costs in; the
+                # others' messages are posted and polled by a CPU (``host_costs_s``)
+                extra_latency_s=np.full(src.size, endpoint_costs.host_costs_s(self.profile))
+                if extra_latency_s is None
+                else extra_latency_s,
+                tag=tag,
+                lane=int(self.class_vl[traffic_class]),
+                traffic_class=traffic_class,
+                workload=workload,
+                adaptive=self.profile.routing != "ecmp",
+                occupancy=self.occupancy,
+                known_down=self.known_down,
+                departures=self.link_book.departures(),
+                paused=self.pfc_paused_queues(),
+            )
+            self.flows.added(slots, src.size)
+            first_hop = self.flows.path[0, slots]
+        else:
+            slots, first_hop = self._start_in_steps(
+                src,
+                dst,
+                size,
+                key,
+                traffic_class=traffic_class,
+                workload=workload,
+                tag=tag,
+                ready_s=ready_s,
+                extra_latency_s=extra_latency_s,
+            )
+        if self.roce is not None:
+            self.roce.start_flows(
+                self.flows.capacity, slots, self.topo.links.bandwidth_Bps[first_hop]
+            )
+        if self.ibcc is not None:
+            self.ibcc.start(self.flows.capacity, slots)
+        self.injected_bytes += flow_bytes
+
+    def _start_in_steps(
+        self,
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        size: NDArray[np.float64],
+        key: NDArray[np.int64],
+        *,
+        traffic_class: int,
+        workload: int,
+        tag: NDArray[np.int64],
+        ready_s: NDArray[np.float64],
+        extra_latency_s: NDArray[np.float64] | None,
+    ) -> tuple[NDArray[np.intp], NDArray[np.int32]]:
+        """``start_flows`` step by step: routed (or sprayed into sub-flows), static routes
+        applied, lanes and fixed costs, then written into the table. Returns the rows'
+        slots and first links."""
         n_sub: NDArray[np.int64] | None = None
         total: NDArray[np.float64] | None = None
         if self.profile.routing == "spray":
@@ -460,13 +533,7 @@ class Fabric:
         slots = self.flows.add(new)
         self.flows.fixed_latency_s[slots] = fixed
         self.flows.wait_s[slots] = wait
-        if self.roce is not None:
-            self.roce.start_flows(
-                self.flows.capacity, slots, self.topo.links.bandwidth_Bps[path[0]]
-            )
-        if self.ibcc is not None:
-            self.ibcc.start(self.flows.capacity, slots)
-        self.injected_bytes += flow_bytes
+        return slots, path[0]
 
     def set_dt(self, dt_s: float) -> float:
         """Change the tick length from the next tick on (the engine adapts it to the speed

@@ -201,10 +201,7 @@ class FlowTable:
         n = len(new)
         if n == 0:
             return np.zeros(0, dtype=np.intp)
-        slots = self._free_slots(n)
-        if slots.size < n:
-            self._alloc(max(self.capacity * 2, self.capacity + n - slots.size + 16))
-            slots = self._free_slots(n)
+        slots = self.reserve(n)
         # np.asarray: no copy where the dtype is already right (astype would copy)
         slots_kernels.fill_slots(
             slots,
@@ -220,10 +217,25 @@ class FlowTable:
             np.asarray(new.size_bytes if new.total_bytes is None else new.total_bytes, np.float64),
             np.asarray(new.tag, np.int64), np.asarray(new.src, np.int64), np.asarray(new.dst, np.int64),
         )  # fmt: skip
-        self.version += 1
-        self._n_flows += n if new.n_sub is None else int(new.n_sub.size)
-        self.live_end = max(self.live_end, int(slots[-1]) + 1)  # (slots ascend)
+        self.added(slots, n if new.n_sub is None else int(new.n_sub.size))
         return slots
+
+    def reserve(self, n: int) -> NDArray[np.intp]:
+        """The ``n`` lowest free slots, the table grown first if it has fewer: where a
+        batch of ``n`` rows is written (``add``, or ``kernels.start.start_routed``, which
+        then calls ``added``)."""
+        slots = self._free_slots(n)
+        if slots.size < n:
+            self._alloc(max(self.capacity * 2, self.capacity + n - slots.size + 16))
+            slots = self._free_slots(n)
+        return slots
+
+    def added(self, slots: NDArray[np.intp], flows: int) -> None:
+        """Count rows just written into ``slots`` (ascending), ``flows`` flows among them
+        (a sprayed flow's sub-flows count once)."""
+        self.version += 1
+        self._n_flows += flows
+        self.live_end = max(self.live_end, int(slots[-1]) + 1)  # (slots ascend)
 
     def _free_slots(self, n: int) -> NDArray[np.intp]:
         """The ``n`` lowest free slots (fewer when the table is full)."""

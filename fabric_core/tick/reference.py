@@ -139,6 +139,11 @@ class ReferenceTick:
             link_load_bytes=load,
         )
 
+    def starts_at_once(self, topo: Topology) -> bool:
+        """Never: the reference starts flows step by step (``route``,
+        ``lanes_and_costs``, ``FlowTable.add``)."""
+        return False
+
     def spray(
         self,
         topo: Topology,

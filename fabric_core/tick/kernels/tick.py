@@ -32,6 +32,7 @@ from fabric_core.tick.kernels.route import (
 from fabric_core.tick.kernels.slots import by_workload, start_limits
 from fabric_core.tick.kernels.solve import credit_room, solve_tick_parallel, solve_tick_serial
 from fabric_core.tick.kernels.spray import spray_flows
+from fabric_core.tick.kernels.start import start_routed
 from fabric_core.tick.kernels.table_route import table_route_flows
 from fabric_core.tick.links import Departures
 from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex, Moved, RankLayout, Solution
@@ -196,6 +197,67 @@ class CompiledTick:
             topo.links.src,
             topo.links.dst,
         )
+
+    def starts_at_once(self, topo: Topology) -> bool:
+        """Whether a batch of new flows on ``topo`` can start in one compiled call
+        (``start_routed``): on a generated topology (a file topology routes by its
+        tables)."""
+        return topo.updown is None
+
+    def start_routed(
+        self,
+        topo: Topology,
+        profile: Profile,
+        flows: FlowTable,
+        slots: NDArray[np.intp],
+        src: NDArray[np.int64],
+        dst: NDArray[np.int64],
+        key: NDArray[np.int64],
+        size: NDArray[np.float64],
+        *,
+        ready_s: NDArray[np.float64],
+        extra_latency_s: NDArray[np.float64],
+        tag: NDArray[np.int64],
+        lane: int,
+        traffic_class: int,
+        workload: int,
+        adaptive: bool,
+        occupancy: NDArray[np.float64],
+        known_down: NDArray[np.bool_],
+        departures: Departures,
+        paused: NDArray[np.bool_],
+    ) -> None:
+        """Route a batch of new flows, give them their lanes and fixed costs and write
+        them into ``slots`` of ``flows`` (``kernels.start.start_routed``): what ``route``,
+        ``lanes_and_costs`` and ``FlowTable.add`` do one after the other, in one call. The
+        caller counts them in (``FlowTable.added``).
+
+        Raises:
+            CommandError: a route turns down-up more often than there are lanes (nothing
+                is written).
+        """
+        fl = flows
+        top = start_routed(
+            np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(key, np.int64),
+            np.asarray(size, np.float64), np.asarray(ready_s, np.float64),
+            np.asarray(extra_latency_s, np.float64), np.asarray(tag, np.int64), lane,
+            traffic_class, workload, slots, occupancy, self.n_vls, topo.links.bandwidth_Bps,
+            known_down, topo.ep_uplink, topo.ep_downlink, topo.ep_leaf, topo.node_pod,
+            topo.switch_index, topo.switch_link, topo.spines_by_pod, topo.cores_by_slot,
+            topo.planes, topo.tiers, adaptive, self.link_load_bytes,
+            topo.has_every_candidate,
+            np.flatnonzero(known_down) if known_down.any() else np.zeros(0, np.intp),
+            topo.links.src, topo.links.dst, topo.nodes.tier, topo.links.prop_delay_s,
+            *departures, paused, profile.flow_control == "credit", profile.cut_through,
+            profile.switch_latency_s, *self._endpoint_figures(profile),
+            float(profile.mtu_bytes), float(profile.header_bytes), fl.path, fl.vl,
+            fl.backlog, fl.rate, fl.parent, fl.pending, fl.latest_finish_s, fl.active,
+            fl.hops, fl.cls, fl.workload, fl.size, fl.delivered, fl.start_s,
+            fl.extra_latency_s, fl.fixed_latency_s, fl.wait_s, fl.parent_size, fl.tag,
+            fl.src, fl.dst,
+        )  # fmt: skip
+        if top >= self.n_vls:
+            raise CommandError("a route turns down-up more often than there are virtual lanes")
 
     def spray(
         self,
