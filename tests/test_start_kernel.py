@@ -64,7 +64,7 @@ def _pair(topo: Topology, prof: Profile) -> tuple[Fabric, Fabric]:
         for _ in range(2)
     )
     assert isinstance(steps._tick, CompiledTick)
-    steps._tick = _StepByStep.of(steps._tick)
+    steps._tick = _StepByStep.copy_of(steps._tick)
     return one, steps
 
 
@@ -72,7 +72,7 @@ class _StepByStep(CompiledTick):
     """The compiled tick with the one-call start turned off."""
 
     @staticmethod
-    def of(tick: CompiledTick) -> _StepByStep:
+    def copy_of(tick: CompiledTick) -> _StepByStep:
         clone = object.__new__(_StepByStep)
         clone.__dict__.update(tick.__dict__)
         for name in tick.__dataclass_fields__:
