@@ -276,15 +276,20 @@ def spray(
     return path.reshape(MAX_HOPS, -1), nh.reshape(-1)
 
 
+#: Sprayed flows' sub-flows: (path, hops, flow of each sub-flow, sub-flows per flow, bytes
+#: per sub-flow)
+SubFlows = tuple[
+    NDArray[np.int32], NDArray[np.int8], NDArray[np.intp], NDArray[np.int64], NDArray[np.float64]
+]
+
+
 def split_sprayed(
     path: NDArray[np.int32],
     hops: NDArray[np.int8],
     size: NDArray[np.float64],
     ways: int,
     mtu_bytes: float,
-) -> tuple[
-    NDArray[np.int32], NDArray[np.int8], NDArray[np.intp], NDArray[np.int64], NDArray[np.float64]
-]:
+) -> SubFlows:
     """The sub-flows of flows sprayed ``ways`` ways (``spray``'s paths): (path, hops,
     flow of each sub-flow, sub-flows per flow, bytes per sub-flow).
 

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from fabric_core.net.paths import fixed_costs, lanes
 from fabric_core.net.profiles import Profile
-from fabric_core.net.routing import link_loads, route, split_sprayed, spray
+from fabric_core.net.routing import SubFlows, link_loads, route, split_sprayed, spray
 from fabric_core.net.topology import Topology
 from fabric_core.tick.flows import DONE_BYTES, DONE_FRACTION, RESIDUE_BYTES, FlowTable
 from fabric_core.tick.links import Departures, departure_rates
@@ -156,13 +156,7 @@ class ReferenceTick:
         occupancy: NDArray[np.float64],
         n_vls: int,
         known_down: NDArray[np.bool_],
-    ) -> tuple[
-        NDArray[np.int32],
-        NDArray[np.int8],
-        NDArray[np.intp],
-        NDArray[np.int64],
-        NDArray[np.float64],
-    ]:
+    ) -> SubFlows:
         """Sub-flows of sprayed flows (``routing.spray``, then ``routing.split_sprayed``):
         (path, hops, flow of each sub-flow, sub-flows per flow, bytes per sub-flow)."""
         cost = self.link_cost(topo, occupancy, n_vls, known_down)

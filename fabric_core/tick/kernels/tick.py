@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from fabric_core.commands import CommandError
 from fabric_core.net import endpoint_costs
 from fabric_core.net.profiles import Profile
-from fabric_core.net.routing import split_sprayed, spray
+from fabric_core.net.routing import SubFlows, split_sprayed, spray
 from fabric_core.net.topology import Topology
 from fabric_core.tick.faster_of_two import FasterOfTwo
 from fabric_core.tick.flows import FlowTable
@@ -48,6 +48,31 @@ PARALLEL_FROM_ENTRIES = 20_000
 ONLY_SOLVE: int | None = None
 #: ``buffer_places`` where the solve does not read it (a feed-forward index)
 _NO_PLACES = np.zeros(0, dtype=np.intp)
+
+
+_I32 = NDArray[np.int32]
+
+
+def _routing_tables(
+    topo: Topology,
+) -> tuple[_I32, _I32, _I32, _I32, _I32, _I32, _I32, _I32, int, int]:
+    """What the compiled routers read of a generated topology, in their arguments' order
+    (``kernels.route.route_flows``, ``kernels.spray.spray_flows``,
+    ``kernels.start.start_routed``): each endpoint's ports and leaf per plane, each
+    node's pod, the switch-to-switch link table, the spines of each pod and the cores of
+    each slot per plane, the planes and the tiers."""
+    return (
+        topo.ep_uplink,
+        topo.ep_downlink,
+        topo.ep_leaf,
+        topo.node_pod,
+        topo.switch_index,
+        topo.switch_link,
+        topo.spines_by_pod,
+        topo.cores_by_slot,
+        topo.planes,
+        topo.tiers,
+    )
 
 
 @dataclass(frozen=True)
@@ -179,16 +204,7 @@ class CompiledTick:
             n_vls,
             topo.links.bandwidth_Bps,
             known_down,
-            topo.ep_uplink,
-            topo.ep_downlink,
-            topo.ep_leaf,
-            topo.node_pod,
-            topo.switch_index,
-            topo.switch_link,
-            topo.spines_by_pod,
-            topo.cores_by_slot,
-            topo.planes,
-            topo.tiers,
+            *_routing_tables(topo),
             adaptive,
             np.zeros(0) if size_bytes is None else np.asarray(size_bytes, np.float64),
             self.link_load_bytes,
@@ -242,9 +258,7 @@ class CompiledTick:
             np.asarray(size, np.float64), np.asarray(ready_s, np.float64),
             np.asarray(extra_latency_s, np.float64), np.asarray(tag, np.int64), lane,
             traffic_class, workload, slots, occupancy, self.n_vls, topo.links.bandwidth_Bps,
-            known_down, topo.ep_uplink, topo.ep_downlink, topo.ep_leaf, topo.node_pod,
-            topo.switch_index, topo.switch_link, topo.spines_by_pod, topo.cores_by_slot,
-            topo.planes, topo.tiers, adaptive, self.link_load_bytes,
+            known_down, *_routing_tables(topo), adaptive, self.link_load_bytes,
             topo.has_every_candidate,
             np.flatnonzero(known_down) if known_down.any() else np.zeros(0, np.intp),
             topo.links.src, topo.links.dst, topo.nodes.tier, topo.links.prop_delay_s,
@@ -271,13 +285,7 @@ class CompiledTick:
         occupancy: NDArray[np.float64],
         n_vls: int,
         known_down: NDArray[np.bool_],
-    ) -> tuple[
-        NDArray[np.int32],
-        NDArray[np.int8],
-        NDArray[np.intp],
-        NDArray[np.int64],
-        NDArray[np.float64],
-    ]:
+    ) -> SubFlows:
         """Sub-flows of sprayed flows (``kernels.spray.spray_flows``; on a file topology
         ``routing.spray`` and ``routing.split_sprayed``): (path, hops, flow of each
         sub-flow, sub-flows per flow, bytes per sub-flow)."""
@@ -296,16 +304,7 @@ class CompiledTick:
             n_vls,
             topo.links.bandwidth_Bps,
             known_down,
-            topo.ep_uplink,
-            topo.ep_downlink,
-            topo.ep_leaf,
-            topo.node_pod,
-            topo.switch_index,
-            topo.switch_link,
-            topo.spines_by_pod,
-            topo.cores_by_slot,
-            topo.planes,
-            topo.tiers,
+            *_routing_tables(topo),
         )
 
     def lanes_and_costs(
