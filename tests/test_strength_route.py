@@ -19,7 +19,8 @@ from fabric_core.net.profiles import NATIVE_400G, ROCE_400G
 from fabric_core.net.routing import MAX_HOPS
 from fabric_core.net.topology import Topology, every_candidate_present, fat_tree, leaf_spine
 from fabric_core.runtime.fabric import Solver
-from fabric_core.tick.kernels.route import link_loads, route_flows
+from fabric_core.tick.kernels._jit import specialised_kernel
+from fabric_core.tick.kernels.route import link_loads, route_flows, route_flows_in_pods
 from tests.helpers import SOLVERS, scripted_fabric
 
 BW = NATIVE_400G.link_bandwidth_Bps  # 50 GB/s on every link
@@ -254,6 +255,51 @@ def test_the_two_choice_shortcut_picks_what_costing_every_candidate_picks(
         (p_ad, _, _), _ = _route_both_ways(topo, 0, True)
         (p_hash, _, _), _ = _route_both_ways(topo, 0, False)
         assert (p_ad != p_hash).any()
+
+
+@pytest.mark.parametrize("adaptive", [True, False])
+@pytest.mark.parametrize("planes", [1, 2])
+def test_the_two_tier_router_routes_as_the_general_one(adaptive: bool, planes: int) -> None:
+    """``route_flows_in_pods`` (2-tier fabrics, without the routes between pods) gives the
+    paths, hop counts and placed load of ``route_flows``, bit for bit, on random queues
+    and loads with 0 to 12 random links down, costing two choices or every candidate."""
+    topo = leaf_spine(NATIVE_400G, leaves=5, spines=4, gpus_per_leaf=3, planes=planes)
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        eps = topo.endpoints.astype(np.int64)
+        n = 40
+        src, dst = rng.choice(eps, n), rng.choice(eps, n)
+        occupancy = np.floor(rng.exponential(2 * QUANTUM_S * BW, len(topo.links) * 2))
+        load = np.floor(rng.exponential(QUANTUM_S * BW, len(topo.links)))
+        size = rng.integers(1, 8, n) * 1024.0
+        known_down = np.zeros(len(topo.links), dtype=np.bool_)
+        known_down[rng.choice(len(topo.links), seed * 2, replace=False)] = True
+        for complete in (True, False):
+            got = []
+            for router in (route_flows, route_flows_in_pods):
+                placed = load.copy()
+                path, hops = router(
+                    src, dst, np.arange(n, dtype=np.int64), occupancy, 2,
+                    topo.links.bandwidth_Bps, known_down, topo.ep_uplink, topo.ep_downlink,
+                    topo.ep_leaf, topo.node_pod, topo.switch_index, topo.switch_link,
+                    topo.spines_by_pod, topo.cores_by_slot, topo.planes, topo.tiers,
+                    adaptive, size, placed, complete, np.flatnonzero(known_down),
+                    topo.links.src, topo.links.dst,
+                )  # fmt: skip
+                got.append((path, hops, placed))
+            for a, b in zip(got[0], got[1], strict=True):
+                np.testing.assert_array_equal(b, a)
+
+
+def test_a_specialised_kernel_is_a_copy_of_its_own_and_names_its_constants() -> None:
+    """The 2-tier router is ``route_flows`` compiled again under its own name (numba's
+    disk cache keeps a kernel per name) with ``ACROSS_PODS`` off; a constant the module
+    lacks is refused by name, not silently added."""
+    assert route_flows_in_pods.py_func.__qualname__ == "route_flows_in_pods"
+    assert route_flows_in_pods.py_func.__globals__["ACROSS_PODS"] is False
+    assert route_flows.py_func.__globals__["ACROSS_PODS"] is True
+    with pytest.raises(NameError, match="route_flows has no module constant ACROSS_POD"):
+        specialised_kernel(route_flows, "other", ACROSS_POD=False)
 
 
 def _damaged(topo: Topology, damage: str) -> Topology:

@@ -52,6 +52,25 @@ def parallel_kernel(fn: _F) -> _F:
     return cast(_F, njit(cache=True, nogil=True, error_model="numpy", parallel=True)(clone))
 
 
+def specialised_kernel(fn: _F, name: str, **constants: object) -> _F:
+    """The kernel ``fn`` compiled again as ``name`` with some of its module's constants
+    set otherwise: numba reads a global as a constant when it compiles, and leaves out a
+    branch whose condition is a constant False, with the kernels only it calls. A copy of
+    ``fn`` (its Python function, if ``fn`` is compiled) with its own name, so that the two
+    keep their own entries in numba's disk cache (``parallel_kernel``)."""
+    py = getattr(fn, "py_func", fn)
+    unknown = sorted(set(constants) - set(py.__globals__))
+    if unknown:
+        raise NameError(f"{py.__qualname__} has no module constant {', '.join(unknown)}")
+    clone = types.FunctionType(
+        py.__code__, {**py.__globals__, **constants}, name, py.__defaults__, py.__closure__
+    )
+    clone.__qualname__ = name
+    clone.__doc__ = py.__doc__
+    clone.__module__ = py.__module__
+    return cast(_F, njit(cache=True, nogil=True, error_model="numpy")(clone))
+
+
 #: The most threads numba may use: the cores it found, or ``NUMBA_NUM_THREADS``
 #: (read once, when numba is imported; numba.config is filled in at run time)
 MOST_THREADS = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]

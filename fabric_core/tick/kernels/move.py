@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 
 from fabric_core.tick.flows import DONE_BYTES, DONE_FRACTION, RESIDUE_BYTES
 from fabric_core.tick.kernels._jit import kernel
+from fabric_core.tick.kernels.sorting import stable_argsort
 
 _F = NDArray[np.float64]
 _I = NDArray[np.intp]
@@ -148,7 +149,7 @@ def finish_times(
                 fin[j] = e
                 b[j] = rate[e] * dt
                 j += 1
-        order = np.argsort(b, kind="mergesort")
+        order = stable_argsort(b)
         smaller = 0.0  # bytes of the finishing entries that end before this one
         for j in range(n_fin):
             e = fin[order[j]]

@@ -12,8 +12,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.net.routing import ADAPTIVE_COST_QUANTUM_S, MAX_HOPS
-from fabric_core.tick.kernels._jit import inline_kernel, kernel
+from fabric_core.tick.kernels._jit import inline_kernel, kernel, specialised_kernel
 from fabric_core.tick.kernels.departure import departure_rate
+from fabric_core.tick.kernels.sorting import sorted_copy
 
 _BIG = 1e30
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
@@ -71,6 +72,9 @@ def pick(cost: _F, h: np.uint64, adaptive: bool) -> np.int64:
     c2 = np.floor(cost[second] / ADAPTIVE_COST_QUANTUM_S)
     return second if c2 < c1 else first
 
+
+#: Whether ``route_flows`` routes between pods (False in ``route_flows_in_pods``)
+ACROSS_PODS = True
 
 #: More links known down than this and routing costs every candidate of a flow (as the
 #: reference does) instead of finding the few it may not use (``route_flows``): a
@@ -170,7 +174,7 @@ def _unusable_paths(
                     bad[n_bad] = j * per + m
                     n_bad += 1
         if n_bad - start > 1:  # a (slot, core) both of whose links are down, once
-            bad[start:n_bad] = np.sort(bad[start:n_bad])
+            bad[start:n_bad] = sorted_copy(bad[start:n_bad])
             kept = start + 1
             for i in range(start + 1, n_bad):
                 if bad[i] != bad[kept - 1]:
@@ -269,7 +273,11 @@ def route_flows(
     found from the few down links, and the k-th usable is counted past them. Otherwise
     (an incomplete topology, or more than ``MAX_DOWN_SHORTCUT`` links down) it costs every
     candidate to count the usable ones, as the reference does: on a 3-tier fabric slots ×
-    cores per slot of them. Both ways make the same choice."""
+    cores per slot of them. Both ways make the same choice.
+
+    ``route_flows_in_pods`` is this kernel compiled without the routes between pods
+    (``ACROSS_PODS``), for a 2-tier fabric, whose routes all stay in their pod: it compiles
+    in 3 s instead of 10, most of a first start."""
     n = src.size
     path = np.full((MAX_HOPS, n), -1, dtype=np.int32)
     nh = np.zeros(n, dtype=np.int8)
@@ -333,7 +341,7 @@ def route_flows(
             path[2, f] = sl[sw[s], sw[ld]]
             path[3, f] = down
             nh[f] = 4
-        else:
+        elif ACROSS_PODS:
             # leaf -> spine (slot j) -> core (group j) -> spine (slot j, dst pod) -> leaf
             from_pod, to_pod = (
                 spines_by_pod[plane, node_pod[ls]],
@@ -522,3 +530,9 @@ def lanes_and_costs(
         fixed[f] = prop + (hops[f] - 1.0) * switch_latency_s + endpoint_fixed_s + rate + saf
         wait[f] = w
     return vl, fixed, wait, top
+
+
+#: ``route_flows`` on a 2-tier fabric: the same kernel with no routes between pods in its
+#: machine code (numba leaves out a branch whose condition is a constant False). Made
+#: last: the copy reads the module's names as they are now, every kernel it calls among them
+route_flows_in_pods = specialised_kernel(route_flows, "route_flows_in_pods", ACROSS_PODS=False)

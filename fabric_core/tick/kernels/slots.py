@@ -7,6 +7,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.tick.kernels._jit import kernel
+from fabric_core.tick.kernels.sorting import sorted_copy, stable_argsort
 
 _I = NDArray[np.intp]
 
@@ -59,14 +60,14 @@ def retire(
         latest_finish_s[h] = max(latest_finish_s[h], finish_s[i])
         pending[h] -= 1
     # each head once, in the order of its first appearance (np.unique's return_index)
-    by_head = np.argsort(heads, kind="mergesort")
+    by_head = stable_argsort(heads)
     firsts = np.empty(slots.size, dtype=np.intp)
     n_heads = 0
     for k in range(by_head.size):
         if k == 0 or heads[by_head[k]] != heads[by_head[k - 1]]:
             firsts[n_heads] = by_head[k]
             n_heads += 1
-    firsts = np.sort(firsts[:n_heads])
+    firsts = sorted_copy(firsts[:n_heads])
     order = np.empty(n_heads, dtype=np.intp)
     for j in range(n_heads):
         order[j] = heads[firsts[j]]

@@ -17,6 +17,7 @@ from numba import prange
 from numpy.typing import NDArray
 
 from fabric_core.tick.kernels._jit import inline_kernel, kernel, parallel_kernel
+from fabric_core.tick.kernels.sorting import stable_argsort
 
 _F = NDArray[np.float64]
 _I = NDArray[np.intp]
@@ -212,7 +213,7 @@ def solve_tick(
         place = np.empty(n_ub, dtype=np.intp)
         for kb in range(n_ub):
             place[kb] = buf_pos[used_bufs[kb]]
-        ordered[:] = np.argsort(place)
+        ordered[:] = stable_argsort(place)
         used_group_ptr = np.arange(n_ub + 1)
     nb_max = 0  # the most inflows of one buffer: the size of a credit factor's scratch
     for kb in range(n_ub):

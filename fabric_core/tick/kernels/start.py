@@ -1,9 +1,9 @@
 """A batch of new flows started in one compiled call: routed, given their lanes and fixed
 costs, and written into the flow table.
 
-``Fabric.start_flows`` takes this way on the compiled tick for a generated topology with
-neither spraying nor static routes (the usual case). It runs the kernels the separate
-steps call — ``route.route_flows``, ``route.lanes_and_costs``, ``slots.fill_slots`` — in
+``Fabric.start_flows`` takes this way on the compiled tick for a generated 2-tier topology
+with neither spraying nor static routes (the usual case). It runs the kernels the separate
+steps call (``route.route_flows_in_pods``, ``route.lanes_and_costs``, ``slots.fill_slots``) in
 the same order on the same arrays, so the flows are the same bit for bit; what it saves is
 the Python between them (three wrappers and their array handling: about half of what
 starting a batch cost on the default scenario).
@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.tick.kernels._jit import kernel
-from fabric_core.tick.kernels.route import lanes_and_costs, route_flows
+from fabric_core.tick.kernels.route import lanes_and_costs, route_flows_in_pods
 from fabric_core.tick.kernels.slots import fill_slots
 
 _F = NDArray[np.float64]
@@ -39,7 +39,7 @@ def start_routed(
     traffic_class: int,
     workload: int,
     slots: _I,
-    # routing (``route.route_flows``)
+    # routing (``route.route_flows_in_pods``)
     occupancy: _F,
     n_vls: int,
     bandwidth_Bps: _F,
@@ -103,7 +103,7 @@ def start_routed(
     turns down-up more often than there are lanes, and nothing is written (the caller
     refuses the batch, as ``CompiledTick.lanes_and_costs`` does)."""
     n = src.size
-    new_path, new_hops = route_flows(
+    new_path, new_hops = route_flows_in_pods(
         src, dst, key, occupancy, n_vls, bandwidth_Bps, known_down, ep_uplink, ep_downlink,
         ep_leaf, node_pod, switch_index, switch_link, spines_by_pod, cores_by_slot, planes,
         tiers, adaptive, size, link_load_bytes, complete, down_links, link_src, link_dst,

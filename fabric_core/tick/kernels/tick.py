@@ -28,6 +28,7 @@ from fabric_core.tick.kernels.route import (
     link_costs,
     link_loads,
     route_flows,
+    route_flows_in_pods,
 )
 from fabric_core.tick.kernels.slots import by_workload, start_limits
 from fabric_core.tick.kernels.solve import credit_room, solve_tick_parallel, solve_tick_serial
@@ -196,7 +197,9 @@ class CompiledTick:
                 down_d,
                 adaptive,
             )
-        return route_flows(
+        # a 2-tier fabric's routes stay in their pods: the kernel without the rest
+        router = route_flows_in_pods if topo.tiers == 2 else route_flows
+        return router(
             np.asarray(src, np.int64),
             np.asarray(dst, np.int64),
             np.asarray(key, np.int64),
@@ -216,9 +219,10 @@ class CompiledTick:
 
     def starts_at_once(self, topo: Topology) -> bool:
         """Whether a batch of new flows on ``topo`` can start in one compiled call
-        (``start_routed``): on a generated topology (a file topology routes by its
-        tables)."""
-        return topo.updown is None
+        (``start_routed``): on a generated 2-tier topology (a file topology routes by its
+        tables; a 3-tier one starts its flows step by step, which keeps the routes between
+        pods out of the one-call kernel's first compile)."""
+        return topo.updown is None and topo.tiers == 2
 
     def start_routed(
         self,
