@@ -4,18 +4,79 @@ Kernels are plain Python loops over flat arrays and scalars. ``cache=True`` writ
 the machine code next to the module (``__pycache__``) so a second start does not
 compile again; ``NUMBA_DISABLE_JIT=1`` runs the very same functions as Python
 (slow, but steppable in a debugger and visible to coverage).
+
+numba checks a cached kernel against its own file only: a kernel that calls another
+module's, or reads another module's constant, would keep the machine code compiled
+from the old one after that module changed (an edit, a ``git pull`` into an editable
+install). So the cache is kept with a digest of the sources the kernels are compiled
+from (``KERNEL_SOURCES``), and dropped whole when they change (``drop_stale_cache``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import numba
 from numba import njit
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+
+_HERE = Path(__file__).resolve().parent
+_CORE = _HERE.parent.parent
+#: What the kernels are compiled from: their own modules, and those whose constants they
+#: read (numba freezes a global into the machine code)
+KERNEL_SOURCES = (
+    *sorted(_HERE.glob("*.py")),
+    *(
+        _CORE / name
+        for name in (
+            "tick/pfc.py",
+            "tick/flows.py",
+            "tick/step.py",
+            "net/route_rules.py",
+            "net/routing.py",
+            "net/updown.py",
+        )
+    ),
+)
+#: Set (to anything but 0) to keep the cache whatever changed: ``scripts/mutate`` drops the
+#: mutated module's callers itself, and would otherwise compile every kernel per mutant
+KEEP_CACHE_ENV = "FABTOP_KEEP_KERNEL_CACHE"
+
+
+def drop_stale_cache(sources: Iterable[Path], cache: Path) -> bool:
+    """Delete numba's cache files in ``cache`` if ``sources`` changed since they were
+    written (the digest in ``cache/kernels.sha1``), and note the new digest. Returns
+    whether it dropped them. A cache it cannot write to is left as it is (a read-only
+    install, where numba caches under the user's cache directory instead, which this does
+    not look after: a package installed anew there has new files anyway)."""
+    digest = hashlib.sha1()
+    for path in sources:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    stamp = cache / "kernels.sha1"
+    try:
+        if stamp.read_text() == digest.hexdigest():
+            return False
+    except OSError:
+        pass  # no digest yet: a new cache, or one from before the digest
+    try:
+        for stale in cache.glob("*.nb[ic]"):
+            stale.unlink(missing_ok=True)
+        cache.mkdir(exist_ok=True)
+        stamp.write_text(digest.hexdigest())
+    except OSError:
+        return False
+    return True
+
+
+if os.environ.get(KEEP_CACHE_ENV, "0") == "0":
+    drop_stale_cache(KERNEL_SOURCES, _HERE / "__pycache__")
 
 
 def kernel(fn: _F) -> _F:
