@@ -86,11 +86,14 @@ def spray_flows(
     cores_by_slot: _I32,
     planes: int,
     tiers: int,
+    every_usable: bool,
 ) -> tuple[_I32, NDArray[np.int8], NDArray[np.intp], NDArray[np.int64], _F]:
     """Sub-flows of sprayed flows: (path, hops, flow of each sub-flow, sub-flows per
     flow, bytes per sub-flow), as ``routing.spray`` then ``routing.split_sprayed`` give
     them. A candidate is unusable where the reference's cost of it reaches
-    ``UNUSABLE_COST``: a link routing knows is down on it, or a link it lacks."""
+    ``UNUSABLE_COST``: a link routing knows is down on it, or a link it lacks.
+    ``every_usable``: the topology has every candidate and no link is known down, so no
+    candidate is costed (the reference's own shortcut, ``by_hash``)."""
     n = src.size
     n_sub = np.empty(n, dtype=np.int64)
     rows = 0
@@ -132,12 +135,14 @@ def spray_flows(
         elif tiers == 2 or node_pod[ls] == node_pod[ld]:
             # up to a spine of the pod, down to the destination leaf
             spines = spines_by_pod[plane, node_pod[ls]]
-            n_usable = 0
-            for j in range(n_slots):
-                l_up, l_dn = sl[sw[ls], sw[spines[j]]], sl[sw[spines[j]], sw[ld]]
-                c = _candidate_cost(l_up, l_dn, up, down, *q)
-                usable[j] = l_up >= 0 and l_dn >= 0 and c < UNUSABLE_COST
-                n_usable += usable[j]
+            n_usable = n_slots  # (``_column`` reads ``usable`` only when some is not)
+            if not every_usable:
+                n_usable = 0
+                for j in range(n_slots):
+                    l_up, l_dn = sl[sw[ls], sw[spines[j]]], sl[sw[spines[j]], sw[ld]]
+                    c = _candidate_cost(l_up, l_dn, up, down, *q)
+                    usable[j] = l_up >= 0 and l_dn >= 0 and c < UNUSABLE_COST
+                    n_usable += usable[j]
             for i in range(k):
                 s = spines[_column(usable[:n_slots], n_usable, h, i, spine_order)]
                 path[1, row + i] = sl[sw[ls], sw[s]]
@@ -149,14 +154,16 @@ def spray_flows(
             from_pod = spines_by_pod[plane, node_pod[ls]]
             to_pod = spines_by_pod[plane, node_pod[ld]]
             cores = cores_by_slot[plane]
-            n_usable = 0
-            for p in range(n_slots * per):
-                j, m = divmod(core_order[p], per)
-                sa, sb, cr = sw[from_pod[j]], sw[to_pod[j]], sw[cores[j, m]]
-                l1, l2, l3, l4 = sl[sw[ls], sa], sl[sa, cr], sl[cr, sb], sl[sb, sw[ld]]
-                c = _candidate_cost(l1, l2, l3, l4, *q)
-                usable[p] = l2 >= 0 and l3 >= 0 and c < UNUSABLE_COST
-                n_usable += usable[p]
+            n_usable = n_slots * per
+            if not every_usable:
+                n_usable = 0
+                for p in range(n_slots * per):
+                    j, m = divmod(core_order[p], per)
+                    sa, sb, cr = sw[from_pod[j]], sw[to_pod[j]], sw[cores[j, m]]
+                    l1, l2, l3, l4 = sl[sw[ls], sa], sl[sa, cr], sl[cr, sb], sl[sb, sw[ld]]
+                    c = _candidate_cost(l1, l2, l3, l4, *q)
+                    usable[p] = l2 >= 0 and l3 >= 0 and c < UNUSABLE_COST
+                    n_usable += usable[p]
             for i in range(k):
                 j, m = divmod(_column(usable, n_usable, h, i, core_order), per)
                 sa, sb, cr = sw[from_pod[j]], sw[to_pod[j]], sw[cores[j, m]]

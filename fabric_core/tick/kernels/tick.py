@@ -309,6 +309,8 @@ class CompiledTick:
             topo.links.bandwidth_Bps,
             known_down,
             *_routing_tables(topo),
+            # the reference's shortcut: every candidate exists and none crosses a down link
+            topo.has_every_candidate and not known_down.any(),
         )
 
     def lanes_and_costs(
