@@ -307,6 +307,23 @@ def split_sprayed(
     return path[:, rows], hops[rows], of, n_sub, sub_size
 
 
+def sprayed(
+    topo: Topology,
+    src: NDArray[np.int64],
+    dst: NDArray[np.int64],
+    key: NDArray[np.int64],
+    size: NDArray[np.float64],
+    *,
+    ways: int,
+    mtu_bytes: float,
+    link_cost: NDArray[np.float64],
+) -> SubFlows:
+    """Sprayed flows' sub-flows: ``spray``'s paths, split by ``split_sprayed`` (the
+    reference ``kernels.spray.spray_flows`` is held to)."""
+    path, hops = spray(topo, src, dst, key, ways=ways, link_cost=link_cost)
+    return split_sprayed(path, hops, size, ways, mtu_bytes)
+
+
 def _paths(
     topo: Topology,
     src: NDArray[np.int64],

@@ -400,15 +400,18 @@ class Fabric:
                 extra_latency_s = extra_latency_s[:keep]
         key = tag * 1_000_003 + workload
         flow_bytes = float(size.sum())
+        if extra_latency_s is None:
+            # a workload that models its endpoints hands their host costs in; the others'
+            # messages are posted and polled by a CPU (endpoint_costs.host_costs_s)
+            extra_latency_s = np.full(src.size, endpoint_costs.host_costs_s(self.profile))
         tick = self._tick
         if (
-            self.solver == "compiled"
-            and self.profile.routing != "spray"
+            self.profile.routing != "spray"
             and not self.static_routes
-            and isinstance(tick, _tick_kernels.CompiledTick)
             and tick.starts_at_once(self.topo)
         ):
             # the usual case: routed, laned and written in one compiled call
+            assert isinstance(tick, _tick_kernels.CompiledTick)  # (the reference never is)
             slots = self.flows.reserve(src.size)
             tick.start_routed(
                 self.topo,
@@ -420,11 +423,7 @@ class Fabric:
                 key,
                 size,
                 ready_s=ready_s,
-                # a workload that models its endpoints hands their host costs in; the
-                # others' messages are posted and polled by a CPU (``host_costs_s``)
-                extra_latency_s=np.full(src.size, endpoint_costs.host_costs_s(self.profile))
-                if extra_latency_s is None
-                else extra_latency_s,
+                extra_latency_s=extra_latency_s,
                 tag=tag,
                 lane=int(self.class_vl[traffic_class]),
                 traffic_class=traffic_class,
@@ -468,7 +467,7 @@ class Fabric:
         workload: int,
         tag: NDArray[np.int64],
         ready_s: NDArray[np.float64],
-        extra_latency_s: NDArray[np.float64] | None,
+        extra_latency_s: NDArray[np.float64],
     ) -> tuple[NDArray[np.intp], NDArray[np.int32]]:
         """``start_flows`` step by step: routed (or sprayed into sub-flows), static routes
         applied, lanes and fixed costs, then written into the table. Returns the rows'
@@ -490,8 +489,7 @@ class Fabric:
             )
             total = size[of]
             src, dst, size, tag, ready_s = src[of], dst[of], sub_size, tag[of], ready_s[of]
-            if extra_latency_s is not None:
-                extra_latency_s = extra_latency_s[of]
+            extra_latency_s = extra_latency_s[of]
         else:
             adaptive = self.profile.routing != "ecmp"
             # the sizes let adaptive routing count what this batch itself places
@@ -520,11 +518,7 @@ class Fabric:
             workload=workload,
             tag=tag,
             start_s=ready_s,
-            # a workload that models its endpoints hands their host costs in; the others'
-            # messages are posted and polled by a CPU (endpoint_costs.host_costs_s)
-            extra_latency_s=np.full(rows, endpoint_costs.host_costs_s(self.profile))
-            if extra_latency_s is None
-            else extra_latency_s,
+            extra_latency_s=extra_latency_s,
             src=src,
             dst=dst,
             n_sub=n_sub,

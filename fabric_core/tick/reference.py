@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from fabric_core.net.paths import fixed_costs, lanes
 from fabric_core.net.profiles import Profile
-from fabric_core.net.routing import SubFlows, link_loads, route, split_sprayed, spray
+from fabric_core.net.routing import SubFlows, link_loads, route, sprayed
 from fabric_core.net.topology import Topology
 from fabric_core.tick.flows import DONE_BYTES, DONE_FRACTION, RESIDUE_BYTES, FlowTable
 from fabric_core.tick.links import Departures, departure_rates
@@ -157,11 +157,10 @@ class ReferenceTick:
         n_vls: int,
         known_down: NDArray[np.bool_],
     ) -> SubFlows:
-        """Sub-flows of sprayed flows (``routing.spray``, then ``routing.split_sprayed``):
+        """Sub-flows of sprayed flows (``routing.sprayed``):
         (path, hops, flow of each sub-flow, sub-flows per flow, bytes per sub-flow)."""
         cost = self.link_cost(topo, occupancy, n_vls, known_down)
-        path, hops = spray(topo, src, dst, key, ways=ways, link_cost=cost)
-        return split_sprayed(path, hops, size, ways, mtu_bytes)
+        return sprayed(topo, src, dst, key, size, ways=ways, mtu_bytes=mtu_bytes, link_cost=cost)
 
     def lanes_and_costs(
         self,

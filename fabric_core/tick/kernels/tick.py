@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from fabric_core.commands import CommandError
 from fabric_core.net import endpoint_costs
 from fabric_core.net.profiles import Profile
-from fabric_core.net.routing import SubFlows, split_sprayed, spray
+from fabric_core.net.routing import SubFlows, sprayed
 from fabric_core.net.topology import Topology
 from fabric_core.tick.faster_of_two import FasterOfTwo
 from fabric_core.tick.flows import FlowTable
@@ -74,6 +74,11 @@ def _routing_tables(
         topo.planes,
         topo.tiers,
     )
+
+
+def _down_links(known_down: NDArray[np.bool_]) -> NDArray[np.intp]:
+    """The links routing knows are down, ascending (the routers' ``down_links``)."""
+    return np.flatnonzero(known_down) if known_down.any() else np.zeros(0, np.intp)
 
 
 @dataclass(frozen=True)
@@ -212,7 +217,7 @@ class CompiledTick:
             np.zeros(0) if size_bytes is None else np.asarray(size_bytes, np.float64),
             self.link_load_bytes,
             topo.has_every_candidate,
-            np.flatnonzero(known_down) if known_down.any() else np.zeros(0, np.intp),
+            _down_links(known_down),
             topo.links.src,
             topo.links.dst,
         )
@@ -264,7 +269,7 @@ class CompiledTick:
             traffic_class, workload, slots, occupancy, self.n_vls, topo.links.bandwidth_Bps,
             known_down, *_routing_tables(topo), adaptive, self.link_load_bytes,
             topo.has_every_candidate,
-            np.flatnonzero(known_down) if known_down.any() else np.zeros(0, np.intp),
+            _down_links(known_down),
             topo.links.src, topo.links.dst, topo.nodes.tier, topo.links.prop_delay_s,
             *departures, paused, profile.flow_control == "credit", profile.cut_through,
             profile.switch_latency_s, *self._endpoint_figures(profile),
@@ -291,12 +296,13 @@ class CompiledTick:
         known_down: NDArray[np.bool_],
     ) -> SubFlows:
         """Sub-flows of sprayed flows (``kernels.spray.spray_flows``; on a file topology
-        ``routing.spray`` and ``routing.split_sprayed``): (path, hops, flow of each
+        ``routing.sprayed``): (path, hops, flow of each
         sub-flow, sub-flows per flow, bytes per sub-flow)."""
         if topo.updown is not None:
             cost = self.link_cost(topo, occupancy, n_vls, known_down)
-            path, hops = spray(topo, src, dst, key, ways=ways, link_cost=cost)
-            return split_sprayed(path, hops, size, ways, mtu_bytes)
+            return sprayed(
+                topo, src, dst, key, size, ways=ways, mtu_bytes=mtu_bytes, link_cost=cost
+            )
         return spray_flows(
             np.asarray(src, np.int64),
             np.asarray(dst, np.int64),
