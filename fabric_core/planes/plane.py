@@ -137,23 +137,12 @@ class PlaneEngine:
         self.fabric.run_ticks(ticks)
         done = [c for relay in self.relays for c in relay.take()]
         fl = self.fabric
+        z = np.zeros(0)
         refused = fl.faults.admission
-        if not done:
-            z = np.zeros(0)
-            return PlaneDone(
-                np.zeros(0, dtype=np.int64),
-                z,
-                z,
-                fl.tick,
-                fl.sim_time_s,
-                fl.hop_updates,
-                refused.refused_flows_total,
-                refused.refused_bytes_total,
-            )
         return PlaneDone(
-            message=np.concatenate([c.tag for c in done]),
-            start_s=np.concatenate([c.start_s for c in done]),
-            finish_s=np.concatenate([c.finish_s for c in done]),
+            message=np.concatenate([c.tag for c in done]) if done else z.astype(np.int64),
+            start_s=np.concatenate([c.start_s for c in done]) if done else z,
+            finish_s=np.concatenate([c.finish_s for c in done]) if done else z,
             tick=fl.tick,
             sim_time_s=fl.sim_time_s,
             hop_updates=fl.hop_updates,
