@@ -105,13 +105,17 @@ def update_departures_at(
 
 
 @inline_kernel
-def departure_rate(b: int, drain_Bps: _F, cycle_s: _F, avg_Bps: _F) -> float:
-    """The rate buffer ``b``'s queued bytes leave at, for a FIFO-wait estimate: the
-    average (capped by the cycle under way), or this tick's rate where nothing was
-    measured."""
-    rate: float = avg_Bps[b] if avg_Bps[b] > 0 else drain_Bps[b]
-    if cycle_s[b] > 0:
-        rate = min(rate, DQ_THRESHOLD_BYTES / cycle_s[b])
+def departure_rate(drain_Bps: float, cycle_s: float, avg_Bps: float) -> float:
+    """The rate a buffer's queued bytes leave at, for a FIFO-wait estimate, from its
+    figures (this tick's drain rate, the cycle under way and the average): the average
+    (capped by the cycle under way), or this tick's rate where nothing was measured.
+
+    Takes a buffer's numbers, not the arrays: a helper given arrays in a kernel's
+    inner loop costs a reference count up and down per array and call, which numba does
+    not always take out (it made ``route.lanes_and_costs`` five times slower)."""
+    rate: float = avg_Bps if avg_Bps > 0 else drain_Bps
+    if cycle_s > 0:
+        rate = min(rate, DQ_THRESHOLD_BYTES / cycle_s)
     return rate
 
 
@@ -120,5 +124,5 @@ def departure_rates(drain_Bps: _F, cycle_s: _F, avg_Bps: _F) -> _F:
     """``departure_rate`` of every buffer."""
     out = np.empty(drain_Bps.size)
     for b in range(drain_Bps.size):
-        out[b] = departure_rate(b, drain_Bps, cycle_s, avg_Bps)
+        out[b] = departure_rate(drain_Bps[b], cycle_s[b], avg_Bps[b])
     return out

@@ -522,7 +522,7 @@ def lanes_and_costs(
                 q = li * n_vls + lane
                 if not cut_through or (not credit and (occupancy[q] > 0 or paused[q])):
                     saf += pkt / bandwidth_Bps[li]
-                leave = departure_rate(q, drain_Bps, cycle_s, avg_Bps)
+                leave = departure_rate(drain_Bps[q], cycle_s[q], avg_Bps[q])
                 w += occupancy[q] / max(leave, bandwidth_Bps[li] * 1e-3)
         # the payload crosses PCIe pipelined with the first link (paths.fixed_costs)
         line = bandwidth_Bps[max(path[0, f], 0)] * mtu_bytes / (mtu_bytes + header_bytes)
