@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 from fabric_core.tick.flows import DONE_BYTES, DONE_FRACTION, RESIDUE_BYTES
 from fabric_core.tick.kernels._jit import kernel
-from fabric_core.tick.kernels.sorting import stable_argsort
+from fabric_core.tick.kernels.sorting import argsort_into
 
 _F = NDArray[np.float64]
 _I = NDArray[np.intp]
@@ -123,6 +123,15 @@ def finish_times(
         if is_done[flow[e]]:
             hot[ent_link[e]] = True
     t_flow = np.zeros(cap)
+    # a link's finishing entries, their bytes and their order (scratch, for the longest)
+    n_max = 0
+    for k in range(used_links.size):
+        if hot[k]:
+            n_max = max(n_max, link_ptr[k + 1] - link_ptr[k])
+    fin = np.empty(n_max, dtype=np.intp)
+    b = np.empty(n_max)
+    order = np.empty(n_max, dtype=np.intp)
+    scratch = np.empty(n_max, dtype=np.intp)
     for k in range(used_links.size):
         if not hot[k]:
             continue
@@ -131,8 +140,8 @@ def finish_times(
         held_down = 0.0
         n_elastic = 0
         n_fin = 0
-        for k in range(lo, hi):
-            e = link_ent[k]
+        for i in range(lo, hi):
+            e = link_ent[i]
             if is_done[flow[e]]:
                 n_fin += 1
             elif rate[e] >= level[li] * (1 - 1e-6) and rate[e] > 0:
@@ -140,16 +149,14 @@ def finish_times(
             else:
                 held_down += rate[e]
         available = max(capacity[li] - held_down, 0.0)
-        fin = np.empty(n_fin, dtype=np.intp)
-        b = np.empty(n_fin)
         j = 0
-        for k in range(lo, hi):
-            e = link_ent[k]
+        for i in range(lo, hi):
+            e = link_ent[i]
             if is_done[flow[e]]:
                 fin[j] = e
                 b[j] = rate[e] * dt
                 j += 1
-        order = stable_argsort(b)
+        argsort_into(b, n_fin, order, scratch)
         smaller = 0.0  # bytes of the finishing entries that end before this one
         for j in range(n_fin):
             e = fin[order[j]]
