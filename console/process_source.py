@@ -3,7 +3,8 @@
 Why: in one process the engines and the console share one interpreter lock. The tick
 is mostly Python around compiled kernels, so two engines (the compare view) and the
 UI take turns on one core: on the default scenario at its 8 µs tick each side reached
-2.8e-3 x real time where a tick on its own allows about 9e-3 (README, Performance).
+2.8e-3 x real time where a tick on its own allowed about 9e-3 (session 11; the compare
+view's speeds since are in docs/PERFORMANCE.md, "The compare view").
 Here each engine runs in a child process (``multiprocessing``, spawned), so on a
 2-core machine both fabrics step at once and the UI only reads their snapshots.
 

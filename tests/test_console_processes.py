@@ -202,7 +202,7 @@ def test_the_console_can_still_run_its_engines_in_process() -> None:
 def test_the_console_takes_in_only_the_snapshots_it_reads() -> None:
     """The child sends a snapshot only once the console has read the last one: an engine
     publishing tens a second to a console that reads none sends one, not all of them; each
-    read lets one more through (README, Scale: the live console's cost)."""
+    read lets one more through (docs/PERFORMANCE.md, "The console's own cost")."""
     spec = EngineSpec(load_scenario("tiny"), "engine process tiny", speed=0.0)
     group = start_engines([dataclasses.replace(spec, publish_interval_s=0.01)])
     assert group is not None
