@@ -228,8 +228,9 @@ def _int(
 
 
 #: Directed links a generated topology may have at most: about 7 times the bundled
-#: cluster-100k (602,240 links in 1.02 GiB at its peak, README "Performance", Scale), so some 7.5 GiB. A few
-#: digits more in a file would otherwise build for minutes and run out of memory.
+#: cluster-100k (602,240 links in 1.02 GiB at its peak, README "Performance", Scale), so
+#: some 7.5 GiB. A few digits more in a file would otherwise build for minutes and run out
+#: of memory.
 MAX_LINKS = 1 << 22
 
 
