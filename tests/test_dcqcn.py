@@ -151,10 +151,15 @@ def test_the_compiled_sender_is_the_reference(dt: float, clamp: bool) -> None:
         cuts = ref.update(np.arange(n), marks, sent, np.full(n, LINE), u, prof, dt)
         multi += int((cuts > 1).sum())
         for f in range(n):
-            _dcqcn_update(
-                f, marks[f], LINE / P.mtu_bytes, LINE, u[f], comp.rc, comp.rt, comp.alpha,
-                comp.since_alpha_s, comp.since_dec_s, comp.since_inc_s, comp.stage, prm, dt,
+            c = comp
+            (
+                c.rc[f], c.rt[f], c.alpha[f], c.since_alpha_s[f], c.since_dec_s[f],
+                c.since_inc_s[f], c.stage[f], comp_cuts,
+            ) = _dcqcn_update(
+                marks[f], LINE / P.mtu_bytes, LINE, u[f], c.rc[f], c.rt[f], c.alpha[f],
+                c.since_alpha_s[f], c.since_dec_s[f], c.since_inc_s[f], c.stage[f], prm, dt,
             )  # fmt: skip
+            assert comp_cuts == cuts[f]
     assert (multi > 0) == (dt > 2 * P.dcqcn_decrease_interval_s)  # several cuts in a tick
     assert (ref.stage >= 3).all()  # every sender went through the increase stages
     for name in ("rc", "rt", "alpha", "since_inc_s", "stage"):
