@@ -798,7 +798,10 @@ class Fabric:
         links.link_rate = moved.link_rate
         links.occupancy = moved.occupancy
         links.buffer_drain = moved.drain
-        links.measure_departures(moved.drain, moved.occupancy, dt, idx.drains_pad)
+        # the buffers that can hold bytes: those the entries drain, each once in the
+        # compiled index's list, with repeats (an entry each) in the reference's
+        holding = idx.drains_pad if idx.csr is None else idx.csr.used_bufs
+        links.measure_departures(moved.drain, moved.occupancy, dt, holding)
         self.delivered_bytes += moved.delivered_bytes
         self._tick.link_counters(
             idx,

@@ -261,7 +261,7 @@ def uneventful_ticks(
         lb_drain = drain_pad[:n_bufs]
         inflow = inflow_pad[:n_bufs]
         dq_open = update_departures_at(
-            lb_drain, lb_occ, dt, drains_pad, dq_open, dq_seen, dq_bytes, dq_s, dq_avg
+            lb_drain, lb_occ, dt, used_bufs, dq_open, dq_seen, dq_bytes, dq_s, dq_avg
         )
         delivered += got
         link_counters(
