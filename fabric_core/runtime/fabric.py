@@ -798,10 +798,7 @@ class Fabric:
         links.link_rate = moved.link_rate
         links.occupancy = moved.occupancy
         links.buffer_drain = moved.drain
-        # the buffers that can hold bytes: those the entries drain, each once in the
-        # compiled index's list, with repeats (an entry each) in the reference's
-        holding = idx.drains_pad if idx.csr is None else idx.csr.used_bufs
-        links.measure_departures(moved.drain, moved.occupancy, dt, holding)
+        links.measure_departures(moved.drain, moved.occupancy, dt, self._tick.drained_buffers(idx))
         self.delivered_bytes += moved.delivered_bytes
         self._tick.link_counters(
             idx,

@@ -243,6 +243,11 @@ class ReferenceTick:
         order = order[np.argsort(workload[order], kind="stable")]
         return order, np.cumsum(np.bincount(workload[order], minlength=n_workloads))
 
+    def drained_buffers(self, idx: EntryIndex) -> NDArray[np.intp]:
+        """The buffers ``idx``'s entries drain, the ones that can hold bytes: an entry's
+        each, repeats and the padding included (``LinkBook.measure_departures`` takes them)."""
+        return idx.drains_pad
+
     def link_counters(
         self,
         idx: EntryIndex,

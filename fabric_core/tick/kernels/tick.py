@@ -429,6 +429,13 @@ class CompiledTick:
         """The places of each workload's flows, workload by workload (``kernels.slots``)."""
         return by_workload(workload, n_workloads)
 
+    def drained_buffers(self, idx: EntryIndex) -> NDArray[np.intp]:
+        """The buffers ``idx``'s entries drain, the ones that can hold bytes: the index's
+        used buffers, each once (the same set as the entries' ``drains_pad``, which repeats
+        one for each entry)."""
+        csr: IndexCsr = idx.csr
+        return csr.used_bufs
+
     def link_counters(
         self,
         idx: EntryIndex,
