@@ -270,6 +270,8 @@ class Fabric:
         self._healthy: tuple[Profile, LinkConditions] | None = None
         #: the same with faults open, and the fault state they were worked out from
         self._faulted: _KeptConditions | None = None
+        #: no queue paused, for ``pfc_paused_queues`` on a credit fabric
+        self._never_paused = np.zeros(0, dtype=bool)
         #: buffers, rates, the links known down, counters (the tick writes it)
         self.link_book = LinkBook.empty(topo.links, self.n_vls)
         self.injected_bytes = 0.0
@@ -435,9 +437,8 @@ class Fabric:
                 paused=self.pfc_paused_queues(),
             )
             self.flows.added(slots, src.size)
-            first_hop = self.flows.path[0, slots]
         else:
-            slots, first_hop = self._start_in_steps(
+            slots = self._start_in_steps(
                 src,
                 dst,
                 size,
@@ -449,6 +450,7 @@ class Fabric:
                 extra_latency_s=extra_latency_s,
             )
         if self.roce is not None:
+            first_hop = self.flows.path[0, slots]
             self.roce.start_flows(
                 self.flows.capacity, slots, self.topo.links.bandwidth_Bps[first_hop]
             )
@@ -468,10 +470,10 @@ class Fabric:
         tag: NDArray[np.int64],
         ready_s: NDArray[np.float64],
         extra_latency_s: NDArray[np.float64],
-    ) -> tuple[NDArray[np.intp], NDArray[np.int32]]:
+    ) -> NDArray[np.intp]:
         """``start_flows`` step by step: routed (or sprayed into sub-flows), static routes
         applied, lanes and fixed costs, then written into the table. Returns the rows'
-        slots and first links."""
+        slots."""
         n_sub: NDArray[np.int64] | None = None
         total: NDArray[np.float64] | None = None
         if self.profile.routing == "spray":
@@ -527,7 +529,7 @@ class Fabric:
         slots = self.flows.add(new)
         self.flows.fixed_latency_s[slots] = fixed
         self.flows.wait_s[slots] = wait
-        return slots, path[0]
+        return slots
 
     def set_dt(self, dt_s: float) -> float:
         """Change the tick length from the next tick on (the engine adapts it to the speed
@@ -595,11 +597,13 @@ class Fabric:
             or self.flows.n_waiting
         ):
             return 0
+        # the workloads first: on a busy fabric one of them acts every tick, and asking
+        # them costs less than looking at the links
+        horizon = self._quiet_until(busy_from=self.sim_time_s + 0.5 * self.dt_s)
+        if self.sim_time_s + 0.5 * self.dt_s >= horizon:
+            return 0
         status, goodput, cap, stormed = self._link_conditions()
         if self.faults.seen_status is not status or stormed.any():
-            return 0
-        horizon = self._quiet_until()
-        if self.sim_time_s + 0.5 * self.dt_s >= horizon:
             return 0
         idx = self._current_index()
         if idx.size == 0:
@@ -614,12 +618,15 @@ class Fabric:
             return 0
         return self._run_at_once(layout, idx, most, horizon, goodput, cap, stormed)
 
-    def _quiet_until(self) -> float:
-        """The earliest time a workload or a scheduled command could act."""
+    def _quiet_until(self, busy_from: float = -np.inf) -> float:
+        """The earliest time a workload or a scheduled command could act; as soon as one
+        could act by ``busy_from``, that time (the others are not asked)."""
         now, dt = self.sim_time_s, self.dt_s
-        first = min((wl.quiet_until(now, dt) for wl in self.workloads), default=np.inf)
-        if self.schedule:
-            first = min(first, self.schedule[0][0])
+        first = float(self.schedule[0][0]) if self.schedule else np.inf
+        for wl in self.workloads:
+            first = min(first, wl.quiet_until(now, dt))
+            if first <= busy_from:
+                break
         return float(first)
 
     def _pass_idle_ticks(self, most: int, horizon: float) -> int:
@@ -931,9 +938,13 @@ class Fabric:
         return out
 
     def pfc_paused_queues(self) -> NDArray[np.bool_]:
-        """Queues whose upstream is paused now (all False on a credit fabric)."""
+        """Queues whose upstream is paused now (all False on a credit fabric), to read:
+        the array is the fabric's own."""
         if self.roce is None:
-            return np.zeros(len(self.topo.links) * self.n_vls, dtype=bool)
+            n = len(self.topo.links) * self.n_vls
+            if self._never_paused.size != n:  # (made once: a start reads it every tick)
+                self._never_paused = np.zeros(n, dtype=bool)
+            return self._never_paused
         return self.roce.pfc.paused
 
     @property
