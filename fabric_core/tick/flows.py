@@ -57,13 +57,23 @@ class FlowRequests:
 
     @staticmethod
     def empty() -> FlowRequests:
-        """No flows."""
-        z = np.zeros(0)
-        zi = np.zeros(0, dtype=np.int64)
-        return FlowRequests(zi, zi, z, zi, z)
+        """No flows: one instance for all (most workloads start nothing most ticks), to
+        read, not to change."""
+        return _NO_REQUESTS
 
     def __len__(self) -> int:
         return int(self.size_bytes.size)
+
+
+def _no_requests() -> FlowRequests:
+    z = np.zeros(0)
+    zi = np.zeros(0, dtype=np.int64)
+    for a in (z, zi):
+        a.setflags(write=False)
+    return FlowRequests(zi, zi, z, zi, z)
+
+
+_NO_REQUESTS = _no_requests()
 
 
 @dataclass

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -271,14 +271,21 @@ class HistogramRows:
         """Add ``values_s[i]`` to histogram ``group[i]``."""
         if values_s.size == 0:
             return
-        if not 0 <= int(group.min()) <= int(group.max()) < self.counts.shape[0]:
-            # (the kernel does not check: a row past the end would be written all the same)
-            raise IndexError(f"histogram rows 0..{self.counts.shape[0] - 1}, got {group.max()}")
-        hist_kernels.observe_rows(
+        # (the flow table's classes are int16; another type's cast may wrap, so first clip)
+        rows = (
+            cast(NDArray[np.int16], group)
+            if group.dtype == np.int16
+            else np.asarray(np.clip(group, -1, self.counts.shape[0]), np.int16)
+        )
+        filed = hist_kernels.observe_rows(
             self.counts,
             self._stats,
             self._rings,
-            np.asarray(group, np.int16),
+            rows,
             np.asarray(values_s, np.float64),
             BOUNDS_S,
         )
+        if not filed:
+            raise IndexError(
+                f"histogram rows 0..{self.counts.shape[0] - 1}, got {group.min()}..{group.max()}"
+            )

@@ -58,10 +58,15 @@ def observe_rows(
     group: NDArray[np.int16],
     values_s: _F,
     bounds_s: _F,
-) -> None:
+) -> bool:
     """File each value in row ``group[i]``'s histogram: its bucket, its row's sum (this
-    call's values of a row summed in order, then added), min, max and last values."""
+    call's values of a row summed in order, then added), min, max and last values.
+    False, with nothing filed, when a row is not one of the arrays' (numba does not
+    check an index: a row past the end would be written all the same)."""
     n_rows = rings.shape[0]
+    for g in group:
+        if not 0 <= g < n_rows:
+            return False
     tick_sum = np.zeros(n_rows)
     for i in range(values_s.size):
         g, v = group[i], values_s[i]
@@ -70,3 +75,4 @@ def observe_rows(
         _keep(stats[g], rings[g], v)
     for g in range(n_rows):
         stats[g, SUM] += tick_sum[g]
+    return True
