@@ -33,20 +33,6 @@ from numba.core.registry import CPUDispatcher
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.tick.lazy import LazyModule
 
-#: ``Fabric.step``'s steps, in its order
-STEPS = (
-    "_apply_due",
-    "_generate",
-    "_link_conditions",
-    "_track_link_changes",
-    "_current_index",
-    "_rates",
-    "_move",
-    "_flow_control",
-    "_complete",
-    "_finish_tick",
-)
-
 
 class Timers:
     """Seconds spent per step, per kernel, and in kernels per step."""
@@ -125,7 +111,7 @@ def breakdown(name: str, ticks: int, warmup: int) -> dict[str, Any]:
     timers = Timers()
     _time_kernels()
     _timing[:] = [timers]
-    for step in STEPS:
+    for step in Fabric.STEPS:
         setattr(fabric, step, timers.step(step, getattr(fabric, step)))
     h0 = fabric.hop_updates
     started = time.perf_counter()
@@ -145,7 +131,7 @@ def breakdown(name: str, ticks: int, warmup: int) -> dict[str, Any]:
                 "ms": per_tick_ms.get(step, 0.0),
                 "kernels_ms": kernels_ms.get(step, 0.0),
             }
-            for step in STEPS
+            for step in Fabric.STEPS
         },
         "kernels": {
             k: {

@@ -723,6 +723,21 @@ class Fabric:
         self._finish_tick(self.faults.seen_status, dt)
         return run.started
 
+    #: the methods ``step`` calls, by name, in its order: what a profiler times one by one
+    #: (``benchmarks/bench_breakdown.py``)
+    STEPS = (
+        "_apply_due",
+        "_generate",
+        "_link_conditions",
+        "_track_link_changes",
+        "_current_index",
+        "_rates",
+        "_move",
+        "_flow_control",
+        "_complete",
+        "_finish_tick",
+    )
+
     def step(self) -> None:
         """Advance one tick of ``dt_s``, in the order docs/ARCHITECTURE.md lists.
 
