@@ -139,7 +139,8 @@ def finish_times(
         lo, hi = link_ptr[k], link_ptr[k + 1]
         held_down = 0.0
         n_elastic = 0
-        n_fin = 0
+        # 0 as an index, not the literal 0: numba would compile argsort_into for that too
+        n_fin = lo - lo
         for i in range(lo, hi):
             e = link_ent[i]
             if is_done[flow[e]]:

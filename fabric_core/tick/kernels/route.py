@@ -174,7 +174,9 @@ def _unusable_paths(
                     bad[n_bad] = j * per + m
                     n_bad += 1
         if n_bad - start > 1:  # a (slot, core) both of whose links are down, once
-            bad[start:n_bad] = sorted_copy(bad[start:n_bad])
+            run = sorted_copy(bad[start:n_bad])
+            for i in range(run.size):
+                bad[start + i] = run[i]
             kept = start + 1
             for i in range(start + 1, n_bad):
                 if bad[i] != bad[kept - 1]:

@@ -248,7 +248,8 @@ def by_workload(workload: NDArray[np.int16], n_workloads: int) -> tuple[_I, _I]:
     for w in range(1, n_workloads):
         bounds[w] += bounds[w - 1]
     fill = np.zeros(n_workloads, dtype=np.intp)  # (no workload: a fault's flows only)
-    fill[1:] = bounds[:-1]
+    for w in range(1, n_workloads):
+        fill[w] = bounds[w - 1]
     order = np.empty(bounds[n_workloads - 1] if n_workloads else 0, dtype=np.intp)
     for i in range(workload.size):
         w = workload[i]

@@ -213,7 +213,9 @@ def solve_tick(
         place = np.empty(n_ub, dtype=np.intp)
         for kb in range(n_ub):
             place[kb] = buf_pos[used_bufs[kb]]
-        ordered[:] = stable_argsort(place)
+        by_place = stable_argsort(place)
+        for j in range(n_ub):
+            ordered[j] = by_place[j]
         used_group_ptr = np.arange(n_ub + 1)
     nb_max = 0  # the most inflows of one buffer: the size of a credit factor's scratch
     for kb in range(n_ub):
@@ -293,7 +295,8 @@ def solve_tick(
                 first_share[used_links[k]] = share[used_links[k]]
         if not credits:
             break
-        before[:] = rate[:n]
+        for e in prange(n):
+            before[e] = rate[e]
         # One credit factor per short buffer, downstream first, one (lane, rank) group's
         # buffers at once. The net inflow of a buffer whose inflows are scaled by ``al``
         # is convex and piecewise linear in ``al`` (the drain of a flow cut through

@@ -81,8 +81,9 @@ def argsort_into(
         src, dst = dst, src
         swapped = not swapped
         width *= 2
-    if swapped:
-        order[:n] = other[:n]
+    if swapped:  # (a loop, not a slice copy: docs/MODEL.md, "How the tick is computed")
+        for i in range(n):
+            order[i] = other[i]
 
 
 @kernel

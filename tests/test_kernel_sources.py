@@ -1,0 +1,62 @@
+"""The kernels copy arrays with loops, never with a slice assignment (``a[:n] = b[:n]``):
+numba compiles a slice assignment with a shape check whose error message formats the
+shapes, about 2.4 s of a first start (docs/MODEL.md, "How the tick is computed"). A
+source check, since a test may not time the compiler: every assignment in
+``fabric_core/tick/kernels`` whose target is a slice of an array, unless what it assigns
+is a number (a fill, which compiles no shape check)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+KERNELS = Path(__file__).resolve().parents[1] / "fabric_core" / "tick" / "kernels"
+
+
+def _is_slice(target: ast.expr) -> bool:
+    if not isinstance(target, ast.Subscript):
+        return False
+    index = target.slice
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return any(isinstance(p, ast.Slice) for p in parts)
+
+
+def slice_copies(source: str, name: str = "<source>") -> list[str]:
+    """``name:line`` of each assignment to an array slice from something not a number."""
+    found = []
+    for node in ast.walk(ast.parse(source, name)):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AugAssign):
+            targets, value = [node.target], node.value
+        else:
+            continue
+        number = isinstance(value, ast.Constant) or (
+            isinstance(value, ast.UnaryOp) and isinstance(value.operand, ast.Constant)
+        )
+        if not number and any(_is_slice(t) for t in targets):
+            found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def test_no_kernel_copies_an_array_into_a_slice() -> None:
+    found = [
+        hit
+        for path in sorted(KERNELS.glob("*.py"))
+        if path.name != "tick.py"  # (Python: the compiled tick's wrappers, not kernels)
+        for hit in slice_copies(path.read_text(), path.name)
+    ]
+    assert found == []
+
+
+def test_the_check_finds_slice_copies_and_passes_fills_and_loops() -> None:
+    source = (
+        "def k(a, b, n):\n"
+        "    a[:n] = b[:n]\n"  # a slice copy
+        "    a[1:] += b[:-1]\n"  # and an augmented one
+        "    a[:] = 0.0\n"  # a fill: allowed
+        "    a[:] = -1\n"  # a negative fill: allowed
+        "    for i in range(n):\n"
+        "        a[i] = b[i]\n"  # a loop: allowed
+    )
+    assert slice_copies(source) == ["<source>:2", "<source>:3"]
