@@ -127,6 +127,7 @@ class LinkConditions(NamedTuple):
     goodput: NDArray[np.float64]  # share of each link left for new data under bit errors
     capacity: NDArray[np.float64]  # payload bytes/s per link
     stormed: NDArray[np.bool_]  # per queue: into a NIC that refuses data (PFC storm)
+    any_stormed: bool  # whether any queue is (worked out once, not looked up every tick)
 
 
 class _KeptConditions(NamedTuple):
@@ -602,8 +603,8 @@ class Fabric:
         horizon = self._quiet_until(busy_from=self.sim_time_s + 0.5 * self.dt_s)
         if self.sim_time_s + 0.5 * self.dt_s >= horizon:
             return 0
-        status, goodput, cap, stormed = self._link_conditions()
-        if self.faults.seen_status is not status or stormed.any():
+        status, goodput, cap, stormed, any_stormed = self._link_conditions()
+        if self.faults.seen_status is not status or any_stormed:
             return 0
         idx = self._current_index()
         if idx.size == 0:
@@ -748,7 +749,7 @@ class Fabric:
         now = self.sim_time_s
         self._apply_due(now)  # 1. scheduled commands; faults whose time is up end
         self._generate(now, dt)  # 2. the workloads' new flows, routed
-        status, goodput, cap, stormed = self._link_conditions()  # 3. the links, with faults
+        status, goodput, cap, stormed, any_stormed = self._link_conditions()  # 3. the links
         self._track_link_changes(status, now)
         idx = self._current_index()  # 4. the (hop, flow) entries in flight
         if idx.size == 0:
@@ -757,7 +758,7 @@ class Fabric:
             return
         # the flow table's per-hop arrays, flat: one gather per tick instead of a 2-D one
         backlog = self.flows.backlog.reshape(-1)[idx.pos]
-        sol = self._rates(idx, backlog, cap, stormed, now, dt)  # 5. the rates
+        sol = self._rates(idx, backlog, cap, stormed, any_stormed, now, dt)  # 5. the rates
         self.solution = sol
         moved = self._move(idx, sol, backlog, goodput, dt)  # 6. bytes, buffers, counters
         self._flow_control(idx, sol, moved, stormed, now, dt)  # 7. PFC/ECN/DCQCN, credits
@@ -779,6 +780,7 @@ class Fabric:
         backlog: NDArray[np.float64],
         cap: NDArray[np.float64],
         stormed: NDArray[np.bool_],
+        any_stormed: bool,
         now: float,
         dt: float,
     ) -> Solution:
@@ -796,7 +798,7 @@ class Fabric:
         free = self._tick.credit_room(
             idx, links.buffer_bytes, links.occupancy, self._endpoint_queues
         )
-        if stormed.any():
+        if any_stormed:
             # a NIC that stops taking data (stuck, storming) returns no credits
             base = np.full(idx.size, np.inf) if limit is None else limit
             limit = np.where(stormed[idx.queue], 0.0, base)
@@ -912,10 +914,11 @@ class Fabric:
     ) -> LinkConditions:
         """The link conditions of ``status`` and ``goodput``, read-only: they are kept
         across ticks, so nothing may write into them."""
+        stormed = self._stormed_queues()
         conditions = LinkConditions(
-            status, goodput, self.capacity(status, goodput), self._stormed_queues()
+            status, goodput, self.capacity(status, goodput), stormed, bool(stormed.any())
         )
-        for a in conditions:
+        for a in conditions[:4]:
             a.setflags(write=False)
         return conditions
 
