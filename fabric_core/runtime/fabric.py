@@ -619,7 +619,7 @@ class Fabric:
             return 0
         return self._run_at_once(layout, idx, most, horizon, goodput, cap, stormed)
 
-    def _quiet_until(self, busy_from: float = -np.inf) -> float:
+    def _quiet_until(self, busy_from: float) -> float:
         """The earliest time a workload or a scheduled command could act; as soon as one
         could act by ``busy_from``, that time (the others are not asked)."""
         now, dt = self.sim_time_s, self.dt_s
@@ -918,7 +918,7 @@ class Fabric:
         conditions = LinkConditions(
             status, goodput, self.capacity(status, goodput), stormed, bool(stormed.any())
         )
-        for a in conditions[:4]:
+        for a in (conditions.status, conditions.goodput, conditions.capacity, stormed):
             a.setflags(write=False)
         return conditions
 

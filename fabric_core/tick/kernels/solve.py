@@ -17,7 +17,7 @@ from numba import prange
 from numpy.typing import NDArray
 
 from fabric_core.tick.kernels._jit import inline_kernel, kernel, parallel_kernel
-from fabric_core.tick.kernels.sorting import stable_argsort
+from fabric_core.tick.kernels.sorting import argsort_into
 
 _F = NDArray[np.float64]
 _I = NDArray[np.intp]
@@ -213,9 +213,7 @@ def solve_tick(
         place = np.empty(n_ub, dtype=np.intp)
         for kb in range(n_ub):
             place[kb] = buf_pos[used_bufs[kb]]
-        by_place = stable_argsort(place)
-        for j in range(n_ub):
-            ordered[j] = by_place[j]
+        argsort_into(place, n_ub, ordered, np.empty(n_ub, dtype=np.intp))
         used_group_ptr = np.arange(n_ub + 1)
     nb_max = 0  # the most inflows of one buffer: the size of a credit factor's scratch
     for kb in range(n_ub):
