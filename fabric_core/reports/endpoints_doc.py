@@ -22,7 +22,7 @@ from fabric_core.reports.bringup import ProbeAllToAll, check_ibgda
 from fabric_core.reports.run import run_for
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario, parse_scenario
-from fabric_core.workloads.moe import MoEAllToAll
+from fabric_core.workloads.moe import MAX_ROUTER_DRAWS, MoEAllToAll
 from fabric_core.workloads.pd import GPU_FLOPS, MFU, MODELS, prefill_s
 from fabric_core.workloads.pd_presets import GPUS, HBM_UTILISATION
 
@@ -115,6 +115,7 @@ def moe_layer(
     duration_s: float = 900e-6,
     gpus_per_node: int = 1,
     scaleup: dict[str, float] | None = None,
+    experts: int = 0,
 ) -> tuple[Fabric, MoEAllToAll]:
     """One MoE layer (top-8) on ``ranks`` GPUs, 4 per leaf, 4 spines (``gpus_per_node``
     consecutive GPUs to a node, over NVLink), run for ``duration_s``: the fabric and the
@@ -144,6 +145,7 @@ def moe_layer(
                 "hidden": hidden,
                 "layers": 1,
                 "control": control,
+                **({"experts": experts} if experts else {}),
                 **({"endpoint": endpoint} if endpoint else {}),
             }
         ],
@@ -170,6 +172,7 @@ def moe_run(
     duration_s: float = 900e-6,
     gpus_per_node: int = 1,
     scaleup: dict[str, float] | None = None,
+    experts: int = 0,
 ) -> dict[str, Any]:
     """``moe_layer``'s KPIs with the busiest-NIC bounds (``dispatch_bound_seconds``,
     ``combine_bound_seconds``) and, with ``gpus_per_node`` > 1, the busiest NVLink port's
@@ -186,6 +189,7 @@ def moe_run(
         duration_s=duration_s,
         gpus_per_node=gpus_per_node,
         scaleup=scaleup,
+        experts=experts,
     )
     k = dict(wl.kpis(fabric.sim_time_s))
     k["dispatch_bound_seconds"], k["combine_bound_seconds"] = wl.nic_bounds_s()
@@ -213,6 +217,15 @@ def table_moe() -> list[str]:
     return out
 
 
+def experts_at(ranks: int) -> int:
+    """Experts for an EP of ``ranks``: the workload's 32 a rank, or as many a rank as its
+    router may draw for 128 tokens a rank (``moe.MAX_ROUTER_DRAWS``: 16 a rank at EP 256)."""
+    per_rank = 32
+    while per_rank > 1 and ranks * 128 * ranks * per_rank > MAX_ROUTER_DRAWS:
+        per_rank //= 2
+    return ranks * per_rank
+
+
 def table_moe_scale() -> list[str]:
     """The issue-15 cases: EP 64 / 256 on adaptive routing against ECMP, two ticks, a small
     send queue (hidden 7168, 128 tokens × top-8, IBGDA)."""
@@ -229,7 +242,16 @@ def table_moe_scale() -> list[str]:
         (256, "adaptive", "2us", 1024),
     )
     for ranks, routing, dt, sq in cases:
-        k = moe_run("ibgda", 7168, 128, dt, ranks=ranks, routing=routing, endpoint={"sq_depth": sq})
+        k = moe_run(
+            "ibgda",
+            7168,
+            128,
+            dt,
+            ranks=ranks,
+            routing=routing,
+            endpoint={"sq_depth": sq},
+            experts=experts_at(ranks),
+        )
         d, db = k["dispatch_last_seconds"], k["dispatch_bound_seconds"]
         c, cb = k["combine_last_seconds"], k["combine_bound_seconds"]
         out.append(
@@ -256,7 +278,9 @@ def table_moe_scaleup() -> list[str]:
     for ranks in (8, 16, 64, 256):
         base: dict[str, Any] = {}
         for g in (1, 8):
-            k = moe_run("ibgda", 7168, 128, "1us", ranks=ranks, gpus_per_node=g)
+            k = moe_run(
+                "ibgda", 7168, 128, "1us", ranks=ranks, gpus_per_node=g, experts=experts_at(ranks)
+            )
             d, c = k["dispatch_last_seconds"], k["combine_last_seconds"]
             if g == 1:
                 base = k
@@ -529,7 +553,9 @@ def main(argv: list[str] | None = None) -> int:
         "against ECMP, the tick doubled, a send queue of 64 WQEs instead of 1,024 (issue 15: "
         "before, EP 64 dispatch took 209.6 µs on adaptive routing against 166.0 µs on ECMP, "
         "EP 256 dispatch 217.0 µs at dt = 1 µs and 231.8 µs at 2 µs, and combine with 64 "
-        "WQEs 835 µs at EP 8 and 1,108 µs at EP 64).\n",
+        "WQEs 835 µs at EP 8 and 1,108 µs at EP 64). 32 experts a rank, 16 at EP 256 "
+        "(4,096 experts: 8,192 would be more router draws a dispatch than the workload "
+        "allows).\n",
         *table_moe_scale(),
         "\n## Measured: MoE with a scale-up domain (same-node peers over NVLink)\n",
         "`table_moe_scaleup`: hidden 7168, 128 tokens × top-8, IBGDA, one layer, seed 1, "
