@@ -73,7 +73,13 @@ def measure_c9(settings: Settings, tick: Tick) -> Measurement:
         raw = set_workloads(bundled("storage-kvcache"), STORAGE_KINDS, path=path, rate_per_s=rate)
         raw["dt"] = "100us"
         rep = run_scenario(
-            raw, d, settings, tick, cache=True, label=f"storage-kvcache {path} {rate:g}/s"
+            raw,
+            d,
+            settings,
+            tick,
+            cache=True,
+            drain=True,
+            label=f"storage-kvcache {path} {rate:g}/s",
         )
         return kpi(rep, "kvcache", "ttft_p50_seconds")
 

@@ -23,6 +23,7 @@ def _run(
     tick: Tick,
     *,
     dt: str | None = None,
+    drain: bool = False,
     **keys: Any,
 ) -> dict[str, Any]:
     raw = set_workloads(bundled(scenario), STORAGE_KINDS, path=path, **keys)
@@ -30,7 +31,13 @@ def _run(
         raw["dt"] = dt
     extra = "".join(f" {k}={v}" for k, v in keys.items())
     return run_scenario(
-        raw, duration_s, settings, tick, label=f"{scenario} {path}{extra}", cache=True
+        raw,
+        duration_s,
+        settings,
+        tick,
+        label=f"{scenario} {path}{extra}",
+        cache=True,
+        drain=drain,
     )
 
 
@@ -226,7 +233,10 @@ def measure_c5(settings: Settings, tick: Tick) -> Measurement:
 def measure_c6(settings: Settings, tick: Tick) -> Measurement:
     """KVCache restore into GPU memory: XDS (zero copy) vs NVMe-oF through host memory."""
     d = 0.1 if settings.quick else 0.2
-    reps = {p: _run("storage-kvcache", p, d, settings, tick, dt="100us") for p in ("xds", "nvmeof")}
+    reps = {
+        p: _run("storage-kvcache", p, d, settings, tick, dt="100us", drain=True)
+        for p in ("xds", "nvmeof")
+    }
     lat = {p: kpi(r, "kvcache", "restore_p50_seconds") for p, r in reps.items()}
     host = {p: kpi(r, "kvcache", "host_memory_bytes_per_byte") for p, r in reps.items()}
     src = "report workloads.kvcache.kpis.{restore_p50_seconds, host_memory_bytes_per_byte}"

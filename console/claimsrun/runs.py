@@ -10,6 +10,7 @@ recovery) are cached per ``Settings``.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,11 +24,15 @@ from fabric_core.reports.run import run_for
 from fabric_core.reports.storage import STORAGE_KINDS
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario, parse_scenario
+from fabric_core.workloads.kvcache import KvCache
 from fabric_core.workloads.traffic import Scripted
 
 ENDPOINT_KINDS = ("moe", "pd")
 
 _CACHE: dict[str, dict[str, Any]] = {}
+
+#: The longest a drained run goes on after its window (``run_scenario``'s ``drain``).
+DRAIN_MAX_S = 2.0
 
 
 def bundled(name: str) -> dict[str, Any]:
@@ -81,19 +86,42 @@ def run_scenario(
     label: str,
     prof: str | None = None,
     cache: bool = False,
+    drain: bool = False,
 ) -> dict[str, Any]:
-    """Run one scenario table for ``duration_s``; the ``fabtop run --json`` report."""
+    """Run one scenario table for ``duration_s``; the ``fabtop run --json`` report.
+
+    ``drain``: the workloads start nothing after ``duration_s`` and the run goes on until
+    every KV request they started is done (at most ``DRAIN_MAX_S`` more), so that a
+    latency percentile counts every request of the window, not just those quick enough
+    to end in it (a slow path's restores would otherwise be left out, and its
+    percentiles be those of the fast requests)."""
     table = apply(raw, settings, prof=prof)
-    key = repr((sorted(table.items(), key=str), duration_s, settings.key()))
+    key = repr((sorted(table.items(), key=str), duration_s, settings.key(), drain))
     if cache and key in _CACHE:
         return _CACHE[key]
     fabric = Fabric.from_scenario(parse_scenario(table, label))
+    if drain:
+        fabric.run_ticks(max(1, math.ceil(duration_s / fabric.dt_s - 1e-9)))
+        for wl in fabric.workloads:
+            wl.stop()
+        step = max(1, round(1e-3 / fabric.dt_s))  # (checked every simulated ms)
+        end = fabric.sim_time_s + DRAIN_MAX_S
+        while _kv_outstanding(fabric) and fabric.sim_time_s < end:
+            fabric.run_ticks(step)
+        duration_s = fabric.dt_s  # the report, after one tick more
     report = run_for(fabric, duration_s)
     report["deadlocks"] = fabric.deadlocks
     tick(label)
     if cache:
         _CACHE[key] = report
     return report
+
+
+def _kv_outstanding(fabric: Fabric) -> int:
+    """KV restores and offloads not done yet, over the fabric's KV cache workloads."""
+    return sum(
+        wl.store.outstanding for wl in fabric.workloads if isinstance(wl, KvCache) and wl.store
+    )
 
 
 def kpi(report: Mapping[str, Any], workload: str, name: str) -> float:

@@ -68,6 +68,11 @@ class KvStore:
         """Request records allocated (live or free for reuse)."""
         return self._n
 
+    @property
+    def outstanding(self) -> int:
+        """Requests with an I/O not landed yet."""
+        return int(np.count_nonzero(self.left[: self._n]))
+
     def _new(self, n: int, t: F64) -> I64:
         """Slots for ``n`` requests: freed ones first (bounded memory in long runs)."""
         take = min(n, self._free.size)
@@ -245,6 +250,8 @@ class KvCache(StorageWorkload):
             "restore_p50_seconds": q("restore_seconds", 0.5),
             "restore_p99_seconds": q("restore_seconds", 0.99),
             "hit_fraction": self.hits / total if total else float("nan"),
+            # restores and offloads not done yet: their TTFT is not in the figures above
+            "requests_outstanding": float(self.store.outstanding) if self.store else 0.0,
             "prefill_seconds": self.prefill_seconds,
             "first_decode_seconds": self.decode_seconds,
             "kv_bytes_per_request": self.kv_bytes,
