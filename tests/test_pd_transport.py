@@ -49,10 +49,18 @@ def _tcp_transfer_alone_s(p: StorageParams, chunks: int = 8) -> float:
     return d2h + send + wire + p.tcp_stack_latency_s + chunks * recv + d2h
 
 
+def _until_one_completes(fabric: Fabric, w: PDDisagg) -> dict[str, float]:
+    """Run (a second at a time, at most 30) until a request has completed; its KPIs."""
+    while w.kpis(fabric.sim_time_s)["requests_completed"] < 1 and fabric.sim_time_s < 30:
+        run_for(fabric, 1.0)
+    return dict(w.kpis(fabric.sim_time_s))
+
+
 def test_tcp_transfer_pays_the_storage_tcp_host_costs() -> None:
+    # half a request a second: the first transfers run alone (when the first one comes
+    # is the workload's draw, so the run goes on until one has completed)
     fabric, w = _fabric(transport="tcp", rate_per_s=0.5)
-    run_for(fabric, 2.0)
-    k = w.kpis(fabric.sim_time_s)
+    k = _until_one_completes(fabric, w)
     assert k["requests_completed"] >= 1
     want = _tcp_transfer_alone_s(StorageParams())
     # within a tick or two of 1 ms, and the switch/NIC/cable latencies
@@ -60,8 +68,7 @@ def test_tcp_transfer_pays_the_storage_tcp_host_costs() -> None:
     assert k["host_copy_cpu_seconds"] > 0
     # more receive cores: the chunks no longer queue behind one core
     fabric, w = _fabric(transport="tcp", rate_per_s=0.5, storage={"client_cores": 8})
-    run_for(fabric, 2.0)
-    assert w.kpis(fabric.sim_time_s)["transfer_mean_seconds"] < want / 3
+    assert _until_one_completes(fabric, w)["transfer_mean_seconds"] < want / 3
 
 
 def _waiting_over_time(transport: str, rate: float, **pd: Any) -> tuple[list[float], Any]:
@@ -77,18 +84,19 @@ def test_a_slow_transfer_holds_the_prefill_slot_and_builds_the_queue_on_tcp() ->
     """kv_hold = slot: an instance is busy for prefill + transfer. At 15 requests/s the
     4 instances serve 4 / (prefill + transfer): ~18 /s over RDMA (27 ms transfer), ~8.6 /s
     over TCP (~275 ms): TCP's queue grows by about 15 − 8.6 requests a second, RDMA's
-    stays short."""
+    does not grow (at 83 % load it comes and goes with the Poisson arrivals)."""
     t_tcp = _tcp_transfer_alone_s(StorageParams())
     tcp_rate = 4 / (PREFILL_S + t_tcp)
     waiting, tcp = _waiting_over_time("tcp", 15.0, kv_hold="slot")
     assert waiting[0] < waiting[1] < waiting[2]  # the queue builds
     assert waiting[2] == pytest.approx((15.0 - tcp_rate) * 6.0, rel=0.5)
     rdma_waiting, rdma = _waiting_over_time("rdma", 15.0, kv_hold="slot")
-    assert max(rdma_waiting) <= 3
+    # RDMA's queue never reaches what TCP's builds in its first 2 s
+    assert max(rdma_waiting) < waiting[0]
     # TTFT: TCP pays its longer transfer *and* the queue it builds
     extra = tcp["transfer_mean_seconds"] - rdma["transfer_mean_seconds"]
     assert tcp["ttft_mean_seconds"] - rdma["ttft_mean_seconds"] > extra + 0.2
-    assert tcp["queue_mean_seconds"] > 10 * rdma["queue_mean_seconds"]
+    assert tcp["queue_mean_seconds"] > 5 * rdma["queue_mean_seconds"]
 
 
 def test_kv_memory_bounds_what_an_instance_holds_and_then_the_queue_builds() -> None:
@@ -96,15 +104,17 @@ def test_kv_memory_bounds_what_an_instance_holds_and_then_the_queue_builds() -> 
     instance's KV memory is full. At 19 requests/s the prefill pool keeps up (~21 /s) but
     TCP's receive CPU (1 core: ~3.9 requests/s per decode node, ~15.6 /s for 4) does not.
     With room for 2 requests' KV per instance the backlog backs up into the prefill queue;
-    without the hold (the old model) the queue stays short and only the transfer grows."""
+    without the hold (the old model) the queue stays short and only the transfer grows.
+    RDMA's 27 ms transfers never fill the memory, so with or without the hold its queue is
+    prefill's alone, as TCP's is without the hold: the same arrivals (each workload draws
+    from its own stream) give the two the same queue."""
     waiting, held = _waiting_over_time("tcp", 19.0, kv_memory=2 * KV)
-    assert waiting[2] > 5
+    assert waiting[0] < waiting[1] < waiting[2] and waiting[2] > 5  # the queue builds
     assert held["kv_held_max_bytes"] <= 2 * KV + 1
     _, free = _waiting_over_time("tcp", 19.0, kv_hold="none")
     _, rdma = _waiting_over_time("rdma", 19.0, kv_memory=2 * KV)
-    assert held["queue_mean_seconds"] > 5 * max(
-        free["queue_mean_seconds"], rdma["queue_mean_seconds"]
-    )
+    assert free["queue_mean_seconds"] == pytest.approx(rdma["queue_mean_seconds"], rel=1e-9)
+    assert held["queue_mean_seconds"] > 2 * free["queue_mean_seconds"]
     assert free["transfer_mean_seconds"] > held["transfer_mean_seconds"]  # the backlog moved
 
 

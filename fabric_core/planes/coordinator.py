@@ -56,6 +56,7 @@ from fabric_core.runtime.snapshot import Event, LinkState, Snapshot, Totals, wor
 from fabric_core.tick.flows import Completions
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.workloads import Workload
+from fabric_core.workloads.base import workload_rngs
 
 #: fault kinds on an endpoint that stop all its ports, so every plane takes them
 EVERY_PLANE_FAULTS = ("pfc_storm",)
@@ -132,7 +133,6 @@ class PlanedFabric:
         #: per plane, its admission's refusals (flows, bytes) counted so far
         self._plane_refused = [(0, 0.0)] * len(self.cuts)
         self.completed_flows = 0
-        self.rng = np.random.default_rng(scn.seed)
         self.events = EventLog(lambda: self.sim_time_s, MAX_EVENTS)
         # the whole fabric's fault book checks commands as a single fabric would and keeps
         # the faults the workloads read themselves; the network's faults live in the planes
@@ -145,8 +145,9 @@ class PlanedFabric:
         self._wl_class = np.array(
             [self.classes.index(wl.traffic_class) for wl in self.workloads], dtype=np.int64
         )
-        for wl in self.workloads:
-            wl.bind(self.topo.gpus, self.topo.storage, self.rng)
+        self._workload_rngs = workload_rngs(scn.seed, self.workloads)  # (their own streams)
+        for wl, wl_rng in zip(self.workloads, self._workload_rngs, strict=True):
+            wl.bind(self.topo.gpus, self.topo.storage, wl_rng)
             wl.attach(self)
         self.messages = MessageTable()
         #: messages completed in the batch under way, not yet handed to their workloads
@@ -285,7 +286,7 @@ class PlanedFabric:
             tick = self.tick + i
             now = self._time_of(tick)
             for wi, wl in enumerate(self.workloads):
-                req = wl.generate(now, dt, self.rng)
+                req = wl.generate(now, dt, self._workload_rngs[wi])
                 n = len(req)
                 if n == 0:
                     continue

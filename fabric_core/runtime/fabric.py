@@ -58,6 +58,7 @@ from fabric_core.tick.reference import ReferenceTick
 from fabric_core.tick.roce import RoceFlowControl
 from fabric_core.tick.step import EntryIndex, Moved, RankLayout, Solution
 from fabric_core.workloads import Completions, Workload
+from fabric_core.workloads.base import workload_rngs
 
 if TYPE_CHECKING:
     from fabric_core.tick.kernels import tick as _tick_kernels
@@ -226,7 +227,7 @@ class Fabric:
         self.seed = seed
         self.cluster = cluster
         self.scenario = scenario
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(seed)  # the fabric's own draws (DCQCN's timers)
         self.tick = 0
         self.sim_time_s = 0.0
         self._epoch_tick, self._epoch_s = 0, 0.0  # where the current tick length took over
@@ -246,8 +247,11 @@ class Fabric:
             raise ValueError(f"virtual lanes must be in 0..{self.n_vls - 1}")
         self._class_rows = HistogramRows(len(self.classes))  # latency per class, filled together
         self.class_hist = dict(zip(self.classes, self._class_rows.hists, strict=True))
-        for wl in workloads:
-            wl.bind(topo.gpus, topo.storage, self.rng)
+        #: each workload's own random stream (``workloads.base.workload_rngs``); ``rng`` is
+        #: the fabric's own (DCQCN's timers)
+        self._workload_rngs = workload_rngs(seed, workloads)
+        for wl, wl_rng in zip(workloads, self._workload_rngs, strict=True):
+            wl.bind(topo.gpus, topo.storage, wl_rng)
             wl.attach(self)
         self._layout = RankLayout.of(_link_rank(topo))
         self.solver = solver
@@ -986,8 +990,8 @@ class Fabric:
         self._window.append((self.sim_time_s, self.delivered_bytes))
 
     def _generate(self, now: float, dt: float) -> None:
-        for wi, wl in enumerate(self.workloads):
-            req = wl.generate(now, dt, self.rng)
+        for wi, (wl, wl_rng) in enumerate(zip(self.workloads, self._workload_rngs, strict=True)):
+            req = wl.generate(now, dt, wl_rng)
             if len(req):
                 cls = self.classes.index(wl.traffic_class)
                 self.start_flows(

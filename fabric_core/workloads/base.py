@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -15,7 +16,14 @@ from fabric_core.tick.histogram import Histogram, HistogramView
 
 #: The requests and completions are the flow table's (``tick.flows``); a workload finds
 #: them here.
-__all__ = ["Completions", "FlowRequests", "Workload", "WorkloadHost", "pick_endpoints"]
+__all__ = [
+    "Completions",
+    "FlowRequests",
+    "Workload",
+    "WorkloadHost",
+    "pick_endpoints",
+    "workload_rngs",
+]
 
 
 class WorkloadHost(StorageHost, Protocol):
@@ -108,3 +116,22 @@ def pick_endpoints(
     raise ValueError(
         f"{what}: expected 'all', a count, a fraction or a list of indices, got {spec!r}"
     )
+
+
+def workload_rngs(seed: int, workloads: Sequence[Workload]) -> list[np.random.Generator]:
+    """One random generator per workload, from the run's seed and the workload's name
+    (and, for names used twice, which of them it is).
+
+    A workload draws from its own stream only, so what it draws does not depend on what
+    else draws: not on the other workloads, nor on the fabric's own draws (DCQCN's
+    rate-increase timers on RoCE). The two sides of a comparison therefore offer an
+    open-loop workload the same arrivals, sizes and peers (common random numbers), and
+    adding a workload to a scenario leaves the others' draws as they were.
+    """
+    seen: dict[str, int] = {}
+    rngs = []
+    for wl in workloads:
+        k = seen[wl.name] = seen.get(wl.name, -1) + 1
+        key = [seed, zlib.crc32(wl.name.encode()), k]
+        rngs.append(np.random.default_rng(np.random.SeedSequence(key)))
+    return rngs
