@@ -6,7 +6,8 @@ share (their calls from Python, numba's dispatch included) and the rest, Python'
 
 Each fabric (``bench_core.SIZES``) runs into its steady state, then ``--ticks`` ticks one by
 one (``Fabric.step``, never ticks at once) with every step and every kernel call timed.
-Printed per fabric: the ms a tick of each step, its kernels' part and Python's, then the
+Printed per fabric: the ms a tick of each step, its kernels' part and Python's, how many
+index entries come and go a tick (what an index patched in place would touch), then the
 kernels that cost most. The timers add about half a microsecond a call, so the total is a
 little above an untimed tick's (``bench_core.py``); the shares are what this is for: it
 compares the kernels with the Python around them, in the same run. Not a test.
@@ -103,6 +104,31 @@ def _time_kernels() -> None:
                         setattr(value, attr, wrapped(attr, fn))
 
 
+class IndexChurn:
+    """How much of the entry index changes from one tick to the next: the (hop, flow)
+    entries that come and go, what an index patched in place would have to touch."""
+
+    def __init__(self) -> None:
+        self._last: set[int] | None = None
+        self.came = self.went = self.entries = self.ticks = 0
+
+    def saw(self, fabric: Fabric) -> None:
+        """Compare the fabric's index (its entries' flat places) with the last one seen."""
+        idx = fabric._index
+        now = set(idx.pos.tolist()) if idx is not None else set()
+        if self._last is not None:
+            self.came += len(now - self._last)
+            self.went += len(self._last - now)
+            self.entries += len(now)
+            self.ticks += 1
+        self._last = now
+
+    def summary(self) -> dict[str, float]:
+        """Per tick: entries, entries that came, entries that went."""
+        n = max(self.ticks, 1)
+        return {"entries": self.entries / n, "came": self.came / n, "went": self.went / n}
+
+
 def breakdown(name: str, ticks: int, warmup: int) -> dict[str, Any]:
     """Steady state, then ``ticks`` ticks of ``name`` one by one, timed step by step."""
     fabric: Fabric = SIZES[name]("compiled")
@@ -114,10 +140,13 @@ def breakdown(name: str, ticks: int, warmup: int) -> dict[str, Any]:
     for step in Fabric.STEPS:
         setattr(fabric, step, timers.step(step, getattr(fabric, step)))
     h0 = fabric.hop_updates
-    started = time.perf_counter()
+    churn = IndexChurn()
+    wall = 0.0
     for _ in range(ticks):
+        started = time.perf_counter()
         fabric.step()
-    wall = time.perf_counter() - started
+        wall += time.perf_counter() - started
+        churn.saw(fabric)  # (off the clock)
     _timing.clear()
     per_tick_ms = {k: v / ticks * 1e3 for k, v in timers.step_s.items()}
     kernels_ms = {k: v / ticks * 1e3 for k, v in timers.kernels_in_step_s.items()}
@@ -125,6 +154,7 @@ def breakdown(name: str, ticks: int, warmup: int) -> dict[str, Any]:
         "fabric": name,
         "ticks": ticks,
         "entries_per_tick": (fabric.hop_updates - h0) / ticks,
+        "index_churn": churn.summary(),
         "ms_per_tick": wall / ticks * 1e3,
         "steps": {
             step: {
@@ -162,6 +192,11 @@ def report(out: dict[str, Any], top: int) -> None:
     print(
         f"  {'all':22s} {total:8.3f} {kernels:8.3f} {total - kernels:8.3f}"
         f"   kernels {kernels / total:.0%}, Python {1 - kernels / total:.0%}"
+    )
+    c = out["index_churn"]
+    print(
+        f"  index churn: {c['came']:,.1f} entries came and {c['went']:,.1f} went a tick, "
+        f"of {c['entries']:,.0f}"
     )
     print(f"  {'kernel':30s} {'ms/tick':>8s} {'calls/tick':>10s}")
     for k, v in list(out["kernels"].items())[:top]:
