@@ -10,7 +10,15 @@ import pytest
 
 from console.claimsrun import Settings
 from console.claimsrun.measure_endpoints import measure_c1, measure_c2
-from console.claimsrun.measure_fabric import measure_c10, recovery
+from console.claimsrun.measure_fabric import (
+    DEFAULT_LEAVES,
+    DEFAULT_OUTSTANDING,
+    ROUTING_SEEDS,
+    _p99_over_seeds,
+    fabric_table,
+    measure_c10,
+    recovery,
+)
 from console.claimsrun.measure_inference import pd_share
 from console.claimsrun.measure_latency import measure_c7
 from console.claimsrun.measure_storage import measure_c4, measure_c5, measure_c6
@@ -212,3 +220,18 @@ def test_c10_800g_links_double_what_the_fabric_carries_when_links_are_the_limit(
     next_rate = get_profile("native-800g").link_bandwidth_Bps
     ratio = next_rate / get_profile("native-400g").link_bandwidth_Bps
     assert m.ratio == pytest.approx(ratio, rel=0.2)
+
+
+def test_c10_routing_tails_are_means_over_seeds_the_routings_share() -> None:
+    """A bulk p99 of a few hundred flows moves with the draws by ±10 %: the routing
+    comparison averages seeds, and each routing runs on the same ones (its runs are the
+    fabric table's with those seeds, so a seed's figures are paired)."""
+    settings = Settings(quick=True, seed=5)
+    mean, each = _p99_over_seeds(settings, _tick, DEFAULT_OUTSTANDING, "spray")
+    assert len(each) == ROUTING_SEEDS[0]
+    assert len(set(each)) == len(each)  # other seeds, other draws
+    assert mean == pytest.approx(sum(each) / len(each), rel=1e-12)
+    for k, p99 in enumerate(each):
+        table = fabric_table(DEFAULT_LEAVES, DEFAULT_OUTSTANDING, "spray")
+        one = run_scenario(table, 1e-3, Settings(quick=True, seed=5 + k), _tick, label="seed")
+        assert p99 == one["classes"]["bulk"]["p99_seconds"]
