@@ -33,6 +33,7 @@ from numba.core.registry import CPUDispatcher
 
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.tick.lazy import LazyModule
+from fabric_core.tick.step import EntryIndex
 
 
 class Timers:
@@ -44,6 +45,7 @@ class Timers:
         self.kernel_calls: Counter[str] = Counter()
         self.kernels_in_step_s: Counter[str] = Counter()
         self.current = "step"  # the step running now ("step": outside the listed ones)
+        self.returned: dict[str, Any] = {}  # each step's last result
 
     def step(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn`` (a step), timed as ``name``."""
@@ -52,7 +54,8 @@ class Timers:
             outer, self.current = self.current, name
             started = time.perf_counter()
             try:
-                return fn(*args, **kwargs)
+                self.returned[name] = result = fn(*args, **kwargs)
+                return result
             finally:
                 self.step_s[name] += time.perf_counter() - started
                 self.current = outer
@@ -112,9 +115,8 @@ class IndexChurn:
         self._last: set[int] | None = None
         self.came = self.went = self.entries = self.ticks = 0
 
-    def saw(self, fabric: Fabric) -> None:
-        """Compare the fabric's index (its entries' flat places) with the last one seen."""
-        idx = fabric._index
+    def saw(self, idx: EntryIndex | None) -> None:
+        """Compare a tick's index (its entries' flat places) with the last one seen."""
         now = set(idx.pos.tolist()) if idx is not None else set()
         if self._last is not None:
             self.came += len(now - self._last)
@@ -146,7 +148,8 @@ def breakdown(name: str, ticks: int, warmup: int) -> dict[str, Any]:
         started = time.perf_counter()
         fabric.step()
         wall += time.perf_counter() - started
-        churn.saw(fabric)  # (off the clock)
+        # (off the clock; a tick with no flow in flight builds no index)
+        churn.saw(timers.returned.pop("_current_index", None))
     _timing.clear()
     per_tick_ms = {k: v / ticks * 1e3 for k, v in timers.step_s.items()}
     kernels_ms = {k: v / ticks * 1e3 for k, v in timers.kernels_in_step_s.items()}

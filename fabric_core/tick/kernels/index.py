@@ -27,6 +27,54 @@ from fabric_core.tick.kernels._jit import kernel
 _I = NDArray[np.intp]
 
 
+#: The index's arrays in ``entry_index``'s one buffer, in order: those with one value per
+#: entry (``buf_ent`` has one per entry that feeds a buffer), then the groups.
+PARTS = (
+    "pos",
+    "hop",
+    "flow",
+    "link",
+    "queue",
+    "prev_pad",
+    "nxt_pad",
+    "buf_pad",
+    "drains_pad",
+    "first",
+    "link_ent",
+    "ent_link",
+    "buf_ent",
+    "heads",
+    "last",
+    "last_flow",
+    "key_ptr",
+    "used_links",
+    "rank_ptr",
+    "link_ptr",
+    "used_bufs",
+    "buf_group_ptr",
+    "buf_ptr",
+    "lane_buf",
+    "feedforward",
+)
+_N_ROWS = PARTS.index("heads")  # the per-entry rows, first in ``PARTS``
+_BUF_ENT, _HEADS, _LAST, _LAST_FLOW, _KEY_PTR, _USED_LINKS, _RANK_PTR, _LINK_PTR = (
+    PARTS.index(p)
+    for p in (
+        "buf_ent",
+        "heads",
+        "last",
+        "last_flow",
+        "key_ptr",
+        "used_links",
+        "rank_ptr",
+        "link_ptr",
+    )
+)
+_USED_BUFS, _BUF_GROUP_PTR, _BUF_PTR, _LANE_BUF, _FEEDFORWARD = (
+    PARTS.index(p) for p in ("used_bufs", "buf_group_ptr", "buf_ptr", "lane_buf", "feedforward")
+)
+
+
 @kernel
 def entry_index(
     path: NDArray[np.int32],
@@ -37,27 +85,30 @@ def entry_index(
     n_vls: int,
     link_slot: _I,
     buf_slot: _I,
-) -> tuple[_I, ...]:
-    """Entries of the active flows (see the module docstring).
+) -> tuple[_I, _I]:
+    """Entries of the active flows (see the module docstring), as one buffer and where
+    each of its arrays (``PARTS``) is in it: ``buf[bounds[2 * i]:bounds[2 * i + 1]]`` is
+    part ``i``. One buffer, not two dozen arrays: numba boxes every array a kernel returns
+    (about 0.7 µs each), which cost more than the index's own work on a small fabric.
 
     ``link_slot`` and ``buf_slot`` (one per link, one per buffer) are scratch, -1
     everywhere on entry and again on return.
 
-    Returns, per entry: ``pos``, ``hop``, ``flow``, ``link``, ``queue`` (link * lanes + lane),
-    ``prev_pad``/``nxt_pad`` (the entry one hop up/downstream, ``n`` if none),
-    ``buf_pad`` (the downstream buffer, ``n_bufs`` at the last hop),
-    ``drains_pad`` (the buffer it drains: its previous hop's, ``n_bufs`` at the
-    source), ``first`` (the flow's hop-0 entry); the hop-0 and last-hop entries
-    (``heads``, ``last``, in entry order); ``key_ptr`` (entries of key ``k`` are
-    ``key_ptr[k]:key_ptr[k + 1]``); then the links with entries: ``used_links`` (link
-    ids; by rank, since entries are), ``rank_ptr`` (those of rank ``r`` are
+    The parts, per entry: ``pos``, ``hop``, ``flow``, ``link``, ``queue`` (link * lanes +
+    lane), ``prev_pad``/``nxt_pad`` (the entry one hop up/downstream, ``n`` if none),
+    ``buf_pad`` (the downstream buffer, ``n_bufs`` at the last hop), ``drains_pad`` (the
+    buffer it drains: its previous hop's, ``n_bufs`` at the source), ``first`` (the flow's
+    hop-0 entry); the hop-0 and last-hop entries (``heads``, ``last``, in entry order)
+    and the flows of the latter (``last_flow``); ``key_ptr`` (entries of key ``k`` are
+    ``key_ptr[k]:key_ptr[k + 1]``); then the links with entries: ``used_links`` (link ids;
+    by rank, since entries are), ``rank_ptr`` (those of rank ``r`` are
     ``rank_ptr[r]:rank_ptr[r + 1]``), ``link_ptr``/``link_ent`` (entries by used link, in
-    entry order) and ``ent_link`` (each entry's used link); the buffers that entries
-    feed: ``used_bufs`` (buffer ids, grouped by (rank, lane) in key order),
-    ``buf_group_ptr`` (the groups), ``buf_ptr``/``buf_ent`` (entries feeding each used
-    buffer, in entry order) and ``lane_buf`` (the used buffer of used link ``k``'s lane
-    ``v`` at ``k * n_vls + v``, -1 if none); and whether every path climbs the link
-    ranks (``feedforward``, 1 or 0).
+    entry order) and ``ent_link`` (each entry's used link); the buffers that entries feed:
+    ``used_bufs`` (buffer ids, grouped by (rank, lane) in key order), ``buf_group_ptr``
+    (the groups), ``buf_ptr``/``buf_ent`` (entries feeding each used buffer, in entry
+    order) and ``lane_buf`` (the used buffer of used link ``k``'s lane ``v`` at
+    ``k * n_vls + v``, -1 if none); and whether every path climbs the link ranks
+    (``feedforward``, 1 or 0).
     """
     max_hops, cap = path.shape
     n_bufs = link_slot.size * n_vls
@@ -80,19 +131,59 @@ def entry_index(
             key = (link_rank[li] * n_vls + vl[h, f]) * 2 + fed
             keys[h, j] = key
             key_count[key + 1] += 1
-    key_ptr = np.cumsum(key_count)
-    n = key_ptr[n_keys]
-    fill = key_ptr[:-1].copy()
-    pos = np.empty(n, dtype=np.intp)
-    hop = np.empty(n, dtype=np.intp)
-    flow = np.empty(n, dtype=np.intp)
-    link = np.empty(n, dtype=np.intp)
-    queue = np.empty(n, dtype=np.intp)
-    prev_pad = np.empty(n, dtype=np.intp)
-    nxt_pad = np.full(n, n, dtype=np.intp)  # set when the next hop's entry is placed
-    buf_pad = np.empty(n, dtype=np.intp)
-    drains_pad = np.empty(n, dtype=np.intp)
-    first = np.empty(n, dtype=np.intp)
+    n = 0
+    for k in range(n_keys + 1):
+        n += key_count[k]
+    # the buffer: every part at its place, with room for its most (a used link, buffer or
+    # group per entry at most); the places a part leaves unused are never written
+    room = np.empty(len(PARTS), dtype=np.intp)
+    for i in range(_N_ROWS):
+        room[i] = n
+    room[_HEADS] = room[_LAST] = room[_LAST_FLOW] = n_live
+    room[_KEY_PTR] = n_keys + 1
+    room[_USED_LINKS] = room[_USED_BUFS] = n
+    room[_RANK_PTR] = n_ranks + 1
+    room[_LINK_PTR] = room[_BUF_GROUP_PTR] = room[_BUF_PTR] = n + 1
+    room[_LANE_BUF] = n * n_vls
+    room[_FEEDFORWARD] = 1
+    at = np.empty(len(PARTS) + 1, dtype=np.intp)
+    at[0] = 0
+    for i in range(len(PARTS)):
+        at[i + 1] = at[i] + room[i]
+    buf = np.empty(at[len(PARTS)], dtype=np.intp)
+    pos = buf[at[0] : at[1]]
+    hop = buf[at[1] : at[2]]
+    flow = buf[at[2] : at[3]]
+    link = buf[at[3] : at[4]]
+    queue = buf[at[4] : at[5]]
+    prev_pad = buf[at[5] : at[6]]
+    nxt_pad = buf[at[6] : at[7]]
+    buf_pad = buf[at[7] : at[8]]
+    drains_pad = buf[at[8] : at[9]]
+    first = buf[at[9] : at[10]]
+    link_ent = buf[at[10] : at[11]]
+    ent_link = buf[at[11] : at[12]]
+    buf_ent = buf[at[12] : at[13]]
+    heads = buf[at[13] : at[14]]
+    last = buf[at[14] : at[15]]
+    last_flow = buf[at[15] : at[16]]
+    key_ptr = buf[at[16] : at[17]]
+    used_links = buf[at[17] : at[18]]
+    rank_ptr = buf[at[18] : at[19]]
+    link_ptr = buf[at[19] : at[20]]
+    used_bufs = buf[at[20] : at[21]]
+    buf_group_ptr = buf[at[21] : at[22]]
+    buf_ptr = buf[at[22] : at[23]]
+    lane_buf = buf[at[23] : at[24]]
+    total = 0
+    for k in range(n_keys + 1):
+        total += key_count[k]
+        key_ptr[k] = total
+    fill = np.empty(n_keys, dtype=np.intp)
+    for k in range(n_keys):
+        fill[k] = key_ptr[k]
+    for e in range(n):
+        nxt_pad[e] = n  # set when the next hop's entry is placed
     # the entry placed at the previous hop of the j-th flow in flight (n: none yet) and at
     # its hop 0
     upstream = np.full(n_live, n, dtype=np.intp)
@@ -125,19 +216,14 @@ def entry_index(
                 head[j] = e
             first[e] = head[j]
             upstream[j] = e
-    heads = np.empty(n_live, dtype=np.intp)
-    last = np.empty(n_live, dtype=np.intp)
     n_heads = n_last = 0
     # the used links and buffers, numbered as the entries first name them (so by key:
     # links by rank, buffers by (rank, lane)), and how many entries each has
-    used_links = np.empty(n, dtype=np.intp)
-    used_bufs = np.empty(n, dtype=np.intp)
-    ent_link = np.empty(n, dtype=np.intp)
     ent_buf = np.empty(n, dtype=np.intp)
     link_count = np.zeros(n + 1, dtype=np.intp)
     buf_count = np.zeros(n + 1, dtype=np.intp)
-    rank_ptr = np.zeros(n_ranks + 1, dtype=np.intp)
-    buf_group_ptr = np.empty(n + 1, dtype=np.intp)
+    for r in range(n_ranks + 1):
+        rank_ptr[r] = 0
     buf_group_ptr[0] = 0
     n_groups = 0
     group_key = -1
@@ -148,6 +234,7 @@ def entry_index(
             n_heads += 1
         if nxt_pad[e] == n:
             last[n_last] = e
+            last_flow[n_last] = flow[e]
             n_last += 1
         li = link[e]
         k = link_slot[li]
@@ -178,13 +265,22 @@ def entry_index(
     if n_ub > 0:
         n_groups += 1
         buf_group_ptr[n_groups] = n_ub
-    rank_ptr = np.cumsum(rank_ptr)
-    link_ptr = np.cumsum(link_count[: n_ul + 1])
-    buf_ptr = np.cumsum(buf_count[: n_ub + 1])
-    link_ent = np.empty(n, dtype=np.intp)
-    buf_ent = np.empty(buf_ptr[n_ub], dtype=np.intp)
-    lfill = link_ptr[:-1].copy()
-    bfill = buf_ptr[:-1].copy()
+    for r in range(n_ranks):
+        rank_ptr[r + 1] += rank_ptr[r]
+    total = 0
+    for k in range(n_ul + 1):
+        total += link_count[k]
+        link_ptr[k] = total
+    total = 0
+    for kb in range(n_ub + 1):
+        total += buf_count[kb]
+        buf_ptr[kb] = total
+    lfill = np.empty(n_ul, dtype=np.intp)
+    for k in range(n_ul):
+        lfill[k] = link_ptr[k]
+    bfill = np.empty(n_ub, dtype=np.intp)
+    for kb in range(n_ub):
+        bfill[kb] = buf_ptr[kb]
     for e in range(n):
         k = ent_link[e]
         link_ent[lfill[k]] = e
@@ -193,7 +289,8 @@ def entry_index(
             kb = ent_buf[e]
             buf_ent[bfill[kb]] = e
             bfill[kb] += 1
-    lane_buf = np.full(n_ul * n_vls, -1, dtype=np.intp)
+    for i in range(n_ul * n_vls):
+        lane_buf[i] = -1
     for kb in range(n_ub):
         b = used_bufs[kb]
         lane_buf[link_slot[b // n_vls] * n_vls + b % n_vls] = kb
@@ -202,29 +299,25 @@ def entry_index(
         link_slot[used_links[k]] = -1
     for kb in range(n_ub):
         buf_slot[used_bufs[kb]] = -1
-    return (
-        pos,
-        hop,
-        flow,
-        link,
-        queue,
-        prev_pad,
-        nxt_pad,
-        buf_pad,
-        drains_pad,
-        first,
-        heads[:n_heads],
-        last[:n_last],
-        key_ptr,
-        used_links[:n_ul],
-        rank_ptr,
-        link_ptr,
-        link_ent,
-        ent_link,
-        used_bufs[:n_ub],
-        buf_group_ptr[: n_groups + 1],
-        buf_ptr,
-        buf_ent,
-        lane_buf,
-        np.array([feedforward], dtype=np.intp),
-    )
+    buf[at[_FEEDFORWARD]] = feedforward
+    # each part's bounds: its place, and as long as it came out
+    used = np.empty(len(PARTS), dtype=np.intp)
+    for i in range(_N_ROWS):
+        used[i] = n
+    used[_BUF_ENT] = buf_ptr[n_ub]  # the entries that feed a buffer
+    used[_HEADS] = n_heads
+    used[_LAST] = used[_LAST_FLOW] = n_last
+    used[_KEY_PTR] = n_keys + 1
+    used[_USED_LINKS] = n_ul
+    used[_RANK_PTR] = n_ranks + 1
+    used[_LINK_PTR] = n_ul + 1
+    used[_USED_BUFS] = n_ub
+    used[_BUF_GROUP_PTR] = n_groups + 1
+    used[_BUF_PTR] = n_ub + 1
+    used[_LANE_BUF] = n_ul * n_vls
+    used[_FEEDFORWARD] = 1
+    bounds = np.empty(2 * len(PARTS), dtype=np.intp)
+    for i in range(len(PARTS)):
+        bounds[2 * i] = at[i]
+        bounds[2 * i + 1] = at[i] + used[i]
+    return buf, bounds

@@ -21,6 +21,7 @@ from fabric_core.net.topology import Topology
 from fabric_core.tick.faster_of_two import FasterOfTwo
 from fabric_core.tick.flows import FlowTable
 from fabric_core.tick.kernels._jit import MOST_THREADS
+from fabric_core.tick.kernels.index import PARTS as INDEX_PARTS
 from fabric_core.tick.kernels.index import entry_index
 from fabric_core.tick.kernels.move import credit_wait, finish_times, link_counters, move_bytes
 from fabric_core.tick.kernels.route import (
@@ -598,23 +599,7 @@ class IndexCsr:
 
 def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
     """The flow table's active entries, in the reference's order, with the kernels' groups."""
-    (
-        pos,
-        hop,
-        flow,
-        link,
-        queue,
-        prev_pad,
-        nxt_pad,
-        buf_pad,
-        drains_pad,
-        first,
-        heads,
-        last,
-        key_ptr,
-        *groups,
-        feedforward,
-    ) = entry_index(
+    buf, bounds = entry_index(
         flows.path,
         flows.vl,
         flows.active[: flows.live_end],  # (no flow in flight past it)
@@ -624,26 +609,40 @@ def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
         layout.link_slot,
         layout.buf_slot,
     )
+    at = bounds.tolist()  # (each part of the one buffer the kernel returns: a view of it)
+    part = {name: buf[at[2 * i] : at[2 * i + 1]] for i, name in enumerate(INDEX_PARTS)}
     return EntryIndex(
         version=flows.version,
-        hop=hop,
-        flow=flow,
-        pos=pos,
-        link=link,
-        queue=queue,
-        prev_pad=prev_pad,
-        nxt_pad=nxt_pad,
-        buf_pad=buf_pad,
-        drains_pad=drains_pad,
-        heads=heads,
-        first=first,
-        feedforward=bool(feedforward[0]),
+        hop=part["hop"],
+        flow=part["flow"],
+        pos=part["pos"],
+        link=part["link"],
+        queue=part["queue"],
+        prev_pad=part["prev_pad"],
+        nxt_pad=part["nxt_pad"],
+        buf_pad=part["buf_pad"],
+        drains_pad=part["drains_pad"],
+        heads=part["heads"],
+        first=part["first"],
+        feedforward=bool(part["feedforward"][0]),
         rank_groups=[],
         buffer_groups=[],
         hop_groups=[],
-        last=last,
-        last_flow=flow[last],
-        csr=IndexCsr(key_ptr, *groups),
+        last=part["last"],
+        last_flow=part["last_flow"],
+        csr=IndexCsr(
+            key_ptr=part["key_ptr"],
+            used_links=part["used_links"],
+            rank_ptr=part["rank_ptr"],
+            link_ptr=part["link_ptr"],
+            link_ent=part["link_ent"],
+            ent_link=part["ent_link"],
+            used_bufs=part["used_bufs"],
+            buf_group_ptr=part["buf_group_ptr"],
+            buf_ptr=part["buf_ptr"],
+            buf_ent=part["buf_ent"],
+            lane_buf=part["lane_buf"],
+        ),
     )
 
 
