@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from fabric_core.commands import ClearFault, InjectFault
@@ -213,3 +214,29 @@ def test_profile_recovery_parameters_have_sources() -> None:
     p = NATIVE_400G
     assert detect == pytest.approx(p.bfd_interval_s * p.bfd_multiplier)
     assert reroute == pytest.approx(detect + p.ecmp_reconverge_s)
+
+
+def test_routing_reads_the_down_links_kept_with_the_mask() -> None:
+    """The links routing knows are down are kept as ids beside the mask (a start reads
+    them instead of looking over every link): set when the reroute makes a failure
+    known, gone when the link is back, and new flows keep off the link meanwhile."""
+    fabric = tiny()
+    fabric.run_ticks(50)
+    target = "leaf00->spine00"
+    i = fabric.topo.links.index[target]
+    fabric.apply(InjectFault(kind="link_down", target=target))
+    book = fabric.link_book
+    assert book.known_down_ids.size == 0  # not known before the reroute
+    while not book.known_down[i]:
+        fabric.run_ticks(1)
+    # (a failed cable takes both directions down)
+    assert i in book.known_down_ids
+    assert book.known_down_ids.tolist() == np.flatnonzero(book.known_down).tolist()
+    started = fabric.flows.n_parents
+    fabric.run_ticks(300)  # the workloads start flows on the fabric with the link down
+    assert fabric.flows.n_parents != started or fabric.completed_flows > 0
+    live = fabric.flows.active
+    assert not np.isin(fabric.flows.path[:, live], book.known_down_ids).any()
+    fabric.apply(ClearFault(target=target))
+    fabric.run_ticks(5)
+    assert not book.known_down.any() and book.known_down_ids.size == 0

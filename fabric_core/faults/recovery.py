@@ -161,10 +161,10 @@ def track(fabric: RecoveryHost, status: NDArray[np.int8], now: float) -> None:
     newly_known = unknown_down & (now >= book.down_since_s + reroute_s - _EPS)
     moved, resent = 0, np.zeros(0)
     if newly_known.any():
-        fabric.link_book.known_down |= newly_known
+        fabric.link_book.set_known_down(fabric.link_book.known_down | newly_known)
         moved, resent = reroute(fabric, np.flatnonzero(newly_known))
     # links back up: routing may use them again
-    fabric.link_book.known_down &= down
+    fabric.link_book.set_known_down(fabric.link_book.known_down & down)
     _leak_credits(fabric, book)
     _apply_buffer_factor(fabric, book)
     _incasts(fabric, book, now)

@@ -440,6 +440,7 @@ class Fabric:
                 known_down=self.known_down,
                 departures=self.link_book.departures(),
                 paused=self.pfc_paused_queues(),
+                down_ids=self.link_book.known_down_ids,
             )
             self.flows.added(slots, src.size)
         else:
@@ -493,6 +494,7 @@ class Fabric:
                 self.occupancy,
                 self.n_vls,
                 self.known_down,
+                self.link_book.known_down_ids,
             )
             total = size[of]
             src, dst, size, tag, ready_s = src[of], dst[of], sub_size, tag[of], ready_s[of]
@@ -510,6 +512,7 @@ class Fabric:
                 self.n_vls,
                 self.known_down,
                 size,
+                self.link_book.known_down_ids,
             )
         rows = src.size
         if self.static_routes:

@@ -9,7 +9,7 @@ protocol that names it, ``tick.host``), and snapshots copy from it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -69,7 +69,7 @@ class LinkBook:
     dq_seen: NDArray[np.bool_]
     #: per link: the rate it carried in the last tick, B/s
     link_rate: F64
-    #: per link: down, and known to routing (it avoids it)
+    #: per link: down, and known to routing (it avoids it); changed by ``set_known_down``
     known_down: NDArray[np.bool_]
     #: per link: credit-starved (credit fabric) or PFC-paused (RoCE) in the last tick
     paused: NDArray[np.bool_]
@@ -77,6 +77,9 @@ class LinkBook:
     counters: dict[str, F64]
     #: PFC per priority, (links, lanes): pause frames received and time paused
     pause_vl: dict[str, F64]
+    #: the links ``known_down`` marks, ascending: what routing reads when it starts flows
+    #: (kept here, so that a start does not look over every link for them)
+    known_down_ids: NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, np.intp))
 
     @classmethod
     def empty(cls, links: LinkTable, n_vls: int) -> LinkBook:
@@ -100,6 +103,12 @@ class LinkBook:
                 "pause_seconds_vl_total": np.zeros((n, n_vls)),
             },
         )
+
+    def set_known_down(self, down: NDArray[np.bool_]) -> None:
+        """Routing knows the links ``down`` marks are down, and no others."""
+        if not np.array_equal(down, self.known_down):
+            self.known_down[:] = down
+            self.known_down_ids = np.flatnonzero(down)
 
     def measure_departures(
         self, drain: F64, occupancy: F64, dt: float, holding: NDArray[np.intp]

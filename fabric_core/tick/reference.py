@@ -121,10 +121,12 @@ class ReferenceTick:
         n_vls: int,
         known_down: NDArray[np.bool_],
         size_bytes: NDArray[np.float64] | None = None,
+        down_ids: NDArray[np.intp] | None = None,
     ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
         """Paths of new flows (``routing.route``, which walks ``table_route`` on a file
         topology) by ``link_cost``, the load in flight and, with ``size_bytes``, the
-        batch's own load."""
+        batch's own load. (``down_ids``, the compiled tick's, is not read: the reference
+        costs every link.)"""
         mode = "adaptive" if adaptive else "ecmp"
         cost = self.link_cost(topo, occupancy, n_vls, known_down)
         load = self.link_load_bytes
@@ -156,9 +158,11 @@ class ReferenceTick:
         occupancy: NDArray[np.float64],
         n_vls: int,
         known_down: NDArray[np.bool_],
+        down_ids: NDArray[np.intp] | None = None,
     ) -> SubFlows:
         """Sub-flows of sprayed flows (``routing.sprayed``):
-        (path, hops, flow of each sub-flow, sub-flows per flow, bytes per sub-flow)."""
+        (path, hops, flow of each sub-flow, sub-flows per flow, bytes per sub-flow).
+        (``down_ids`` is not read, as for ``route``.)"""
         cost = self.link_cost(topo, occupancy, n_vls, known_down)
         return sprayed(topo, src, dst, key, size, ways=ways, mtu_bytes=mtu_bytes, link_cost=cost)
 

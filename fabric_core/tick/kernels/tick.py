@@ -173,12 +173,14 @@ class CompiledTick:
         n_vls: int,
         known_down: NDArray[np.bool_],
         size_bytes: NDArray[np.float64] | None = None,
+        down_ids: NDArray[np.intp] | None = None,
     ) -> tuple[NDArray[np.int32], NDArray[np.int8]]:
         """Paths of new flows (``kernels.route.route_flows``; on a file topology
         ``kernels.table_route.table_route_flows``), each candidate link's cost computed
         where it is read; adaptive routing adds the load in flight (``link_load_bytes``)
         and, with ``size_bytes``, the bytes the batch has already placed (``routing.route``;
-        not on a file topology)."""
+        not on a file topology). ``down_ids``: the links ``known_down`` marks, where the
+        caller keeps them (``LinkBook.known_down_ids``; else found here)."""
         if topo.updown is not None:
             ud = topo.updown
             any_d, down_d = ud.tables(known_down)
@@ -218,7 +220,7 @@ class CompiledTick:
             np.zeros(0) if size_bytes is None else np.asarray(size_bytes, np.float64),
             self.link_load_bytes,
             topo.has_every_candidate,
-            _down_links(known_down),
+            _down_links(known_down) if down_ids is None else down_ids,
             topo.links.src,
             topo.links.dst,
         )
@@ -252,6 +254,7 @@ class CompiledTick:
         known_down: NDArray[np.bool_],
         departures: Departures,
         paused: NDArray[np.bool_],
+        down_ids: NDArray[np.intp] | None = None,
     ) -> None:
         """Route a batch of new flows, give them their lanes and fixed costs and write
         them into ``slots`` of ``flows`` (``kernels.start.start_routed``): what ``route``,
@@ -270,7 +273,7 @@ class CompiledTick:
             traffic_class, workload, slots, occupancy, self.n_vls, topo.links.bandwidth_Bps,
             known_down, *_routing_tables(topo), adaptive, self.link_load_bytes,
             topo.has_every_candidate,
-            _down_links(known_down),
+            _down_links(known_down) if down_ids is None else down_ids,
             topo.links.src, topo.links.dst, topo.nodes.tier, topo.links.prop_delay_s,
             *departures, paused, profile.flow_control == "credit", profile.cut_through,
             profile.switch_latency_s, *self._endpoint_figures(profile),
@@ -295,10 +298,11 @@ class CompiledTick:
         occupancy: NDArray[np.float64],
         n_vls: int,
         known_down: NDArray[np.bool_],
+        down_ids: NDArray[np.intp] | None = None,
     ) -> SubFlows:
         """Sub-flows of sprayed flows (``kernels.spray.spray_flows``; on a file topology
         ``routing.sprayed``): (path, hops, flow of each
-        sub-flow, sub-flows per flow, bytes per sub-flow)."""
+        sub-flow, sub-flows per flow, bytes per sub-flow). ``down_ids`` as for ``route``."""
         if topo.updown is not None:
             cost = self.link_cost(topo, occupancy, n_vls, known_down)
             return sprayed(
@@ -317,7 +321,8 @@ class CompiledTick:
             known_down,
             *_routing_tables(topo),
             # the reference's shortcut: every candidate exists and none crosses a down link
-            topo.has_every_candidate and not known_down.any(),
+            topo.has_every_candidate
+            and (not known_down.any() if down_ids is None else down_ids.size == 0),
         )
 
     def lanes_and_costs(
