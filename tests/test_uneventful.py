@@ -226,8 +226,7 @@ def test_a_workload_is_silent_before_the_time_it_says_it_is_quiet_until(kind: st
         assert _state_of(ahead) == before
         np.testing.assert_array_equal(rng.random(3), copy.deepcopy(fabric.rng).random(3))
         fabric.step()
-    if kind != "rpc":  # (a Poisson process is never quiet while it runs)
-        assert quiet_ticks > 0
+    assert quiet_ticks > 0
 
 
 def _state_of(wl: Any) -> bytes:

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.tick.lazy import LazyModule
+from fabric_core.workloads.arrivals import PoissonArrivals
 from fabric_core.workloads.base import (
     Completions,
     FlowRequests,
@@ -247,7 +248,12 @@ class AllToAll(Workload):
 @dataclass
 class Rpc(Workload):
     """Open-loop small messages: each sender starts messages as a Poisson process
-    of ``rate_per_s`` to random destinations (the latency probe of a class)."""
+    of ``rate_per_s`` to random destinations (the latency probe of a class).
+
+    The senders' processes are drawn as one (``workloads.arrivals.PoissonArrivals``: the
+    merged process, each arrival at a sender picked uniformly), arrival by arrival, so the
+    same seed gives the same messages (senders, peers, the tick they arrive in) on any
+    tick length. A message starts at the start of the tick it arrives in."""
 
     kind: str = "rpc"
     senders_spec: Any = "all"
@@ -257,6 +263,9 @@ class Rpc(Workload):
     pool: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
     _seq: int = 0
     sent: int = 0
+    #: the arrivals (drawn from the first tick the workload runs in; dropped when it stops,
+    #: so that a restart does not send what it would have sent while stopped)
+    _arrivals: PoissonArrivals | None = None
 
     def bind(
         self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
@@ -265,23 +274,41 @@ class Rpc(Workload):
             self.senders_spec, gpus, rng, f"workload {self.name!r} senders"
         )
         self.pool = gpus
+        if self.pool.size < 2:
+            raise ValueError(f"workload {self.name!r}: needs at least two endpoints")
 
     def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
         if not self.running:
+            self._arrivals = None
             return FlowRequests.empty()
-        counts = rng.poisson(self.rate_per_s * dt_s, size=self.senders.size)
-        src = traffic_kernels.repeat_senders(self.senders, counts)
-        if src.size == 0:
+        if self._arrivals is None:
+            rate = self.rate_per_s * self.senders.size
+            self._arrivals = PoissonArrivals(rate, self.senders.size, now_s)
+        t, sender, u = self._arrivals.take(now_s + dt_s, rng)
+        if t.size == 0:
             return FlowRequests.empty()
-        dst = _random_peers(src, self.pool, rng)
+        src = self.senders[sender].astype(np.int64)
+        # a peer uniform over the others: u on 0 .. pool - 2, past the sender's own place
+        pick = np.minimum((u * (self.pool.size - 1)).astype(np.int64), self.pool.size - 2)
+        dst = traffic_kernels.random_peers(src, self.pool, pick)
         tag = np.arange(self._seq, self._seq + src.size)
         self._seq += src.size
         self.sent += src.size
+        # each message starts with its tick, as a count drawn for the tick would: started
+        # at its own time inside a long tick, its first tick's fluid rate (cut to the part
+        # of the tick left) would end it before it began, and the finish would fall back
+        # to the unloaded latency, whatever the queue (the p99 of the default scenario's
+        # probes fell from 8.5 µs at a 0.5 µs tick to 6.2 µs at 8 µs)
         return _requests(src, dst, self.size_bytes, tag, now_s)
 
     def quiet_until(self, now_s: float, dt_s: float) -> float:
-        # a Poisson process draws every tick, whether or not a message starts
-        return now_s if self.running else float("inf")
+        if not self.running:
+            return float("inf")
+        if self._arrivals is None:
+            return now_s  # the first tick draws the first arrivals
+        # a tick takes the arrivals before its end: those that start a tick before the next
+        # arrival's take none
+        return self._arrivals.next_s - dt_s
 
     def on_complete(self, done: Completions, now_s: float) -> None:
         self.histogram("message_seconds").observe_many(done.latency_s)

@@ -1,0 +1,89 @@
+"""Poisson arrivals drawn in the order they come, whatever the tick.
+
+A workload that draws "how many arrivals in this tick" (``poisson(rate * dt)``) draws a
+different sample for every tick length: two engines that run the same scenario on
+different ticks (the compare view's engines adapt theirs independently) would offer
+different arrivals, and every arrival would sit at the start of its tick.
+``PoissonArrivals`` draws the process itself instead: the gaps between arrivals
+(exponential), where each one arrives (one of ``places``, uniformly) and a uniform number
+for the workload's own use (a peer, a size), in blocks, ahead of time. A tick takes the
+arrivals before its end, at their own times, so the same seed gives the same arrivals at
+the same times on any tick, and a workload knows when the next one comes (its
+``quiet_until``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+#: Arrivals drawn at a time: a block's draws cost about what one tick's did before.
+BLOCK = 256
+
+
+class PoissonArrivals:
+    """A Poisson process of ``rate_per_s`` arrivals a second from ``start_s``, each at one
+    of ``places`` and with a uniform number in [0, 1) of its own.
+
+    The generator handed to ``take`` must serve this process only (a workload's own
+    stream, ``workloads.base.workload_rngs``), so that what it draws does not depend on
+    when it is asked."""
+
+    def __init__(self, rate_per_s: float, places: int, start_s: float) -> None:
+        if rate_per_s < 0 or not np.isfinite(rate_per_s):
+            raise ValueError(f"a rate of arrivals must be finite and >= 0, got {rate_per_s}")
+        if places < 1:
+            raise ValueError("arrivals need at least one place to arrive at")
+        self.rate_per_s = rate_per_s
+        self.places = places
+        self._last_s = start_s  # the last arrival drawn (or the start)
+        self._t = np.zeros(0)
+        self._at = np.zeros(0, dtype=np.int64)
+        self._u = np.zeros(0)
+        self._i = 0  # the first arrival not taken yet
+
+    @property
+    def next_s(self) -> float:
+        """When the next arrival comes (infinity at a rate of 0; before the first
+        ``take``, the start: nothing is drawn yet)."""
+        if self.rate_per_s == 0:
+            return float("inf")
+        if self._i >= self._t.size:
+            return self._last_s
+        return float(self._t[self._i])
+
+    def take(
+        self, end_s: float, rng: np.random.Generator
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]:
+        """The arrivals before ``end_s`` not taken yet: their times, places and uniform
+        numbers. Draws the next block whenever one runs out, so the next arrival is
+        always known (``next_s``) between calls."""
+        if self.rate_per_s == 0:
+            return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0)
+        parts: list[tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]] = []
+        while True:
+            if self._i >= self._t.size:
+                self._draw(rng)
+            stop = self._i + int(np.searchsorted(self._t[self._i :], end_s, side="left"))
+            if stop > self._i:
+                parts.append(
+                    (self._t[self._i : stop], self._at[self._i : stop], self._u[self._i : stop])
+                )
+                self._i = stop
+            if self._i < self._t.size:
+                break
+        if not parts:
+            return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0)
+        if len(parts) == 1:
+            return parts[0]
+        t, at, u = zip(*parts, strict=True)
+        return np.concatenate(t), np.concatenate(at), np.concatenate(u)
+
+    def _draw(self, rng: np.random.Generator) -> None:
+        """The next ``BLOCK`` arrivals, in one fixed order of draws."""
+        gaps = rng.exponential(1.0 / self.rate_per_s, BLOCK)
+        self._t = self._last_s + np.cumsum(gaps)
+        self._at = rng.integers(0, self.places, BLOCK)
+        self._u = rng.random(BLOCK)
+        self._i = 0
+        self._last_s = float(self._t[-1])

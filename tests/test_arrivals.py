@@ -1,0 +1,108 @@
+"""Poisson arrivals drawn in the order they come (``workloads.arrivals``): the same
+arrivals at the same times whatever the tick, at the rate asked, at places picked
+uniformly; and the RPC workload built on them."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario, parse_scenario
+from fabric_core.workloads.arrivals import BLOCK, PoissonArrivals
+
+
+def _all_by_ticks(dt: float, end: float, seed: int = 3) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    arrivals = PoissonArrivals(2e6, 16, 0.0)
+    parts = []
+    now = 0.0
+    while now < end:
+        t, at, u = arrivals.take(min(now + dt, end), rng)
+        assert (t >= now).all() and (t < now + dt).all()  # each in the tick that takes it
+        parts.append((t, at, u))
+        now += dt
+    return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
+
+
+def test_the_same_arrivals_at_the_same_times_whatever_the_tick() -> None:
+    end = 1e-3  # about 2,000 arrivals: several blocks
+    one = _all_by_ticks(end, end)
+    assert one[0].size > 2 * BLOCK
+    for dt in (1e-6, 3.7e-6, 50e-6):
+        for a, b in zip(one, _all_by_ticks(dt, end), strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_the_rate_and_the_places_are_the_ones_asked_for() -> None:
+    rate, places, end = 2e6, 16, 20e-3
+    t, at, u = PoissonArrivals(rate, places, 0.0).take(end, np.random.default_rng(11))
+    n = t.size  # Poisson: mean and variance rate * end (40,000)
+    assert abs(n - rate * end) < 5 * np.sqrt(rate * end)
+    gaps = np.diff(t)
+    assert (gaps > 0).all()
+    assert gaps.mean() == pytest.approx(1 / rate, rel=0.03)
+    assert gaps.std() == pytest.approx(1 / rate, rel=0.03)  # exponential: sd = mean
+    counts = np.bincount(at, minlength=places)
+    expected = n / places
+    assert (np.abs(counts - expected) < 5 * np.sqrt(expected)).all()
+    assert u.min() >= 0 and u.max() < 1 and u.mean() == pytest.approx(0.5, abs=0.01)
+
+
+def test_the_next_arrival_is_known_between_takes_and_nothing_comes_before_it() -> None:
+    rng = np.random.default_rng(5)
+    arrivals = PoissonArrivals(1e5, 4, 1.0)
+    assert arrivals.next_s == 1.0  # nothing drawn yet
+    t, _, _ = arrivals.take(1.0, rng)
+    assert t.size == 0
+    nxt = arrivals.next_s
+    assert nxt > 1.0
+    kept = copy.deepcopy(rng)
+    t, _, _ = arrivals.take(nxt, rng)  # up to, not at, the next arrival
+    assert t.size == 0 and arrivals.next_s == nxt
+    np.testing.assert_array_equal(rng.random(2), kept.random(2))  # nothing drawn
+    t, _, _ = arrivals.take(np.nextafter(nxt, np.inf), rng)
+    assert t.tolist() == [nxt]
+
+
+def test_no_rate_no_arrivals_and_a_bad_rate_is_refused() -> None:
+    arrivals = PoissonArrivals(0.0, 3, 0.0)
+    assert arrivals.take(10.0, np.random.default_rng(1))[0].size == 0
+    assert arrivals.next_s == float("inf")
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="rate of arrivals"):
+            PoissonArrivals(bad, 3, 0.0)
+
+
+def _rpc_messages(dt: str, until_s: float) -> list[tuple[int, int]]:
+    """The probes' messages (source, peer) of the ticks that end by ``until_s``."""
+    raw = copy.deepcopy(load_scenario("tiny").raw)
+    raw["dt"] = dt
+    raw["workload"] = [w for w in raw["workload"] if w["kind"] == "rpc"]
+    fabric = Fabric.from_scenario(parse_scenario(raw, "tiny rpc"))
+    wl = fabric.workloads[0]
+    seen: list[tuple[int, int]] = []
+    generate = wl.generate
+
+    def recording(now_s: float, dt_s: float, rng: np.random.Generator) -> object:
+        req = generate(now_s, dt_s, rng)
+        assert (req.ready_s == now_s).all()  # a message starts with its tick
+        if now_s + dt_s <= until_s + 1e-12:
+            seen.extend(zip(req.src.tolist(), req.dst.tolist(), strict=True))
+        return req
+
+    wl.generate = recording  # type: ignore[method-assign]
+    while fabric.sim_time_s < until_s:
+        fabric.run_ticks(10)
+    return seen
+
+
+def test_rpc_probes_send_the_same_messages_on_any_tick() -> None:
+    """The compare view's engines adapt their ticks each on its own: the probes' messages
+    (who sends, to whom, in which order) must not depend on them."""
+    fine = _rpc_messages("1us", 300e-6)
+    assert len(fine) > 20
+    assert fine == _rpc_messages("4us", 300e-6)
+    assert all(src != dst for src, dst in fine)
