@@ -295,10 +295,9 @@ class Rpc(Workload):
         self._seq += src.size
         self.sent += src.size
         # each message starts with its tick, as a count drawn for the tick would: started
-        # at its own time inside a long tick, its first tick's fluid rate (cut to the part
-        # of the tick left) would end it before it began, and the finish would fall back
-        # to the unloaded latency, whatever the queue (the p99 of the default scenario's
-        # probes fell from 8.5 µs at a 0.5 µs tick to 6.2 µs at 8 µs)
+        # at its own time inside the tick, its latency came out the lower the longer the
+        # tick (the default scenario's probes' p99: 8.5 µs at a 0.5 µs tick, 6.2 µs at 8 µs;
+        # docs/MODEL.md, Limits, "Arrivals at tick boundaries")
         return _requests(src, dst, self.size_bytes, tag, now_s)
 
     def quiet_until(self, now_s: float, dt_s: float) -> float:
