@@ -60,3 +60,40 @@ def test_the_check_finds_slice_copies_and_passes_fills_and_loops() -> None:
         "        a[i] = b[i]\n"  # a loop: allowed
     )
     assert slice_copies(source) == ["<source>:2", "<source>:3"]
+
+
+def test_the_index_parts_are_where_the_kernel_says() -> None:
+    """``kernels.index`` names each part's place in its buffer by a constant (numba reads a
+    module's integers, not a dict): each constant is its part's place in ``PARTS``."""
+    from fabric_core.tick.kernels import index
+
+    named = {
+        "_POS": "pos",
+        "_HOP": "hop",
+        "_FLOW": "flow",
+        "_LINK": "link",
+        "_QUEUE": "queue",
+        "_PREV": "prev_pad",
+        "_NXT": "nxt_pad",
+        "_BUF": "buf_pad",
+        "_DRAINS": "drains_pad",
+        "_FIRST": "first",
+        "_LENT": "link_ent",
+        "_ELINK": "ent_link",
+        "_BUF_ENT": "buf_ent",
+        "_HEADS": "heads",
+        "_LAST": "last",
+        "_LAST_FLOW": "last_flow",
+        "_KEY_PTR": "key_ptr",
+        "_USED_LINKS": "used_links",
+        "_RANK_PTR": "rank_ptr",
+        "_LINK_PTR": "link_ptr",
+        "_USED_BUFS": "used_bufs",
+        "_BUF_GROUP_PTR": "buf_group_ptr",
+        "_BUF_PTR": "buf_ptr",
+        "_LANE_BUF": "lane_buf",
+        "_FEEDFORWARD": "feedforward",
+    }
+    assert len(named) == len(index.PARTS)
+    assert {index.PARTS[getattr(index, c)] for c in named} == set(index.PARTS)
+    assert all(index.PARTS[getattr(index, c)] == part for c, part in named.items())

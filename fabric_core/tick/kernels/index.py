@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.tick.kernels._jit import kernel
+from fabric_core.tick.kernels._jit import inline_kernel, kernel
 
 _I = NDArray[np.intp]
 
@@ -56,23 +56,31 @@ PARTS = (
     "lane_buf",
     "feedforward",
 )
-_N_ROWS = PARTS.index("heads")  # the per-entry rows, first in ``PARTS``
-_BUF_ENT, _HEADS, _LAST, _LAST_FLOW, _KEY_PTR, _USED_LINKS, _RANK_PTR, _LINK_PTR = (
-    PARTS.index(p)
-    for p in (
-        "buf_ent",
-        "heads",
-        "last",
-        "last_flow",
-        "key_ptr",
-        "used_links",
-        "rank_ptr",
-        "link_ptr",
-    )
-)
-_USED_BUFS, _BUF_GROUP_PTR, _BUF_PTR, _LANE_BUF, _FEEDFORWARD = (
-    PARTS.index(p) for p in ("used_bufs", "buf_group_ptr", "buf_ptr", "lane_buf", "feedforward")
-)
+# (each part's place in ``PARTS``, as numba reads a module's integers: by name)
+_POS, _HOP, _FLOW, _LINK, _QUEUE, _PREV, _NXT, _BUF, _DRAINS, _FIRST, _LENT, _ELINK = range(12)
+_BUF_ENT, _HEADS, _LAST, _LAST_FLOW, _KEY_PTR, _USED_LINKS, _RANK_PTR = range(12, 19)
+_LINK_PTR, _USED_BUFS, _BUF_GROUP_PTR, _BUF_PTR, _LANE_BUF, _FEEDFORWARD = range(19, 25)
+_N_ROWS = _HEADS  # the per-entry rows, first in ``PARTS``
+
+
+@inline_kernel
+def _part(buf: _I, at: _I, i: int) -> _I:
+    """Part ``i`` of ``PARTS`` in the index's buffer (a view)."""
+    return buf[at[i] : at[i + 1]]
+
+
+@inline_kernel
+def _running_sums(counts: _I, n: int, out: _I) -> _I:
+    """``out[k] = counts[0] + ... + counts[k]`` for ``k <= n`` (group ``k``'s start, with
+    ``counts[0] = 0``); returns a copy of ``out[:n]``, the places a counting sort fills."""
+    total = 0
+    for k in range(n + 1):
+        total += counts[k]
+        out[k] = total
+    fill = np.empty(n, dtype=np.intp)
+    for k in range(n):
+        fill[k] = out[k]
+    return fill
 
 
 @kernel
@@ -151,37 +159,31 @@ def entry_index(
     for i in range(len(PARTS)):
         at[i + 1] = at[i] + room[i]
     buf = np.empty(at[len(PARTS)], dtype=np.intp)
-    pos = buf[at[0] : at[1]]
-    hop = buf[at[1] : at[2]]
-    flow = buf[at[2] : at[3]]
-    link = buf[at[3] : at[4]]
-    queue = buf[at[4] : at[5]]
-    prev_pad = buf[at[5] : at[6]]
-    nxt_pad = buf[at[6] : at[7]]
-    buf_pad = buf[at[7] : at[8]]
-    drains_pad = buf[at[8] : at[9]]
-    first = buf[at[9] : at[10]]
-    link_ent = buf[at[10] : at[11]]
-    ent_link = buf[at[11] : at[12]]
-    buf_ent = buf[at[12] : at[13]]
-    heads = buf[at[13] : at[14]]
-    last = buf[at[14] : at[15]]
-    last_flow = buf[at[15] : at[16]]
-    key_ptr = buf[at[16] : at[17]]
-    used_links = buf[at[17] : at[18]]
-    rank_ptr = buf[at[18] : at[19]]
-    link_ptr = buf[at[19] : at[20]]
-    used_bufs = buf[at[20] : at[21]]
-    buf_group_ptr = buf[at[21] : at[22]]
-    buf_ptr = buf[at[22] : at[23]]
-    lane_buf = buf[at[23] : at[24]]
-    total = 0
-    for k in range(n_keys + 1):
-        total += key_count[k]
-        key_ptr[k] = total
-    fill = np.empty(n_keys, dtype=np.intp)
-    for k in range(n_keys):
-        fill[k] = key_ptr[k]
+    pos = _part(buf, at, _POS)
+    hop = _part(buf, at, _HOP)
+    flow = _part(buf, at, _FLOW)
+    link = _part(buf, at, _LINK)
+    queue = _part(buf, at, _QUEUE)
+    prev_pad = _part(buf, at, _PREV)
+    nxt_pad = _part(buf, at, _NXT)
+    buf_pad = _part(buf, at, _BUF)
+    drains_pad = _part(buf, at, _DRAINS)
+    first = _part(buf, at, _FIRST)
+    link_ent = _part(buf, at, _LENT)
+    ent_link = _part(buf, at, _ELINK)
+    buf_ent = _part(buf, at, _BUF_ENT)
+    heads = _part(buf, at, _HEADS)
+    last = _part(buf, at, _LAST)
+    last_flow = _part(buf, at, _LAST_FLOW)
+    key_ptr = _part(buf, at, _KEY_PTR)
+    used_links = _part(buf, at, _USED_LINKS)
+    rank_ptr = _part(buf, at, _RANK_PTR)
+    link_ptr = _part(buf, at, _LINK_PTR)
+    used_bufs = _part(buf, at, _USED_BUFS)
+    buf_group_ptr = _part(buf, at, _BUF_GROUP_PTR)
+    buf_ptr = _part(buf, at, _BUF_PTR)
+    lane_buf = _part(buf, at, _LANE_BUF)
+    fill = _running_sums(key_count, n_keys, key_ptr)
     for e in range(n):
         nxt_pad[e] = n  # set when the next hop's entry is placed
     # the entry placed at the previous hop of the j-th flow in flight (n: none yet) and at
@@ -267,20 +269,8 @@ def entry_index(
         buf_group_ptr[n_groups] = n_ub
     for r in range(n_ranks):
         rank_ptr[r + 1] += rank_ptr[r]
-    total = 0
-    for k in range(n_ul + 1):
-        total += link_count[k]
-        link_ptr[k] = total
-    total = 0
-    for kb in range(n_ub + 1):
-        total += buf_count[kb]
-        buf_ptr[kb] = total
-    lfill = np.empty(n_ul, dtype=np.intp)
-    for k in range(n_ul):
-        lfill[k] = link_ptr[k]
-    bfill = np.empty(n_ub, dtype=np.intp)
-    for kb in range(n_ub):
-        bfill[kb] = buf_ptr[kb]
+    lfill = _running_sums(link_count, n_ul, link_ptr)
+    bfill = _running_sums(buf_count, n_ub, buf_ptr)
     for e in range(n):
         k = ent_link[e]
         link_ent[lfill[k]] = e
