@@ -106,3 +106,33 @@ def test_rpc_probes_send_the_same_messages_on_any_tick() -> None:
     assert len(fine) > 20
     assert fine == _rpc_messages("4us", 300e-6)
     assert all(src != dst for src, dst in fine)
+
+
+def test_a_stopped_probe_sends_nothing_and_starts_afresh() -> None:
+    """Stopped, the probes are quiet (their ticks may run at once, without ``generate``);
+    started again, they send at their rate from then on, not what they would have sent
+    while stopped."""
+    raw = copy.deepcopy(load_scenario("tiny").raw)
+    raw["workload"] = [w for w in raw["workload"] if w["kind"] == "rpc"]
+    fabric = Fabric.from_scenario(parse_scenario(raw, "tiny rpc"))
+    wl = fabric.workloads[0]
+    fabric.run_ticks(200)
+    wl.stop()
+    assert wl.quiet_until(fabric.sim_time_s, fabric.dt_s) == float("inf")
+    sent = wl.kpis(fabric.sim_time_s)["messages_sent"]
+    fabric.run_ticks(2000)
+    assert wl.kpis(fabric.sim_time_s)["messages_sent"] == sent
+    wl.start()
+    fabric.run_ticks(1)  # 8 senders at 20,000 a second: 0.16 a 1 µs tick
+    assert wl.kpis(fabric.sim_time_s)["messages_sent"] - sent <= 3
+
+
+def test_a_probe_with_no_senders_sends_nothing() -> None:
+    raw = copy.deepcopy(load_scenario("tiny").raw)
+    for w in raw["workload"]:
+        if w["kind"] == "rpc":
+            w["senders"] = []
+    fabric = Fabric.from_scenario(parse_scenario(raw, "tiny, no probe senders"))
+    fabric.run_ticks(100)
+    probe = next(w for w in fabric.workloads if w.name == "probe")
+    assert probe.kpis(fabric.sim_time_s)["messages_sent"] == 0

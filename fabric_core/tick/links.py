@@ -105,10 +105,11 @@ class LinkBook:
         )
 
     def set_known_down(self, down: NDArray[np.bool_]) -> None:
-        """Routing knows the links ``down`` marks are down, and no others."""
-        if not np.array_equal(down, self.known_down):
+        """Routing knows the links ``down`` marks are down, and no others (``down`` may be
+        ``known_down`` itself, changed in place: the ids are found again from it)."""
+        if down is not self.known_down:
             self.known_down[:] = down
-            self.known_down_ids = np.flatnonzero(down)
+        self.known_down_ids = np.flatnonzero(self.known_down)
 
     def measure_departures(
         self, drain: F64, occupancy: F64, dt: float, holding: NDArray[np.intp]

@@ -126,7 +126,9 @@ def workload_rngs(seed: int, workloads: Sequence[Workload]) -> list[np.random.Ge
     else draws: not on the other workloads, nor on the fabric's own draws (DCQCN's
     rate-increase timers on RoCE). The two sides of a comparison therefore offer an
     open-loop workload the same arrivals, sizes and peers (common random numbers), and
-    adding a workload to a scenario leaves the others' draws as they were.
+    adding a workload to a scenario leaves the others' draws as they were. (The MoE
+    workload routes its tokens with a generator of its own seeded from the seed alone,
+    ``seed + 101``: two MoE workloads in one scenario route alike.)
     """
     seen: dict[str, int] = {}
     rngs = []

@@ -274,12 +274,15 @@ class Rpc(Workload):
             self.senders_spec, gpus, rng, f"workload {self.name!r} senders"
         )
         self.pool = gpus
-        if self.pool.size < 2:
+        if self.senders.size and self.rate_per_s > 0 and self.pool.size < 2:
             raise ValueError(f"workload {self.name!r}: needs at least two endpoints")
 
+    def stop(self) -> None:
+        super().stop()
+        self._arrivals = None  # (the process starts afresh with the workload)
+
     def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
-        if not self.running:
-            self._arrivals = None
+        if not self.running or self.senders.size == 0:
             return FlowRequests.empty()
         if self._arrivals is None:
             rate = self.rate_per_s * self.senders.size
@@ -301,7 +304,7 @@ class Rpc(Workload):
         return _requests(src, dst, self.size_bytes, tag, now_s)
 
     def quiet_until(self, now_s: float, dt_s: float) -> float:
-        if not self.running:
+        if not self.running or self.senders.size == 0:
             return float("inf")
         if self._arrivals is None:
             return now_s  # the first tick draws the first arrivals
