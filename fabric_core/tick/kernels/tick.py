@@ -77,8 +77,14 @@ def _routing_tables(
     )
 
 
-def _down_links(known_down: NDArray[np.bool_]) -> NDArray[np.intp]:
-    """The links routing knows are down, ascending (the routers' ``down_links``)."""
+def _down_links(
+    known_down: NDArray[np.bool_], down_ids: NDArray[np.intp] | None
+) -> NDArray[np.intp]:
+    """The links routing knows are down, ascending (the routers' ``down_links``):
+    ``down_ids`` where the caller keeps them (``LinkBook.known_down_ids``), else found in
+    ``known_down``."""
+    if down_ids is not None:
+        return down_ids
     return np.flatnonzero(known_down) if known_down.any() else np.zeros(0, np.intp)
 
 
@@ -220,7 +226,7 @@ class CompiledTick:
             np.zeros(0) if size_bytes is None else np.asarray(size_bytes, np.float64),
             self.link_load_bytes,
             topo.has_every_candidate,
-            _down_links(known_down) if down_ids is None else down_ids,
+            _down_links(known_down, down_ids),
             topo.links.src,
             topo.links.dst,
         )
@@ -273,7 +279,7 @@ class CompiledTick:
             traffic_class, workload, slots, occupancy, self.n_vls, topo.links.bandwidth_Bps,
             known_down, *_routing_tables(topo), adaptive, self.link_load_bytes,
             topo.has_every_candidate,
-            _down_links(known_down) if down_ids is None else down_ids,
+            _down_links(known_down, down_ids),
             topo.links.src, topo.links.dst, topo.nodes.tier, topo.links.prop_delay_s,
             *departures, paused, profile.flow_control == "credit", profile.cut_through,
             profile.switch_latency_s, *self._endpoint_figures(profile),
@@ -321,8 +327,7 @@ class CompiledTick:
             known_down,
             *_routing_tables(topo),
             # the reference's shortcut: every candidate exists and none crosses a down link
-            topo.has_every_candidate
-            and (not known_down.any() if down_ids is None else down_ids.size == 0),
+            topo.has_every_candidate and _down_links(known_down, down_ids).size == 0,
         )
 
     def lanes_and_costs(
