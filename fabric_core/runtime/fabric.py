@@ -227,7 +227,7 @@ class Fabric:
         self.seed = seed
         self.cluster = cluster
         self.scenario = scenario
-        self.rng = np.random.default_rng(seed)  # the fabric's own draws (DCQCN's timers)
+        self.rng = np.random.default_rng(seed)  # the fabric's own draws (DCQCN's CNPs)
         self.tick = 0
         self.sim_time_s = 0.0
         self._epoch_tick, self._epoch_s = 0, 0.0  # where the current tick length took over
@@ -248,7 +248,7 @@ class Fabric:
         self._class_rows = HistogramRows(len(self.classes))  # latency per class, filled together
         self.class_hist = dict(zip(self.classes, self._class_rows.hists, strict=True))
         #: each workload's own random stream (``workloads.base.workload_rngs``); ``rng`` is
-        #: the fabric's own (DCQCN's timers)
+        #: the fabric's own (which of a tick's checks bring DCQCN a CNP)
         self._workload_rngs = workload_rngs(seed, workloads)
         for wl, wl_rng in zip(workloads, self._workload_rngs, strict=True):
             wl.bind(topo.gpus, topo.storage, wl_rng)

@@ -123,8 +123,8 @@ def workload_rngs(seed: int, workloads: Sequence[Workload]) -> list[np.random.Ge
     (and, for names used twice, which of them it is).
 
     A workload draws from its own stream only, so what it draws does not depend on what
-    else draws: not on the other workloads, nor on the fabric's own draws (DCQCN's
-    rate-increase timers on RoCE). The two sides of a comparison therefore offer an
+    else draws: not on the other workloads, nor on the fabric's own draws (which of a
+    tick's checks bring a RoCE sender a CNP). The two sides of a comparison therefore offer an
     open-loop workload the same arrivals, sizes and peers (common random numbers), and
     adding a workload to a scenario leaves the others' draws as they were. (The MoE
     workload routes its tokens with a generator of its own seeded from the seed alone,
