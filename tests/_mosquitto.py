@@ -19,32 +19,30 @@ from pathlib import Path
 
 import pytest
 
+from tests._ports import PortTakenError, start_on_a_free_port
+
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 
 
-def free_port() -> int:
-    """A TCP port nobody listens on right now (on 127.0.0.1)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_port(port: int, *, up: bool, timeout_s: float = 10.0) -> None:
+def _wait_port_closed(port: int, *, timeout_s: float = 10.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                if up:
-                    return
+                pass
         except OSError:
-            if not up:
-                return
+            return
         time.sleep(0.05)
-    raise TimeoutError(f"port {port} did not go {'up' if up else 'down'} in {timeout_s} s")
+    raise TimeoutError(f"port {port} was still open after {timeout_s} s")
 
 
 class Mosquitto:
-    """One broker process; ``url`` is what fabtop's --mqtt takes."""
+    """One broker process; ``url`` is what fabtop's --mqtt takes.
+
+    Given a ``port``, the broker always listens there. Without one it takes a free port,
+    and takes another if that one is gone by the time the broker binds it at its first
+    start (``tests._ports``); restarts keep the port, so clients can come back to it.
+    """
 
     def __init__(
         self,
@@ -54,35 +52,73 @@ class Mosquitto:
         listener_config: str = "allow_anonymous true\n",
         scheme: str = "mqtt",
     ) -> None:
-        self.port = port or free_port()
+        self.port = port or 0
+        self._port_fixed = port is not None
         self.workdir = workdir
         self.scheme = scheme
+        self.listener_config = listener_config
         self.config = workdir / "mosquitto.conf"
-        self.config.write_text(
-            f"listener {self.port} 127.0.0.1\n"
-            + listener_config
-            + "persistence false\nlog_type error\nlog_type warning\n"
-        )
         self.log = workdir / "mosquitto.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
+        if not self.port:
+            raise RuntimeError("the broker has no port until it starts (or pass one)")
         return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def start(self) -> None:
+        """Start the broker and return once it accepts connections."""
+        if self._port_fixed:
+            self._start_on(self.port)
+            return
+        self.port = start_on_a_free_port(self._start_on, what="mosquitto")
+        self._port_fixed = True  # restarts come back to it
+
+    def _start_on(self, port: int) -> None:
+        self.config.write_text(
+            f"listener {port} 127.0.0.1\n"
+            + self.listener_config
+            + "persistence false\nlog_type error\nlog_type warning\n"
+        )
+        start = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(
+            proc = subprocess.Popen(
                 [MOSQUITTO, "-c", str(self.config)], stdout=log, stderr=subprocess.STDOUT
             )
-        _wait_port(self.port, up=True)
+        self.proc = proc
+
+        def exited() -> None:
+            said = self.log.read_bytes()[start:].decode(errors="replace")
+            self.proc = None
+            if "Address already in use" in said:
+                raise PortTakenError(port)
+            raise RuntimeError(f"mosquitto exited ({proc.returncode}) at its start: {said}")
+
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                exited()
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    pass
+            except OSError:
+                time.sleep(0.05)
+                continue
+            # something answers; a broker that lost the bind to it exits at once
+            time.sleep(0.1)
+            if proc.poll() is not None:
+                exited()
+            return
+        raise TimeoutError(f"mosquitto did not listen on port {port} in 10 s")
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(10)
         self.proc = None
-        _wait_port(self.port, up=False)
+        if self.port:
+            _wait_port_closed(self.port)
 
     def restart(self) -> None:
         self.stop()

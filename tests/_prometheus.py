@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -25,18 +24,12 @@ from prometheus_client.samples import Sample
 
 from fabric_core.commands import Command, CommandResult
 from fabric_core.runtime.snapshot import Snapshot
+from tests._ports import PortTakenError, start_on_a_free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 GRAFANA_DIR = ROOT / "exporters" / "grafana"
 RULES_FILE = GRAFANA_DIR / "fabtop.rules.yml"
 DASHBOARD_FILE = GRAFANA_DIR / "fabtop-dashboard.json"
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_until(check: Callable[[], Any], timeout_s: float = 20.0, what: str = "") -> Any:
@@ -144,36 +137,43 @@ class PrometheusServer:
         exe = shutil.which("prometheus")
         if exe is None:
             pytest.fail("prometheus not found: install Debian's prometheus package")
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         rules = "".join(f"  - {p}\n" for p in rule_files)
-        config = workdir / "prometheus.yml"
-        config.write_text(
+        self.config = workdir / "prometheus.yml"
+        self.config.write_text(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
             + (f"rule_files:\n{rules}" if rules else "")
             + "scrape_configs:\n  - job_name: fabtop\n    static_configs:\n"
             + f"      - targets: ['{target}']\n"
         )
-        self._log = (workdir / "prometheus.log").open("w")
+        self.exe, self.data = exe, workdir / "data"
+        self.log_path = workdir / "prometheus.log"
+        self.port = start_on_a_free_port(self._start_on, what="Prometheus")
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _start_on(self, port: int) -> None:
+        self._log = self.log_path.open("w")
         self.process = subprocess.Popen(
             [
-                exe,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={workdir / 'data'}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
+                self.exe,
+                f"--config.file={self.config}",
+                f"--storage.tsdb.path={self.data}",
+                f"--web.listen-address=127.0.0.1:{port}",
                 "--log.level=warn",
             ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
-        self.log_path = workdir / "prometheus.log"
-        wait_until(self._ready, 30, "Prometheus to be ready")
+        wait_until(lambda: self._ready(port), 30, "Prometheus to be ready")
 
-    def _ready(self) -> bool:
+    def _ready(self, port: int) -> bool:
         if self.process.poll() is not None:
-            pytest.fail(f"Prometheus exited: {self.log_path.read_text()[-2000:]}")
+            self._log.close()
+            said = self.log_path.read_text()
+            if "address already in use" in said:
+                raise PortTakenError(port)
+            pytest.fail(f"Prometheus exited: {said[-2000:]}")
         try:
-            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as response:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2) as response:
                 return bool(response.status == 200)
         except OSError:
             return False

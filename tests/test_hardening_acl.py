@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._mosquitto import REPO, Mosquitto, MqttCli, Served, free_port, require
+from tests._mosquitto import REPO, Mosquitto, MqttCli, Served, require
 
 pytestmark = pytest.mark.integration
 
@@ -36,14 +36,13 @@ def secured() -> Iterator[Mosquitto]:
         create = ["-c"] if i == 0 else []
         subprocess.run(["mosquitto_passwd", "-b", *create, str(pwfile), user, password], check=True)
     shutil.copy(ACL_DIR / "fabtop.acl", acl)
-    port = free_port()
     conf = (ACL_DIR / "mosquitto.conf").read_text()
     conf = conf.replace("/etc/mosquitto/fabtop.passwd", str(pwfile))
     conf = conf.replace("/etc/mosquitto/fabtop.acl", str(acl))
     _comments, rest = conf.split("listener 1883 127.0.0.1\n")  # Mosquitto adds the listener
     for f in (pwfile, acl):
         f.chmod(0o644)
-    broker = Mosquitto(d, port, listener_config=rest)
+    broker = Mosquitto(d, listener_config=rest)
     try:
         broker.start()
         yield broker

@@ -15,9 +15,9 @@ from tests._mosquitto import (  # noqa: F401  (fixtures)
     Mosquitto,
     Served,
     broker,
-    free_port,
     mosquitto,
 )
+from tests._ports import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -7,6 +7,7 @@ will tests start their own so they can stop or kill it.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -17,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests._mosquitto import REPO, Mosquitto, Served, broker, free_port  # noqa: F401  (fixture)
+from tests._mosquitto import REPO, Mosquitto, Served, broker  # noqa: F401  (fixture)
+from tests._ports import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -218,20 +220,22 @@ def test_bad_commands_get_a_specific_error(
 
 
 def test_serve_also_serves_prometheus_metrics(broker: Mosquitto) -> None:  # noqa: F811
-    port = free_port()
-    s = Served(broker.url, "metrics", "--metrics", f"127.0.0.1:{port}")
+    # port 0: serve binds a free port itself and logs it (a port found free by the test
+    # could be taken by another process before serve binds it)
+    s = Served(broker.url, "metrics", "--metrics", "127.0.0.1:0")
     try:
         s.wait_online(broker.cli())
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        said = re.search(r"metrics on (http://127\.0\.0\.1:(\d+)/metrics)", s.output())
+        assert said is not None and int(said[2]) > 0, s.output()
+        with urllib.request.urlopen(said[1], timeout=10) as r:
             body = r.read().decode()
         assert "fabtop_fabric_info" in body
     finally:
         assert s.stop() == 0, s.output()
-    assert f"metrics on http://127.0.0.1:{port}/metrics" in s.output()
 
 
 def test_serve_started_before_the_broker_goes_online_when_it_comes(tmp_path: Path) -> None:
-    later = Mosquitto(tmp_path)  # its port is chosen, nothing listens there yet
+    later = Mosquitto(tmp_path, free_port())  # nothing listens there yet
     s = Served(later.url, "early")
     try:
         for _ in range(600):  # bounded wait (60 s) for its first failed attempt
