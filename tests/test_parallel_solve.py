@@ -108,3 +108,15 @@ def test_engines_side_by_side_share_the_cores() -> None:
         assert share_cores(MOST_THREADS + 5) == 1  # at least one each
     finally:
         use_threads()
+
+
+@pytest.mark.parametrize("longest", [0, 1, 12, 63, 64, 65, 1000])
+def test_threads_scratch_rows_never_share_a_cache_line(longest: int) -> None:
+    # rows side by side made both cores write one line: the parallel fills were no
+    # faster than the serial ones (false sharing)
+    from fabric_core.tick.kernels.solve import _row_stride
+
+    stride = _row_stride(longest)
+    line = 64  # bytes; a row of booleans is the tightest, one byte an element
+    assert stride % line == 0
+    assert stride - longest >= line  # the row's last byte and the next row's first: a line apart

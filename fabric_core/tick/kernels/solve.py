@@ -30,6 +30,11 @@ SWEEP_TOLERANCE = 1e-6
 NEWTON_ITERATIONS = 12
 #: A rate cut by more than this fraction is "cut by credits" (re-offered in pass two).
 CUT_FRACTION = 1e-9
+#: Elements between the starts of two threads' scratch rows, at least, and its multiple:
+#: rows that share a cache line (64 bytes) make the cores take the line from each other at
+#: every write (false sharing). With the rows side by side the parallel fills took as long
+#: as the serial ones on the 10k fat-tree; 64 elements are a line even of booleans.
+SCRATCH_ROW_PAD = 64
 
 
 @kernel  # not inline_kernel (see there): inlined by numba, it made the rounds 6x slower
@@ -38,6 +43,14 @@ def _share(left: float, count: int) -> float:
     if count > 0:
         return left / count
     return np.inf if left >= 0 else -np.inf
+
+
+@kernel
+def _row_stride(longest: int) -> int:
+    """Elements from one thread's scratch row to the next for rows of ``longest``: whole
+    cache lines, and one to spare, since the buffer need not start on a line."""
+    lines = (longest + SCRATCH_ROW_PAD - 1) // SCRATCH_ROW_PAD
+    return (lines + 1) * SCRATCH_ROW_PAD
 
 
 @kernel
@@ -219,12 +232,14 @@ def solve_tick(
     for kb in range(n_ub):
         nb_max = max(nb_max, buf_ptr[kb + 1] - buf_ptr[kb])
     # scratch of the fills and of the credit factors, a row per block of links or
-    # buffers worked on at once (small: it stays in cache)
-    want = np.empty(threads * n_max)
-    unsat = np.empty(threads * n_max, dtype=np.bool_)
-    inflows = np.empty(threads * nb_max)
-    drains = np.empty(threads * nb_max)
-    holds = np.empty(threads * nb_max)
+    # buffers worked on at once (small: it stays in cache), the rows on cache lines of
+    # their own
+    fill_row, credit_row = _row_stride(n_max), _row_stride(nb_max)
+    want = np.empty(threads * fill_row)
+    unsat = np.empty(threads * fill_row, dtype=np.bool_)
+    inflows = np.empty(threads * credit_row)
+    drains = np.empty(threads * credit_row)
+    holds = np.empty(threads * credit_row)
     before = np.empty(n)
     # (the sweeps' tolerance: read only where a route breaks up*/down*)
     tol = 0.0 if feedforward else SWEEP_TOLERANCE * max(capacity.max() if n_links else 1.0, 1.0)
@@ -246,8 +261,8 @@ def solve_tick(
                     demand[e] = d
                 # the rank's used links in ``threads`` blocks, one scratch row each
                 for t in prange(threads):
-                    w = want[t * n_max : (t + 1) * n_max]
-                    u = unsat[t * n_max : (t + 1) * n_max]
+                    w = want[t * fill_row : t * fill_row + n_max]
+                    u = unsat[t * fill_row : t * fill_row + n_max]
                     k0, k1 = _block(rank_ptr[r], rank_ptr[r + 1], t, threads)
                     for k in range(k0, k1):
                         li = used_links[k]
@@ -307,9 +322,9 @@ def solve_tick(
         for grp in range(n_groups):
             # the group's buffers in ``threads`` blocks, one scratch row each
             for t in prange(threads):
-                ins = inflows[t * nb_max : (t + 1) * nb_max]
-                outs = drains[t * nb_max : (t + 1) * nb_max]
-                have = holds[t * nb_max : (t + 1) * nb_max]
+                ins = inflows[t * credit_row : t * credit_row + nb_max]
+                outs = drains[t * credit_row : t * credit_row + nb_max]
+                have = holds[t * credit_row : t * credit_row + nb_max]
                 g0, g1 = _block(used_group_ptr[grp], used_group_ptr[grp + 1], t, threads)
                 for j in range(g0, g1):
                     kb = ordered[j]
