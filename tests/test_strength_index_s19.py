@@ -64,7 +64,8 @@ def test_an_upstream_buffer_reads_the_drain_its_downstream_buffer_has_cut(solver
     b0 = links["gpu0000->leaf00"] * fabric.n_vls
     b1 = links["leaf00->spine00"] * fabric.n_vls
     free[[b0, b1]] = 0.0
-    sol = fabric._tick.solve(idx, backlog, capacity, free, 1.0, np.zeros(idx.size), None, None)
+    new_flows = np.zeros(fabric.flows.rate.size)  # no rate last tick: every entry starts anew
+    sol = fabric._tick.solve(idx, backlog, capacity, free, 1.0, new_flows, None, None)
 
     def entry(flow: int, link: str) -> int:
         (e,) = np.flatnonzero((idx.flow == flow) & (idx.link == links[link]))

@@ -793,13 +793,13 @@ class Fabric:
     ) -> Solution:
         """The tick's rates under the fabric's flow control: the PFC limits on RoCE, the
         credits (and IB congestion control) on the credit fabric."""
-        warm = self.flows.rate.reshape(-1)[idx.pos]
+        rate_table = self.flows.rate.reshape(-1)  # last tick's rates: the solve's start
         limit = self._tick.start_limit(idx, self.flows.start_s, cap, now, dt)
         if self.roce is not None:
             entry_cap, room = self.roce.limits(self, idx, backlog, cap, stormed, now, dt)
             if limit is not None:
                 entry_cap = np.minimum(entry_cap, limit)
-            return self._solve(idx, backlog, cap, room, dt, warm, entry_cap)
+            return self._solve(idx, backlog, cap, room, dt, rate_table, entry_cap)
         links = self.link_book
         # the credits: each buffer's free space; a NIC sinks at line rate
         free = self._tick.credit_room(
@@ -811,7 +811,7 @@ class Fabric:
             limit = np.where(stormed[idx.queue], 0.0, base)
         if self.ibcc is not None:
             limit = self.ibcc.limits(self, idx, limit)
-        return self._solve(idx, backlog, cap, free, dt, warm, limit)
+        return self._solve(idx, backlog, cap, free, dt, rate_table, limit)
 
     def _move(
         self,
@@ -943,13 +943,14 @@ class Fabric:
         cap: NDArray[np.float64],
         free: NDArray[np.float64],
         dt: float,
-        warm: NDArray[np.float64],
+        rate_table: NDArray[np.float64],
         entry_cap: NDArray[np.float64] | None,
     ) -> Solution:
         """The tick's rates. ``free`` is each buffer's room: credits on the credit fabric,
-        the PFC bound on RoCE."""
+        the PFC bound on RoCE; ``rate_table`` the flow table's rates, flat (last tick's,
+        where each entry's solve starts)."""
         share = None if self.roce is not None or self.solution is None else self.solution.share
-        return self._tick.solve(idx, backlog, cap, free, dt, warm, entry_cap, share)
+        return self._tick.solve(idx, backlog, cap, free, dt, rate_table, entry_cap, share)
 
     # ------------------------------------------------------------------ RoCE
     def _stormed_queues(self) -> NDArray[np.bool_]:

@@ -198,11 +198,13 @@ class ReferenceTick:
         capacity: NDArray[np.float64],
         free_bytes: NDArray[np.float64],
         dt: float,
-        warm: NDArray[np.float64],
+        rate_table: NDArray[np.float64],
         entry_cap: NDArray[np.float64] | None,
         warm_share: NDArray[np.float64] | None,
     ) -> Solution:
-        """The tick's rates (see ``solve``)."""
+        """The tick's rates (see ``solve``), each entry starting from last tick's rate in
+        ``rate_table`` (the flow table's, flat)."""
+        warm = rate_table[idx.pos]
         return solve(idx, backlog, capacity, free_bytes, dt, warm, entry_cap, warm_share=warm_share)
 
     def start_limit(

@@ -143,7 +143,8 @@ def solve_tick(
     capacity: _F,
     free_bytes: _F,
     dt: float,
-    warm: _F,
+    pos: _I,
+    rate_table: _F,
     entry_cap: _F,
     credits: bool,
     level: _F,
@@ -156,9 +157,10 @@ def solve_tick(
     """Rates of all entries for one tick (padded), and in place each used link's
     fair-share level and first-pass share and each used buffer's credit factor.
 
-    ``warm`` is last tick's rate per entry (0 for new ones, which start from
-    their line rate, at most what the flow holds per tick); ``entry_cap`` the most
-    each entry may carry (PFC, DCQCN, late start; inf for none). The links and buffers
+    ``rate_table`` is the flow table's rates, flat (last tick's, 0 for new flows), read at
+    each entry's place ``pos``: an entry starts from last tick's rate, a new one from its
+    line rate, at most what the flow holds per tick. ``entry_cap`` is the most each entry
+    may carry (PFC, DCQCN, late start; inf for none), or empty when none has a cap. The links and buffers
     with entries come from the index (``kernels.index.entry_index``: ``used_links`` by
     rank, ``ent_link`` each entry's; ``used_bufs`` in groups of one (rank, lane), whose
     buffers share no entry); ``buf_pos`` is every buffer's place in the order credits
@@ -191,9 +193,10 @@ def solve_tick(
     rate = np.empty(n + 1)
     rate[n] = 0.0
     for e in prange(n):
-        start = capacity[link[e]]
-        rate[e] = warm[e] if warm[e] > 0 else min(start, held[first[e]])
-    cap_demand = entry_cap.copy()
+        warm = rate_table[pos[e]]
+        rate[e] = warm if warm > 0 else min(capacity[link[e]], held[first[e]])
+    # (filled here rather than by the caller: a tick without caps allocates nothing for them)
+    cap_demand = np.full(n, np.inf) if entry_cap.size == 0 else entry_cap.copy()
     demand = np.empty(n)
     n_used = used_links.size
     dirty = np.zeros(n_used, dtype=np.bool_)  # pass two: used links whose demands changed

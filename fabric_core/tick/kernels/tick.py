@@ -50,6 +50,8 @@ PARALLEL_FROM_ENTRIES = 20_000
 ONLY_SOLVE: int | None = None
 #: ``buffer_places`` where the solve does not read it (a feed-forward index)
 _NO_PLACES = np.zeros(0, dtype=np.intp)
+#: the solve's entry caps when no entry has one (``kernels.solve.solve_tick``)
+_NO_CAPS = np.zeros(0)
 
 
 _I32 = NDArray[np.int32]
@@ -394,12 +396,12 @@ class CompiledTick:
         capacity: NDArray[np.float64],
         free_bytes: NDArray[np.float64],
         dt: float,
-        warm: NDArray[np.float64],
+        rate_table: NDArray[np.float64],
         entry_cap: NDArray[np.float64] | None,
         warm_share: NDArray[np.float64] | None = None,
     ) -> Solution:
         """The tick's rates (see ``solve``; progressive filling needs no warm share)."""
-        return solve(idx, self, backlog, capacity, free_bytes, dt, warm, entry_cap)
+        return solve(idx, self, backlog, capacity, free_bytes, dt, rate_table, entry_cap)
 
     def start_limit(
         self,
@@ -663,13 +665,14 @@ def solve(
     capacity: NDArray[np.float64],
     free_bytes: NDArray[np.float64],
     dt: float,
-    warm: NDArray[np.float64],
+    rate_table: NDArray[np.float64],
     entry_cap: NDArray[np.float64] | None = None,
 ) -> Solution:
-    """The tick's rates (``fabric_core.tick.step.solve``'s contract, compiled)."""
+    """The tick's rates (``fabric_core.tick.step.solve``'s contract, compiled), each entry
+    starting from its rate in ``rate_table`` (the flow table's, flat), read in the kernel."""
     csr: IndexCsr = idx.csr
     if entry_cap is None:
-        entry_cap = np.full(idx.size, np.inf)
+        entry_cap = _NO_CAPS
     if not layout._solved:
         n_links = capacity.size
         layout._solved[:] = [
@@ -709,7 +712,8 @@ def solve(
             capacity,
             free_bytes,
             dt,
-            warm,
+            idx.pos,
+            rate_table,
             entry_cap,
             True,
             level,

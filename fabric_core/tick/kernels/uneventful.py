@@ -215,6 +215,7 @@ def uneventful_ticks(
     send = np.zeros(0)
     room = np.zeros(0)
     ignoring = np.zeros(0, dtype=np.bool_)
+    no_caps = np.zeros(0)  # the solve's entry caps when none has one
     starved = link_paused
     while started < most and now + 0.5 * dt < horizon_s:
         t_start[started] = now
@@ -222,7 +223,6 @@ def uneventful_ticks(
         started += 1
         # 5. the rates, under PFC and DCQCN or under the credits
         backlog = backlog_table[pos]
-        warm = rate_table[pos]
         limit, late = start_limits(heads, flow, link, start_s, cap, n, now, dt)
         if roce:
             if share_alpha != 0.0:
@@ -239,12 +239,12 @@ def uneventful_ticks(
             room_or_credits = room
         else:
             credit_room(used_bufs, buffer_bytes, lb_occ, into_endpoint, endless_room, free)
-            entry_cap = limit if late else np.full(n, np.inf)
+            entry_cap = limit if late else no_caps
             room_or_credits = free
         rate = solve_tick_serial(
             link, ent_link, prev_pad, nxt_pad, first, hop, key_ptr, used_links, rank_ptr,
             link_ptr, link_ent, used_bufs, buf_group_ptr, buf_ptr, buf_ent, feedforward,
-            places, keys_per_rank, 1, backlog, cap, room_or_credits, dt, warm, entry_cap,
+            places, keys_per_rank, 1, backlog, cap, room_or_credits, dt, pos, rate_table, entry_cap,
             True, level, share, first_share, alpha, s_stale_links, s_stale_bufs,
         )  # fmt: skip
         s_stale_links, s_stale_bufs = used_links, used_bufs
