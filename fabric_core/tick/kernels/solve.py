@@ -160,14 +160,14 @@ def solve_tick(
     ``rate_table`` is the flow table's rates, flat (last tick's, 0 for new flows), read at
     each entry's place ``pos``: an entry starts from last tick's rate, a new one from its
     line rate, at most what the flow holds per tick. ``entry_cap`` is the most each entry
-    may carry (PFC, DCQCN, late start; inf for none), or empty when none has a cap. The links and buffers
-    with entries come from the index (``kernels.index.entry_index``: ``used_links`` by
-    rank, ``ent_link`` each entry's; ``used_bufs`` in groups of one (rank, lane), whose
-    buffers share no entry); ``buf_pos`` is every buffer's place in the order credits
-    are settled where a route breaks up*/down* (the reference's: lane, then rank,
-    downstream first). ``threads``: the number of blocks a rank's links and a group's
-    buffers are split into, each with scratch of its own (1 for the serial solve, the
-    most threads numba may use for the parallel one).
+    may carry (PFC, DCQCN, late start; inf for none), or empty when none has a cap. The
+    links and buffers with entries come from the index (``kernels.index.entry_index``:
+    ``used_links`` by rank, ``ent_link`` each entry's; ``used_bufs`` in groups of one
+    (rank, lane), whose buffers share no entry); ``buf_pos`` is every buffer's place in the
+    order credits are settled where a route breaks up*/down* (the reference's: lane, then
+    rank, downstream first). ``threads``: the number of blocks a rank's links and a group's
+    buffers are split into, each with scratch of its own (1 for the serial solve, the most
+    threads numba may use for the parallel one), its rows on cache lines of their own.
 
     Compiled twice (``solve_tick_serial``, ``solve_tick_parallel``): the ``prange``
     loops are those whose iterations touch disjoint entries, links or buffers, so
