@@ -12,6 +12,7 @@ import pytest
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario, parse_scenario
 from fabric_core.workloads.arrivals import BLOCK, PoissonArrivals
+from fabric_core.workloads.kvcache import KvCache
 
 
 def _all_by_ticks(dt: float, end: float, seed: int = 3) -> tuple[np.ndarray, ...]:
@@ -136,3 +137,71 @@ def test_a_probe_with_no_senders_sends_nothing() -> None:
     fabric.run_ticks(100)
     probe = next(w for w in fabric.workloads if w.name == "probe")
     assert probe.kpis(fabric.sim_time_s)["messages_sent"] == 0
+
+
+def _only(scenario: str, kind: str, dt: str, **settings: object) -> Fabric:
+    """``scenario`` with its ``kind`` workload alone, at tick ``dt``, with ``settings``."""
+    raw = copy.deepcopy(load_scenario(scenario).raw)
+    raw["dt"] = dt
+    raw["workload"] = [dict(w, **settings) for w in raw["workload"] if w["kind"] == kind]
+    return Fabric.from_scenario(parse_scenario(raw, f"{scenario}, {kind} alone"))
+
+
+def _kv_requests(dt: str, until_s: float) -> tuple[list[tuple[float, int]], int, int]:
+    """The KV cache's requests up to ``until_s`` (a whole number of ticks): its restores
+    (time, GPU) in the order they start, and how many were hits and misses."""
+    fabric = _only("storage-kvcache", "kvcache", dt, rate_per_s=2000, hit_rate=0.5)
+    wl = fabric.workloads[0]
+    assert isinstance(wl, KvCache) and wl.store is not None
+    seen: list[tuple[float, int]] = []
+    restore = wl.store.restore
+
+    def recording(gpu, kv_bytes, t, *, external=True):  # type: ignore[no-untyped-def]
+        seen.extend((float(s), int(g)) for s, g in zip(t, gpu, strict=True))
+        return restore(gpu, kv_bytes, t, external=external)
+
+    wl.store.restore = recording  # type: ignore[method-assign]
+    while fabric.sim_time_s < until_s - 1e-12:
+        fabric.run_ticks(1)
+    return seen, wl.hits, wl.misses
+
+
+def test_kv_cache_requests_are_the_same_on_any_tick() -> None:
+    """Each request at its own time and GPU, a hit or a miss, whatever the tick."""
+    restores, hits, misses = _kv_requests("10us", 2e-3)
+    assert len(restores) == hits > 10 and misses > 10
+    assert (restores, hits, misses) == _kv_requests("40us", 2e-3)
+
+
+def test_a_stopped_kv_cache_starts_afresh() -> None:
+    fabric = _only("storage-kvcache", "kvcache", "40us", rate_per_s=2000)
+    wl = fabric.workloads[0]
+    fabric.run_ticks(25)
+    wl.stop()
+    fabric.run_ticks(25)  # 1 ms: 16 requests, at 16,000 a second, if they were kept
+    before = wl.hits + wl.misses
+    wl.start()
+    fabric.run_ticks(1)  # 0.64 a tick expected
+    assert wl.hits + wl.misses - before <= 4
+
+
+def _pd_requests(dt: str, until_s: float) -> list[tuple[float, float]]:
+    """PD's requests (arrival, context tokens) that arrive before ``until_s``."""
+    fabric = _only("pd-llama70b", "pd", dt, rate_per_s=20000)
+    wl = fabric.workloads[0]
+    while fabric.sim_time_s < until_s:
+        fabric.run_ticks(10)
+    cols, n = wl._cols, wl.n_req
+    return [
+        (float(t), float(c))
+        for t, c in zip(cols["arrival"][:n], cols["ctx"][:n], strict=True)
+        if t < until_s
+    ]
+
+
+def test_pd_requests_are_the_same_on_any_tick() -> None:
+    """Their arrivals and their contexts, whatever the tick."""
+    fine = _pd_requests("10us", 2e-3)
+    assert len(fine) > 20
+    assert len({c for _, c in fine}) > 10  # contexts drawn, not one figure
+    assert fine == _pd_requests("40us", 2e-3)

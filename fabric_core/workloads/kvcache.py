@@ -1,7 +1,8 @@
 """KVCache offload/restore: a cache hit restores a request's KV from storage instead of prefilling.
 
 Requests arrive at each serving GPU as a Poisson process (``rate_per_s`` per
-GPU) with ``context_tokens`` of context. With probability ``hit_rate`` the
+GPU, drawn arrival by arrival: ``workloads.arrivals``, the same requests on any tick)
+with ``context_tokens`` of context. With probability ``hit_rate`` the
 KV of that context is in the storage tier: it is read back
 (``context_tokens × kv_bytes_per_token`` in I/Os of ``io_bytes``) and
 TTFT = restore time + first decode step. Otherwise the GPU prefills,
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core.workloads.arrivals import PoissonArrivals
 from fabric_core.workloads.base import FlowRequests
 from fabric_core.workloads.pd_presets import (
     GPUS,
@@ -162,6 +164,7 @@ class KvCache(StorageWorkload):
     store: KvStore | None = None
     hits: int = 0
     misses: int = 0
+    _arrivals: PoissonArrivals | None = None
 
     def bind(
         self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
@@ -204,15 +207,23 @@ class KvCache(StorageWorkload):
         """KV bytes of one request's context."""
         return self.context_tokens * self.kv_bytes_per_token
 
+    def stop(self) -> None:
+        super().stop()
+        self._arrivals = None  # (the process starts afresh with the workload)
+
     def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
         assert self.store is not None
         end = now_s + dt_s
-        if self.running:
-            counts = rng.poisson(self.rate_per_s * dt_s, size=self.gpus.size)
-            gpu = np.repeat(self.gpus, counts)
+        if self.running and self.gpus.size:
+            if self._arrivals is None:
+                rate = self.rate_per_s * self.gpus.size
+                self._arrivals = PoissonArrivals(rate, self.gpus.size, now_s)
+            # the requests that arrive in the tick, each at its own time and GPU; its
+            # uniform number decides whether its KV is in the store
+            t, at, u = self._arrivals.take(end, rng)
+            gpu = self.gpus[at]
             if gpu.size:
-                t = now_s + rng.random(gpu.size) * dt_s
-                hit = rng.random(gpu.size) < self.hit_rate
+                hit = u < self.hit_rate
                 self.hits += int(hit.sum())
                 self.misses += int((~hit).sum())
                 kv = np.full(gpu.size, self.kv_bytes)

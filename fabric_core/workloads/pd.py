@@ -1,6 +1,7 @@
 """Prefill/decode (PD) disaggregation: prefill pool → KV-cache transfer over the fabric → decode.
 
-Requests arrive as a Poisson process and wait in one FIFO queue. The head starts on
+Requests arrive as a Poisson process (drawn arrival by arrival, ``workloads.arrivals``:
+the same requests on any tick) and wait in one FIFO queue. The head starts on
 the prefill instance that can take it soonest: its compute is free (one prefill at a
 time) and it has room for the request's KV. The KV stays in the prefill instance's
 HBM until it has been sent (the decode side has it), so a slow transfer holds
@@ -37,6 +38,7 @@ from numpy.typing import NDArray
 
 from fabric_core.endpoints.model import EndpointModel, EndpointParams, fault_masks
 from fabric_core.storage.model import StorageParams, storage_system
+from fabric_core.workloads.arrivals import PoissonArrivals
 from fabric_core.workloads.base import Completions, FlowRequests, Workload, pick_endpoints
 from fabric_core.workloads.moe import nic_payload_Bps
 from fabric_core.workloads.pd_presets import (
@@ -111,6 +113,10 @@ class PDDisagg(Workload):
     _releases: list[NDArray[Any]] = field(default_factory=list)  # inst, bytes, time
     _rr: int = 0
     _rng: np.random.Generator = field(default_factory=np.random.default_rng)
+    # the contexts' own stream: drawn request by request, apart from the arrivals' blocks,
+    # so that a request's context does not depend on the ticks either
+    _context_rng: np.random.Generator = field(default_factory=np.random.default_rng)
+    _arrivals: PoissonArrivals | None = None
     _cols: dict[str, NDArray[Any]] = field(default_factory=dict)
     _sums: dict[str, float] = field(default_factory=dict)
 
@@ -156,6 +162,7 @@ class PDDisagg(Workload):
         if self.transport == "rdma":
             self.ep = EndpointModel(self.endpoint, int(gpus.max()) + 1)
         self._rng = np.random.default_rng(int(rng.integers(1 << 31)))
+        self._context_rng = np.random.default_rng(int(self._rng.integers(1 << 31)))
         self._cols = {k: np.zeros(1024) for k in _COLS}
 
     def attach(self, fabric: Any) -> None:
@@ -178,7 +185,7 @@ class PDDisagg(Workload):
     def _contexts(self, k: int) -> NDArray[np.float64]:
         if self.context_tokens:
             return np.full(k, float(self.context_tokens))
-        n = self.context_median * np.exp(self.context_sigma * self._rng.standard_normal(k))
+        n = self.context_median * np.exp(self.context_sigma * self._context_rng.standard_normal(k))
         return np.clip(np.round(n), 1, self.context_max)
 
     # ---------------------------------------------------------------- prefill scheduling
@@ -263,13 +270,22 @@ class PDDisagg(Workload):
         ok = self.ep.post(src, dst, size, tag, ready, fail=fail, hang=hang)
         np.subtract.at(c["left"], np.repeat(ids, m)[~ok], 1)
 
+    def stop(self) -> None:
+        super().stop()
+        self._arrivals = None  # (the process starts afresh with the workload)
+
     def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
-        k = int(self._rng.poisson(self.rate_per_s * dt_s)) if self.running else 0
+        arrivals = np.zeros(0)
+        if self.running:
+            if self._arrivals is None:
+                self._arrivals = PoissonArrivals(self.rate_per_s, 1, now_s)
+            arrivals, _, _ = self._arrivals.take(now_s + dt_s, self._rng)
+        k = arrivals.size
         if k:
             ids = np.arange(self.n_req, self.n_req + k)
             self.n_req += k
             self._grow(self.n_req)
-            self._cols["arrival"][ids] = np.sort(now_s + self._rng.random(k) * dt_s)
+            self._cols["arrival"][ids] = arrivals  # (in the order they come)
             self._cols["ctx"][ids] = self._contexts(k)
             self._queue = np.r_[self._queue, ids]
         self._apply_releases(now_s)  # releases found in earlier ticks (their time has passed)
