@@ -8,7 +8,9 @@ the compiled loop, none of a fabric with a Poisson workload (its draws every tic
 from __future__ import annotations
 
 import copy
+import io
 import pickle
+import types
 from typing import Any
 
 import numpy as np
@@ -19,7 +21,7 @@ from hypothesis import strategies as st
 from fabric_core.net.profiles import NATIVE_400G, NATIVE_800G, ROCE_400G
 from fabric_core.net.topology import leaf_spine
 from fabric_core.runtime.fabric import Fabric
-from fabric_core.runtime.scenario import load_scenario
+from fabric_core.runtime.scenario import load_scenario, parse_scenario
 from fabric_core.workloads.traffic import AllToAll, Bulk, Incast, Pairs, Rpc, Scripted
 from tests.helpers import draw_flows
 
@@ -156,6 +158,24 @@ def test_an_idle_fabric_between_flows_passes_its_ticks_at_once(
     assert run_both(build, 500, 64, monkeypatch) > 400
 
 
+@pytest.mark.parametrize(
+    ("scenario", "kind"), [("storage-kvcache", "kvcache"), ("storage-random-read", "storage_io")]
+)
+def test_storage_alone_passes_its_quiet_ticks_at_once(
+    scenario: str, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A storage workload alone (its scenario's RPC probes, which send every tick, left
+    out): the ticks between its requests, I/Os and transfers pass at once, and leave the
+    fabric as ticks run one by one."""
+
+    def build() -> Fabric:
+        raw = copy.deepcopy(load_scenario(scenario).raw)
+        raw["workload"] = [w for w in raw["workload"] if w["kind"] == kind]
+        return Fabric.from_scenario(parse_scenario(raw, f"{scenario}, {kind} alone"))
+
+    assert run_both(build, 1500, 100, monkeypatch) > 100
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_flows_and_batches_give_the_same_fabric(data: st.DataObject) -> None:
@@ -202,6 +222,8 @@ def _scenario_fabric(name: str) -> tuple[Fabric, Any]:
 WORKLOADS = {w.kind: lambda i=i: _traffic_fabric(i) for i, w in enumerate(_workloads())} | {
     "moe-nvlink": lambda: _scenario_fabric("moe-ep64-nvlink"),  # NVLink and the NIC
     "moe-proxy": lambda: _scenario_fabric("moe-proxy"),  # a CPU proxy posts the messages
+    "kvcache": lambda: _scenario_fabric("storage-kvcache"),  # restores from NVMe targets
+    "storage_io": lambda: _scenario_fabric("storage-random-read"),  # closed-loop reads
 }
 
 
@@ -229,9 +251,23 @@ def test_a_workload_is_silent_before_the_time_it_says_it_is_quiet_until(kind: st
     assert quiet_ticks > 0
 
 
+class _StatePickler(pickle.Pickler):
+    """Pickles a workload's state, with the fabric it is attached to and the functions it
+    holds (a storage system's callbacks into the fabric) by name only."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, Fabric):
+            return str, ("the fabric",)
+        if isinstance(obj, types.FunctionType | types.MethodType):
+            return str, (obj.__qualname__,)
+        return NotImplemented
+
+
 def _state_of(wl: Any) -> bytes:
     """The workload's state, all of it but the fabric it is attached to, as bytes."""
-    return pickle.dumps({k: v for k, v in vars(wl).items() if k != "fabric"})
+    out = io.BytesIO()
+    _StatePickler(out).dump({k: v for k, v in vars(wl).items() if k != "fabric"})
+    return out.getvalue()
 
 
 @pytest.mark.parametrize("prof", [NATIVE_400G, ROCE_400G], ids=lambda p: p.name)

@@ -129,6 +129,15 @@ class KvStore:
         fin = np.unique(r[self.left[r] == 0])
         self._done = [np.r_[self._done[0], fin], np.r_[self._done[1], self.done_t[fin]]]
 
+    def quiet_until(self, *, external: bool = True) -> float:
+        """The time before which ``pop_done`` (for ``external``'s caller) finds nothing
+        and changes nothing: the client's (``StorageClient.quiet_until``), or minus
+        infinity while requests are done and not yet taken, or the ids this caller took
+        last wait to be freed."""
+        if self._done[0].size or self._popped[external].size:
+            return -np.inf
+        return self.client.quiet_until()
+
     def pop_done(self, upto_s: float, *, external: bool = True) -> tuple[I64, F64]:
         """Requests (started by others, or by the KvCache workload itself) whose last
         I/O landed before ``upto_s``: (ids, times). Their records (``start``...) stay
@@ -210,6 +219,17 @@ class KvCache(StorageWorkload):
     def stop(self) -> None:
         super().stop()
         self._arrivals = None  # (the process starts afresh with the workload)
+
+    def quiet_until(self, now_s: float, dt_s: float) -> float:
+        if self.store is None:
+            return now_s
+        first = self.store.quiet_until(external=False)
+        if self.running and self.gpus.size:
+            if self._arrivals is None:
+                return now_s  # the first tick draws the first arrivals
+            first = min(first, self._arrivals.next_s)
+        # a tick takes the requests that arrive, and the I/Os ready or landed, before its end
+        return first - dt_s
 
     def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
         assert self.store is not None

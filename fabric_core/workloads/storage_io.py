@@ -225,6 +225,19 @@ class StorageClient:
         self._popped = ids[order]
         return ids[order], t[order]
 
+    def quiet_until(self) -> float:
+        """The time before which ``flows_due`` and ``pop_landed`` hand out nothing and
+        change nothing: the first transfer to be ready or I/O to land (minus infinity
+        while the ids the last ``pop_landed`` handed out wait for the next call to free
+        them)."""
+        if self._popped.size:
+            return -np.inf
+        first = np.inf
+        for times in (self._flows[1], self._landed[1]):
+            if times.size:
+                first = min(first, float(times.min()))
+        return first
+
     # ---------------------------------------------------------------- figures
     def kpis(self, clients: I64, now_s: float) -> dict[str, float]:
         """Throughput, CPU and host-memory figures of this client."""
@@ -311,6 +324,12 @@ class StorageProbe(StorageWorkload):
         )
         size = np.full(n, min(self.size_bytes, self.io.max_io_bytes))
         self.io.issue(client, target, size, t, np.zeros(n, np.int64), write=self.write)
+
+    def quiet_until(self, now_s: float, dt_s: float) -> float:
+        if self.running and not self._started:
+            return now_s  # the first tick issues the first I/Os
+        # a tick hands out what is ready or lands before its end
+        return self.io.quiet_until() - dt_s
 
     def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
         io = self.io
