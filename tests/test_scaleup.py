@@ -127,11 +127,13 @@ def test_intra_node_messages_never_touch_the_fabric() -> None:
     assert k["scaleup_messages_total"] == 2 * 8 * 128 * 8
     assert k["scaleup_byte_fraction"] == 1.0
     assert wl.nic_bounds_s() == (0.0, 0.0)
-    # the phase is the NVLink part: it reaches the busiest port's bound
+    # the phase is the NVLink part: it reaches the busiest port's bound (where that port
+    # sets the time, the model's figure is the bound worked out another way: it may differ
+    # in the last bit)
     d_bound, c_bound = wl.scaleup_bounds_s()
     assert k["dispatch_last_seconds"] == k["dispatch_scaleup_last_seconds"]
-    assert d_bound <= k["dispatch_last_seconds"] <= 1.01 * d_bound
-    assert c_bound <= k["combine_last_seconds"] <= 1.01 * c_bound
+    assert d_bound * (1 - 1e-12) <= k["dispatch_last_seconds"] <= 1.01 * d_bound
+    assert c_bound * (1 - 1e-12) <= k["combine_last_seconds"] <= 1.01 * c_bound
 
 
 def test_the_intra_node_time_moves_as_bytes_over_bandwidth_plus_latency() -> None:

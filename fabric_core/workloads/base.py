@@ -126,9 +126,9 @@ def workload_rngs(seed: int, workloads: Sequence[Workload]) -> list[np.random.Ge
     else draws: not on the other workloads, nor on the fabric's own draws (which of a
     tick's checks bring a RoCE sender a CNP). The two sides of a comparison therefore offer an
     open-loop workload the same arrivals, sizes and peers (common random numbers), and
-    adding a workload to a scenario leaves the others' draws as they were. (The MoE
-    workload routes its tokens with a generator of its own seeded from the seed alone,
-    ``seed + 101``: two MoE workloads in one scenario route alike.)
+    adding a workload to a scenario leaves the others' draws as they were. (A workload
+    that keeps a generator of its own, PD's or the MoE router's, seeds it from this
+    stream.)
     """
     seen: dict[str, int] = {}
     rngs = []

@@ -143,10 +143,12 @@ class MoEAllToAll(Workload):
                 "fewer tokens_per_rank or experts"
             )
         self.ep = EndpointModel(self.endpoint, int(gpus.max()) + 1)
+        # the router's generator, from the workload's own stream (workloads.base.workload_rngs):
+        # two MoE workloads of one scenario route their tokens each its own way
+        self._rng = np.random.default_rng(int(rng.integers(1 << 31)))
 
     def attach(self, fabric: WorkloadHost) -> None:
         super().attach(fabric)
-        self._rng = np.random.default_rng(fabric.seed + 101)
         assert self.ep is not None
         self.ep.wire_Bps = nic_payload_Bps(fabric)[: self.ep.n_nodes]
         topo = fabric.topo
