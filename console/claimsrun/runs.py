@@ -21,7 +21,7 @@ from fabric_core.net.profiles import Profile, get_profile
 from fabric_core.net.topology import leaf_spine
 from fabric_core.reports.bringup import ProbeAllToAll
 from fabric_core.reports.endpoints_doc import probe
-from fabric_core.reports.run import run_for
+from fabric_core.reports.run import report_of, run_for
 from fabric_core.reports.storage import STORAGE_KINDS
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario, parse_scenario
@@ -125,17 +125,7 @@ def _run_drained(fabric: Fabric, duration_s: float, label: str) -> dict[str, Any
         raise RuntimeError(
             f"{label}: {left} KV requests still under way {DRAIN_MAX_S:g} s after the window"
         )
-    report = run_for(fabric, fabric.dt_s)  # (one tick more: the report)
-    wall = time.perf_counter() - wall0
-    hops = fabric.hop_updates - hop0
-    report["run"].update(
-        wall_seconds=wall,
-        ticks_per_second=fabric.tick / wall,
-        hop_updates=hops,
-        hop_updates_per_second=hops / wall,
-        sim_seconds_per_wall_second=fabric.sim_time_s / wall,
-    )
-    return report
+    return report_of(fabric, fabric.tick, fabric.hop_updates - hop0, time.perf_counter() - wall0)
 
 
 def _kv_outstanding(fabric: Fabric) -> int:

@@ -33,17 +33,28 @@ def run_for(
         done += n
         if progress is not None:
             progress(done * fabric.dt_s, ticks * fabric.dt_s)
-    wall = time.perf_counter() - wall0
-    report = summarise(fabric.snapshot(wall_time_s=wall, running=False))
+    return report_of(fabric, ticks, fabric.hop_updates - hop0, time.perf_counter() - wall0)
+
+
+def report_of(
+    fabric: Fabric | PlanedFabric, ticks: int, hop_updates: int, wall_s: float
+) -> dict[str, Any]:
+    """The report (JSON-ready) of a fabric that has just run ``ticks`` ticks, with
+    ``hop_updates`` hop-updates, in ``wall_s`` seconds of wall time."""
+    report = summarise(fabric.snapshot(wall_time_s=wall_s, running=False))
+
+    def per_wall(x: float) -> float:
+        return x / wall_s if wall_s > 0 else float("inf")
+
     report["run"] = {
         "simulated_seconds": fabric.sim_time_s,
         "ticks": fabric.tick,
         "dt_seconds": fabric.dt_s,
-        "wall_seconds": wall,
-        "ticks_per_second": ticks / wall if wall > 0 else float("inf"),
-        "hop_updates": fabric.hop_updates - hop0,
-        "hop_updates_per_second": (fabric.hop_updates - hop0) / wall if wall > 0 else float("inf"),
-        "sim_seconds_per_wall_second": ticks * fabric.dt_s / wall if wall > 0 else float("inf"),
+        "wall_seconds": wall_s,
+        "ticks_per_second": per_wall(ticks),
+        "hop_updates": hop_updates,
+        "hop_updates_per_second": per_wall(hop_updates),
+        "sim_seconds_per_wall_second": per_wall(ticks * fabric.dt_s),
         "solver": fabric.solver,
     }
     if isinstance(fabric, PlanedFabric):
