@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,7 @@ from numpy.typing import NDArray
 from fabric_core.net.profiles import NATIVE_400G, Profile
 from fabric_core.net.topology import Topology, leaf_spine
 from fabric_core.runtime.fabric import SOLVERS, Fabric, Solver
+from fabric_core.runtime.scenario import load_scenario, parse_scenario
 from fabric_core.workloads.traffic import Scripted
 
 if TYPE_CHECKING:
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SOLVERS",
     "profile",
+    "scenario_alone",
     "scripted_fabric",
     "settle",
     "small_leaf_spine",
@@ -33,6 +36,16 @@ __all__ = [
 def profile(**overrides: Any) -> Profile:
     """The native profile with some parameters changed."""
     return dataclasses.replace(NATIVE_400G, **overrides)
+
+
+def scenario_alone(scenario: str, kind: str, *, dt: str | None = None, **settings: Any) -> Fabric:
+    """The bundled ``scenario`` with its workloads of ``kind`` alone (each with
+    ``settings``), at tick ``dt`` if given."""
+    raw = copy.deepcopy(load_scenario(scenario).raw)
+    if dt is not None:
+        raw["dt"] = dt
+    raw["workload"] = [dict(w, **settings) for w in raw["workload"] if w["kind"] == kind]
+    return Fabric.from_scenario(parse_scenario(raw, f"{scenario}, {kind} alone"))
 
 
 def scripted_fabric(

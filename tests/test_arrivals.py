@@ -13,6 +13,7 @@ from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario, parse_scenario
 from fabric_core.workloads.arrivals import BLOCK, PoissonArrivals
 from fabric_core.workloads.kvcache import KvCache
+from tests.helpers import scenario_alone
 
 
 def _all_by_ticks(dt: float, end: float, seed: int = 3) -> tuple[np.ndarray, ...]:
@@ -79,10 +80,7 @@ def test_no_rate_no_arrivals_and_a_bad_rate_is_refused() -> None:
 
 def _rpc_messages(dt: str, until_s: float) -> list[tuple[int, int]]:
     """The probes' messages (source, peer) of the ticks that end by ``until_s``."""
-    raw = copy.deepcopy(load_scenario("tiny").raw)
-    raw["dt"] = dt
-    raw["workload"] = [w for w in raw["workload"] if w["kind"] == "rpc"]
-    fabric = Fabric.from_scenario(parse_scenario(raw, "tiny rpc"))
+    fabric = scenario_alone("tiny", "rpc", dt=dt)
     wl = fabric.workloads[0]
     seen: list[tuple[int, int]] = []
     generate = wl.generate
@@ -113,9 +111,7 @@ def test_a_stopped_probe_sends_nothing_and_starts_afresh() -> None:
     """Stopped, the probes are quiet (their ticks may run at once, without ``generate``);
     started again, they send at their rate from then on, not what they would have sent
     while stopped."""
-    raw = copy.deepcopy(load_scenario("tiny").raw)
-    raw["workload"] = [w for w in raw["workload"] if w["kind"] == "rpc"]
-    fabric = Fabric.from_scenario(parse_scenario(raw, "tiny rpc"))
+    fabric = scenario_alone("tiny", "rpc")
     wl = fabric.workloads[0]
     fabric.run_ticks(200)
     wl.stop()
@@ -139,18 +135,10 @@ def test_a_probe_with_no_senders_sends_nothing() -> None:
     assert probe.kpis(fabric.sim_time_s)["messages_sent"] == 0
 
 
-def _only(scenario: str, kind: str, dt: str, **settings: object) -> Fabric:
-    """``scenario`` with its ``kind`` workload alone, at tick ``dt``, with ``settings``."""
-    raw = copy.deepcopy(load_scenario(scenario).raw)
-    raw["dt"] = dt
-    raw["workload"] = [dict(w, **settings) for w in raw["workload"] if w["kind"] == kind]
-    return Fabric.from_scenario(parse_scenario(raw, f"{scenario}, {kind} alone"))
-
-
 def _kv_requests(dt: str, until_s: float) -> tuple[list[tuple[float, int]], int, int]:
     """The KV cache's requests up to ``until_s`` (a whole number of ticks): its restores
     (time, GPU) in the order they start, and how many were hits and misses."""
-    fabric = _only("storage-kvcache", "kvcache", dt, rate_per_s=2000, hit_rate=0.5)
+    fabric = scenario_alone("storage-kvcache", "kvcache", dt=dt, rate_per_s=2000, hit_rate=0.5)
     wl = fabric.workloads[0]
     assert isinstance(wl, KvCache) and wl.store is not None
     seen: list[tuple[float, int]] = []
@@ -174,7 +162,7 @@ def test_kv_cache_requests_are_the_same_on_any_tick() -> None:
 
 
 def test_a_stopped_kv_cache_starts_afresh() -> None:
-    fabric = _only("storage-kvcache", "kvcache", "40us", rate_per_s=2000)
+    fabric = scenario_alone("storage-kvcache", "kvcache", dt="40us", rate_per_s=2000)
     wl = fabric.workloads[0]
     fabric.run_ticks(25)
     wl.stop()
@@ -187,7 +175,7 @@ def test_a_stopped_kv_cache_starts_afresh() -> None:
 
 def _pd_requests(dt: str, until_s: float) -> list[tuple[float, float]]:
     """PD's requests (arrival, context tokens) that arrive before ``until_s``."""
-    fabric = _only("pd-llama70b", "pd", dt, rate_per_s=20000)
+    fabric = scenario_alone("pd-llama70b", "pd", dt=dt, rate_per_s=20000)
     wl = fabric.workloads[0]
     while fabric.sim_time_s < until_s:
         fabric.run_ticks(10)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import copy
 import itertools
 from typing import Any
 
@@ -28,10 +27,10 @@ from fabric_core.commands import InjectFault
 from fabric_core.net.profiles import get_profile
 from fabric_core.reports.bringup import check_ibgda
 from fabric_core.reports.storage import STORAGE_KINDS
-from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import parse_scenario
 from fabric_core.storage.model import StorageParams
 from fabric_core.workloads.kvcache import KvCache
+from tests.helpers import scenario_alone
 
 
 def _tick(label: str) -> None:
@@ -155,11 +154,15 @@ def _lone_restore_s(path: str, pcie_Bps: float) -> float:
     """One KV restore (320 MiB) with nothing else on the fabric or the hosts: the
     storage-kvcache scenario's KV cache alone, every request a hit, stopped after its
     first request; the restore's time from its request to its last block in GPU memory."""
-    raw = copy.deepcopy(bundled("storage-kvcache"))
-    kv = next(w for w in raw["workload"] if w["kind"] == "kvcache")
-    kv.update(path=path, hit_rate=1.0, offload=False, storage={"pcie_Bps": pcie_Bps})
-    raw.update(dt="100us", workload=[kv])
-    fabric = Fabric.from_scenario(parse_scenario(raw, f"a lone {path} restore"))
+    fabric = scenario_alone(
+        "storage-kvcache",
+        "kvcache",
+        dt="100us",
+        path=path,
+        hit_rate=1.0,
+        offload=False,
+        storage={"pcie_Bps": pcie_Bps},
+    )
     wl = fabric.workloads[0]
     store = wl.store
     assert isinstance(wl, KvCache) and store is not None

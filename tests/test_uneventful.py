@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from fabric_core.net.profiles import NATIVE_400G, NATIVE_800G, ROCE_400G
 from fabric_core.net.topology import leaf_spine
 from fabric_core.runtime.fabric import Fabric
-from fabric_core.runtime.scenario import load_scenario, parse_scenario
+from fabric_core.runtime.scenario import load_scenario
 from fabric_core.workloads.traffic import AllToAll, Bulk, Incast, Pairs, Rpc, Scripted
-from tests.helpers import draw_flows
+from tests.helpers import draw_flows, scenario_alone
 
 
 def _arrays(obj: object, prefix: str, out: dict[str, Any]) -> None:
@@ -168,12 +168,7 @@ def test_storage_alone_passes_its_quiet_ticks_at_once(
     out): the ticks between its requests, I/Os and transfers pass at once, and leave the
     fabric as ticks run one by one."""
 
-    def build() -> Fabric:
-        raw = copy.deepcopy(load_scenario(scenario).raw)
-        raw["workload"] = [w for w in raw["workload"] if w["kind"] == kind]
-        return Fabric.from_scenario(parse_scenario(raw, f"{scenario}, {kind} alone"))
-
-    assert run_both(build, 1500, 100, monkeypatch) > 100
+    assert run_both(lambda: scenario_alone(scenario, kind), 1500, 100, monkeypatch) > 100
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
