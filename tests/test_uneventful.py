@@ -159,7 +159,13 @@ def test_an_idle_fabric_between_flows_passes_its_ticks_at_once(
 
 
 @pytest.mark.parametrize(
-    ("scenario", "kind"), [("storage-kvcache", "kvcache"), ("storage-random-read", "storage_io")]
+    ("scenario", "kind"),
+    [
+        ("storage-kvcache", "kvcache"),
+        ("storage-random-read", "storage_io"),
+        ("training-nfs", "training"),
+        ("checkpoint-burst", "checkpoint"),
+    ],
 )
 def test_storage_alone_passes_its_quiet_ticks_at_once(
     scenario: str, kind: str, monkeypatch: pytest.MonkeyPatch
@@ -214,11 +220,18 @@ def _scenario_fabric(name: str) -> tuple[Fabric, Any]:
     return fabric, fabric.workloads[0]
 
 
+def _alone(scenario: str, kind: str, **settings: Any) -> tuple[Fabric, Any]:
+    fabric = scenario_alone(scenario, kind, **settings)
+    return fabric, fabric.workloads[0]
+
+
 WORKLOADS = {w.kind: lambda i=i: _traffic_fabric(i) for i, w in enumerate(_workloads())} | {
     "moe-nvlink": lambda: _scenario_fabric("moe-ep64-nvlink"),  # NVLink and the NIC
     "moe-proxy": lambda: _scenario_fabric("moe-proxy"),  # a CPU proxy posts the messages
     "kvcache": lambda: _scenario_fabric("storage-kvcache"),  # restores from NVMe targets
     "storage_io": lambda: _scenario_fabric("storage-random-read"),  # closed-loop reads
+    "training": lambda: _alone("training-nfs", "training"),  # steps wait for their batches
+    "checkpoint": lambda: _alone("checkpoint-burst", "checkpoint", start="100us"),  # a burst
 }
 
 
