@@ -159,22 +159,27 @@ def test_an_idle_fabric_between_flows_passes_its_ticks_at_once(
 
 
 @pytest.mark.parametrize(
-    ("scenario", "kind"),
+    ("scenario", "kind", "settings"),
     [
-        ("storage-kvcache", "kvcache"),
-        ("storage-random-read", "storage_io"),
-        ("training-nfs", "training"),
-        ("checkpoint-burst", "checkpoint"),
+        ("storage-kvcache", "kvcache", {}),
+        ("storage-random-read", "storage_io", {}),
+        ("training-nfs", "training", {}),
+        ("checkpoint-burst", "checkpoint", {}),
+        ("pd-llama70b", "pd", {"rate_per_s": 300, "context_tokens": 512}),
+        ("pd-llama70b", "pd", {"rate_per_s": 300, "context_tokens": 512, "transport": "tcp"}),
     ],
 )
-def test_storage_alone_passes_its_quiet_ticks_at_once(
-    scenario: str, kind: str, monkeypatch: pytest.MonkeyPatch
+def test_storage_and_inference_alone_pass_their_quiet_ticks_at_once(
+    scenario: str, kind: str, settings: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A storage workload alone (its scenario's RPC probes, which send every tick, left
-    out): the ticks between its requests, I/Os and transfers pass at once, and leave the
-    fabric as ticks run one by one."""
+    """A storage or inference workload alone (its scenario's RPC probes, which send nearly
+    every tick, left out): the ticks between its requests, I/Os and transfers pass at once,
+    and leave the fabric as ticks run one by one."""
 
-    assert run_both(lambda: scenario_alone(scenario, kind), 1500, 100, monkeypatch) > 100
+    def build() -> Fabric:
+        return scenario_alone(scenario, kind, **settings)
+
+    assert run_both(build, 1500, 100, monkeypatch) > 100
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -232,6 +237,11 @@ WORKLOADS = {w.kind: lambda i=i: _traffic_fabric(i) for i, w in enumerate(_workl
     "storage_io": lambda: _scenario_fabric("storage-random-read"),  # closed-loop reads
     "training": lambda: _alone("training-nfs", "training"),  # steps wait for their batches
     "checkpoint": lambda: _alone("checkpoint-burst", "checkpoint", start="100us"),  # a burst
+    # PD requests often enough to queue: arrivals, starts, KV releases and messages
+    "pd": lambda: _alone("pd-llama70b", "pd", rate_per_s=300, context_tokens=512),
+    "pd-tcp": lambda: _alone(
+        "pd-llama70b", "pd", rate_per_s=300, context_tokens=512, transport="tcp"
+    ),
 }
 
 

@@ -209,6 +209,13 @@ class PDDisagg(Workload):
             return room | alone
         return np.ones(self._held_n.size, dtype=bool)
 
+    def _start_times(self, r: int, kv: float) -> NDArray[np.float64]:
+        """When request ``r`` (``kv`` bytes of KV) could start on each prefill instance:
+        its arrival, the instance's compute free and its last release of KV memory, or
+        never where its KV does not fit now."""
+        t = np.maximum(np.maximum(self._compute_free, self._room_at), self._cols["arrival"][r])
+        return np.where(self._fits(kv), t, np.inf)
+
     def _dispatch(self, end_s: float) -> NDArray[np.int64]:
         """Start queued requests (FIFO) that can start before ``end_s``; returns them.
 
@@ -219,8 +226,7 @@ class PDDisagg(Workload):
         while self._queue.size:
             r = int(self._queue[0])
             kv = c["ctx"][r] * self.preset.kv_bytes_per_token
-            t = np.maximum(np.maximum(self._compute_free, self._room_at), c["arrival"][r])
-            t = np.where(self._fits(kv), t, np.inf)
+            t = self._start_times(r, kv)
             i = int(np.argmin(t))
             if not t[i] < end_s:
                 break
@@ -273,6 +279,28 @@ class PDDisagg(Workload):
     def stop(self) -> None:
         super().stop()
         self._arrivals = None  # (the process starts afresh with the workload)
+
+    def quiet_until(self, now_s: float, dt_s: float) -> float:
+        """Until the first of: the next arrival, a release of KV memory (applied by the
+        first tick that starts after it), the queue's first request starting, and a KV
+        message due from its transport. An arrival, a start or a message counts from a
+        tick before it: a tick acts on what comes before its end."""
+        if self.running and self._arrivals is None:
+            return now_s  # the first tick starts the arrival process
+        first = float("inf")
+        if self.running and self._arrivals is not None:
+            first = self._arrivals.next_s - dt_s
+        if self._releases[2].size:
+            first = min(first, float(self._releases[2].min()))
+        if self._queue.size:
+            r = int(self._queue[0])
+            kv = float(self._cols["ctx"][r]) * self.preset.kv_bytes_per_token
+            first = min(first, float(self._start_times(r, kv).min()) - dt_s)
+        if self.tcp is not None:
+            first = min(first, self.tcp.quiet_until() - dt_s)
+        elif self.ep is not None:
+            first = min(first, self.ep.quiet_until(now_s, dt_s))
+        return first
 
     def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
         arrivals = np.zeros(0)

@@ -60,6 +60,12 @@ class TcpTransport:
             np.r_[old[4], t],
         ]
 
+    def quiet_until(self) -> float:
+        """When the first message waiting in the sender's pipeline is in the socket
+        (infinity for none): ``flows_due`` hands out nothing before."""
+        ready = self._pending[4]
+        return float(ready.min()) if ready.size else float("inf")
+
     def flows_due(self, now_s: float, dt_s: float) -> FlowRequests:
         """Messages whose bytes are in the socket before the end of this tick."""
         src, dst, tag, size, ready = self._pending
