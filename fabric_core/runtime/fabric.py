@@ -933,6 +933,10 @@ class Fabric:
         """The entry index of the flows in flight, rebuilt when the set of flows changed."""
         fl = self.flows
         if self._index is None or self._index.version != fl.version:
+            # the last index let go first: the new one may then take its memory, still in
+            # the caches from the last tick, instead of memory untouched for a tick (at 10k
+            # GPUs a 15 MB buffer: the build took 0.4-0.5 ms longer)
+            self._index = None
             self._index = self._tick.build_index(fl)
         return self._index
 

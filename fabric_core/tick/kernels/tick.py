@@ -644,12 +644,14 @@ def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
         last_flow=part["last_flow"],
         csr=IndexCsr(
             key_ptr=part["key_ptr"],
-            used_links=part["used_links"],
+            # (copies: the solve and the move keep these two until the next index, which
+            # views of the buffer would keep whole)
+            used_links=part["used_links"].copy(),
             rank_ptr=part["rank_ptr"],
             link_ptr=part["link_ptr"],
             link_ent=part["link_ent"],
             ent_link=part["ent_link"],
-            used_bufs=part["used_bufs"],
+            used_bufs=part["used_bufs"].copy(),
             buf_group_ptr=part["buf_group_ptr"],
             buf_ptr=part["buf_ptr"],
             buf_ent=part["buf_ent"],
