@@ -100,8 +100,8 @@ class CompiledTick:
     n_vls: int
     #: the index's scratch, per link and per buffer (``kernels.index.entry_index``): -1
     #: between ticks
-    link_slot: NDArray[np.intp]
-    buf_slot: NDArray[np.intp]
+    link_slot: NDArray[np.int32]
+    buf_slot: NDArray[np.int32]
     #: adaptive routing's expected load: per link, the bytes flows in flight still have to
     #: send over it, as of the last tick's move, plus what routing placed since
     #: (``routing.route``); written in place
@@ -136,8 +136,8 @@ class CompiledTick:
             layout.rank.astype(np.int64),
             len(layout.links),
             n_vls,
-            np.full(n_links, -1, dtype=np.intp),
-            np.full(n_links * n_vls, -1, dtype=np.intp),
+            np.full(n_links, -1, dtype=np.int32),
+            np.full(n_links * n_vls, -1, dtype=np.int32),
             np.zeros(n_links),
             track_load,
         )
