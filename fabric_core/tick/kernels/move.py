@@ -95,6 +95,9 @@ def finish_times(
     alpha: _F,
     buf_pad: _I,
     flow: _I,
+    prev_pad: _I,
+    last: _I,
+    last_flow: _I,
     used_links: _I,
     link_ptr: _I,
     link_ent: _I,
@@ -111,17 +114,24 @@ def finish_times(
     entries held down elsewhere keep their rate: an entry with ``b`` bytes ends at
     ``(sum over finishing o of min(b_o, b) + b (1 + elastic)) / available``,
     slowed by its buffer's credit factor. A flow ends at its latest hop. The links are
-    the index's used ones (``kernels.index.entry_index``: ``link_ptr`` by used link).
+    the index's used ones (``kernels.index.entry_index``: ``link_ptr`` by used link);
+    ``last`` and ``last_flow`` are its last-hop entries and their flows, and the flows in
+    ``done`` are among them.
     """
     n = flow.size
     n_bufs = alpha.size
     is_done = np.zeros(cap, dtype=np.bool_)
     for f in done:
         is_done[f] = True
+    # the links the finished flows cross, from each one's last hop upstream: a pass over
+    # the flows' last hops instead of over every entry (a few flows end in a tick)
     hot = np.zeros(used_links.size, dtype=np.bool_)
-    for e in range(n):
-        if is_done[flow[e]]:
-            hot[ent_link[e]] = True
+    for i in range(last.size):
+        if is_done[last_flow[i]]:
+            e = last[i]
+            while e < n:
+                hot[ent_link[e]] = True
+                e = prev_pad[e]
     t_flow = np.zeros(cap)
     # a link's finishing entries, their bytes and their order (scratch, for the longest)
     n_max = 0
