@@ -31,6 +31,9 @@ def _one_link(rates: list[float], level: float, capacity: float, done: list[int]
         np.ones(4),  # alpha of four buffers: none is read (buf_pad = 4 = n_bufs)
         np.full(n, 4, dtype=np.intp),
         np.arange(n, dtype=np.intp),
+        np.full(n, n, dtype=np.intp),  # prev_pad: each entry its flow's only hop
+        np.arange(n, dtype=np.intp),  # last: every entry is a last hop
+        np.arange(n, dtype=np.intp),  # last_flow
         np.array([0], dtype=np.intp),
         np.array([0, n], dtype=np.intp),
         np.arange(n, dtype=np.intp),
@@ -153,6 +156,9 @@ def test_a_hop_on_a_down_link_that_carried_nothing_sets_no_finish_time() -> None
         np.ones(4),
         np.full(2, 4, dtype=np.intp),
         np.array([0, 0], dtype=np.intp),
+        np.array([2, 0], dtype=np.intp),  # prev_pad: entry 1 is the hop after entry 0
+        np.array([1], dtype=np.intp),  # last: flow 0's last hop, found from there
+        np.array([0], dtype=np.intp),  # last_flow
         np.array([0, 1], dtype=np.intp),
         np.array([0, 1, 2], dtype=np.intp),
         np.array([0, 1], dtype=np.intp),
@@ -160,6 +166,32 @@ def test_a_hop_on_a_down_link_that_carried_nothing_sets_no_finish_time() -> None
         np.array([0.0, 2.0]),
         np.array([0], dtype=np.intp),
         2,
+        1.0,
+    )
+    assert out.tolist() == [pytest.approx(0.5, rel=1e-12)]
+
+
+def test_a_flow_ends_at_its_slowest_hop_upstream_of_its_last() -> None:
+    """Flow 0 crosses link 0 (2 B/s) then link 1 (4 B/s), 1 B on each in the tick: its
+    first hop sends its 1 B in 0.5 s, its last in 0.25 s, and the flow ends at its latest
+    hop, 0.5 s. The first hop is found from the last one upstream (timing the last hop
+    alone would give 0.25 s)."""
+    out = finish_times(
+        np.array([1.0, 1.0, 0.0]),  # entry 0 on link 0, entry 1 (the next hop) on link 1
+        np.array([2.0, 4.0]),
+        np.ones(4),
+        np.full(2, 4, dtype=np.intp),  # no credit factor read
+        np.array([0, 0], dtype=np.intp),
+        np.array([2, 0], dtype=np.intp),  # prev_pad
+        np.array([1], dtype=np.intp),  # last
+        np.array([0], dtype=np.intp),  # last_flow
+        np.array([0, 1], dtype=np.intp),
+        np.array([0, 1, 2], dtype=np.intp),
+        np.array([0, 1], dtype=np.intp),
+        np.array([0, 1], dtype=np.intp),
+        np.array([2.0, 4.0]),
+        np.array([0], dtype=np.intp),
+        1,
         1.0,
     )
     assert out.tolist() == [pytest.approx(0.5, rel=1e-12)]
