@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from fabric_core.tick.kernels.move import credit_wait, finish_times, move_bytes
 
@@ -45,6 +46,31 @@ def _one_link(rates: list[float], level: float, capacity: float, done: list[int]
     )
     assert out.size == 1
     return float(out[0])
+
+
+def _two_hops(rates: list[float], level: list[float], capacity: list[float]) -> NDArray[np.float64]:
+    """Flow 0's entry 0 on link 0, then entry 1, its last hop, on link 1, with ``rates``
+    (no buffer downstream of either is read, so no credit factor slows them); dt = 1 s.
+    The flow's finish time, as ``finish_times`` gives it."""
+    out: NDArray[np.float64] = finish_times(
+        np.array([*rates, 0.0]),
+        np.array(level),
+        np.ones(4),
+        np.full(2, 4, dtype=np.intp),
+        np.array([0, 0], dtype=np.intp),
+        np.array([2, 0], dtype=np.intp),  # prev_pad: entry 1 is the hop after entry 0
+        np.array([1], dtype=np.intp),  # last: flow 0's last hop, found from there
+        np.array([0], dtype=np.intp),  # last_flow
+        np.array([0, 1], dtype=np.intp),
+        np.array([0, 1, 2], dtype=np.intp),
+        np.array([0, 1], dtype=np.intp),
+        np.array([0, 1], dtype=np.intp),
+        np.array(capacity),
+        np.array([0], dtype=np.intp),
+        2,
+        1.0,
+    )
+    return out
 
 
 def test_a_flow_finishing_alone_on_a_link_ends_at_its_bytes_over_the_capacity() -> None:
@@ -150,24 +176,7 @@ def test_a_hop_on_a_down_link_that_carried_nothing_sets_no_finish_time() -> None
     The flow ends when its second hop, alone on a link of 2 B/s, has sent its 1 B: at
     0.5 s, not at the tick's end (1 s), which a stalled hop is given only when it still
     had bytes to send."""
-    out = finish_times(
-        np.array([0.0, 1.0, 0.0]),  # entry 0 on link 0 (down), entry 1 on link 1
-        np.array([0.0, 2.0]),
-        np.ones(4),
-        np.full(2, 4, dtype=np.intp),
-        np.array([0, 0], dtype=np.intp),
-        np.array([2, 0], dtype=np.intp),  # prev_pad: entry 1 is the hop after entry 0
-        np.array([1], dtype=np.intp),  # last: flow 0's last hop, found from there
-        np.array([0], dtype=np.intp),  # last_flow
-        np.array([0, 1], dtype=np.intp),
-        np.array([0, 1, 2], dtype=np.intp),
-        np.array([0, 1], dtype=np.intp),
-        np.array([0, 1], dtype=np.intp),
-        np.array([0.0, 2.0]),
-        np.array([0], dtype=np.intp),
-        2,
-        1.0,
-    )
+    out = _two_hops([0.0, 1.0], level=[0.0, 2.0], capacity=[0.0, 2.0])  # link 0 down
     assert out.tolist() == [pytest.approx(0.5, rel=1e-12)]
 
 
@@ -176,22 +185,5 @@ def test_a_flow_ends_at_its_slowest_hop_upstream_of_its_last() -> None:
     first hop sends its 1 B in 0.5 s, its last in 0.25 s, and the flow ends at its latest
     hop, 0.5 s. The first hop is found from the last one upstream (timing the last hop
     alone would give 0.25 s)."""
-    out = finish_times(
-        np.array([1.0, 1.0, 0.0]),  # entry 0 on link 0, entry 1 (the next hop) on link 1
-        np.array([2.0, 4.0]),
-        np.ones(4),
-        np.full(2, 4, dtype=np.intp),  # no credit factor read
-        np.array([0, 0], dtype=np.intp),
-        np.array([2, 0], dtype=np.intp),  # prev_pad
-        np.array([1], dtype=np.intp),  # last
-        np.array([0], dtype=np.intp),  # last_flow
-        np.array([0, 1], dtype=np.intp),
-        np.array([0, 1, 2], dtype=np.intp),
-        np.array([0, 1], dtype=np.intp),
-        np.array([0, 1], dtype=np.intp),
-        np.array([2.0, 4.0]),
-        np.array([0], dtype=np.intp),
-        1,
-        1.0,
-    )
+    out = _two_hops([1.0, 1.0], level=[2.0, 4.0], capacity=[2.0, 4.0])
     assert out.tolist() == [pytest.approx(0.5, rel=1e-12)]
