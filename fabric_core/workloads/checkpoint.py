@@ -87,13 +87,9 @@ class Checkpoint(StorageWorkload):
         )
         self.io.issue(client, target, size, t, self._burst * G + gi, write=True)
 
-    def quiet_until(self, now_s: float, dt_s: float) -> float:
-        """Until the first of: an I/O landing or a transfer ready (the client's), and the
-        next burst, less a tick: a tick acts on what comes before its end."""
-        first = self.io.quiet_until()
-        if self.running and not self.in_burst:
-            first = min(first, self._next_s)
-        return first - dt_s
+    def _next_act_s(self) -> float:
+        """The next burst (its writes after the first go as writes land)."""
+        return self._next_s if self.running and not self.in_burst else np.inf
 
     def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
         io = self.io

@@ -297,6 +297,16 @@ class StorageWorkload(Workload):
     def on_complete(self, done: Completions, now_s: float) -> None:
         self.io.on_complete(done)
 
+    def quiet_until(self, now_s: float, dt_s: float) -> float:
+        """Until the first of its client's next ready transfer or landed I/O and its own
+        next act (``_next_act_s``), less a tick: a tick acts on what comes before its end."""
+        return min(self.io.quiet_until(), self._next_act_s()) - dt_s
+
+    def _next_act_s(self) -> float:
+        """When the workload next acts of itself, not on its client's news: minus
+        infinity for at once, infinity for never (the default)."""
+        return float("inf")
+
 
 @dataclass
 class StorageProbe(StorageWorkload):
@@ -325,11 +335,9 @@ class StorageProbe(StorageWorkload):
         size = np.full(n, min(self.size_bytes, self.io.max_io_bytes))
         self.io.issue(client, target, size, t, np.zeros(n, np.int64), write=self.write)
 
-    def quiet_until(self, now_s: float, dt_s: float) -> float:
-        if self.running and not self._started:
-            return now_s  # the first tick issues the first I/Os
-        # a tick hands out what is ready or lands before its end
-        return self.io.quiet_until() - dt_s
+    def _next_act_s(self) -> float:
+        # the first tick issues the first I/Os; then each landed I/O issues the next
+        return -np.inf if self.running and not self._started else np.inf
 
     def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
         io = self.io

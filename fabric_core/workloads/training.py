@@ -92,21 +92,19 @@ class Training(StorageWorkload):
         tag = np.repeat(b, n) * G + g_rep
         self.io.issue(client, target, np.tile(self._sizes, gi.size), np.repeat(t, n), tag)
 
-    def quiet_until(self, now_s: float, dt_s: float) -> float:
-        """Until the first of: an I/O landing or a transfer ready (the client's), and a GPU
-        whose next batch has landed starting its step (which fetches another), less a
-        tick: a tick acts on what comes before its end."""
-        if self.running and not self._started:
-            return now_s  # the first tick fetches the first batches
-        first = self.io.quiet_until()
-        if self.running and self.gpus.size:
-            gpu = np.arange(self.gpus.size)
-            slot = self.steps % self._ring
-            ready = (self.issued > self.steps) & (self.left[gpu, slot] == 0)
-            if ready.any():
-                start = np.maximum(self.free_at, self.ready_t[gpu, slot])
-                first = min(first, float(start[ready].min()))
-        return first - dt_s
+    def _next_act_s(self) -> float:
+        """The first tick fetches the first batches; then a GPU whose next batch has
+        landed starts its step, which fetches another."""
+        if not self.running:
+            return np.inf
+        if not self._started:
+            return -np.inf
+        gpu = np.arange(self.gpus.size)
+        slot = self.steps % self._ring
+        ready = (self.issued > self.steps) & (self.left[gpu, slot] == 0)
+        if not ready.any():
+            return np.inf
+        return float(np.maximum(self.free_at, self.ready_t[gpu, slot])[ready].min())
 
     def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
         io = self.io
