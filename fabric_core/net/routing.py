@@ -71,7 +71,7 @@ def _pick(costs: NDArray[np.float64], key: NDArray[np.uint64], mode: str) -> NDA
         def kth_usable(k: NDArray[np.uint64]) -> NDArray[np.intp]:
             hit = usable & (rank == k.astype(np.intp)[:, None])
             fallback = (k % np.uint64(n)).astype(np.intp)
-            return cast(NDArray[np.intp], np.where(hit.any(axis=1), hit.argmax(axis=1), fallback))
+            return cast("NDArray[np.intp]", np.where(hit.any(axis=1), hit.argmax(axis=1), fallback))
 
     first = kth_usable(key % n_usable)
     if mode != "adaptive":
@@ -83,7 +83,7 @@ def _pick(costs: NDArray[np.float64], key: NDArray[np.uint64], mode: str) -> NDA
     rows = np.arange(costs.shape[0])
     c1 = np.floor(costs[rows, first] / ADAPTIVE_COST_QUANTUM_S)
     c2 = np.floor(costs[rows, second] / ADAPTIVE_COST_QUANTUM_S)
-    return cast(NDArray[np.intp], np.where(c2 < c1, second, first))
+    return cast("NDArray[np.intp]", np.where(c2 < c1, second, first))
 
 
 _Chooser = Callable[[NDArray[np.float64], NDArray[np.uint64], NDArray[np.intp]], NDArray[np.intp]]
@@ -166,7 +166,7 @@ def link_loads(
     p = path[:, slots].T  # [flow, hop]: summed flow by flow, as the kernel does
     left = np.cumsum(backlog[:, slots].T, axis=1)
     on = np.arange(p.shape[1])[None, :] < hops[slots, None].astype(np.intp)
-    return cast(NDArray[np.float64], np.bincount(p[on], weights=left[on], minlength=n_links))
+    return cast("NDArray[np.float64]", np.bincount(p[on], weights=left[on], minlength=n_links))
 
 
 def _route_in_order(
@@ -266,7 +266,7 @@ def spray(
         hit = usable[:, None, :] & (rank[:, None, :] == want.astype(np.intp)[:, :, None])
         fallback = (want % np.uint64(n)).astype(np.intp)
         col = np.where(hit.any(axis=2), hit.argmax(axis=2), fallback)
-        return cast(NDArray[np.intp], order[col])
+        return cast("NDArray[np.intp]", order[col])
 
     # with no link down on a fabric that has every candidate, every candidate is usable
     usable = topo.has_every_candidate and bool((link_cost < UNUSABLE_COST).all())

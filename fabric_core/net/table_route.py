@@ -56,7 +56,7 @@ def _pick(
 
     def kth(k: NDArray[np.uint64]) -> NDArray[np.intp]:
         hit = usable & (rank == k.astype(np.intp)[:, None])
-        return cast(NDArray[np.intp], np.where(hit.any(axis=1), hit.argmax(axis=1), first_valid))
+        return cast("NDArray[np.intp]", np.where(hit.any(axis=1), hit.argmax(axis=1), first_valid))
 
     first = kth(h % n)
     if not adaptive:
@@ -65,7 +65,7 @@ def _pick(
     rows = np.arange(valid.shape[0])
     c1 = np.floor(cost[rows, first] / ADAPTIVE_COST_QUANTUM_S)
     c2 = np.floor(cost[rows, second] / ADAPTIVE_COST_QUANTUM_S)
-    return cast(NDArray[np.intp], np.where(c2 < c1, second, first))
+    return cast("NDArray[np.intp]", np.where(c2 < c1, second, first))
 
 
 def route(

@@ -273,7 +273,7 @@ class HistogramRows:
             return
         # (the flow table's classes are int16; another type's cast may wrap, so first clip)
         rows = (
-            cast(NDArray[np.int16], group)
+            cast("NDArray[np.int16]", group)
             if group.dtype == np.int16
             else np.asarray(np.clip(group, -1, self.counts.shape[0]), np.int16)
         )
