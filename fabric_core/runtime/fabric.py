@@ -1024,10 +1024,10 @@ class Fabric:
     ) -> None:
         """Retire the flows whose bytes have all arrived this tick and report them."""
         fl = self.flows
-        # sub-tick finish: the latest hop of each finished flow (``step.finish_within_tick``)
-        t = self._tick.finish_times(idx, sol, cap, flows, fl.live_end, dt)
-        whole, whole_finish, rounding = fl.finish_at(
-            flows, t, now, dt, self.topo.links.bandwidth_Bps
+        # sub-tick finish: the latest hop of each finished flow (``step.finish_within_tick``);
+        # the latency of each flow now whole filed in its class's histogram
+        whole, whole_finish, rounding = self._tick.finish_flows(
+            idx, sol, cap, flows, fl, now, dt, self.topo.links.bandwidth_Bps, self._class_rows
         )
         # the last bytes that floating-point rounding left in the network (at most a
         # billionth of the flow) are delivered with it, so the byte count stays exact
@@ -1035,8 +1035,6 @@ class Fabric:
         if whole.size == 0:
             return
         self.completed_flows += int(whole.size)
-        latency = whole_finish - fl.start_s[whole]
-        self._class_rows.observe(fl.cls[whole], latency)
         # the completions of each workload, in the order they finished (a fault's own
         # flows, such as an incast's, belong to none: workload -1)
         wls = fl.workload[whole]

@@ -272,11 +272,18 @@ class FlowTable:
             self.fixed_latency_s, self.extra_latency_s, self.parent, self.pending,
             self.latest_finish_s, self.held, bandwidth_Bps,
         )  # fmt: skip
-        if slots.size:
-            self.version += 1
-            self.live_end = slots_kernels.live_end(self.active, self.live_end)
-        self._n_flows -= int(whole.size)
+        end = slots_kernels.live_end(self.active, self.live_end) if slots.size else self.live_end
+        self.retired(slots.size, whole.size, end)
         return whole, finish, rounding
+
+    def retired(self, sub_flows: int, flows: int, live_end: int) -> None:
+        """Count out ``sub_flows`` rows just freed, ``flows`` flows now whole among them
+        (``finish_at``, or ``kernels.finish.finish_flows``, which frees them), and the
+        table's new ``live_end``."""
+        if sub_flows:
+            self.version += 1
+            self.live_end = live_end
+        self._n_flows -= flows
 
     def in_flight_bytes(self) -> float:
         """Bytes injected (or waiting at the source) and not yet delivered."""

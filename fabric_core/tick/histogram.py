@@ -286,6 +286,18 @@ class HistogramRows:
             BOUNDS_S,
         )
         if not filed:
-            raise IndexError(
-                f"histogram rows 0..{self.counts.shape[0] - 1}, got {group.min()}..{group.max()}"
-            )
+            raise self.rows_error(group)
+
+    def arrays(
+        self,
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """The rows' shared arrays (counts, stats, last values) and the bucket bounds: for
+        a kernel that files values itself (``kernels.histogram.observe_rows``' arguments
+        but the values and their rows, in its order)."""
+        return self.counts, self._stats, self._rings, BOUNDS_S
+
+    def rows_error(self, group: NDArray[np.integer]) -> IndexError:
+        """The error for values of ``group`` that name no row (and were not filed)."""
+        return IndexError(
+            f"histogram rows 0..{self.counts.shape[0] - 1}, got {group.min()}..{group.max()}"
+        )

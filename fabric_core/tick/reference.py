@@ -15,6 +15,7 @@ from fabric_core.net.profiles import Profile
 from fabric_core.net.routing import SubFlows, link_loads, route, sprayed
 from fabric_core.net.topology import Topology
 from fabric_core.tick.flows import DONE_BYTES, DONE_FRACTION, RESIDUE_BYTES, FlowTable
+from fabric_core.tick.histogram import HistogramRows
 from fabric_core.tick.links import Departures, departure_rates
 from fabric_core.tick.step import (
     ENDLESS_ROOM_BYTES,
@@ -327,3 +328,25 @@ class ReferenceTick:
     ) -> NDArray[np.float64]:
         """Sub-tick finish of the flows in ``done`` (see ``flow_finish_times``)."""
         return flow_finish_times(idx, sol, capacity, done, n_slots, dt)
+
+    def finish_flows(
+        self,
+        idx: EntryIndex,
+        sol: Solution,
+        capacity: NDArray[np.float64],
+        done: NDArray[np.intp],
+        flows: FlowTable,
+        now: float,
+        dt: float,
+        bandwidth_Bps: NDArray[np.float64],
+        latency: HistogramRows,
+    ) -> tuple[NDArray[np.intp], NDArray[np.float64], float]:
+        """Retire the flows in ``done`` and file the latency of those now whole in
+        ``latency`` (a row per traffic class), step by step: their sub-tick finish
+        (``finish_times``), ``FlowTable.finish_at``, ``HistogramRows.observe``. Returns
+        ``finish_at``'s result."""
+        t = self.finish_times(idx, sol, capacity, done, flows.live_end, dt)
+        whole, finish, rounding = flows.finish_at(done, t, now, dt, bandwidth_Bps)
+        if whole.size:
+            latency.observe(flows.cls[whole], finish - flows.start_s[whole])
+        return whole, finish, rounding

@@ -20,7 +20,9 @@ from fabric_core.net.routing import SubFlows, sprayed
 from fabric_core.net.topology import Topology
 from fabric_core.tick.faster_of_two import FasterOfTwo
 from fabric_core.tick.flows import FlowTable
+from fabric_core.tick.histogram import HistogramRows
 from fabric_core.tick.kernels._jit import MOST_THREADS
+from fabric_core.tick.kernels.finish import finish_flows
 from fabric_core.tick.kernels.index import PARTS as INDEX_PARTS
 from fabric_core.tick.kernels.index import entry_index
 from fabric_core.tick.kernels.move import credit_wait, finish_times, link_counters, move_bytes
@@ -592,6 +594,39 @@ class CompiledTick:
             n_slots,
             dt,
         )
+
+    def finish_flows(
+        self,
+        idx: EntryIndex,
+        sol: Solution,
+        capacity: NDArray[np.float64],
+        done: NDArray[np.intp],
+        flows: FlowTable,
+        now: float,
+        dt: float,
+        bandwidth_Bps: NDArray[np.float64],
+        latency: HistogramRows,
+    ) -> tuple[NDArray[np.intp], NDArray[np.float64], float]:
+        """Retire the flows in ``done`` (their bytes all arrived this tick) and file the
+        latency of those now whole in ``latency``, a row per traffic class: what
+        ``finish_times``, ``FlowTable.finish_at`` and ``HistogramRows.observe`` do one
+        after the other, in one call (``kernels.finish.finish_flows``). Returns the heads
+        of the flows now whole, their finish times and the bytes rounding left in the
+        network (``FlowTable.finish_at``'s)."""
+        csr: IndexCsr = idx.csr
+        fl = flows
+        whole, finish, rounding, end, filed = finish_flows(
+            sol.padded, sol.level, sol.alpha, idx.buf_pad, idx.flow, idx.prev_pad, idx.last,
+            idx.last_flow, csr.used_links, csr.link_ptr, csr.link_ent, csr.ent_link, capacity,
+            done, now, dt, fl.path, fl.backlog, fl.rate, fl.active, fl.size, fl.delivered,
+            fl.start_s, fl.wait_s, fl.parent_size, fl.fixed_latency_s, fl.extra_latency_s,
+            fl.parent, fl.pending, fl.latest_finish_s, fl.held, bandwidth_Bps, fl.live_end,
+            fl.cls, *latency.arrays(),
+        )  # fmt: skip
+        fl.retired(done.size, whole.size, end)
+        if not filed:
+            raise latency.rows_error(fl.cls[whole])
+        return whole, finish, rounding
 
 
 @dataclass(frozen=True)
