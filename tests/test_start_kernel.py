@@ -137,10 +137,10 @@ def test_a_batch_past_the_lanes_is_refused_and_nothing_is_written() -> None:
             slots,
             topo.gpus[:1].astype(np.int64),
             topo.gpus[3:4].astype(np.int64),
-            np.zeros(1, np.int64),
             np.array([1e6]),
             ready_s=np.zeros(1),
-            extra_latency_s=np.zeros(1),
+            extra_latency_s=None,
+            host_s=0.0,
             tag=np.zeros(1, np.int64),
             lane=tick.n_vls,  # past the last lane
             traffic_class=0,

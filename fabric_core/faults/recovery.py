@@ -41,6 +41,7 @@ from fabric_core.commands import ClearFault, CommandError, InjectFault, unknown
 from fabric_core.faults.admission import admit_rounds
 from fabric_core.faults.book import FAULT_KINDS, Fault, FaultBook
 from fabric_core.net.profiles import RECOVERY_MODES, Profile
+from fabric_core.net.route_rules import FLOW_KEY_STRIDE
 from fabric_core.net.routing import route
 from fabric_core.net.tables import LinkStatus
 from fabric_core.tick.host import FlowControlHost
@@ -378,7 +379,7 @@ def reroute(fabric: RecoveryHost, links: NDArray[np.int64]) -> tuple[int, NDArra
     dst = fl.dst[slots]
     cost = np.where(fabric.link_book.known_down, np.inf, 0.0)
     mode = "ecmp" if fabric.profile.routing == "ecmp" else "adaptive"
-    key = fl.tag[slots] * 1_000_003 + fl.workload[slots]
+    key = fl.tag[slots] * FLOW_KEY_STRIDE + fl.workload[slots]
     if fabric.profile.routing == "spray":
         # a sprayed flow's sub-flows each get an adaptive path of their own (the slot
         # tells them apart), not one path for all: the spray over the links left is
@@ -451,7 +452,7 @@ def _endpoint_ingress(fabric: RecoveryHost, node: int) -> int:
 def incast_tag_base(f: Fault) -> int:
     """The first tag of an incast fault's flows: each fault has its own tag range,
     ``INCAST_TAG_BASE + (fault number mod 64) × 2**36``, and round × 4096 + sender
-    within it (tags stay below 2**43, so routing's ``tag × 1_000_003`` key fits int64)."""
+    within it (tags stay below 2**43, so routing's key, ``route_rules.FLOW_KEY_STRIDE``, fits int64)."""
     return INCAST_TAG_BASE + (int(f.id.removeprefix("f")) % 64) * _INCAST_TAG_SPAN
 
 

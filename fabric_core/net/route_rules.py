@@ -10,6 +10,11 @@ from numpy.typing import NDArray
 
 MAX_HOPS = 6
 
+#: A flow's routing key is ``tag * FLOW_KEY_STRIDE + workload``: the flow hash tells apart
+#: the flows of two workloads that use the same tags (a prime, so that neither part's
+#: pattern repeats in the other; tags stay below 2**43, so the key fits int64)
+FLOW_KEY_STRIDE = 1_000_003
+
 #: a routing cost at or above this marks a link that must not be used
 UNUSABLE_COST = 1e30
 

@@ -34,6 +34,7 @@ from fabric_core.faults.book import FaultBook, goodput_fraction
 from fabric_core.net import endpoint_costs
 from fabric_core.net.paths import StaticRoutes
 from fabric_core.net.profiles import Profile, check_pfc, check_routing
+from fabric_core.net.route_rules import FLOW_KEY_STRIDE
 from fabric_core.net.routing import spray_ways
 from fabric_core.net.topology import Topology
 from fabric_core.runtime import uneventful
@@ -405,12 +406,10 @@ class Fabric:
             )
             if extra_latency_s is not None:
                 extra_latency_s = extra_latency_s[:keep]
-        key = tag * 1_000_003 + workload
         flow_bytes = float(size.sum())
-        if extra_latency_s is None:
-            # a workload that models its endpoints hands their host costs in; the others'
-            # messages are posted and polled by a CPU (endpoint_costs.host_costs_s)
-            extra_latency_s = np.full(src.size, endpoint_costs.host_costs_s(self.profile))
+        # a workload that models its endpoints hands their host costs in; the others'
+        # messages are posted and polled by a CPU (endpoint_costs.host_costs_s)
+        host_s = endpoint_costs.host_costs_s(self.profile)
         tick = self._tick
         if (
             self.profile.routing != "spray"
@@ -427,10 +426,10 @@ class Fabric:
                 slots,
                 src,
                 dst,
-                key,
                 size,
                 ready_s=ready_s,
                 extra_latency_s=extra_latency_s,
+                host_s=host_s,
                 tag=tag,
                 lane=int(self.class_vl[traffic_class]),
                 traffic_class=traffic_class,
@@ -448,12 +447,14 @@ class Fabric:
                 src,
                 dst,
                 size,
-                key,
+                tag * FLOW_KEY_STRIDE + workload,
                 traffic_class=traffic_class,
                 workload=workload,
                 tag=tag,
                 ready_s=ready_s,
-                extra_latency_s=extra_latency_s,
+                extra_latency_s=(
+                    np.full(src.size, host_s) if extra_latency_s is None else extra_latency_s
+                ),
             )
         if self.roce is not None:
             first_hop = self.flows.path[0, slots]

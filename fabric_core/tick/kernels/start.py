@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core.net.route_rules import FLOW_KEY_STRIDE
 from fabric_core.tick.kernels._jit import kernel
 from fabric_core.tick.kernels.route import lanes_and_costs, route_flows_in_pods
 from fabric_core.tick.kernels.slots import fill_slots
@@ -30,10 +31,10 @@ def start_routed(
     # the batch, one row a flow, and the free slots it goes into
     src: _I64,
     dst: _I64,
-    key: _I64,
     size: _F,
     ready_s: _F,
     extra_latency_s: _F,
+    host_s: float,
     tag: _I64,
     lane: int,
     traffic_class: int,
@@ -101,8 +102,14 @@ def start_routed(
     flow its lanes, fixed latency and FIFO wait, and write it into its slot, its bytes
     waiting at hop 0. Returns the highest lane a route uses: at ``n_vls`` or more a route
     turns down-up more often than there are lanes, and nothing is written (the caller
-    refuses the batch, as ``CompiledTick.lanes_and_costs`` does)."""
+    refuses the batch, as ``CompiledTick.lanes_and_costs`` does). Each flow is routed by
+    its key, ``tag * FLOW_KEY_STRIDE + workload``, and costs ``extra_latency_s`` on top
+    (``host_s`` each where it is empty: a CPU posts and polls the batch's messages)."""
     n = src.size
+    key = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        key[i] = tag[i] * FLOW_KEY_STRIDE + workload
+    extra = np.full(n, host_s) if extra_latency_s.size == 0 else extra_latency_s
     new_path, new_hops = route_flows_in_pods(
         src, dst, key, occupancy, n_vls, bandwidth_Bps, known_down, ep_uplink, ep_downlink,
         ep_leaf, node_pod, switch_index, switch_link, spines_by_pod, cores_by_slot, planes,
@@ -120,7 +127,7 @@ def start_routed(
         slots, np.ones(n, dtype=np.int64), path, vl, backlog, rate, parent, pending,
         latest_finish_s, active, hops, cls, workload_of, size_of, delivered, start_s,
         extra_of, fixed_latency_s, wait_s, parent_size, tag_of, src_of, dst_of, new_path,
-        new_vl, new_hops, traffic_class, workload, size, ready_s, extra_latency_s, size, tag,
+        new_vl, new_hops, traffic_class, workload, size, ready_s, extra, size, tag,
         src, dst,
     )  # fmt: skip
     for i in range(n):

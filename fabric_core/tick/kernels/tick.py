@@ -54,6 +54,8 @@ ONLY_SOLVE: int | None = None
 _NO_PLACES = np.zeros(0, dtype=np.intp)
 #: the solve's entry caps when no entry has one (``kernels.solve.solve_tick``)
 _NO_CAPS = np.zeros(0)
+#: ``start_routed``'s extra latencies when the batch has none of its own
+_NO_EXTRA = np.zeros(0)
 
 
 _I32 = NDArray[np.int32]
@@ -250,11 +252,11 @@ class CompiledTick:
         slots: NDArray[np.intp],
         src: NDArray[np.int64],
         dst: NDArray[np.int64],
-        key: NDArray[np.int64],
         size: NDArray[np.float64],
         *,
         ready_s: NDArray[np.float64],
-        extra_latency_s: NDArray[np.float64],
+        extra_latency_s: NDArray[np.float64] | None,
+        host_s: float,
         tag: NDArray[np.int64],
         lane: int,
         traffic_class: int,
@@ -269,7 +271,8 @@ class CompiledTick:
         """Route a batch of new flows, give them their lanes and fixed costs and write
         them into ``slots`` of ``flows`` (``kernels.start.start_routed``): what ``route``,
         ``lanes_and_costs`` and ``FlowTable.add`` do one after the other, in one call. The
-        caller counts them in (``FlowTable.added``).
+        caller counts them in (``FlowTable.added``). Each flow is routed by its key
+        (``route_rules.FLOW_KEY_STRIDE``); ``extra_latency_s`` None: each costs ``host_s``.
 
         Raises:
             CommandError: a route turns down-up more often than there are lanes (nothing
@@ -277,9 +280,10 @@ class CompiledTick:
         """
         fl = flows
         top = start_routed(
-            np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(key, np.int64),
-            np.asarray(size, np.float64), np.asarray(ready_s, np.float64),
-            np.asarray(extra_latency_s, np.float64), np.asarray(tag, np.int64), lane,
+            np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(size, np.float64),
+            np.asarray(ready_s, np.float64),
+            _NO_EXTRA if extra_latency_s is None else np.asarray(extra_latency_s, np.float64),
+            host_s, np.asarray(tag, np.int64), lane,
             traffic_class, workload, slots, occupancy, self.n_vls, topo.links.bandwidth_Bps,
             known_down, *_routing_tables(topo), adaptive, self.link_load_bytes,
             topo.has_every_candidate,
