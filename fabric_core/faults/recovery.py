@@ -452,7 +452,8 @@ def _endpoint_ingress(fabric: RecoveryHost, node: int) -> int:
 def incast_tag_base(f: Fault) -> int:
     """The first tag of an incast fault's flows: each fault has its own tag range,
     ``INCAST_TAG_BASE + (fault number mod 64) × 2**36``, and round × 4096 + sender
-    within it (tags stay below 2**43, so routing's key, ``route_rules.FLOW_KEY_STRIDE``, fits int64)."""
+    within it (tags stay below 2**43, so that routing's key, ``tag × FLOW_KEY_STRIDE``,
+    fits int64)."""
     return INCAST_TAG_BASE + (int(f.id.removeprefix("f")) % 64) * _INCAST_TAG_SPAN
 
 

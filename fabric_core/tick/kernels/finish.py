@@ -5,8 +5,8 @@ slots freed, and the latencies of the flows now whole filed by traffic class.
 It runs the kernels the separate steps call (``move.finish_times``,
 ``slots.complete_flows``, ``slots.live_end``, ``histogram.observe_rows``) in the same order
 on the same arrays, so the results are the same bit for bit; what it saves is the Python
-between them (three wrappers, the latency and class gathers, two more kernel calls): about
-a tenth of a small fabric's tick, where flows end in most ticks.
+between them (three wrappers, the latency and class gathers, two more kernel calls): some
+11 µs of the default scenario's tick of about 0.32 ms, where flows end in most ticks.
 """
 
 from __future__ import annotations
