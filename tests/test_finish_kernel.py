@@ -9,8 +9,6 @@ exactly the same.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,18 +21,13 @@ from fabric_core.tick.histogram import HistogramRows
 from fabric_core.tick.kernels.tick import CompiledTick
 from fabric_core.tick.reference import ReferenceTick
 from fabric_core.workloads.traffic import Bulk, Rpc, Scripted
-from tests.test_start_kernel import assert_same_table
+from tests.test_start_kernel import assert_same_table, compiled_tick_as
 
 
 class _StepByStep(CompiledTick):
     """The compiled tick retiring flows as the reference does: its kernels one by one."""
 
     finish_flows = ReferenceTick.finish_flows
-
-    @staticmethod
-    def copy_of(tick: CompiledTick) -> _StepByStep:
-        """A fabric's compiled tick as this class, sharing its arrays."""
-        return _StepByStep(**{f.name: getattr(tick, f.name) for f in dataclasses.fields(tick)})
 
 
 def _fabric(topo: Topology, prof: Profile, size: float, rate: float) -> Fabric:
@@ -61,7 +54,7 @@ def test_one_call_retires_flows_as_the_steps_do(
     topo = leaf_spine(prof, leaves=leaves, spines=spines, gpus_per_leaf=gpus)
     one, steps = _fabric(topo, prof, size, rate), _fabric(topo, prof, size, rate)
     assert isinstance(steps._tick, CompiledTick)
-    steps._tick = _StepByStep.copy_of(steps._tick)
+    steps._tick = compiled_tick_as(_StepByStep, steps._tick)
     one.run_ticks(ticks)
     steps.run_ticks(ticks)
     assert one.completed_flows == steps.completed_flows > 0

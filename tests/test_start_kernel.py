@@ -9,6 +9,7 @@ flow table, the routing load and the refusals exactly the same.
 from __future__ import annotations
 
 import dataclasses
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -23,6 +24,8 @@ from fabric_core.tick.flows import FlowTable
 from fabric_core.tick.kernels.tick import CompiledTick
 from fabric_core.workloads.traffic import Scripted
 from tests.helpers import profile
+
+T = TypeVar("T", bound=CompiledTick)
 
 TABLE = (
     "path", "vl", "backlog", "rate", "parent", "pending", "latest_finish_s", "active", "hops",
@@ -76,17 +79,18 @@ def _pair(topo: Topology, prof: Profile) -> tuple[Fabric, Fabric]:
         for _ in range(2)
     )
     assert isinstance(steps._tick, CompiledTick)
-    steps._tick = _StepByStep.copy_of(steps._tick)
+    steps._tick = compiled_tick_as(_StepByStep, steps._tick)
     return one, steps
+
+
+def compiled_tick_as(cls: type[T], tick: CompiledTick) -> T:
+    """A fabric's compiled tick as ``cls`` (a subclass that takes some step another way),
+    sharing its arrays."""
+    return cls(**{f.name: getattr(tick, f.name) for f in dataclasses.fields(tick)})
 
 
 class _StepByStep(CompiledTick):
     """The compiled tick with the one-call start turned off."""
-
-    @staticmethod
-    def copy_of(tick: CompiledTick) -> _StepByStep:
-        """A fabric's compiled tick as this class, sharing its arrays."""
-        return _StepByStep(**{f.name: getattr(tick, f.name) for f in dataclasses.fields(tick)})
 
     def starts_at_once(self, topo: Topology) -> bool:
         return False
