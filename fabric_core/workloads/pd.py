@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -209,6 +209,16 @@ class PDDisagg(Workload):
             return room | alone
         return np.ones(self._held_n.size, dtype=bool)
 
+    @overload
+    def _kv_bytes(self, ids: int) -> float: ...
+    @overload
+    def _kv_bytes(self, ids: NDArray[np.int64]) -> NDArray[np.float64]: ...
+    def _kv_bytes(self, ids: int | NDArray[np.int64]) -> float | NDArray[np.float64]:
+        """The KV cache of request ``ids`` (one or many), bytes: its context's tokens at the
+        model's KV bytes per token."""
+        kv: float | NDArray[np.float64] = self._cols["ctx"][ids] * self.preset.kv_bytes_per_token
+        return kv
+
     def _start_times(self, r: int, kv: float) -> NDArray[np.float64]:
         """When request ``r`` (``kv`` bytes of KV) could start on each prefill instance:
         its arrival, the instance's compute free and its last release of KV memory, or
@@ -225,7 +235,7 @@ class PDDisagg(Workload):
         started = []
         while self._queue.size:
             r = int(self._queue[0])
-            kv = c["ctx"][r] * self.preset.kv_bytes_per_token
+            kv = self._kv_bytes(r)
             t = self._start_times(r, kv)
             i = int(np.argmin(t))
             if not t[i] < end_s:
@@ -251,7 +261,7 @@ class PDDisagg(Workload):
         """Post the KV chunks of requests just started (at prefill end, or layer-wise)."""
         c = self._cols
         m, k = self.kv_chunks, ids.size
-        kv = c["ctx"][ids] * self.preset.kv_bytes_per_token
+        kv = self._kv_bytes(ids)
         c["left"][ids] = m
         dec = self.decode[(self._rr + np.arange(k)) % self.decode.size]
         self._rr += k
@@ -294,8 +304,7 @@ class PDDisagg(Workload):
             first = min(first, float(self._releases[2].min()))
         if self._queue.size:
             r = int(self._queue[0])
-            kv = float(self._cols["ctx"][r]) * self.preset.kv_bytes_per_token
-            first = min(first, float(self._start_times(r, kv).min()) - dt_s)
+            first = min(first, float(self._start_times(r, self._kv_bytes(r)).min()) - dt_s)
         if self.tcp is not None:
             first = min(first, self.tcp.quiet_until() - dt_s)
         elif self.ep is not None:
@@ -346,7 +355,7 @@ class PDDisagg(Workload):
         if self.kv_hold != "none":  # the prefill instance frees the KV once it is sent
             inst, kv = (
                 c["inst"][fin].astype(np.int64),
-                c["ctx"][fin] * self.preset.kv_bytes_per_token,
+                self._kv_bytes(fin),
             )
             old = self._releases
             self._releases = [
