@@ -97,3 +97,11 @@ def test_the_index_parts_are_where_the_kernel_says() -> None:
     assert len(named) == len(index.PARTS)
     assert {index.PARTS[getattr(index, c)] for c in named} == set(index.PARTS)
     assert all(index.PARTS[getattr(index, c)] == part for c, part in named.items())
+
+
+def test_build_index_unpacks_the_parts_in_their_order() -> None:
+    """``kernels.tick.build_index`` takes the index's parts by place, not by name: the
+    names it unpacks them into are ``PARTS``, in order."""
+    from fabric_core.tick.kernels import index, tick
+
+    assert tick.UNPACKED_PARTS == index.PARTS

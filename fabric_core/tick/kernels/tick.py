@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -23,7 +24,6 @@ from fabric_core.tick.flows import FlowTable
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.tick.kernels._jit import MOST_THREADS
 from fabric_core.tick.kernels.finish import finish_flows
-from fabric_core.tick.kernels.index import PARTS as INDEX_PARTS
 from fabric_core.tick.kernels.index import entry_index
 from fabric_core.tick.kernels.move import credit_wait, finish_times, link_counters, move_bytes
 from fabric_core.tick.kernels.route import (
@@ -633,10 +633,11 @@ class CompiledTick:
         return whole, finish, rounding
 
 
-@dataclass(frozen=True)
-class IndexCsr:
+class IndexCsr(NamedTuple):
     """Entries grouped for the kernels (offsets ``*_ptr`` into ``*_ent``), by the links
-    and buffers they use (``kernels.index.entry_index`` says what each array holds)."""
+    and buffers they use (``kernels.index.entry_index`` says what each array holds).
+    A named tuple: made with every new index, which a frozen dataclass's checked
+    assignments made some 2 µs slower."""
 
     key_ptr: NDArray[np.intp]  # entries of key (rank, lane, fed)
     used_links: NDArray[np.intp]
@@ -651,6 +652,16 @@ class IndexCsr:
     lane_buf: NDArray[np.intp]
 
 
+#: The index's parts as ``build_index`` unpacks them: ``kernels.index.PARTS``, whose order
+#: they must keep (``tests/test_kernel_sources.py`` checks it)
+UNPACKED_PARTS = (
+    "pos", "hop", "flow", "link", "queue", "prev_pad", "nxt_pad", "buf_pad", "drains_pad",
+    "first", "link_ent", "ent_link", "buf_ent", "heads", "last", "last_flow", "key_ptr",
+    "used_links", "rank_ptr", "link_ptr", "used_bufs", "buf_group_ptr", "buf_ptr",
+    "lane_buf", "feedforward",
+)  # fmt: skip
+
+
 def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
     """The flow table's active entries, in the reference's order, with the kernels' groups."""
     buf, bounds = entry_index(
@@ -663,43 +674,28 @@ def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
         layout.link_slot,
         layout.buf_slot,
     )
-    at = bounds.tolist()  # (each part of the one buffer the kernel returns: a view of it)
-    part = {name: buf[at[2 * i] : at[2 * i + 1]] for i, name in enumerate(INDEX_PARTS)}
+    # each part of the one buffer the kernel returns: a view of it, taken positionally
+    # (by name, through a dict, the views cost some 2 µs more a rebuild)
+    at = iter(bounds.tolist())
+    (
+        pos, hop, flow, link, queue, prev_pad, nxt_pad, buf_pad, drains_pad, first,
+        link_ent, ent_link, buf_ent, heads, last, last_flow, key_ptr, used_links, rank_ptr,
+        link_ptr, used_bufs, buf_group_ptr, buf_ptr, lane_buf, feedforward,
+    ) = [buf[lo:hi] for lo, hi in zip(at, at, strict=True)]  # fmt: skip
     return EntryIndex(
-        version=flows.version,
-        hop=part["hop"],
-        flow=part["flow"],
-        pos=part["pos"],
-        link=part["link"],
-        queue=part["queue"],
-        prev_pad=part["prev_pad"],
-        nxt_pad=part["nxt_pad"],
-        buf_pad=part["buf_pad"],
-        drains_pad=part["drains_pad"],
-        heads=part["heads"],
-        first=part["first"],
-        feedforward=bool(part["feedforward"][0]),
-        rank_groups=[],
-        buffer_groups=[],
-        hop_groups=[],
-        last=part["last"],
-        last_flow=part["last_flow"],
+        version=flows.version, hop=hop, flow=flow, pos=pos, link=link, queue=queue,
+        prev_pad=prev_pad, nxt_pad=nxt_pad, buf_pad=buf_pad, drains_pad=drains_pad,
+        heads=heads, first=first, feedforward=bool(feedforward[0]), rank_groups=[],
+        buffer_groups=[], hop_groups=[], last=last, last_flow=last_flow,
         csr=IndexCsr(
-            key_ptr=part["key_ptr"],
+            key_ptr=key_ptr,
             # (copies: the solve and the move keep these two until the next index, which
             # views of the buffer would keep whole)
-            used_links=part["used_links"].copy(),
-            rank_ptr=part["rank_ptr"],
-            link_ptr=part["link_ptr"],
-            link_ent=part["link_ent"],
-            ent_link=part["ent_link"],
-            used_bufs=part["used_bufs"].copy(),
-            buf_group_ptr=part["buf_group_ptr"],
-            buf_ptr=part["buf_ptr"],
-            buf_ent=part["buf_ent"],
-            lane_buf=part["lane_buf"],
+            used_links=used_links.copy(), rank_ptr=rank_ptr, link_ptr=link_ptr,
+            link_ent=link_ent, ent_link=ent_link, used_bufs=used_bufs.copy(),
+            buf_group_ptr=buf_group_ptr, buf_ptr=buf_ptr, buf_ent=buf_ent, lane_buf=lane_buf,
         ),
-    )
+    )  # fmt: skip
 
 
 def solve(
