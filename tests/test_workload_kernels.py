@@ -49,6 +49,27 @@ def test_random_peers_skips_the_source_and_reaches_every_other_endpoint(
         assert d == others[min(p, others.size - 1)]
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 40), st.integers(0, 50), st.integers(0, 2**31))
+def test_uniform_peers_are_the_numpy_steps_they_stand_for(
+    pool_size: int, n: int, seed: int
+) -> None:
+    """An arrival's source is its sender; its peer is ``u`` scaled to a place among the
+    others, as the RPC probes worked it out with numpy before."""
+    rng = np.random.default_rng(seed)
+    pool = np.sort(rng.choice(200, pool_size, replace=False)).astype(np.int32)
+    senders = pool[rng.permutation(pool_size)[: max(1, pool_size // 2)]]
+    sender = rng.integers(0, senders.size, size=n)
+    u = rng.random(n)
+    u[: min(n, 2)] = np.nextafter(1.0, 0.0)  # the top of [0, 1): the last place
+    src, dst = wk.uniform_peers(senders, sender, u, pool)
+    want_src = senders[sender].astype(np.int64)
+    pick = np.minimum((u * (pool_size - 1)).astype(np.int64), pool_size - 2)
+    np.testing.assert_array_equal(src, want_src)
+    np.testing.assert_array_equal(dst, wk.random_peers(want_src, pool, pick))
+    assert np.all(dst != src)
+
+
 def test_hotspot_peers_redirect_the_chosen_flows_but_never_to_their_source() -> None:
     pool = np.array([10, 11, 12, 13], np.int32)
     src = np.array([10, 12, 13, 11], np.int64)

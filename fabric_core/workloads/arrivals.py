@@ -14,11 +14,25 @@ the same times on any tick, and a workload knows when the next one comes (its
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import numpy as np
 from numpy.typing import NDArray
 
 #: Arrivals drawn at a time: a block's draws cost about what one tick's did before.
 BLOCK = 256
+
+
+def _none() -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]:
+    """What ``take`` returns when nothing arrives: the same read-only arrays every time
+    (most ticks take one arrival or none)."""
+    t, at, u = np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0)
+    for a in (t, at, u):
+        a.setflags(write=False)
+    return t, at, u
+
+
+_NONE = _none()
 
 
 class PoissonArrivals:
@@ -38,6 +52,9 @@ class PoissonArrivals:
         self.places = places
         self._last_s = start_s  # the last arrival drawn (or the start)
         self._t = np.zeros(0)
+        #: ``_t`` as a list, which ``bisect`` searches in some 0.2 µs (``np.searchsorted``
+        #: on a slice of ``_t`` took about 3 µs, once a tick)
+        self._t_list: list[float] = []
         self._at = np.zeros(0, dtype=np.int64)
         self._u = np.zeros(0)
         self._i = 0  # the first arrival not taken yet
@@ -57,14 +74,14 @@ class PoissonArrivals:
     ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]:
         """The arrivals before ``end_s`` not taken yet: their times, places and uniform
         numbers. Draws the next block whenever one runs out, so the next arrival is
-        always known (``next_s``) between calls."""
+        always known (``next_s``) between calls. Nothing arriving: read-only empty arrays."""
         if self.rate_per_s == 0:
-            return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0)
+            return _NONE
         parts: list[tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]] = []
         while True:
             if self._i >= self._t.size:
                 self._draw(rng)
-            stop = self._i + int(np.searchsorted(self._t[self._i :], end_s, side="left"))
+            stop = bisect_left(self._t_list, end_s, self._i)
             if stop > self._i:
                 parts.append(
                     (self._t[self._i : stop], self._at[self._i : stop], self._u[self._i : stop])
@@ -73,7 +90,7 @@ class PoissonArrivals:
             if self._i < self._t.size:
                 break
         if not parts:
-            return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0)
+            return _NONE
         if len(parts) == 1:
             return parts[0]
         t, at, u = zip(*parts, strict=True)
@@ -83,6 +100,7 @@ class PoissonArrivals:
         """The next ``BLOCK`` arrivals, in one fixed order of draws."""
         gaps = rng.exponential(1.0 / self.rate_per_s, BLOCK)
         self._t = self._last_s + np.cumsum(gaps)
+        self._t_list = self._t.tolist()
         self._at = rng.integers(0, self.places, BLOCK)
         self._u = rng.random(BLOCK)
         self._i = 0

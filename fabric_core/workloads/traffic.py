@@ -47,10 +47,18 @@ def _requests(
     return FlowRequests(
         src=np.asarray(src, np.int64),
         dst=np.asarray(dst, np.int64),
-        size_bytes=np.full(n, size),
+        size_bytes=_filled(n, size),
         tag=np.asarray(tag, np.int64),
-        ready_s=np.full(n, now),
+        ready_s=_filled(n, now),
     )
+
+
+def _filled(n: int, value: float) -> NDArray[np.float64]:
+    """``np.full(n, value)`` at half its cost (0.25 µs against 0.54 for a few flows:
+    ``np.full`` is Python code around the same two calls), twice a batch of requests."""
+    out = np.empty(n)
+    out.fill(value)
+    return out
 
 
 @dataclass
@@ -290,10 +298,8 @@ class Rpc(Workload):
         t, sender, u = self._arrivals.take(now_s + dt_s, rng)
         if t.size == 0:
             return FlowRequests.empty()
-        src = self.senders[sender].astype(np.int64)
         # a peer uniform over the others: u on 0 .. pool - 2, past the sender's own place
-        pick = np.minimum((u * (self.pool.size - 1)).astype(np.int64), self.pool.size - 2)
-        dst = traffic_kernels.random_peers(src, self.pool, pick)
+        src, dst = traffic_kernels.uniform_peers(self.senders, sender, u, self.pool)
         tag = np.arange(self._seq, self._seq + src.size)
         self._seq += src.size
         self.sent += src.size

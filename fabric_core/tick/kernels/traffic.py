@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.tick.kernels._jit import kernel
+from fabric_core.tick.kernels._jit import inline_kernel, kernel
 
 _I64 = NDArray[np.int64]
 _F = NDArray[np.float64]
@@ -41,20 +41,43 @@ def top_up(senders: NDArray[np.int32], in_flight: _I64, outstanding: int) -> _I6
     return repeat_senders(senders, counts)
 
 
+@inline_kernel
+def _peer(src: int, pool: NDArray[np.int32], pick: int) -> int:
+    """``pool[pick]``, skipping ``src``'s own place in the (sorted) ``pool``."""
+    last = pool.size - 1
+    pos = np.searchsorted(pool, src)  # side="left": the source's place if there
+    if pos <= last and pool[pos] == src and pick >= pos:
+        pick += 1
+    return int(pool[min(pick, last)])
+
+
 @kernel
 def random_peers(src: _I64, pool: NDArray[np.int32], pick: _I64) -> _I64:
     """``pool[pick[i]]`` for each source, skipping the source's own place in the (sorted)
     ``pool``: ``pick`` is uniform on ``0 .. pool.size - 2``, so every other endpoint is
     equally likely and the source never picks itself."""
-    last = pool.size - 1
     dst = np.empty(src.size, dtype=np.int64)
     for i in range(src.size):
-        pos = np.searchsorted(pool, src[i])  # side="left": the source's place if there
-        p = pick[i]
-        if pos <= last and pool[pos] == src[i] and p >= pos:
-            p += 1
-        dst[i] = pool[min(p, last)]
+        dst[i] = _peer(src[i], pool, pick[i])
     return dst
+
+
+@kernel
+def uniform_peers(
+    senders: NDArray[np.int32], sender: _I64, u: _F, pool: NDArray[np.int32]
+) -> NDArray[np.int64]:
+    """Sources and peers of arrivals, as rows 0 and 1: arrival ``i`` comes from
+    ``senders[sender[i]]`` and goes to a peer uniform over the rest of ``pool``, its
+    uniform number ``u[i]`` (on [0, 1)) scaled to a place on ``0 .. pool.size - 2``
+    (``random_peers``). One array, not two: numba boxes each array a kernel returns."""
+    n = sender.size
+    out = np.empty((2, n), dtype=np.int64)
+    for i in range(n):
+        src = int(senders[sender[i]])
+        out[0, i] = src
+        # (int: toward zero, as numpy's astype; u is never negative)
+        out[1, i] = _peer(src, pool, min(int(u[i] * (pool.size - 1)), pool.size - 2))
+    return out
 
 
 @kernel
