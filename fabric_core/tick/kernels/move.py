@@ -121,8 +121,12 @@ def finish_times(
     n = flow.size
     n_bufs = alpha.size
     is_done = np.zeros(cap, dtype=np.bool_)
-    for f in done:
-        is_done[f] = True
+    # each finished flow's place in ``done``, read only where ``is_done`` (so not cleared:
+    # a tick's time per finished flow, not per slot of the table)
+    at_done = np.empty(cap, dtype=np.intp)
+    for i in range(done.size):
+        is_done[done[i]] = True
+        at_done[done[i]] = i
     # the links the finished flows cross, from each one's last hop upstream: a pass over
     # the flows' last hops instead of over every entry (a few flows end in a tick)
     hot = np.zeros(used_links.size, dtype=np.bool_)
@@ -132,7 +136,7 @@ def finish_times(
             while e < n:
                 hot[ent_link[e]] = True
                 e = prev_pad[e]
-    t_flow = np.zeros(cap)
+    t_done = np.zeros(done.size)  # each finished flow's time: its latest hop's
     # a link's finishing entries, their bytes and their order (scratch, for the longest)
     n_max = 0
     for k in range(used_links.size):
@@ -178,12 +182,9 @@ def finish_times(
             speed = available * max(a, 1e-12)
             # stalled: the whole tick, unless nothing was left to send here
             t = work / speed if speed > 0 else (dt if work > 0 else 0.0)
-            f = flow[e]
-            t_flow[f] = max(t_flow[f], t)
-    out = np.empty(done.size)
-    for i in range(done.size):
-        out[i] = t_flow[done[i]]
-    return out
+            i = at_done[flow[e]]
+            t_done[i] = max(t_done[i], t)
+    return t_done
 
 
 @kernel
