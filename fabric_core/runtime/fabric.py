@@ -823,24 +823,18 @@ class Fabric:
         dt: float,
     ) -> Moved:
         """Move the tick's bytes: the flow table, the link book and the counters."""
-        links = self.link_book
-        moved = self._tick.move(
-            idx, sol, backlog, self.flows, len(self.topo.links), links.occupancy.size, dt
-        )
-        links.link_rate = moved.link_rate
-        links.occupancy = moved.occupancy
-        links.buffer_drain = moved.drain
-        links.measure_departures(moved.drain, moved.occupancy, dt, self._tick.drained_buffers(idx))
-        self.delivered_bytes += moved.delivered_bytes
-        self._tick.link_counters(
+        moved = self._tick.move_and_count(
             idx,
-            links.link_rate,
+            sol,
+            backlog,
+            self.flows,
+            self.link_book,
             goodput,
             self.faults.ber,
             self.profile.mtu_bytes,
             dt,
-            links.counters,
         )
+        self.delivered_bytes += moved.delivered_bytes
         return moved
 
     def _flow_control(

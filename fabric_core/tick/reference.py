@@ -16,7 +16,7 @@ from fabric_core.net.routing import SubFlows, link_loads, route, sprayed
 from fabric_core.net.topology import Topology
 from fabric_core.tick.flows import DONE_BYTES, DONE_FRACTION, RESIDUE_BYTES, FlowTable
 from fabric_core.tick.histogram import HistogramRows
-from fabric_core.tick.links import Departures, departure_rates
+from fabric_core.tick.links import Departures, LinkBook, departure_rates
 from fabric_core.tick.step import (
     ENDLESS_ROOM_BYTES,
     EntryIndex,
@@ -315,6 +315,29 @@ class ReferenceTick:
             self.link_load_bytes[:] = link_loads(
                 flows.active, flows.path, flows.backlog, flows.hops, n_links
             )
+        return moved
+
+    def move_and_count(
+        self,
+        idx: EntryIndex,
+        sol: Solution,
+        backlog: NDArray[np.float64],
+        flows: FlowTable,
+        links: LinkBook,
+        goodput: NDArray[np.float64],
+        ber: NDArray[np.float64],
+        mtu: float,
+        dt: float,
+    ) -> Moved:
+        """Move the tick's bytes and count them in ``links``, step by step: ``move``, the
+        link book's rates, occupancy and drain, its departure cycles
+        (``LinkBook.measure_departures``) and its counters (``link_counters``)."""
+        moved = self.move(idx, sol, backlog, flows, len(links.link_rate), links.occupancy.size, dt)
+        links.link_rate = moved.link_rate
+        links.occupancy = moved.occupancy
+        links.buffer_drain = moved.drain
+        links.measure_departures(moved.drain, moved.occupancy, dt, self.drained_buffers(idx))
+        self.link_counters(idx, links.link_rate, goodput, ber, mtu, dt, links.counters)
         return moved
 
     def finish_times(

@@ -25,7 +25,13 @@ from fabric_core.tick.histogram import HistogramRows
 from fabric_core.tick.kernels._jit import MOST_THREADS
 from fabric_core.tick.kernels.finish import finish_flows
 from fabric_core.tick.kernels.index import entry_index
-from fabric_core.tick.kernels.move import credit_wait, finish_times, link_counters, move_bytes
+from fabric_core.tick.kernels.move import (
+    credit_wait,
+    finish_times,
+    link_counters,
+    move_bytes,
+    move_step,
+)
 from fabric_core.tick.kernels.route import (
     lanes_and_costs,
     link_costs,
@@ -38,7 +44,7 @@ from fabric_core.tick.kernels.solve import credit_room, solve_tick_parallel, sol
 from fabric_core.tick.kernels.spray import spray_flows
 from fabric_core.tick.kernels.start import start_routed
 from fabric_core.tick.kernels.table_route import table_route_flows
-from fabric_core.tick.links import Departures
+from fabric_core.tick.links import Departures, LinkBook
 from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex, Moved, RankLayout, Solution
 
 #: Entries from which the solve may run its loops on all the cores numba has
@@ -568,6 +574,49 @@ class CompiledTick:
             got,
             done,
         )
+
+    def move_and_count(
+        self,
+        idx: EntryIndex,
+        sol: Solution,
+        backlog: NDArray[np.float64],
+        flows: FlowTable,
+        links: LinkBook,
+        goodput: NDArray[np.float64],
+        ber: NDArray[np.float64],
+        mtu: float,
+        dt: float,
+    ) -> Moved:
+        """Move the tick's bytes and count them in ``links``: what ``move``,
+        ``LinkBook.measure_departures`` and ``link_counters`` do one after the other (the
+        reference's ``move_and_count``), in one compiled call (``kernels.move.move_step``)."""
+        n_links, n_bufs = len(links.link_rate), links.occupancy.size
+        if not self._sums:
+            self._sums[:] = [np.zeros(n_links)] + [np.zeros(n_bufs + 1) for _ in range(3)]
+            self._stale[:] = [np.zeros(0, dtype=np.intp)] * 2
+        link_rate, occupancy, drain, inflow = self._sums
+        csr: IndexCsr = idx.csr
+        stale_links, stale_bufs = self._stale
+        c = links.counters
+        new_backlog, arrival, got, done, links.dq_open = move_step(
+            sol.padded, idx.prev_pad, idx.nxt_pad, idx.link, idx.drains_pad, idx.buf_pad,
+            idx.pos, idx.flow, backlog, flows.backlog.reshape(-1), flows.rate.reshape(-1),
+            flows.delivered, flows.size, dt, link_rate, occupancy, drain, inflow, stale_links,
+            stale_bufs, self.track_load, flows.active[: flows.live_end], flows.path,
+            flows.backlog, flows.hops, self.link_load_bytes, csr.used_bufs, links.dq_open,
+            links.dq_seen, links.dq_bytes, links.dq_s, links.dq_avg_Bps, csr.used_links,
+            goodput, ber, float(mtu), c["tx_bytes_total"], c["tx_packets_total"],
+            c["retransmitted_bytes_total"], c["link_error_recovery_total"],
+            c["symbol_errors_total"],
+        )  # fmt: skip
+        self._stale[:] = [csr.used_links, csr.used_bufs]
+        links.link_rate = link_rate
+        links.occupancy = occupancy[:n_bufs]
+        links.buffer_drain = drain[:n_bufs]
+        return Moved(
+            new_backlog, arrival, link_rate, links.occupancy, links.buffer_drain,
+            inflow[:n_bufs], got, done,
+        )  # fmt: skip
 
     def finish_times(
         self,

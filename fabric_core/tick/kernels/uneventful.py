@@ -21,10 +21,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.tick.kernels._jit import kernel
-from fabric_core.tick.kernels.departure import update_departures_at
-from fabric_core.tick.kernels.move import credit_wait, link_counters, move_bytes
+from fabric_core.tick.kernels.move import credit_wait, move_step
 from fabric_core.tick.kernels.pfc import entry_caps, pfc_after_tick, pfc_limits, share_buffer
-from fabric_core.tick.kernels.route import link_loads
 from fabric_core.tick.kernels.slots import start_limits
 from fabric_core.tick.kernels.solve import credit_room, solve_tick_serial
 
@@ -249,25 +247,19 @@ def uneventful_ticks(
         )  # fmt: skip
         s_stale_links, s_stale_bufs = used_links, used_bufs
         # 6. bytes, buffers, counters
-        new_backlog, arrival, got, done = move_bytes(
+        new_backlog, arrival, got, done, dq_open = move_step(
             rate, prev_pad, nxt_pad, link, drains_pad, buf_pad, pos, flow, backlog,
             backlog_table, rate_table, delivered_f, size, dt, link_rate, occ_pad,
-            drain_pad, inflow_pad, m_stale_links, m_stale_bufs,
+            drain_pad, inflow_pad, m_stale_links, m_stale_bufs, track_load, active, path2d,
+            backlog2d, hops, link_load_bytes, used_bufs, dq_open, dq_seen, dq_bytes, dq_s,
+            dq_avg, used_links, goodput, ber, mtu, tx_bytes, tx_packets, retransmitted,
+            error_recovery, symbol_errors,
         )  # fmt: skip
         m_stale_links, m_stale_bufs = used_links, used_bufs
-        if track_load:
-            link_loads(active, path2d, backlog2d, hops, link_load_bytes)
         lb_occ = occ_pad[:n_bufs]
         lb_drain = drain_pad[:n_bufs]
         inflow = inflow_pad[:n_bufs]
-        dq_open = update_departures_at(
-            lb_drain, lb_occ, dt, used_bufs, dq_open, dq_seen, dq_bytes, dq_s, dq_avg
-        )
         delivered += got
-        link_counters(
-            used_links, link_rate, goodput, ber, mtu, dt, tx_bytes, tx_packets,
-            retransmitted, error_recovery, symbol_errors,
-        )  # fmt: skip
         # 7. PFC, ECN and DCQCN, or the waits for credit
         if roce:
             rand = rng.random(heads.size) if draws else np.zeros(0)
