@@ -685,8 +685,8 @@ class CompiledTick:
 class IndexCsr(NamedTuple):
     """Entries grouped for the kernels (offsets ``*_ptr`` into ``*_ent``), by the links
     and buffers they use (``kernels.index.entry_index`` says what each array holds).
-    A named tuple: made with every new index, which a frozen dataclass's checked
-    assignments made some 2 µs slower."""
+    A named tuple: one is made with every new index, and a frozen dataclass's checked
+    assignments cost more (``build_index``)."""
 
     key_ptr: NDArray[np.intp]  # entries of key (rank, lane, fed)
     used_links: NDArray[np.intp]
@@ -724,7 +724,8 @@ def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
         layout.buf_slot,
     )
     # each part of the one buffer the kernel returns: a view of it, taken positionally
-    # (by name, through a dict, the views cost some 2 µs more a rebuild)
+    # (by name through a dict, with a frozen dataclass for the groups, this wrapper took
+    # 10.0 µs a rebuild instead of 7.4 on the default scenario)
     at = iter(bounds.tolist())
     (
         pos, hop, flow, link, queue, prev_pad, nxt_pad, buf_pad, drains_pad, first,
