@@ -52,8 +52,8 @@ class PoissonArrivals:
         self.places = places
         self._last_s = start_s  # the last arrival drawn (or the start)
         self._t = np.zeros(0)
-        #: ``_t`` as a list, which ``bisect`` searches in some 0.2 µs (``np.searchsorted``
-        #: on a slice of ``_t`` took about 3 µs, once a tick)
+        #: ``_t`` as a list, which ``bisect`` searches in 0.1 µs (``np.searchsorted`` on a
+        #: slice of ``_t`` took 0.9 µs, once a tick)
         self._t_list: list[float] = []
         self._at = np.zeros(0, dtype=np.int64)
         self._u = np.zeros(0)
