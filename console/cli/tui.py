@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 DEFAULT_METRICS = "127.0.0.1:9464"
 #: The console's default target speed (simulated seconds per wall second, ``--speed``).
 #: The one place to change it: the option's default and its help text read it. With the
-#: compiled tick the default scenario keeps up with about 1e-2 at its 4x tick (8 µs) on
-#: this project's 2-core machine; half of that leaves room for the console and a busy
-#: machine (README, Performance).
-DEFAULT_SPEED = 5e-3
+#: compiled tick the default scenario keeps up with 1.6-1.7e-2 at its 4x tick (8 µs) on
+#: this project's 2-core machine, and the compare view with 1e-2 on each side (RoCE's the
+#: slower): 1e-2 leaves room for the console and some other load (README, Performance).
+DEFAULT_SPEED = 1e-2
 
 
 def speed_value(text: str) -> float:
