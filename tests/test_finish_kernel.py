@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fabric_core.net.profiles import NATIVE_400G, NATIVE_800G, ROCE_400G, Profile
-from fabric_core.net.topology import Topology, leaf_spine
+from fabric_core.net.topology import leaf_spine
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.tick.kernels.tick import CompiledTick
@@ -30,16 +30,9 @@ class _StepByStep(CompiledTick):
     finish_flows = ReferenceTick.finish_flows
 
 
-def _fabric(topo: Topology, prof: Profile, size: float, rate: float) -> Fabric:
-    workloads = [
-        Bulk(name="bulk", traffic_class="bulk", size_bytes=size, outstanding=2),
-        Rpc(name="rpc", traffic_class="rpc", size_bytes=4096, rate_per_s=rate),
-    ]
-    return Fabric(topo, prof, workloads, dt_s=1e-6, seed=5)
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
+#: A small leaf-spine on one of three profiles (leaves, spines, GPUs per leaf), its traffic
+#: (bulk flows' size, RPC messages a second per sender) and the ticks to run it
+SMALL_FABRICS = st.tuples(
     st.sampled_from([NATIVE_400G, ROCE_400G, NATIVE_800G]),
     st.integers(1, 3),
     st.integers(1, 3),
@@ -48,11 +41,27 @@ def _fabric(topo: Topology, prof: Profile, size: float, rate: float) -> Fabric:
     st.floats(1e4, 1e6),
     st.integers(20, 120),
 )
-def test_one_call_retires_flows_as_the_steps_do(
-    prof: Profile, leaves: int, spines: int, gpus: int, size: float, rate: float, ticks: int
-) -> None:
+
+
+def bulk_and_rpc(
+    prof: Profile, leaves: int, spines: int, gpus: int, size: float, rate: float
+) -> Fabric:
+    """A leaf-spine with closed-loop bulk flows of ``size`` and RPC probes at ``rate``."""
     topo = leaf_spine(prof, leaves=leaves, spines=spines, gpus_per_leaf=gpus)
-    one, steps = _fabric(topo, prof, size, rate), _fabric(topo, prof, size, rate)
+    workloads = [
+        Bulk(name="bulk", traffic_class="bulk", size_bytes=size, outstanding=2),
+        Rpc(name="rpc", traffic_class="rpc", size_bytes=4096, rate_per_s=rate),
+    ]
+    return Fabric(topo, prof, workloads, dt_s=1e-6, seed=5)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SMALL_FABRICS)
+def test_one_call_retires_flows_as_the_steps_do(
+    case: tuple[Profile, int, int, int, float, float, int],
+) -> None:
+    *shape, ticks = case
+    one, steps = bulk_and_rpc(*shape), bulk_and_rpc(*shape)
     assert isinstance(steps._tick, CompiledTick)
     steps._tick = compiled_tick_as(_StepByStep, steps._tick)
     one.run_ticks(ticks)
