@@ -242,7 +242,8 @@ def move_step(
     bytes move (``move_bytes``), adaptive routing's load is counted again, the departure
     cycles of the buffers the entries use go on, and the links' counters add the tick.
     Returns ``move_bytes``' result and the departure cycles under way. One call, not
-    four: on the default scenario the four calls and their Python cost some 8 µs a tick.
+    four: on the default scenario's quiet ticks the step took 28.5 µs as four calls and
+    their Python, 22.0 as one (bench_breakdown's timers on).
     """
     new_backlog, arrival, got, done = move_bytes(
         rate, prev_pad, nxt_pad, link, drains_pad, buf_pad, pos, flow, backlog,
