@@ -516,6 +516,14 @@ class CompiledTick:
         )
         return starved
 
+    def _move_sums(self, n_links: int, n_bufs: int) -> list[NDArray[np.float64]]:
+        """The move's per-link and per-buffer sums, kept from tick to tick: link rate, then
+        occupancy, drain and inflow with a pad slot (made, all 0, at the first move)."""
+        if not self._sums:
+            self._sums[:] = [np.zeros(n_links)] + [np.zeros(n_bufs + 1) for _ in range(3)]
+            self._stale[:] = [np.zeros(0, dtype=np.intp)] * 2
+        return self._sums
+
     def move(
         self,
         idx: EntryIndex,
@@ -529,10 +537,7 @@ class CompiledTick:
         """One tick of bytes (``kernels.move.move_bytes``). The per-link and per-buffer
         sums it returns are kept and written again by the next move (the link book holds
         them until then; a snapshot copies them)."""
-        if not self._sums:
-            self._sums[:] = [np.zeros(n_links)] + [np.zeros(n_bufs + 1) for _ in range(3)]
-            self._stale[:] = [np.zeros(0, dtype=np.intp)] * 2
-        link_rate, occupancy, drain, inflow = self._sums
+        link_rate, occupancy, drain, inflow = self._move_sums(n_links, n_bufs)
         csr: IndexCsr = idx.csr
         new_backlog, arrival, got, done = move_bytes(
             sol.padded,
@@ -591,10 +596,7 @@ class CompiledTick:
         ``LinkBook.measure_departures`` and ``link_counters`` do one after the other (the
         reference's ``move_and_count``), in one compiled call (``kernels.move.move_step``)."""
         n_links, n_bufs = len(links.link_rate), links.occupancy.size
-        if not self._sums:
-            self._sums[:] = [np.zeros(n_links)] + [np.zeros(n_bufs + 1) for _ in range(3)]
-            self._stale[:] = [np.zeros(0, dtype=np.intp)] * 2
-        link_rate, occupancy, drain, inflow = self._sums
+        link_rate, occupancy, drain, inflow = self._move_sums(n_links, n_bufs)
         csr: IndexCsr = idx.csr
         stale_links, stale_bufs = self._stale
         c = links.counters
