@@ -2,7 +2,7 @@
 share (their calls from Python, numba's dispatch included) and the rest, Python's.
 
     python benchmarks/bench_breakdown.py [--sizes default,default-roce,...] [--ticks N]
-                                         [--warmup N] [--top N] [--json FILE]
+                                         [--warmup N] [--top N] [--split N] [--json FILE]
 
 Each fabric (``bench_core.SIZES``) runs into its steady state, then ``--ticks`` ticks one by
 one (``Fabric.step``, never ticks at once) with every step and every kernel call timed.
@@ -11,6 +11,11 @@ index entries come and go a tick (what an index patched in place would touch), t
 kernels that cost most. The timers add about half a microsecond a call, so the total is a
 little above an untimed tick's (``bench_core.py``); the shares are what this is for: it
 compares the kernels with the Python around them, in the same run. Not a test.
+
+``--split N`` prints the ticks that move more than ``N`` entries apart from the others,
+each kind with its share of the ticks and of the time: on the default scenario the few
+ticks that carry a MoE round (some 16,000 entries; ``--split 8000``) cost as much as all
+the others, and for other reasons (kernel work per entry, not Python per call).
 """
 
 from __future__ import annotations
@@ -61,6 +66,13 @@ class Timers:
                 self.current = outer
 
         return timed
+
+    def clear(self) -> None:
+        """Start counting again from zero."""
+        self.step_s.clear()
+        self.kernel_s.clear()
+        self.kernel_calls.clear()
+        self.kernels_in_step_s.clear()
 
     def kernel_took(self, name: str, seconds: float) -> None:
         """A call of kernel ``name`` took ``seconds``, in the step running."""
@@ -115,15 +127,23 @@ class IndexChurn:
         self._last: set[int] | None = None
         self.came = self.went = self.entries = self.ticks = 0
 
-    def saw(self, idx: EntryIndex | None) -> None:
-        """Compare a tick's index (its entries' flat places) with the last one seen."""
+    def saw(self, idx: EntryIndex | None) -> tuple[int, int, int] | None:
+        """Compare a tick's index (its entries' flat places) with the last one seen;
+        returns (entries, came, went), None for the first."""
         now = set(idx.pos.tolist()) if idx is not None else set()
-        if self._last is not None:
-            self.came += len(now - self._last)
-            self.went += len(self._last - now)
-            self.entries += len(now)
+        last, self._last = self._last, now
+        if last is None:
+            return None
+        return len(now), len(now - last), len(last - now)
+
+    def add(self, seen: tuple[int, int, int] | None) -> None:
+        """Count one tick's churn (``saw``'s result) in."""
+        if seen is not None:
+            entries, came, went = seen
+            self.entries += entries
+            self.came += came
+            self.went += went
             self.ticks += 1
-        self._last = now
 
     def summary(self) -> dict[str, float]:
         """Per tick: entries, entries that came, entries that went."""
@@ -131,8 +151,34 @@ class IndexChurn:
         return {"entries": self.entries / n, "came": self.came / n, "went": self.went / n}
 
 
-def breakdown(name: str, ticks: int, warmup: int) -> dict[str, Any]:
-    """Steady state, then ``ticks`` ticks of ``name`` one by one, timed step by step."""
+class TickKind:
+    """What the ticks of one kind took, added up: their wall time, entries, index churn and
+    the timers' counts."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.timers = Timers()
+        self.churn = IndexChurn()
+        self.ticks = 0
+        self.entries = 0
+        self.wall_s = 0.0
+
+    def add(self, tick: Timers, wall_s: float, entries: int) -> None:
+        """One tick: its own timers' counts, wall time and entries moved."""
+        total = self.timers
+        total.step_s.update(tick.step_s)
+        total.kernel_s.update(tick.kernel_s)
+        total.kernel_calls.update(tick.kernel_calls)
+        total.kernels_in_step_s.update(tick.kernels_in_step_s)
+        self.ticks += 1
+        self.entries += entries
+        self.wall_s += wall_s
+
+
+def breakdown(name: str, ticks: int, warmup: int, split: int | None = None) -> list[dict[str, Any]]:
+    """Steady state, then ``ticks`` ticks of ``name`` one by one, timed step by step: one
+    result for all of them, or (``split``) one for the ticks that move at most ``split``
+    entries and one for those that move more."""
     fabric: Fabric = SIZES[name]("compiled")
     fabric.run_ticks(2)  # the kernels loaded (or compiled) before any timer goes on
     steady(fabric, warmup)
@@ -141,24 +187,41 @@ def breakdown(name: str, ticks: int, warmup: int) -> dict[str, Any]:
     _timing[:] = [timers]
     for step in Fabric.STEPS:
         setattr(fabric, step, timers.step(step, getattr(fabric, step)))
-    h0 = fabric.hop_updates
-    churn = IndexChurn()
-    wall = 0.0
+    if split is None:
+        small = large = TickKind("all")
+    else:
+        small, large = TickKind(f"<= {split:,} entries"), TickKind(f"> {split:,} entries")
+    churn = IndexChurn()  # (from the tick before, whatever its kind)
     for _ in range(ticks):
+        h0 = fabric.hop_updates
+        timers.clear()  # (each tick's counts added to its kind's after it)
         started = time.perf_counter()
         fabric.step()
-        wall += time.perf_counter() - started
+        wall = time.perf_counter() - started
         # (off the clock; a tick with no flow in flight builds no index)
-        churn.saw(timers.returned.pop("_current_index", None))
+        entries = fabric.hop_updates - h0
+        kind = large if split is not None and entries > split else small
+        kind.add(timers, wall, entries)
+        kind.churn.add(churn.saw(timers.returned.pop("_current_index", None)))
     _timing.clear()
-    per_tick_ms = {k: v / ticks * 1e3 for k, v in timers.step_s.items()}
-    kernels_ms = {k: v / ticks * 1e3 for k, v in timers.kernels_in_step_s.items()}
+    kinds = [small] if large is small else [small, large]
+    return [_result(name, kind, ticks) for kind in kinds if kind.ticks]
+
+
+def _result(name: str, kind: TickKind, all_ticks: int) -> dict[str, Any]:
+    """The figures of one kind of tick, per tick of that kind."""
+    n, t = kind.ticks, kind.timers
+    per_tick_ms = {k: v / n * 1e3 for k, v in t.step_s.items()}
+    kernels_ms = {k: v / n * 1e3 for k, v in t.kernels_in_step_s.items()}
     return {
         "fabric": name,
-        "ticks": ticks,
-        "entries_per_tick": (fabric.hop_updates - h0) / ticks,
-        "index_churn": churn.summary(),
-        "ms_per_tick": wall / ticks * 1e3,
+        "kind": kind.kind,
+        "ticks": n,
+        "share_of_ticks": n / all_ticks,
+        "wall_s": kind.wall_s,
+        "entries_per_tick": kind.entries / n,
+        "index_churn": kind.churn.summary(),
+        "ms_per_tick": kind.wall_s / n * 1e3,
         "steps": {
             step: {
                 "ms": per_tick_ms.get(step, 0.0),
@@ -168,10 +231,10 @@ def breakdown(name: str, ticks: int, warmup: int) -> dict[str, Any]:
         },
         "kernels": {
             k: {
-                "ms": v / ticks * 1e3,
-                "calls_per_tick": timers.kernel_calls[k] / ticks,
+                "ms": v / n * 1e3,
+                "calls_per_tick": t.kernel_calls[k] / n,
             }
-            for k, v in timers.kernel_s.most_common()
+            for k, v in t.kernel_s.most_common()
         },
     }
 
@@ -181,10 +244,13 @@ def report(out: dict[str, Any], top: int) -> None:
     in_steps = sum(s["ms"] for s in steps.values())
     kernels = sum(s["kernels_ms"] for s in steps.values())
     total = out["ms_per_tick"]
+    kind = "" if out["kind"] == "all" else f", the ticks of {out['kind']}"
     print(
-        f"\n{out['fabric']}: {total:.3f} ms a tick (timed), "
+        f"\n{out['fabric']}{kind}: {total:.3f} ms a tick (timed), "
         f"{out['entries_per_tick']:,.0f} entries a tick"
     )
+    if out["kind"] != "all":
+        print(f"  {out['share_of_ticks']:.0%} of the ticks, {out['share_of_time']:.0%} of the time")
     print(f"  {'step':22s} {'ms/tick':>8s} {'kernels':>8s} {'Python':>8s}")
     for step, s in steps.items():
         if s["ms"] >= 0.0005:
@@ -212,17 +278,28 @@ def main() -> None:
     ap.add_argument("--ticks", type=int, default=2000)
     ap.add_argument("--warmup", type=int, default=300)
     ap.add_argument("--top", type=int, default=10, help="kernels listed per fabric")
+    ap.add_argument(
+        "--split",
+        type=int,
+        metavar="N",
+        help="print the ticks that move more than N entries apart from the others",
+    )
     ap.add_argument("--json", type=Path, help="write the figures here too")
     args = ap.parse_args()
+    if args.split is not None and args.split < 0:
+        ap.error(f"--split must be at least 0, not {args.split}")
     names = args.sizes.split(",")
     unknown = [n for n in names if n not in SIZES]
     if unknown:
         ap.error(f"unknown size(s) {', '.join(unknown)}; known: {', '.join(SIZES)}")
     results = []
     for name in names:
-        out = breakdown(name, args.ticks, args.warmup)
-        report(out, args.top)
-        results.append(out)
+        kinds = breakdown(name, args.ticks, args.warmup, args.split)
+        wall = sum(out["wall_s"] for out in kinds)
+        for out in kinds:
+            out["share_of_time"] = out["wall_s"] / wall if wall > 0 else 0.0
+            report(out, args.top)
+        results.extend(kinds)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 
