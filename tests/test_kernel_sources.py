@@ -101,7 +101,18 @@ def test_the_index_parts_are_where_the_kernel_says() -> None:
 
 def test_build_index_unpacks_the_parts_in_their_order() -> None:
     """``kernels.tick.build_index`` takes the index's parts by place, not by name: the
-    names it unpacks them into are ``PARTS``, in order."""
+    names it unpacks them into, read from its source, are ``PARTS``, in order."""
+    import inspect
+    import textwrap
+
     from fabric_core.tick.kernels import index, tick
 
-    assert tick.UNPACKED_PARTS == index.PARTS
+    tree = ast.parse(textwrap.dedent(inspect.getsource(tick.build_index)))
+    unpacked = [
+        tuple(elt.id for elt in node.targets[0].elts if isinstance(elt, ast.Name))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Tuple)
+        and isinstance(node.value, ast.ListComp)
+    ]
+    assert unpacked == [index.PARTS]

@@ -703,16 +703,6 @@ class IndexCsr(NamedTuple):
     lane_buf: NDArray[np.intp]
 
 
-#: The index's parts as ``build_index`` unpacks them: ``kernels.index.PARTS``, whose order
-#: they must keep (``tests/test_kernel_sources.py`` checks it)
-UNPACKED_PARTS = (
-    "pos", "hop", "flow", "link", "queue", "prev_pad", "nxt_pad", "buf_pad", "drains_pad",
-    "first", "link_ent", "ent_link", "buf_ent", "heads", "last", "last_flow", "key_ptr",
-    "used_links", "rank_ptr", "link_ptr", "used_bufs", "buf_group_ptr", "buf_ptr",
-    "lane_buf", "feedforward",
-)  # fmt: skip
-
-
 def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
     """The flow table's active entries, in the reference's order, with the kernels' groups."""
     buf, bounds = entry_index(
@@ -727,7 +717,8 @@ def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
     )
     # each part of the one buffer the kernel returns: a view of it, taken positionally
     # (by name through a dict, with a frozen dataclass for the groups, this wrapper took
-    # 10.0 µs a rebuild instead of 7.4 on the default scenario)
+    # 10.0 µs a rebuild instead of 7.4 on the default scenario), into names in the order of
+    # ``kernels.index.PARTS`` (``tests/test_kernel_sources.py`` reads them here)
     at = iter(bounds.tolist())
     (
         pos, hop, flow, link, queue, prev_pad, nxt_pad, buf_pad, drains_pad, first,
