@@ -52,6 +52,7 @@ from fabric_core.runtime.scenario import load_scenario
 
 RSS_EVERY_S = 5.0
 SCRAPE_EVERY_S = 1.0
+SCRAPE_TIMEOUT_S = 10.0  # a scrape that takes longer is a finding
 
 
 @dataclass
@@ -131,7 +132,7 @@ def _random_fault(fabric: Fabric, rng: random.Random) -> InjectFault:
 def _scraper(url: str, report: SoakReport, stop: threading.Event) -> None:
     while not stop.wait(SCRAPE_EVERY_S):
         try:
-            with urllib.request.urlopen(url, timeout=10) as r:
+            with urllib.request.urlopen(url, timeout=SCRAPE_TIMEOUT_S) as r:
                 r.read()
                 if r.status != 200:
                     report.scrape_errors.append(f"HTTP {r.status}")
@@ -217,7 +218,12 @@ async def soak(
             engine.stop()
             await asyncio.wait_for(app.workers.wait_for_complete(), 30)
     finally:
+        # the scraper stops before the server: a scrape that connected while the server
+        # shut down would be reset (the listening socket closes with it still unaccepted),
+        # a failure of this teardown, not of the exporter
         stop.set()
+        if scraper.is_alive():
+            scraper.join(timeout=SCRAPE_TIMEOUT_S + 5)
         server.close()
     report.wall_s = time.monotonic() - start
     report.simulated_s = engine.fabric.sim_time_s
