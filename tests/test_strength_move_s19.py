@@ -30,6 +30,7 @@ def _one_link(rates: list[float], level: float, capacity: float, done: list[int]
         np.array([*rates, 0.0]),
         np.array([level]),
         np.ones(4),  # alpha of four buffers: none is read (buf_pad = 4 = n_bufs)
+        np.zeros(0),  # no credit levels: alpha slows (none here)
         np.full(n, 4, dtype=np.intp),
         np.arange(n, dtype=np.intp),
         np.full(n, n, dtype=np.intp),  # prev_pad: each entry its flow's only hop
@@ -56,6 +57,7 @@ def _two_hops(rates: list[float], level: list[float], capacity: list[float]) -> 
         np.array([*rates, 0.0]),
         np.array(level),
         np.ones(4),
+        np.zeros(0),
         np.full(2, 4, dtype=np.intp),
         np.array([0, 0], dtype=np.intp),
         np.array([2, 0], dtype=np.intp),  # prev_pad: entry 1 is the hop after entry 0

@@ -127,16 +127,18 @@ def test_ticks_run_at_once_leave_the_fabric_as_ticks_run_one_by_one(
     assert run_both(build, ticks, 97, monkeypatch) >= least * ticks
 
 
-def test_a_fabric_with_a_poisson_workload_runs_every_tick_through_python(
+def test_a_fabric_with_a_poisson_workload_runs_almost_every_tick_through_python(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The default scenario's RPC probes draw their arrivals every tick: no tick is
-    uneventful, and the results are the same."""
+    """The default scenario's RPC probes arrive 2.6 times a tick on average, and its
+    bulk flows start as others end: hardly a tick is uneventful, and the results are the
+    same."""
 
     def build() -> Fabric:
         return Fabric.from_scenario(load_scenario("default"))
 
-    assert run_both(build, 120, 40, monkeypatch) == 0
+    ticks = 120
+    assert run_both(build, ticks, 40, monkeypatch) <= 0.05 * ticks
 
 
 @pytest.mark.parametrize("prof", [NATIVE_400G, ROCE_400G, NATIVE_800G], ids=lambda p: p.name)

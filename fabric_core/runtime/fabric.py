@@ -715,8 +715,14 @@ class Fabric:
         csr = idx.csr
         layout._stale[:] = [csr.used_links, csr.used_bufs]
         layout._solved_stale[:] = [csr.used_links, csr.used_bufs]
-        level, _, first_share, alpha = layout._solved
-        self.solution = Solution(padded=run.rate, level=level, alpha=alpha, share=first_share)
+        level, _, first_share, alpha, credit_level = layout._solved
+        self.solution = Solution(
+            padded=run.rate,
+            level=level,
+            alpha=alpha,
+            share=first_share,
+            credit_level=credit_level if self.roce is None else None,
+        )
         if self.roce is not None:
             self.roce.after_ticks_at_once(run.pause, run.cnps, cleared_watch=run.whole > 0)
         else:
@@ -949,7 +955,10 @@ class Fabric:
         the PFC bound on RoCE; ``rate_table`` the flow table's rates, flat (last tick's,
         where each entry's solve starts)."""
         share = None if self.roce is not None or self.solution is None else self.solution.share
-        return self._tick.solve(idx, backlog, cap, free, dt, rate_table, entry_cap, share)
+        # the credit fabric's ports hand credits out flow by flow; PFC pauses them all
+        return self._tick.solve(
+            idx, backlog, cap, free, dt, rate_table, entry_cap, share, max_min=self.roce is None
+        )
 
     # ------------------------------------------------------------------ RoCE
     def _stormed_queues(self) -> NDArray[np.bool_]:

@@ -202,11 +202,22 @@ class ReferenceTick:
         rate_table: NDArray[np.float64],
         entry_cap: NDArray[np.float64] | None,
         warm_share: NDArray[np.float64] | None,
+        max_min: bool = False,
     ) -> Solution:
         """The tick's rates (see ``solve``), each entry starting from last tick's rate in
-        ``rate_table`` (the flow table's, flat)."""
+        ``rate_table`` (the flow table's, flat); ``max_min``: credits shared max-min."""
         warm = rate_table[idx.pos]
-        return solve(idx, backlog, capacity, free_bytes, dt, warm, entry_cap, warm_share=warm_share)
+        return solve(
+            idx,
+            backlog,
+            capacity,
+            free_bytes,
+            dt,
+            warm,
+            entry_cap,
+            warm_share=warm_share,
+            max_min=max_min,
+        )
 
     def start_limit(
         self,

@@ -13,13 +13,17 @@ capped at buffer/dt (see DESIGN.md, "Model notes"). The rules:
 2. **Conservation**, exact: a hop never sends more than it holds plus what
    arrives (``r[e]·dt <= B[e] + r[prev]·dt``), enforced upstream first.
 3. **Credits**, exact: the bytes sent into a downstream buffer (link, VL) in a
-   tick never exceed its free space plus what it drains in the same tick. All
-   inflows into a short buffer are scaled by one factor ``alpha`` (upstream
-   arbitration hands out the credits in proportion), which is what slows a
-   victim flow that shares the VL with a congested one. ``alpha`` accounts
-   for the drain shrinking when the inflow shrinks (a flow cut through);
-   buffers are processed downstream-first in the order of the acyclic buffer
-   dependency graph (up*/down* routing), so fixing one never breaks another.
+   tick never exceed its free space plus what it drains in the same tick. On the
+   credit fabric the upstream port hands the credits out packet by packet, one
+   flow after another, so a short buffer's inflows share what it can take max-min:
+   each gets at most one credit level ``lambda`` (``max_min``). Under PFC a pause
+   stops every flow of the priority for the same time, so there all inflows into
+   a short buffer are scaled by one factor ``alpha`` (the upstream sends for that
+   share of the tick). Either slows a victim flow that shares the VL with a
+   congested one. Both account for the drain shrinking when the inflow shrinks
+   (a flow cut through); buffers are processed downstream-first in the order of
+   the acyclic buffer dependency graph (up*/down* routing), so fixing one never
+   breaks another.
 4. Capacity that credits took away from one flow is offered again to the
    others on the same link (a second pass with the credit-limited flows capped).
 """
@@ -305,24 +309,84 @@ def enforce_conservation(
             rate[group] = np.minimum(rate[group], held[group] + rate[idx.prev_pad[group]])
 
 
+def credit_levels(
+    buf: NDArray[np.intp],
+    a: NDArray[np.float64],
+    c: NDArray[np.float64],
+    d: NDArray[np.float64],
+    room: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """The credit level of each short buffer when its inflows share its credits max-min.
+
+    Buffer ``k`` (of ``room.size``) is fed by the entries ``i`` with ``buf[i] == k``, at
+    rates ``a`` wanted, whose next hops drain it at rate ``c`` holding ``d·dt`` bytes.
+    With every inflow capped at ``lam`` the net inflow is
+    ``g(lam) = sum(min(a, lam)) - sum(min(c, d + min(a, lam))) - room``: piecewise linear
+    and non-decreasing, each inflow adding a slope of one between ``max(c - d, 0)`` (from
+    where its drain no longer follows it) and ``a`` (its whole want), and
+    ``g(0) <= 0``. The level is the largest ``lam`` with ``g(lam) <= 0``, found exactly by
+    walking those breakpoints in order. Every buffer given must be short (``g`` above 0
+    once every inflow has its want); one that is not, within rounding, gets the largest
+    want of its inflows (nothing cut).
+    """
+    n = room.size
+    g0 = -sum_by(buf, np.minimum(c, d), n) - room
+    start = np.maximum(c - d, 0.0)
+    has = start < a
+    m = int(np.count_nonzero(has))
+    ev_buf = np.concatenate([buf[has], buf[has]])
+    ev_x = np.concatenate([start[has], a[has]])
+    ev_step = np.concatenate([np.ones(m), -np.ones(m)])
+    order = np.lexsort((ev_x, ev_buf))
+    ev_buf, ev_x, ev_step = ev_buf[order], ev_x[order], ev_step[order]
+    first = np.r_[True, ev_buf[1:] != ev_buf[:-1]] if ev_buf.size else np.zeros(0, bool)
+    # the slope before each breakpoint: the steps before it in its buffer (each buffer's
+    # steps sum to zero, exactly, so the running sum restarts at 0 at every buffer)
+    slope = np.cumsum(ev_step) - ev_step
+    x_before = np.where(first, 0.0, np.r_[0.0, ev_x[:-1]])
+    rise = slope * (ev_x - x_before)
+    run = np.cumsum(rise)
+    starts = np.flatnonzero(first)
+    seg = np.cumsum(first) - 1
+    g_at = g0[ev_buf] + run - np.r_[0.0, run][starts][seg]  # g at each breakpoint
+    # the first breakpoint past which g is above 0, in each buffer: g crosses 0 before it
+    over = np.flatnonzero(g_at > 0)
+    crossing = np.full(n, -1, dtype=np.intp)
+    if over.size:
+        lead = np.r_[True, ev_buf[over][1:] != ev_buf[over][:-1]]
+        crossing[ev_buf[over][lead]] = over[lead]
+    level = np.zeros(n)  # (the most any inflow wants, where nothing crosses)
+    np.maximum.at(level, buf, a)
+    j = crossing[crossing >= 0]
+    # (a breakpoint past which g rises is never its buffer's first: g(0) <= 0 and the
+    # slope before the first is 0)
+    level[crossing >= 0] = x_before[j] - g_at[j - 1] / slope[j]
+    return level
+
+
 def enforce_credits(
     idx: EntryIndex,
     rate: NDArray[np.float64],
     held: NDArray[np.float64],
     free_bytes: NDArray[np.float64],
     dt: float,
-) -> NDArray[np.float64]:
-    """Scale inflows so no downstream buffer overfills (in place); returns alpha per buffer.
+    max_min: bool = False,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Hold the inflows back so no downstream buffer overfills (in place); returns, per
+    buffer, the share of the wanted inflow allowed (``alpha``) and the credit level
+    (infinite where nothing was held back).
 
     For buffer ``b`` fed by entries ``e`` (rate ``a``) whose next hops drain it
-    (rate ``c``, holding ``d·dt`` bytes), the net inflow after scaling the
-    inflows by ``alpha`` is ``alpha·sum(a) - sum(min(c, d + alpha·a))``: convex
-    and piecewise linear in ``alpha``, so Newton's method from ``alpha = 1``
-    approaches the largest admissible ``alpha`` from above, exactly once every
-    flow is in its final regime. The next hops are clipped afterwards by
-    ``enforce_conservation``.
+    (rate ``c``, holding ``d·dt`` bytes): with ``max_min`` (the credit fabric) each
+    inflow is capped at the buffer's credit level (``credit_levels``), and ``alpha`` is
+    the share of the inflow left. Otherwise (PFC) every inflow is scaled by ``alpha``:
+    the net inflow is then ``alpha·sum(a) - sum(min(c, d + alpha·a))``, convex and
+    piecewise linear in ``alpha``, so Newton's method from ``alpha = 1`` approaches the
+    largest admissible ``alpha`` from above, exactly once every flow is in its final
+    regime. The next hops are clipped afterwards by ``enforce_conservation``.
     """
     alpha = np.ones(free_bytes.size)
+    credit_level = np.full(free_bytes.size, np.inf)
     free_rate = free_bytes / dt
     for grp in idx.buffer_groups:
         lo, hi, bufs, local = grp.lo, grp.hi, grp.bufs, grp.local
@@ -338,7 +402,7 @@ def enforce_credits(
         short = g > tol
         if not short.any():
             continue
-        # Newton on the entries of the short buffers only, numbered compactly
+        # the entries of the short buffers only, numbered compactly
         sb = np.flatnonzero(short)
         compact = np.zeros(nb, dtype=np.intp)
         compact[sb] = np.arange(sb.size)
@@ -347,6 +411,16 @@ def enforce_credits(
         aa, cc, dd = a[sel], c[sel], d[sel]
         n_short = sb.size
         inflow_s, room_s, g_s = inflow[sb], room[sb], g[sb]
+        if max_min:
+            lam = credit_levels(sl, aa, cc, dd, room_s)
+            allowed = np.minimum(aa, lam[sl])
+            al = np.divide(
+                sum_by(sl, allowed, n_short), inflow_s, out=np.ones(n_short), where=inflow_s > 0
+            )
+            alpha[bufs[sb]] = np.minimum(alpha[bufs[sb]], al)
+            credit_level[bufs[sb]] = np.minimum(credit_level[bufs[sb]], lam)
+            a[sel] = allowed  # ``a`` is a view: this writes the rates
+            continue
         tol_s = tol[sb]
         al = np.ones(n_short)
         pending = g_s > tol_s
@@ -366,7 +440,7 @@ def enforce_credits(
             al = np.where(pending, np.minimum(al, fallback), al)
         alpha[bufs[sb]] = np.minimum(alpha[bufs[sb]], al)
         a[sel] = aa * al[sl]  # ``a`` is a view: this writes the rates
-    return alpha
+    return alpha, credit_level
 
 
 @dataclass
@@ -377,6 +451,9 @@ class Solution:
     level: NDArray[np.float64]  # per link: fair-share level of the unsatisfied entries
     alpha: NDArray[np.float64]  # per buffer: fraction of the wanted inflow credits allowed
     share: NDArray[np.float64]  # per link: first pass's level, infinite where all are satisfied
+    #: per buffer: the most an inflow may carry where credits are shared max-min (infinite
+    #: where they held nothing back); None where inflows are scaled by ``alpha`` (PFC)
+    credit_level: NDArray[np.float64] | None = None
 
     @property
     def rate(self) -> NDArray[np.float64]:
@@ -394,13 +471,17 @@ def solve(
     entry_cap: NDArray[np.float64] | None = None,
     credits: bool = True,
     warm_share: NDArray[np.float64] | None = None,
+    max_min: bool = False,
 ) -> Solution:
     """Rates of all entries for one tick (see the module docstring).
 
     Args:
         entry_cap: the most each entry may carry this tick (PFC pauses, DCQCN
             sender rates); None = no limit.
-        credits: enforce credit flow control (False on a PFC fabric).
+        credits: hold inflows back to what each downstream buffer can take (its
+            credits on the credit fabric, PFC's bound on RoCE).
+        max_min: share a short buffer's room among its inflows max-min (the credit
+            fabric) instead of scaling them all by one factor (PFC).
         warm: last tick's rate of each entry (0 for new entries). Sweeps start
             from it (steady state then converges in one sweep); new entries
             start from the most they could carry (their link's line rate, at
@@ -422,6 +503,7 @@ def solve(
     share = np.full(capacity.size, np.inf) if warm_share is None else warm_share.copy()
     cap_demand = entry_cap
     alpha = np.ones(free_bytes.size)
+    credit_level = np.full(free_bytes.size, np.inf)
     # Sweeps stop when no rate moves by more than a millionth of line rate; the exact
     # enforcement that follows makes conservation and credits hold to rounding anyway.
     tol = SWEEP_TOLERANCE * float(capacity.max(initial=1.0))
@@ -460,7 +542,9 @@ def solve(
         before = rate[:n].copy()
         # the credit factor of the first pass is the one that held rates down; later
         # passes see those rates as caps, so keep the smallest
-        alpha = np.minimum(alpha, enforce_credits(idx, rate, held, free_bytes, dt))
+        allowed, lam = enforce_credits(idx, rate, held, free_bytes, dt, max_min)
+        alpha = np.minimum(alpha, allowed)
+        credit_level = np.minimum(credit_level, lam)
         enforce_conservation(idx, rate, held)
         cut = rate[:n] < before * (1 - 1e-9)
         if not cut.any():
@@ -472,7 +556,13 @@ def solve(
         # tick's first pass (which sees no credit caps either)
         warm_share = first_share
     assert first_share is not None
-    return Solution(padded=rate, level=level, alpha=alpha, share=first_share)
+    return Solution(
+        padded=rate,
+        level=level,
+        alpha=alpha,
+        share=first_share,
+        credit_level=credit_level if max_min else None,
+    )
 
 
 def finish_within_tick(
@@ -490,7 +580,9 @@ def finish_within_tick(
     fair-share level, which would yield), while entries held down elsewhere keep
     their rate: entry ``e`` with ``b`` bytes finishes at
     ``(sum over finishing o of min(b_o, b) + b * (1 + elastic)) / available``,
-    slowed by its buffer's credit factor. A flow ends at the latest of its hops.
+    slowed by its buffer's credit factor (under PFC), or no sooner than ``b`` at its
+    buffer's credit level (credits shared max-min). A flow ends at the latest of its
+    hops.
     """
     n_links = capacity.size
     rate = sol.rate
@@ -515,12 +607,19 @@ def finish_within_tick(
     size = np.diff(np.r_[group_start, fl.size])[group_of]
     after = size - pos - 1
     work = before + fb * (after + 1 + n_elastic[fl])
-    alpha = np.append(sol.alpha, 1.0)[idx.buf_pad[fin]][order]  # no buffer: not slowed
-    speed = available[fl] * np.maximum(alpha, 1e-12)
+    if sol.credit_level is None:
+        alpha = np.append(sol.alpha, 1.0)[idx.buf_pad[fin]][order]  # no buffer: not slowed
+        speed = available[fl] * np.maximum(alpha, 1e-12)
+    else:
+        speed = available[fl]
     # A hop that can send nothing takes the whole tick, unless it had nothing left to
     # send: its last byte went before the tick, so it sets no time within it.
     stalled = np.where(work > 0, dt, 0.0)
     t_sorted = np.divide(work, speed, out=stalled, where=speed > 0)
+    if sol.credit_level is not None:
+        # credits let the entry's bytes through no faster than its buffer's level
+        lam = np.append(sol.credit_level, np.inf)[idx.buf_pad[fin]][order]
+        np.maximum(t_sorted, np.divide(fb, lam, out=np.zeros(fb.size), where=lam > 0), out=t_sorted)
     out = np.zeros(idx.size)
     out[fin[order]] = t_sorted
     return out

@@ -30,6 +30,7 @@ def finish_flows(
     rate: _F,
     level: _F,
     alpha: _F,
+    credit_level: _F,
     buf_pad: _I,
     flow: _I,
     prev_pad: _I,
@@ -76,8 +77,8 @@ def finish_flows(
     is a row of the histograms (False: none was filed, as ``observe_rows`` says).
     """
     t = finish_times(
-        rate, level, alpha, buf_pad, flow, prev_pad, last, last_flow, used_links, link_ptr,
-        link_ent, ent_link, capacity, done, end, dt,
+        rate, level, alpha, credit_level, buf_pad, flow, prev_pad, last, last_flow,
+        used_links, link_ptr, link_ent, ent_link, capacity, done, end, dt,
     )  # fmt: skip
     whole, whole_finish, rounding = complete_flows(
         done, t, now, dt, path, backlog, flow_rate, active, size, delivered, start_s,

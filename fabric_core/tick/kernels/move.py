@@ -96,6 +96,7 @@ def finish_times(
     rate: _F,
     level: _F,
     alpha: _F,
+    credit_level: _F,
     buf_pad: _I,
     flow: _I,
     prev_pad: _I,
@@ -116,13 +117,16 @@ def finish_times(
     with the elastic entries (at the fair-share level: they would yield), while
     entries held down elsewhere keep their rate: an entry with ``b`` bytes ends at
     ``(sum over finishing o of min(b_o, b) + b (1 + elastic)) / available``,
-    slowed by its buffer's credit factor. A flow ends at its latest hop. The links are
+    slowed by its buffer's credit factor ``alpha`` (under PFC: ``credit_level`` empty) or
+    no sooner than ``b`` at its buffer's ``credit_level`` (credits shared max-min). A
+    flow ends at its latest hop. The links are
     the index's used ones (``kernels.index.entry_index``: ``link_ptr`` by used link);
     ``last`` and ``last_flow`` are its last-hop entries and their flows, and the flows in
     ``done`` are among them.
     """
     n = flow.size
     n_bufs = alpha.size
+    max_min = credit_level.size > 0
     is_done = np.zeros(cap, dtype=np.bool_)
     # each finished flow's place in ``done``, read only where ``is_done`` (so not cleared:
     # a tick's time per finished flow, not per slot of the table)
@@ -181,10 +185,14 @@ def finish_times(
             after = n_fin - j - 1
             work = smaller + b[order[j]] * (after + 1 + n_elastic)
             smaller += b[order[j]]
-            a = alpha[buf_pad[e]] if buf_pad[e] < n_bufs else 1.0
+            into = buf_pad[e] < n_bufs
+            a = alpha[buf_pad[e]] if into and not max_min else 1.0
             speed = available * max(a, 1e-12)
             # stalled: the whole tick, unless nothing was left to send here
             t = work / speed if speed > 0 else (dt if work > 0 else 0.0)
+            if max_min and into and credit_level[buf_pad[e]] > 0:
+                # credits let its bytes through no faster than its buffer's level
+                t = max(t, b[order[j]] / credit_level[buf_pad[e]])
             i = at_done[flow[e]]
             t_done[i] = max(t_done[i], t)
     return t_done

@@ -119,6 +119,53 @@ def conserve_by_hop(rate: _F, held: _F, prev_pad: _I, hop: _I) -> None:
                 rate[e] = min(rate[e], held[e] + rate[prev_pad[e]])
 
 
+@kernel
+def _credit_level(
+    ins: _F,
+    outs: _F,
+    have: _F,
+    k: int,
+    room: float,
+    at: _F,
+    step: _F,
+    order: _I,
+    other: _I,
+) -> float:
+    """The credit level of a short buffer whose ``k`` inflows (rates ``ins``, their next
+    hops' rates ``outs`` and holdings ``have``) share its ``room`` max-min: the largest
+    ``lam`` with ``sum(min(ins, lam)) - sum(min(outs, have + min(ins, lam))) <= room``
+    (``fabric_core.tick.step.credit_levels``: the same breakpoints, walked in order).
+    ``at``, ``step``, ``order`` and ``other`` are scratch of ``2 * k`` at least."""
+    g = -room
+    m = 0
+    for i in range(k):
+        g -= min(outs[i], have[i])
+        start = max(outs[i] - have[i], 0.0)
+        if start < ins[i]:
+            at[m] = start
+            step[m] = 1.0
+            m += 1
+    widest = 0.0
+    for i in range(k):
+        widest = max(widest, ins[i])
+        if max(outs[i] - have[i], 0.0) < ins[i]:
+            at[m] = ins[i]
+            step[m] = -1.0
+            m += 1
+    argsort_into(at, m, order, other)
+    x = 0.0
+    slope = 0.0
+    for j in range(m):
+        e = order[j]
+        rise = slope * (at[e] - x)
+        if g + rise > 0:
+            return x - g / slope  # g crosses 0 between x and this breakpoint
+        g += rise
+        x = at[e]
+        slope += step[e]
+    return widest  # within rounding not short: nothing held back
+
+
 def solve_tick(
     link: _I,
     ent_link: _I,
@@ -147,10 +194,12 @@ def solve_tick(
     rate_table: _F,
     entry_cap: _F,
     credits: bool,
+    max_min: bool,
     level: _F,
     share: _F,
     first_share: _F,
     alpha: _F,
+    credit_level: _F,
     stale_links: _I,
     stale_bufs: _I,
 ) -> _F:
@@ -175,12 +224,18 @@ def solve_tick(
     for bit. Where a route breaks up*/down* (not ``feedforward``) the sweeps, the
     conservation and the credit factors run one at a time in either.
 
-    ``level``, ``share``, ``first_share`` (per link) and ``alpha`` (per buffer) hold the
-    last solve's results, which differ from a link's capacity, infinity and 1 only at
-    ``stale_links`` and ``stale_bufs`` (the links and buffers its entries used): those are
-    put back first, so every link and buffer without entries reads as none (level the
-    capacity it had when last used, share infinite, alpha 1) and a solve costs what its
-    entries use, not the fabric. ``free_bytes`` is read at the used buffers only.
+    ``credits``: hold the inflows of each short buffer back to what it can take; with
+    ``max_min`` (the credit fabric) they share it max-min, each capped at the buffer's
+    credit level (``fabric_core.tick.step.credit_levels``), otherwise (PFC) they are all
+    scaled by one factor.
+
+    ``level``, ``share``, ``first_share`` (per link), ``alpha`` and ``credit_level`` (per
+    buffer) hold the last solve's results, which differ from a link's capacity, infinity,
+    infinity, 1 and infinity only at ``stale_links`` and ``stale_bufs`` (the links and
+    buffers its entries used): those are put back first, so every link and buffer without
+    entries reads as none (level the capacity it had when last used, share infinite,
+    alpha 1, no credit level) and a solve costs what its entries use, not the fabric.
+    ``free_bytes`` is read at the used buffers only.
     """
     n = link.size
     n_links = capacity.size
@@ -189,6 +244,7 @@ def solve_tick(
         share[li] = first_share[li] = np.inf
     for b in stale_bufs:
         alpha[b] = 1.0
+        credit_level[b] = np.inf
     held = backlog / dt
     rate = np.empty(n + 1)
     rate[n] = 0.0
@@ -243,6 +299,12 @@ def solve_tick(
     inflows = np.empty(threads * credit_row)
     drains = np.empty(threads * credit_row)
     holds = np.empty(threads * credit_row)
+    # (max-min credits: each inflow's two breakpoints, their slope steps and order)
+    event_row = _row_stride(2 * nb_max) if max_min else 0
+    event_at = np.empty(threads * event_row)
+    event_step = np.empty(threads * event_row)
+    event_order = np.empty(threads * event_row, dtype=np.intp)
+    event_other = np.empty(threads * event_row, dtype=np.intp)
     before = np.empty(n)
     # (the sweeps' tolerance: read only where a route breaks up*/down*)
     tol = 0.0 if feedforward else SWEEP_TOLERANCE * max(capacity.max() if n_links else 1.0, 1.0)
@@ -344,6 +406,23 @@ def solve_tick(
                     g = inflow - drain - room
                     ctol = 1e-12 * (inflow + room) + 1e-9
                     if g <= ctol:
+                        continue
+                    if max_min:
+                        lo_e = t * event_row
+                        lam = _credit_level(
+                            ins, outs, have, k, room,
+                            event_at[lo_e : lo_e + 2 * k],
+                            event_step[lo_e : lo_e + 2 * k],
+                            event_order[lo_e : lo_e + 2 * k],
+                            event_other[lo_e : lo_e + 2 * k],
+                        )  # fmt: skip
+                        allowed = 0.0
+                        for i in range(k):
+                            ins[i] = min(ins[i], lam)
+                            allowed += ins[i]
+                            rate[buf_ent[lo + i]] = ins[i]
+                        alpha[b] = min(alpha[b], allowed / inflow)
+                        credit_level[b] = min(credit_level[b], lam)
                         continue
                     al = 1.0
                     pending = True

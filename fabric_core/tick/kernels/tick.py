@@ -60,6 +60,8 @@ ONLY_SOLVE: int | None = None
 _NO_PLACES = np.zeros(0, dtype=np.intp)
 #: the solve's entry caps when no entry has one (``kernels.solve.solve_tick``)
 _NO_CAPS = np.zeros(0)
+#: the finish's credit levels where credits are not shared max-min (PFC: ``alpha``)
+_NO_LEVELS = np.zeros(0)
 #: ``start_routed``'s extra latencies when the batch has none of its own
 _NO_EXTRA = np.zeros(0)
 
@@ -127,7 +129,7 @@ class CompiledTick:
     _sums: list[NDArray[np.float64]] = field(default_factory=list, compare=False)
     _stale: list[NDArray[np.intp]] = field(default_factory=list, compare=False)
     #: the solve's results, kept likewise (``solve``): per link the level, the share and
-    #: the first pass's share, per buffer the credit factor; the used links and buffers
+    #: the first pass's share, per buffer the credit factor and level; the used links and buffers
     #: of the last solve; and the credits (free space) of the buffers
     _solved: list[NDArray[np.float64]] = field(default_factory=list, compare=False)
     _solved_stale: list[NDArray[np.intp]] = field(default_factory=list, compare=False)
@@ -411,9 +413,11 @@ class CompiledTick:
         rate_table: NDArray[np.float64],
         entry_cap: NDArray[np.float64] | None,
         warm_share: NDArray[np.float64] | None = None,
+        max_min: bool = False,
     ) -> Solution:
-        """The tick's rates (see ``solve``; progressive filling needs no warm share)."""
-        return solve(idx, self, backlog, capacity, free_bytes, dt, rate_table, entry_cap)
+        """The tick's rates (see ``solve``; progressive filling needs no warm share);
+        ``max_min``: credits shared max-min (the credit fabric), not scaled (PFC)."""
+        return solve(idx, self, backlog, capacity, free_bytes, dt, rate_table, entry_cap, max_min)
 
     def start_limit(
         self,
@@ -635,6 +639,7 @@ class CompiledTick:
             sol.padded,
             sol.level,
             sol.alpha,
+            _NO_LEVELS if sol.credit_level is None else sol.credit_level,
             idx.buf_pad,
             idx.flow,
             idx.prev_pad,
@@ -671,7 +676,9 @@ class CompiledTick:
         csr: IndexCsr = idx.csr
         fl = flows
         whole, finish, rounding, end, filed = finish_flows(
-            sol.padded, sol.level, sol.alpha, idx.buf_pad, idx.flow, idx.prev_pad, idx.last,
+            sol.padded, sol.level, sol.alpha,
+            _NO_LEVELS if sol.credit_level is None else sol.credit_level,
+            idx.buf_pad, idx.flow, idx.prev_pad, idx.last,
             idx.last_flow, csr.used_links, csr.link_ptr, csr.link_ent, csr.ent_link, capacity,
             done, now, dt, fl.path, fl.backlog, fl.rate, fl.active, fl.size, fl.delivered,
             fl.start_s, fl.wait_s, fl.parent_size, fl.fixed_latency_s, fl.extra_latency_s,
@@ -750,9 +757,11 @@ def solve(
     dt: float,
     rate_table: NDArray[np.float64],
     entry_cap: NDArray[np.float64] | None = None,
+    max_min: bool = False,
 ) -> Solution:
     """The tick's rates (``fabric_core.tick.step.solve``'s contract, compiled), each entry
-    starting from its rate in ``rate_table`` (the flow table's, flat), read in the kernel."""
+    starting from its rate in ``rate_table`` (the flow table's, flat), read in the kernel;
+    ``max_min``: a short buffer's credits shared max-min among its inflows."""
     csr: IndexCsr = idx.csr
     if entry_cap is None:
         entry_cap = _NO_CAPS
@@ -763,9 +772,10 @@ def solve(
             np.full(n_links, np.inf),
             np.full(n_links, np.inf),
             np.ones(free_bytes.size),
+            np.full(free_bytes.size, np.inf),
         ]
         layout._solved_stale[:] = [np.zeros(0, dtype=np.intp)] * 2
-    level, share, first_share, alpha = layout._solved
+    level, share, first_share, alpha, credit_level = layout._solved
     places = _NO_PLACES if idx.feedforward else layout.buffer_places()
 
     def run(parallel: bool, stale: list[NDArray[np.intp]]) -> tuple[NDArray[np.float64], float]:
@@ -799,10 +809,12 @@ def solve(
             rate_table,
             entry_cap,
             True,
+            max_min,
             level,
             share,
             first_share,
             alpha,
+            credit_level,
             *stale,
         )
         return rate, time.perf_counter() - started
@@ -824,4 +836,10 @@ def solve(
             choice.ran(best_s, idx.size)
     layout._solved_stale[:] = [csr.used_links, csr.used_bufs]
     # (kept by the layout and written again by the next solve, in place)
-    return Solution(padded=rate, level=level, alpha=alpha, share=first_share)
+    return Solution(
+        padded=rate,
+        level=level,
+        alpha=alpha,
+        share=first_share,
+        credit_level=credit_level if max_min else None,
+    )

@@ -122,6 +122,7 @@ def uneventful_ticks(
     share: _F,
     first_share: _F,
     alpha: _F,
+    credit_level: _F,
     s_stale_links: _I,
     s_stale_bufs: _I,
     m_stale_links: _I,
@@ -243,7 +244,8 @@ def uneventful_ticks(
             link, ent_link, prev_pad, nxt_pad, first, hop, key_ptr, used_links, rank_ptr,
             link_ptr, link_ent, used_bufs, buf_group_ptr, buf_ptr, buf_ent, feedforward,
             places, keys_per_rank, 1, backlog, cap, room_or_credits, dt, pos, rate_table, entry_cap,
-            True, level, share, first_share, alpha, s_stale_links, s_stale_bufs,
+            True, not roce, level, share, first_share, alpha, credit_level, s_stale_links,
+            s_stale_bufs,
         )  # fmt: skip
         s_stale_links, s_stale_bufs = used_links, used_bufs
         # 6. bytes, buffers, counters

@@ -1,0 +1,119 @@
+"""Credits shared max-min on the credit fabric, scaled under PFC (docs/MODEL.md, "Credits").
+
+A short buffer's inflows get at most one credit level ``lam`` on the credit fabric (its
+upstream port hands the credits out packet by packet, flow after flow), so an inflow that
+wants less than the level keeps it; under PFC a pause stops the whole priority, so every
+inflow is scaled by one factor. Both admit exactly what the buffer can take.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from fabric_core.tick.kernels.solve import _credit_level
+from fabric_core.tick.step import BufferGroup, credit_levels, enforce_credits
+
+
+def _net(a: np.ndarray, c: np.ndarray, d: np.ndarray, room: float) -> float:
+    """What a buffer gains beyond its room at inflows ``a`` (next hops at ``c``, holding
+    ``d``): positive if it would overfill."""
+    return float(a.sum() - np.minimum(c, d + a).sum() - room)
+
+
+def _one_buffer(a: list[float], c: list[float], d: list[float]) -> tuple[Any, Any, Any]:
+    """Entries 0..n-1 (rates ``a``) feed buffer 0; entry n + i, the next hop of entry i,
+    drains it at rate ``c[i]`` and holds ``d[i]`` (bytes/s): the index view
+    ``enforce_credits`` reads, the padded rates and the held rates."""
+    n = len(a)
+    idx = SimpleNamespace(
+        buffer_groups=[BufferGroup(0, n, np.array([0]), np.zeros(n, dtype=np.intp))],
+        nxt_pad=np.r_[np.arange(n, 2 * n), [2 * n] * n].astype(np.intp),
+    )
+    return idx, np.array([*a, *c, 0.0]), np.array([0.0] * n + list(d) + [0.0])
+
+
+def test_a_flow_that_wants_less_than_the_level_keeps_its_rate_beside_a_congested_one() -> None:
+    """A message of 1 B/s cut through to an idle next hop (100 B/s) beside a flow of 10 B/s
+    whose next hop drains 4 B/s from 6 held, into a full buffer: the congested flow may put
+    in only what its next hop takes, 4 B/s, and that is the level; the message, below it,
+    keeps its 1 B/s. Scaled by one factor (PFC) both would get 0.4 of their want, the
+    message 0.4 B/s: the last bytes of a message would then take ever longer to send."""
+    idx, rate, held = _one_buffer(a=[1.0, 10.0], c=[100.0, 4.0], d=[0.0, 6.0])
+    shared = rate.copy()
+    alpha, level = enforce_credits(idx, shared, held, np.array([0.0]), dt=1.0, max_min=True)
+    assert level[0] == pytest.approx(4.0, rel=1e-12)
+    assert shared[:2] == pytest.approx([1.0, 4.0], rel=1e-12)
+    assert alpha[0] == pytest.approx(5.0 / 11.0, rel=1e-12)  # the share of the want let in
+    assert _net(shared[:2], shared[2:4], held[2:4], 0.0) == pytest.approx(0.0, abs=1e-12)
+    scaled = rate.copy()
+    pfc_alpha, pfc_level = enforce_credits(idx, scaled, held, np.array([0.0]), dt=1.0)
+    assert pfc_alpha[0] == pytest.approx(0.4, rel=1e-12)
+    assert scaled[:2] == pytest.approx([0.4, 4.0], rel=1e-12)
+    assert np.isinf(pfc_level[0])
+
+
+def test_a_buffer_with_room_for_every_want_holds_nothing_back() -> None:
+    idx, rate, held = _one_buffer(a=[1.0, 10.0], c=[100.0, 4.0], d=[0.0, 6.0])
+    before = rate.copy()
+    alpha, level = enforce_credits(idx, rate, held, np.array([7.0]), dt=1.0, max_min=True)
+    assert alpha[0] == 1.0 and np.isinf(level[0])
+    assert rate.tolist() == before.tolist()
+
+
+_rate = st.floats(0.0, 1e3, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def _short_buffers(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
+    """A few buffers, each with one to six inflows, whose room is less than the net
+    inflow of every want (so each is short: every buffer ``credit_levels`` is given is)."""
+    n_bufs = draw(st.integers(1, 4))
+    buf, a, c, d, room = [], [], [], [], []
+    for k in range(n_bufs):
+        n = draw(st.integers(1, 6))
+        ak = [draw(st.floats(0.01, 1e3)) for _ in range(n)]
+        ck = [draw(_rate) for _ in range(n)]
+        dk = [draw(_rate) for _ in range(n)]
+        net = _net(np.array(ak), np.array(ck), np.array(dk), 0.0)
+        assume(net > 1e-3 * (sum(ak) + 1.0))  # short even with no room at all
+        room.append(draw(st.floats(0.0, 0.99)) * net)
+        buf += [k] * n
+        a += ak
+        c += ck
+        d += dk
+    return (
+        np.array(buf, dtype=np.intp),
+        np.array(a),
+        np.array(c),
+        np.array(d),
+        np.array(room),
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(_short_buffers())
+def test_the_credit_level_is_the_largest_that_fits_in_both_solvers(
+    case: tuple[np.ndarray, ...],
+) -> None:
+    """At the level each short buffer takes exactly its room (to rounding), a level any
+    higher would overfill it, and the compiled solve's level is the reference's."""
+    buf, a, c, d, room = case
+    level = credit_levels(buf, a, c, d, room)
+    for k in range(room.size):
+        mine = buf == k
+        ak, ck, dk = a[mine], c[mine], d[mine]
+        scale = ak.sum() + room[k] + 1.0
+        at = _net(np.minimum(ak, level[k]), ck, dk, room[k])
+        assert abs(at) <= 1e-9 * scale
+        above = level[k] * (1 + 1e-6) + 1e-6 * scale
+        assert _net(np.minimum(ak, above), ck, dk, room[k]) > 0
+        n = int(mine.sum())
+        scratch = [np.empty(2 * n), np.empty(2 * n), np.empty(2 * n, np.intp)]
+        compiled = _credit_level(ak, ck, dk, n, float(room[k]), *scratch, np.empty(2 * n, np.intp))
+        assert compiled == pytest.approx(level[k], rel=1e-9, abs=1e-9 * scale)
