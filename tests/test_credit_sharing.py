@@ -16,7 +16,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from fabric_core.tick.kernels.solve import _credit_level
+from fabric_core.tick.kernels.solve import buffer_credit_level
 from fabric_core.tick.step import BufferGroup, credit_levels, enforce_credits
 
 
@@ -115,5 +115,7 @@ def test_the_credit_level_is_the_largest_that_fits_in_both_solvers(
         assert _net(np.minimum(ak, above), ck, dk, room[k]) > 0
         n = int(mine.sum())
         scratch = [np.empty(2 * n), np.empty(2 * n), np.empty(2 * n, np.intp)]
-        compiled = _credit_level(ak, ck, dk, n, float(room[k]), *scratch, np.empty(2 * n, np.intp))
+        compiled = buffer_credit_level(
+            ak, ck, dk, n, float(room[k]), *scratch, np.empty(2 * n, np.intp)
+        )
         assert compiled == pytest.approx(level[k], rel=1e-9, abs=1e-9 * scale)

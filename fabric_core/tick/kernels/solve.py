@@ -119,8 +119,13 @@ def conserve_by_hop(rate: _F, held: _F, prev_pad: _I, hop: _I) -> None:
                 rate[e] = min(rate[e], held[e] + rate[prev_pad[e]])
 
 
-@kernel
-def _credit_level(
+#: Breakpoints from which a credit level's walk sorts them by merging (below: insertion,
+#: which is faster for the one to three inflows most short buffers have)
+INSERTION_SORT_MOST = 32
+
+
+@inline_kernel
+def buffer_credit_level(
     ins: _F,
     outs: _F,
     have: _F,
@@ -135,35 +140,45 @@ def _credit_level(
     hops' rates ``outs`` and holdings ``have``) share its ``room`` max-min: the largest
     ``lam`` with ``sum(min(ins, lam)) - sum(min(outs, have + min(ins, lam))) <= room``
     (``fabric_core.tick.step.credit_levels``: the same breakpoints, walked in order).
-    ``at``, ``step``, ``order`` and ``other`` are scratch of ``2 * k`` at least."""
+    ``at``, ``step``, ``order`` and ``other`` are scratch of ``2 * k`` at least. Inlined
+    into the solve: a call per buffer, its nine arrays counted up and down, made the
+    default scenario's solve twice as slow."""
     g = -room
     m = 0
+    widest = 0.0
     for i in range(k):
         g -= min(outs[i], have[i])
+        widest = max(widest, ins[i])
         start = max(outs[i] - have[i], 0.0)
         if start < ins[i]:
             at[m] = start
             step[m] = 1.0
-            m += 1
-    widest = 0.0
-    for i in range(k):
-        widest = max(widest, ins[i])
-        if max(outs[i] - have[i], 0.0) < ins[i]:
-            at[m] = ins[i]
-            step[m] = -1.0
-            m += 1
-    argsort_into(at, m, order, other)
+            at[m + 1] = ins[i]
+            step[m + 1] = -1.0
+            m += 2
+    if m <= INSERTION_SORT_MOST:
+        for j in range(m):
+            moving = j
+            i = j
+            while i > 0 and at[moving] < at[order[i - 1]]:
+                order[i] = order[i - 1]
+                i -= 1
+            order[i] = moving
+    else:
+        argsort_into(at, m, order, other)
+    level = widest  # (within rounding not short: nothing held back)
     x = 0.0
     slope = 0.0
     for j in range(m):
         e = order[j]
         rise = slope * (at[e] - x)
         if g + rise > 0:
-            return x - g / slope  # g crosses 0 between x and this breakpoint
+            level = x - g / slope  # g crosses 0 between x and this breakpoint
+            break
         g += rise
         x = at[e]
         slope += step[e]
-    return widest  # within rounding not short: nothing held back
+    return level  # (one way out: numba inlines a kernel with several slowly, see _share)
 
 
 def solve_tick(
@@ -390,6 +405,11 @@ def solve_tick(
                 ins = inflows[t * credit_row : t * credit_row + nb_max]
                 outs = drains[t * credit_row : t * credit_row + nb_max]
                 have = holds[t * credit_row : t * credit_row + nb_max]
+                lo_e = t * event_row
+                ev_at = event_at[lo_e : lo_e + event_row]
+                ev_step = event_step[lo_e : lo_e + event_row]
+                ev_order = event_order[lo_e : lo_e + event_row]
+                ev_other = event_other[lo_e : lo_e + event_row]
                 g0, g1 = _block(used_group_ptr[grp], used_group_ptr[grp + 1], t, threads)
                 for j in range(g0, g1):
                     kb = ordered[j]
@@ -408,14 +428,9 @@ def solve_tick(
                     if g <= ctol:
                         continue
                     if max_min:
-                        lo_e = t * event_row
-                        lam = _credit_level(
-                            ins, outs, have, k, room,
-                            event_at[lo_e : lo_e + 2 * k],
-                            event_step[lo_e : lo_e + 2 * k],
-                            event_order[lo_e : lo_e + 2 * k],
-                            event_other[lo_e : lo_e + 2 * k],
-                        )  # fmt: skip
+                        lam = buffer_credit_level(
+                            ins, outs, have, k, room, ev_at, ev_step, ev_order, ev_other
+                        )
                         allowed = 0.0
                         for i in range(k):
                             ins[i] = min(ins[i], lam)
