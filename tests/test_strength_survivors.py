@@ -224,7 +224,7 @@ def test_the_credit_fallback_admits_what_the_drain_surely_takes(
     no more than its room: 7 - (4 + 4) <= 2."""
     monkeypatch.setattr(step, "NEWTON_ITERATIONS", 0)  # Newton "does not converge"
     idx, rate, held = _one_buffer(a=[10.0, 10.0], c=[4.0, 4.0], d=[6.0, 1.0])
-    alpha, _ = enforce_credits(idx, rate, held, np.array([2.0]), dt=1.0)
+    alpha, _ = enforce_credits(idx, rate, held, np.array([2.0]), dt=1.0, max_min=False)
     assert alpha[0] == pytest.approx(0.35, rel=1e-12)
     assert rate[:2] == pytest.approx([3.5, 3.5], rel=1e-12)
     assert rate[2:4].tolist() == [4.0, 4.0]  # the next hops are not the credits' to cut
@@ -243,7 +243,7 @@ def test_the_credit_fallback_holds_for_a_trickle_under_a_byte_a_second(
     inflow below 1 B/s is scaled like any other, not stopped."""
     monkeypatch.setattr(step, "NEWTON_ITERATIONS", 0)
     idx, rate, held = _one_buffer(a=[0.25, 0.25], c=[0.1, 0.1], d=[0.05, 0.2])
-    alpha, _ = enforce_credits(idx, rate, held, np.array([0.1]), dt=1.0)
+    alpha, _ = enforce_credits(idx, rate, held, np.array([0.1]), dt=1.0, max_min=False)
     assert alpha[0] == pytest.approx(0.5, rel=1e-12)
     assert rate[:2] == pytest.approx([0.125, 0.125], rel=1e-12)
     net = rate[:2].sum() - np.minimum(rate[2:4], held[2:4] + rate[:2]).sum()

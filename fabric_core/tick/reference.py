@@ -202,7 +202,7 @@ class ReferenceTick:
         rate_table: NDArray[np.float64],
         entry_cap: NDArray[np.float64] | None,
         warm_share: NDArray[np.float64] | None,
-        max_min: bool = False,
+        max_min: bool = True,
     ) -> Solution:
         """The tick's rates (see ``solve``), each entry starting from last tick's rate in
         ``rate_table`` (the flow table's, flat); ``max_min``: credits shared max-min."""

@@ -315,6 +315,7 @@ def credit_levels(
     c: NDArray[np.float64],
     d: NDArray[np.float64],
     room: NDArray[np.float64],
+    tol: NDArray[np.float64],
 ) -> NDArray[np.float64]:
     """The credit level of each short buffer when its inflows share its credits max-min.
 
@@ -324,10 +325,16 @@ def credit_levels(
     ``g(lam) = sum(min(a, lam)) - sum(min(c, d + min(a, lam))) - room``: piecewise linear
     and non-decreasing, each inflow adding a slope of one between ``max(c - d, 0)`` (from
     where its drain no longer follows it) and ``a`` (its whole want), and
-    ``g(0) <= 0``. The level is the largest ``lam`` with ``g(lam) <= 0``, found exactly by
-    walking those breakpoints in order. Every buffer given must be short (``g`` above 0
-    once every inflow has its want); one that is not, within rounding, gets the largest
-    want of its inflows (nothing cut).
+    ``g(0) <= 0``. The level is the largest ``lam`` with ``g(lam) <= tol`` (the rounding
+    the shortness test allows, so that a stretch where ``g`` is flat at 0 gives its far
+    end whatever the rounding), found by walking those breakpoints in order; where ``g``
+    crosses it inside a stretch, the level is where ``g`` reaches 0. A buffer that is
+    not short within ``tol`` gets an infinite level (nothing held back).
+
+    The sums run as the compiled solve's do (``kernels.solve.buffer_credit_level``):
+    ``g(0)`` from the drains in entry order, then each stretch's rise in turn, one buffer
+    at a time (a running sum over all the buffers would carry their rounding into the
+    small ones), so both give the same levels.
     """
     n = room.size
     g0 = -sum_by(buf, np.minimum(c, d), n) - room
@@ -345,22 +352,28 @@ def credit_levels(
     slope = np.cumsum(ev_step) - ev_step
     x_before = np.where(first, 0.0, np.r_[0.0, ev_x[:-1]])
     rise = slope * (ev_x - x_before)
-    run = np.cumsum(rise)
+    # g at each breakpoint: a row per buffer, g(0) then the rises, summed along the row
     starts = np.flatnonzero(first)
-    seg = np.cumsum(first) - 1
-    g_at = g0[ev_buf] + run - np.r_[0.0, run][starts][seg]  # g at each breakpoint
-    # the first breakpoint past which g is above 0, in each buffer: g crosses 0 before it
-    over = np.flatnonzero(g_at > 0)
+    at_start = np.zeros(n, dtype=np.intp)
+    at_start[ev_buf[starts]] = starts
+    place = np.arange(ev_buf.size) - at_start[ev_buf] + 1
+    rows = np.zeros((n, int(place.max(initial=0)) + 1))
+    rows[:, 0] = g0
+    rows[ev_buf, place] = rise
+    g_at = np.cumsum(rows, axis=1)[ev_buf, place]
+    # the first breakpoint past which g is above tol, in each buffer: g crosses it before
+    over = np.flatnonzero(g_at > tol[ev_buf])
     crossing = np.full(n, -1, dtype=np.intp)
     if over.size:
         lead = np.r_[True, ev_buf[over][1:] != ev_buf[over][:-1]]
         crossing[ev_buf[over][lead]] = over[lead]
-    level = np.zeros(n)  # (the most any inflow wants, where nothing crosses)
-    np.maximum.at(level, buf, a)
+    level = np.full(n, np.inf)
     j = crossing[crossing >= 0]
-    # (a breakpoint past which g rises is never its buffer's first: g(0) <= 0 and the
-    # slope before the first is 0)
-    level[crossing >= 0] = x_before[j] - g_at[j - 1] / slope[j]
+    g_before = np.where(first[j], g0[ev_buf[j]], g_at[j - 1])
+    climb = np.divide(
+        np.maximum(-g_before, 0.0), slope[j], out=np.zeros(j.size), where=slope[j] > 0
+    )
+    level[crossing >= 0] = x_before[j] + climb
     return level
 
 
@@ -370,7 +383,7 @@ def enforce_credits(
     held: NDArray[np.float64],
     free_bytes: NDArray[np.float64],
     dt: float,
-    max_min: bool = False,
+    max_min: bool = True,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Hold the inflows back so no downstream buffer overfills (in place); returns, per
     buffer, the share of the wanted inflow allowed (``alpha``) and the credit level
@@ -412,7 +425,7 @@ def enforce_credits(
         n_short = sb.size
         inflow_s, room_s, g_s = inflow[sb], room[sb], g[sb]
         if max_min:
-            lam = credit_levels(sl, aa, cc, dd, room_s)
+            lam = credit_levels(sl, aa, cc, dd, room_s, tol[sb])
             allowed = np.minimum(aa, lam[sl])
             al = np.divide(
                 sum_by(sl, allowed, n_short), inflow_s, out=np.ones(n_short), where=inflow_s > 0
@@ -471,7 +484,7 @@ def solve(
     entry_cap: NDArray[np.float64] | None = None,
     credits: bool = True,
     warm_share: NDArray[np.float64] | None = None,
-    max_min: bool = False,
+    max_min: bool = True,
 ) -> Solution:
     """Rates of all entries for one tick (see the module docstring).
 
@@ -617,9 +630,12 @@ def finish_within_tick(
     stalled = np.where(work > 0, dt, 0.0)
     t_sorted = np.divide(work, speed, out=stalled, where=speed > 0)
     if sol.credit_level is not None:
-        # credits let the entry's bytes through no faster than its buffer's level
+        # credits let the entry's bytes through no faster than its buffer's level (or its
+        # own rate, where the second pass let it past the level of the first)
         lam = np.append(sol.credit_level, np.inf)[idx.buf_pad[fin]][order]
-        np.maximum(t_sorted, np.divide(fb, lam, out=np.zeros(fb.size), where=lam > 0), out=t_sorted)
+        ceiling = np.maximum(lam, rate[fin][order])
+        bound = np.divide(fb, ceiling, out=np.zeros(fb.size), where=ceiling > 0)
+        np.maximum(t_sorted, bound, out=t_sorted)
     out = np.zeros(idx.size)
     out[fin[order]] = t_sorted
     return out

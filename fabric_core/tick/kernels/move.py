@@ -190,9 +190,12 @@ def finish_times(
             speed = available * max(a, 1e-12)
             # stalled: the whole tick, unless nothing was left to send here
             t = work / speed if speed > 0 else (dt if work > 0 else 0.0)
-            if max_min and into and credit_level[buf_pad[e]] > 0:
-                # credits let its bytes through no faster than its buffer's level
-                t = max(t, b[order[j]] / credit_level[buf_pad[e]])
+            if max_min and into:
+                # credits let its bytes through no faster than its buffer's level (or its
+                # own rate, where the second pass let it past the level of the first)
+                ceiling = max(credit_level[buf_pad[e]], rate[e])
+                if ceiling > 0:
+                    t = max(t, b[order[j]] / ceiling)
             i = at_done[flow[e]]
             t_done[i] = max(t_done[i], t)
     return t_done

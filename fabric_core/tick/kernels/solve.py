@@ -131,6 +131,7 @@ def buffer_credit_level(
     have: _F,
     k: int,
     room: float,
+    tol: float,
     at: _F,
     step: _F,
     order: _I,
@@ -138,17 +139,17 @@ def buffer_credit_level(
 ) -> float:
     """The credit level of a short buffer whose ``k`` inflows (rates ``ins``, their next
     hops' rates ``outs`` and holdings ``have``) share its ``room`` max-min: the largest
-    ``lam`` with ``sum(min(ins, lam)) - sum(min(outs, have + min(ins, lam))) <= room``
-    (``fabric_core.tick.step.credit_levels``: the same breakpoints, walked in order).
-    ``at``, ``step``, ``order`` and ``other`` are scratch of ``2 * k`` at least. Inlined
-    into the solve: a call per buffer, its nine arrays counted up and down, made the
-    default scenario's solve twice as slow."""
-    g = -room
+    ``lam`` with ``sum(min(ins, lam)) - sum(min(outs, have + min(ins, lam))) - room <= tol``,
+    where the net inflow reaches 0 if it crosses ``tol`` inside a stretch; infinite if it
+    never passes ``tol`` (``fabric_core.tick.step.credit_levels``: the same breakpoints,
+    walked in order, the same sums in the same order, so the same levels). ``at``,
+    ``step``, ``order`` and ``other`` are scratch of ``2 * k`` at least. Inlined into the
+    solve: a call per buffer, its nine arrays counted up and down, made the default
+    scenario's solve twice as slow."""
+    drained = 0.0
     m = 0
-    widest = 0.0
     for i in range(k):
-        g -= min(outs[i], have[i])
-        widest = max(widest, ins[i])
+        drained += min(outs[i], have[i])
         start = max(outs[i] - have[i], 0.0)
         if start < ins[i]:
             at[m] = start
@@ -166,14 +167,15 @@ def buffer_credit_level(
             order[i] = moving
     else:
         argsort_into(at, m, order, other)
-    level = widest  # (within rounding not short: nothing held back)
+    g = -drained - room
+    level = np.inf
     x = 0.0
     slope = 0.0
     for j in range(m):
         e = order[j]
         rise = slope * (at[e] - x)
-        if g + rise > 0:
-            level = x - g / slope  # g crosses 0 between x and this breakpoint
+        if g + rise > tol:  # g passes tol before this breakpoint: it reaches 0 at
+            level = x + max(-g, 0.0) / slope if slope > 0 else x
             break
         g += rise
         x = at[e]
@@ -429,7 +431,7 @@ def solve_tick(
                         continue
                     if max_min:
                         lam = buffer_credit_level(
-                            ins, outs, have, k, room, ev_at, ev_step, ev_order, ev_other
+                            ins, outs, have, k, room, ctol, ev_at, ev_step, ev_order, ev_other
                         )
                         allowed = 0.0
                         for i in range(k):

@@ -413,7 +413,7 @@ class CompiledTick:
         rate_table: NDArray[np.float64],
         entry_cap: NDArray[np.float64] | None,
         warm_share: NDArray[np.float64] | None = None,
-        max_min: bool = False,
+        max_min: bool = True,
     ) -> Solution:
         """The tick's rates (see ``solve``; progressive filling needs no warm share);
         ``max_min``: credits shared max-min (the credit fabric), not scaled (PFC)."""
@@ -757,7 +757,7 @@ def solve(
     dt: float,
     rate_table: NDArray[np.float64],
     entry_cap: NDArray[np.float64] | None = None,
-    max_min: bool = False,
+    max_min: bool = True,
 ) -> Solution:
     """The tick's rates (``fabric_core.tick.step.solve``'s contract, compiled), each entry
     starting from its rate in ``rate_table`` (the flow table's, flat), read in the kernel;
