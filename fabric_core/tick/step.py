@@ -569,13 +569,8 @@ def solve(
         # tick's first pass (which sees no credit caps either)
         warm_share = first_share
     assert first_share is not None
-    return Solution(
-        padded=rate,
-        level=level,
-        alpha=alpha,
-        share=first_share,
-        credit_level=credit_level if max_min else None,
-    )
+    levels = credit_level if max_min else None  # (None: PFC's one factor, ``alpha``)
+    return Solution(padded=rate, level=level, alpha=alpha, share=first_share, credit_level=levels)
 
 
 def finish_within_tick(

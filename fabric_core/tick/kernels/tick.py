@@ -836,10 +836,5 @@ def solve(
             choice.ran(best_s, idx.size)
     layout._solved_stale[:] = [csr.used_links, csr.used_bufs]
     # (kept by the layout and written again by the next solve, in place)
-    return Solution(
-        padded=rate,
-        level=level,
-        alpha=alpha,
-        share=first_share,
-        credit_level=credit_level if max_min else None,
-    )
+    levels = credit_level if max_min else None  # (None: PFC's one factor, ``alpha``)
+    return Solution(padded=rate, level=level, alpha=alpha, share=first_share, credit_level=levels)
