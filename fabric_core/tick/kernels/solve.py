@@ -17,6 +17,7 @@ from numba import prange
 from numpy.typing import NDArray
 
 from fabric_core.tick.kernels._jit import inline_kernel, kernel, parallel_kernel
+from fabric_core.tick.kernels.blocks import block
 from fabric_core.tick.kernels.sorting import argsort_into
 
 _F = NDArray[np.float64]
@@ -51,12 +52,6 @@ def _row_stride(longest: int) -> int:
     cache lines, and one to spare, since the buffer need not start on a line."""
     lines = (longest + SCRATCH_ROW_PAD - 1) // SCRATCH_ROW_PAD
     return (lines + 1) * SCRATCH_ROW_PAD
-
-
-@kernel
-def _block(lo: int, hi: int, t: int, parts: int) -> tuple[int, int]:
-    """The ``t``-th of ``parts`` contiguous blocks of ``range(lo, hi)``: (start, end)."""
-    return lo + (hi - lo) * t // parts, lo + (hi - lo) * (t + 1) // parts
 
 
 @inline_kernel
@@ -345,7 +340,7 @@ def solve_tick(
                 for t in prange(threads):
                     w = want[t * fill_row : t * fill_row + n_max]
                     u = unsat[t * fill_row : t * fill_row + n_max]
-                    k0, k1 = _block(rank_ptr[r], rank_ptr[r + 1], t, threads)
+                    k0, k1 = block(rank_ptr[r], rank_ptr[r + 1], t, threads)
                     for k in range(k0, k1):
                         li = used_links[k]
                         lo_l, hi_l = link_ptr[k], link_ptr[k + 1]
@@ -412,7 +407,7 @@ def solve_tick(
                 ev_step = event_step[lo_e : lo_e + event_row]
                 ev_order = event_order[lo_e : lo_e + event_row]
                 ev_other = event_other[lo_e : lo_e + event_row]
-                g0, g1 = _block(used_group_ptr[grp], used_group_ptr[grp + 1], t, threads)
+                g0, g1 = block(used_group_ptr[grp], used_group_ptr[grp + 1], t, threads)
                 for j in range(g0, g1):
                     kb = ordered[j]
                     b = used_bufs[kb]
