@@ -23,9 +23,10 @@ of the quiet ones (under ``QUIET_FLOWS`` flows in flight) and the mean of all, f
 comparing two versions of the code run one after the other (the reference has changed
 with them).
 
-``--threads`` instead runs the compiled tick with the serial solve on one core, with the
-solve that shares its loops over all the cores numba may use (``NUMBA_NUM_THREADS``,
-``kernels.solve.solve_tick_parallel``), and as the engine does (the faster lately of the
+``--threads`` instead runs the compiled tick with the serial solve and index on one core,
+with the solve and the index that share their loops over all the cores numba may use
+(``NUMBA_NUM_THREADS``, ``kernels.solve.solve_tick_parallel``,
+``kernels.index.entry_index_parallel``), and as the engine does (the faster lately of the
 two, ``tick.faster_of_two``), alternating on one fabric, and prints the ratios to the
 serial one; below ``PARALLEL_FROM_ENTRIES`` entries in flight every run is serial.
 ``--allocator`` likewise alternates glibc's malloc thresholds.
@@ -227,22 +228,23 @@ def main_allocator(sizes: list[str], ticks: int, warmup: int, repeat: int) -> li
 
 
 def _solve_arm(threads: int | None, only: int | None) -> Callable[[], None]:
-    """Setup of one arm of ``--threads``: numba's threads, and the solve the engine runs."""
+    """Setup of one arm of ``--threads``: numba's threads, and the solve and index the
+    engine runs."""
 
     def setup() -> None:
         from fabric_core.tick.kernels import tick
         from fabric_core.tick.kernels._jit import use_threads
 
         use_threads(threads)
-        tick.ONLY_SOLVE = only
+        tick.ONLY_WAY = only
 
     return setup
 
 
 def bench_threads(name: str, ticks: int, warmup: int, repeat: int) -> dict[str, Any]:
-    """The compiled tick with the serial solve on one core, the solve over all the cores,
-    and the engine's own choice (the faster lately of the two), runs alternating. Below
-    ``PARALLEL_FROM_ENTRIES`` entries the solve is the serial one every way."""
+    """The compiled tick with the serial solve and index on one core, the two over all the
+    cores, and the engine's own choice (the faster lately of the two), runs alternating.
+    Below ``PARALLEL_FROM_ENTRIES`` entries they are the serial ones every way."""
     from fabric_core.tick.kernels import tick
     from fabric_core.tick.kernels._jit import MOST_THREADS, use_threads
 
@@ -253,7 +255,7 @@ def bench_threads(name: str, ticks: int, warmup: int, repeat: int) -> dict[str, 
     }
     best, entries = alternate(name, ticks, warmup, repeat, arms)
     use_threads()
-    tick.ONLY_SOLVE = None
+    tick.ONLY_WAY = None
     return {
         "fabric": name,
         "entries_per_tick": entries,
@@ -369,8 +371,8 @@ def main() -> None:
     ap.add_argument(
         "--threads",
         action="store_true",
-        help="instead: the compiled tick with its solve on one core and on all cores numba "
-        "may use (NUMBA_NUM_THREADS), alternating on one fabric",
+        help="instead: the compiled tick with its solve and index on one core and on all "
+        "cores numba may use (NUMBA_NUM_THREADS), alternating on one fabric",
     )
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()

@@ -31,13 +31,13 @@ def parallel_solve(threads: int) -> Iterator[None]:
     """Solve every tick with the parallel kernel on ``threads`` threads."""
     saved = tick.PARALLEL_FROM_ENTRIES
     tick.PARALLEL_FROM_ENTRIES = 0
-    tick.ONLY_SOLVE = 1  # not the faster lately: this one
+    tick.ONLY_WAY = 1  # not the faster lately: this one
     use_threads(threads)
     try:
         yield
     finally:
         tick.PARALLEL_FROM_ENTRIES = saved
-        tick.ONLY_SOLVE = None
+        tick.ONLY_WAY = None
         use_threads()
 
 

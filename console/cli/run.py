@@ -55,7 +55,7 @@ def register(sub: Any) -> None:
         "--threads",
         type=int,
         metavar="N",
-        help="cores the compiled solve shares on a large fabric (tens of thousands of "
+        help="cores the compiled solve and index share on a large fabric (tens of thousands of "
         "entries in flight; default: every core; the results do not depend on it)",
     )
     add_planes_options(p)

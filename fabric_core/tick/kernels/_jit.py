@@ -113,12 +113,13 @@ def parallel_kernel(fn: _F) -> _F:
     return cast(_F, njit(cache=True, nogil=True, error_model="numpy", parallel=True)(clone))
 
 
-def specialised_kernel(fn: _F, name: str, **constants: object) -> _F:
+def specialised_kernel(fn: _F, name: str, *, parallel: bool = False, **constants: object) -> _F:
     """The kernel ``fn`` compiled again as ``name`` with some of its module's constants
     set otherwise: numba reads a global as a constant when it compiles, and leaves out a
     branch whose condition is a constant False, with the kernels only it calls. A copy of
     ``fn`` (its Python function, if ``fn`` is compiled) with its own name, so that the two
-    keep their own entries in numba's disk cache (``parallel_kernel``)."""
+    keep their own entries in numba's disk cache (``parallel_kernel``); with ``parallel``,
+    compiled as ``parallel_kernel`` compiles."""
     py = getattr(fn, "py_func", fn)
     unknown = sorted(set(constants) - set(py.__globals__))
     if unknown:
@@ -129,7 +130,7 @@ def specialised_kernel(fn: _F, name: str, **constants: object) -> _F:
     clone.__qualname__ = name
     clone.__doc__ = py.__doc__
     clone.__module__ = py.__module__
-    return cast(_F, njit(cache=True, nogil=True, error_model="numpy")(clone))
+    return cast(_F, njit(cache=True, nogil=True, error_model="numpy", parallel=parallel)(clone))
 
 
 #: The most threads numba may use: the cores it found, or ``NUMBA_NUM_THREADS``

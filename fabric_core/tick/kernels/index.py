@@ -22,12 +22,19 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import prange
 from numpy.typing import NDArray
 
-from fabric_core.tick.kernels._jit import inline_kernel, kernel
+from fabric_core.tick.kernels._jit import inline_kernel, kernel, specialised_kernel
+from fabric_core.tick.kernels.blocks import block
 
 _I = NDArray[np.intp]
 
+#: Blocks of the flows in flight that the index's first two passes are split into: 1 in
+#: ``entry_index``; 0 in ``entry_index_parallel``, which takes ``blocks`` as it is called.
+#: A constant, not an argument, where it is 1: with the count known only at run time the
+#: serial passes took 5-10 % longer (the captured 10k and default-scenario indexes).
+BLOCKS = 1
 
 #: The index's arrays in ``entry_index``'s one buffer, in order: those with one value per
 #: entry (``buf_ent`` has one per entry that feeds a buffer), then the groups.
@@ -95,6 +102,7 @@ def entry_index(
     n_vls: int,
     link_slot: NDArray[np.int32],
     buf_slot: NDArray[np.int32],
+    blocks: int = 1,
 ) -> tuple[_I, _I]:
     """Entries of the active flows (see the module docstring), as one buffer and where
     each of its arrays (``PARTS``) is in it: ``buf[bounds[2 * i]:bounds[2 * i + 1]]`` is
@@ -121,6 +129,13 @@ def entry_index(
     order) and ``lane_buf`` (the used buffer of used link ``k``'s lane ``v`` at
     ``k * n_vls + v``, -1 if none); and whether every path climbs the link ranks
     (``feedforward``, 1 or 0).
+
+    ``entry_index_parallel`` is this kernel over the cores: it splits the flows in flight
+    into ``blocks`` slices (one per thread) for the two passes that find and place the
+    entries, each block counting its entries per hop and key and placing them after those
+    of the blocks before it, so the index comes out the same, bit for bit; the passes that
+    number and group the used links and buffers stay serial (split, they cost more than
+    they saved: each block has to number what it names and the numbers be merged).
     """
     max_hops, cap = path.shape
     n_bufs = link_slot.size * n_vls
@@ -130,22 +145,28 @@ def entry_index(
     # each live flow's key per hop (-1 from its first missing hop on), hop by hop: the
     # flow table is hop-major, so a row of ``path`` is read in order, not a column
     keys = np.full((max_hops, n_live), -1, dtype=np.intp)
-    key_count = np.zeros(n_keys + 1, dtype=np.intp)
-    for h in range(max_hops):
-        for j in range(n_live):
-            if h > 0 and keys[h - 1, j] < 0:
-                continue  # the path ended at an earlier hop
-            f = live[j]
-            li = path[h, f]
-            if li < 0:
-                continue
-            fed = 1 if h + 1 < max_hops and path[h + 1, f] >= 0 else 0
-            key = (link_rank[li] * n_vls + vl[h, f]) * 2 + fed
-            keys[h, j] = key
-            key_count[key + 1] += 1
+    n_blocks = BLOCKS if BLOCKS > 0 else blocks
+    # the entries of each (block, hop, key): block ``t`` is the ``t``-th slice of ``live``
+    counts = np.zeros((n_blocks * max_hops, n_keys), dtype=np.intp)
+    for t in prange(n_blocks):
+        j0, j1 = block(0, n_live, t, n_blocks)
+        for h in range(max_hops):
+            counted = counts[t * max_hops + h]
+            for j in range(j0, j1):
+                if h > 0 and keys[h - 1, j] < 0:
+                    continue  # the path ended at an earlier hop
+                f = live[j]
+                li = path[h, f]
+                if li < 0:
+                    continue
+                fed = 1 if h + 1 < max_hops and path[h + 1, f] >= 0 else 0
+                key = (link_rank[li] * n_vls + vl[h, f]) * 2 + fed
+                keys[h, j] = key
+                counted[key] += 1
     n = 0
-    for k in range(n_keys + 1):
-        n += key_count[k]
+    for row in range(n_blocks * max_hops):
+        for k in range(n_keys):
+            n += counts[row, k]
     # the buffer: every part at its place, with room for its most (a used link, buffer or
     # group per entry at most); the places a part leaves unused are never written
     room = np.empty(len(PARTS), dtype=np.intp)
@@ -187,41 +208,57 @@ def entry_index(
     buf_group_ptr = _part(buf, at, _BUF_GROUP_PTR)
     buf_ptr = _part(buf, at, _BUF_PTR)
     lane_buf = _part(buf, at, _LANE_BUF)
-    fill = _running_sums(key_count, n_keys, key_ptr)
-    for e in range(n):
+    # where each (block, hop, key)'s entries go: by key, then hop, then block (whose flows
+    # come in the order of their slots), which is the order by key and ``h * cap + f``
+    fill = np.empty((n_blocks * max_hops, n_keys), dtype=np.intp)
+    total = 0
+    for k in range(n_keys):
+        key_ptr[k] = total
+        for h in range(max_hops):
+            for t in range(n_blocks):
+                fill[t * max_hops + h, k] = total
+                total += counts[t * max_hops + h, k]
+    key_ptr[n_keys] = total
+    for e in prange(n):
         nxt_pad[e] = n  # set when the next hop's entry is placed
     # the entry placed at the previous hop of the j-th flow in flight (n: none yet) and at
-    # its hop 0
+    # its hop 0; a block's entries link only to its own flows' entries
     upstream = np.full(n_live, n, dtype=np.intp)
     head = np.empty(n_live, dtype=np.intp)
+    climbs = np.ones(n_blocks, dtype=np.intp)
+    for t in prange(n_blocks):
+        j0, j1 = block(0, n_live, t, n_blocks)
+        for h in range(max_hops):  # hop-major: within a key, entries follow h * cap + f
+            places = fill[t * max_hops + h]
+            for j in range(j0, j1):
+                key = keys[h, j]
+                if key < 0:
+                    continue
+                f = live[j]
+                e = places[key]
+                places[key] += 1
+                li = path[h, f]
+                pos[e] = h * cap + f
+                hop[e] = h
+                flow[e] = f
+                link[e] = li
+                queue[e] = li * n_vls + vl[h, f]
+                buf_pad[e] = queue[e] if key & 1 else n_bufs
+                p = upstream[j]
+                prev_pad[e] = p
+                if p < n:
+                    nxt_pad[p] = e
+                    drains_pad[e] = buf_pad[p]
+                    if keys[h - 1, j] // (2 * n_vls) >= key // (2 * n_vls):
+                        climbs[t] = 0  # a hop that does not climb the link ranks
+                else:
+                    drains_pad[e] = n_bufs
+                    head[j] = e
+                first[e] = head[j]
+                upstream[j] = e
     feedforward = 1
-    for h in range(max_hops):  # hop-major: within a key, entries follow h * cap + f
-        for j in range(n_live):
-            key = keys[h, j]
-            if key < 0:
-                continue
-            f = live[j]
-            e = fill[key]
-            fill[key] += 1
-            li = path[h, f]
-            pos[e] = h * cap + f
-            hop[e] = h
-            flow[e] = f
-            link[e] = li
-            queue[e] = li * n_vls + vl[h, f]
-            buf_pad[e] = queue[e] if key & 1 else n_bufs
-            p = upstream[j]
-            prev_pad[e] = p
-            if p < n:
-                nxt_pad[p] = e
-                drains_pad[e] = buf_pad[p]
-                if keys[h - 1, j] // (2 * n_vls) >= key // (2 * n_vls):
-                    feedforward = 0  # a hop that does not climb the link ranks
-            else:
-                drains_pad[e] = n_bufs
-                head[j] = e
-            first[e] = head[j]
-            upstream[j] = e
+    for t in range(n_blocks):
+        feedforward = min(feedforward, climbs[t])
     n_heads = n_last = 0
     # the used links and buffers, numbered as the entries first name them (so by key:
     # links by rank, buffers by (rank, lane)), and how many entries each has
@@ -316,3 +353,9 @@ def entry_index(
         bounds[2 * i] = at[i]
         bounds[2 * i + 1] = at[i] + used[i]
     return buf, bounds
+
+
+#: ``entry_index`` over the cores (see there): its first two passes in ``blocks`` slices
+entry_index_parallel = specialised_kernel(
+    entry_index, "entry_index_parallel", parallel=True, BLOCKS=0
+)

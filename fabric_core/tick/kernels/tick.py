@@ -24,7 +24,7 @@ from fabric_core.tick.flows import FlowTable
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.tick.kernels._jit import MOST_THREADS
 from fabric_core.tick.kernels.finish import finish_flows
-from fabric_core.tick.kernels.index import entry_index
+from fabric_core.tick.kernels.index import entry_index, entry_index_parallel
 from fabric_core.tick.kernels.move import (
     credit_wait,
     finish_times,
@@ -47,15 +47,17 @@ from fabric_core.tick.kernels.table_route import table_route_flows
 from fabric_core.tick.links import Departures, LinkBook
 from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex, Moved, RankLayout, Solution
 
-#: Entries from which the solve may run its loops on all the cores numba has
-#: (``kernels.solve.solve_tick_parallel``); below it, waking the threads for each loop
-#: costs more than sharing the loop saves. From it on the engine runs whichever of the
-#: two was faster when last both ran on one tick (``faster_of_two``: a busy second core
-#: makes the parallel one several times slower).
+#: Entries from which the solve and the index may run their loops on all the cores numba
+#: has (``kernels.solve.solve_tick_parallel``, ``kernels.index.entry_index_parallel``);
+#: below it, waking the threads for each loop costs more than sharing the loop saves.
+#: From it on the engine runs whichever of the two was faster when last both ran on one
+#: tick's work (``faster_of_two``: a busy second core makes the parallel one several
+#: times slower), the solve and the index each with its own choice.
 PARALLEL_FROM_ENTRIES = 20_000
-#: From ``PARALLEL_FROM_ENTRIES`` on, run only this solve (0 serial, 1 over the cores)
-#: instead of the faster: for the tests and benchmarks that hold one to the other.
-ONLY_SOLVE: int | None = None
+#: From ``PARALLEL_FROM_ENTRIES`` on, run the solve and the index only this way (0
+#: serial, 1 over the cores) instead of the faster: for the tests and benchmarks that
+#: hold one to the other.
+ONLY_WAY: int | None = None
 #: ``buffer_places`` where the solve does not read it (a feed-forward index)
 _NO_PLACES = np.zeros(0, dtype=np.intp)
 #: the solve's entry caps when no entry has one (``kernels.solve.solve_tick``)
@@ -139,6 +141,9 @@ class CompiledTick:
     _buf_pos: list[NDArray[np.intp]] = field(default_factory=list, compare=False)
     #: serial (0) or over the cores (1): the faster, on ticks that may share
     solve_choice: FasterOfTwo = field(default_factory=FasterOfTwo, compare=False)
+    index_choice: FasterOfTwo = field(default_factory=FasterOfTwo, compare=False)
+    #: the entries of the last index built (whether the next may share the cores)
+    _index_entries: list[int] = field(default_factory=lambda: [0], compare=False)
 
     @classmethod
     def of(cls, layout: RankLayout, n_vls: int, track_load: bool) -> CompiledTick:
@@ -710,9 +715,13 @@ class IndexCsr(NamedTuple):
     lane_buf: NDArray[np.intp]
 
 
-def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
-    """The flow table's active entries, in the reference's order, with the kernels' groups."""
-    buf, bounds = entry_index(
+def _index_buffer(
+    flows: FlowTable, layout: CompiledTick
+) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """``entry_index``'s buffer and bounds, from the serial kernel or the one over the
+    cores (the same, bit for bit): from ``PARALLEL_FROM_ENTRIES`` entries in the last
+    index on, the faster lately (``PARALLEL_FROM_ENTRIES``)."""
+    args = (
         flows.path,
         flows.vl,
         flows.active[: flows.live_end],  # (no flow in flight past it)
@@ -722,6 +731,36 @@ def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
         layout.link_slot,
         layout.buf_slot,
     )
+
+    def run(parallel: bool) -> tuple[NDArray[np.intp], NDArray[np.intp], float]:
+        """The index by one of the two kernels, and the seconds it took."""
+        started = time.perf_counter()
+        if parallel:
+            buf, bounds = entry_index_parallel(*args, MOST_THREADS)
+        else:
+            buf, bounds = entry_index(*args)
+        return buf, bounds, time.perf_counter() - started
+
+    large = layout._index_entries[0] >= PARALLEL_FROM_ENTRIES
+    if not large or ONLY_WAY is not None or numba.get_num_threads() == 1:
+        buf, bounds, _ = run(large and ONLY_WAY == 1)
+    else:
+        choice = layout.index_choice
+        best, probe = choice.plan()
+        buf, bounds, best_s = run(best == 1)
+        entries = int(bounds[1] - bounds[0])
+        if probe:  # the other on the same flows (the index's scratch is -1 again)
+            other_s = run(best == 0)[2]
+            choice.probed((best_s, other_s) if best == 0 else (other_s, best_s), entries)
+        else:
+            choice.ran(best_s, entries)
+    layout._index_entries[0] = int(bounds[1] - bounds[0])
+    return buf, bounds
+
+
+def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
+    """The flow table's active entries, in the reference's order, with the kernels' groups."""
+    buf, bounds = _index_buffer(flows, layout)
     # each part of the one buffer the kernel returns: a view of it, taken positionally
     # (by name through a dict, with a frozen dataclass for the groups, this wrapper took
     # 10.0 µs a rebuild instead of 7.4 on the default scenario), into names in the order of
@@ -822,8 +861,8 @@ def solve(
     # from PARALLEL_FROM_ENTRIES on, the faster of the serial solve and the one over the
     # cores (their rates are the same, bit for bit), unless there is one core to use
     large = idx.size >= PARALLEL_FROM_ENTRIES
-    if not large or ONLY_SOLVE is not None or numba.get_num_threads() == 1:
-        rate, _ = run(large and ONLY_SOLVE == 1, layout._solved_stale)
+    if not large or ONLY_WAY is not None or numba.get_num_threads() == 1:
+        rate, _ = run(large and ONLY_WAY == 1, layout._solved_stale)
     else:
         choice = layout.solve_choice
         best, probe = choice.plan()
