@@ -50,6 +50,19 @@ def test_run_every_bundled_scenario_writes_a_valid_report(name: str, tmp_path: P
     assert run["simulated_seconds"] == pytest.approx(40e-6, rel=1e-9)
     assert run["ticks"] == round(40e-6 / run["dt_seconds"]) >= 1
     assert run["hop_updates_per_second"] > 0
+    # the first tick (where a new process loads the compiled kernels) timed on its own too
+    assert 0 < run["first_tick_seconds"] <= run["wall_seconds"]
+    if run["ticks"] > 1:
+        rest = run["after_first_tick"]
+        assert rest["wall_seconds"] + run["first_tick_seconds"] == pytest.approx(
+            run["wall_seconds"]
+        )
+        assert rest["sim_seconds_per_wall_second"] == pytest.approx(
+            (run["ticks"] - 1) * run["dt_seconds"] / rest["wall_seconds"]
+        )
+        assert "after it" in out.stdout
+    else:
+        assert "after_first_tick" not in run
     assert data["totals"]["injected_bytes"] > 0
     assert "p99" in out.stdout and name in out.stdout
 
