@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numba
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -88,3 +89,39 @@ def test_an_engine_builds_the_index_over_the_cores_from_the_threshold() -> None:
     finally:
         tick.PARALLEL_FROM_ENTRIES, tick.ONLY_WAY = saved, None
         tick.entry_index, tick.entry_index_parallel = real["serial"], real["parallel"]
+
+
+def test_the_index_shares_the_cores_when_the_solve_does() -> None:
+    """From the threshold on, with no way forced, the index is built the way the solve runs
+    lately (its probes time the two on the machine's load), never from a small index."""
+    fabric = _all_to_all()
+    fabric.run_ticks(20)
+    layout = fabric._tick
+    assert isinstance(layout, tick.CompiledTick)
+    calls = {"serial": 0, "parallel": 0}
+    real = {"serial": tick.entry_index, "parallel": tick.entry_index_parallel}
+
+    def counting(way: str) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
+        def kernel(*args: object) -> tuple[np.ndarray, np.ndarray]:
+            calls[way] += 1
+            return real[way](*args)  # type: ignore[operator, no-any-return]
+
+        return kernel
+
+    tick.entry_index, tick.entry_index_parallel = counting("serial"), counting("parallel")
+    try:
+        size = tick.build_index(fabric.flows, layout).size
+        for last, solve_best, way in (
+            (tick.PARALLEL_FROM_ENTRIES, 1, "parallel"),
+            (tick.PARALLEL_FROM_ENTRIES, 0, "serial"),
+            (tick.PARALLEL_FROM_ENTRIES - 1, 1, "serial"),
+        ):
+            calls.update(serial=0, parallel=0)
+            layout._index_entries[0], layout.solve_choice.best = last, solve_best
+            idx = tick.build_index(fabric.flows, layout)
+            expected = way if numba.get_num_threads() > 1 else "serial"
+            assert calls == {"serial": 0, "parallel": 0, expected: 1}
+            assert idx.size == size == layout._index_entries[0]
+    finally:
+        tick.entry_index, tick.entry_index_parallel = real["serial"], real["parallel"]
+        layout.solve_choice.best = 0

@@ -50,9 +50,9 @@ from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex, Moved, RankLay
 #: Entries from which the solve and the index may run their loops on all the cores numba
 #: has (``kernels.solve.solve_tick_parallel``, ``kernels.index.entry_index_parallel``);
 #: below it, waking the threads for each loop costs more than sharing the loop saves.
-#: From it on the engine runs whichever of the two was faster when last both ran on one
-#: tick's work (``faster_of_two``: a busy second core makes the parallel one several
-#: times slower), the solve and the index each with its own choice.
+#: From it on the engine runs whichever solve was faster when last both ran on one tick's
+#: work (``faster_of_two``: a busy second core makes the parallel one several times
+#: slower), and the index the same way as the solve.
 PARALLEL_FROM_ENTRIES = 20_000
 #: From ``PARALLEL_FROM_ENTRIES`` on, run the solve and the index only this way (0
 #: serial, 1 over the cores) instead of the faster: for the tests and benchmarks that
@@ -141,7 +141,6 @@ class CompiledTick:
     _buf_pos: list[NDArray[np.intp]] = field(default_factory=list, compare=False)
     #: serial (0) or over the cores (1): the faster, on ticks that may share
     solve_choice: FasterOfTwo = field(default_factory=FasterOfTwo, compare=False)
-    index_choice: FasterOfTwo = field(default_factory=FasterOfTwo, compare=False)
     #: the entries of the last index built (whether the next may share the cores)
     _index_entries: list[int] = field(default_factory=lambda: [0], compare=False)
 
@@ -720,7 +719,7 @@ def _index_buffer(
 ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """``entry_index``'s buffer and bounds, from the serial kernel or the one over the
     cores (the same, bit for bit): from ``PARALLEL_FROM_ENTRIES`` entries in the last
-    index on, the faster lately (``PARALLEL_FROM_ENTRIES``)."""
+    index on, the way the solve runs (``PARALLEL_FROM_ENTRIES``)."""
     args = (
         flows.path,
         flows.vl,
@@ -732,28 +731,15 @@ def _index_buffer(
         layout.buf_slot,
     )
 
-    def run(parallel: bool) -> tuple[NDArray[np.intp], NDArray[np.intp], float]:
-        """The index by one of the two kernels, and the seconds it took."""
-        started = time.perf_counter()
-        if parallel:
-            buf, bounds = entry_index_parallel(*args, MOST_THREADS)
-        else:
-            buf, bounds = entry_index(*args)
-        return buf, bounds, time.perf_counter() - started
-
     large = layout._index_entries[0] >= PARALLEL_FROM_ENTRIES
     if not large or ONLY_WAY is not None or numba.get_num_threads() == 1:
-        buf, bounds, _ = run(large and ONLY_WAY == 1)
+        parallel = large and ONLY_WAY == 1
     else:
-        choice = layout.index_choice
-        best, probe = choice.plan()
-        buf, bounds, best_s = run(best == 1)
-        entries = int(bounds[1] - bounds[0])
-        if probe:  # the other on the same flows (the index's scratch is -1 again)
-            other_s = run(best == 0)[2]
-            choice.probed((best_s, other_s) if best == 0 else (other_s, best_s), entries)
-        else:
-            choice.ran(best_s, entries)
+        # the way the solve runs lately (its probes time the two on this machine's load
+        # now): a choice of the index's own would probe as often again, and a probe over
+        # cores that another process holds costs many ticks' time
+        parallel = layout.solve_choice.best == 1
+    buf, bounds = entry_index_parallel(*args, MOST_THREADS) if parallel else entry_index(*args)
     layout._index_entries[0] = int(bounds[1] - bounds[0])
     return buf, bounds
 
