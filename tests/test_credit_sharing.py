@@ -8,6 +8,7 @@ inflow is scaled by one factor. Both admit exactly what the buffer can take.
 
 from __future__ import annotations
 
+import tracemalloc
 from types import SimpleNamespace
 from typing import Any
 
@@ -161,3 +162,26 @@ def test_a_buffer_short_only_within_rounding_holds_nothing_back() -> None:
     tol = np.array([_tolerance(a, float(room[0]))])
     level = credit_levels(np.zeros(2, dtype=np.intp), a, c, d, room, tol)
     assert np.isinf(level[0])
+
+
+def test_one_busy_buffer_does_not_make_every_buffer_cost_what_it_does() -> None:
+    """The reference sums each buffer's rises along a row of its own; the rows are made in
+    blocks of buffers with about as many breakpoints, so 2,000 short buffers of one inflow
+    beside one of 2,000 take memory in proportion to their breakpoints, not 2,000 rows as
+    long as the busy one's (a 64 MB table, a review found in session 31)."""
+    small, busy = 2000, 2000
+    buf = np.r_[np.zeros(busy, dtype=np.intp), np.arange(1, small + 1)]
+    a = np.linspace(1.0, 2.0, buf.size)
+    c = d = np.zeros(buf.size)
+    room = np.full(small + 1, 0.5)
+    tol = 1e-12 * room + 1e-9
+    tracemalloc.start()
+    try:
+        level = credit_levels(buf, a, c, d, room, tol)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 8 * (2 * buf.size + room.size)  # some dozens of arrays that long
+    # each buffer's level fits its room: the busy one shares 0.5 B/s among 2,000 inflows
+    assert level[0] == pytest.approx(0.5 / busy, rel=1e-9)
+    assert level[1:] == pytest.approx(np.full(small, 0.5), rel=1e-9)

@@ -352,15 +352,27 @@ def credit_levels(
     slope = np.cumsum(ev_step) - ev_step
     x_before = np.where(first, 0.0, np.r_[0.0, ev_x[:-1]])
     rise = slope * (ev_x - x_before)
-    # g at each breakpoint: a row per buffer, g(0) then the rises, summed along the row
+    # g at each breakpoint: a row per buffer, g(0) then the rises, summed along the row;
+    # the rows in blocks of buffers with about as many breakpoints (up to a power of two),
+    # so that one busy buffer does not make every row as long as its own
     starts = np.flatnonzero(first)
     at_start = np.zeros(n, dtype=np.intp)
     at_start[ev_buf[starts]] = starts
     place = np.arange(ev_buf.size) - at_start[ev_buf] + 1
-    rows = np.zeros((n, int(place.max(initial=0)) + 1))
-    rows[:, 0] = g0
-    rows[ev_buf, place] = rise
-    g_at = np.cumsum(rows, axis=1)[ev_buf, place]
+    width = np.ones(n, dtype=np.intp) << np.ceil(
+        np.log2(np.bincount(ev_buf, minlength=n) + 1.0)
+    ).astype(np.intp)
+    g_at = np.empty(ev_buf.size)
+    ev_width = width[ev_buf]
+    for w in np.unique(ev_width).tolist():
+        bufs = np.flatnonzero(width == w)
+        row_of = np.zeros(n, dtype=np.intp)
+        row_of[bufs] = np.arange(bufs.size)
+        ev = np.flatnonzero(ev_width == w)
+        rows = np.zeros((bufs.size, w))
+        rows[:, 0] = g0[bufs]
+        rows[row_of[ev_buf[ev]], place[ev]] = rise[ev]
+        g_at[ev] = np.cumsum(rows, axis=1)[row_of[ev_buf[ev]], place[ev]]
     # the first breakpoint past which g is above tol, in each buffer: g crosses it before
     over = np.flatnonzero(g_at > tol[ev_buf])
     crossing = np.full(n, -1, dtype=np.intp)
