@@ -8,7 +8,8 @@ whatever the number of blocks, on one thread or on all.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numba
 import numpy as np
@@ -56,9 +57,9 @@ def test_the_index_over_blocks_is_the_serial_index(
     assert (layout.link_slot == -1).all() and (layout.buf_slot == -1).all()
 
 
-def test_an_engine_builds_the_index_over_the_cores_from_the_threshold() -> None:
-    """Through ``Fabric``: with the threshold at 0 and one way forced, the engine builds
-    every index that way only, and what it builds is the serial index."""
+@contextmanager
+def counted_index_kernels() -> Iterator[dict[str, int]]:
+    """The engine's two index kernels, each counting its calls (``serial``, ``parallel``)."""
     calls = {"serial": 0, "parallel": 0}
     real = {"serial": tick.entry_index, "parallel": tick.entry_index_parallel}
 
@@ -69,26 +70,35 @@ def test_an_engine_builds_the_index_over_the_cores_from_the_threshold() -> None:
 
         return kernel
 
-    saved = tick.PARALLEL_FROM_ENTRIES
-    tick.PARALLEL_FROM_ENTRIES = 0
     tick.entry_index, tick.entry_index_parallel = counting("serial"), counting("parallel")
     try:
-        for way, name in ((1, "parallel"), (0, "serial")):
-            tick.ONLY_WAY = way
-            calls.update(serial=0, parallel=0)
-            fabric = _all_to_all()
-            for _ in range(40):
-                fabric.step()
-                idx = fabric._current_index()
-                again = _parts(*entry_index(*_index_args(fabric)))
-                for part in ("pos", "prev_pad", "nxt_pad", "first"):
-                    np.testing.assert_array_equal(getattr(idx, part), again[part])
-                np.testing.assert_array_equal(idx.csr.link_ent, again["link_ent"])
-            assert calls[name] >= 5  # flows came and went: the index was built again
-            assert calls["serial" if way == 1 else "parallel"] == 0
+        yield calls
+    finally:
+        tick.entry_index, tick.entry_index_parallel = real["serial"], real["parallel"]
+
+
+def test_an_engine_builds_the_index_over_the_cores_from_the_threshold() -> None:
+    """Through ``Fabric``: with the threshold at 0 and one way forced, the engine builds
+    every index that way only, and what it builds is the serial index."""
+    saved = tick.PARALLEL_FROM_ENTRIES
+    tick.PARALLEL_FROM_ENTRIES = 0
+    try:
+        with counted_index_kernels() as calls:
+            for way, name in ((1, "parallel"), (0, "serial")):
+                tick.ONLY_WAY = way
+                calls.update(serial=0, parallel=0)
+                fabric = _all_to_all()
+                for _ in range(40):
+                    fabric.step()
+                    idx = fabric._current_index()
+                    again = _parts(*entry_index(*_index_args(fabric)))
+                    for part in ("pos", "prev_pad", "nxt_pad", "first"):
+                        np.testing.assert_array_equal(getattr(idx, part), again[part])
+                    np.testing.assert_array_equal(idx.csr.link_ent, again["link_ent"])
+                assert calls[name] >= 5  # flows came and went: the index was built again
+                assert calls["serial" if way == 1 else "parallel"] == 0
     finally:
         tick.PARALLEL_FROM_ENTRIES, tick.ONLY_WAY = saved, None
-        tick.entry_index, tick.entry_index_parallel = real["serial"], real["parallel"]
 
 
 def test_the_index_shares_the_cores_when_the_solve_does() -> None:
@@ -98,30 +108,19 @@ def test_the_index_shares_the_cores_when_the_solve_does() -> None:
     fabric.run_ticks(20)
     layout = fabric._tick
     assert isinstance(layout, tick.CompiledTick)
-    calls = {"serial": 0, "parallel": 0}
-    real = {"serial": tick.entry_index, "parallel": tick.entry_index_parallel}
-
-    def counting(way: str) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
-        def kernel(*args: object) -> tuple[np.ndarray, np.ndarray]:
-            calls[way] += 1
-            return real[way](*args)  # type: ignore[operator, no-any-return]
-
-        return kernel
-
-    tick.entry_index, tick.entry_index_parallel = counting("serial"), counting("parallel")
     try:
-        size = tick.build_index(fabric.flows, layout).size
-        for last, solve_best, way in (
-            (tick.PARALLEL_FROM_ENTRIES, 1, "parallel"),
-            (tick.PARALLEL_FROM_ENTRIES, 0, "serial"),
-            (tick.PARALLEL_FROM_ENTRIES - 1, 1, "serial"),
-        ):
-            calls.update(serial=0, parallel=0)
-            layout._index_entries[0], layout.solve_choice.best = last, solve_best
-            idx = tick.build_index(fabric.flows, layout)
-            expected = way if numba.get_num_threads() > 1 else "serial"
-            assert calls == {"serial": 0, "parallel": 0, expected: 1}
-            assert idx.size == size == layout._index_entries[0]
+        with counted_index_kernels() as calls:
+            size = tick.build_index(fabric.flows, layout).size
+            for last, solve_best, way in (
+                (tick.PARALLEL_FROM_ENTRIES, 1, "parallel"),
+                (tick.PARALLEL_FROM_ENTRIES, 0, "serial"),
+                (tick.PARALLEL_FROM_ENTRIES - 1, 1, "serial"),
+            ):
+                calls.update(serial=0, parallel=0)
+                layout._index_entries[0], layout.solve_choice.best = last, solve_best
+                idx = tick.build_index(fabric.flows, layout)
+                expected = way if numba.get_num_threads() > 1 else "serial"
+                assert calls == {"serial": 0, "parallel": 0, expected: 1}
+                assert idx.size == size == layout._index_entries[0]
     finally:
-        tick.entry_index, tick.entry_index_parallel = real["serial"], real["parallel"]
         layout.solve_choice.best = 0
