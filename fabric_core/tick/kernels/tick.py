@@ -714,6 +714,16 @@ class IndexCsr(NamedTuple):
     lane_buf: NDArray[np.intp]
 
 
+def _fixed_way(entries: int) -> bool | None:
+    """Whether the solve and the index run over the cores when there is nothing to choose
+    for ``entries`` (below ``PARALLEL_FROM_ENTRIES``, a way fixed by ``ONLY_WAY``, or one
+    thread to use); None when the engine chooses."""
+    large = entries >= PARALLEL_FROM_ENTRIES
+    if not large or ONLY_WAY is not None or numba.get_num_threads() == 1:
+        return large and ONLY_WAY == 1
+    return None
+
+
 def _index_buffer(
     flows: FlowTable, layout: CompiledTick
 ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
@@ -731,10 +741,8 @@ def _index_buffer(
         layout.buf_slot,
     )
 
-    large = layout._index_entries[0] >= PARALLEL_FROM_ENTRIES
-    if not large or ONLY_WAY is not None or numba.get_num_threads() == 1:
-        parallel = large and ONLY_WAY == 1
-    else:
+    parallel = _fixed_way(layout._index_entries[0])
+    if parallel is None:
         # the way the solve runs lately (its probes time the two on this machine's load
         # now): a choice of the index's own would probe as often again, and a probe over
         # cores that another process holds costs many ticks' time
@@ -846,9 +854,9 @@ def solve(
 
     # from PARALLEL_FROM_ENTRIES on, the faster of the serial solve and the one over the
     # cores (their rates are the same, bit for bit), unless there is one core to use
-    large = idx.size >= PARALLEL_FROM_ENTRIES
-    if not large or ONLY_WAY is not None or numba.get_num_threads() == 1:
-        rate, _ = run(large and ONLY_WAY == 1, layout._solved_stale)
+    fixed = _fixed_way(idx.size)
+    if fixed is not None:
+        rate, _ = run(fixed, layout._solved_stale)
     else:
         choice = layout.solve_choice
         best, probe = choice.plan()
