@@ -31,7 +31,7 @@ from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
 from console.screens.help import MAIN_NAVIGATION, MAIN_NOTES, HelpScreen, describe
 from console.screens.link_detail import LinkDetailScreen
-from console.source import EngineSource, FabricSource
+from console.source import EngineSource, FabricSource, compiling_of
 from console.viewstate import FabricView
 from console.widgets.event_log_view import EventLogView
 from console.widgets.fabric_map import FabricMap
@@ -39,7 +39,7 @@ from console.widgets.faults_panel import FaultsPanel
 from console.widgets.filter_input import FilterInput
 from console.widgets.latency_panel import LatencyPanel
 from console.widgets.links_table import LinksTable
-from console.widgets.status_header import StatusHeader
+from console.widgets.status_header import StatusHeader, compiling_note
 from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume, SetSpeed
 
 if TYPE_CHECKING:
@@ -101,6 +101,7 @@ class FabtopApp(App[None]):
         self._failures_told: set[int] = set()  # sources whose stop was notified
         self._behind = False  # the main view skipped drawing under the compare view
         self._described = source.description  # as the header last showed it
+        self._compile_note: str | None = None  # the header's note while the engine compiles
         self._links_title = ""  # the links box's title as last set
 
     # ------------------------------------------------------------------ layout
@@ -204,6 +205,11 @@ class FabtopApp(App[None]):
         if self.source.description != self._described:  # e.g. its engine process stopped
             self._described = self.source.description
             changed = True
+        compiling = compiling_of(self.source)
+        note = None if compiling is None else compiling_note(compiling)
+        if note != self._compile_note:  # the header counts the seconds of a first compile
+            self._compile_note = note
+            changed = True
         if isinstance(self.screen, CompareScreen):
             # hidden: keep the history (rates, latency window, events), draw on return
             self._behind = self._behind or changed or force
@@ -245,6 +251,7 @@ class FabtopApp(App[None]):
             metrics_address=self.metrics_address,
             source=self.source.description,
             read_only=self.read_only,
+            compiling=compiling_of(self.source),
         )
         if snap is None:
             return

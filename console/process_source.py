@@ -40,8 +40,13 @@ The pipe carries pickled tuples. Parent to child: ``("cmd", n, command)``,
 ``("static", nodes, links)``, ``("snap", snapshot, health, published)``, ``("shm",
 pickled, layout)`` (a ``snap`` pickled with its large arrays out of band, followed on the
 socket by the memfd that holds them at ``layout``'s offsets), ``("result", n, result)``,
-``("held", n, boundary_s)``. A snapshot refers to the node and link tables sent once in
+``("held", n, boundary_s)``, ``("compiling", kernel)`` (numba began compiling ``kernel``;
+None: it is done). A snapshot refers to the node and link tables sent once in
 ``static`` (they change only when the fabric is rebuilt).
+
+The first run after an install compiles the tick's kernels (some 20 s, in the child's
+first ticks); the child says which one it compiles as it goes (``compiling``), so that
+the console can say why the simulated clock stands still.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ import contextlib
 import faulthandler
 import io
 import itertools
+import math
 import mmap
 import multiprocessing
 import os
@@ -93,6 +99,17 @@ OUT_OF_BAND_BYTES = 1 << 16
 FRESH_S = 1.0
 #: ... and it waits up to this long for the next one.
 FRESH_WAIT_S = 1.0
+#: Compiles at most this far apart are one stretch of compiling (``Compiling.since``).
+COMPILE_GAP_S = 2.0
+
+
+@dataclass(frozen=True)
+class Compiling:
+    """The kernel an engine's numba compiles now, and since when it has been compiling
+    (``time.monotonic()``: the first of a stretch of compiles, one kernel after another)."""
+
+    kernel: str
+    since: float
 
 
 @dataclass(frozen=True)
@@ -382,8 +399,12 @@ class _Child:
         self.outbox.put(("ready",))
         loop = asyncio.get_running_loop()
         loop.add_reader(self.conn.fileno(), self._readable)
+        from fabric_core.tick.kernels._jit import compiles_watched  # numba: in the child only
+
         try:
-            await engine.run()  # its last snapshot goes out as it ends
+            # its last snapshot goes out as it ends
+            with compiles_watched(lambda kernel: self.outbox.put(("compiling", kernel))):
+                await engine.run()
         finally:
             with contextlib.suppress(ValueError, OSError):
                 loop.remove_reader(self.conn.fileno())
@@ -504,6 +525,9 @@ class ProcessSource:
         self._log: str | None = None
         self._stopping = False
         self._reason: str | None = None  # what the child said before it ended
+        self._compiling: Compiling | None = None
+        self._compiled_at = -math.inf  # time.monotonic() when the last compile ended
+        self._compile_since = 0.0  # and when its stretch of compiles began
 
     # -------------------------------------------------------------- FabricSource
     @property
@@ -516,6 +540,11 @@ class ProcessSource:
     @description.setter
     def description(self, text: str) -> None:
         self._base = text
+
+    @property
+    def compiling(self) -> Compiling | None:
+        """What the child's numba compiles now (the first run after an install), or None."""
+        return self._compiling
 
     def latest(self) -> Snapshot | None:
         """The child's latest snapshot (the last one it sent, once it has stopped).
@@ -673,10 +702,28 @@ class ProcessSource:
                 future = self._pending.pop(msg[1], None)
             if future is not None:
                 _resolve(future, msg[2])
+        elif kind == "compiling":
+            self._compile_news(msg[1])
         elif kind == "ready":
             self._answered.set()
         elif kind == "failed":
             self._reason = msg[1]
+
+    def _compile_news(self, kernel: str | None) -> None:
+        now = time.monotonic()
+        if kernel is None:
+            self._compiling = None
+            self._compiled_at = now
+            return
+        last = self._compiling
+        if last is not None:
+            since = last.since
+        elif now - self._compiled_at <= COMPILE_GAP_S:
+            since = self._compile_since
+        else:
+            since = now
+        self._compile_since = since
+        self._compiling = Compiling(kernel, since)
 
     def _died(self, reason: str) -> None:
         """The child is gone: say why, free its peers, fail what waits for it."""

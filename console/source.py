@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from console.process_source import ProcessSource
+from console.process_source import Compiling, ProcessSource
 from fabric_core.commands import Command, CommandResult
 from fabric_core.runtime.engine import Engine
 from fabric_core.runtime.snapshot import Snapshot
@@ -43,6 +43,13 @@ class EngineSource:
     async def submit(self, command: Command) -> CommandResult:
         """Apply a command at the engine's next tick boundary."""
         return await self.engine.submit(command)
+
+
+def compiling_of(source: FabricSource) -> Compiling | None:
+    """What the source's engine compiles now (its first run after an install), if it
+    says: an engine process does; an engine in this process holds the console up while
+    it compiles, and a remote one does not say."""
+    return source.compiling if isinstance(source, ProcessSource) else None
 
 
 async def submit_together(sources: Sequence[FabricSource], command: Command) -> list[CommandResult]:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,6 +34,7 @@ from console.screens.compare import CompareScreen
 from console.screens.fault_form import FaultFormScreen
 from fabric_core.commands import Pause
 from fabric_core.runtime.scenario import load_scenario
+from fabric_core.tick.kernels.warmup import HELPER_ENV
 from tests.helpers import settle
 from tests.test_console_screens import shown
 
@@ -286,3 +288,37 @@ def test_the_exporter_gets_a_fresh_snapshot_while_the_view_reads_none() -> None:
         assert fresh.sim_time_s > old.sim_time_s
     finally:
         group.close()
+
+
+async def test_a_first_run_says_in_the_header_what_it_compiles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first run after an install (an empty kernel cache) compiles for seconds before
+    its first tick: the header says so, kernel by kernel, instead of "running" at 0 s."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))  # the child compiles everything
+    monkeypatch.setenv(HELPER_ENV, "1")  # with the helper, as a user's first run does
+    engines = start_engines([EngineSpec(load_scenario("tiny"), "engine process", speed=1e-3)])
+    assert engines is not None
+    (source,) = engines.sources
+    app = FabtopApp(source, render_interval_s=0.05)
+    seen: set[str] = set()
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+
+            def header() -> str:
+                text = app.header_bar.text.plain
+                if "⧗ compiling" in text:
+                    seen.add(text.split("⧗ compiling")[1].split("·")[0].strip())
+                return text
+
+            await settle(pilot, lambda: "⧗ compiling" in header(), limit=1200)
+            assert "the first run after an install" in header()
+            await settle(
+                pilot,
+                lambda: "▶ running" in header() and "sim 0 s" not in header(),
+                limit=2400,
+            )
+    finally:
+        engines.close()
+    assert source.compiling is None
+    assert len(seen) >= 2, seen  # kernel after kernel, not one label throughout

@@ -81,9 +81,14 @@ def run(args: argparse.Namespace) -> int:
     if fabric is None:
         return 2
     try:
-        bar = ProgressBar(f"run {scn.name}")
+        bar = ProgressBar(f"run {scn.name}", total_s=args.duration)
+        if args.quiet:
+            bar.enabled = False
         try:
-            report = run_for(fabric, args.duration, None if args.quiet else bar.update)
+            from fabric_core.tick.kernels._jit import compiles_watched  # numba: not for --help
+
+            with compiles_watched(lambda kernel: bar.note(compiling_note(kernel))):
+                report = run_for(fabric, args.duration, bar.update)
         except RunEndedError as exc:  # a plane's engine lost: no report
             bar.close()
             print(f"fabtop: the run stopped at {fabric.sim_time_s:.6g} s: {exc}", file=sys.stderr)
@@ -108,6 +113,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _fmt(x: float | None) -> str:
     return "—" if x is None or not math.isfinite(x) else format_duration(x)
+
+
+def compiling_note(kernel: str | None) -> str | None:
+    """The progress bar's note while numba compiles ``kernel`` (None: it is done)."""
+    if kernel is None:
+        return None
+    return f"compiling {kernel} (the first run after an install: cached after)"
 
 
 def print_summary(report: dict[str, Any]) -> None:

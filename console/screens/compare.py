@@ -27,10 +27,10 @@ from console.fmt import fmt_bitrate, fmt_bytes, fmt_rate, fmt_seconds, fmt_speed
 from console.linkview import stalled_word
 from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
-from console.source import FabricSource, submit_together
+from console.source import FabricSource, compiling_of, submit_together
 from console.viewstate import FabricView
 from console.widgets.faults_panel import faults_to_show
-from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
+from console.widgets.status_header import FLOW_CONTROL_NAMES, compiling_note, state_label
 from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume, SetSpeed
 from fabric_core.runtime.snapshot import FaultView, Snapshot
 
@@ -57,11 +57,15 @@ def side_rows(view: FabricView, source: FabricSource) -> list[Row]:
     snap = view.snapshot
     if snap is None:
         return [(source.description, "waiting for the first snapshot…")]
-    label, style = state_label(snap, frozen=False)
+    compiling = compiling_of(source)
+    label, style = state_label(snap, frozen=False, compiling=compiling)
+    state = Text(label, style=style)
+    if compiling is not None:
+        state.append(f" {compiling_note(compiling)}", "magenta")
     rows: list[Row] = [
         ("profile", f"{snap.profile} · {FLOW_CONTROL_NAMES.get(snap.flow_control, '')}"),
         ("source", source.description),
-        ("state", Text(label, style=style)),
+        ("state", state),
     ]
     speed = fmt_speed(snap.target_speed)
     if snap.measured_speed > 0:
@@ -352,6 +356,7 @@ class CompareScreen(Screen[None]):
         self.read_only = read_only
         self.render_interval_s = render_interval_s
         self._described = ["", ""]  # each source's description as last shown
+        self._compile_notes: list[str | None] = [None, None]  # what each side compiled
         self._heights: dict[str, _Sized] = {}  # by panel id: what it was sized for
 
     def compose(self) -> ComposeResult:
@@ -386,8 +391,11 @@ class CompareScreen(Screen[None]):
         for k, (view, source) in enumerate(zip(self.views, self.sources, strict=True)):
             # a source that stops says so in its description, with no new snapshot
             said = source.description != self._described[k]
-            if view.ingest(source.latest()) or said:
+            compiling = compiling_of(source)
+            note = None if compiling is None else compiling_note(compiling)
+            if view.ingest(source.latest()) or said or note != self._compile_notes[k]:
                 self._described[k] = source.description
+                self._compile_notes[k] = note
                 changed = True
         if changed:
             # both sides at once: a row's height depends on the other side's value too

@@ -2,24 +2,39 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 
 from console.fmt import fmt_seconds, fmt_speed
+from console.process_source import Compiling
 from console.widgets.text_view import TextView
 from fabric_core.runtime.snapshot import Snapshot
 
 FLOW_CONTROL_NAMES = {"credit": "native lossless (credit)", "pfc": "RoCE (PFC+ECN)"}
 
 
-def state_label(snap: Snapshot | None, *, frozen: bool) -> tuple[str, str]:
-    """(label, style) of the run state: frozen view wins over running / paused."""
+def state_label(
+    snap: Snapshot | None, *, frozen: bool, compiling: Compiling | None = None
+) -> tuple[str, str]:
+    """(label, style) of the run state: frozen view wins over compiling, compiling over
+    running / paused."""
     if frozen:
         return "❄ frozen view", "bold black on cyan"
+    if compiling is not None:
+        return "⧗ compiling", "bold black on magenta"
     if snap is None:
         return "… starting", "bold"
     if snap.running:
         return "▶ running", "bold black on green"
     return "⏸ paused", "bold black on yellow"
+
+
+def compiling_note(compiling: Compiling, now: float | None = None) -> str:
+    """What the engine compiles, for how long so far, and that it happens once."""
+    now = time.monotonic() if now is None else now
+    waited = max(0.0, now - compiling.since)
+    return f"{compiling.kernel} · {waited:.0f} s (the first run after an install: cached after)"
 
 
 class StatusHeader(TextView):
@@ -37,13 +52,17 @@ class StatusHeader(TextView):
         metrics_address: str | None,
         source: str,
         read_only: bool,
+        compiling: Compiling | None = None,
     ) -> None:
-        """Redraw from ``snap`` (None before the first snapshot)."""
+        """Redraw from ``snap`` (None before the first snapshot); ``compiling``: what the
+        engine's numba compiles now, if anything."""
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(" fabtop ", "bold reverse")
-        label, style = state_label(snap, frozen=frozen)
+        label, style = state_label(snap, frozen=frozen, compiling=compiling)
         # the state first: on a narrow terminal the end of the line is cut
         text.append(f" {label} ", style)
+        if compiling is not None and not frozen:
+            text.append(f" {compiling_note(compiling)} ", "magenta")
         if snap is not None:
             fc = FLOW_CONTROL_NAMES.get(snap.flow_control, snap.flow_control)
             text.append(f" {snap.cluster} ", "bold")

@@ -64,6 +64,7 @@ from fabric_core.workloads.base import workload_rngs
 if TYPE_CHECKING:
     from fabric_core.tick.kernels import tick as _tick_kernels
     from fabric_core.tick.kernels.tick import CompiledTick
+    from fabric_core.tick.kernels.warmup import WarmUp
 else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
     _tick_kernels = LazyModule("fabric_core.tick.kernels.tick")
 
@@ -256,6 +257,10 @@ class Fabric:
             wl.attach(self)
         self._layout = RankLayout.of(_link_rank(topo))
         self.solver = solver
+        self._warmed_up = False  # (``_warm_up``)
+        #: What this fabric's first ticks compiled over two processes (``kernels.warmup``),
+        #: if they did (None: the cache had the kernels, or another fabric compiled them)
+        self.warm_up: WarmUp | None = None
         self._tick: ReferenceTick | CompiledTick
         # only adaptive routing reads the load in flight: the others need not track it
         track_load = profile.routing == "adaptive"
@@ -580,9 +585,25 @@ class Fabric:
         )
 
     # ------------------------------------------------------------------ the tick
+    def _warm_up(self) -> None:
+        """Before the first compiled ticks: the kernels compiled over two processes if
+        this is the first run after an install (``kernels.warmup``); the ticks-at-once
+        kernel held back while the helper still compiles it."""
+        self._warmed_up = True
+        if self.solver == "compiled":
+            from fabric_core.tick.kernels import warmup  # imports numba: only when used
+
+            self.warm_up = done = warmup.warm_up()
+            if done is not None and done.deferred:
+                uneventful.held_back = done.compiling_deferred
+
     def run_ticks(self, n: int) -> None:
         """Advance ``n`` ticks: the uneventful ones in one compiled call
-        (``runtime.uneventful``), the others one by one; the same results either way."""
+        (``runtime.uneventful``), the others one by one; the same results either way.
+        The first call of a process compiles the kernels first if the cache lacks them
+        (``_warm_up``; ``step`` compiles each as it meets it)."""
+        if not self._warmed_up:
+            self._warm_up()
         left = n
         while left > 0:
             ran = self._run_uneventful(left)
@@ -601,6 +622,7 @@ class Fabric:
             not uneventful.ENABLED
             or most < uneventful.MIN_TICKS
             or self.solver != "compiled"
+            or uneventful.waiting_for_kernel()
             or self.ibcc is not None
             or not self.faults.settled()
             or self.flows.n_waiting

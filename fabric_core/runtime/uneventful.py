@@ -22,6 +22,7 @@ of a busy one's, whose flows start and end every tick.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,22 @@ ENABLED = True
 MIN_TICKS = 3
 #: the most ticks to one call (the call keeps a start time and a byte count per tick)
 MOST_TICKS = 1 << 16
+#: while this returns True the ticks run one by one: another process is still compiling
+#: the kernel into the cache (the first run after an install, ``kernels.warmup``), and
+#: calling it here would compile it a second time
+held_back: Callable[[], bool] | None = None
+
+
+def waiting_for_kernel() -> bool:
+    """Whether ``held_back`` still holds the ticks-at-once kernel back (and forget it once
+    it does not)."""
+    global held_back
+    if held_back is None:
+        return False
+    if held_back():
+        return True
+    held_back = None
+    return False
 
 
 def kernel_arguments(

@@ -17,12 +17,14 @@ from __future__ import annotations
 import hashlib
 import os
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import numba
 from numba import njit
+from numba.core import event as numba_event
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -31,7 +33,8 @@ _CORE = _HERE.parent.parent
 #: What the kernels are compiled from: their own modules, and those whose constants they
 #: read (numba freezes a global into the machine code)
 KERNEL_SOURCES = (
-    *sorted(_HERE.glob("*.py")),
+    # (not ``warmup.py``, which compiles the kernels and is none: an edit there keeps them)
+    *sorted(p for p in _HERE.glob("*.py") if p.name != "warmup.py"),
     *(
         _CORE / name
         for name in (
@@ -158,3 +161,49 @@ def share_cores(engines: int) -> int:
     """Threads for one of ``engines`` engines that run at once, each in its own process,
     so that together they use each core once (at least one each); sets and returns it."""
     return use_threads(max(1, MOST_THREADS // max(engines, 1)))
+
+
+#: An event kind of our own, beside numba's ``numba:compile``: a process waits for another
+#: to compile a kernel into the cache (``kernels.warmup``); data: ``{"kernel": name}``
+WAIT_EVENT = "fabtop:compile-wait"
+
+
+class _CompileListener(numba_event.Listener):
+    """Reports the kernels numba compiles at the top (those a call from Python asked
+    for; the kernels they call compile inside them) as they start and end, and the
+    waits for another process's compiling (``WAIT_EVENT``)."""
+
+    def __init__(self, report: Callable[[str | None], None]) -> None:
+        self.report = report
+        self.depth = 0
+
+    def on_start(self, event: numba_event.Event) -> None:
+        if self.depth == 0:
+            data = event.data or {}
+            py_func = getattr(data.get("dispatcher"), "py_func", None)
+            self.report(getattr(py_func, "__name__", None) or data.get("kernel") or "a kernel")
+        self.depth += 1
+
+    def on_end(self, event: numba_event.Event) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            self.report(None)
+
+
+@contextmanager
+def compiles_watched(report: Callable[[str | None], None]) -> Iterator[None]:
+    """Within this block, call ``report(name)`` when numba starts compiling the kernel
+    ``name`` (or this process starts waiting for another to compile it: ``WAIT_EVENT``)
+    and ``report(None)`` when it is done. A kernel is compiled once per install and then
+    loaded from the cache (in about 0.4 s for a whole tick's), so this reports the first
+    run's wait (docs/PERFORMANCE.md, "Start-up") as it happens; a load from the cache
+    reports nothing. ``report`` runs on the compiling thread, inside numba's compile: it
+    must be quick and must not compile."""
+    listener = _CompileListener(report)
+    for kind in ("numba:compile", WAIT_EVENT):
+        numba_event.register(kind, listener)  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        for kind in ("numba:compile", WAIT_EVENT):
+            numba_event.unregister(kind, listener)  # type: ignore[no-untyped-call]

@@ -1,0 +1,131 @@
+"""Writes the list of kernels the first run's helper compiles (``kernels.warmup.MANIFEST``).
+
+``python -m fabric_core.runtime.kernel_manifest --write`` runs the default scenario's first
+``RECORD_TICKS`` ticks in a new process with an empty kernel cache, notes every kernel it
+compiles at the top (not inside another), in order, with its argument types and the
+seconds it took, and writes them to ``fabric_core/tick/kernels/warmup.json``. Run it when
+``tests/test_warmup.py`` says a kernel of the list is called otherwise now (about 30 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from numba.core import event as numba_event
+from numba.core import types
+from numba.core.registry import CPUDispatcher
+
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
+from fabric_core.tick.kernels.warmup import HELPER_ENV, MANIFEST, type_name
+
+#: The scenario and the ticks recorded: enough for flows to finish and for uneventful
+#: ticks to run several at once (``kernels.uneventful``, 10 s of the 30 to compile).
+RECORD_SCENARIO = "default"
+RECORD_TICKS = 200
+#: This module, as ``python -m`` runs it (``__name__`` is ``__main__`` there).
+MODULE = "fabric_core.runtime.kernel_manifest"
+
+
+def record(scenario: str = RECORD_SCENARIO, ticks: int = RECORD_TICKS) -> dict[str, Any]:
+    """Run ``ticks`` of ``scenario`` and note every kernel it compiled at the top, in
+    order, with its argument types and seconds: the manifest. Meant for an empty cache,
+    where every kernel compiles (``write_manifest``)."""
+    listener = _TopCompiles()
+    fabric = Fabric.from_scenario(load_scenario(scenario))
+    numba_event.register("numba:compile", listener)  # type: ignore[no-untyped-call]
+    try:
+        fabric.run_ticks(ticks)
+    finally:
+        numba_event.unregister("numba:compile", listener)  # type: ignore[no-untyped-call]
+    kernels = []
+    for disp, sig, seconds in listener.compiled:
+        module, name = _where(disp)
+        kernels.append(
+            {
+                "module": module,
+                "name": name,
+                "args": [type_name(t) for t in sig],
+                "seconds": round(seconds, 2),
+            }
+        )
+    return {
+        "written_by": f"python -m {MODULE} --write",
+        "scenario": scenario,
+        "ticks": ticks,
+        "kernels": kernels,
+    }
+
+
+class _TopCompiles(numba_event.Listener):
+    """Notes each kernel compiled at the top (not inside another): the kernel, its
+    argument types and the seconds it took."""
+
+    def __init__(self) -> None:
+        self.compiled: list[tuple[CPUDispatcher, tuple[types.Type, ...], float]] = []
+        self._started: list[tuple[CPUDispatcher, tuple[types.Type, ...], float]] = []
+
+    def on_start(self, event: numba_event.Event) -> None:
+        data = event.data
+        self._started.append((data["dispatcher"], tuple(data["args"]), time.perf_counter()))
+
+    def on_end(self, event: numba_event.Event) -> None:
+        disp, args, t0 = self._started.pop()
+        if not self._started:
+            self.compiled.append((disp, args, time.perf_counter() - t0))
+
+
+def _where(disp: CPUDispatcher) -> tuple[str, str]:
+    """The module and the name under which ``disp`` is found there."""
+    module = importlib.import_module(disp.py_func.__module__)
+    for name, value in vars(module).items():
+        if value is disp:
+            return module.__name__, name
+    raise ValueError(f"{disp.py_func.__qualname__} is not a name of {module.__name__}")
+
+
+def write_manifest(path: Path = MANIFEST) -> dict[str, Any]:
+    """Record the manifest in a new process with an empty cache, and no helper compiling
+    beside it, and write it to ``path``."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache, HELPER_ENV: "0"}
+        out = subprocess.run(
+            [sys.executable, "-m", MODULE, "--record"],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    data: dict[str, Any] = json.loads(out.stdout)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return data
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``--write``: write the manifest anew; ``--record``: print one recorded here."""
+    ap = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=main.__doc__)
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument("--write", action="store_true")
+    what.add_argument("--record", action="store_true")
+    args = ap.parse_args(argv)
+    if args.record:
+        print(json.dumps(record()))
+        return 0
+    data = write_manifest()
+    total = sum(k["seconds"] for k in data["kernels"])
+    print(f"wrote {MANIFEST}: {len(data['kernels'])} kernels, {total:.1f} s of compiling")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,281 @@
+"""The first run's compiling over two cores: a helper process compiles half of the
+kernels into numba's disk cache while the engine compiles the other half.
+
+numba compiles a kernel the first time it is called, in the calling process, one kernel
+after another on one core: the first run after an install spent some 18 s so before its
+first tick and some 30 s in its first 200 (docs/PERFORMANCE.md, "Start-up"). Which kernels
+a run calls, and with what argument types, is known in advance: ``MANIFEST`` lists those
+of the default scenario's first ticks with the seconds each took to compile (written by
+``python -m fabric_core.runtime.kernel_manifest --write``; ``tests/test_warmup.py`` fails
+when it no longer matches what a run compiles).
+
+So before its first compiled tick a process calls ``warm_up``: when the cache lacks a
+kernel of the manifest, it starts a helper process (``python -m`` this module) with
+about half of the compiling (``split``: by the recorded seconds, the helper's start-up
+counted), compiles the other half itself, and waits for the helper's share but the
+kernels a run can do without for a while (``DEFERRABLE``), which the helper compiles
+last as the run goes on. Each kernel is compiled once, by one of the two, and the run
+then finds every one in the cache (numba looks there before it compiles). Kernels a scenario needs beyond the manifest's compile
+as they are met, as without a helper; a helper that fails or cannot start leaves its
+share to be compiled the same way. Nothing of this can change a result: the machine
+code is the same whichever process compiles it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from numba.core import event as numba_event
+from numba.core import types
+
+from fabric_core.tick.kernels._jit import WAIT_EVENT
+
+#: The kernels of the default scenario's first ticks (see the module docstring).
+MANIFEST = Path(__file__).with_name("warmup.json")
+#: Set to 0 to start no helper: the engine compiles every kernel as it meets it
+#: (``benchmarks/bench_core.py --startup`` times both ways).
+HELPER_ENV = "FABTOP_WARMUP_HELPER"
+#: This module, as ``python -m`` runs it (``__name__`` is ``__main__`` there).
+MODULE = "fabric_core.tick.kernels.warmup"
+#: About what a helper takes to start before it compiles (Python, numba, the core).
+HELPER_START_S = 1.0
+#: The longest ``warm_up`` waits for the helper once its own share is compiled; past
+#: it the run goes on and compiles what is still missing as it meets it.
+HELPER_WAIT_S = 120.0
+#: How often ``warm_up`` looks whether the helper is done.
+POLL_S = 0.05
+#: Kernels a run can do without for a while, which the helper compiles last while the
+#: run goes on: the ticks-at-once kernel (``runtime.uneventful``: ticks run one by one
+#: give the same results). The run holds them back until the helper is done
+#: (``runtime.uneventful.held_back``) instead of compiling them a second time.
+DEFERRABLE = frozenset({("fabric_core.tick.kernels.uneventful", "uneventful_ticks")})
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One kernel compiled for one list of argument types: ``module.name(*args)``."""
+
+    module: str
+    name: str
+    args: tuple[str, ...]
+    seconds: float
+
+    def dispatcher(self) -> Any:
+        """The compiled kernel this names."""
+        return getattr(importlib.import_module(self.module), self.name)
+
+    def signature(self) -> tuple[types.Type, ...]:
+        """The argument types, as numba's."""
+        return tuple(type_of(a) for a in self.args)
+
+
+def type_name(t: types.Type) -> str:
+    """``t`` as the manifest writes it, e.g. ``readonly float64[::1]``, ``int64[:, ::1]``,
+    ``int64``, ``omitted(1)``.
+
+    Raises:
+        ValueError: a type the manifest has no name for (an array not C-contiguous, say).
+    """
+    if isinstance(t, types.Array) and t.layout == "C" and t.ndim >= 1:
+        dims = ", ".join([":"] * (t.ndim - 1) + ["::1"])
+        return f"{'readonly ' if not t.mutable else ''}{t.dtype}[{dims}]"
+    if isinstance(t, types.Boolean | types.Integer | types.Float):
+        return str(t)
+    if isinstance(t, types.NumPyRandomGeneratorType):
+        return "numpy.random.Generator"
+    if isinstance(t, types.Omitted) and isinstance(t.value, int | float | bool):
+        return f"omitted({json.dumps(t.value)})"
+    raise ValueError(f"no name for the argument type {t}")
+
+
+def type_of(name: str) -> types.Type:
+    """The type ``type_name`` wrote as ``name``.
+
+    Raises:
+        ValueError: ``name`` is not one ``type_name`` writes.
+    """
+    if name == "numpy.random.Generator":
+        return types.NumPyRandomGeneratorType("NumPyRandomGeneratorType")
+    if name.startswith("omitted(") and name.endswith(")"):
+        value = json.loads(name[len("omitted(") : -1])
+        return types.Omitted(value)  # type: ignore[no-untyped-call]
+    readonly = name.startswith("readonly ")
+    base = name.removeprefix("readonly ")
+    if base.endswith("]") and "[" in base:
+        dtype, dims = base[:-1].split("[", 1)
+        ndim = dims.count(":") - 1
+        if ndim < 1 or dims != ", ".join([":"] * (ndim - 1) + ["::1"]):
+            raise ValueError(f"not an argument type of the manifest: {name!r}")
+        return types.Array(_scalar(dtype), ndim, "C", readonly=readonly)
+    if readonly:
+        raise ValueError(f"not an argument type of the manifest: {name!r}")
+    return _scalar(base)
+
+
+def _scalar(name: str) -> types.Type:
+    t = types.boolean if name == "bool" else getattr(types, name, None)
+    if not isinstance(t, types.Boolean | types.Integer | types.Float):
+        raise ValueError(f"not an argument type of the manifest: {name!r}")
+    return t
+
+
+def load_manifest(path: Path = MANIFEST) -> list[Entry]:
+    """The manifest's kernels, in the order a run first compiled them."""
+    data = json.loads(path.read_text())
+    return [
+        Entry(k["module"], k["name"], tuple(k["args"]), float(k["seconds"]))
+        for k in data["kernels"]
+    ]
+
+
+def split(entries: Sequence[Entry], start_s: float = HELPER_START_S) -> tuple[list[int], list[int]]:
+    """Which of ``entries`` this process compiles and which the helper does (their
+    places in ``entries``, each in order), so that both end about together: the longest
+    first, each to the side that would end it sooner, the helper's side starting
+    ``start_s`` late (the longest-first rule, within a third of the best split)."""
+    ends = [0.0, start_s]
+    sides: list[list[int]] = [[], []]
+    for i in sorted(range(len(entries)), key=lambda i: -entries[i].seconds):
+        side = 0 if ends[0] <= ends[1] else 1
+        sides[side].append(i)
+        ends[side] += entries[i].seconds
+    return sorted(sides[0]), sorted(sides[1])
+
+
+def compile_entries(entries: Sequence[Entry]) -> None:
+    """Compile each of ``entries`` into the cache (or load it, where it is there)."""
+    for entry in entries:
+        entry.dispatcher().compile(entry.signature())
+
+
+def cached(entry: Entry) -> bool:
+    """Whether numba's cache has an index for ``entry``'s kernel. Read through numba's
+    private attributes: True where they are not there, so that a numba that keeps its
+    cache otherwise starts no helper."""
+    try:
+        index = Path(entry.dispatcher()._cache._cache_file._index_path)
+    except AttributeError:
+        return True
+    return index.exists()
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """What ``warm_up`` did: the kernels it compiled here, those it left to the helper
+    (it waited for all of them but the ``DEFERRABLE`` ones, ``deferred``), and the helper
+    (None: none started)."""
+
+    compiled_here: tuple[Entry, ...]
+    helper_share: tuple[Entry, ...]
+    deferred: tuple[Entry, ...]
+    helper: subprocess.Popen[bytes] | None
+    deadline: float = 0.0  # time.monotonic() past which the deferred are not waited for
+
+    def compiling_deferred(self) -> bool:
+        """Whether the helper may still be compiling the ``deferred`` kernels: a run
+        holds them back meanwhile (``runtime.uneventful.held_back``)."""
+        helper = self.helper
+        return helper is not None and helper.poll() is None and time.monotonic() < self.deadline
+
+
+_done = False
+
+
+def warm_up(wait_s: float = HELPER_WAIT_S) -> WarmUp | None:
+    """Compile the manifest's kernels over two processes if the cache lacks any (see
+    the module docstring); once per process, before its first compiled ticks. None when
+    there was nothing to do (the cache has them, or ``HELPER_ENV`` is 0)."""
+    global _done
+    if _done or os.environ.get(HELPER_ENV, "1") == "0":
+        return None
+    _done = True
+    try:
+        entries = load_manifest()
+    except (OSError, ValueError, KeyError):
+        return None
+    if all(cached(e) for e in entries):
+        return None
+    later = [i for i, e in enumerate(entries) if (e.module, e.name) in DEFERRABLE]
+    now = [i for i in range(len(entries)) if i not in later]
+    mine, theirs = split([entries[i] for i in now])
+    mine, theirs = [now[i] for i in mine], [now[i] for i in theirs]
+    helper = _start_helper(theirs + later)
+    if helper is None:  # all here, still ahead of the first tick
+        compile_entries(entries)
+        return WarmUp(tuple(entries), (), (), None)
+    compile_entries([entries[i] for i in mine])
+    _wait_for(helper, [entries[i] for i in theirs], wait_s)
+    return WarmUp(
+        compiled_here=tuple(entries[i] for i in mine),
+        helper_share=tuple(entries[i] for i in theirs + later),
+        deferred=tuple(entries[i] for i in later),
+        helper=helper,
+        deadline=time.monotonic() + wait_s,
+    )
+
+
+def _start_helper(share: Sequence[int]) -> subprocess.Popen[bytes] | None:
+    if not share:
+        return None
+    cmd = [sys.executable, "-m", MODULE, "--only", ",".join(str(i) for i in share)]
+    try:
+        return subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    except OSError:
+        return None
+
+
+def _wait_for(helper: subprocess.Popen[bytes], share: Sequence[Entry], wait_s: float) -> None:
+    """Wait until ``share`` is in the cache, the helper ended or ``wait_s`` passed,
+    saying which kernel it waits for (``WAIT_EVENT``, which ``_jit.compiles_watched``
+    reports)."""
+    deadline = time.monotonic() + wait_s
+    waiting: str | None = None
+    try:
+        while helper.poll() is None and time.monotonic() < deadline:
+            left = next((_kernel_name(e) for e in share if not cached(e)), None)
+            if left != waiting:
+                if waiting is not None:
+                    numba_event.end_event(WAIT_EVENT, data={"kernel": waiting})  # type: ignore[no-untyped-call]
+                waiting = left
+                if waiting is not None:
+                    numba_event.start_event(WAIT_EVENT, data={"kernel": waiting})  # type: ignore[no-untyped-call]
+            if left is None:
+                return
+            time.sleep(POLL_S)
+    finally:
+        if waiting is not None:
+            numba_event.end_event(WAIT_EVENT, data={"kernel": waiting})  # type: ignore[no-untyped-call]
+
+
+def _kernel_name(entry: Entry) -> str:
+    """The name numba's compile events give ``entry``'s kernel (its function's)."""
+    return str(getattr(entry.dispatcher().py_func, "__name__", entry.name))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The helper: compile the manifest's kernels ``I,J,...`` into the cache."""
+    ap = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=main.__doc__)
+    ap.add_argument("--only", metavar="I,J,...", required=True)
+    args = ap.parse_args(argv)
+    entries = load_manifest()
+    compile_entries([entries[int(i)] for i in args.only.split(",")])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,131 @@
+"""The first run's compiling over two processes (``fabric_core.tick.kernels.warmup``): the
+manifest names what a run compiles, with types that read back exactly, and with an empty
+kernel cache a run compiles its share and the helper the rest, after which the run
+compiles nothing more."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from numba.core import types
+
+from fabric_core.runtime import kernel_manifest, uneventful
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
+from fabric_core.tick.kernels import warmup
+from fabric_core.tick.kernels.warmup import Entry, split, type_name, type_of
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_every_argument_type_of_the_manifest_reads_back_as_written() -> None:
+    entries = warmup.load_manifest()
+    assert entries, "an empty manifest"
+    for entry in entries:
+        for name in entry.args:
+            assert type_name(type_of(name)) == name
+
+
+def test_the_argument_types_are_numbas_own() -> None:
+    assert type_of("readonly float64[::1]") == types.Array(types.float64, 1, "C", readonly=True)
+    assert type_of("int32[:, :, ::1]") == types.Array(types.int32, 3, "C")
+    assert type_of("bool[::1]") == types.Array(types.boolean, 1, "C")
+    assert type_of("int64") == types.int64 and type_of("bool") == types.boolean
+    assert type_of("omitted(1)") == types.Omitted(1)
+    for bad in ("float64[:]", "float64[::1, :]", "readonly int64", "str", "numpy.ndarray"):
+        with pytest.raises(ValueError, match="not an argument type"):
+            type_of(bad)
+    with pytest.raises(ValueError, match="no name"):
+        type_name(types.Array(types.float64, 1, "A"))
+
+
+@given(st.lists(st.floats(0.0, 10.0), max_size=30), st.floats(0.0, 2.0))
+def test_the_two_shares_are_all_the_kernels_once_and_end_about_together(
+    seconds: list[float], start_s: float
+) -> None:
+    entries = [Entry("m", f"k{i}", (), s) for i, s in enumerate(seconds)]
+    mine, theirs = split(entries, start_s)
+    assert sorted(mine + theirs) == list(range(len(entries)))
+    assert mine == sorted(mine) and theirs == sorted(theirs)  # in the order a run meets them
+    here = sum(seconds[i] for i in mine)
+    there = start_s + sum(seconds[i] for i in theirs)
+    # longest first, each to the side that ends sooner: the two ends differ by at most the
+    # last kernel placed, so by at most the longest (or the helper's start, if it gets none)
+    assert abs(here - there) <= max([start_s, *seconds]) + 1e-9
+
+
+def test_the_manifest_names_the_types_the_default_scenario_calls_its_kernels_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each entry is a kernel the default scenario's first ticks call, with the very
+    argument types: a kernel renamed or an argument changed since the manifest was
+    written fails here (``python -m fabric_core.tick.kernels.warmup --write`` writes it
+    anew)."""
+    # ticks at once, even if a helper of this process's first run compiles them still
+    monkeypatch.setattr(uneventful, "held_back", None)
+    monkeypatch.setenv(warmup.HELPER_ENV, "0")
+    fabric = Fabric.from_scenario(load_scenario(kernel_manifest.RECORD_SCENARIO))
+    fabric.run_ticks(kernel_manifest.RECORD_TICKS)
+    for entry in warmup.load_manifest():
+        kernel = entry.dispatcher()
+        assert entry.signature() in kernel.signatures, (
+            f"{entry.module}.{entry.name} is not called with {entry.args} any more: "
+            "write the manifest anew (python -m fabric_core.tick.kernels.warmup --write)"
+        )
+
+
+COLD_RUN = textwrap.dedent(
+    """
+    import json
+    from fabric_core.runtime import uneventful
+    from fabric_core.runtime.fabric import Fabric
+    from fabric_core.runtime.kernel_manifest import RECORD_SCENARIO, RECORD_TICKS
+    from fabric_core.runtime.scenario import load_scenario
+    from fabric_core.tick.kernels._jit import compiles_watched
+
+    fabric = Fabric.from_scenario(load_scenario(RECORD_SCENARIO))
+    fabric.run_ticks(1)  # the first call compiles them all, here and in the helper
+    done = fabric.warm_up
+    later = []
+    with compiles_watched(lambda kernel: kernel and later.append(kernel)):
+        fabric.run_ticks(RECORD_TICKS)
+        held = uneventful.held_back is not None
+        code = done.helper.wait(timeout=300)
+        fabric.run_ticks(RECORD_TICKS)  # ticks at once again, from the cache
+    print(json.dumps({
+        "here": [e.name for e in done.compiled_here],
+        "helper": [e.name for e in done.helper_share],
+        "held": held,
+        "helper_exit": code,
+        "compiled_later": later,
+        "released": uneventful.held_back is None,
+    }))
+    """
+)
+
+
+def test_a_first_run_compiles_over_two_processes_and_then_nothing(tmp_path: Path) -> None:
+    """With an empty cache, ``warm_up`` compiles its share and the helper the rest; the
+    run then meets every kernel in the cache (nothing is reported compiling), the
+    ticks-at-once kernel held back until the helper is done with it."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), warmup.HELPER_ENV: "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", COLD_RUN], env=env, cwd=REPO, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    names = [e.name for e in warmup.load_manifest()]
+    assert sorted(got["here"] + got["helper"]) == sorted(names)
+    assert got["here"] and got["helper"], "one process did all the compiling"
+    assert "uneventful_ticks" in got["helper"] and got["held"]
+    assert got["helper_exit"] == 0
+    assert got["compiled_later"] == []
+    assert got["released"]
