@@ -10,7 +10,9 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -84,7 +86,7 @@ def test_the_manifest_names_the_types_the_default_scenario_calls_its_kernels_wit
 
 COLD_RUN = textwrap.dedent(
     """
-    import json
+    import json, time
     from fabric_core.runtime import uneventful
     from fabric_core.runtime.fabric import Fabric
     from fabric_core.runtime.kernel_manifest import RECORD_SCENARIO, RECORD_TICKS
@@ -98,11 +100,14 @@ COLD_RUN = textwrap.dedent(
     with compiles_watched(lambda kernel: kernel and later.append(kernel)):
         fabric.run_ticks(RECORD_TICKS)
         held = uneventful.held_back is not None
-        code = done.helper.wait(timeout=300)
+        while done.compiling_deferred():
+            time.sleep(0.05)
+        code = None if done.helper is None else done.helper.wait()
         fabric.run_ticks(RECORD_TICKS)  # ticks at once again, from the cache
     print(json.dumps({
         "here": [e.name for e in done.compiled_here],
         "helper": [e.name for e in done.helper_share],
+        "followed": done.lock is not None,
         "held": held,
         "helper_exit": code,
         "compiled_later": later,
@@ -112,16 +117,40 @@ COLD_RUN = textwrap.dedent(
 )
 
 
+def _run(script: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", script],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _result(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
 def test_a_first_run_compiles_over_two_processes_and_then_nothing(tmp_path: Path) -> None:
     """With an empty cache, ``warm_up`` compiles its share and the helper the rest; the
     run then meets every kernel in the cache (nothing is reported compiling), the
-    ticks-at-once kernel held back until the helper is done with it."""
+    ticks-at-once kernel held back until the helper is done with it. A second process
+    started meanwhile on the same cache (the compare view's other engine) compiles none
+    of them: it waits for them to land in the cache."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), warmup.HELPER_ENV: "1"}
-    out = subprocess.run(
-        [sys.executable, "-c", COLD_RUN], env=env, cwd=REPO, capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    first = _run(COLD_RUN, env)
+    for _ in range(1200):  # until the first holds the warm-up's lock (a bound on a hang)
+        locks = list(tmp_path.rglob("warmup.lock"))
+        if locks and not warmup._lock_free(locks[0]):
+            break
+        assert first.poll() is None, first.communicate()[1][-3000:]
+        time.sleep(0.05)
+    second = _run(COLD_RUN, env)
+    got, followed = _result(first), _result(second)
     names = [e.name for e in warmup.load_manifest()]
     assert sorted(got["here"] + got["helper"]) == sorted(names)
     assert got["here"] and got["helper"], "one process did all the compiling"
@@ -129,3 +158,6 @@ def test_a_first_run_compiles_over_two_processes_and_then_nothing(tmp_path: Path
     assert got["helper_exit"] == 0
     assert got["compiled_later"] == []
     assert got["released"]
+    assert followed["followed"] and followed["here"] == [] and followed["helper"] == []
+    assert followed["compiled_later"] == []
+    assert followed["released"]

@@ -17,8 +17,11 @@ kernels a run can do without for a while (``DEFERRABLE``), which the helper comp
 last as the run goes on. Each kernel is compiled once, by one of the two, and the run
 then finds every one in the cache (numba looks there before it compiles). Kernels a scenario needs beyond the manifest's compile
 as they are met, as without a helper; a helper that fails or cannot start leaves its
-share to be compiled the same way. Nothing of this can change a result: the machine
-code is the same whichever process compiles it.
+share to be compiled the same way. One process at a time warms a cache up (a lock
+beside it, which its helper keeps until it ends): another that starts meanwhile (the
+compare view's second engine) waits for the kernels to land in the cache instead of
+compiling them too. Nothing of this can change a result: the machine code is the same
+whichever process compiles it.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,11 @@ from numba.core import event as numba_event
 from numba.core import types
 
 from fabric_core.tick.kernels._jit import WAIT_EVENT
+
+try:  # a lock between processes that warm up one cache (POSIX; elsewhere each alone)
+    import fcntl
+except ImportError:  # pragma: no cover (Windows)
+    fcntl = None  # type: ignore[assignment]
 
 #: The kernels of the default scenario's first ticks (see the module docstring).
 MANIFEST = Path(__file__).with_name("warmup.json")
@@ -173,19 +181,25 @@ def cached(entry: Entry) -> bool:
 class WarmUp:
     """What ``warm_up`` did: the kernels it compiled here, those it left to the helper
     (it waited for all of them but the ``DEFERRABLE`` ones, ``deferred``), and the helper
-    (None: none started)."""
+    (None: none started; ``lock``: another process's warm-up was followed instead)."""
 
     compiled_here: tuple[Entry, ...]
     helper_share: tuple[Entry, ...]
     deferred: tuple[Entry, ...]
     helper: subprocess.Popen[bytes] | None
-    deadline: float = 0.0  # time.monotonic() past which the deferred are not waited for
+    deadline: float  # time.monotonic() past which the deferred are not waited for
+    lock: Path | None = None
 
     def compiling_deferred(self) -> bool:
-        """Whether the helper may still be compiling the ``deferred`` kernels: a run
-        holds them back meanwhile (``runtime.uneventful.held_back``)."""
-        helper = self.helper
-        return helper is not None and helper.poll() is None and time.monotonic() < self.deadline
+        """Whether a helper may still be compiling the ``deferred`` kernels: a run holds
+        them back meanwhile (``runtime.uneventful.held_back``)."""
+        if not self.deferred or time.monotonic() >= self.deadline:
+            return False
+        if self.helper is not None:
+            return self.helper.poll() is None
+        if self.lock is not None:
+            return not all(cached(e) for e in self.deferred) and not _lock_free(self.lock)
+        return False
 
 
 _done = False
@@ -194,7 +208,12 @@ _done = False
 def warm_up(wait_s: float = HELPER_WAIT_S) -> WarmUp | None:
     """Compile the manifest's kernels over two processes if the cache lacks any (see
     the module docstring); once per process, before its first compiled ticks. None when
-    there was nothing to do (the cache has them, or ``HELPER_ENV`` is 0)."""
+    there was nothing to do (the cache has them, or ``HELPER_ENV`` is 0).
+
+    One process at a time warms a cache up: it holds a lock beside the cache
+    (``warmup.lock``), which its helper keeps until it ends. Another process that finds
+    the lock held (two engines of the compare view, started together) does not compile
+    the same kernels beside it: it waits for them to land in the cache (``_follow``)."""
     global _done
     if _done or os.environ.get(HELPER_ENV, "1") == "0":
         return None
@@ -207,24 +226,79 @@ def warm_up(wait_s: float = HELPER_WAIT_S) -> WarmUp | None:
         return None
     later = [i for i, e in enumerate(entries) if (e.module, e.name) in DEFERRABLE]
     now = [i for i in range(len(entries)) if i not in later]
-    mine, theirs = split([entries[i] for i in now])
-    mine, theirs = [now[i] for i in mine], [now[i] for i in theirs]
-    helper = _start_helper(theirs + later)
-    if helper is None:  # all here, still ahead of the first tick
-        compile_entries(entries)
-        return WarmUp(tuple(entries), (), (), None)
-    compile_entries([entries[i] for i in mine])
-    _wait_for(helper, [entries[i] for i in theirs], wait_s)
+    deferred = tuple(entries[i] for i in later)
+    lock = _lock_path(entries[0])
+    held = None if lock is None else _try_lock(lock)
+    if lock is not None and held is None:
+        return _follow([entries[i] for i in now], deferred, lock, wait_s)
+    try:
+        mine, theirs = split([entries[i] for i in now])
+        mine, theirs = [now[i] for i in mine], [now[i] for i in theirs]
+        helper = _start_helper(theirs + later, held)
+        if helper is None:  # all here, still ahead of the first tick
+            compile_entries(entries)
+            return WarmUp(tuple(entries), (), (), None, 0.0)
+        compile_entries([entries[i] for i in mine])
+        _wait_for(helper, [entries[i] for i in theirs], wait_s)
+    finally:
+        if held is not None:
+            os.close(held)  # the helper's copy of the descriptor keeps the lock till it ends
     return WarmUp(
         compiled_here=tuple(entries[i] for i in mine),
         helper_share=tuple(entries[i] for i in theirs + later),
-        deferred=tuple(entries[i] for i in later),
+        deferred=deferred,
         helper=helper,
         deadline=time.monotonic() + wait_s,
     )
 
 
-def _start_helper(share: Sequence[int]) -> subprocess.Popen[bytes] | None:
+def _follow(now: Sequence[Entry], deferred: tuple[Entry, ...], lock: Path, wait_s: float) -> WarmUp:
+    """Another process warms the cache up: wait until ``now`` is in it (or the lock is
+    free: the other ended without; the run compiles what is missing as it meets it),
+    saying which kernel it waits for."""
+    deadline = time.monotonic() + wait_s
+    _wait_until(lambda: _lock_free(lock), now, deadline)
+    return WarmUp((), (), deferred, None, deadline, lock)
+
+
+def _lock_path(entry: Entry) -> Path | None:
+    """The warm-up's lock file, beside the cache's files (None: no lock here)."""
+    try:
+        cache = Path(entry.dispatcher()._cache._cache_file._index_path).parent
+    except AttributeError:
+        return None
+    return cache / "warmup.lock" if fcntl is not None else None
+
+
+def _try_lock(path: Path) -> int | None:
+    """A descriptor holding ``path``'s lock, or None if another process holds it (or
+    the file cannot be made: then this process warms up unlocked, as alone)."""
+    assert fcntl is not None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _lock_free(path: Path) -> bool:
+    """Whether no process holds the warm-up's lock now."""
+    fd = _try_lock(path)
+    if fd is None:
+        return not path.exists()
+    os.close(fd)
+    return True
+
+
+def _start_helper(share: Sequence[int], lock: int | None) -> subprocess.Popen[bytes] | None:
+    """The helper compiling ``share`` (the manifest's places), handed the lock's
+    descriptor, which it keeps open (so locked) until it ends."""
     if not share:
         return None
     cmd = [sys.executable, "-m", MODULE, "--only", ",".join(str(i) for i in share)]
@@ -234,19 +308,23 @@ def _start_helper(share: Sequence[int]) -> subprocess.Popen[bytes] | None:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            pass_fds=() if lock is None else (lock,),
         )
     except OSError:
         return None
 
 
 def _wait_for(helper: subprocess.Popen[bytes], share: Sequence[Entry], wait_s: float) -> None:
-    """Wait until ``share`` is in the cache, the helper ended or ``wait_s`` passed,
-    saying which kernel it waits for (``WAIT_EVENT``, which ``_jit.compiles_watched``
-    reports)."""
-    deadline = time.monotonic() + wait_s
+    """Wait until ``share`` is in the cache, the helper ended or ``wait_s`` passed."""
+    _wait_until(lambda: helper.poll() is not None, share, time.monotonic() + wait_s)
+
+
+def _wait_until(stop: Callable[[], bool], share: Sequence[Entry], deadline: float) -> None:
+    """Wait until ``share`` is in the cache, ``stop()`` or ``deadline``, saying which kernel
+    it waits for (``WAIT_EVENT``, which ``_jit.compiles_watched`` reports)."""
     waiting: str | None = None
     try:
-        while helper.poll() is None and time.monotonic() < deadline:
+        while not stop() and time.monotonic() < deadline:
             left = next((_kernel_name(e) for e in share if not cached(e)), None)
             if left != waiting:
                 if waiting is not None:
