@@ -10,6 +10,7 @@ from console.linkview import LinkFilter, LinkRates, top_links
 from console.screens.fault_form import build_inject, parse_duration, parse_params
 from console.widgets.scaled_sparkline import scaled_sparkline
 from fabric_core.commands import CommandError
+from fabric_core.runtime.scenario import load_scenario
 from fabric_core.runtime.snapshot import Event, LinkStatus
 from tests.console_synthetic import snapshot
 
@@ -151,3 +152,39 @@ def test_noise_does_not_reorder_links() -> None:
     assert first.tolist() == second.tolist() == [0, 1]
     moved = top_links(snapshot(utilisation=[0.40, 0.60]), rates, column="util", limit=2)
     assert moved.tolist() == [1, 0]
+
+
+def test_the_header_says_what_the_engine_compiles_and_since_when() -> None:
+    from console.process_source import Compiling
+    from console.widgets.status_header import compiling_note, state_label
+
+    compiling = Compiling("solve_tick", since=100.0)
+    assert state_label(None, frozen=False, compiling=compiling)[0] == "⧗ compiling"
+    assert state_label(None, frozen=True, compiling=compiling)[0] == "❄ frozen view"
+    assert state_label(None, frozen=False)[0] == "… starting"
+    assert compiling_note(compiling, now=109.4) == (
+        "solve_tick · 9 s (the first run after an install: cached after)"
+    )
+
+
+def test_an_engine_process_compiling_kernel_after_kernel_is_one_stretch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The child says each kernel as numba starts it and None as it ends: the header's
+    seconds count from the first of a stretch, and start again after a pause."""
+    import console.process_source as ps
+
+    clock = [50.0]
+    monkeypatch.setattr(ps.time, "monotonic", lambda: clock[0])
+    spec = ps.EngineSpec(load_scenario("tiny"), "engine process", speed=1e-3)
+    (source,) = ps.ProcessEngines([spec]).sources  # not started: its messages by hand
+    events = [(50.0, "start_routed"), (55.0, None), (55.1, "solve_tick"), (56.0, None)]
+    for t, kernel in events:
+        clock[0] = t
+        source._take(("compiling", kernel))
+        if kernel is not None:
+            assert source.compiling == ps.Compiling(kernel, since=50.0)
+    assert source.compiling is None
+    clock[0] = 56.0 + ps.COMPILE_GAP_S + 1  # a kernel met much later: a stretch of its own
+    source._take(("compiling", "finish_flows"))
+    assert source.compiling == ps.Compiling("finish_flows", since=clock[0])

@@ -145,7 +145,7 @@ def print_summary(report: dict[str, Any]) -> None:
         # is most of the wall time, so the speed after it is the one to read
         print(
             f"  the first tick {r['first_tick_seconds']:.2f} s (a new process loads the compiled "
-            f"kernels in it); "
+            f"kernels in it, or compiles them the first time after an install); "
             f"after it {rest['sim_seconds_per_wall_second']:.3g} simulated s per wall s, "
             f"{rest['hop_updates_per_second']:.3g} hop-updates/s"
         )
