@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numba
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -22,7 +23,7 @@ from numba.core import types
 from fabric_core.runtime import kernel_manifest, uneventful
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
-from fabric_core.tick.kernels import warmup
+from fabric_core.tick.kernels import tick, warmup
 from fabric_core.tick.kernels.warmup import Entry, split, type_name, type_of
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,6 +85,20 @@ def test_the_manifest_names_the_types_the_default_scenario_calls_its_kernels_wit
         )
 
 
+def test_the_manifest_names_the_types_of_the_kernels_over_the_cores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(warmup.HELPER_ENV, "0")
+    monkeypatch.setattr(tick, "PARALLEL_FROM_ENTRIES", 1)
+    monkeypatch.setattr(tick, "ONLY_WAY", 1)
+    fabric = Fabric.from_scenario(load_scenario(kernel_manifest.RECORD_SCENARIO))
+    fabric.run_ticks(kernel_manifest.PARALLEL_TICKS)
+    entries = warmup.load_manifest(section="parallel")
+    assert {e.name for e in entries} == {"solve_tick_parallel", "entry_index_parallel"}
+    for entry in entries:
+        assert entry.signature() in entry.dispatcher().signatures, entry.name
+
+
 COLD_RUN = textwrap.dedent(
     """
     import json, time
@@ -91,12 +106,14 @@ COLD_RUN = textwrap.dedent(
     from fabric_core.runtime.fabric import Fabric
     from fabric_core.runtime.kernel_manifest import RECORD_SCENARIO, RECORD_TICKS
     from fabric_core.runtime.scenario import load_scenario
+    from fabric_core.tick.kernels import solve, tick, warmup
     from fabric_core.tick.kernels._jit import compiles_watched
 
     fabric = Fabric.from_scenario(load_scenario(RECORD_SCENARIO))
     fabric.run_ticks(1)  # the first call compiles them all, here and in the helper
     done = fabric.warm_up
     later = []
+    serial_meanwhile = parallel_ran = None
     with compiles_watched(lambda kernel: kernel and later.append(kernel)):
         fabric.run_ticks(RECORD_TICKS)
         held = uneventful.held_back is not None
@@ -104,6 +121,15 @@ COLD_RUN = textwrap.dedent(
             time.sleep(0.05)
         code = None if done.helper is None else done.helper.wait()
         fabric.run_ticks(RECORD_TICKS)  # ticks at once again, from the cache
+        if PARALLEL:  # the solve over the cores from a few entries on: compiled aside
+            tick.PARALLEL_FROM_ENTRIES = 1
+            fabric.run_ticks(3)
+            serial_meanwhile = not warmup.parallel_ready()
+            while not warmup.parallel_ready():
+                fabric.run_ticks(1)
+                time.sleep(0.05)
+            fabric.run_ticks(30)
+            parallel_ran = bool(solve.solve_tick_parallel.signatures)
     print(json.dumps({
         "here": [e.name for e in done.compiled_here],
         "helper": [e.name for e in done.helper_share],
@@ -112,6 +138,8 @@ COLD_RUN = textwrap.dedent(
         "helper_exit": code,
         "compiled_later": later,
         "released": uneventful.held_back is None,
+        "serial_meanwhile": serial_meanwhile,
+        "parallel_ran": parallel_ran,
     }))
     """
 )
@@ -138,18 +166,20 @@ def _result(proc: subprocess.Popen[str]) -> dict[str, Any]:
 def test_a_first_run_compiles_over_two_processes_and_then_nothing(tmp_path: Path) -> None:
     """With an empty cache, ``warm_up`` compiles its share and the helper the rest; the
     run then meets every kernel in the cache (nothing is reported compiling), the
-    ticks-at-once kernel held back until the helper is done with it. A second process
+    ticks-at-once kernel held back until the helper is done with it, and the solve over
+    the cores until a helper has compiled it (the serial one meanwhile). A second process
     started meanwhile on the same cache (the compare view's other engine) compiles none
     of them: it waits for them to land in the cache."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), warmup.HELPER_ENV: "1"}
-    first = _run(COLD_RUN, env)
+    over_cores = numba.config.NUMBA_NUM_THREADS > 1  # type: ignore[attr-defined]
+    first = _run(f"PARALLEL = {over_cores}\n{COLD_RUN}", env)
     for _ in range(1200):  # until the first holds the warm-up's lock (a bound on a hang)
         locks = list(tmp_path.rglob("warmup.lock"))
         if locks and not warmup._lock_free(locks[0]):
             break
         assert first.poll() is None, first.communicate()[1][-3000:]
         time.sleep(0.05)
-    second = _run(COLD_RUN, env)
+    second = _run(f"PARALLEL = False\n{COLD_RUN}", env)
     got, followed = _result(first), _result(second)
     names = [e.name for e in warmup.load_manifest()]
     assert sorted(got["here"] + got["helper"]) == sorted(names)
@@ -158,6 +188,8 @@ def test_a_first_run_compiles_over_two_processes_and_then_nothing(tmp_path: Path
     assert got["helper_exit"] == 0
     assert got["compiled_later"] == []
     assert got["released"]
+    if over_cores:  # the kernels over the cores came from a helper, the serial ran meanwhile
+        assert got["serial_meanwhile"] and got["parallel_ran"]
     assert followed["followed"] and followed["here"] == [] and followed["helper"] == []
     assert followed["compiled_later"] == []
     assert followed["released"]

@@ -3,7 +3,8 @@
 ``python -m fabric_core.runtime.kernel_manifest --write`` runs the default scenario's first
 ``RECORD_TICKS`` ticks in a new process with an empty kernel cache, notes every kernel it
 compiles at the top (not inside another), in order, with its argument types and the
-seconds it took, and writes them to ``fabric_core/tick/kernels/warmup.json``. Run it when
+seconds it took, then the same for the solve and the index over the cores, and writes
+them to ``fabric_core/tick/kernels/warmup.json``. Run it when
 ``tests/test_warmup.py`` says a kernel of the list is called otherwise now (about 30 s).
 """
 
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,25 +28,49 @@ from numba.core.registry import CPUDispatcher
 
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
+from fabric_core.tick.kernels import tick
 from fabric_core.tick.kernels.warmup import HELPER_ENV, MANIFEST, type_name
 
 #: The scenario and the ticks recorded: enough for flows to finish and for uneventful
 #: ticks to run several at once (``kernels.uneventful``, 10 s of the 30 to compile).
 RECORD_SCENARIO = "default"
 RECORD_TICKS = 200
+#: Ticks then run with the solve and the index over the cores (their kernels' types).
+PARALLEL_TICKS = 5
 #: This module, as ``python -m`` runs it (``__name__`` is ``__main__`` there).
 MODULE = "fabric_core.runtime.kernel_manifest"
 
 
 def record(scenario: str = RECORD_SCENARIO, ticks: int = RECORD_TICKS) -> dict[str, Any]:
     """Run ``ticks`` of ``scenario`` and note every kernel it compiled at the top, in
-    order, with its argument types and seconds: the manifest. Meant for an empty cache,
-    where every kernel compiles (``write_manifest``)."""
-    listener = _TopCompiles()
+    order, with its argument types and seconds (``kernels``); then some ticks more with
+    the solve and the index over the cores from a few entries on, for theirs
+    (``parallel``): the manifest. Meant for an empty cache, where every kernel compiles
+    (``write_manifest``)."""
     fabric = Fabric.from_scenario(load_scenario(scenario))
+    kernels = _compiled_in(lambda: fabric.run_ticks(ticks))
+    saved = tick.PARALLEL_FROM_ENTRIES, tick.ONLY_WAY
+    tick.PARALLEL_FROM_ENTRIES, tick.ONLY_WAY = 1, 1
+    try:
+        parallel = _compiled_in(lambda: fabric.run_ticks(PARALLEL_TICKS))
+    finally:
+        tick.PARALLEL_FROM_ENTRIES, tick.ONLY_WAY = saved
+    return {
+        "written_by": f"python -m {MODULE} --write",
+        "scenario": scenario,
+        "ticks": ticks,
+        "kernels": kernels,
+        "parallel": parallel,
+    }
+
+
+def _compiled_in(run: Callable[[], None]) -> list[dict[str, Any]]:
+    """The kernels ``run()`` compiled at the top, in order: each one's module, name,
+    argument types and seconds."""
+    listener = _TopCompiles()
     numba_event.register("numba:compile", listener)  # type: ignore[no-untyped-call]
     try:
-        fabric.run_ticks(ticks)
+        run()
     finally:
         numba_event.unregister("numba:compile", listener)  # type: ignore[no-untyped-call]
     kernels = []
@@ -59,12 +84,7 @@ def record(scenario: str = RECORD_SCENARIO, ticks: int = RECORD_TICKS) -> dict[s
                 "seconds": round(seconds, 2),
             }
         )
-    return {
-        "written_by": f"python -m {MODULE} --write",
-        "scenario": scenario,
-        "ticks": ticks,
-        "kernels": kernels,
-    }
+    return kernels
 
 
 class _TopCompiles(numba_event.Listener):
@@ -122,8 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(record()))
         return 0
     data = write_manifest()
-    total = sum(k["seconds"] for k in data["kernels"])
-    print(f"wrote {MANIFEST}: {len(data['kernels'])} kernels, {total:.1f} s of compiling")
+    for section in ("kernels", "parallel"):
+        total = sum(k["seconds"] for k in data[section])
+        print(f"{section}: {len(data[section])} kernels, {total:.1f} s of compiling")
+    print(f"wrote {MANIFEST}")
     return 0
 
 

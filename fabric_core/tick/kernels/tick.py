@@ -22,6 +22,7 @@ from fabric_core.net.topology import Topology
 from fabric_core.tick.faster_of_two import FasterOfTwo
 from fabric_core.tick.flows import FlowTable
 from fabric_core.tick.histogram import HistogramRows
+from fabric_core.tick.kernels import warmup
 from fabric_core.tick.kernels._jit import MOST_THREADS
 from fabric_core.tick.kernels.finish import finish_flows
 from fabric_core.tick.kernels.index import entry_index, entry_index_parallel
@@ -721,6 +722,8 @@ def _fixed_way(entries: int) -> bool | None:
     large = entries >= PARALLEL_FROM_ENTRIES
     if not large or ONLY_WAY is not None or numba.get_num_threads() == 1:
         return large and ONLY_WAY == 1
+    if not warmup.parallel_ready():
+        return False  # a helper compiles the kernels over the cores: serial meanwhile
     return None
 
 

@@ -20,8 +20,11 @@ as they are met, as without a helper; a helper that fails or cannot start leaves
 share to be compiled the same way. One process at a time warms a cache up (a lock
 beside it, which its helper keeps until it ends): another that starts meanwhile (the
 compare view's second engine) waits for the kernels to land in the cache instead of
-compiling them too. Nothing of this can change a result: the machine code is the same
-whichever process compiles it.
+compiling them too. The kernels that share the solve and the index over the cores, which
+a fabric first needs when its index reaches ``kernels.tick.PARALLEL_FROM_ENTRIES``
+entries, a helper compiles then, the serial ones running meanwhile (``parallel_ready``).
+Nothing of this can change a result: the machine code is the same whichever process
+compiles it, and the serial and parallel kernels give the same results bit for bit.
 """
 
 from __future__ import annotations
@@ -137,12 +140,12 @@ def _scalar(name: str) -> types.Type:
     return t
 
 
-def load_manifest(path: Path = MANIFEST) -> list[Entry]:
-    """The manifest's kernels, in the order a run first compiled them."""
+def load_manifest(path: Path = MANIFEST, section: str = "kernels") -> list[Entry]:
+    """The manifest's kernels, in the order a run first compiled them: ``kernels``, a
+    run's, or ``parallel``, those over the cores (``parallel_ready``)."""
     data = json.loads(path.read_text())
     return [
-        Entry(k["module"], k["name"], tuple(k["args"]), float(k["seconds"]))
-        for k in data["kernels"]
+        Entry(k["module"], k["name"], tuple(k["args"]), float(k["seconds"])) for k in data[section]
     ]
 
 
@@ -252,6 +255,49 @@ def warm_up(wait_s: float = HELPER_WAIT_S) -> WarmUp | None:
     )
 
 
+_parallel_helper: subprocess.Popen[bytes] | None = None
+_parallel_deadline = 0.0
+_parallel_ready = False
+
+
+def parallel_ready() -> bool:
+    """Whether the kernels over the cores (the manifest's ``parallel``) may be called: a
+    fabric's first index of ``kernels.tick.PARALLEL_FROM_ENTRIES`` entries would compile
+    them where it stands, some 17 s (docs/PERFORMANCE.md, "Start-up"). Asked then, and
+    if the cache lacks them, it starts a helper that compiles them, and says False until
+    the helper is done: the serial kernels give the same results meanwhile. Quick once
+    True (a module flag)."""
+    global _parallel_helper, _parallel_deadline, _parallel_ready
+    if _parallel_ready:
+        return True
+    helper = _parallel_helper
+    if helper is None:
+        entries = _parallel_entries()
+        if not entries or all(cached(e) for e in entries):
+            _parallel_ready = True
+            return True
+        after = len(load_manifest())  # (the helper counts the two sections as one list)
+        _parallel_helper = helper = _start_helper([after + i for i in range(len(entries))], None)
+        _parallel_deadline = time.monotonic() + HELPER_WAIT_S
+        if helper is None:
+            _parallel_ready = True
+            return True
+    if helper.poll() is None and time.monotonic() < _parallel_deadline:
+        return False
+    _parallel_ready = True
+    return True
+
+
+def _parallel_entries() -> list[Entry]:
+    """The manifest's kernels over the cores; none if there is no helper to be had."""
+    if os.environ.get(HELPER_ENV, "1") == "0":
+        return []
+    try:
+        return load_manifest(section="parallel")
+    except (OSError, ValueError, KeyError):
+        return []
+
+
 def _follow(now: Sequence[Entry], deferred: tuple[Entry, ...], lock: Path, wait_s: float) -> WarmUp:
     """Another process warms the cache up: wait until ``now`` is in it (or the lock is
     free: the other ended without; the run compiles what is missing as it meets it),
@@ -346,11 +392,12 @@ def _kernel_name(entry: Entry) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The helper: compile the manifest's kernels ``I,J,...`` into the cache."""
+    """The helper: compile the manifest's kernels ``I,J,...`` into the cache (counted
+    over its ``kernels``, then its ``parallel``)."""
     ap = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=main.__doc__)
     ap.add_argument("--only", metavar="I,J,...", required=True)
     args = ap.parse_args(argv)
-    entries = load_manifest()
+    entries = load_manifest() + load_manifest(section="parallel")
     compile_entries([entries[int(i)] for i in args.only.split(",")])
     return 0
 
