@@ -238,9 +238,9 @@ def warm_up(wait_s: float = HELPER_WAIT_S) -> WarmUp | None:
         mine, theirs = split([entries[i] for i in now])
         mine, theirs = [now[i] for i in mine], [now[i] for i in theirs]
         helper = _start_helper(theirs + later, held)
-        if helper is None:  # all here, still ahead of the first tick
-            compile_entries(entries)
-            return WarmUp(tuple(entries), (), (), None, 0.0)
+        if helper is None:  # all here, ahead of the first tick (the deferred as met)
+            compile_entries([entries[i] for i in now])
+            return WarmUp(tuple(entries[i] for i in now), (), (), None, 0.0)
         compile_entries([entries[i] for i in mine])
         _wait_for(helper, [entries[i] for i in theirs], wait_s)
     finally:
