@@ -17,6 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
+from console.compiling import compiling_note
 from console.linkview import COLUMNS, SORT_ORDER, LinkFilter
 from console.messages import (
     InjectRequested,
@@ -39,7 +40,7 @@ from console.widgets.faults_panel import FaultsPanel
 from console.widgets.filter_input import FilterInput
 from console.widgets.latency_panel import LatencyPanel
 from console.widgets.links_table import LinksTable
-from console.widgets.status_header import StatusHeader, compiling_note
+from console.widgets.status_header import StatusHeader
 from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume, SetSpeed
 
 if TYPE_CHECKING:

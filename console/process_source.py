@@ -77,6 +77,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
+from console.compiling import Compiling
 from console.fabrics import PlaneOptions, close_fabric, make_fabric
 from fabric_core.commands import Command, CommandResult
 from fabric_core.runtime.engine import Engine, EngineHealth
@@ -101,15 +102,6 @@ FRESH_S = 1.0
 FRESH_WAIT_S = 1.0
 #: Compiles at most this far apart are one stretch of compiling (``Compiling.since``).
 COMPILE_GAP_S = 2.0
-
-
-@dataclass(frozen=True)
-class Compiling:
-    """The kernel an engine's numba compiles now, and since when it has been compiling
-    (``time.monotonic()``: the first of a stretch of compiles, one kernel after another)."""
-
-    kernel: str
-    since: float
 
 
 @dataclass(frozen=True)
@@ -543,8 +535,9 @@ class ProcessSource:
 
     @property
     def compiling(self) -> Compiling | None:
-        """What the child's numba compiles now (the first run after an install), or None."""
-        return self._compiling
+        """What the child's numba compiles now (the first run after an install), or None
+        (also once the child has stopped, whatever it was compiling then)."""
+        return None if self.failure is not None else self._compiling
 
     def latest(self) -> Snapshot | None:
         """The child's latest snapshot (the last one it sent, once it has stopped).

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from console.process_source import Compiling, ProcessSource
+from console.compiling import Compiling
+from console.process_source import ProcessSource
 from fabric_core.commands import Command, CommandResult
 from fabric_core.runtime.engine import Engine
 from fabric_core.runtime.snapshot import Snapshot

@@ -155,8 +155,8 @@ def test_noise_does_not_reorder_links() -> None:
 
 
 def test_the_header_says_what_the_engine_compiles_and_since_when() -> None:
-    from console.process_source import Compiling
-    from console.widgets.status_header import compiling_note, state_label
+    from console.compiling import Compiling, compiling_note
+    from console.widgets.status_header import state_label
 
     compiling = Compiling("solve_tick", since=100.0)
     assert state_label(None, frozen=False, compiling=compiling)[0] == "⧗ compiling"
@@ -173,6 +173,7 @@ def test_an_engine_process_compiling_kernel_after_kernel_is_one_stretch(
     """The child says each kernel as numba starts it and None as it ends: the header's
     seconds count from the first of a stretch, and start again after a pause."""
     import console.process_source as ps
+    from console.compiling import Compiling
 
     clock = [50.0]
     monkeypatch.setattr(ps.time, "monotonic", lambda: clock[0])
@@ -183,8 +184,8 @@ def test_an_engine_process_compiling_kernel_after_kernel_is_one_stretch(
         clock[0] = t
         source._take(("compiling", kernel))
         if kernel is not None:
-            assert source.compiling == ps.Compiling(kernel, since=50.0)
+            assert source.compiling == Compiling(kernel, since=50.0)
     assert source.compiling is None
     clock[0] = 56.0 + ps.COMPILE_GAP_S + 1  # a kernel met much later: a stretch of its own
     source._take(("compiling", "finish_flows"))
-    assert source.compiling == ps.Compiling("finish_flows", since=clock[0])
+    assert source.compiling == Compiling("finish_flows", since=clock[0])

@@ -5,6 +5,7 @@ compiles nothing more."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -24,6 +25,7 @@ from fabric_core.runtime import kernel_manifest, uneventful
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
 from fabric_core.tick.kernels import tick, warmup
+from fabric_core.tick.kernels._jit import compiles_watched
 from fabric_core.tick.kernels.warmup import Entry, split, type_name, type_of
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,7 +72,7 @@ def test_the_manifest_names_the_types_the_default_scenario_calls_its_kernels_wit
 ) -> None:
     """Each entry is a kernel the default scenario's first ticks call, with the very
     argument types: a kernel renamed or an argument changed since the manifest was
-    written fails here (``python -m fabric_core.tick.kernels.warmup --write`` writes it
+    written fails here (``python -m fabric_core.runtime.kernel_manifest --write`` writes it
     anew)."""
     # ticks at once, even if a helper of this process's first run compiles them still
     monkeypatch.setattr(uneventful, "held_back", None)
@@ -81,8 +83,106 @@ def test_the_manifest_names_the_types_the_default_scenario_calls_its_kernels_wit
         kernel = entry.dispatcher()
         assert entry.signature() in kernel.signatures, (
             f"{entry.module}.{entry.name} is not called with {entry.args} any more: "
-            "write the manifest anew (python -m fabric_core.tick.kernels.warmup --write)"
+            "write the manifest anew (python -m fabric_core.runtime.kernel_manifest --write)"
         )
+
+
+def test_the_compiles_reported_are_those_asked_for_not_those_inside_them() -> None:
+    @numba.njit
+    def inner(x: float) -> float:
+        return x * 2
+
+    @numba.njit
+    def outer(x: float) -> float:
+        return inner(x) + 1
+
+    seen: list[str | None] = []
+    with compiles_watched(seen.append):
+        outer(1.0)  # compiles outer, and inner inside it
+        outer(2.0)  # compiled already: nothing
+        outer(1)  # another argument type: compiles again
+    outer(3.5)  # not watched
+    assert seen == ["outer", None, "outer", None]
+
+
+def test_the_lock_is_held_by_one_descriptor_and_missing_where_it_cannot_be(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "cache" / "warmup.lock"
+    fd = warmup._try_lock(path)
+    assert fd >= 0 and path.exists()
+    try:
+        assert warmup._try_lock(path) == warmup.HELD
+        assert not warmup._lock_free(path)
+    finally:
+        os.close(fd)
+    assert warmup._lock_free(path)
+    # a file that cannot be made, a file system without flock: no lock, not someone's
+    (tmp_path / "file").write_text("")
+    assert warmup._try_lock(tmp_path / "file" / "warmup.lock") == warmup.UNAVAILABLE
+
+    def no_flock(fd: int, op: int) -> None:
+        raise OSError(errno.ENOSYS, "flock not implemented")
+
+    monkeypatch.setattr(warmup.fcntl, "flock", no_flock)
+    assert warmup._try_lock(path) == warmup.UNAVAILABLE
+    assert warmup._lock_free(path)
+
+
+@pytest.mark.parametrize("lock", [warmup.UNAVAILABLE, warmup.HELD])
+def test_a_cold_cache_is_warmed_here_unless_another_process_does(
+    lock: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no lock to be had the process warms up as if alone (its share, and all of it
+    when no helper starts); with the lock held elsewhere it compiles nothing and waits."""
+    compiled: list[list[str]] = []
+    monkeypatch.setattr(warmup, "_done", False)
+    monkeypatch.setenv(warmup.HELPER_ENV, "1")
+    monkeypatch.setattr(warmup, "cached", lambda entry: False)
+    monkeypatch.setattr(warmup, "_try_lock", lambda path: lock)
+    monkeypatch.setattr(warmup, "_start_helper", lambda share, fd: None)
+    monkeypatch.setattr(warmup, "compile_entries", lambda es: compiled.append([e.name for e in es]))
+    monkeypatch.setattr(warmup, "_wait_until", lambda stop, share, deadline: None)
+    done = warmup.warm_up()
+    assert done is not None
+    entries = warmup.load_manifest()
+    if lock == warmup.HELD:
+        assert compiled == [] and done.compiled_here == () and done.lock is not None
+    else:
+        deferred = {name for _, name in warmup.DEFERRABLE}
+        assert compiled == [[e.name for e in entries if e.name not in deferred]]
+        assert done.lock is None
+
+
+CACHED_CHECK = textwrap.dedent(
+    """
+    import numpy as np
+    from fabric_core.tick.kernels import traffic, warmup
+
+    entry = next(e for e in warmup.load_manifest() if e.name == "count_finished")
+    answers = [warmup.cached(entry)]
+    traffic.count_finished(np.zeros(3, dtype=np.int32), np.zeros(2, dtype=np.int64))
+    answers.append(warmup.cached(entry))  # another signature: not this one
+    warmup.compile_entries([entry])
+    answers.append(warmup.cached(entry))
+    disp = entry.dispatcher()
+    files = disp._cache._cache_file
+    key = disp._cache._index_key(entry.signature(), disp.targetctx.codegen())
+    import os
+    os.unlink(files._data_path(files._load_index()[key]))
+    answers.append(warmup.cached(entry))  # an index whose data is not (yet) there
+    print(answers)
+    """
+)
+
+
+def test_cached_means_this_signature_with_its_machine_code(tmp_path: Path) -> None:
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", CACHED_CHECK], env=env, cwd=REPO, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split()[-4:] == ["[False,", "False,", "True,", "False]"]
 
 
 def test_the_manifest_names_the_types_of_the_kernels_over_the_cores(
@@ -110,8 +210,10 @@ COLD_RUN = textwrap.dedent(
     from fabric_core.tick.kernels._jit import compiles_watched
 
     fabric = Fabric.from_scenario(load_scenario(RECORD_SCENARIO))
-    fabric.run_ticks(1)  # the first call compiles them all, here and in the helper
-    done = fabric.warm_up
+    first = []  # the first call compiles them all, here and in the helper
+    with compiles_watched(lambda kernel: kernel and first.append(kernel)):
+        fabric.run_ticks(1)
+    done = fabric.kernel_warm_up
     later = []
     serial_meanwhile = parallel_ran = None
     with compiles_watched(lambda kernel: kernel and later.append(kernel)):
@@ -136,6 +238,7 @@ COLD_RUN = textwrap.dedent(
         "followed": done.lock is not None,
         "held": held,
         "helper_exit": code,
+        "compiled_first": first,
         "compiled_later": later,
         "released": uneventful.held_back is None,
         "serial_meanwhile": serial_meanwhile,
@@ -174,8 +277,7 @@ def test_a_first_run_compiles_over_two_processes_and_then_nothing(tmp_path: Path
     over_cores = numba.config.NUMBA_NUM_THREADS > 1  # type: ignore[attr-defined]
     first = _run(f"PARALLEL = {over_cores}\n{COLD_RUN}", env)
     for _ in range(1200):  # until the first holds the warm-up's lock (a bound on a hang)
-        locks = list(tmp_path.rglob("warmup.lock"))
-        if locks and not warmup._lock_free(locks[0]):
+        if _locked(tmp_path):
             break
         assert first.poll() is None, first.communicate()[1][-3000:]
         time.sleep(0.05)
@@ -183,6 +285,10 @@ def test_a_first_run_compiles_over_two_processes_and_then_nothing(tmp_path: Path
     got, followed = _result(first), _result(second)
     names = [e.name for e in warmup.load_manifest()]
     assert sorted(got["here"] + got["helper"]) == sorted(names)
+    # what the first tick compiled or waited for is the manifest's: a kernel added to the
+    # tick and not to the manifest would compile here, under a name not in it
+    kernels = {warmup._kernel_name(e) for e in warmup.load_manifest()}
+    assert set(got["compiled_first"]) <= kernels, set(got["compiled_first"]) - kernels
     assert got["here"] and got["helper"], "one process did all the compiling"
     assert "uneventful_ticks" in got["helper"] and got["held"]
     assert got["helper_exit"] == 0
@@ -191,5 +297,20 @@ def test_a_first_run_compiles_over_two_processes_and_then_nothing(tmp_path: Path
     if over_cores:  # the kernels over the cores came from a helper, the serial ran meanwhile
         assert got["serial_meanwhile"] and got["parallel_ran"]
     assert followed["followed"] and followed["here"] == [] and followed["helper"] == []
+    assert set(followed["compiled_first"]) <= kernels
     assert followed["compiled_later"] == []
     assert followed["released"]
+
+
+def _locked(cache: Path) -> bool:
+    """Whether a process holds the warm-up's lock under ``cache`` (read from the kernel's
+    table of locks, ``/proc/locks``, not by trying it: a try takes it for an instant)."""
+    locks = list(cache.rglob("warmup.lock"))
+    if not locks:
+        return False
+    inode = locks[0].stat().st_ino
+    return any(
+        line.split()[5].endswith(f":{inode}")
+        for line in Path("/proc/locks").read_text().splitlines()
+        if "FLOCK" in line
+    )

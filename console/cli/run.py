@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import sys
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -85,9 +86,7 @@ def run(args: argparse.Namespace) -> int:
         if args.quiet:
             bar.enabled = False
         try:
-            from fabric_core.tick.kernels._jit import compiles_watched  # numba: not for --help
-
-            with compiles_watched(lambda kernel: bar.note(compiling_note(kernel))):
+            with _compiles_noted(bar, args.solver):
                 report = run_for(fabric, args.duration, bar.update)
         except RunEndedError as exc:  # a plane's engine lost: no report
             bar.close()
@@ -115,7 +114,17 @@ def _fmt(x: float | None) -> str:
     return "—" if x is None or not math.isfinite(x) else format_duration(x)
 
 
-def compiling_note(kernel: str | None) -> str | None:
+def _compiles_noted(bar: ProgressBar, solver: str) -> AbstractContextManager[None]:
+    """The progress line's note of what numba compiles (``compile_progress_note``); none on
+    the reference solver, which compiles nothing (and imports no numba)."""
+    if solver != "compiled":
+        return nullcontext()
+    from fabric_core.tick.kernels._jit import compiles_watched  # numba: not for --help
+
+    return compiles_watched(lambda kernel: bar.note(compile_progress_note(kernel)))
+
+
+def compile_progress_note(kernel: str | None) -> str | None:
     """The progress bar's note while numba compiles ``kernel`` (None: it is done)."""
     if kernel is None:
         return None

@@ -23,6 +23,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from console.compiling import compiling_note
 from console.fmt import fmt_bitrate, fmt_bytes, fmt_rate, fmt_seconds, fmt_speed, kpi_text
 from console.linkview import stalled_word
 from console.screens.confirm import ConfirmScreen
@@ -30,7 +31,7 @@ from console.screens.fault_form import FaultFormScreen
 from console.source import FabricSource, compiling_of, submit_together
 from console.viewstate import FabricView
 from console.widgets.faults_panel import faults_to_show
-from console.widgets.status_header import FLOW_CONTROL_NAMES, compiling_note, state_label
+from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
 from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume, SetSpeed
 from fabric_core.runtime.snapshot import FaultView, Snapshot
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 from rich.text import Text
 
+from console.compiling import Compiling, compiling_note
 from console.fmt import fmt_seconds, fmt_speed
-from console.process_source import Compiling
 from console.widgets.text_view import TextView
 from fabric_core.runtime.snapshot import Snapshot
 
@@ -28,13 +26,6 @@ def state_label(
     if snap.running:
         return "▶ running", "bold black on green"
     return "⏸ paused", "bold black on yellow"
-
-
-def compiling_note(compiling: Compiling, now: float | None = None) -> str:
-    """What the engine compiles, for how long so far, and that it happens once."""
-    now = time.monotonic() if now is None else now
-    waited = max(0.0, now - compiling.since)
-    return f"{compiling.kernel} · {waited:.0f} s (the first run after an install: cached after)"
 
 
 class StatusHeader(TextView):

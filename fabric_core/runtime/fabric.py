@@ -260,7 +260,7 @@ class Fabric:
         self._warmed_up = False  # (``_warm_up``)
         #: What this fabric's first ticks compiled over two processes (``kernels.warmup``),
         #: if they did (None: the cache had the kernels, or another fabric compiled them)
-        self.warm_up: WarmUp | None = None
+        self.kernel_warm_up: WarmUp | None = None
         self._tick: ReferenceTick | CompiledTick
         # only adaptive routing reads the load in flight: the others need not track it
         track_load = profile.routing == "adaptive"
@@ -593,7 +593,7 @@ class Fabric:
         if self.solver == "compiled":
             from fabric_core.tick.kernels import warmup  # imports numba: only when used
 
-            self.warm_up = done = warmup.warm_up()
+            self.kernel_warm_up = done = warmup.warm_up()
             if done is not None and done.deferred:
                 uneventful.held_back = done.compiling_deferred
 
@@ -622,10 +622,10 @@ class Fabric:
             not uneventful.ENABLED
             or most < uneventful.MIN_TICKS
             or self.solver != "compiled"
-            or uneventful.waiting_for_kernel()
             or self.ibcc is not None
             or not self.faults.settled()
             or self.flows.n_waiting
+            or uneventful.waiting_for_kernel()
         ):
             return 0
         # the workloads first: on a busy fabric one of them acts every tick, and asking

@@ -52,19 +52,26 @@ KERNEL_SOURCES = (
 KEEP_CACHE_ENV = "FABTOP_KEEP_KERNEL_CACHE"
 
 
-def drop_stale_cache(sources: Iterable[Path], cache: Path) -> bool:
-    """Delete numba's cache files in ``cache`` if ``sources`` changed since they were
-    written (the digest in ``cache/kernels.sha1``), and note the new digest. Returns
-    whether it dropped them. A cache it cannot write to is left as it is (a read-only
-    install, where numba caches under the user's cache directory instead, which this does
-    not look after: a package installed anew there has new files anyway)."""
+def sources_digest(sources: Iterable[Path]) -> str:
+    """A digest of the files the kernels are compiled from (their names and bytes)."""
     digest = hashlib.sha1()
     for path in sources:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def drop_stale_cache(sources: Iterable[Path], cache: Path, digest: str | None = None) -> bool:
+    """Delete numba's cache files in ``cache`` if ``sources`` changed since they were
+    written (the digest in ``cache/kernels.sha1``), and note the new digest. Returns
+    whether it dropped them. A cache it cannot write to is left as it is (a read-only
+    install, where numba caches under the user's cache directory instead, which this does
+    not look after: a package installed anew there has new files anyway). ``digest``:
+    ``sources_digest(sources)``, if worked out already."""
+    digest = sources_digest(sources) if digest is None else digest
     stamp = cache / "kernels.sha1"
     try:
-        if stamp.read_text() == digest.hexdigest():
+        if stamp.read_text() == digest:
             return False
     except OSError:
         pass  # no digest yet: a new cache, or one from before the digest
@@ -72,14 +79,17 @@ def drop_stale_cache(sources: Iterable[Path], cache: Path) -> bool:
         for stale in cache.glob("*.nb[ic]"):
             stale.unlink(missing_ok=True)
         cache.mkdir(exist_ok=True)
-        stamp.write_text(digest.hexdigest())
+        stamp.write_text(digest)
     except OSError:
         return False
     return True
 
 
+#: The kernels' sources as this process imported them (a helper compiling for it checks
+#: that it would compile the same: ``kernels.warmup``)
+SOURCES_DIGEST = sources_digest(KERNEL_SOURCES)
 if os.environ.get(KEEP_CACHE_ENV, "0") == "0":
-    drop_stale_cache(KERNEL_SOURCES, _HERE / "__pycache__")
+    drop_stale_cache(KERNEL_SOURCES, _HERE / "__pycache__", SOURCES_DIGEST)
 
 
 def kernel(fn: _F) -> _F:

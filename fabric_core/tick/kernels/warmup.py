@@ -7,15 +7,16 @@ first tick and some 30 s in its first 200 (docs/PERFORMANCE.md, "Start-up"). Whi
 a run calls, and with what argument types, is known in advance: ``MANIFEST`` lists those
 of the default scenario's first ticks with the seconds each took to compile (written by
 ``python -m fabric_core.runtime.kernel_manifest --write``; ``tests/test_warmup.py`` fails
-when it no longer matches what a run compiles).
+when a kernel of it is called with other types now, or a first tick compiles one it lacks).
 
 So before its first compiled tick a process calls ``warm_up``: when the cache lacks a
 kernel of the manifest, it starts a helper process (``python -m`` this module) with
 about half of the compiling (``split``: by the recorded seconds, the helper's start-up
 counted), compiles the other half itself, and waits for the helper's share but the
 kernels a run can do without for a while (``DEFERRABLE``), which the helper compiles
-last as the run goes on. Each kernel is compiled once, by one of the two, and the run
-then finds every one in the cache (numba looks there before it compiles). Kernels a scenario needs beyond the manifest's compile
+last as the run goes on. Each kernel of the manifest is compiled once, by one of the
+two (a kernel called inside two of them is compiled inside each), and the run then finds
+every one in the cache (numba looks there before it compiles). Kernels a scenario needs beyond the manifest's compile
 as they are met, as without a helper; a helper that fails or cannot start leaves its
 share to be compiled the same way. One process at a time warms a cache up (a lock
 beside it, which its helper keeps until it ends): another that starts meanwhile (the
@@ -32,9 +33,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import os
+import pickle
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -44,7 +49,7 @@ from typing import Any
 from numba.core import event as numba_event
 from numba.core import types
 
-from fabric_core.tick.kernels._jit import WAIT_EVENT
+from fabric_core.tick.kernels._jit import KEEP_CACHE_ENV, SOURCES_DIGEST, WAIT_EVENT
 
 try:  # a lock between processes that warm up one cache (POSIX; elsewhere each alone)
     import fcntl
@@ -65,6 +70,10 @@ HELPER_START_S = 1.0
 HELPER_WAIT_S = 120.0
 #: How often ``warm_up`` looks whether the helper is done.
 POLL_S = 0.05
+#: The parent's ``SOURCES_DIGEST``, handed to its helper
+DIGEST_ENV = "FABTOP_KERNEL_DIGEST"
+#: The directory this ``fabric_core`` is in, where a helper runs
+_ROOT = Path(__file__).resolve().parents[3]
 #: Kernels a run can do without for a while, which the helper compiles last while the
 #: run goes on: the ticks-at-once kernel (``runtime.uneventful``: ticks run one by one
 #: give the same results). The run holds them back until the helper is done
@@ -170,17 +179,26 @@ def compile_entries(entries: Sequence[Entry]) -> None:
 
 
 def cached(entry: Entry) -> bool:
-    """Whether numba's cache has an index for ``entry``'s kernel. Read through numba's
-    private attributes: True where they are not there, so that a numba that keeps its
-    cache otherwise starts no helper."""
+    """Whether numba's cache holds ``entry``'s kernel for its argument types: the key in
+    the kernel's index (numba's own, for this source and machine) and the data file it
+    names (numba writes the index first). Read through numba's private attributes: True
+    where they are not there, so that a numba that keeps its cache otherwise starts no
+    helper."""
     try:
-        index = Path(entry.dispatcher()._cache._cache_file._index_path)
+        disp = entry.dispatcher()
+        cache = disp._cache
+        files = cache._cache_file
+        key = cache._index_key(entry.signature(), disp.targetctx.codegen())
     except AttributeError:
         return True
-    return index.exists()
+    try:
+        name = files._load_index().get(key)
+    except (OSError, EOFError, ValueError, pickle.UnpicklingError):
+        return False
+    return name is not None and os.path.exists(files._data_path(name))
 
 
-@dataclass(frozen=True)
+@dataclass
 class WarmUp:
     """What ``warm_up`` did: the kernels it compiled here, those it left to the helper
     (it waited for all of them but the ``DEFERRABLE`` ones, ``deferred``), and the helper
@@ -192,17 +210,25 @@ class WarmUp:
     helper: subprocess.Popen[bytes] | None
     deadline: float  # time.monotonic() past which the deferred are not waited for
     lock: Path | None = None
+    _asked: tuple[float, bool] = (-math.inf, True)  # the last answer, and when
 
     def compiling_deferred(self) -> bool:
         """Whether a helper may still be compiling the ``deferred`` kernels: a run holds
-        them back meanwhile (``runtime.uneventful.held_back``)."""
-        if not self.deferred or time.monotonic() >= self.deadline:
-            return False
-        if self.helper is not None:
-            return self.helper.poll() is None
-        if self.lock is not None:
-            return not all(cached(e) for e in self.deferred) and not _lock_free(self.lock)
-        return False
+        them back meanwhile (``runtime.uneventful.held_back``). Asked every tick, it looks
+        at most every ``POLL_S`` (a look at a followed lock costs some 13 µs)."""
+        now = time.monotonic()
+        if now - self._asked[0] < POLL_S:
+            return self._asked[1]
+        if not self.deferred or now >= self.deadline:
+            answer = False
+        elif self.helper is not None:
+            answer = self.helper.poll() is None
+        elif self.lock is not None:
+            answer = not all(cached(e) for e in self.deferred) and not _lock_free(self.lock)
+        else:
+            answer = False
+        self._asked = (now, answer)
+        return answer
 
 
 _done = False
@@ -231,20 +257,21 @@ def warm_up(wait_s: float = HELPER_WAIT_S) -> WarmUp | None:
     now = [i for i in range(len(entries)) if i not in later]
     deferred = tuple(entries[i] for i in later)
     lock = _lock_path(entries[0])
-    held = None if lock is None else _try_lock(lock)
-    if lock is not None and held is None:
+    held = UNAVAILABLE if lock is None else _try_lock(lock)
+    if held == HELD:
+        assert lock is not None
         return _follow([entries[i] for i in now], deferred, lock, wait_s)
     try:
         mine, theirs = split([entries[i] for i in now])
         mine, theirs = [now[i] for i in mine], [now[i] for i in theirs]
-        helper = _start_helper(theirs + later, held)
+        helper = _start_helper(theirs + later, held if held >= 0 else None)
         if helper is None:  # all here, ahead of the first tick (the deferred as met)
             compile_entries([entries[i] for i in now])
             return WarmUp(tuple(entries[i] for i in now), (), (), None, 0.0)
         compile_entries([entries[i] for i in mine])
         _wait_for(helper, [entries[i] for i in theirs], wait_s)
     finally:
-        if held is not None:
+        if held >= 0:
             os.close(held)  # the helper's copy of the descriptor keeps the lock till it ends
     return WarmUp(
         compiled_here=tuple(entries[i] for i in mine),
@@ -316,41 +343,76 @@ def _lock_path(entry: Entry) -> Path | None:
     return cache / "warmup.lock" if fcntl is not None else None
 
 
-def _try_lock(path: Path) -> int | None:
-    """A descriptor holding ``path``'s lock, or None if another process holds it (or
-    the file cannot be made: then this process warms up unlocked, as alone)."""
+#: ``_try_lock``'s answers besides a descriptor: another process holds the lock, or
+#: there is no lock to be had here (a file that cannot be made, a file system without
+#: ``flock``): then this process warms up alone, as without the lock
+HELD = -1
+UNAVAILABLE = -2
+#: How long ``_try_lock`` tries before it takes the lock for held: a process that looks
+#: whether the lock is free (``_lock_free``) holds it for microseconds, one that warms up
+#: for seconds
+LOCK_TRIES_S = 0.2
+
+
+def _try_lock(path: Path) -> int:
+    """A descriptor holding ``path``'s lock, or ``HELD`` or ``UNAVAILABLE``."""
     assert fcntl is not None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
+        return UNAVAILABLE
+    until = time.monotonic() + LOCK_TRIES_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= until:
+                os.close(fd)
+                return HELD
+            time.sleep(0.01)
+        except OSError:  # no flock here (ENOLCK, ENOSYS, ...)
+            os.close(fd)
+            return UNAVAILABLE
 
 
 def _lock_free(path: Path) -> bool:
-    """Whether no process holds the warm-up's lock now."""
-    fd = _try_lock(path)
-    if fd is None:
-        return not path.exists()
-    os.close(fd)
+    """Whether no process holds the warm-up's lock now (taking it for an instant)."""
+    assert fcntl is not None
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
     return True
 
 
 def _start_helper(share: Sequence[int], lock: int | None) -> subprocess.Popen[bytes] | None:
     """The helper compiling ``share`` (the manifest's places), handed the lock's
-    descriptor, which it keeps open (so locked) until it ends."""
+    descriptor, which it keeps open (so locked) until it ends.
+
+    It runs from the directory this ``fabric_core`` is in (``python -m`` puts the working
+    directory first on the path: from another checkout it would compile that one's
+    kernels) and compiles only if its sources are this process's (``SOURCES_DIGEST``). A
+    thread waits for it, so that it leaves no zombie. It may outlive this process: it
+    then finishes filling the cache for the next run."""
     if not share:
         return None
     cmd = [sys.executable, "-m", MODULE, "--only", ",".join(str(i) for i in share)]
+    env = {**os.environ, DIGEST_ENV: SOURCES_DIGEST, KEEP_CACHE_ENV: "1"}
     try:
-        return subprocess.Popen(
+        helper = subprocess.Popen(
             cmd,
+            cwd=_ROOT,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -358,6 +420,8 @@ def _start_helper(share: Sequence[int], lock: int | None) -> subprocess.Popen[by
         )
     except OSError:
         return None
+    threading.Thread(target=helper.wait, name="fabtop-warmup-reaper", daemon=True).start()
+    return helper
 
 
 def _wait_for(helper: subprocess.Popen[bytes], share: Sequence[Entry], wait_s: float) -> None:
@@ -397,6 +461,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=main.__doc__)
     ap.add_argument("--only", metavar="I,J,...", required=True)
     args = ap.parse_args(argv)
+    # (an engine process ignores SIGINT, which its children inherit: a helper stops with
+    # the terminal's Ctrl-C like any other process)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if os.environ.get(DIGEST_ENV, SOURCES_DIGEST) != SOURCES_DIGEST:
+        return 3  # the sources changed since the parent imported them: its code is not these
     entries = load_manifest() + load_manifest(section="parallel")
     compile_entries([entries[int(i)] for i in args.only.split(",")])
     return 0
