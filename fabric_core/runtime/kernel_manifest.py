@@ -22,13 +22,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from numba.core import event as numba_event
-from numba.core import types
 from numba.core.registry import CPUDispatcher
 
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
 from fabric_core.tick.kernels import tick
+from fabric_core.tick.kernels._jit import top_compiles
 from fabric_core.tick.kernels.warmup import HELPER_ENV, MANIFEST, type_name
 
 #: The scenario and the ticks recorded: enough for flows to finish and for uneventful
@@ -67,42 +66,28 @@ def record(scenario: str = RECORD_SCENARIO, ticks: int = RECORD_TICKS) -> dict[s
 def _compiled_in(run: Callable[[], None]) -> list[dict[str, Any]]:
     """The kernels ``run()`` compiled at the top, in order: each one's module, name,
     argument types and seconds."""
-    listener = _TopCompiles()
-    numba_event.register("numba:compile", listener)  # type: ignore[no-untyped-call]
-    try:
-        run()
-    finally:
-        numba_event.unregister("numba:compile", listener)  # type: ignore[no-untyped-call]
     kernels = []
-    for disp, sig, seconds in listener.compiled:
-        module, name = _where(disp)
+    began = 0.0
+
+    def started(data: dict[str, Any]) -> None:
+        nonlocal began
+        began = time.perf_counter()
+
+    def ended(data: dict[str, Any]) -> None:
+        seconds = time.perf_counter() - began
+        module, name = _where(data["dispatcher"])
         kernels.append(
             {
                 "module": module,
                 "name": name,
-                "args": [type_name(t) for t in sig],
+                "args": [type_name(t) for t in data["args"]],
                 "seconds": round(seconds, 2),
             }
         )
+
+    with top_compiles(started, ended, kinds=("numba:compile",)):
+        run()
     return kernels
-
-
-class _TopCompiles(numba_event.Listener):
-    """Notes each kernel compiled at the top (not inside another): the kernel, its
-    argument types and the seconds it took."""
-
-    def __init__(self) -> None:
-        self.compiled: list[tuple[CPUDispatcher, tuple[types.Type, ...], float]] = []
-        self._started: list[tuple[CPUDispatcher, tuple[types.Type, ...], float]] = []
-
-    def on_start(self, event: numba_event.Event) -> None:
-        data = event.data
-        self._started.append((data["dispatcher"], tuple(data["args"]), time.perf_counter()))
-
-    def on_end(self, event: numba_event.Event) -> None:
-        disp, args, t0 = self._started.pop()
-        if not self._started:
-            self.compiled.append((disp, args, time.perf_counter() - t0))
 
 
 def _where(disp: CPUDispatcher) -> tuple[str, str]:

@@ -18,7 +18,7 @@ import hashlib
 import os
 import types
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -178,30 +178,48 @@ def share_cores(engines: int) -> int:
 WAIT_EVENT = "fabtop:compile-wait"
 
 
-class _CompileListener(numba_event.Listener):
-    """Reports the kernels numba compiles at the top (those a call from Python asked
-    for; the kernels they call compile inside them) as they start and end, and the
-    waits for another process's compiling (``WAIT_EVENT``)."""
+class _TopCompiles(numba_event.Listener):
+    """Calls ``started(data)`` as a compile at the top begins (one a call from Python asked
+    for, not a kernel compiled inside it) and ``ended(data)`` as it ends; ``data`` is the
+    event's: numba's (``dispatcher``, ``args``) or ``WAIT_EVENT``'s (``kernel``)."""
 
-    def __init__(self, report: Callable[[str | None], None]) -> None:
-        self.report = report
+    def __init__(
+        self, started: Callable[[dict[str, Any]], None], ended: Callable[[dict[str, Any]], None]
+    ) -> None:
+        self.started = started
+        self.ended = ended
         self.depth = 0
 
     def on_start(self, event: numba_event.Event) -> None:
         if self.depth == 0:
-            data = event.data or {}
-            py_func = getattr(data.get("dispatcher"), "py_func", None)
-            self.report(getattr(py_func, "__name__", None) or data.get("kernel") or "a kernel")
+            self.started(event.data or {})
         self.depth += 1
 
     def on_end(self, event: numba_event.Event) -> None:
         self.depth -= 1
         if self.depth == 0:
-            self.report(None)
+            self.ended(event.data or {})
 
 
 @contextmanager
-def compiles_watched(report: Callable[[str | None], None]) -> Iterator[None]:
+def top_compiles(
+    started: Callable[[dict[str, Any]], None],
+    ended: Callable[[dict[str, Any]], None],
+    kinds: tuple[str, ...] = ("numba:compile", WAIT_EVENT),
+) -> Iterator[None]:
+    """Within this block, call ``started`` and ``ended`` (``_TopCompiles``) around each
+    compile at the top, and each wait of ``WAIT_EVENT`` unless ``kinds`` leaves it out."""
+    listener = _TopCompiles(started, ended)
+    for kind in kinds:
+        numba_event.register(kind, listener)  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        for kind in kinds:
+            numba_event.unregister(kind, listener)  # type: ignore[no-untyped-call]
+
+
+def compiles_watched(report: Callable[[str | None], None]) -> AbstractContextManager[None]:
     """Within this block, call ``report(name)`` when numba starts compiling the kernel
     ``name`` (or this process starts waiting for another to compile it: ``WAIT_EVENT``)
     and ``report(None)`` when it is done. A kernel is compiled once per install and then
@@ -209,11 +227,9 @@ def compiles_watched(report: Callable[[str | None], None]) -> Iterator[None]:
     run's wait (docs/PERFORMANCE.md, "Start-up") as it happens; a load from the cache
     reports nothing. ``report`` runs on the compiling thread, inside numba's compile: it
     must be quick and must not compile."""
-    listener = _CompileListener(report)
-    for kind in ("numba:compile", WAIT_EVENT):
-        numba_event.register(kind, listener)  # type: ignore[no-untyped-call]
-    try:
-        yield
-    finally:
-        for kind in ("numba:compile", WAIT_EVENT):
-            numba_event.unregister(kind, listener)  # type: ignore[no-untyped-call]
+
+    def started(data: dict[str, Any]) -> None:
+        py_func = getattr(data.get("dispatcher"), "py_func", None)
+        report(getattr(py_func, "__name__", None) or data.get("kernel") or "a kernel")
+
+    return top_compiles(started, lambda data: report(None))
