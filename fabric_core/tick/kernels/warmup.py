@@ -303,8 +303,7 @@ def parallel_ready() -> bool:
         if not entries or all(cached(e) for e in entries):
             _parallel_ready = True
             return True
-        after = len(load_manifest())  # (the helper counts the two sections as one list)
-        _parallel_helper = helper = _start_helper([after + i for i in range(len(entries))], None)
+        _parallel_helper = helper = _start_helper(range(len(entries)), None, "parallel")
         _parallel_deadline = time.monotonic() + HELPER_WAIT_S
         if helper is None:
             _parallel_ready = True
@@ -395,9 +394,11 @@ def _lock_free(path: Path) -> bool:
     return True
 
 
-def _start_helper(share: Sequence[int], lock: int | None) -> subprocess.Popen[bytes] | None:
-    """The helper compiling ``share`` (the manifest's places), handed the lock's
-    descriptor, which it keeps open (so locked) until it ends.
+def _start_helper(
+    share: Sequence[int], lock: int | None, section: str = "kernels"
+) -> subprocess.Popen[bytes] | None:
+    """The helper compiling ``share`` (places in the manifest's ``section``), handed the
+    lock's descriptor, which it keeps open (so locked) until it ends.
 
     It runs from the directory this ``fabric_core`` is in (``python -m`` puts the working
     directory first on the path: from another checkout it would compile that one's
@@ -406,7 +407,8 @@ def _start_helper(share: Sequence[int], lock: int | None) -> subprocess.Popen[by
     then finishes filling the cache for the next run."""
     if not share:
         return None
-    cmd = [sys.executable, "-m", MODULE, "--only", ",".join(str(i) for i in share)]
+    only = ",".join(str(i) for i in share)
+    cmd = [sys.executable, "-m", MODULE, "--section", section, "--only", only]
     env = {**os.environ, DIGEST_ENV: SOURCES_DIGEST, KEEP_CACHE_ENV: "1"}
     try:
         helper = subprocess.Popen(
@@ -456,9 +458,10 @@ def _kernel_name(entry: Entry) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The helper: compile the manifest's kernels ``I,J,...`` into the cache (counted
-    over its ``kernels``, then its ``parallel``)."""
+    """The helper: compile the kernels ``I,J,...`` of the manifest's ``--section`` into
+    the cache."""
     ap = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=main.__doc__)
+    ap.add_argument("--section", choices=("kernels", "parallel"), default="kernels")
     ap.add_argument("--only", metavar="I,J,...", required=True)
     args = ap.parse_args(argv)
     # (an engine process ignores SIGINT, which its children inherit: a helper stops with
@@ -466,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     if os.environ.get(DIGEST_ENV, SOURCES_DIGEST) != SOURCES_DIGEST:
         return 3  # the sources changed since the parent imported them: its code is not these
-    entries = load_manifest() + load_manifest(section="parallel")
+    entries = load_manifest(section=args.section)
     compile_entries([entries[int(i)] for i in args.only.split(",")])
     return 0
 
