@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fabric_core.tick.kernels import departure
 from fabric_core.tick.kernels.departure import (
     DQ_THRESHOLD_BYTES,
     departure_rates,
     update_departures,
-    update_departures_at,
 )
 
 RATE = 50e9  # B/s: a 400G port
@@ -19,6 +19,24 @@ DT = 1e-6
 
 def _state(n: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.zeros(n), np.zeros(n), np.zeros(n)
+
+
+def update_departures_at(
+    drain: np.ndarray,
+    occupancy: np.ndarray,
+    dt: float,
+    candidates: np.ndarray,
+    open_cycles: np.ndarray,
+    seen: np.ndarray,
+    *state: np.ndarray,
+) -> np.ndarray:
+    """``departure.update_departures_at``, returning the cycles under way after the tick
+    (as ``LinkBook.measure_departures`` keeps them)."""
+    out = np.full(open_cycles.size + candidates.size, -1, dtype=np.intp)
+    n = departure.update_departures_at(
+        drain, occupancy, dt, candidates, open_cycles, seen, *state, out
+    )
+    return out[:n]
 
 
 def test_a_queue_paused_half_the_time_is_seen_to_drain_at_half_its_rate() -> None:

@@ -1,5 +1,7 @@
 """The parallel solve (``solve_tick_parallel``, numba ``prange`` over the cores) against
-the serial one, on random fabrics: the same rates, buffers and completions, bit for bit.
+the serial one, on random fabrics: the same rates, buffers and completions, bit for bit;
+with it, the kernels that follow the solve over the cores (the move, the credits and the
+waits for them: ``move_step_parallel``, ``credit_room_parallel``, ``credit_wait_parallel``).
 
 Every ``prange`` loop of the solve touches disjoint entries, links or buffers per
 iteration, and its one reduction (the first entry credits cut) is a minimum, so the
@@ -51,6 +53,13 @@ def _state(fabric: Fabric) -> dict[str, np.ndarray]:
         "paused": fabric.paused.copy(),
     }
     state.update({name: c.copy() for name, c in fabric.counters.items()})
+    # the move's departure cycles and adaptive routing's load, which the move over the
+    # cores (``kernels.move.move_step_parallel``) writes beside each other
+    book = fabric.link_book
+    state.update({name: getattr(book, name).copy() for name in ("dq_bytes", "dq_s", "dq_avg_Bps")})
+    state["cycles under way"] = np.sort(book.dq_open)
+    if isinstance(fabric._tick, tick.CompiledTick):
+        state["load in flight"] = fabric._tick.link_load_bytes.copy()
     return state
 
 
@@ -93,6 +102,42 @@ def test_a_fat_tree_all_to_all_does_not_depend_on_the_threads(threads: int) -> N
     serial, parallel = _all_to_all(), _all_to_all()
     _lockstep(serial, parallel, 200, threads)
     assert serial.completed_flows > 20  # the index was rebuilt as flows came and went
+
+
+def test_the_kernels_after_a_solve_over_the_cores_run_over_them_too() -> None:
+    """Through ``Fabric``: ticks whose solve runs over the cores move their bytes, count
+    their waits for credit and work out the next credits over the cores; the others
+    serially. (The lockstep tests above hold the two ways to the same results.)"""
+    names = ("move_step", "credit_wait", "credit_room")
+    calls = {f"{name}{way}": 0 for name in names for way in ("", "_parallel")}
+    real = {name: getattr(tick, name) for name in calls}
+
+    def counting(name: str) -> object:
+        def kernel(*args: object) -> object:
+            calls[name] += 1
+            return real[name](*args)  # type: ignore[operator]
+
+        return kernel
+
+    fabric = _all_to_all()
+    try:
+        for name in calls:
+            setattr(tick, name, counting(name))
+        for _ in range(10):
+            fabric.step()
+        assert calls["move_step"] == calls["credit_wait"] == 10
+        assert calls["move_step_parallel"] == calls["credit_wait_parallel"] == 0
+        calls.update(dict.fromkeys(calls, 0))
+        with parallel_solve(MOST_THREADS):
+            for _ in range(10):
+                fabric.step()
+        assert calls["move_step_parallel"] == calls["credit_wait_parallel"] == 10
+        # the credits come before the solve: from the second tick on
+        assert calls["credit_room_parallel"] == 9 and calls["credit_room"] == 1
+        assert calls["move_step"] == calls["credit_wait"] == 0
+    finally:
+        for name, kernel in real.items():
+            setattr(tick, name, kernel)
 
 
 def test_threads_out_of_range_are_refused() -> None:

@@ -117,7 +117,8 @@ class LinkBook:
         """One tick of each buffer's PIE-style departure-rate measurement
         (``kernels.departure``), at the buffers it can change: those with a cycle under
         way and ``holding``, the buffers that hold bytes this tick (repeats allowed)."""
-        self.dq_open = departure_kernels.update_departures_at(
+        cycles = np.empty(self.dq_open.size + holding.size, dtype=np.intp)
+        n = departure_kernels.update_departures_at(
             drain,
             occupancy,
             dt,
@@ -127,7 +128,9 @@ class LinkBook:
             self.dq_bytes,
             self.dq_s,
             self.dq_avg_Bps,
+            cycles,
         )
+        self.dq_open = cycles[:n]
 
     def departures(self) -> Departures:
         """What a buffer's departure rate is worked out from (``departure_rates``)."""

@@ -72,15 +72,16 @@ def update_departures_at(
     cycle_bytes: _F,
     cycle_s: _F,
     avg_Bps: _F,
-) -> _I:
+    out: _I,
+) -> int:
     """``update_departures`` at the buffers it changes, not at every buffer: those with a
     cycle under way (``open_cycles``, every buffer whose ``cycle_s`` is not 0) and those
     whose queue may start one, which hold bytes this tick (``candidates``, repeats and
     out-of-range pads allowed; ``seen`` is all False, and left so). The same arithmetic
     buffer by buffer, so the same results; a tick costs what the traffic touches, not the
-    fabric. Returns the buffers with a cycle under way after the tick."""
+    fabric. Writes the buffers with a cycle under way after the tick into ``out`` (room
+    for ``open_cycles`` and ``candidates``) and returns how many."""
     n_bufs = drain_Bps.size
-    out = np.empty(open_cycles.size + candidates.size, dtype=np.intp)
     n_out = 0
     for b in open_cycles:
         seen[b] = True
@@ -101,7 +102,7 @@ def update_departures_at(
     for b in candidates:
         if b < n_bufs:
             seen[b] = False
-    return out[:n_out]
+    return n_out
 
 
 @inline_kernel

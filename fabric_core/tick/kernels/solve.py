@@ -16,7 +16,12 @@ import numpy as np
 from numba import prange
 from numpy.typing import NDArray
 
-from fabric_core.tick.kernels._jit import inline_kernel, kernel, parallel_kernel
+from fabric_core.tick.kernels._jit import (
+    inline_kernel,
+    kernel,
+    parallel_kernel,
+    specialised_kernel,
+)
 from fabric_core.tick.kernels.blocks import block
 from fabric_core.tick.kernels.sorting import argsort_into
 
@@ -493,6 +498,12 @@ def credit_room(
     free: _F,
 ) -> None:
     """The free space of the buffers ``bufs`` (never below 0), into ``free``; ``endless``
-    for the queues into an endpoint: the NIC sinks at line rate."""
-    for b in bufs:
+    for the queues into an endpoint: the NIC sinks at line rate. (``credit_room_parallel``
+    shares the buffers over the cores.)"""
+    for i in prange(bufs.size):
+        b = bufs[i]
         free[b] = endless if into_endpoint[b] else max(buffer_bytes[b] - occupancy[b], 0.0)
+
+
+#: ``credit_room`` over the cores
+credit_room_parallel = specialised_kernel(credit_room, "credit_room_parallel", parallel=True)

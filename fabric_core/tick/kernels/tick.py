@@ -28,10 +28,12 @@ from fabric_core.tick.kernels.finish import finish_flows
 from fabric_core.tick.kernels.index import entry_index, entry_index_parallel
 from fabric_core.tick.kernels.move import (
     credit_wait,
+    credit_wait_parallel,
     finish_times,
     link_counters,
     move_bytes,
     move_step,
+    move_step_parallel,
 )
 from fabric_core.tick.kernels.route import (
     lanes_and_costs,
@@ -41,7 +43,12 @@ from fabric_core.tick.kernels.route import (
     route_flows_in_pods,
 )
 from fabric_core.tick.kernels.slots import by_workload, start_limits
-from fabric_core.tick.kernels.solve import credit_room, solve_tick_parallel, solve_tick_serial
+from fabric_core.tick.kernels.solve import (
+    credit_room,
+    credit_room_parallel,
+    solve_tick_parallel,
+    solve_tick_serial,
+)
 from fabric_core.tick.kernels.spray import spray_flows
 from fabric_core.tick.kernels.start import start_routed
 from fabric_core.tick.kernels.table_route import table_route_flows
@@ -144,6 +151,9 @@ class CompiledTick:
     solve_choice: FasterOfTwo = field(default_factory=FasterOfTwo, compare=False)
     #: the entries of the last index built (whether the next may share the cores)
     _index_entries: list[int] = field(default_factory=lambda: [0], compare=False)
+    #: whether the last solve ran over the cores: the move and the waits for credit after
+    #: it, and the next tick's credits before it, run the same way (the same results)
+    _over_cores: list[bool] = field(default_factory=lambda: [False], compare=False)
 
     @classmethod
     def of(cls, layout: RankLayout, n_vls: int, track_load: bool) -> CompiledTick:
@@ -451,7 +461,9 @@ class CompiledTick:
         if not self._free:
             self._free.append(np.zeros(buffer_bytes.size))
         csr: IndexCsr = idx.csr
-        credit_room(
+        # over the cores where the solve lately ran so (the same room either way)
+        room = credit_room_parallel if self._over_cores[0] else credit_room
+        room(
             csr.used_bufs, buffer_bytes, occupancy, into_endpoint, ENDLESS_ROOM_BYTES, self._free[0]
         )
         return self._free[0]
@@ -510,7 +522,8 @@ class CompiledTick:
         """Credit-starved links (``kernels.move.credit_wait``)."""
         starved = np.zeros(transmit_wait.size, dtype=np.bool_)
         csr: IndexCsr = idx.csr
-        credit_wait(
+        wait = credit_wait_parallel if self._over_cores[0] else credit_wait
+        wait(
             alpha,
             inflow,
             csr.used_links,
@@ -603,13 +616,15 @@ class CompiledTick:
     ) -> Moved:
         """Move the tick's bytes and count them in ``links``: what ``move``,
         ``LinkBook.measure_departures`` and ``link_counters`` do one after the other (the
-        reference's ``move_and_count``), in one compiled call (``kernels.move.move_step``)."""
+        reference's ``move_and_count``), in one compiled call (``kernels.move.move_step``;
+        over the cores, the same bit for bit, where this tick's solve ran so)."""
         n_links, n_bufs = len(links.link_rate), links.occupancy.size
         link_rate, occupancy, drain, inflow = self._move_sums(n_links, n_bufs)
         csr: IndexCsr = idx.csr
         stale_links, stale_bufs = self._stale
         c = links.counters
-        new_backlog, arrival, got, done, links.dq_open = move_step(
+        move = move_step_parallel if self._over_cores[0] else move_step
+        new_backlog, arrival, got, done, links.dq_open = move(
             sol.padded, idx.prev_pad, idx.nxt_pad, idx.link, idx.drains_pad, idx.buf_pad,
             idx.pos, idx.flow, backlog, flows.backlog.reshape(-1), flows.rate.reshape(-1),
             flows.delivered, flows.size, dt, link_rate, occupancy, drain, inflow, stale_links,
@@ -860,6 +875,7 @@ def solve(
     fixed = _fixed_way(idx.size)
     if fixed is not None:
         rate, _ = run(fixed, layout._solved_stale)
+        layout._over_cores[0] = fixed
     else:
         choice = layout.solve_choice
         best, probe = choice.plan()
@@ -870,6 +886,7 @@ def solve(
         else:
             rate, best_s = run(best == 1, layout._solved_stale)
             choice.ran(best_s, idx.size)
+        layout._over_cores[0] = best == 1
     layout._solved_stale[:] = [csr.used_links, csr.used_bufs]
     # (kept by the layout and written again by the next solve, in place)
     levels = credit_level if max_min else None  # (None: PFC's one factor, ``alpha``)
