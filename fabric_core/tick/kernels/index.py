@@ -35,6 +35,11 @@ _I = NDArray[np.intp]
 #: A constant, not an argument, where it is 1: with the count known only at run time the
 #: serial passes took 5-10 % longer (the captured 10k and default-scenario indexes).
 BLOCKS = 1
+#: Tasks the grouping of the used links and buffers is split into: 1 in ``entry_index``,
+#: where the two run one after the other; 2 in ``entry_index_parallel``, a core each. (As
+#: two iterations of a loop in the serial kernel too, the default scenario's index took
+#: 10 % longer.)
+GROUPING_TASKS = 1
 
 #: The index's arrays in ``entry_index``'s one buffer, in order: those with one value per
 #: entry (``buf_ent`` has one per entry that feeds a buffer), then the groups.
@@ -92,6 +97,123 @@ def _running_sums(counts: NDArray[np.integer[Any]], n: int, out: _I) -> _I:
     return fill
 
 
+#: What the index's two grouping tasks found (``_group_by_link``, ``_group_by_buffer``),
+#: by place in one array: the hop-0 and last-hop entries, the used links, the used
+#: buffers and their (rank, lane) groups
+_FOUND_HEADS, _FOUND_LAST, _FOUND_LINKS, _FOUND_BUFS, _FOUND_GROUPS = range(5)
+_N_FOUND = 5
+
+
+@inline_kernel
+def _group_by_link(
+    prev_pad: _I,
+    nxt_pad: _I,
+    flow: _I,
+    link: _I,
+    link_rank: NDArray[np.int64],
+    link_slot: NDArray[np.int32],
+    heads: _I,
+    last: _I,
+    last_flow: _I,
+    used_links: _I,
+    rank_ptr: _I,
+    link_ptr: _I,
+    ent_link: _I,
+    link_ent: _I,
+    n_ranks: int,
+    found: _I,
+) -> None:
+    """The hop-0 and last-hop entries, and the links with entries: numbered as the
+    entries first name them (``link_slot``, their number by link, -1 before), counted
+    by rank, and their entries grouped (``link_ptr``/``link_ent``) in entry order."""
+    n = link.size
+    n_heads = n_last = n_ul = 0
+    # (32-bit: this pass's scratch, read at random, then takes half the cache)
+    link_count = np.zeros(n + 1, dtype=np.int32)
+    for r in range(n_ranks + 1):
+        rank_ptr[r] = 0
+    for e in range(n):
+        if prev_pad[e] == n:
+            heads[n_heads] = e
+            n_heads += 1
+        if nxt_pad[e] == n:
+            last[n_last] = e
+            last_flow[n_last] = flow[e]
+            n_last += 1
+        li = link[e]
+        k = link_slot[li]
+        if k < 0:
+            k = n_ul
+            link_slot[li] = k
+            used_links[k] = li
+            rank_ptr[link_rank[li] + 1] += 1
+            n_ul += 1
+        ent_link[e] = k
+        link_count[k + 1] += 1
+    for r in range(n_ranks):
+        rank_ptr[r + 1] += rank_ptr[r]
+    fill = _running_sums(link_count, n_ul, link_ptr)
+    for e in range(n):
+        k = ent_link[e]
+        link_ent[fill[k]] = e
+        fill[k] += 1
+    found[_FOUND_HEADS], found[_FOUND_LAST], found[_FOUND_LINKS] = n_heads, n_last, n_ul
+
+
+@inline_kernel
+def _group_by_buffer(
+    link: _I,
+    buf_pad: _I,
+    link_rank: NDArray[np.int64],
+    n_vls: int,
+    n_bufs: int,
+    buf_slot: NDArray[np.int32],
+    used_bufs: _I,
+    buf_group_ptr: _I,
+    buf_ptr: _I,
+    buf_ent: _I,
+    found: _I,
+) -> None:
+    """The buffers that entries feed: numbered as the entries first name them
+    (``buf_slot``, their number by buffer, -1 before), in groups of one (rank, lane)
+    (``buf_group_ptr``), and the entries feeding each (``buf_ptr``/``buf_ent``) in entry
+    order."""
+    n = link.size
+    ent_buf = np.empty(n, dtype=np.int32)
+    buf_count = np.zeros(n + 1, dtype=np.int32)
+    buf_group_ptr[0] = 0
+    n_groups = 0
+    group_key = -1
+    n_ub = 0
+    for e in range(n):
+        b = buf_pad[e]
+        if b < n_bufs:
+            kb = buf_slot[b]
+            if kb < 0:
+                kb = n_ub
+                buf_slot[b] = kb
+                used_bufs[kb] = b
+                n_ub += 1
+                key = link_rank[link[e]] * n_vls + b % n_vls
+                if key != group_key:  # a new (rank, lane): the group before ends here
+                    if group_key >= 0:
+                        n_groups += 1
+                        buf_group_ptr[n_groups] = kb
+                    group_key = key
+            ent_buf[e] = kb
+            buf_count[kb + 1] += 1
+    if n_ub > 0:
+        n_groups += 1
+        buf_group_ptr[n_groups] = n_ub
+    fill = _running_sums(buf_count, n_ub, buf_ptr)
+    for e in range(n):
+        if buf_pad[e] < n_bufs:
+            kb = ent_buf[e]
+            buf_ent[fill[kb]] = e
+            fill[kb] += 1
+    found[_FOUND_BUFS], found[_FOUND_GROUPS] = n_ub, n_groups
+
+
 @kernel
 def entry_index(
     path: NDArray[np.int32],
@@ -133,9 +255,11 @@ def entry_index(
     ``entry_index_parallel`` is this kernel over the cores: it splits the flows in flight
     into ``blocks`` slices (one per thread) for the two passes that find and place the
     entries, each block counting its entries per hop and key and placing them after those
-    of the blocks before it, so the index comes out the same, bit for bit; the passes that
-    number and group the used links and buffers stay serial (split, they cost more than
-    they saved: each block has to number what it names and the numbers be merged).
+    of the blocks before it, so the index comes out the same, bit for bit. Numbering and
+    grouping the used links and the used buffers are not split by entries (each block
+    would number what it names and the numbers be merged, which cost more than it saved)
+    but run as two tasks side by side, each over all the entries in order
+    (``GROUPING_TASKS``).
     """
     max_hops, cap = path.shape
     n_bufs = link_slot.size * n_vls
@@ -259,68 +383,24 @@ def entry_index(
     feedforward = 1
     for t in range(n_blocks):
         feedforward = min(feedforward, climbs[t])
-    n_heads = n_last = 0
     # the used links and buffers, numbered as the entries first name them (so by key:
-    # links by rank, buffers by (rank, lane)), and how many entries each has
-    # (32-bit: this pass's scratch, read at random, then takes half the cache)
-    ent_buf = np.empty(n, dtype=np.int32)
-    link_count = np.zeros(n + 1, dtype=np.int32)
-    buf_count = np.zeros(n + 1, dtype=np.int32)
-    for r in range(n_ranks + 1):
-        rank_ptr[r] = 0
-    buf_group_ptr[0] = 0
-    n_groups = 0
-    group_key = -1
-    n_ul = n_ub = 0
-    for e in range(n):
-        if prev_pad[e] == n:
-            heads[n_heads] = e
-            n_heads += 1
-        if nxt_pad[e] == n:
-            last[n_last] = e
-            last_flow[n_last] = flow[e]
-            n_last += 1
-        li = link[e]
-        k = link_slot[li]
-        if k < 0:
-            k = n_ul
-            link_slot[li] = k
-            used_links[k] = li
-            rank_ptr[link_rank[li] + 1] += 1
-            n_ul += 1
-        ent_link[e] = k
-        link_count[k + 1] += 1
-        b = buf_pad[e]
-        if b < n_bufs:
-            kb = buf_slot[b]
-            if kb < 0:
-                kb = n_ub
-                buf_slot[b] = kb
-                used_bufs[kb] = b
-                n_ub += 1
-                key = link_rank[li] * n_vls + b % n_vls
-                if key != group_key:  # a new (rank, lane): the group before ends here
-                    if group_key >= 0:
-                        n_groups += 1
-                        buf_group_ptr[n_groups] = kb
-                    group_key = key
-            ent_buf[e] = kb
-            buf_count[kb + 1] += 1
-    if n_ub > 0:
-        n_groups += 1
-        buf_group_ptr[n_groups] = n_ub
-    for r in range(n_ranks):
-        rank_ptr[r + 1] += rank_ptr[r]
-    lfill = _running_sums(link_count, n_ul, link_ptr)
-    bfill = _running_sums(buf_count, n_ub, buf_ptr)
-    for e in range(n):
-        k = ent_link[e]
-        link_ent[lfill[k]] = e
-        lfill[k] += 1
-        if buf_pad[e] < n_bufs:
-            kb = ent_buf[e]
-            buf_ent[bfill[kb]] = e
-            bfill[kb] += 1
+    # links by rank, buffers by (rank, lane)), and the entries of each, in entry order:
+    # two tasks that write apart, a core each where the kernel runs over them
+    # (``entry_index_parallel``), one after the other here
+    found = np.zeros(_N_FOUND, dtype=np.intp)
+    for task in prange(GROUPING_TASKS):
+        if task == 0 or GROUPING_TASKS == 1:
+            _group_by_link(
+                prev_pad, nxt_pad, flow, link, link_rank, link_slot, heads, last, last_flow,
+                used_links, rank_ptr, link_ptr, ent_link, link_ent, n_ranks, found,
+            )  # fmt: skip
+        if task == 1 or GROUPING_TASKS == 1:
+            _group_by_buffer(
+                link, buf_pad, link_rank, n_vls, n_bufs, buf_slot, used_bufs, buf_group_ptr,
+                buf_ptr, buf_ent, found,
+            )  # fmt: skip
+    n_heads, n_last, n_ul = found[_FOUND_HEADS], found[_FOUND_LAST], found[_FOUND_LINKS]
+    n_ub, n_groups = found[_FOUND_BUFS], found[_FOUND_GROUPS]
     for i in range(n_ul * n_vls):
         lane_buf[i] = -1
     for kb in range(n_ub):
@@ -357,5 +437,5 @@ def entry_index(
 
 #: ``entry_index`` over the cores (see there): its first two passes in ``blocks`` slices
 entry_index_parallel = specialised_kernel(
-    entry_index, "entry_index_parallel", parallel=True, BLOCKS=0
+    entry_index, "entry_index_parallel", parallel=True, BLOCKS=0, GROUPING_TASKS=2
 )
