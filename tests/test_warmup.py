@@ -5,6 +5,7 @@ compiles nothing more."""
 
 from __future__ import annotations
 
+import copy
 import errno
 import json
 import os
@@ -194,7 +195,13 @@ def test_the_manifest_names_the_types_of_the_kernels_over_the_cores(
     fabric = Fabric.from_scenario(load_scenario(kernel_manifest.RECORD_SCENARIO))
     fabric.run_ticks(kernel_manifest.PARALLEL_TICKS)
     entries = warmup.load_manifest(section="parallel")
-    assert {e.name for e in entries} == {"solve_tick_parallel", "entry_index_parallel"}
+    assert {e.name for e in entries} == {
+        "solve_tick_parallel",
+        "entry_index_parallel",
+        "move_step_parallel",
+        "credit_wait_parallel",
+        "credit_room_parallel",
+    }
     for entry in entries:
         assert entry.signature() in entry.dispatcher().signatures, entry.name
 
@@ -314,3 +321,16 @@ def _locked(cache: Path) -> bool:
         for line in Path("/proc/locks").read_text().splitlines()
         if "FLOCK" in line
     )
+
+
+def test_a_fabric_copied_after_its_warm_up_shares_it() -> None:
+    """A fabric whose first run started a helper can be copied (``bench_core --threads``
+    copies a warmed fabric): the copy shares the process's one warm-up, helper and all."""
+    helper = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        done = warmup.WarmUp((), (), (), helper, deadline=0.0)
+        fabric = Fabric.from_scenario(load_scenario("tiny"))
+        fabric.kernel_warm_up = done
+        assert copy.deepcopy(fabric).kernel_warm_up is done
+    finally:
+        helper.wait()

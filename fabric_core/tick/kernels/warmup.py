@@ -212,6 +212,11 @@ class WarmUp:
     lock: Path | None = None
     _asked: tuple[float, bool] = (-math.inf, True)  # the last answer, and when
 
+    def __deepcopy__(self, memo: dict[int, object]) -> WarmUp:
+        """Itself: a process warms its cache up once, whichever fabric asked, so a copy of
+        that fabric shares it (and its helper process could not be copied)."""
+        return self
+
     def compiling_deferred(self) -> bool:
         """Whether a helper may still be compiling the ``deferred`` kernels: a run holds
         them back meanwhile (``runtime.uneventful.held_back``). Asked every tick, it looks
@@ -290,7 +295,7 @@ _parallel_ready = False
 def parallel_ready() -> bool:
     """Whether the kernels over the cores (the manifest's ``parallel``) may be called: a
     fabric's first index of ``kernels.tick.PARALLEL_FROM_ENTRIES`` entries would compile
-    them where it stands, some 17 s (docs/PERFORMANCE.md, "Start-up"). Asked then, and
+    them where it stands, some 21 s (docs/PERFORMANCE.md, "Start-up"). Asked then, and
     if the cache lacks them, it starts a helper that compiles them, and says False until
     the helper is done: the serial kernels give the same results meanwhile. Quick once
     True (a module flag)."""
