@@ -106,10 +106,11 @@ def test_a_fat_tree_all_to_all_does_not_depend_on_the_threads(threads: int) -> N
 
 def test_the_kernels_after_a_solve_over_the_cores_run_over_them_too() -> None:
     """Through ``Fabric``: ticks whose solve runs over the cores move their bytes, count
-    their waits for credit and work out the next credits over the cores; the others
-    serially. (The lockstep tests above hold the two ways to the same results.)"""
+    their waits for credit, and gather the next backlogs and credits over the cores; the
+    others serially. (The lockstep tests above hold the two ways to the same results.)"""
     names = ("move_step", "credit_wait", "credit_room")
     calls = {f"{name}{way}": 0 for name in names for way in ("", "_parallel")}
+    calls["flow_values_parallel"] = 0  # (the serial way is numpy's)
     real = {name: getattr(tick, name) for name in calls}
 
     def counting(name: str) -> object:
@@ -132,8 +133,10 @@ def test_the_kernels_after_a_solve_over_the_cores_run_over_them_too() -> None:
             for _ in range(10):
                 fabric.step()
         assert calls["move_step_parallel"] == calls["credit_wait_parallel"] == 10
-        # the credits come before the solve: from the second tick on
+        # the backlogs gathered and the credits come before the solve: from the second
+        # tick on
         assert calls["credit_room_parallel"] == 9 and calls["credit_room"] == 1
+        assert calls["flow_values_parallel"] == 9
         assert calls["move_step"] == calls["credit_wait"] == 0
     finally:
         for name, kernel in real.items():

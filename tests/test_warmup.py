@@ -201,6 +201,7 @@ def test_the_manifest_names_the_types_of_the_kernels_over_the_cores(
         "move_step_parallel",
         "credit_wait_parallel",
         "credit_room_parallel",
+        "flow_values_parallel",
     }
     for entry in entries:
         assert entry.signature() in entry.dispatcher().signatures, entry.name

@@ -793,7 +793,7 @@ class Fabric:
             self._finish_tick(status, dt)
             return
         # the flow table's per-hop arrays, flat: one gather per tick instead of a 2-D one
-        backlog = self.flows.backlog.reshape(-1)[idx.pos]
+        backlog = self._tick.flow_values(self.flows.backlog.reshape(-1), idx)
         sol = self._rates(idx, backlog, cap, stormed, any_stormed, now, dt)  # 5. the rates
         self.solution = sol
         moved = self._move(idx, sol, backlog, goodput, dt)  # 6. bytes, buffers, counters

@@ -96,6 +96,11 @@ class ReferenceTick:
         self.link_load_bytes = np.zeros(layout.rank.size)
         self.track_load = track_load
 
+    @staticmethod
+    def flow_values(table: NDArray[np.float64], idx: EntryIndex) -> NDArray[np.float64]:
+        """``table`` (a flow-table array, flat) at ``idx``'s entries."""
+        return table[idx.pos]
+
     def link_cost(
         self,
         topo: Topology,

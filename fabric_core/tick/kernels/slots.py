@@ -97,14 +97,20 @@ def start_limits(
     dt: float,
 ) -> tuple[NDArray[np.float64], bool]:
     """The most each of ``n`` entries may carry when its flow is ready only inside this
-    tick (it sends for the part of the tick it exists), and whether any is."""
-    limit = np.full(n, np.inf)
+    tick (it sends for the part of the tick it exists), and whether any is (if none, the
+    limits are not worked out: an empty array). Flows start at tick boundaries, so hardly
+    a tick has one: filling the limits regardless took 0.1 ms of a 10k fat-tree's tick."""
     late = False
     for e in heads:
-        ready = (now + dt - start_s[flow[e]]) / dt
-        if ready < 1:
+        if (now + dt - start_s[flow[e]]) / dt < 1:
             late = True
-            limit[e] = min(max(ready, 0.0), 1.0) * capacity[link[e]]
+            break
+    limit = np.full(n if late else 0, np.inf)
+    if late:
+        for e in heads:
+            ready = (now + dt - start_s[flow[e]]) / dt
+            if ready < 1:
+                limit[e] = min(max(ready, 0.0), 1.0) * capacity[link[e]]
     return limit, late
 
 

@@ -25,7 +25,7 @@ from fabric_core.tick.histogram import HistogramRows
 from fabric_core.tick.kernels import warmup
 from fabric_core.tick.kernels._jit import MOST_THREADS
 from fabric_core.tick.kernels.finish import finish_flows
-from fabric_core.tick.kernels.index import entry_index, entry_index_parallel
+from fabric_core.tick.kernels.index import entry_index, entry_index_parallel, flow_values_parallel
 from fabric_core.tick.kernels.move import (
     credit_wait,
     credit_wait_parallel,
@@ -172,6 +172,13 @@ class CompiledTick:
     def build_index(self, flows: FlowTable) -> EntryIndex:
         """The active entries (see ``build_index``)."""
         return build_index(flows, self)
+
+    def flow_values(self, table: NDArray[np.float64], idx: EntryIndex) -> NDArray[np.float64]:
+        """``table`` (a flow-table array, flat) at ``idx``'s entries: ``table[idx.pos]``,
+        over the cores where the solve lately ran so."""
+        if self._over_cores[0]:
+            return flow_values_parallel(table, idx.pos)
+        return table[idx.pos]
 
     def buffer_places(self) -> NDArray[np.intp]:
         """Each buffer's place in the reference's order of settling credits where a route

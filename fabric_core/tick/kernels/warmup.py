@@ -295,7 +295,7 @@ _parallel_ready = False
 def parallel_ready() -> bool:
     """Whether the kernels over the cores (the manifest's ``parallel``) may be called: a
     fabric's first index of ``kernels.tick.PARALLEL_FROM_ENTRIES`` entries would compile
-    them where it stands, some 21 s (docs/PERFORMANCE.md, "Start-up"). Asked then, and
+    them where it stands, some 22 s (docs/PERFORMANCE.md, "Start-up"). Asked then, and
     if the cache lacks them, it starts a helper that compiles them, and says False until
     the helper is done: the serial kernels give the same results meanwhile. Quick once
     True (a module flag)."""
