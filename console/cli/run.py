@@ -56,8 +56,9 @@ def register(sub: Any) -> None:
         "--threads",
         type=int,
         metavar="N",
-        help="cores the compiled solve and index share on a large fabric (tens of thousands of "
-        "entries in flight; default: every core; the results do not depend on it)",
+        help="cores a large fabric's compiled tick shares (its solve, index, move and credits; "
+        "tens of thousands of entries in flight; default: every core; the results do not "
+        "depend on it)",
     )
     add_planes_options(p)
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")

@@ -3,7 +3,7 @@
 ``python -m fabric_core.runtime.kernel_manifest --write`` runs the default scenario's first
 ``RECORD_TICKS`` ticks in a new process with an empty kernel cache, notes every kernel it
 compiles at the top (not inside another), in order, with its argument types and the
-seconds it took, then the same for the solve and the index over the cores, and writes
+seconds it took, then the same for the kernels over the cores, and writes
 them to ``fabric_core/tick/kernels/warmup.json``. Run it when
 ``tests/test_warmup.py`` says a kernel of the list is called otherwise now (about 30 s).
 """
@@ -34,7 +34,8 @@ from fabric_core.tick.kernels.warmup import HELPER_ENV, MANIFEST, type_name
 #: ticks to run several at once (``kernels.uneventful``, 10 s of the 30 to compile).
 RECORD_SCENARIO = "default"
 RECORD_TICKS = 200
-#: Ticks then run with the solve and the index over the cores (their kernels' types).
+#: Ticks then run with the solve over the cores, and the kernels that follow it (their
+#: kernels' types).
 PARALLEL_TICKS = 5
 #: This module, as ``python -m`` runs it (``__name__`` is ``__main__`` there).
 MODULE = "fabric_core.runtime.kernel_manifest"
@@ -43,7 +44,7 @@ MODULE = "fabric_core.runtime.kernel_manifest"
 def record(scenario: str = RECORD_SCENARIO, ticks: int = RECORD_TICKS) -> dict[str, Any]:
     """Run ``ticks`` of ``scenario`` and note every kernel it compiled at the top, in
     order, with its argument types and seconds (``kernels``); then some ticks more with
-    the solve and the index over the cores from a few entries on, for theirs
+    the solve (and the kernels that follow it) over the cores from a few entries on, for theirs
     (``parallel``): the manifest. Meant for an empty cache, where every kernel compiles
     (``write_manifest``)."""
     fabric = Fabric.from_scenario(load_scenario(scenario))

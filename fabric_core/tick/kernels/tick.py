@@ -56,7 +56,8 @@ from fabric_core.tick.links import Departures, LinkBook
 from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex, Moved, RankLayout, Solution
 
 #: Entries from which the solve and the index may run their loops on all the cores numba
-#: has (``kernels.solve.solve_tick_parallel``, ``kernels.index.entry_index_parallel``);
+#: has (``kernels.solve.solve_tick_parallel``, ``kernels.index.entry_index_parallel``; the
+#: move, the credits and the backlogs' gather follow the solve: ``_over_cores``);
 #: below it, waking the threads for each loop costs more than sharing the loop saves.
 #: From it on the engine runs whichever solve was faster when last both ran on one tick's
 #: work (``faster_of_two``: a busy second core makes the parallel one several times

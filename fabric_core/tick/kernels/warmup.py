@@ -21,8 +21,8 @@ as they are met, as without a helper; a helper that fails or cannot start leaves
 share to be compiled the same way. One process at a time warms a cache up (a lock
 beside it, which its helper keeps until it ends): another that starts meanwhile (the
 compare view's second engine) waits for the kernels to land in the cache instead of
-compiling them too. The kernels that share the solve and the index over the cores, which
-a fabric first needs when its index reaches ``kernels.tick.PARALLEL_FROM_ENTRIES``
+compiling them too. The kernels that share a tick over the cores (the solve, the index,
+the move, the credits: the manifest's ``parallel`` section), which a fabric first needs when its index reaches ``kernels.tick.PARALLEL_FROM_ENTRIES``
 entries, a helper compiles then, the serial ones running meanwhile (``parallel_ready``).
 Nothing of this can change a result: the machine code is the same whichever process
 compiles it, and the serial and parallel kernels give the same results bit for bit.
