@@ -284,7 +284,7 @@ def move_step(
     ``move_step_parallel`` is this kernel over the cores, the same bit for bit: the
     bytes' passes as ``move_bytes`` splits them, then the links' load and counters
     beside the buffers' departure cycles (they write apart). On the 10k fat-tree the
-    step took 2.1 ms on one core, 1.2 on two (replayed).
+    step took 2.5 ms on one core, 1.5 on two (replayed).
     """
     new_backlog, arrival, got, done = move_bytes(
         rate, prev_pad, nxt_pad, link, drains_pad, buf_pad, pos, flow, backlog,
