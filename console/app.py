@@ -17,7 +17,6 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
-from console.compiling import compiling_note
 from console.linkview import COLUMNS, SORT_ORDER, LinkFilter
 from console.messages import (
     InjectRequested,
@@ -32,7 +31,7 @@ from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
 from console.screens.help import MAIN_NAVIGATION, MAIN_NOTES, HelpScreen, describe
 from console.screens.link_detail import LinkDetailScreen
-from console.source import EngineSource, FabricSource, compiling_of
+from console.source import EngineSource, FabricSource, compiling_note_of, compiling_of
 from console.viewstate import FabricView
 from console.widgets.event_log_view import EventLogView
 from console.widgets.fabric_map import FabricMap
@@ -206,8 +205,7 @@ class FabtopApp(App[None]):
         if self.source.description != self._described:  # e.g. its engine process stopped
             self._described = self.source.description
             changed = True
-        compiling = compiling_of(self.source)
-        note = None if compiling is None else compiling_note(compiling)
+        note = compiling_note_of(self.source)
         if note != self._compile_note:  # the header counts the seconds of a first compile
             self._compile_note = note
             changed = True

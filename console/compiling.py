@@ -5,6 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+#: Why the wait happens once, after the kernel and its time (the console's header and
+#: compare view, ``fabtop run``'s progress line)
+ONCE = "(the first run after an install: cached after)"
+
 
 @dataclass(frozen=True)
 class Compiling:
@@ -19,4 +23,4 @@ def compiling_note(compiling: Compiling, now: float | None = None) -> str:
     """What the engine compiles, for how long so far, and that it happens once."""
     now = time.monotonic() if now is None else now
     waited = max(0.0, now - compiling.since)
-    return f"{compiling.kernel} · {waited:.0f} s (the first run after an install: cached after)"
+    return f"{compiling.kernel} · {waited:.0f} s {ONCE}"

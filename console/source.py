@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from console.compiling import Compiling
+from console.compiling import Compiling, compiling_note
 from console.process_source import ProcessSource
 from fabric_core.commands import Command, CommandResult
 from fabric_core.runtime.engine import Engine
@@ -51,6 +51,13 @@ def compiling_of(source: FabricSource) -> Compiling | None:
     says: an engine process does; an engine in this process holds the console up while
     it compiles, and a remote one does not say."""
     return source.compiling if isinstance(source, ProcessSource) else None
+
+
+def compiling_note_of(source: FabricSource) -> str | None:
+    """``compiling_note`` of what the source's engine compiles now, None if nothing: what
+    a view compares with the note it last drew, to draw again as the seconds count."""
+    compiling = compiling_of(source)
+    return None if compiling is None else compiling_note(compiling)
 
 
 async def submit_together(sources: Sequence[FabricSource], command: Command) -> list[CommandResult]:

@@ -19,6 +19,7 @@ from console.cli._common import (
     planes_from_args,
 )
 from console.cli.progress import ProgressBar
+from console.compiling import ONCE
 from console.fabrics import close_fabric
 from fabric_core.reports.record import Recorder, save_run
 from fabric_core.reports.run import run_for
@@ -129,7 +130,7 @@ def compile_progress_note(kernel: str | None) -> str | None:
     """The progress bar's note while numba compiles ``kernel`` (None: it is done)."""
     if kernel is None:
         return None
-    return f"compiling {kernel} (the first run after an install: cached after)"
+    return f"compiling {kernel} {ONCE}"
 
 
 def print_summary(report: dict[str, Any]) -> None:

@@ -28,7 +28,7 @@ from console.fmt import fmt_bitrate, fmt_bytes, fmt_rate, fmt_seconds, fmt_speed
 from console.linkview import stalled_word
 from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
-from console.source import FabricSource, compiling_of, submit_together
+from console.source import FabricSource, compiling_note_of, compiling_of, submit_together
 from console.viewstate import FabricView
 from console.widgets.faults_panel import faults_to_show
 from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
@@ -392,8 +392,7 @@ class CompareScreen(Screen[None]):
         for k, (view, source) in enumerate(zip(self.views, self.sources, strict=True)):
             # a source that stops says so in its description, with no new snapshot
             said = source.description != self._described[k]
-            compiling = compiling_of(source)
-            note = None if compiling is None else compiling_note(compiling)
+            note = compiling_note_of(source)
             if view.ingest(source.latest()) or said or note != self._compile_notes[k]:
                 self._described[k] = source.description
                 self._compile_notes[k] = note
