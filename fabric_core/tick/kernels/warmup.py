@@ -249,14 +249,11 @@ def warm_up(wait_s: float = HELPER_WAIT_S) -> WarmUp | None:
     the lock held (two engines of the compare view, started together) does not compile
     the same kernels beside it: it waits for them to land in the cache (``_follow``)."""
     global _done
-    if _done or os.environ.get(HELPER_ENV, "1") == "0":
+    if _done or not _helper_allowed():
         return None
     _done = True
-    try:
-        entries = load_manifest()
-    except (OSError, ValueError, KeyError):
-        return None
-    if all(cached(e) for e in entries):
+    entries = _manifest("kernels")
+    if not entries or all(cached(e) for e in entries):
         return None
     later = [i for i, e in enumerate(entries) if (e.module, e.name) in DEFERRABLE]
     now = [i for i in range(len(entries)) if i not in later]
@@ -304,7 +301,7 @@ def parallel_ready() -> bool:
         return True
     helper = _parallel_helper
     if helper is None:
-        entries = _parallel_entries()
+        entries = _manifest("parallel") if _helper_allowed() else []
         if not entries or all(cached(e) for e in entries):
             _parallel_ready = True
             return True
@@ -319,12 +316,16 @@ def parallel_ready() -> bool:
     return True
 
 
-def _parallel_entries() -> list[Entry]:
-    """The manifest's kernels over the cores; none if there is no helper to be had."""
-    if os.environ.get(HELPER_ENV, "1") == "0":
-        return []
+def _helper_allowed() -> bool:
+    """Whether a helper may be started (``HELPER_ENV`` is not 0)."""
+    return os.environ.get(HELPER_ENV, "1") != "0"
+
+
+def _manifest(section: str) -> list[Entry]:
+    """The manifest's kernels of ``section``; none if it cannot be read (the run then
+    compiles each kernel as it meets it)."""
     try:
-        return load_manifest(section="parallel")
+        return load_manifest(section=section)
     except (OSError, ValueError, KeyError):
         return []
 
