@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from fabric_core.net.profiles import NATIVE_400G, NATIVE_800G, ROCE_400G
 from fabric_core.net.topology import leaf_spine
+from fabric_core.runtime import busy
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
 from fabric_core.workloads.traffic import AllToAll, Bulk, Incast, Pairs, Rpc, Scripted
@@ -93,6 +94,7 @@ def run_both(build: Any, ticks: int, batch: int, monkeypatch: pytest.MonkeyPatch
         return ran
 
     monkeypatch.setattr(Fabric, "_run_uneventful", counting)
+    monkeypatch.setattr(busy, "ENABLED", False)  # (busy ticks at once: tests/test_busy.py)
     done = 0
     while done < ticks:
         n = min(batch, ticks - done)

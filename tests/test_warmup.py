@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from numba.core import types
 
-from fabric_core.runtime import kernel_manifest, uneventful
+from fabric_core.runtime import busy, kernel_manifest, uneventful
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
 from fabric_core.tick.kernels import tick, warmup
@@ -79,7 +79,11 @@ def test_the_manifest_names_the_types_the_default_scenario_calls_its_kernels_wit
     monkeypatch.setattr(uneventful, "held_back", None)
     monkeypatch.setenv(warmup.HELPER_ENV, "0")
     fabric = Fabric.from_scenario(load_scenario(kernel_manifest.RECORD_SCENARIO))
+    # as the manifest was recorded: busy ticks one by one, then at once (``record``)
+    monkeypatch.setattr(busy, "ENABLED", False)
     fabric.run_ticks(kernel_manifest.RECORD_TICKS)
+    monkeypatch.setattr(busy, "ENABLED", True)
+    fabric.run_ticks(kernel_manifest.BUSY_TICKS)
     for entry in warmup.load_manifest():
         kernel = entry.dispatcher()
         assert entry.signature() in kernel.signatures, (

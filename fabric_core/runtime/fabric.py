@@ -37,7 +37,7 @@ from fabric_core.net.profiles import Profile, check_pfc, check_routing
 from fabric_core.net.route_rules import FLOW_KEY_STRIDE
 from fabric_core.net.routing import spray_ways
 from fabric_core.net.topology import Topology
-from fabric_core.runtime import uneventful
+from fabric_core.runtime import busy, uneventful
 from fabric_core.runtime.allocator import keep_freed_memory
 from fabric_core.runtime.events import EventLog
 from fabric_core.runtime.scenario import Scenario, ScenarioError
@@ -608,6 +608,8 @@ class Fabric:
         while left > 0:
             ran = self._run_uneventful(left)
             if ran == 0:
+                ran = self._run_busy(left)
+            if ran == 0:
                 self.step()
                 ran = 1
             left -= ran
@@ -641,13 +643,168 @@ class Fabric:
             return self._pass_idle_ticks(most, horizon)
         assert isinstance(layout, _tick_kernels.CompiledTick)
         if (
-            idx.size >= _tick_kernels.PARALLEL_FROM_ENTRIES
+            idx.size >= _tick_kernels.parallel_from_entries()
             or not layout._sums
             or not layout._solved
             or (self.roce is None and not layout._free)
         ):
             return 0
         return self._run_at_once(layout, idx, most, horizon, goodput, cap, stormed)
+
+    def _run_busy(self, most: int) -> int:
+        """Run up to ``most`` busy ticks at once (``runtime.busy``): ticks in which only
+        the workloads the kernel runs start and finish flows; how many ran (0 when the
+        next needs Python: the caller steps it)."""
+        most = min(most, uneventful.MOST_TICKS)
+        layout = self._tick
+        if (
+            not busy.ENABLED
+            or most < busy.MIN_TICKS
+            or self.solver != "compiled"
+            or self.roce is not None
+            or self.ibcc is not None
+            or self.profile.routing == "spray"
+            or self.static_routes
+            or not self.faults.settled()
+            or self.flows.n_waiting
+            or uneventful.waiting_for_kernel()
+        ):
+            return 0
+        cw = busy.compiled_workloads(self.workloads)
+        if cw is None:
+            return 0
+        # the others first: the kernel runs until one of them could act
+        now, dt = self.sim_time_s, self.dt_s
+        horizon = float(self.schedule[0][0]) if self.schedule else np.inf
+        for i, wl in enumerate(self.workloads):
+            if i not in cw.places:
+                horizon = min(horizon, wl.quiet_until(now, dt))
+                if horizon <= now + 0.5 * dt:
+                    return 0
+        assert isinstance(layout, _tick_kernels.CompiledTick)
+        if not layout.starts_at_once(self.topo):
+            return 0
+        status, goodput, cap, stormed, any_stormed = self._link_conditions()
+        if self.faults.seen_status is not status or any_stormed:
+            return 0
+        # the last index, as it is: the kernel rebuilds it after the tick's starts if the
+        # flows changed since (rebuilt here, it would be built twice in a tick)
+        idx = self._index
+        if (
+            idx is None
+            or idx.size == 0
+            or idx.size >= _tick_kernels.parallel_from_entries()
+            or not idx.feedforward
+            or not layout._sums
+            or not layout._solved
+            or not layout._free
+        ):
+            return 0
+        return self._run_busy_kernel(layout, idx, cw, most, horizon, goodput, cap, stormed)
+
+    def _run_busy_kernel(
+        self,
+        layout: _tick_kernels.CompiledTick,
+        idx: EntryIndex,
+        cw: busy.CompiledWorkloads,
+        most: int,
+        horizon: float,
+        goodput: NDArray[np.float64],
+        cap: NDArray[np.float64],
+        stormed: NDArray[np.bool_],
+    ) -> int:
+        """The busy ticks to ``horizon`` in one compiled call, and what ``step`` would
+        have left written back; the last tick, when flows of another workload ended in
+        it, is finished here as ``step`` finishes it."""
+        dt = self.dt_s
+        groups = uneventful.kernel_groups(
+            most=most,
+            horizon_s=horizon,
+            clock=(self.sim_time_s, self.tick, self._epoch_tick, self._epoch_s, dt),
+            totals=(self.delivered_bytes, self.dropped_bytes),
+            idx=idx,
+            layout=layout,
+            flows=self.flows,
+            links=self.link_book,
+            cap=cap,
+            goodput=goodput,
+            stormed=stormed,
+            ber=self.faults.ber,
+            to_endpoint=self.to_endpoint,
+            endpoint_queues=self._endpoint_queues,
+            bandwidth_Bps=self.topo.links.bandwidth_Bps,
+            roce=None,
+            profile=self.profile,
+            n_vls=self.n_vls,
+            rng=self.rng,
+        )
+        args = busy.kernel_arguments(
+            self,
+            layout,
+            groups,
+            cw,
+            (idx.last, idx.last_flow, idx.version),
+            _tick_kernels.parallel_from_entries(),
+        )
+        run = busy.run_kernel(args)
+        if run.failed:
+            raise RuntimeError("busy ticks: a batch of flows could not be started or filed")
+        if run.started == 0:
+            return 0
+        # what the ticks' Python would have kept (``_run_at_once`` says)
+        uneventful.extend(self.faults.delivered_history, run.t_start, run.d_start)
+        ends = np.append(run.t_start[1:], run.end_s)[: run.whole]
+        uneventful.extend(
+            self._window, ends, np.append(run.d_start[1:], run.delivered)[: run.whole]
+        )
+        self.delivered_bytes = run.delivered
+        self.dropped_bytes = run.dropped
+        self.injected_bytes = run.injected
+        self.completed_flows = run.completed
+        self.hop_updates = run.hop_updates
+        self.tick += run.whole
+        self.sim_time_s = run.end_s
+        fl = self.flows
+        fl.busy_done(run.n_flows, run.live_end, run.version)
+        if run.batches:  # (``Admission.fabric_admit``: a batch let in whole, so room)
+            self.faults.admission.capped = False
+        if run.built_buf.size:
+            idx = _tick_kernels.index_from_buffer(
+                run.built_buf, run.built_bounds, run.index_version
+            )
+            self._index = idx
+            layout._index_entries[0] = idx.size
+        lb = self.link_book
+        link_rate, occ_pad, drain_pad, _ = layout._sums
+        lb.link_rate = link_rate
+        lb.occupancy = occ_pad[: lb.occupancy.size]
+        lb.buffer_drain = drain_pad[: lb.buffer_drain.size]
+        lb.dq_open = run.tick[17]
+        lb.paused = run.tick[18]
+        solve_links, solve_bufs, move_links, move_bufs = run.stale
+        layout._solved_stale[:] = [solve_links, solve_bufs]
+        layout._stale[:] = [move_links, move_bufs]
+        level, _, first_share, alpha, credit_level = layout._solved
+        self.solution = Solution(
+            padded=run.tick[8],
+            level=level,
+            alpha=alpha,
+            share=first_share,
+            credit_level=credit_level,
+        )
+        if cw.bulk is not None:
+            cw.bulk.busy_done(*run.bulk)
+        if cw.rpc is not None:
+            cw.rpc.busy_done(*run.rpc)
+            arrivals = cw.rpc.busy_state()
+            assert arrivals is not None
+            arrivals[0].resume(*run.arrivals)
+        if run.whole == run.started:
+            return run.started
+        # the last tick needs Python: what step does after the flow control
+        self._complete(idx, self.solution, cap, run.tick[10], run.end_s, dt)
+        self._finish_tick(self.faults.seen_status, dt)
+        return run.started
 
     def _quiet_until(self, busy_from: float) -> float:
         """The earliest time a workload or a scheduled command could act; as soon as one

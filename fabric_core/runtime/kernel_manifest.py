@@ -24,6 +24,7 @@ from typing import Any
 
 from numba.core.registry import CPUDispatcher
 
+from fabric_core.runtime import busy
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
 from fabric_core.tick.kernels import tick
@@ -34,6 +35,8 @@ from fabric_core.tick.kernels.warmup import HELPER_ENV, MANIFEST, type_name
 #: ticks to run several at once (``kernels.uneventful``, 10 s of the 30 to compile).
 RECORD_SCENARIO = "default"
 RECORD_TICKS = 200
+#: Ticks then run with busy ticks at once (``runtime.busy``), for its kernel's types.
+BUSY_TICKS = 100
 #: Ticks then run with the solve over the cores, and the kernels that follow it (their
 #: kernels' types).
 PARALLEL_TICKS = 5
@@ -42,13 +45,23 @@ MODULE = "fabric_core.runtime.kernel_manifest"
 
 
 def record(scenario: str = RECORD_SCENARIO, ticks: int = RECORD_TICKS) -> dict[str, Any]:
-    """Run ``ticks`` of ``scenario`` and note every kernel it compiled at the top, in
-    order, with its argument types and seconds (``kernels``); then some ticks more with
+    """Run ``ticks`` of ``scenario`` (busy ticks one by one), then ``BUSY_TICKS`` more
+    (busy ticks at once), and note every kernel it compiled at the top, in order, with
+    its argument types and seconds (``kernels``); then some ticks more with
     the solve (and the kernels that follow it) over the cores from a few entries on, for theirs
     (``parallel``): the manifest. Meant for an empty cache, where every kernel compiles
     (``write_manifest``)."""
     fabric = Fabric.from_scenario(load_scenario(scenario))
-    kernels = _compiled_in(lambda: fabric.run_ticks(ticks))
+    # ticks one by one and uneventful ones at once first, then the busy ones at once: the
+    # second calls the kernels of the first (``kernels.busy``), which are listed apart so
+    # that a fabric the busy kernel does not serve finds them in the cache too
+    saved_busy = busy.ENABLED
+    busy.ENABLED = False
+    try:
+        kernels = _compiled_in(lambda: fabric.run_ticks(ticks))
+    finally:
+        busy.ENABLED = saved_busy
+    kernels += _compiled_in(lambda: fabric.run_ticks(BUSY_TICKS))
     saved = tick.PARALLEL_FROM_ENTRIES, tick.ONLY_WAY
     tick.PARALLEL_FROM_ENTRIES, tick.ONLY_WAY = 1, 1
     try:

@@ -276,6 +276,12 @@ class FlowTable:
         self.retired(slots.size, whole.size, end)
         return whole, finish, rounding
 
+    def busy_done(self, n_flows: int, live_end: int, version: int) -> None:
+        """Take back the counts a compiled run of ticks kept while it started and retired
+        flows as ``added`` and ``retired`` count them (``kernels.busy``): the flows in
+        flight, one past the last and the version."""
+        self._n_flows, self.live_end, self.version = n_flows, live_end, version
+
     def retired(self, sub_flows: int, flows: int, live_end: int) -> None:
         """Count out ``sub_flows`` rows just freed, ``flows`` flows now whole among them
         (``finish_at``, or ``kernels.finish.finish_flows``, which frees them), and the

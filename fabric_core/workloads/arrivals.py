@@ -69,6 +69,29 @@ class PoissonArrivals:
             return self._last_s
         return float(self._t[self._i])
 
+    def drawn(
+        self,
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], int, float]:
+        """The block drawn (times, places, uniform numbers), the first arrival not taken
+        and the last drawn: what a kernel takes arrivals from and draws the next block
+        after, as ``take`` does (``kernels.busy``)."""
+        return self._t, self._at, self._u, self._i, self._last_s
+
+    def resume(
+        self,
+        t: NDArray[np.float64],
+        at: NDArray[np.int64],
+        u: NDArray[np.float64],
+        first: int,
+        last_s: float,
+    ) -> None:
+        """Carry on from where a kernel left the process (``drawn``'s parts)."""
+        if not (t.size == at.size == u.size and 0 <= first < t.size):
+            raise ValueError("not a block of arrivals with one not taken yet")
+        if t is not self._t:
+            self._t, self._t_list, self._at, self._u = t, t.tolist(), at, u
+        self._i, self._last_s = first, last_s
+
     def take(
         self, end_s: float, rng: np.random.Generator
     ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]:

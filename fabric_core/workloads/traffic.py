@@ -115,6 +115,15 @@ class Bulk(Workload):
         # every sender is topped up until a completion (or ``start``) says otherwise
         return now_s if self.running and self._owed else float("inf")
 
+    def busy_state(self) -> tuple[bool, int]:
+        """(owed a top-up, next tag): what ``kernels.busy.busy_ticks`` carries on from."""
+        return self._owed, self._seq
+
+    def busy_done(self, owed: bool, seq: int, delivered_bytes: float) -> None:
+        """Take back what ``busy_ticks`` left: the kernel generated and completed this
+        workload's flows as ``generate`` and ``on_complete`` do."""
+        self._owed, self._seq, self.delivered_bytes = owed, seq, delivered_bytes
+
     def on_complete(self, done: Completions, now_s: float) -> None:
         traffic_kernels.count_finished(self.in_flight, done.src)
         self._owed = True
@@ -308,6 +317,19 @@ class Rpc(Workload):
         # tick (the default scenario's probes' p99: 8.5 µs at a 0.5 µs tick, 6.2 µs at 8 µs;
         # docs/MODEL.md, Limits, "Arrivals at tick boundaries")
         return _requests(src, dst, self.size_bytes, tag, now_s)
+
+    def busy_state(self) -> tuple[PoissonArrivals, int] | None:
+        """(its arrivals, next tag) for ``kernels.busy.busy_ticks``; None before the first
+        arrivals are drawn (the first tick draws them, in Python)."""
+        if self._arrivals is None:
+            return None
+        return self._arrivals, self._seq
+
+    def busy_done(self, seq: int, sent: int) -> None:
+        """Take back what ``busy_ticks`` left: the next tag and the count of messages sent
+        (it generated and completed them as ``generate`` and ``on_complete`` do; the
+        arrivals it took and drew are the process's own, ``PoissonArrivals.resume``)."""
+        self._seq, self.sent = seq, sent
 
     def quiet_until(self, now_s: float, dt_s: float) -> float:
         if not self.running or self.senders.size == 0:

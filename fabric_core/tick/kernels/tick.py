@@ -738,6 +738,12 @@ class IndexCsr(NamedTuple):
     lane_buf: NDArray[np.intp]
 
 
+def parallel_from_entries() -> int:
+    """``PARALLEL_FROM_ENTRIES`` as it is now (a ``LazyModule`` keeps the value it read
+    first, and tests and the manifest's recording set it lower for a while)."""
+    return PARALLEL_FROM_ENTRIES
+
+
 def _fixed_way(entries: int) -> bool | None:
     """Whether the solve and the index run over the cores when there is nothing to choose
     for ``entries`` (below ``PARALLEL_FROM_ENTRIES``, a way fixed by ``ONLY_WAY``, or one
@@ -781,6 +787,12 @@ def _index_buffer(
 def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
     """The flow table's active entries, in the reference's order, with the kernels' groups."""
     buf, bounds = _index_buffer(flows, layout)
+    return index_from_buffer(buf, bounds, flows.version)
+
+
+def index_from_buffer(buf: NDArray[np.intp], bounds: NDArray[np.intp], version: int) -> EntryIndex:
+    """The index in ``entry_index``'s buffer (``bounds``: where each part is), made of the
+    flow table at ``version``."""
     # each part of the one buffer the kernel returns: a view of it, taken positionally
     # (by name through a dict, with a frozen dataclass for the groups, this wrapper took
     # 10.0 µs a rebuild instead of 7.4 on the default scenario), into names in the order of
@@ -792,7 +804,7 @@ def build_index(flows: FlowTable, layout: CompiledTick) -> EntryIndex:
         link_ptr, used_bufs, buf_group_ptr, buf_ptr, lane_buf, feedforward,
     ) = [buf[lo:hi] for lo, hi in zip(at, at, strict=True)]  # fmt: skip
     return EntryIndex(
-        version=flows.version, hop=hop, flow=flow, pos=pos, link=link, queue=queue,
+        version=version, hop=hop, flow=flow, pos=pos, link=link, queue=queue,
         prev_pad=prev_pad, nxt_pad=nxt_pad, buf_pad=buf_pad, drains_pad=drains_pad,
         heads=heads, first=first, feedforward=bool(feedforward[0]), rank_groups=[],
         buffer_groups=[], hop_groups=[], last=last, last_flow=last_flow,

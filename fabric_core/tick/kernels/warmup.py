@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from numba.core import event as numba_event
 from numba.core import types
@@ -75,10 +75,15 @@ DIGEST_ENV = "FABTOP_KERNEL_DIGEST"
 #: The directory this ``fabric_core`` is in, where a helper runs
 _ROOT = Path(__file__).resolve().parents[3]
 #: Kernels a run can do without for a while, which the helper compiles last while the
-#: run goes on: the ticks-at-once kernel (``runtime.uneventful``: ticks run one by one
-#: give the same results). The run holds them back until the helper is done
-#: (``runtime.uneventful.held_back``) instead of compiling them a second time.
-DEFERRABLE = frozenset({("fabric_core.tick.kernels.uneventful", "uneventful_ticks")})
+#: run goes on: the ticks-at-once kernels (``runtime.uneventful``, ``runtime.busy``:
+#: ticks run one by one give the same results). The run holds them back until the helper
+#: is done (``runtime.uneventful.held_back``) instead of compiling them a second time.
+DEFERRABLE = frozenset(
+    {
+        ("fabric_core.tick.kernels.uneventful", "uneventful_ticks"),
+        ("fabric_core.tick.kernels.busy", "busy_ticks"),
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,9 @@ def type_name(t: types.Type) -> str:
         return "numpy.random.Generator"
     if isinstance(t, types.Omitted) and isinstance(t.value, int | float | bool):
         return f"omitted({json.dumps(t.value)})"
+    if isinstance(t, types.BaseTuple):  # (a group of arguments: ``kernels.busy``)
+        members: tuple[types.Type, ...] = tuple(t.types) if hasattr(t, "types") else ()
+        return "tuple(" + "; ".join(type_name(e) for e in members) + ")"
     raise ValueError(f"no name for the argument type {t}")
 
 
@@ -126,6 +134,10 @@ def type_of(name: str) -> types.Type:
     """
     if name == "numpy.random.Generator":
         return types.NumPyRandomGeneratorType("NumPyRandomGeneratorType")
+    if name.startswith("tuple(") and name.endswith(")"):
+        # numba's type of a tuple of these: one type for all (``UniTuple``) or one each
+        parts = [type_of(e) for e in _tuple_parts(name[6:-1])]
+        return cast(types.Type, types.BaseTuple.from_types(parts))  # type: ignore[no-untyped-call]
     if name.startswith("omitted(") and name.endswith(")"):
         value = json.loads(name[len("omitted(") : -1])
         return types.Omitted(value)  # type: ignore[no-untyped-call]
@@ -140,6 +152,22 @@ def type_of(name: str) -> types.Type:
     if readonly:
         raise ValueError(f"not an argument type of the manifest: {name!r}")
     return _scalar(base)
+
+
+def _tuple_parts(inner: str) -> list[str]:
+    """The names ``type_name`` joined with "; " into a tuple's, split again where no
+    inner tuple's parentheses are open."""
+    if not inner:
+        return []
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(inner):
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == ";" and depth == 0:
+            parts.append(inner[start:i].strip())
+            start = i + 1
+    parts.append(inner[start:].strip())
+    return parts
 
 
 def _scalar(name: str) -> types.Type:

@@ -1,0 +1,330 @@
+"""Busy ticks at once: a fabric's ticks in which only compiled workloads act, in one call.
+
+``runtime.uneventful`` runs ticks in which nothing starts or ends. On a busy fabric that
+is none: on the default scenario the RPC probes start messages every tick and the
+background's flows end and are replaced about every other tick. ``kernels.busy.busy_ticks``
+runs those ticks too, workloads and all, as long as the workloads that act are ones it
+knows (``workloads.traffic.Bulk`` and ``Rpc``, one of each at most) and the others are
+quiet (``Workload.quiet_until``). This module decides when a call may run, hands the
+kernel its arguments from the fabric's parts (``runtime.uneventful``'s groups, and the
+starts', the finishes' and the workloads') and writes back what ``Fabric.step`` would
+have left. The ticks' results are the same bit for bit (``tests/test_busy.py`` holds a
+fabric run this way to one run tick by tick).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.net import endpoint_costs
+from fabric_core.net.routing import MAX_HOPS
+from fabric_core.tick.histogram import BOUNDS_S
+from fabric_core.tick.lazy import LazyModule
+from fabric_core.workloads.base import Workload
+from fabric_core.workloads.traffic import Bulk, Rpc
+
+if TYPE_CHECKING:
+    from fabric_core.tick.kernels import busy as busy_kernels
+    from fabric_core.tick.kernels.tick import CompiledTick
+else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
+    busy_kernels = LazyModule("fabric_core.tick.kernels.busy")
+
+#: a fabric whose busy ticks run one by one (tests and benchmarks compare the two)
+ENABLED = True
+#: the fewest ticks worth a call (building its arguments costs about a quiet tick)
+MIN_TICKS = 3
+#: the histograms the workloads file their latencies in (``on_complete``)
+BULK_HISTOGRAM = "fct_seconds"
+RPC_HISTOGRAM = "message_seconds"
+
+
+@dataclass(frozen=True)
+class CompiledWorkloads:
+    """The workloads the kernel runs: their places among the fabric's (-1: none)."""
+
+    bulk_at: int
+    bulk: Bulk | None
+    rpc_at: int
+    rpc: Rpc | None
+
+    @property
+    def places(self) -> frozenset[int]:
+        """Their places among the fabric's workloads."""
+        return frozenset(i for i in (self.bulk_at, self.rpc_at) if i >= 0)
+
+
+def compiled_workloads(workloads: list[Workload]) -> CompiledWorkloads | None:
+    """The background bulk and the RPC workload among ``workloads`` that the kernel can
+    run (at most one of each, exactly those classes, in a state the kernel takes up: the
+    RPC's first arrivals drawn, each one's latency histogram made by a first completion);
+    None if there is neither."""
+    bulk_at = rpc_at = -1
+    for i, wl in enumerate(workloads):
+        if type(wl) is Bulk:
+            if bulk_at >= 0:
+                return None
+            if wl.pool.size < 2 or BULK_HISTOGRAM not in wl.histograms:
+                continue
+            bulk_at = i
+        elif type(wl) is Rpc:
+            if rpc_at >= 0:
+                return None
+            if wl.busy_state() is None or RPC_HISTOGRAM not in wl.histograms:
+                continue
+            rpc_at = i
+    if bulk_at < 0 and rpc_at < 0:
+        return None
+    bulk = workloads[bulk_at] if bulk_at >= 0 else None
+    rpc = workloads[rpc_at] if rpc_at >= 0 else None
+    assert bulk is None or isinstance(bulk, Bulk)
+    assert rpc is None or isinstance(rpc, Rpc)
+    return CompiledWorkloads(bulk_at, bulk, rpc_at, rpc)
+
+
+def _int32(n: int) -> NDArray[np.int32]:
+    return np.zeros(n, dtype=np.int32)
+
+
+def bulk_arguments(
+    wl: Bulk | None, lane: int, cls: int
+) -> tuple[tuple[Any, ...], bool, bool, int, float]:
+    """The bulk workload's fixed arguments and state (running, owed, next tag, delivered
+    bytes); of the same types, unused, when there is none."""
+    if wl is None:
+        h = BULK_PLACEHOLDER
+        return (
+            (_int32(0), _int32(2), np.zeros(0, np.int64), 0, 0, 0.0, 0.0, 0, 0, *h),
+            False,
+            False,
+            0,
+            0.0,
+        )
+    hist = wl.histograms[BULK_HISTOGRAM]
+    owed, seq = wl.busy_state()
+    fixed = (
+        wl.senders, wl.pool, wl.in_flight, int(wl.outstanding), int(wl.hotspots),
+        float(wl.hotspot_fraction), float(wl.size_bytes), lane, cls, hist.counts,
+        hist._stats, hist._ring,
+    )  # fmt: skip
+    return fixed, wl.running, owed, seq, wl.delivered_bytes
+
+
+def rpc_arguments(
+    wl: Rpc | None, lane: int, cls: int
+) -> tuple[tuple[Any, ...], bool, int, int, float, int, tuple[Any, ...]]:
+    """The RPC workload's fixed arguments, its state (running, next tag, sent), and its
+    arrivals: the rate and places, then the block drawn, the next arrival and the last
+    drawn (``PoissonArrivals.drawn``); of the same types, unused, when there is none."""
+    state = None if wl is None else wl.busy_state()
+    if wl is None or state is None:
+        h = BULK_PLACEHOLDER
+        fixed = (_int32(0), _int32(2), 0.0, 0, 0, *h)
+        block = (np.zeros(1), np.zeros(1, np.int64), np.zeros(1), 0, 0.0)
+        return fixed, False, 0, 0, 0.0, 1, block
+    arrivals, seq = state
+    hist = wl.histograms[RPC_HISTOGRAM]
+    fixed = (
+        wl.senders,
+        wl.pool,
+        float(wl.size_bytes),
+        lane,
+        cls,
+        hist.counts,
+        hist._stats,
+        hist._ring,
+    )
+    return (
+        fixed, wl.running, seq, wl.sent, float(arrivals.rate_per_s), int(arrivals.places),
+        arrivals.drawn(),
+    )  # fmt: skip
+
+
+def _placeholder() -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+    from fabric_core.tick.histogram import Histogram
+
+    h = Histogram()
+    return h.counts, h._stats, h._ring
+
+
+BULK_PLACEHOLDER = _placeholder()
+
+
+def start_arguments(
+    fabric: Any, layout: CompiledTick
+) -> tuple[float, tuple[Any, ...], tuple[Any, ...]]:
+    """``kernels.start.start_routed``'s fixed arguments, either side of the buffers'
+    occupancy and drain (which the kernel takes as they are tick by tick): the host costs
+    of a message, then the two groups, as ``CompiledTick.start_routed`` hands them."""
+    from fabric_core.tick.kernels import tick as tick_kernels
+
+    topo, p, fl, lb = fabric.topo, fabric.profile, fabric.flows, fabric.link_book
+    fixed_s, pcie = layout._endpoint_figures(p)
+    start_a = (
+        layout.n_vls, topo.links.bandwidth_Bps, lb.known_down,
+        *tick_kernels._routing_tables(topo), p.routing != "ecmp", layout.link_load_bytes,
+        topo.has_every_candidate, tick_kernels._down_links(lb.known_down, lb.known_down_ids),
+        topo.links.src, topo.links.dst, topo.nodes.tier, topo.links.prop_delay_s,
+    )  # fmt: skip
+    _, cycle_s, avg_Bps = lb.departures()
+    start_b = (
+        cycle_s, avg_Bps, fabric.pfc_paused_queues(), p.flow_control == "credit",
+        p.cut_through, p.switch_latency_s, fixed_s, pcie, float(p.mtu_bytes),
+        float(p.header_bytes), fl.path, fl.vl, fl.backlog, fl.rate, fl.parent, fl.pending,
+        fl.latest_finish_s, fl.active, fl.hops, fl.cls, fl.workload, fl.size, fl.delivered,
+        fl.start_s, fl.extra_latency_s, fl.fixed_latency_s, fl.wait_s, fl.parent_size,
+        fl.tag, fl.src, fl.dst,
+    )  # fmt: skip
+    return endpoint_costs.host_costs_s(p), start_a, start_b
+
+
+def finish_arguments(fabric: Any) -> tuple[tuple[Any, ...], tuple[Any, ...], NDArray[np.float64]]:
+    """``kernels.finish.finish_flows``' fixed arguments (the flow table's), the latency
+    histograms per class (the flows' classes, then the rows' arrays) and their bounds."""
+    fl = fabric.flows
+    finish_fixed = (
+        fl.path, fl.backlog, fl.rate, fl.active, fl.size, fl.delivered, fl.start_s,
+        fl.wait_s, fl.parent_size, fl.fixed_latency_s, fl.extra_latency_s, fl.parent,
+        fl.pending, fl.latest_finish_s, fl.held, fabric.topo.links.bandwidth_Bps,
+    )  # fmt: skip
+    counts, stats, rings, bounds = fabric._class_rows.arrays()
+    return finish_fixed, (fl.cls, counts, stats, rings), bounds
+
+
+@dataclass(frozen=True)
+class BusyRun:
+    """What one call of ``busy_ticks`` did (see it for each field)."""
+
+    started: int
+    stop: int
+    t_start: NDArray[np.float64]
+    d_start: NDArray[np.float64]
+    end_s: float
+    delivered: float
+    dropped: float
+    injected: float
+    completed: int
+    hop_updates: int
+    n_flows: int
+    live_end: int
+    version: int
+    built_buf: NDArray[np.intp]
+    built_bounds: NDArray[np.intp]
+    index_version: int
+    tick: tuple[Any, ...]  # the last tick's ``uneventful_ticks`` result
+    bulk: tuple[bool, int, float]
+    rpc: tuple[int, int]
+    arrivals: tuple[Any, ...]  # the RPC's block, next arrival and last drawn
+    #: the links and buffers the last tick run used: the solve's and the move's to clear
+    stale: tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]
+    batches: int  # of flows started, each admitted whole by the fabric-wide cap
+
+    @property
+    def failed(self) -> bool:
+        """A batch could not be routed or filed (``STOP_ERROR``)."""
+        return self.stop == busy_kernels.STOP_ERROR
+
+    @property
+    def whole(self) -> int:
+        """The ticks run whole: the last of a ``STOP_REPORT`` waits for Python."""
+        return self.started - 1 if self.stop == busy_kernels.STOP_REPORT else self.started
+
+
+def run_kernel(args: list[Any]) -> BusyRun:
+    """Call ``busy_ticks`` with its list of arguments."""
+    r = busy_kernels.busy_ticks(*args)
+    return BusyRun(
+        started=int(r[0]),
+        stop=int(r[1]),
+        t_start=r[2],
+        d_start=r[3],
+        end_s=float(r[4]),
+        delivered=float(r[5]),
+        dropped=float(r[6]),
+        injected=float(r[7]),
+        completed=int(r[8]),
+        hop_updates=int(r[9]),
+        n_flows=int(r[10]),
+        live_end=int(r[11]),
+        version=int(r[12]),
+        built_buf=r[13],
+        built_bounds=r[14],
+        index_version=int(r[15]),
+        tick=r[16],
+        bulk=(bool(r[17][0]), int(r[17][1]), float(r[17][2])),
+        rpc=(int(r[18][0]), int(r[18][1])),
+        arrivals=(r[19], r[20], r[21], int(r[18][2]), float(r[18][3])),
+        stale=r[24],
+        batches=int(r[25]),
+    )
+
+
+__all__ = [
+    "BULK_HISTOGRAM",
+    "ENABLED",
+    "MAX_HOPS",
+    "MIN_TICKS",
+    "RPC_HISTOGRAM",
+    "BusyRun",
+    "CompiledWorkloads",
+    "bulk_arguments",
+    "compiled_workloads",
+    "finish_arguments",
+    "rpc_arguments",
+    "run_kernel",
+    "start_arguments",
+]
+
+_ = BOUNDS_S  # (the workloads' histograms' bounds: the class rows' own)
+
+
+def kernel_arguments(
+    fabric: Any,
+    layout: CompiledTick,
+    groups: Any,
+    cw: CompiledWorkloads,
+    last: tuple[NDArray[np.intp], NDArray[np.intp], int],
+    most_entries: int,
+) -> list[Any]:
+    """``busy_ticks``' arguments: ``groups`` (``runtime.uneventful.kernel_groups`` of the
+    fabric now), the index's last hops and version (``last``), and the rest from the
+    fabric's parts."""
+    fl = fabric.flows
+    head = groups.head
+    # the buffers' order where routes break up*/down*: always, so that an index rebuilt in
+    # the kernel finds it (the solve reads it only there)
+    index = (*groups.entries[:23], layout.buffer_places(), groups.entries[24])
+    rebuild = (
+        fl.path, fl.vl, fl.active, layout.link_rank, layout.n_ranks, layout.n_vls,
+        layout.link_slot, layout.buf_slot,
+    )  # fmt: skip
+    host_s, start_a, start_b = start_arguments(fabric, layout)
+    finish_fixed, class_hist, bounds_s = finish_arguments(fabric)
+    classes, class_vl = fabric.classes, fabric.class_vl
+
+    def lane_cls(wl: Workload | None) -> tuple[int, int]:
+        if wl is None:
+            return 0, 0
+        cls = classes.index(wl.traffic_class)
+        return int(class_vl[cls]), cls
+
+    b_fixed, b_running, b_owed, b_seq, b_delivered = bulk_arguments(cw.bulk, *lane_cls(cw.bulk))
+    b_rng = fabric._workload_rngs[max(cw.bulk_at, 0)]
+    r_fixed, r_running, r_seq, r_sent, r_rate, r_places, r_block = rpc_arguments(
+        cw.rpc, *lane_cls(cw.rpc)
+    )
+    r_rng = fabric._workload_rngs[max(cw.rpc_at, 0)]
+    last_hops, last_flow, index_version = last
+    return [
+        *head[:1], head[1], *head[2:], index, groups.flow_table, groups.link_book,
+        groups.solved, groups.rest, groups.rng, groups.profile, last_hops, last_flow, fl.version, index_version,
+        rebuild, fl.n_parents, fl.live_end, fabric.faults.admission.limits.fabric_flows,
+        fabric.injected_bytes, fabric.completed_flows, fabric.hop_updates, most_entries,
+        MAX_HOPS, fl.held, fl.workload, fl.tag, fl.src, fl.parent_size, host_s,
+        np.zeros(0), start_a, start_b, finish_fixed, class_hist, bounds_s, cw.bulk_at,
+        b_fixed, b_rng, b_running, b_owed, b_seq, b_delivered, cw.rpc_at, r_fixed, r_rng,
+        r_running, r_seq, r_sent, r_rate, r_places, *r_block,
+    ]  # fmt: skip

@@ -1,0 +1,446 @@
+# ruff: noqa: RUF005  (tuples joined with ``+``: see ``busy_ticks``)
+"""Busy ticks in one call: the ticks in which flows start and finish, run with no Python
+between them when only compiled workloads act in them.
+
+``kernels.uneventful`` runs a tick's steps 4-7 tick after tick while nothing starts or
+ends. On a busy fabric something does every tick: the default scenario's RPC probes
+arrive some 2.6 a tick and its background flows end and are replaced about every other
+tick, so each tick went through Python, where the workloads meet the fabric (their draws,
+each batch of flows started, the completions handed back): about half of such a tick.
+Here those steps run in the kernel too, for the workloads it knows (``workloads.traffic``'s
+``Bulk`` and ``Rpc``, at most one of each): per tick,
+
+1. the workloads' new flows, in the fabric's order of workloads, as their ``generate``
+   makes them (the same draws from the same generator, the same peers and tags), each
+   batch started as ``Fabric.start_flows`` starts it (``kernels.start.start_routed``);
+2. the entry index, rebuilt when the flows changed (``kernels.index.entry_index``);
+3. steps 4-7, by ``kernels.uneventful.uneventful_ticks`` for one tick;
+4. the flows that ended retired and reported, as ``Fabric._complete`` does
+   (``kernels.finish.finish_flows``), their latencies filed in the workloads'
+   histograms and the background's senders topped up at the next tick;
+5. the tick's end.
+
+The results are those of ``Fabric.step`` bit for bit (``tests/test_busy.py``): the same
+kernels on the same arrays in the same order, and numpy's sums where Python summed with
+numpy (``kernels.pairwise``). It stops before a tick that needs Python (a draw the
+workload makes in Python, the flow table or the fabric-wide cap full, a large index) and
+after a tick in which a flow of another workload ends (Python reports it).
+``fabric_core.runtime.busy`` decides when to call it and writes back what it returns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fabric_core.tick.kernels._jit import inline_kernel, kernel
+from fabric_core.tick.kernels.finish import finish_flows as _finish_flows
+from fabric_core.tick.kernels.histogram import SUM, observe_values
+from fabric_core.tick.kernels.index import entry_index
+from fabric_core.tick.kernels.pairwise import numpy_sum
+from fabric_core.tick.kernels.slots import lowest_free
+from fabric_core.tick.kernels.start import start_routed as _start_routed
+from fabric_core.tick.kernels.traffic import (
+    count_finished,
+    count_started,
+    hotspot_peers,
+    random_peers,
+    top_up,
+    uniform_peers,
+)
+from fabric_core.tick.kernels.uneventful import uneventful_ticks as _uneventful_ticks
+from fabric_core.workloads.arrivals import BLOCK as ARRIVALS_BLOCK
+
+_F = NDArray[np.float64]
+_I = NDArray[np.intp]
+_I64 = NDArray[np.int64]
+
+#: The kernels called with argument groups spread out (``*group``), whose lengths mypy
+#: cannot count
+uneventful_ticks: Any = _uneventful_ticks
+start_routed: Any = _start_routed
+finish_flows: Any = _finish_flows
+
+#: ``busy_ticks``' reasons to stop, as it returns them
+STOP_HORIZON = 0  # the ticks asked for are run, or the next could be another's to act
+STOP_BEFORE = 1  # the next tick needs Python (it has not started: Python runs it)
+STOP_REPORT = 2  # the last tick finished flows of another workload: Python reports them
+# (the tick has run through its flow control, as ``uneventful.STOP_DONE`` leaves it)
+STOP_ERROR = 3  # a batch could not be routed or filed: Python runs the tick and says why
+
+
+@inline_kernel
+def _observe_many(counts: _I64, stats: _F, ring: _F, values: _F, bounds_s: _F) -> None:
+    """``Histogram.observe_many``: numpy's sum of several values, then each filed."""
+    if values.size == 0:
+        return
+    if values.size > 1:
+        stats[SUM] += numpy_sum(values)
+    observe_values(counts, stats, ring, values, bounds_s)
+
+
+@inline_kernel
+def _arrivals_before(t: _F, start: int, end_s: float) -> int:
+    """``bisect_left(t, end_s, start)``: the first arrival from ``start`` on at ``end_s``
+    or later (``t.size`` if none)."""
+    k = start
+    while k < t.size and t[k] < end_s:
+        k += 1
+    return k
+
+
+@kernel
+def busy_ticks(
+    most: int,
+    horizon_s: float,
+    now: float,
+    tick: int,
+    epoch_tick: int,
+    epoch_s: float,
+    dt: float,
+    delivered: float,
+    dropped: float,
+    # ``uneventful_ticks``' argument groups, as ``runtime.uneventful.kernel_groups`` makes
+    # them: the index, the flow table, the link book, the solve's kept results, the rest
+    # either side of the fabric's generator (numba types a tuple that holds a generator
+    # in Python, element by element: 0.6 ms a call)
+    index: Any,
+    flow_table: Any,
+    link_book: Any,
+    solved: Any,
+    rest: Any,
+    rng: np.random.Generator,
+    profile: Any,
+    # the index's last-hop entries and their flows (``finish_flows``), its size and version
+    last: _I,
+    last_flow: _I,
+    version: int,
+    index_version: int,
+    # what the index is rebuilt from (``entry_index``): the flow table's paths, lanes and
+    # activity, the links' ranks and the scratch
+    rebuild: Any,
+    # the flows: in flight, one past the last, the fabric-wide cap, the bytes injected,
+    # the flows completed and the hop-updates so far
+    n_flows: int,
+    live_end: int,
+    most_flows: int,
+    injected: float,
+    completed: int,
+    hop_updates: int,
+    most_entries: int,
+    max_hops: int,
+    held: NDArray[np.bool_],
+    workload_of: NDArray[np.int16],
+    tag_of: _I64,
+    src_of: _I64,
+    parent_size: _F,
+    # ``start_routed``'s fixed arguments, either side of the buffers' occupancy and drain
+    host_s: float,
+    no_extra: _F,
+    start_a: Any,
+    start_b: Any,
+    # ``finish_flows``' fixed arguments, and the latency histograms per class
+    finish_fixed: Any,
+    class_hist: Any,
+    bounds_s: _F,
+    # the background bulk workload (its place among the workloads, -1 if none), its
+    # fixed arguments and its state (running, owed a top-up, next tag, bytes delivered)
+    bulk_at: int,
+    bulk: Any,
+    bulk_rng: np.random.Generator,
+    bulk_running: bool,
+    bulk_owed: bool,
+    bulk_seq: int,
+    bulk_delivered: float,
+    # the RPC workload likewise: its fixed arguments, its generator, its state (running,
+    # next tag, sent) and its arrivals (``workloads.arrivals.PoissonArrivals``: the rate
+    # and places, the block drawn (times, places, uniform numbers), the next arrival in
+    # it and the last drawn)
+    rpc_at: int,
+    rpc: Any,
+    rpc_rng: np.random.Generator,
+    rpc_running: bool,
+    rpc_seq: int,
+    rpc_sent: int,
+    rpc_rate: float,
+    rpc_places: int,
+    r_t: _F,
+    r_at: _I64,
+    r_u: _F,
+    rpc_next: int,
+    rpc_last_s: float,
+) -> Any:
+    """Run at most ``most`` ticks from ``now`` (tick ``tick``), stopping before a tick
+    whose start is within half a tick of ``horizon_s`` (when a workload not compiled
+    here, a command or a fault could act) and where the module docstring says.
+
+    Returns the ticks started, why it stopped, the start time of each tick and the bytes
+    delivered by then, the time after the last whole tick, the totals (delivered,
+    dropped, injected, completed, hop-updates), the flow table's count, end and version,
+    the last index built here (its buffer and bounds, empty if none was) and its
+    version, the last tick's ``uneventful_ticks`` result, the workloads' states, the
+    RPC's block of arrivals, the heads and finish times of a batch that could not be
+    filed (``STOP_ERROR``), and the links and buffers the last tick run used (the next
+    tick's to clear: the index may have been rebuilt after it), and the batches of
+    flows started.
+    """
+    # (what changes from tick to tick, or is read here, of the groups)
+    occ_pad, drain_pad, lb_occ, lb_drain = link_book[1], link_book[2], link_book[4], link_book[5]
+    dq_open, link_paused = link_book[8], link_book[29]
+    level, alpha, credit_level = solved[0], solved[3], solved[4]
+    s_stale_l, s_stale_b, m_stale_l, m_stale_b = solved[5], solved[6], solved[7], solved[8]
+    cap = rest[0]
+    path, vl, active_all, link_rank, n_ranks, n_vls, link_slot, buf_slot = rebuild
+    (
+        b_senders, b_pool, b_in_flight, b_outstanding, b_hotspots, b_fraction, b_size,
+        b_lane, b_cls, b_counts, b_stats, b_ring,
+    ) = bulk  # fmt: skip
+    b_rng = bulk_rng
+    r_senders, r_pool, r_size, r_lane, r_cls, r_counts, r_stats, r_ring = rpc
+    rpc_on = rpc_at >= 0 and rpc_running and r_senders.size > 0 and rpc_rate > 0
+    t_start = np.empty(most)
+    d_start = np.empty(most)
+    built_buf = np.zeros(0, dtype=np.intp)
+    built_bounds = np.zeros(0, dtype=np.intp)
+    n_entries = index[0].size
+    stop = STOP_HORIZON
+    started = 0
+    batches = 0  # started: each admitted whole by the fabric-wide cap, which then has room
+    one = uneventful_ticks(
+        0,
+        horizon_s,
+        now,
+        tick,
+        epoch_tick,
+        epoch_s,
+        dt,
+        delivered,
+        dropped,
+        *index,
+        *flow_table,
+        *link_book,
+        *solved,
+        *rest,
+        rng,
+        *profile,
+    )  # fmt: skip  (the result's types: no tick run)
+    report_heads = np.zeros(0, dtype=np.intp)
+    report_finish = np.zeros(0)
+    while started < most and now + 0.5 * dt < horizon_s:
+        # -- what the tick will start, known before anything is drawn: else Python runs it
+        n_bulk = 0
+        if bulk_at >= 0 and bulk_running and bulk_owed:
+            for i in range(b_senders.size):
+                n_bulk += max(b_outstanding - b_in_flight[b_senders[i]], 0)
+        n_rpc = 0
+        if rpc_on:
+            n_rpc = _arrivals_before(r_t, rpc_next, now + dt) - rpc_next
+            if rpc_next + n_rpc >= r_t.size:
+                n_rpc += ARRIVALS_BLOCK  # (at most: the next block is drawn in the tick)
+        n_new = n_bulk + n_rpc
+        if n_entries == 0 and n_new == 0:
+            stop = STOP_BEFORE  # nothing in flight: Python passes the idle ticks
+            break
+        if n_new > 0 and (
+            n_flows + n_new > most_flows
+            or n_entries + n_new * max_hops >= most_entries
+            or lowest_free(active_all, held, n_new).size < n_new
+        ):
+            stop = STOP_BEFORE  # the cap, a large index or a full table: Python
+            break
+        t_start[started] = now
+        d_start[started] = delivered
+        started += 1
+        # -- 2. the workloads' new flows, in the fabric's order of workloads
+        for w in range(2):
+            at = bulk_at if (w == 0) == (bulk_at < rpc_at or rpc_at < 0) else rpc_at
+            if at < 0:
+                continue
+            if at == bulk_at:
+                if not (bulk_running and bulk_owed):
+                    continue
+                src = top_up(b_senders, b_in_flight, b_outstanding)
+                bulk_owed = False
+                if src.size == 0:
+                    continue
+                n = src.size
+                dst = random_peers(src, b_pool, b_rng.integers(0, b_pool.size - 1, size=n))
+                if b_hotspots > 0 and b_fraction > 0:
+                    u = b_rng.random(n)
+                    hot_pick = b_rng.integers(0, b_hotspots, size=n)
+                    hotspot_peers(src, dst, b_pool, u, hot_pick, b_fraction)
+                count_started(b_in_flight, src)
+                tag = np.arange(bulk_seq, bulk_seq + n)
+                bulk_seq += n
+                size_bytes, lane, cls = b_size, b_lane, b_cls
+            else:
+                if not rpc_on:
+                    continue
+                # ``PoissonArrivals.take``: the arrivals before the tick's end, the next
+                # block drawn whenever one runs out (so that the next is always known)
+                sender = np.zeros(0, dtype=np.int64)
+                u = np.zeros(0)
+                while True:
+                    if rpc_next >= r_t.size:
+                        gaps = rpc_rng.exponential(1.0 / rpc_rate, ARRIVALS_BLOCK)
+                        r_t = np.empty(ARRIVALS_BLOCK)
+                        total = 0.0
+                        for i in range(ARRIVALS_BLOCK):
+                            total += gaps[i]
+                            r_t[i] = rpc_last_s + total
+                        r_at = rpc_rng.integers(0, rpc_places, ARRIVALS_BLOCK)
+                        r_u = rpc_rng.random(ARRIVALS_BLOCK)
+                        rpc_next = 0
+                        rpc_last_s = r_t[ARRIVALS_BLOCK - 1]
+                    end = _arrivals_before(r_t, rpc_next, now + dt)
+                    if end > rpc_next:
+                        sender = np.concatenate((sender, r_at[rpc_next:end]))
+                        u = np.concatenate((u, r_u[rpc_next:end]))
+                        rpc_next = end
+                    if rpc_next < r_t.size:
+                        break
+                if sender.size == 0:
+                    continue
+                rows = uniform_peers(r_senders, sender, u, r_pool)
+                src = rows[0].copy()
+                dst = rows[1].copy()
+                n = src.size
+                tag = np.arange(rpc_seq, rpc_seq + n)
+                rpc_seq += n
+                rpc_sent += n
+                size_bytes, lane, cls = r_size, r_lane, r_cls
+            size = np.empty(n)
+            size.fill(size_bytes)
+            ready = np.empty(n)
+            ready.fill(now)
+            flow_bytes = numpy_sum(size)
+            slots = lowest_free(active_all, held, n)
+            top = start_routed(
+                src, dst, size, ready, no_extra, host_s, tag, lane, cls, at, slots, lb_occ,
+                *start_a, lb_drain, *start_b,
+            )  # fmt: skip
+            if top >= n_vls:
+                stop = STOP_ERROR
+                break
+            version += 1
+            n_flows += n
+            live_end = max(live_end, slots[n - 1] + 1)
+            injected += flow_bytes
+            batches += 1
+        if stop == STOP_ERROR:
+            break
+        # -- 4. the index, rebuilt when the flows changed
+        if index_version != version:
+            built_buf, built_bounds = entry_index(
+                path, vl, active_all[:live_end], link_rank, n_ranks, n_vls, link_slot, buf_slot
+            )
+            at_ = built_bounds
+            b = built_buf
+            index = (
+                b[at_[0] : at_[1]], b[at_[2] : at_[3]], b[at_[4] : at_[5]],
+                b[at_[6] : at_[7]], b[at_[8] : at_[9]], b[at_[10] : at_[11]],
+                b[at_[12] : at_[13]], b[at_[14] : at_[15]], b[at_[16] : at_[17]],
+                b[at_[18] : at_[19]], b[at_[26] : at_[27]], b[at_[32] : at_[33]],
+                b[at_[34] : at_[35]].copy(), b[at_[36] : at_[37]], b[at_[38] : at_[39]],
+                b[at_[20] : at_[21]], b[at_[22] : at_[23]], b[at_[40] : at_[41]].copy(),
+                b[at_[42] : at_[43]], b[at_[44] : at_[45]], b[at_[24] : at_[25]],
+                b[at_[46] : at_[47]], b[at_[48]] != 0, index[23], index[24],
+            )  # fmt: skip
+            last = b[at_[28] : at_[29]]
+            last_flow = b[at_[30] : at_[31]]
+            index_version = version
+            n_entries = index[0].size
+            if n_entries == 0:
+                # (the index handed in was older than the last flows' end, and nothing
+                # started: an idle tick, which Python passes; it has changed nothing)
+                started -= 1
+                stop = STOP_BEFORE
+                break
+            if not index[22]:
+                stop = STOP_ERROR  # (a generated topology's routes climb the ranks)
+                break
+        # -- 5-7. the rates, the bytes, the flow control: one tick of ``uneventful_ticks``
+        # (tuples joined with ``+``: numba's reading of a loop cannot take ``(*a, b)``
+        # into a name it had already)
+        flow_table = flow_table[:6] + (active_all[:live_end],) + flow_table[7:10] + (live_end,)
+        link_book = (
+            link_book[:4]
+            + (lb_occ, lb_drain)
+            + link_book[6:8]
+            + (dq_open,)
+            + link_book[9:29]
+            + (link_paused,)
+        )
+        solved = solved[:5] + (s_stale_l, s_stale_b, m_stale_l, m_stale_b)
+        one = uneventful_ticks(
+            1, np.inf, now, tick, epoch_tick, epoch_s, dt, delivered, dropped, *index,
+            *flow_table, *link_book, *solved, *rest, rng, *profile,
+        )  # fmt: skip
+        delivered, dropped = one[5], one[6]
+        lb_occ = occ_pad[: occ_pad.size - 1]
+        lb_drain = drain_pad[: drain_pad.size - 1]
+        dq_open = one[17]
+        link_paused = one[18]
+        s_stale_l = m_stale_l = index[12]
+        s_stale_b = m_stale_b = index[17]
+        hop_updates += n_entries
+        # -- 8. the flows whose bytes have all arrived
+        done = one[10]
+        if done.size > 0:
+            for i in range(done.size):
+                w = workload_of[done[i]]
+                if w < 0 or (w != bulk_at and w != rpc_at):
+                    stop = STOP_REPORT  # another workload's (or a fault's): Python
+            if stop == STOP_REPORT:
+                break
+            whole, finish, rounding, end, filed = finish_flows(
+                one[8], level, alpha, credit_level, index[7], index[2], index[5], last,
+                last_flow, index[12], index[14], index[15], index[16], cap, done, now, dt,
+                *finish_fixed, live_end, *class_hist, bounds_s,
+            )  # fmt: skip
+            if not filed:
+                stop = STOP_ERROR
+                report_heads, report_finish = whole, finish
+                break
+            version += 1  # (``FlowTable.retired``: rows were freed)
+            live_end = end
+            n_flows -= whole.size
+            delivered += rounding
+            completed += whole.size
+            for w in range(2):
+                at = bulk_at if (w == 0) == (bulk_at < rpc_at or rpc_at < 0) else rpc_at
+                if at < 0:
+                    continue
+                k = 0
+                for i in range(whole.size):
+                    if workload_of[whole[i]] == at:
+                        k += 1
+                if k == 0:
+                    continue
+                heads = np.empty(k, dtype=np.intp)
+                latency = np.empty(k)
+                k = 0
+                for i in range(whole.size):
+                    if workload_of[whole[i]] == at:
+                        heads[k] = whole[i]
+                        latency[k] = finish[i] - finish_fixed[6][whole[i]]
+                        k += 1
+                if at == bulk_at:
+                    count_finished(b_in_flight, src_of[heads])
+                    bulk_owed = True
+                    bulk_delivered += numpy_sum(parent_size[heads])
+                    _observe_many(b_counts, b_stats, b_ring, latency, bounds_s)
+                else:
+                    _observe_many(r_counts, r_stats, r_ring, latency, bounds_s)
+        # -- the tick's end (``Fabric._finish_tick``)
+        tick += 1
+        now = epoch_s + (tick - epoch_tick) * dt
+    return (
+        started, stop, t_start[:started], d_start[:started], now, delivered, dropped,
+        injected, completed, hop_updates, n_flows, live_end, version, built_buf,
+        built_bounds, index_version, one, (bulk_owed, bulk_seq, bulk_delivered),
+        (rpc_seq, rpc_sent, rpc_next, rpc_last_s), r_t, r_at, r_u, report_heads,
+        report_finish, (s_stale_l, s_stale_b, m_stale_l, m_stale_b), batches,
+    )  # fmt: skip

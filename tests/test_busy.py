@@ -1,0 +1,219 @@
+"""Busy ticks run in one compiled call (``fabric_core.runtime.busy``) leave the fabric
+exactly as the same ticks run one by one through ``Fabric.step``: the flow table, the link
+book, the totals, the histograms, the workloads' state (their tags, counts, arrivals and
+generators) and the events, bit for bit. And they are run: most ticks of the default
+scenario go through the kernel, and none while a fault is open."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fabric_core.commands import ClearFault, InjectFault
+from fabric_core.faults.admission import AdmissionLimits
+from fabric_core.net.profiles import NATIVE_400G
+from fabric_core.net.topology import leaf_spine
+from fabric_core.runtime import busy
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
+from fabric_core.workloads.traffic import Bulk, Incast, Rpc
+from tests.test_uneventful import assert_same, state
+
+
+def full_state(f: Fabric) -> dict[str, Any]:
+    """``test_uneventful.state`` and what else the kernel writes back: the flow table's
+    counts, the bytes injected, the workloads' own fields, their arrivals and their
+    generators (by their next draws, from copies)."""
+    out = state(f)
+    fl = f.flows
+    out["flows.counts"] = (fl.version, fl.n_parents, fl.live_end)
+    out["injected"] = f.injected_bytes
+    for i, wl in enumerate(f.workloads):
+        out[f"workload{i}"] = sorted(
+            (k, v) for k, v in vars(wl).items() if isinstance(v, int | float | bool | str)
+        )
+        arrivals = getattr(wl, "_arrivals", None)
+        if arrivals is not None:
+            t, at, u, first, last = arrivals.drawn()
+            out[f"arrivals{i}"] = (t.tolist(), at.tolist(), u.tolist(), first, last)
+            out[f"arrivals{i}.list"] = arrivals._t_list
+        if hasattr(wl, "in_flight"):
+            out[f"in_flight{i}"] = wl.in_flight.copy()
+    out["workload_rngs"] = [copy.deepcopy(r).random(3).tolist() for r in f._workload_rngs]
+    return out
+
+
+def run_both(
+    build: Any, ticks: int, batch: int, monkeypatch: pytest.MonkeyPatch, act: Any = None
+) -> int:
+    """The fabric ``build()`` makes, run ``ticks`` ticks one by one and in batches of
+    ``batch`` (busy ones at once; ``act(fabric, batch_number)`` before each batch on
+    both), compared after every batch; returns the ticks run at once."""
+    one_by_one, at_once = build(), build()
+    counted = [0]
+    run = Fabric._run_busy
+
+    def counting(f: Fabric, most: int) -> int:
+        ran = run(f, most) if f is at_once else 0
+        counted[0] += ran
+        return ran
+
+    monkeypatch.setattr(Fabric, "_run_busy", counting)
+    done = k = 0
+    while done < ticks:
+        n = min(batch, ticks - done)
+        for f in (one_by_one, at_once):
+            if act is not None:
+                act(f, k)
+            f.run_ticks(n)
+        done += n
+        k += 1
+        assert_same(full_state(one_by_one), full_state(at_once))
+    assert at_once.completed_flows > 0
+    return counted[0]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "ticks", "batch", "least"),
+    [
+        ("default", 1200, 97, 0.8),  # background bulk, RPC probes, MoE rounds, an incast
+        ("default", 300, 7, 0.5),  # short batches: calls that stop at the batch's end
+        ("tiny", 800, 50, 0.5),
+        ("planes-2", 600, 60, 0.5),  # two planes
+        ("storage-kvcache", 600, 60, 0.0),  # RPC control messages beside storage
+    ],
+)
+def test_busy_ticks_leave_the_fabric_as_ticks_run_one_by_one(
+    scenario: str, ticks: int, batch: int, least: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran = run_both(lambda: Fabric.from_scenario(load_scenario(scenario)), ticks, batch, monkeypatch)
+    assert ran >= least * ticks
+
+
+def test_no_busy_tick_runs_while_a_fault_is_open_and_the_results_still_agree(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A link down injected between two batches and cleared two later: the fabric runs
+    tick by tick while the fault is open or being recovered from (its detection, reroute
+    and recovery are Python's), at once before and after."""
+    marks: dict[str, int] = {}
+
+    def act(f: Fabric, k: int) -> None:
+        if k == 3:
+            f.apply(InjectFault(kind="link_down", target="leaf00->spine01"))
+            marks["injected"] = f.tick
+        if k == 5:
+            f.apply(ClearFault(all=True))
+
+    calls: list[int] = []
+    run = Fabric._run_busy_kernel
+
+    def checked(f: Fabric, *args: Any) -> int:
+        assert f.faults.settled(), "a busy call while a fault is open"
+        calls.append(f.tick)
+        return run(f, *args)
+
+    monkeypatch.setattr(Fabric, "_run_busy_kernel", checked)
+    run_both(lambda: Fabric.from_scenario(load_scenario("default")), 1000, 100, monkeypatch, act)
+    assert any(t < marks["injected"] for t in calls)
+    assert any(t >= 600 for t in calls)  # after the fault and its recovery
+
+
+def test_the_fabric_wide_cap_is_met_as_tick_by_tick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the fabric-wide cap on flows in flight reached, the flows refused and their
+    events are those of ticks run one by one (the kernel leaves such ticks to Python)."""
+
+    def build() -> Fabric:
+        f = Fabric.from_scenario(load_scenario("default"))
+        f.faults.admission.limits = AdmissionLimits(fabric_flows=140)
+        return f
+
+    run_both(build, 600, 60, monkeypatch)
+
+
+def _fabric(
+    leaves: int, gpus: int, size: float, outstanding: int, rate: float, hot: int, seed: int
+) -> Fabric:
+    topo = leaf_spine(NATIVE_400G, leaves=leaves, spines=2, gpus_per_leaf=gpus)
+    workloads = [
+        Rpc(name="rpc", traffic_class="rpc", rate_per_s=rate),
+        Incast(name="incast", traffic_class="bulk", senders_spec=3, period_s=80e-6),
+        Bulk(
+            name="bulk",
+            traffic_class="bulk",
+            size_bytes=size,
+            outstanding=outstanding,
+            hotspots=hot,
+            hotspot_fraction=0.3 if hot else 0.0,
+        ),
+    ]
+    return Fabric(topo, NATIVE_400G, workloads, dt_s=1e-6, seed=seed)
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    leaves=st.integers(2, 4),
+    gpus=st.integers(2, 4),
+    size=st.sampled_from([3e3, 2e4, 1e5]),
+    outstanding=st.integers(1, 2),
+    rate=st.sampled_from([2e4, 2e5, 1e6]),
+    hot=st.integers(0, 2),
+    seed=st.integers(0, 5),
+    batch=st.sampled_from([5, 40]),
+)
+def test_random_fabrics_and_workloads_give_the_same_fabric(
+    leaves: int,
+    gpus: int,
+    size: float,
+    outstanding: int,
+    rate: float,
+    hot: int,
+    seed: int,
+    batch: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Random leaf-spines, the RPC workload first and the bulk last (the kernel starts
+    them in the fabric's order of workloads), an incast between them that Python runs."""
+
+    def build() -> Fabric:
+        return _fabric(leaves, gpus, size, outstanding, rate, hot, seed)
+
+    with monkeypatch.context() as m:
+        ran = run_both(build, 240, batch, m)
+    assert ran > 0
+
+
+def test_workloads_the_kernel_does_not_know_keep_their_ticks_in_python() -> None:
+    """Two bulk workloads (the kernel runs one of a kind), or an RPC before its first
+    arrivals are drawn: no call."""
+    topo = leaf_spine(NATIVE_400G, leaves=2, spines=1, gpus_per_leaf=3)
+    two = [Bulk(name=f"b{i}", traffic_class="bulk", size_bytes=1e4) for i in range(2)]
+    assert busy.compiled_workloads(two) is None
+    f = Fabric(topo, NATIVE_400G, [Rpc(name="r", traffic_class="bulk")], dt_s=1e-6, seed=1)
+    assert busy.compiled_workloads(f.workloads) is None  # nothing drawn, no histogram yet
+    f.run_ticks(200)
+    found = busy.compiled_workloads(f.workloads)
+    assert found is not None and found.rpc_at == 0 and found.bulk_at == -1
+
+
+def test_a_busy_run_is_what_the_benchmarks_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ENABLED`` off, every tick goes through Python: the switch the benchmarks and the
+    uneventful tests use to compare the two."""
+    calls: list[int] = []
+    run = Fabric._run_busy_kernel
+    monkeypatch.setattr(Fabric, "_run_busy_kernel", lambda f, *a: calls.append(1) or run(f, *a))
+    f = Fabric.from_scenario(load_scenario("default"))
+    monkeypatch.setattr(busy, "ENABLED", False)
+    f.run_ticks(200)
+    assert calls == []
+    monkeypatch.setattr(busy, "ENABLED", True)
+    f.run_ticks(200)
+    assert calls
+    assert np.isfinite(f.delivered_bytes)
