@@ -190,6 +190,20 @@ def test_random_fabrics_and_workloads_give_the_same_fabric(
     assert ran > 0
 
 
+def test_arrivals_that_outrun_a_block_in_one_tick_are_drawn_as_python_draws_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Several hundred RPC messages a tick: a tick's arrivals span blocks of draws, which
+    the kernel draws ahead of the tick, the same draws in the same order."""
+
+    def build() -> Fabric:
+        topo = leaf_spine(NATIVE_400G, leaves=2, spines=2, gpus_per_leaf=4)
+        wl = Rpc(name="rpc", traffic_class="rpc", size_bytes=512, rate_per_s=4e7)
+        return Fabric(topo, NATIVE_400G, [wl], dt_s=1e-6, seed=3)
+
+    assert run_both(build, 60, 6, monkeypatch) > 0
+
+
 def test_workloads_the_kernel_does_not_know_keep_their_ticks_in_python() -> None:
     """Two bulk workloads (the kernel runs one of a kind), or an RPC before its first
     arrivals are drawn: no call."""

@@ -100,14 +100,14 @@ def test_the_index_parts_are_where_the_kernel_says() -> None:
 
 
 def test_build_index_unpacks_the_parts_in_their_order() -> None:
-    """``kernels.tick.build_index`` takes the index's parts by place, not by name: the
-    names it unpacks them into, read from its source, are ``PARTS``, in order."""
+    """``kernels.tick.index_from_buffer`` takes the index's parts by place, not by name:
+    the names it unpacks them into, read from its source, are ``PARTS``, in order."""
     import inspect
     import textwrap
 
     from fabric_core.tick.kernels import index, tick
 
-    tree = ast.parse(textwrap.dedent(inspect.getsource(tick.build_index)))
+    tree = ast.parse(textwrap.dedent(inspect.getsource(tick.index_from_buffer)))
     unpacked = [
         tuple(elt.id for elt in node.targets[0].elts if isinstance(elt, ast.Name))
         for node in ast.walk(tree)

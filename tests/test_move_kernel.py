@@ -10,10 +10,11 @@ counters) and routing's load in flight exactly the same.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fabric_core.net.profiles import NATIVE_400G, Profile
-from fabric_core.runtime import uneventful
+from fabric_core.runtime import busy, uneventful
 from fabric_core.tick.kernels.tick import CompiledTick
 from fabric_core.tick.reference import ReferenceTick
 from tests.test_finish_kernel import SMALL_FABRICS, bulk_and_rpc
@@ -51,11 +52,12 @@ def test_one_call_moves_and_counts_as_the_steps_do(
     np.testing.assert_array_equal(one._tick.link_load_bytes, steps._tick.link_load_bytes)
 
 
-def test_the_ticks_at_once_move_as_a_tick_does() -> None:
+def test_the_ticks_at_once_move_as_a_tick_does(monkeypatch: pytest.MonkeyPatch) -> None:
     """The uneventful ticks run the same one-call move: run with them and without, the
     fabric ends the same. (Long flows and rare messages: most of the 300 ticks run at once,
     217 when this was written.)"""
     fabrics = [bulk_and_rpc(NATIVE_400G, 2, 2, 3, 5e5, 1e3) for _ in range(2)]
+    monkeypatch.setattr(busy, "ENABLED", False)  # (busy ticks at once: tests/test_busy.py)
     at_once = 0
     run_uneventful = fabrics[0]._run_uneventful
 

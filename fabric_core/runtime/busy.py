@@ -15,23 +15,50 @@ fabric run this way to one run tick by tick).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.net import endpoint_costs
 from fabric_core.net.routing import MAX_HOPS
-from fabric_core.tick.histogram import BOUNDS_S
+from fabric_core.tick.histogram import Histogram, HistogramRows
 from fabric_core.tick.lazy import LazyModule
+from fabric_core.workloads.arrivals import BLOCK as ARRIVALS_BLOCK
 from fabric_core.workloads.base import Workload
 from fabric_core.workloads.traffic import Bulk, Rpc
 
 if TYPE_CHECKING:
+    from fabric_core.faults.book import FaultBook
+    from fabric_core.net.profiles import Profile
+    from fabric_core.net.topology import Topology
+    from fabric_core.runtime.uneventful import KernelGroups
+    from fabric_core.tick.flows import FlowTable
     from fabric_core.tick.kernels import busy as busy_kernels
+    from fabric_core.tick.kernels import tick as tick_kernels
     from fabric_core.tick.kernels.tick import CompiledTick
+    from fabric_core.tick.links import LinkBook
 else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
     busy_kernels = LazyModule("fabric_core.tick.kernels.busy")
+    tick_kernels = LazyModule("fabric_core.tick.kernels.tick")
+
+
+class BusyHost(Protocol):
+    """What the kernel's arguments are gathered from (``runtime.fabric.Fabric`` is one)."""
+
+    topo: Topology
+    profile: Profile
+    flows: FlowTable
+    link_book: LinkBook
+    faults: FaultBook
+    classes: list[str]
+    class_vl: NDArray[np.int8]
+    injected_bytes: float
+    completed_flows: int
+    hop_updates: int
+
+    def pfc_paused_queues(self) -> NDArray[np.bool_]: ...
+
 
 #: a fabric whose busy ticks run one by one (tests and benchmarks compare the two)
 ENABLED = True
@@ -89,13 +116,18 @@ def _int32(n: int) -> NDArray[np.int32]:
     return np.zeros(n, dtype=np.int32)
 
 
+#: a histogram's arrays, of the types the kernel takes, for a workload there is none of
+_NO_HISTOGRAM = Histogram()
+_NO_HISTOGRAM_ARRAYS = (_NO_HISTOGRAM.counts, _NO_HISTOGRAM._stats, _NO_HISTOGRAM._ring)
+
+
 def bulk_arguments(
     wl: Bulk | None, lane: int, cls: int
 ) -> tuple[tuple[Any, ...], bool, bool, int, float]:
     """The bulk workload's fixed arguments and state (running, owed, next tag, delivered
     bytes); of the same types, unused, when there is none."""
     if wl is None:
-        h = BULK_PLACEHOLDER
+        h = _NO_HISTOGRAM_ARRAYS
         return (
             (_int32(0), _int32(2), np.zeros(0, np.int64), 0, 0, 0.0, 0.0, 0, 0, *h),
             False,
@@ -121,7 +153,7 @@ def rpc_arguments(
     drawn (``PoissonArrivals.drawn``); of the same types, unused, when there is none."""
     state = None if wl is None else wl.busy_state()
     if wl is None or state is None:
-        h = BULK_PLACEHOLDER
+        h = _NO_HISTOGRAM_ARRAYS
         fixed = (_int32(0), _int32(2), 0.0, 0, 0, *h)
         block = (np.zeros(1), np.zeros(1, np.int64), np.zeros(1), 0, 0.0)
         return fixed, False, 0, 0, 0.0, 1, block
@@ -143,24 +175,12 @@ def rpc_arguments(
     )  # fmt: skip
 
 
-def _placeholder() -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
-    from fabric_core.tick.histogram import Histogram
-
-    h = Histogram()
-    return h.counts, h._stats, h._ring
-
-
-BULK_PLACEHOLDER = _placeholder()
-
-
 def start_arguments(
-    fabric: Any, layout: CompiledTick
+    fabric: BusyHost, layout: CompiledTick
 ) -> tuple[float, tuple[Any, ...], tuple[Any, ...]]:
     """``kernels.start.start_routed``'s fixed arguments, either side of the buffers'
     occupancy and drain (which the kernel takes as they are tick by tick): the host costs
     of a message, then the two groups, as ``CompiledTick.start_routed`` hands them."""
-    from fabric_core.tick.kernels import tick as tick_kernels
-
     topo, p, fl, lb = fabric.topo, fabric.profile, fabric.flows, fabric.link_book
     fixed_s, pcie = layout._endpoint_figures(p)
     start_a = (
@@ -181,7 +201,9 @@ def start_arguments(
     return endpoint_costs.host_costs_s(p), start_a, start_b
 
 
-def finish_arguments(fabric: Any) -> tuple[tuple[Any, ...], tuple[Any, ...], NDArray[np.float64]]:
+def finish_arguments(
+    fabric: BusyHost, class_rows: HistogramRows
+) -> tuple[tuple[Any, ...], tuple[Any, ...], NDArray[np.float64]]:
     """``kernels.finish.finish_flows``' fixed arguments (the flow table's), the latency
     histograms per class (the flows' classes, then the rows' arrays) and their bounds."""
     fl = fabric.flows
@@ -190,7 +212,7 @@ def finish_arguments(fabric: Any) -> tuple[tuple[Any, ...], tuple[Any, ...], NDA
         fl.wait_s, fl.parent_size, fl.fixed_latency_s, fl.extra_latency_s, fl.parent,
         fl.pending, fl.latest_finish_s, fl.held, fabric.topo.links.bandwidth_Bps,
     )  # fmt: skip
-    counts, stats, rings, bounds = fabric._class_rows.arrays()
+    counts, stats, rings, bounds = class_rows.arrays()
     return finish_fixed, (fl.cls, counts, stats, rings), bounds
 
 
@@ -262,36 +284,19 @@ def run_kernel(args: list[Any]) -> BusyRun:
     )
 
 
-__all__ = [
-    "BULK_HISTOGRAM",
-    "ENABLED",
-    "MAX_HOPS",
-    "MIN_TICKS",
-    "RPC_HISTOGRAM",
-    "BusyRun",
-    "CompiledWorkloads",
-    "bulk_arguments",
-    "compiled_workloads",
-    "finish_arguments",
-    "rpc_arguments",
-    "run_kernel",
-    "start_arguments",
-]
-
-_ = BOUNDS_S  # (the workloads' histograms' bounds: the class rows' own)
-
-
 def kernel_arguments(
-    fabric: Any,
+    fabric: BusyHost,
     layout: CompiledTick,
-    groups: Any,
+    groups: KernelGroups,
+    workload_rngs: list[np.random.Generator],
+    class_rows: HistogramRows,
     cw: CompiledWorkloads,
     last: tuple[NDArray[np.intp], NDArray[np.intp], int],
     most_entries: int,
 ) -> list[Any]:
     """``busy_ticks``' arguments: ``groups`` (``runtime.uneventful.kernel_groups`` of the
-    fabric now), the index's last hops and version (``last``), and the rest from the
-    fabric's parts."""
+    fabric now), the workloads' generators, the latency histograms per class, the
+    index's last hops and version (``last``), and the rest from the fabric's parts."""
     fl = fabric.flows
     head = groups.head
     # the buffers' order where routes break up*/down*: always, so that an index rebuilt in
@@ -302,7 +307,7 @@ def kernel_arguments(
         layout.link_slot, layout.buf_slot,
     )  # fmt: skip
     host_s, start_a, start_b = start_arguments(fabric, layout)
-    finish_fixed, class_hist, bounds_s = finish_arguments(fabric)
+    finish_fixed, class_hist, bounds_s = finish_arguments(fabric, class_rows)
     classes, class_vl = fabric.classes, fabric.class_vl
 
     def lane_cls(wl: Workload | None) -> tuple[int, int]:
@@ -312,11 +317,11 @@ def kernel_arguments(
         return int(class_vl[cls]), cls
 
     b_fixed, b_running, b_owed, b_seq, b_delivered = bulk_arguments(cw.bulk, *lane_cls(cw.bulk))
-    b_rng = fabric._workload_rngs[max(cw.bulk_at, 0)]
+    b_rng = workload_rngs[max(cw.bulk_at, 0)]
     r_fixed, r_running, r_seq, r_sent, r_rate, r_places, r_block = rpc_arguments(
         cw.rpc, *lane_cls(cw.rpc)
     )
-    r_rng = fabric._workload_rngs[max(cw.rpc_at, 0)]
+    r_rng = workload_rngs[max(cw.rpc_at, 0)]
     last_hops, last_flow, index_version = last
     return [
         *head[:1], head[1], *head[2:], index, groups.flow_table, groups.link_book,
@@ -326,5 +331,5 @@ def kernel_arguments(
         MAX_HOPS, fl.held, fl.workload, fl.tag, fl.src, fl.parent_size, host_s,
         np.zeros(0), start_a, start_b, finish_fixed, class_hist, bounds_s, cw.bulk_at,
         b_fixed, b_rng, b_running, b_owed, b_seq, b_delivered, cw.rpc_at, r_fixed, r_rng,
-        r_running, r_seq, r_sent, r_rate, r_places, *r_block,
+        r_running, r_seq, r_sent, r_rate, r_places, ARRIVALS_BLOCK, *r_block,
     ]  # fmt: skip

@@ -742,6 +742,8 @@ class Fabric:
             self,
             layout,
             groups,
+            self._workload_rngs,
+            self._class_rows,
             cw,
             (idx.last, idx.last_flow, idx.version),
             _tick_kernels.parallel_from_entries(),
@@ -749,6 +751,12 @@ class Fabric:
         run = busy.run_kernel(args)
         if run.failed:
             raise RuntimeError("busy ticks: a batch of flows could not be started or filed")
+        if cw.rpc is not None:
+            # (before the tick that stopped the run, too: its arrivals may be drawn)
+            cw.rpc.busy_done(*run.rpc)
+            arrivals = cw.rpc.busy_state()
+            assert arrivals is not None
+            arrivals[0].resume(*run.arrivals)
         if run.started == 0:
             return 0
         # what the ticks' Python would have kept (``_run_at_once`` says)
@@ -794,11 +802,6 @@ class Fabric:
         )
         if cw.bulk is not None:
             cw.bulk.busy_done(*run.bulk)
-        if cw.rpc is not None:
-            cw.rpc.busy_done(*run.rpc)
-            arrivals = cw.rpc.busy_state()
-            assert arrivals is not None
-            arrivals[0].resume(*run.arrivals)
         if run.whole == run.started:
             return run.started
         # the last tick needs Python: what step does after the flow control

@@ -96,35 +96,31 @@ class PoissonArrivals:
         self, end_s: float, rng: np.random.Generator
     ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]:
         """The arrivals before ``end_s`` not taken yet: their times, places and uniform
-        numbers. Draws the next block whenever one runs out, so the next arrival is
-        always known (``next_s``) between calls. Nothing arriving: read-only empty arrays."""
+        numbers. Draws the next block whenever the last drawn comes before ``end_s``, so
+        the next arrival is always known (``next_s``) between calls. Nothing arriving:
+        read-only empty arrays."""
         if self.rate_per_s == 0:
             return _NONE
-        parts: list[tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]] = []
-        while True:
-            if self._i >= self._t.size:
-                self._draw(rng)
-            stop = bisect_left(self._t_list, end_s, self._i)
-            if stop > self._i:
-                parts.append(
-                    (self._t[self._i : stop], self._at[self._i : stop], self._u[self._i : stop])
-                )
-                self._i = stop
-            if self._i < self._t.size:
-                break
-        if not parts:
+        # a block more while none is left to take, or all that are come before the end
+        while self._i >= self._t.size or self._last_s < end_s:
+            self._draw(rng)
+        stop = bisect_left(self._t_list, end_s, self._i)
+        if stop == self._i:
             return _NONE
-        if len(parts) == 1:
-            return parts[0]
-        t, at, u = zip(*parts, strict=True)
-        return np.concatenate(t), np.concatenate(at), np.concatenate(u)
+        start, self._i = self._i, stop
+        return self._t[start:stop], self._at[start:stop], self._u[start:stop]
 
     def _draw(self, rng: np.random.Generator) -> None:
-        """The next ``BLOCK`` arrivals, in one fixed order of draws."""
+        """The next ``BLOCK`` arrivals, in one fixed order of draws, after those of the
+        last block not taken yet (``kernels.busy`` draws them the same way)."""
         gaps = rng.exponential(1.0 / self.rate_per_s, BLOCK)
-        self._t = self._last_s + np.cumsum(gaps)
+        t = self._last_s + np.cumsum(gaps)
+        at = rng.integers(0, self.places, BLOCK)
+        u = rng.random(BLOCK)
+        i = self._i
+        self._t = np.concatenate((self._t[i:], t))
         self._t_list = self._t.tolist()
-        self._at = rng.integers(0, self.places, BLOCK)
-        self._u = rng.random(BLOCK)
+        self._at = np.concatenate((self._at[i:], at))
+        self._u = np.concatenate((self._u[i:], u))
         self._i = 0
-        self._last_s = float(self._t[-1])
+        self._last_s = float(t[-1])

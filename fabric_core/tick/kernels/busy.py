@@ -51,7 +51,6 @@ from fabric_core.tick.kernels.traffic import (
     uniform_peers,
 )
 from fabric_core.tick.kernels.uneventful import uneventful_ticks as _uneventful_ticks
-from fabric_core.workloads.arrivals import BLOCK as ARRIVALS_BLOCK
 
 _F = NDArray[np.float64]
 _I = NDArray[np.intp]
@@ -157,7 +156,7 @@ def busy_ticks(
     # the RPC workload likewise: its fixed arguments, its generator, its state (running,
     # next tag, sent) and its arrivals (``workloads.arrivals.PoissonArrivals``: the rate
     # and places, the block drawn (times, places, uniform numbers), the next arrival in
-    # it and the last drawn)
+    # it and the last drawn, and how many it draws at a time)
     rpc_at: int,
     rpc: Any,
     rpc_rng: np.random.Generator,
@@ -166,6 +165,7 @@ def busy_ticks(
     rpc_sent: int,
     rpc_rate: float,
     rpc_places: int,
+    rpc_block: int,
     r_t: _F,
     r_at: _I64,
     r_u: _F,
@@ -200,6 +200,7 @@ def busy_ticks(
     b_rng = bulk_rng
     r_senders, r_pool, r_size, r_lane, r_cls, r_counts, r_stats, r_ring = rpc
     rpc_on = rpc_at >= 0 and rpc_running and r_senders.size > 0 and rpc_rate > 0
+    in_order = (min(bulk_at, rpc_at), max(bulk_at, rpc_at))  # (-1: none)
     t_start = np.empty(most)
     d_start = np.empty(most)
     built_buf = np.zeros(0, dtype=np.intp)
@@ -236,9 +237,24 @@ def busy_ticks(
                 n_bulk += max(b_outstanding - b_in_flight[b_senders[i]], 0)
         n_rpc = 0
         if rpc_on:
+            # ``PoissonArrivals.take``'s draws, ahead of the tick: a block more while none
+            # is left to take or all that are come before the tick's end, after what is
+            # left of the last (the same draws in the same order, the same arrays)
+            while rpc_next >= r_t.size or rpc_last_s < now + dt:
+                gaps = rpc_rng.exponential(1.0 / rpc_rate, rpc_block)
+                new_t = np.empty(rpc_block)
+                total = 0.0
+                for i in range(rpc_block):
+                    total += gaps[i]
+                    new_t[i] = rpc_last_s + total
+                new_at = rpc_rng.integers(0, rpc_places, rpc_block)
+                new_u = rpc_rng.random(rpc_block)
+                r_t = np.concatenate((r_t[rpc_next:], new_t))
+                r_at = np.concatenate((r_at[rpc_next:], new_at))
+                r_u = np.concatenate((r_u[rpc_next:], new_u))
+                rpc_next = 0
+                rpc_last_s = new_t[rpc_block - 1]
             n_rpc = _arrivals_before(r_t, rpc_next, now + dt) - rpc_next
-            if rpc_next + n_rpc >= r_t.size:
-                n_rpc += ARRIVALS_BLOCK  # (at most: the next block is drawn in the tick)
         n_new = n_bulk + n_rpc
         if n_entries == 0 and n_new == 0:
             stop = STOP_BEFORE  # nothing in flight: Python passes the idle ticks
@@ -254,8 +270,7 @@ def busy_ticks(
         d_start[started] = delivered
         started += 1
         # -- 2. the workloads' new flows, in the fabric's order of workloads
-        for w in range(2):
-            at = bulk_at if (w == 0) == (bulk_at < rpc_at or rpc_at < 0) else rpc_at
+        for at in in_order:
             if at < 0:
                 continue
             if at == bulk_at:
@@ -276,33 +291,11 @@ def busy_ticks(
                 bulk_seq += n
                 size_bytes, lane, cls = b_size, b_lane, b_cls
             else:
-                if not rpc_on:
+                if not rpc_on or n_rpc == 0:
                     continue
-                # ``PoissonArrivals.take``: the arrivals before the tick's end, the next
-                # block drawn whenever one runs out (so that the next is always known)
-                sender = np.zeros(0, dtype=np.int64)
-                u = np.zeros(0)
-                while True:
-                    if rpc_next >= r_t.size:
-                        gaps = rpc_rng.exponential(1.0 / rpc_rate, ARRIVALS_BLOCK)
-                        r_t = np.empty(ARRIVALS_BLOCK)
-                        total = 0.0
-                        for i in range(ARRIVALS_BLOCK):
-                            total += gaps[i]
-                            r_t[i] = rpc_last_s + total
-                        r_at = rpc_rng.integers(0, rpc_places, ARRIVALS_BLOCK)
-                        r_u = rpc_rng.random(ARRIVALS_BLOCK)
-                        rpc_next = 0
-                        rpc_last_s = r_t[ARRIVALS_BLOCK - 1]
-                    end = _arrivals_before(r_t, rpc_next, now + dt)
-                    if end > rpc_next:
-                        sender = np.concatenate((sender, r_at[rpc_next:end]))
-                        u = np.concatenate((u, r_u[rpc_next:end]))
-                        rpc_next = end
-                    if rpc_next < r_t.size:
-                        break
-                if sender.size == 0:
-                    continue
+                sender = r_at[rpc_next : rpc_next + n_rpc]
+                u = r_u[rpc_next : rpc_next + n_rpc]
+                rpc_next += n_rpc
                 rows = uniform_peers(r_senders, sender, u, r_pool)
                 src = rows[0].copy()
                 dst = rows[1].copy()
@@ -317,6 +310,9 @@ def busy_ticks(
             ready.fill(now)
             flow_bytes = numpy_sum(size)
             slots = lowest_free(active_all, held, n)
+            if slots.size < n:
+                stop = STOP_ERROR  # (checked before the tick: cannot happen)
+                break
             top = start_routed(
                 src, dst, size, ready, no_extra, host_s, tag, lane, cls, at, slots, lb_occ,
                 *start_a, lb_drain, *start_b,
@@ -409,8 +405,7 @@ def busy_ticks(
             n_flows -= whole.size
             delivered += rounding
             completed += whole.size
-            for w in range(2):
-                at = bulk_at if (w == 0) == (bulk_at < rpc_at or rpc_at < 0) else rpc_at
+            for at in in_order:
                 if at < 0:
                     continue
                 k = 0
