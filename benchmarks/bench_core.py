@@ -2,7 +2,7 @@
 
     python benchmarks/bench_core.py [--sizes default,default-roce,...] [--ticks N]
                                     [--warmup N] [--repeat N] [--json FILE] [--startup]
-                                    [--threads | --allocator | --per-tick N]
+                                    [--threads | --allocator | --per-tick N | --busy]
 
 For each fabric both solvers (``Fabric(solver="compiled")`` and ``"reference"``) run
 the same scenario, seed and warm-up, then ``--ticks`` measured ticks, best of
@@ -22,6 +22,11 @@ to uniformly random peers). The warm-up runs into the steady state (at least
 of the quiet ones (under ``QUIET_FLOWS`` flows in flight) and the mean of all, for
 comparing two versions of the code run one after the other (the reference has changed
 with them).
+
+``--busy`` instead runs the compiled tick with busy ticks (flows starting and ending,
+only by the background bulk and RPC workloads) one by one through ``Fabric.step`` and
+several to a compiled call (``fabric_core.runtime.busy``), alternating on one fabric, and
+prints the ratio. (``--per-tick`` times ``Fabric.step`` tick by tick: never at once.)
 
 ``--threads`` instead runs the compiled tick with the serial solve and index on one core,
 with the solve and the index that share their loops over all the cores numba may use
@@ -55,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fabric_core.net.profiles import NATIVE_400G
 from fabric_core.net.topology import fat_tree
+from fabric_core.runtime import busy
 from fabric_core.runtime.allocator import keep_freed_memory
 from fabric_core.runtime.fabric import Fabric, Solver
 from fabric_core.runtime.scenario import load_scenario
@@ -235,6 +241,45 @@ def main_allocator(sizes: list[str], ticks: int, warmup: int, repeat: int) -> li
     return rows
 
 
+def _busy_arm(enabled: bool) -> Callable[[], None]:
+    def setup() -> None:
+        busy.ENABLED = enabled
+
+    return setup
+
+
+def bench_busy(name: str, ticks: int, warmup: int, repeat: int) -> dict[str, Any]:
+    """The compiled tick with busy ticks run one by one through Python and several to a
+    compiled call (``fabric_core.runtime.busy``), on one fabric, runs alternating."""
+    best, entries = alternate(
+        name, ticks, warmup, repeat, {"one by one": _busy_arm(False), "at once": _busy_arm(True)}
+    )
+    busy.ENABLED = True
+    return {
+        "fabric": name,
+        "entries_per_tick": entries,
+        "one_by_one_ms_per_tick": best["one by one"],
+        "at_once_ms_per_tick": best["at once"],
+        "ratio": best["one by one"] / best["at once"],
+    }
+
+
+def main_busy(sizes: list[str], ticks: int, warmup: int, repeat: int) -> list[Any]:
+    print(
+        f"{'fabric':<14} {'entries/tick':>12} {'one by one ms':>14} {'at once ms':>11} {'ratio':>6}"
+    )
+    rows = []
+    for name in sizes:
+        r = bench_busy(name, ticks, warmup, repeat)
+        rows.append(r)
+        print(
+            f"{name:<14} {r['entries_per_tick']:>12.0f} {r['one_by_one_ms_per_tick']:>14.3f} "
+            f"{r['at_once_ms_per_tick']:>11.3f} {r['ratio']:>6.2f}",
+            flush=True,
+        )
+    return rows
+
+
 def _solve_arm(threads: int | None, only: int | None) -> Callable[[], None]:
     """Setup of one arm of ``--threads``: numba's threads, and the solve and index the
     engine runs."""
@@ -405,9 +450,18 @@ def main() -> None:
         help="instead: the compiled tick with its solve and index on one core and on all "
         "cores numba may use (NUMBA_NUM_THREADS), alternating on one fabric",
     )
+    ap.add_argument(
+        "--busy",
+        action="store_true",
+        help="instead: the compiled tick with busy ticks one by one and several to a "
+        "compiled call (fabric_core.runtime.busy), alternating on one fabric",
+    )
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
-    if args.per_tick:
+    if args.busy:
+        sizes = [s for s in args.sizes.split(",") if s != "incast"]
+        rows = main_busy(sizes, args.ticks, args.warmup, args.repeat)
+    elif args.per_tick:
         sizes = [s for s in args.sizes.split(",") if s != "incast"]
         rows = main_per_tick(sizes, args.per_tick, args.warmup)
     elif args.threads:
