@@ -717,27 +717,7 @@ class Fabric:
         have left written back; the last tick, when flows of another workload ended in
         it, is finished here as ``step`` finishes it."""
         dt = self.dt_s
-        groups = uneventful.kernel_groups(
-            most=most,
-            horizon_s=horizon,
-            clock=(self.sim_time_s, self.tick, self._epoch_tick, self._epoch_s, dt),
-            totals=(self.delivered_bytes, self.dropped_bytes),
-            idx=idx,
-            layout=layout,
-            flows=self.flows,
-            links=self.link_book,
-            cap=cap,
-            goodput=goodput,
-            stormed=stormed,
-            ber=self.faults.ber,
-            to_endpoint=self.to_endpoint,
-            endpoint_queues=self._endpoint_queues,
-            bandwidth_Bps=self.topo.links.bandwidth_Bps,
-            roce=None,
-            profile=self.profile,
-            n_vls=self.n_vls,
-            rng=self.rng,
-        )
+        groups = self._kernel_groups(layout, idx, most, horizon, goodput, cap, stormed)
         args = busy.kernel_arguments(
             self,
             layout,
@@ -759,19 +739,11 @@ class Fabric:
             arrivals[0].resume(*run.arrivals)
         if run.started == 0:
             return 0
-        # what the ticks' Python would have kept (``_run_at_once`` says)
-        uneventful.extend(self.faults.delivered_history, run.t_start, run.d_start)
-        ends = np.append(run.t_start[1:], run.end_s)[: run.whole]
-        uneventful.extend(
-            self._window, ends, np.append(run.d_start[1:], run.delivered)[: run.whole]
-        )
-        self.delivered_bytes = run.delivered
+        self._ticks_run(run.t_start, run.d_start, run.whole, run.end_s, run.delivered)
         self.dropped_bytes = run.dropped
         self.injected_bytes = run.injected
         self.completed_flows = run.completed
         self.hop_updates = run.hop_updates
-        self.tick += run.whole
-        self.sim_time_s = run.end_s
         fl = self.flows
         fl.busy_done(run.n_flows, run.live_end, run.version)
         if run.batches:  # (``Admission.fabric_admit``: a batch let in whole, so room)
@@ -808,6 +780,59 @@ class Fabric:
         self._complete(idx, self.solution, cap, run.tick[10], run.end_s, dt)
         self._finish_tick(self.faults.seen_status, dt)
         return run.started
+
+    def _kernel_groups(
+        self,
+        layout: _tick_kernels.CompiledTick,
+        idx: EntryIndex,
+        most: int,
+        horizon: float,
+        goodput: NDArray[np.float64],
+        cap: NDArray[np.float64],
+        stormed: NDArray[np.bool_],
+    ) -> uneventful.KernelGroups:
+        """The ticks-at-once kernels' arguments from the fabric as it is now
+        (``runtime.uneventful.kernel_groups``)."""
+        return uneventful.kernel_groups(
+            most=most,
+            horizon_s=horizon,
+            clock=(self.sim_time_s, self.tick, self._epoch_tick, self._epoch_s, self.dt_s),
+            totals=(self.delivered_bytes, self.dropped_bytes),
+            idx=idx,
+            layout=layout,
+            flows=self.flows,
+            links=self.link_book,
+            cap=cap,
+            goodput=goodput,
+            stormed=stormed,
+            ber=self.faults.ber,
+            to_endpoint=self.to_endpoint,
+            endpoint_queues=self._endpoint_queues,
+            bandwidth_Bps=self.topo.links.bandwidth_Bps,
+            roce=self.roce,
+            profile=self.profile,
+            n_vls=self.n_vls,
+            rng=self.rng,
+        )
+
+    def _ticks_run(
+        self,
+        t_start: NDArray[np.float64],
+        d_start: NDArray[np.float64],
+        whole: int,
+        end_s: float,
+        delivered: float,
+    ) -> None:
+        """After ticks run at once (their start times and the bytes delivered by then,
+        ``whole`` of them run whole, to ``end_s`` with ``delivered`` in all): what their
+        Python would have kept, the history each tick's fault tracking appends at its start
+        and the window each whole tick appends at its end, and the clock."""
+        uneventful.extend(self.faults.delivered_history, t_start, d_start)
+        ends = np.append(t_start[1:], end_s)[:whole]
+        uneventful.extend(self._window, ends, np.append(d_start[1:], delivered)[:whole])
+        self.delivered_bytes = delivered
+        self.tick += whole
+        self.sim_time_s = end_s
 
     def _quiet_until(self, busy_from: float) -> float:
         """The earliest time a workload or a scheduled command could act; as soon as one
@@ -852,42 +877,13 @@ class Fabric:
         would have left written back; the last tick, when it finished flows or has a PFC
         event, is finished here as ``step`` finishes it."""
         dt = self.dt_s
-        args = uneventful.kernel_arguments(
-            most=most,
-            horizon_s=horizon,
-            clock=(self.sim_time_s, self.tick, self._epoch_tick, self._epoch_s, dt),
-            totals=(self.delivered_bytes, self.dropped_bytes),
-            idx=idx,
-            layout=layout,
-            flows=self.flows,
-            links=self.link_book,
-            cap=cap,
-            goodput=goodput,
-            stormed=stormed,
-            ber=self.faults.ber,
-            to_endpoint=self.to_endpoint,
-            endpoint_queues=self._endpoint_queues,
-            bandwidth_Bps=self.topo.links.bandwidth_Bps,
-            roce=self.roce,
-            profile=self.profile,
-            n_vls=self.n_vls,
-            rng=self.rng,
-        )
-        run = uneventful.run_kernel(args)
+        groups = self._kernel_groups(layout, idx, most, horizon, goodput, cap, stormed)
+        run = uneventful.run_kernel(groups.flat())
         if run.started == 0:
             return 0
-        # what the ticks' Python would have kept: the history each tick's fault tracking
-        # appends at its start, the window each whole tick appends at its end
-        uneventful.extend(self.faults.delivered_history, run.t_start, run.d_start)
-        ends = np.append(run.t_start[1:], run.end_s)[: run.whole]
-        uneventful.extend(
-            self._window, ends, np.append(run.d_start[1:], run.delivered)[: run.whole]
-        )
-        self.delivered_bytes = run.delivered
+        self._ticks_run(run.t_start, run.d_start, run.whole, run.end_s, run.delivered)
         self.dropped_bytes = run.dropped
         self.hop_updates += idx.size * run.started
-        self.tick += run.whole
-        self.sim_time_s = run.end_s
         lb = self.link_book
         link_rate, occ_pad, drain_pad, _ = layout._sums
         lb.link_rate = link_rate

@@ -22,9 +22,9 @@ Here those steps run in the kernel too, for the workloads it knows (``workloads.
 
 The results are those of ``Fabric.step`` bit for bit (``tests/test_busy.py``): the same
 kernels on the same arrays in the same order, and numpy's sums where Python summed with
-numpy (``kernels.pairwise``). It stops before a tick that needs Python (a draw the
-workload makes in Python, the flow table or the fabric-wide cap full, a large index) and
-after a tick in which a flow of another workload ends (Python reports it).
+numpy (``kernels.pairwise``). It stops before a tick that needs Python (the flow table
+or the fabric-wide cap full, an index that could reach ``PARALLEL_FROM_ENTRIES``, nothing
+in flight) and after a tick in which a flow of another workload ends (Python reports it).
 ``fabric_core.runtime.busy`` decides when to call it and writes back what it returns.
 """
 
