@@ -298,7 +298,6 @@ def kernel_arguments(
     fabric now), the workloads' generators, the latency histograms per class, the
     index's last hops and version (``last``), and the rest from the fabric's parts."""
     fl = fabric.flows
-    head = groups.head
     # the buffers' order where routes break up*/down*: always, so that an index rebuilt in
     # the kernel finds it (the solve reads it only there)
     index = (*groups.entries[:23], layout.buffer_places(), groups.entries[24])
@@ -324,7 +323,7 @@ def kernel_arguments(
     r_rng = workload_rngs[max(cw.rpc_at, 0)]
     last_hops, last_flow, index_version = last
     return [
-        *head[:1], head[1], *head[2:], index, groups.flow_table, groups.link_book,
+        *groups.head, index, groups.flow_table, groups.link_book,
         groups.solved, groups.rest, groups.rng, groups.profile, last_hops, last_flow, fl.version, index_version,
         rebuild, fl.n_parents, fl.live_end, fabric.faults.admission.limits.fabric_flows,
         fabric.injected_bytes, fabric.completed_flows, fabric.hop_updates, most_entries,
