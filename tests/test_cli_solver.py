@@ -47,15 +47,24 @@ def test_an_unknown_solver_is_refused() -> None:
     assert "invalid choice: 'fast'" in proc.stderr and "compiled" in proc.stderr
 
 
-def test_the_kernels_run_as_python_with_numba_disabled(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("profile", "duration"),
+    [
+        ("roce-400g", "20us"),  # PFC, ECN and DCQCN
+        ("native-400g", "300us"),  # most ticks busy ones at once (kernels.busy)
+    ],
+)
+def test_the_kernels_run_as_python_with_numba_disabled(
+    profile: str, duration: str, tmp_path: Path
+) -> None:
     """``NUMBA_DISABLE_JIT=1`` runs the same kernels as plain Python (to step through them
     or measure coverage): the run is the compiled one."""
     reports = []
     for disable in ("0", "1"):
         out = tmp_path / f"jit-{disable}.json"
         proc = subprocess.run(
-            [sys.executable, "-m", "console.cli", "run", "tiny", "--profile", "roce-400g",
-             "--duration", "20us", "--json", str(out)],
+            [sys.executable, "-m", "console.cli", "run", "tiny", "--profile", profile,
+             "--duration", duration, "--json", str(out)],
             capture_output=True, text=True, timeout=300,
             env={**os.environ, "NUMBA_DISABLE_JIT": disable},
         )  # fmt: skip
