@@ -620,24 +620,17 @@ class Fabric:
         ran (0 when the next may be eventful: the caller steps it)."""
         most = min(most, uneventful.MOST_TICKS)
         layout = self._tick
-        if (
-            not uneventful.ENABLED
-            or most < uneventful.MIN_TICKS
-            or self.solver != "compiled"
-            or self.ibcc is not None
-            or not self.faults.settled()
-            or self.flows.n_waiting
-            or uneventful.waiting_for_kernel()
-        ):
+        if not uneventful.ENABLED or most < uneventful.MIN_TICKS or not self._may_run_at_once():
             return 0
         # the workloads first: on a busy fabric one of them acts every tick, and asking
         # them costs less than looking at the links
         horizon = self._quiet_until(busy_from=self.sim_time_s + 0.5 * self.dt_s)
         if self.sim_time_s + 0.5 * self.dt_s >= horizon:
             return 0
-        status, goodput, cap, stormed, any_stormed = self._link_conditions()
-        if self.faults.seen_status is not status or any_stormed:
+        conditions = self._settled_links()
+        if conditions is None:
             return 0
+        goodput, cap, stormed = conditions
         idx = self._current_index()
         if idx.size == 0:
             return self._pass_idle_ticks(most, horizon)
@@ -660,14 +653,10 @@ class Fabric:
         if (
             not busy.ENABLED
             or most < busy.MIN_TICKS
-            or self.solver != "compiled"
             or self.roce is not None
-            or self.ibcc is not None
             or self.profile.routing == "spray"
             or self.static_routes
-            or not self.faults.settled()
-            or self.flows.n_waiting
-            or uneventful.waiting_for_kernel()
+            or not self._may_run_at_once()
         ):
             return 0
         cw = busy.compiled_workloads(self.workloads)
@@ -684,9 +673,10 @@ class Fabric:
         assert isinstance(layout, _tick_kernels.CompiledTick)
         if not layout.starts_at_once(self.topo):
             return 0
-        status, goodput, cap, stormed, any_stormed = self._link_conditions()
-        if self.faults.seen_status is not status or any_stormed:
+        conditions = self._settled_links()
+        if conditions is None:
             return 0
+        goodput, cap, stormed = conditions
         # the last index, as it is: the kernel rebuilds it after the tick's starts if the
         # flows changed since (rebuilt here, it would be built twice in a tick)
         idx = self._index
@@ -780,6 +770,29 @@ class Fabric:
         self._complete(idx, self.solution, cap, run.tick[10], run.end_s, dt)
         self._finish_tick(self.faults.seen_status, dt)
         return run.started
+
+    def _may_run_at_once(self) -> bool:
+        """What both kinds of ticks at once need (``runtime.uneventful``, ``runtime.busy``):
+        the compiled tick, no IB congestion control, no fault open or being recovered from,
+        no flow waiting for its ACK timeout, the kernels compiled (not held back)."""
+        return (
+            self.solver == "compiled"
+            and self.ibcc is None
+            and self.faults.settled()
+            and not self.flows.n_waiting
+            and not uneventful.waiting_for_kernel()
+        )
+
+    def _settled_links(
+        self,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]] | None:
+        """The links' goodput, capacity and stormed queues, if they are as the last tick's
+        fault tracking saw them and no queue is stormed (ticks at once take them as
+        fixed); else None."""
+        status, goodput, cap, stormed, any_stormed = self._link_conditions()
+        if self.faults.seen_status is not status or any_stormed:
+            return None
+        return goodput, cap, stormed
 
     def _kernel_groups(
         self,
