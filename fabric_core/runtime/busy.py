@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 
 from fabric_core.net import endpoint_costs
 from fabric_core.net.routing import MAX_HOPS
+from fabric_core.runtime import uneventful
 from fabric_core.tick.histogram import Histogram, HistogramRows
 from fabric_core.tick.lazy import LazyModule
 from fabric_core.workloads.arrivals import BLOCK as ARRIVALS_BLOCK
@@ -236,7 +237,7 @@ class BusyRun:
     built_buf: NDArray[np.intp]
     built_bounds: NDArray[np.intp]
     index_version: int
-    tick: tuple[Any, ...]  # the last tick's ``uneventful_ticks`` result
+    tick: uneventful.TicksRun  # the last tick's ``uneventful_ticks`` result
     bulk: tuple[bool, int, float]
     rpc: tuple[int, int]
     arrivals: tuple[Any, ...]  # the RPC's block, next arrival and last drawn
@@ -275,7 +276,7 @@ def run_kernel(args: list[Any]) -> BusyRun:
         built_buf=r[13],
         built_bounds=r[14],
         index_version=int(r[15]),
-        tick=r[16],
+        tick=uneventful.ticks_run(r[16]),
         bulk=(bool(r[17][0]), int(r[17][1]), float(r[17][2])),
         rpc=(int(r[18][0]), int(r[18][1])),
         arrivals=(r[19], r[20], r[21], int(r[18][2]), float(r[18][3])),

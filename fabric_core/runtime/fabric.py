@@ -663,13 +663,10 @@ class Fabric:
         if cw is None:
             return 0
         # the others first: the kernel runs until one of them could act
-        now, dt = self.sim_time_s, self.dt_s
-        horizon = float(self.schedule[0][0]) if self.schedule else np.inf
-        for i, wl in enumerate(self.workloads):
-            if i not in cw.places:
-                horizon = min(horizon, wl.quiet_until(now, dt))
-                if horizon <= now + 0.5 * dt:
-                    return 0
+        busy_from = self.sim_time_s + 0.5 * self.dt_s
+        horizon = self._quiet_until(busy_from, besides=cw.places)
+        if busy_from >= horizon:
+            return 0
         assert isinstance(layout, _tick_kernels.CompiledTick)
         if not layout.starts_at_once(self.topo):
             return 0
@@ -744,30 +741,19 @@ class Fabric:
             )
             self._index = idx
             layout._index_entries[0] = idx.size
-        lb = self.link_book
-        link_rate, occ_pad, drain_pad, _ = layout._sums
-        lb.link_rate = link_rate
-        lb.occupancy = occ_pad[: lb.occupancy.size]
-        lb.buffer_drain = drain_pad[: lb.buffer_drain.size]
-        lb.dq_open = run.tick[17]
-        lb.paused = run.tick[18]
         solve_links, solve_bufs, move_links, move_bufs = run.stale
-        layout._solved_stale[:] = [solve_links, solve_bufs]
-        layout._stale[:] = [move_links, move_bufs]
-        level, _, first_share, alpha, credit_level = layout._solved
-        self.solution = Solution(
-            padded=run.tick[8],
-            level=level,
-            alpha=alpha,
-            share=first_share,
-            credit_level=credit_level,
-        )
+        self._links_taken_back(
+            layout, None, run.tick.dq_open, run.tick.rate, [solve_links, solve_bufs],
+            [move_links, move_bufs],
+        )  # fmt: skip
+        self.link_book.paused = run.tick.starved
         if cw.bulk is not None:
             cw.bulk.busy_done(*run.bulk)
         if run.whole == run.started:
             return run.started
         # the last tick needs Python: what step does after the flow control
-        self._complete(idx, self.solution, cap, run.tick[10], run.end_s, dt)
+        assert self.solution is not None
+        self._complete(idx, self.solution, cap, run.tick.done, run.end_s, dt)
         self._finish_tick(self.faults.seen_status, dt)
         return run.started
 
@@ -828,6 +814,36 @@ class Fabric:
             rng=self.rng,
         )
 
+    def _links_taken_back(
+        self,
+        layout: _tick_kernels.CompiledTick,
+        occupancy: NDArray[np.float64] | None,
+        dq_open: NDArray[np.intp],
+        rate: NDArray[np.float64],
+        solve_stale: list[NDArray[np.intp]],
+        move_stale: list[NDArray[np.intp]],
+    ) -> None:
+        """After ticks run at once: the link book as their move left it (the buffers'
+        ``occupancy`` when PFC's drops changed it, else the move's), the links and buffers
+        the last tick's solve and move used (the next's to clear), and the last solution
+        (its padded ``rate``)."""
+        lb = self.link_book
+        link_rate, occ_pad, drain_pad, _ = layout._sums
+        lb.link_rate = link_rate
+        lb.occupancy = occ_pad[: lb.occupancy.size] if occupancy is None else occupancy
+        lb.buffer_drain = drain_pad[: lb.buffer_drain.size]
+        lb.dq_open = dq_open
+        layout._stale[:] = move_stale
+        layout._solved_stale[:] = solve_stale
+        level, _, first_share, alpha, credit_level = layout._solved
+        self.solution = Solution(
+            padded=rate,
+            level=level,
+            alpha=alpha,
+            share=first_share,
+            credit_level=credit_level if self.roce is None else None,
+        )
+
     def _ticks_run(
         self,
         t_start: NDArray[np.float64],
@@ -847,12 +863,15 @@ class Fabric:
         self.tick += whole
         self.sim_time_s = end_s
 
-    def _quiet_until(self, busy_from: float) -> float:
-        """The earliest time a workload or a scheduled command could act; as soon as one
-        could act by ``busy_from``, that time (the others are not asked)."""
+    def _quiet_until(self, busy_from: float, besides: frozenset[int] = frozenset()) -> float:
+        """The earliest time a workload (but those at the places ``besides``) or a
+        scheduled command could act; as soon as one could act by ``busy_from``, that time
+        (the others are not asked)."""
         now, dt = self.sim_time_s, self.dt_s
         first = float(self.schedule[0][0]) if self.schedule else np.inf
-        for wl in self.workloads:
+        for i, wl in enumerate(self.workloads):
+            if i in besides:
+                continue
             first = min(first, wl.quiet_until(now, dt))
             if first <= busy_from:
                 break
@@ -891,33 +910,21 @@ class Fabric:
         event, is finished here as ``step`` finishes it."""
         dt = self.dt_s
         groups = self._kernel_groups(layout, idx, most, horizon, goodput, cap, stormed)
-        run = uneventful.run_kernel(groups.flat())
+        run = uneventful.run_kernel(groups)
         if run.started == 0:
             return 0
         self._ticks_run(run.t_start, run.d_start, run.whole, run.end_s, run.delivered)
         self.dropped_bytes = run.dropped
         self.hop_updates += idx.size * run.started
-        lb = self.link_book
-        link_rate, occ_pad, drain_pad, _ = layout._sums
-        lb.link_rate = link_rate
-        lb.occupancy = run.occupancy if self.roce is not None else occ_pad[: lb.occupancy.size]
-        lb.buffer_drain = drain_pad[: lb.buffer_drain.size]
-        lb.dq_open = run.dq_open
-        csr = idx.csr
-        layout._stale[:] = [csr.used_links, csr.used_bufs]
-        layout._solved_stale[:] = [csr.used_links, csr.used_bufs]
-        level, _, first_share, alpha, credit_level = layout._solved
-        self.solution = Solution(
-            padded=run.rate,
-            level=level,
-            alpha=alpha,
-            share=first_share,
-            credit_level=credit_level if self.roce is None else None,
-        )
+        used = [idx.csr.used_links, idx.csr.used_bufs]
+        self._links_taken_back(
+            layout, run.occupancy if self.roce is not None else None, run.dq_open, run.rate,
+            used, used,
+        )  # fmt: skip
         if self.roce is not None:
             self.roce.after_ticks_at_once(run.pause, run.cnps, cleared_watch=run.whole > 0)
         else:
-            lb.paused = run.starved
+            self.link_book.paused = run.starved
         if run.whole == run.started:
             return run.started
         # the last tick needs Python: what step does after the flow control

@@ -96,11 +96,6 @@ class KernelGroups(NamedTuple):
         ]  # fmt: skip
 
 
-def kernel_arguments(**parts: Any) -> list[Any]:
-    """``kernel_groups``' arguments, flat: ``uneventful_ticks``' list."""
-    return kernel_groups(**parts).flat()
-
-
 def kernel_groups(
     *,
     most: int,
@@ -220,12 +215,17 @@ class TicksRun:
     starved: NDArray[np.bool_]
 
 
-def run_kernel(args: list[Any]) -> TicksRun:
-    """Call ``uneventful_ticks`` with ``kernel_arguments``' list."""
+def run_kernel(groups: KernelGroups) -> TicksRun:
+    """Call ``uneventful_ticks`` with ``kernel_groups``' arguments."""
+    return ticks_run(uneventful_kernels.uneventful_ticks(*groups.flat()))
+
+
+def ticks_run(result: tuple[Any, ...]) -> TicksRun:
+    """``uneventful_ticks``' result, by name (``kernels.busy`` returns its last tick's)."""
     (
         started, stop, t_start, d_start, end_s, delivered, dropped, cnps, rate,
         new_backlog, done, fired, blocked, send, room, ignoring, occupancy, dq_open, starved,
-    ) = uneventful_kernels.uneventful_ticks(*args)  # fmt: skip
+    ) = result  # fmt: skip
     started = int(started)
     return TicksRun(
         started=started,
