@@ -123,7 +123,10 @@ def compiled_functions(kept: dict[int, bytes]) -> dict[int, tuple[str, bytes | N
     found: dict[int, tuple[str, bytes | None]] = {}
     seen: set[int] = set()
     for d in gc.get_objects():
-        if not isinstance(d, Dispatcher):
+        try:
+            if not isinstance(d, Dispatcher):
+                continue
+        except ReferenceError:  # a weak proxy whose object is gone
             continue
         overloads: Any = d.overloads  # (numba's compile results, untyped)
         for cres in overloads.values():
