@@ -280,8 +280,8 @@ def run_kernel(args: list[Any]) -> BusyRun:
         bulk=(bool(r[17][0]), int(r[17][1]), float(r[17][2])),
         rpc=(int(r[18][0]), int(r[18][1])),
         arrivals=(r[19], r[20], r[21], int(r[18][2]), float(r[18][3])),
-        stale=r[24],
-        batches=int(r[25]),
+        stale=r[22],
+        batches=int(r[23]),
     )
 
 

@@ -181,8 +181,7 @@ def busy_ticks(
     dropped, injected, completed, hop-updates), the flow table's count, end and version,
     the last index built here (its buffer and bounds, empty if none was) and its
     version, the last tick's ``uneventful_ticks`` result, the workloads' states, the
-    RPC's block of arrivals, the heads and finish times of a batch that could not be
-    filed (``STOP_ERROR``), and the links and buffers the last tick run used (the next
+    RPC's block of arrivals, and the links and buffers the last tick run used (the next
     tick's to clear: the index may have been rebuilt after it), and the batches of
     flows started.
     """
@@ -209,6 +208,8 @@ def busy_ticks(
     stop = STOP_HORIZON
     started = 0
     batches = 0  # started: each admitted whole by the fabric-wide cap, which then has room
+    # a result of the type the loop's ticks give, for a call that runs none: numba needs
+    # the name bound on every path (a call that runs no tick: its arguments, once a call)
     one = uneventful_ticks(
         0,
         horizon_s,
@@ -226,9 +227,7 @@ def busy_ticks(
         *rest,
         rng,
         *profile,
-    )  # fmt: skip  (the result's types: no tick run)
-    report_heads = np.zeros(0, dtype=np.intp)
-    report_finish = np.zeros(0)
+    )  # fmt: skip
     while started < most and now + 0.5 * dt < horizon_s:
         # -- what the tick will start, known before anything is drawn: else Python runs it
         n_bulk = 0
@@ -398,7 +397,6 @@ def busy_ticks(
             )  # fmt: skip
             if not filed:
                 stop = STOP_ERROR
-                report_heads, report_finish = whole, finish
                 break
             version += 1  # (``FlowTable.retired``: rows were freed)
             live_end = end
@@ -436,6 +434,6 @@ def busy_ticks(
         started, stop, t_start[:started], d_start[:started], now, delivered, dropped,
         injected, completed, hop_updates, n_flows, live_end, version, built_buf,
         built_bounds, index_version, one, (bulk_owed, bulk_seq, bulk_delivered),
-        (rpc_seq, rpc_sent, rpc_next, rpc_last_s), r_t, r_at, r_u, report_heads,
-        report_finish, (s_stale_l, s_stale_b, m_stale_l, m_stale_b), batches,
+        (rpc_seq, rpc_sent, rpc_next, rpc_last_s), r_t, r_at, r_u,
+        (s_stale_l, s_stale_b, m_stale_l, m_stale_b), batches,
     )  # fmt: skip
