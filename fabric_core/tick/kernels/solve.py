@@ -390,8 +390,9 @@ def solve_tick(
                 first_share[used_links[k]] = share[used_links[k]]
         if not credits:
             break
-        for e in prange(n):
-            before[e] = rate[e]
+        if pass_no == 0:  # (what pass two takes back, and the cuts are measured from)
+            for e in prange(n):
+                before[e] = rate[e]
         # One credit factor per short buffer, downstream first, one (lane, rank) group's
         # buffers at once. The net inflow of a buffer whose inflows are scaled by ``al``
         # is convex and piecewise linear in ``al`` (the drain of a flow cut through
@@ -474,6 +475,8 @@ def solve_tick(
                     rate[e] = min(rate[e], held[e] + rate[prev_pad[e]])
         else:
             conserve_by_hop(rate, held, prev_pad, hop)
+        if pass_no == 1:
+            break  # the last pass: nothing reads the cuts it would find
         changed_from = n
         for e in prange(n):
             if rate[e] < before[e] * (1 - CUT_FRACTION):
