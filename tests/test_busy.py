@@ -21,7 +21,7 @@ from fabric_core.net.topology import leaf_spine
 from fabric_core.runtime import busy
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
-from fabric_core.workloads.traffic import Bulk, Incast, Rpc
+from fabric_core.workloads.traffic import AllToAll, Bulk, Incast, Rpc
 from tests.test_uneventful import assert_same, state
 
 
@@ -44,6 +44,8 @@ def full_state(f: Fabric) -> dict[str, Any]:
             out[f"arrivals{i}.list"] = arrivals._t_list
         if hasattr(wl, "in_flight"):
             out[f"in_flight{i}"] = wl.in_flight.copy()
+        for name, h in wl.histograms.items():  # (``state`` has their counts)
+            out[f"histogram{i}.{name}"] = (h._stats.tolist(), h._ring.tolist())
     out["workload_rngs"] = [copy.deepcopy(r).random(3).tolist() for r in f._workload_rngs]
     return out
 
@@ -215,6 +217,36 @@ def test_workloads_the_kernel_does_not_know_keep_their_ticks_in_python() -> None
     f.run_ticks(200)
     found = busy.compiled_workloads(f.workloads)
     assert found is not None and found.rpc_at == 0 and found.bulk_at == -1
+
+
+def test_the_kernel_files_the_all_to_all_rounds_that_end_in_its_ticks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The default scenario's MoE rounds start in Python, and end in the kernel: their
+    last messages are filed there (``AllToAll.on_complete`` is not called), the round's
+    length in its histogram, and the next round starts on time, in Python."""
+    f = Fabric.from_scenario(load_scenario("default"))
+    f.run_ticks(200)  # the first round ends in Python: its histograms are made then
+    moe = f.workloads[1]
+    assert isinstance(moe, AllToAll)
+    assert busy.compiled_workloads(f.workloads).alltoall_at == 1  # type: ignore[union-attr]
+    ended_in_python: list[float] = []
+    on_complete = AllToAll.on_complete
+
+    def counted(wl: AllToAll, done: Any, now_s: float) -> None:
+        was = wl._busy
+        on_complete(wl, done, now_s)
+        if was and not wl._busy:
+            ended_in_python.append(now_s)
+
+    monkeypatch.setattr(AllToAll, "on_complete", counted)
+    rounds = moe.histograms["alltoall_seconds"].freeze().count
+    started = moe._round
+    f.run_ticks(1500)  # 3 ms: a round every 100 µs
+    ended = moe.histograms["alltoall_seconds"].freeze().count - rounds
+    assert moe._round - started >= 29
+    assert ended >= moe._round - started - 1
+    assert len(ended_in_python) <= ended // 4, (len(ended_in_python), ended)
 
 
 def test_a_busy_run_is_what_the_benchmarks_time(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,7 +27,7 @@ from fabric_core.tick.histogram import Histogram, HistogramRows
 from fabric_core.tick.lazy import LazyModule
 from fabric_core.workloads.arrivals import BLOCK as ARRIVALS_BLOCK
 from fabric_core.workloads.base import Workload
-from fabric_core.workloads.traffic import Bulk, Rpc
+from fabric_core.workloads.traffic import AllToAll, Bulk, Rpc
 
 if TYPE_CHECKING:
     from fabric_core.faults.book import FaultBook
@@ -68,20 +68,25 @@ MIN_TICKS = 3
 #: the histograms the workloads file their latencies in (``on_complete``)
 BULK_HISTOGRAM = "fct_seconds"
 RPC_HISTOGRAM = "message_seconds"
+ALLTOALL_HISTOGRAMS = ("message_seconds", "alltoall_seconds")  # messages, rounds
 
 
 @dataclass(frozen=True)
 class CompiledWorkloads:
-    """The workloads the kernel runs: their places among the fabric's (-1: none)."""
+    """The workloads the kernel runs: their places among the fabric's (-1: none). Of the
+    all-to-all it files the completions only: its rounds start in Python."""
 
     bulk_at: int
     bulk: Bulk | None
     rpc_at: int
     rpc: Rpc | None
+    alltoall_at: int = -1
+    alltoall: AllToAll | None = None
 
     @property
     def places(self) -> frozenset[int]:
-        """Their places among the fabric's workloads."""
+        """The places of those whose flows the kernel starts: the others' next actions
+        bound its run."""
         return frozenset(i for i in (self.bulk_at, self.rpc_at) if i >= 0)
 
 
@@ -89,9 +94,15 @@ def compiled_workloads(workloads: list[Workload]) -> CompiledWorkloads | None:
     """The background bulk and the RPC workload among ``workloads`` that the kernel can
     run (at most one of each, exactly those classes, in a state the kernel takes up: the
     RPC's first arrivals drawn, each one's latency histogram made by a first completion);
-    None if there is neither."""
+    None if there is neither. Beside them, the one all-to-all whose completions it can
+    file (none if there are two; its histograms made by its first round)."""
     bulk_at = rpc_at = -1
+    alltoall_at, alltoalls = -1, 0
     for i, wl in enumerate(workloads):
+        if type(wl) is AllToAll:
+            alltoalls += 1
+            if all(h in wl.histograms for h in ALLTOALL_HISTOGRAMS):
+                alltoall_at = i
         if type(wl) is Bulk:
             if bulk_at >= 0:
                 return None
@@ -108,9 +119,13 @@ def compiled_workloads(workloads: list[Workload]) -> CompiledWorkloads | None:
         return None
     bulk = workloads[bulk_at] if bulk_at >= 0 else None
     rpc = workloads[rpc_at] if rpc_at >= 0 else None
+    if alltoalls > 1:
+        alltoall_at = -1
+    alltoall = workloads[alltoall_at] if alltoall_at >= 0 else None
     assert bulk is None or isinstance(bulk, Bulk)
     assert rpc is None or isinstance(rpc, Rpc)
-    return CompiledWorkloads(bulk_at, bulk, rpc_at, rpc)
+    assert alltoall is None or isinstance(alltoall, AllToAll)
+    return CompiledWorkloads(bulk_at, bulk, rpc_at, rpc, alltoall_at, alltoall)
 
 
 def _int32(n: int) -> NDArray[np.int32]:
@@ -173,6 +188,24 @@ def rpc_arguments(
     return (
         fixed, wl.running, seq, wl.sent, float(arrivals.rate_per_s), int(arrivals.places),
         arrivals.drawn(),
+    )  # fmt: skip
+
+
+def alltoall_arguments(wl: AllToAll | None) -> tuple[Any, ...]:
+    """The all-to-all's arguments: its histograms' arrays (the messages', the rounds'),
+    whether it runs, and its round's state (``AllToAll.busy_state``) and last length; of
+    the same types, unused, when there is none."""
+    if wl is None:
+        return (_NO_HISTOGRAM_ARRAYS * 2, False, False, 0, 0.0, 0.0, float("nan"))
+    messages, rounds = (wl.histograms[h] for h in ALLTOALL_HISTOGRAMS)
+    hists = (
+        messages.counts, messages._stats, messages._ring, rounds.counts, rounds._stats,
+        rounds._ring,
+    )  # fmt: skip
+    busy, left, round_start, next_s = wl.busy_state()
+    return (
+        hists, wl.running, busy, int(left), float(round_start), float(next_s),
+        float(wl.last_round_s),
     )  # fmt: skip
 
 
@@ -244,6 +277,7 @@ class BusyRun:
     #: the links and buffers the last tick run used: the solve's and the move's to clear
     stale: tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]
     batches: int  # of flows started, each admitted whole by the fabric-wide cap
+    alltoall: tuple[bool, int, float]  # its round: in flight, messages left, last length
 
     @property
     def failed(self) -> bool:
@@ -282,6 +316,7 @@ def run_kernel(args: list[Any]) -> BusyRun:
         arrivals=(r[19], r[20], r[21], int(r[18][2]), float(r[18][3])),
         stale=r[22],
         batches=int(r[23]),
+        alltoall=(bool(r[24][0]), int(r[24][1]), float(r[24][2])),
     )
 
 
@@ -332,4 +367,5 @@ def kernel_arguments(
         np.zeros(0), start_a, start_b, finish_fixed, class_hist, bounds_s, cw.bulk_at,
         b_fixed, b_rng, b_running, b_owed, b_seq, b_delivered, cw.rpc_at, r_fixed, r_rng,
         r_running, r_seq, r_sent, r_rate, r_places, ARRIVALS_BLOCK, *r_block,
+        cw.alltoall_at, *alltoall_arguments(cw.alltoall),
     ]  # fmt: skip

@@ -749,6 +749,8 @@ class Fabric:
         self.link_book.paused = run.tick.starved
         if cw.bulk is not None:
             cw.bulk.busy_done(*run.bulk)
+        if cw.alltoall is not None:
+            cw.alltoall.busy_done(*run.alltoall)
         if run.whole == run.started:
             return run.started
         # the last tick needs Python: what step does after the flow control

@@ -250,6 +250,16 @@ class AllToAll(Workload):
         # a round in flight ends with a completion
         return float("inf") if not self.running or self._busy else self._next_s
 
+    def busy_state(self) -> tuple[bool, int, float, float]:
+        """(a round in flight, its messages left, its start, the next round's start): what
+        ``kernels.busy.busy_ticks`` carries on from as it files this workload's completions."""
+        return self._busy, self._left, self._round_start, self._next_s
+
+    def busy_done(self, busy: bool, left: int, last_round_s: float) -> None:
+        """Take back what ``busy_ticks`` left: it filed this workload's completions as
+        ``on_complete`` does."""
+        self._busy, self._left, self.last_round_s = busy, left, last_round_s
+
     def on_complete(self, done: Completions, now_s: float) -> None:
         self._left -= done.tag.size
         self.histogram("message_seconds").observe_many(done.latency_s)

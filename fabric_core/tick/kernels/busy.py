@@ -8,7 +8,8 @@ arrive some 2.6 a tick and its background flows end and are replaced about every
 tick, so each tick went through Python, where the workloads meet the fabric (their draws,
 each batch of flows started, the completions handed back): about half of such a tick.
 Here those steps run in the kernel too, for the workloads it knows (``workloads.traffic``'s
-``Bulk`` and ``Rpc``, at most one of each): per tick,
+``Bulk`` and ``Rpc``, at most one of each; of an ``AllToAll``, its completions: its rounds
+start in Python, and its messages end in some four ticks of each round): per tick,
 
 1. the workloads' new flows, in the fabric's order of workloads, as their ``generate``
    makes them (the same draws from the same generator, the same peers and tags), each
@@ -171,6 +172,18 @@ def busy_ticks(
     r_u: _F,
     rpc_next: int,
     rpc_last_s: float,
+    # the MoE all-to-all (``workloads.traffic.AllToAll``), whose completions are filed here
+    # (its rounds start in Python): its place (-1 if none), its two latency histograms'
+    # arrays (the messages', the rounds'), whether it runs, and its round's state (in
+    # flight, messages left, started at, the next round's start, the last round's length)
+    a_at: int,
+    alltoall: Any,
+    a_running: bool,
+    a_busy: bool,
+    a_left: int,
+    a_round_start: float,
+    a_next_s: float,
+    a_last_round_s: float,
 ) -> Any:
     """Run at most ``most`` ticks from ``now`` (tick ``tick``), stopping before a tick
     whose start is within half a tick of ``horizon_s`` (when a workload not compiled
@@ -182,8 +195,9 @@ def busy_ticks(
     the last index built here (its buffer and bounds, empty if none was) and its
     version, the last tick's ``uneventful_ticks`` result, the workloads' states, the
     RPC's block of arrivals, and the links and buffers the last tick run used (the next
-    tick's to clear: the index may have been rebuilt after it), and the batches of
-    flows started.
+    tick's to clear: the index may have been rebuilt after it), the batches of flows
+    started, and the all-to-all's round (in flight, messages left, the last round's
+    length).
     """
     # (what changes from tick to tick, or is read here, of the groups)
     occ_pad, drain_pad, lb_occ, lb_drain = link_book[1], link_book[2], link_book[4], link_book[5]
@@ -198,6 +212,7 @@ def busy_ticks(
     ) = bulk  # fmt: skip
     b_rng = bulk_rng
     r_senders, r_pool, r_size, r_lane, r_cls, r_counts, r_stats, r_ring = rpc
+    am_counts, am_stats, am_ring, ar_counts, ar_stats, ar_ring = alltoall
     rpc_on = rpc_at >= 0 and rpc_running and r_senders.size > 0 and rpc_rate > 0
     in_order = (min(bulk_at, rpc_at), max(bulk_at, rpc_at))  # (-1: none)
     t_start = np.empty(most)
@@ -386,7 +401,7 @@ def busy_ticks(
         if done.size > 0:
             for i in range(done.size):
                 w = workload_of[done[i]]
-                if w < 0 or (w != bulk_at and w != rpc_at):
+                if w < 0 or (w != bulk_at and w != rpc_at and w != a_at):
                     stop = STOP_REPORT  # another workload's (or a fault's): Python
             if stop == STOP_REPORT:
                 break
@@ -427,6 +442,32 @@ def busy_ticks(
                     _observe_many(b_counts, b_stats, b_ring, latency, bounds_s)
                 else:
                     _observe_many(r_counts, r_stats, r_ring, latency, bounds_s)
+            if a_at >= 0:
+                # ``AllToAll.on_complete``: its messages' latencies, and a round's length
+                # when its last message is in (then its next round is Python's to start)
+                k = 0
+                for i in range(whole.size):
+                    if workload_of[whole[i]] == a_at:
+                        k += 1
+                if k > 0:
+                    latency = np.empty(k)
+                    last_s = -np.inf
+                    k = 0
+                    for i in range(whole.size):
+                        if workload_of[whole[i]] == a_at:
+                            latency[k] = finish[i] - finish_fixed[6][whole[i]]
+                            last_s = max(last_s, finish[i])
+                            k += 1
+                    a_left -= k
+                    _observe_many(am_counts, am_stats, am_ring, latency, bounds_s)
+                    if a_left == 0 and a_busy:
+                        a_busy = False
+                        a_last_round_s = last_s - a_round_start
+                        _observe_many(
+                            ar_counts, ar_stats, ar_ring, np.full(1, a_last_round_s), bounds_s
+                        )
+                        if a_running:  # (``AllToAll.quiet_until``: it acts again then)
+                            horizon_s = min(horizon_s, a_next_s)
         # -- the tick's end (``Fabric._finish_tick``)
         tick += 1
         now = epoch_s + (tick - epoch_tick) * dt
@@ -436,4 +477,5 @@ def busy_ticks(
         built_bounds, index_version, one, (bulk_owed, bulk_seq, bulk_delivered),
         (rpc_seq, rpc_sent, rpc_next, rpc_last_s), r_t, r_at, r_u,
         (s_stale_l, s_stale_b, m_stale_l, m_stale_b), batches,
+        (a_busy, a_left, a_last_round_s),
     )  # fmt: skip
