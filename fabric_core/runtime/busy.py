@@ -73,8 +73,7 @@ ALLTOALL_HISTOGRAMS = ("message_seconds", "alltoall_seconds")  # messages, round
 
 @dataclass(frozen=True)
 class CompiledWorkloads:
-    """The workloads the kernel runs: their places among the fabric's (-1: none). Of the
-    all-to-all it files the completions only: its rounds start in Python."""
+    """The workloads the kernel runs: their places among the fabric's (-1: none)."""
 
     bulk_at: int
     bulk: Bulk | None
@@ -85,17 +84,16 @@ class CompiledWorkloads:
 
     @property
     def places(self) -> frozenset[int]:
-        """The places of those whose flows the kernel starts: the others' next actions
-        bound its run."""
-        return frozenset(i for i in (self.bulk_at, self.rpc_at) if i >= 0)
+        """Their places among the fabric's workloads."""
+        return frozenset(i for i in (self.bulk_at, self.rpc_at, self.alltoall_at) if i >= 0)
 
 
 def compiled_workloads(workloads: list[Workload]) -> CompiledWorkloads | None:
     """The background bulk and the RPC workload among ``workloads`` that the kernel can
     run (at most one of each, exactly those classes, in a state the kernel takes up: the
     RPC's first arrivals drawn, each one's latency histogram made by a first completion);
-    None if there is neither. Beside them, the one all-to-all whose completions it can
-    file (none if there are two; its histograms made by its first round)."""
+    None if there is neither. Beside them, the one MoE all-to-all (none if there are two;
+    its histograms made by its first round)."""
     bulk_at = rpc_at = -1
     alltoall_at, alltoalls = -1, 0
     for i, wl in enumerate(workloads):
@@ -191,21 +189,23 @@ def rpc_arguments(
     )  # fmt: skip
 
 
-def alltoall_arguments(wl: AllToAll | None) -> tuple[Any, ...]:
-    """The all-to-all's arguments: its histograms' arrays (the messages', the rounds'),
-    whether it runs, and its round's state (``AllToAll.busy_state``) and last length; of
+def alltoall_arguments(wl: AllToAll | None, lane: int, cls: int) -> tuple[Any, ...]:
+    """The all-to-all's arguments: its fixed ones (its histograms' arrays, the messages'
+    and the rounds', its ranks, message size, period, lane and class), whether it runs,
+    and its rounds' state (``AllToAll.busy_state``, the last round's length between); of
     the same types, unused, when there is none."""
     if wl is None:
-        return (_NO_HISTOGRAM_ARRAYS * 2, False, False, 0, 0.0, 0.0, float("nan"))
+        fixed = (*_NO_HISTOGRAM_ARRAYS * 2, _int32(0), 0.0, 0.0, 0, 0)
+        return (fixed, False, False, 0, 0.0, 0.0, float("nan"), 0)
     messages, rounds = (wl.histograms[h] for h in ALLTOALL_HISTOGRAMS)
-    hists = (
+    fixed = (
         messages.counts, messages._stats, messages._ring, rounds.counts, rounds._stats,
-        rounds._ring,
+        rounds._ring, wl.ranks, float(wl.size_bytes), float(wl.period_s), lane, cls,
     )  # fmt: skip
-    busy, left, round_start, next_s = wl.busy_state()
+    busy, left, round_start, next_s, started = wl.busy_state()
     return (
-        hists, wl.running, busy, int(left), float(round_start), float(next_s),
-        float(wl.last_round_s),
+        fixed, wl.running, busy, int(left), float(round_start), float(next_s),
+        float(wl.last_round_s), int(started),
     )  # fmt: skip
 
 
@@ -277,7 +277,9 @@ class BusyRun:
     #: the links and buffers the last tick run used: the solve's and the move's to clear
     stale: tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]
     batches: int  # of flows started, each admitted whole by the fabric-wide cap
-    alltoall: tuple[bool, int, float]  # its round: in flight, messages left, last length
+    #: the all-to-all's rounds: one in flight, its messages left, its start, the next
+    #: round's start, the last round's length, the rounds started
+    alltoall: tuple[bool, int, float, float, float, int]
 
     @property
     def failed(self) -> bool:
@@ -316,8 +318,30 @@ def run_kernel(args: list[Any]) -> BusyRun:
         arrivals=(r[19], r[20], r[21], int(r[18][2]), float(r[18][3])),
         stale=r[22],
         batches=int(r[23]),
-        alltoall=(bool(r[24][0]), int(r[24][1]), float(r[24][2])),
+        alltoall=_alltoall_state(r[24]),
     )
+
+
+def _alltoall_state(r: Any) -> tuple[bool, int, float, float, float, int]:
+    """The all-to-all's rounds as ``busy_ticks`` returns them, as Python's values."""
+    busy, left, round_start, next_s, last_round_s, rounds = r
+    return (
+        bool(busy),
+        int(left),
+        float(round_start),
+        float(next_s),
+        float(last_round_s),
+        int(rounds),
+    )
+
+
+def route_hops(topo: Topology) -> int:
+    """The most links a route of a new flow may cross, which bounds the entries a batch
+    adds (the kernel stops before a tick whose index could reach
+    ``PARALLEL_FROM_ENTRIES``): up the tiers and down again on a generated tree, whose
+    routes are up*/down* while no fault is open; ``MAX_HOPS`` elsewhere. (A bound too low
+    would cost speed only: the serial kernels' results are the parallel ones'.)"""
+    return min(2 * topo.tiers, MAX_HOPS) if topo.updown is None else MAX_HOPS
 
 
 def kernel_arguments(
@@ -363,9 +387,9 @@ def kernel_arguments(
         groups.solved, groups.rest, groups.rng, groups.profile, last_hops, last_flow, fl.version, index_version,
         rebuild, fl.n_parents, fl.live_end, fabric.faults.admission.limits.fabric_flows,
         fabric.injected_bytes, fabric.completed_flows, fabric.hop_updates, most_entries,
-        MAX_HOPS, fl.held, fl.workload, fl.tag, fl.src, fl.parent_size, host_s,
+        route_hops(fabric.topo), fl.held, fl.workload, fl.tag, fl.src, fl.parent_size, host_s,
         np.zeros(0), start_a, start_b, finish_fixed, class_hist, bounds_s, cw.bulk_at,
         b_fixed, b_rng, b_running, b_owed, b_seq, b_delivered, cw.rpc_at, r_fixed, r_rng,
         r_running, r_seq, r_sent, r_rate, r_places, ARRIVALS_BLOCK, *r_block,
-        cw.alltoall_at, *alltoall_arguments(cw.alltoall),
+        cw.alltoall_at, *alltoall_arguments(cw.alltoall, *lane_cls(cw.alltoall)),
     ]  # fmt: skip

@@ -250,15 +250,19 @@ class AllToAll(Workload):
         # a round in flight ends with a completion
         return float("inf") if not self.running or self._busy else self._next_s
 
-    def busy_state(self) -> tuple[bool, int, float, float]:
-        """(a round in flight, its messages left, its start, the next round's start): what
-        ``kernels.busy.busy_ticks`` carries on from as it files this workload's completions."""
-        return self._busy, self._left, self._round_start, self._next_s
+    def busy_state(self) -> tuple[bool, int, float, float, int]:
+        """(a round in flight, its messages left, its start, the next round's start, the
+        rounds started): what ``kernels.busy.busy_ticks`` carries on from."""
+        return self._busy, self._left, self._round_start, self._next_s, self._round
 
-    def busy_done(self, busy: bool, left: int, last_round_s: float) -> None:
-        """Take back what ``busy_ticks`` left: it filed this workload's completions as
-        ``on_complete`` does."""
-        self._busy, self._left, self.last_round_s = busy, left, last_round_s
+    def busy_done(
+        self, busy: bool, left: int, round_start: float, next_s: float, last_round_s: float,
+        rounds: int,
+    ) -> None:  # fmt: skip
+        """Take back what ``busy_ticks`` left: it started this workload's rounds and filed
+        their completions as ``generate`` and ``on_complete`` do."""
+        self._busy, self._left, self._round_start, self._next_s = busy, left, round_start, next_s
+        self.last_round_s, self._round = last_round_s, rounds
 
     def on_complete(self, done: Completions, now_s: float) -> None:
         self._left -= done.tag.size

@@ -172,10 +172,11 @@ def busy_ticks(
     r_u: _F,
     rpc_next: int,
     rpc_last_s: float,
-    # the MoE all-to-all (``workloads.traffic.AllToAll``), whose completions are filed here
-    # (its rounds start in Python): its place (-1 if none), its two latency histograms'
-    # arrays (the messages', the rounds'), whether it runs, and its round's state (in
-    # flight, messages left, started at, the next round's start, the last round's length)
+    # the MoE all-to-all (``workloads.traffic.AllToAll``): its place (-1 if none), its
+    # fixed arguments (its two latency histograms' arrays, the messages' and the rounds';
+    # its ranks, message size, period, lane and class), whether it runs, and its rounds'
+    # state (one in flight, its messages left, its start, the next round's start, the last
+    # round's length, the rounds started)
     a_at: int,
     alltoall: Any,
     a_running: bool,
@@ -184,6 +185,7 @@ def busy_ticks(
     a_round_start: float,
     a_next_s: float,
     a_last_round_s: float,
+    a_round: int,
 ) -> Any:
     """Run at most ``most`` ticks from ``now`` (tick ``tick``), stopping before a tick
     whose start is within half a tick of ``horizon_s`` (when a workload not compiled
@@ -212,9 +214,13 @@ def busy_ticks(
     ) = bulk  # fmt: skip
     b_rng = bulk_rng
     r_senders, r_pool, r_size, r_lane, r_cls, r_counts, r_stats, r_ring = rpc
-    am_counts, am_stats, am_ring, ar_counts, ar_stats, ar_ring = alltoall
+    (
+        am_counts, am_stats, am_ring, ar_counts, ar_stats, ar_ring, a_ranks, a_size,
+        a_period, a_lane, a_cls,
+    ) = alltoall  # fmt: skip
     rpc_on = rpc_at >= 0 and rpc_running and r_senders.size > 0 and rpc_rate > 0
-    in_order = (min(bulk_at, rpc_at), max(bulk_at, rpc_at))  # (-1: none)
+    in_order = np.sort(np.array([bulk_at, rpc_at, a_at]))  # (-1: none)
+    a_messages = a_ranks.size * (a_ranks.size - 1)  # a round's
     t_start = np.empty(most)
     d_start = np.empty(most)
     built_buf = np.zeros(0, dtype=np.intp)
@@ -269,7 +275,11 @@ def busy_ticks(
                 rpc_next = 0
                 rpc_last_s = new_t[rpc_block - 1]
             n_rpc = _arrivals_before(r_t, rpc_next, now + dt) - rpc_next
-        n_new = n_bulk + n_rpc
+        # (``AllToAll.generate``: a round when none is in flight and its start has come)
+        n_round = 0
+        if a_at >= 0 and a_running and not a_busy and now + 1e-15 >= a_next_s:
+            n_round = a_messages
+        n_new = n_bulk + n_rpc + n_round
         if n_entries == 0 and n_new == 0:
             stop = STOP_BEFORE  # nothing in flight: Python passes the idle ticks
             break
@@ -304,6 +314,27 @@ def busy_ticks(
                 tag = np.arange(bulk_seq, bulk_seq + n)
                 bulk_seq += n
                 size_bytes, lane, cls = b_size, b_lane, b_cls
+            elif at == a_at:
+                if n_round == 0:
+                    continue
+                # every rank to every other: rank i's messages go to ranks i+1, i+2, ...
+                # (mod n), in rank order (``AllToAll.generate``'s repeat and tile)
+                n = a_messages
+                src = np.empty(n, dtype=np.int64)
+                dst = np.empty(n, dtype=np.int64)
+                k = 0
+                for i in range(a_ranks.size):
+                    for j in range(1, a_ranks.size):
+                        src[k] = a_ranks[i]
+                        dst[k] = a_ranks[(i + j) % a_ranks.size]
+                        k += 1
+                a_busy = True
+                a_round_start = now
+                a_left = n
+                a_next_s = now + a_period
+                a_round += 1
+                tag = np.full(n, a_round, dtype=np.int64)
+                size_bytes, lane, cls = a_size, a_lane, a_cls
             else:
                 if not rpc_on or n_rpc == 0:
                     continue
@@ -429,35 +460,22 @@ def busy_ticks(
                     continue
                 heads = np.empty(k, dtype=np.intp)
                 latency = np.empty(k)
+                last_s = -np.inf  # the last to finish
                 k = 0
                 for i in range(whole.size):
                     if workload_of[whole[i]] == at:
                         heads[k] = whole[i]
                         latency[k] = finish[i] - finish_fixed[6][whole[i]]
+                        last_s = max(last_s, finish[i])
                         k += 1
                 if at == bulk_at:
                     count_finished(b_in_flight, src_of[heads])
                     bulk_owed = True
                     bulk_delivered += numpy_sum(parent_size[heads])
                     _observe_many(b_counts, b_stats, b_ring, latency, bounds_s)
-                else:
+                elif at == rpc_at:
                     _observe_many(r_counts, r_stats, r_ring, latency, bounds_s)
-            if a_at >= 0:
-                # ``AllToAll.on_complete``: its messages' latencies, and a round's length
-                # when its last message is in (then its next round is Python's to start)
-                k = 0
-                for i in range(whole.size):
-                    if workload_of[whole[i]] == a_at:
-                        k += 1
-                if k > 0:
-                    latency = np.empty(k)
-                    last_s = -np.inf
-                    k = 0
-                    for i in range(whole.size):
-                        if workload_of[whole[i]] == a_at:
-                            latency[k] = finish[i] - finish_fixed[6][whole[i]]
-                            last_s = max(last_s, finish[i])
-                            k += 1
+                else:  # ``AllToAll.on_complete``: and a round's length once it is all in
                     a_left -= k
                     _observe_many(am_counts, am_stats, am_ring, latency, bounds_s)
                     if a_left == 0 and a_busy:
@@ -466,8 +484,6 @@ def busy_ticks(
                         _observe_many(
                             ar_counts, ar_stats, ar_ring, np.full(1, a_last_round_s), bounds_s
                         )
-                        if a_running:  # (``AllToAll.quiet_until``: it acts again then)
-                            horizon_s = min(horizon_s, a_next_s)
         # -- the tick's end (``Fabric._finish_tick``)
         tick += 1
         now = epoch_s + (tick - epoch_tick) * dt
@@ -477,5 +493,5 @@ def busy_ticks(
         built_bounds, index_version, one, (bulk_owed, bulk_seq, bulk_delivered),
         (rpc_seq, rpc_sent, rpc_next, rpc_last_s), r_t, r_at, r_u,
         (s_stale_l, s_stale_b, m_stale_l, m_stale_b), batches,
-        (a_busy, a_left, a_last_round_s),
+        (a_busy, a_left, a_round_start, a_next_s, a_last_round_s, a_round),
     )  # fmt: skip
