@@ -4,8 +4,8 @@
 is none: on the default scenario the RPC probes start messages every tick and the
 background's flows end and are replaced about every other tick. ``kernels.busy.busy_ticks``
 runs those ticks too, workloads and all, as long as the workloads that act are ones it
-knows (``workloads.traffic.Bulk`` and ``Rpc``, one of each at most) and the others are
-quiet (``Workload.quiet_until``). This module decides when a call may run, hands the
+knows (``workloads.traffic.Bulk``, ``Rpc`` and ``AllToAll``, one of each at most) and the
+others are quiet (``Workload.quiet_until``). This module decides when a call may run, hands the
 kernel its arguments from the fabric's parts (``runtime.uneventful``'s groups, and the
 starts', the finishes' and the workloads') and writes back what ``Fabric.step`` would
 have left. The ticks' results are the same bit for bit (``tests/test_busy.py`` holds a

@@ -8,8 +8,7 @@ arrive some 2.6 a tick and its background flows end and are replaced about every
 tick, so each tick went through Python, where the workloads meet the fabric (their draws,
 each batch of flows started, the completions handed back): about half of such a tick.
 Here those steps run in the kernel too, for the workloads it knows (``workloads.traffic``'s
-``Bulk`` and ``Rpc``, at most one of each; of an ``AllToAll``, its completions: its rounds
-start in Python, and its messages end in some four ticks of each round): per tick,
+``Bulk``, ``Rpc`` and ``AllToAll``, at most one of each): per tick,
 
 1. the workloads' new flows, in the fabric's order of workloads, as their ``generate``
    makes them (the same draws from the same generator, the same peers and tags), each
@@ -198,8 +197,7 @@ def busy_ticks(
     version, the last tick's ``uneventful_ticks`` result, the workloads' states, the
     RPC's block of arrivals, and the links and buffers the last tick run used (the next
     tick's to clear: the index may have been rebuilt after it), the batches of flows
-    started, and the all-to-all's round (in flight, messages left, the last round's
-    length).
+    started, and the all-to-all's rounds (as its arguments have them).
     """
     # (what changes from tick to tick, or is read here, of the groups)
     occ_pad, drain_pad, lb_occ, lb_drain = link_book[1], link_book[2], link_book[4], link_book[5]
