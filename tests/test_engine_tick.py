@@ -57,8 +57,9 @@ def _engine(speed: float, **kw: object) -> Engine:
 
 
 async def test_the_engine_lengthens_the_tick_to_keep_up_and_shortens_it_again() -> None:
-    # 50 ms of simulated time per wall second is 50,000 ticks a second at 1 µs: too many
-    engine = _engine(speed=0.05, max_tick_s=64e-6)
+    # 500 ms of simulated time per wall second is 500,000 ticks a second at 1 µs: too many
+    # (50 ms was too many once; ``tiny`` now keeps that pace at a 2 µs tick)
+    engine = _engine(speed=0.5, max_tick_s=64e-6)
     task = asyncio.create_task(engine.run())
     try:
         await until(lambda: engine.fabric.dt_s >= 16e-6)
@@ -73,7 +74,7 @@ async def test_the_engine_lengthens_the_tick_to_keep_up_and_shortens_it_again() 
 
 
 async def test_without_a_max_tick_the_tick_stays() -> None:
-    engine = _engine(speed=0.05)
+    engine = _engine(speed=0.5)
     task = asyncio.create_task(engine.run())
     # the state in which an engine with a max tick lengthens it: behind its pace, here for
     # thousands of ticks (with a max tick, the tick doubles within the first ten)
@@ -101,7 +102,7 @@ async def test_an_adapted_run_replays_exactly() -> None:
     rec = Recorder.start(scn, fabric)
     engine = Engine(
         fabric,
-        speed=0.05,
+        speed=0.5,
         publish_interval_s=0.01,
         max_batch_wall_s=0.02,
         on_command=rec.on_command,
