@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.lines:
         os.environ["NUMBA_DEBUGINFO"] = "1"
         os.environ.setdefault("NUMBA_CACHE_DIR", str(DEBUG_CACHE))
-    kept = keep_object_code()
+    kept = keep_object_code() if args.lines else {}  # (copies only for the line tables)
 
     from fabric_core.runtime import busy
     from fabric_core.runtime.fabric import Fabric

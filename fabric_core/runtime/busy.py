@@ -89,18 +89,14 @@ class CompiledWorkloads:
 
 
 def compiled_workloads(workloads: list[Workload]) -> CompiledWorkloads | None:
-    """The background bulk and the RPC workload among ``workloads`` that the kernel can
-    run (at most one of each, exactly those classes, in a state the kernel takes up: the
-    RPC's first arrivals drawn, each one's latency histogram made by a first completion);
-    None if there is neither. Beside them, the one MoE all-to-all (none if there are two;
-    its histograms made by its first round)."""
+    """The background bulk, the RPC workload and the MoE all-to-all among ``workloads``
+    that the kernel can run (at most one of each, exactly those classes, in a state the
+    kernel takes up: the RPC's first arrivals drawn, each one's latency histograms made by
+    a first completion, the all-to-all's by its first round); None if there is neither a
+    bulk nor an RPC workload, and no all-to-all if there are two."""
     bulk_at = rpc_at = -1
-    alltoall_at, alltoalls = -1, 0
+    alltoalls: list[int] = []
     for i, wl in enumerate(workloads):
-        if type(wl) is AllToAll:
-            alltoalls += 1
-            if all(h in wl.histograms for h in ALLTOALL_HISTOGRAMS):
-                alltoall_at = i
         if type(wl) is Bulk:
             if bulk_at >= 0:
                 return None
@@ -113,11 +109,16 @@ def compiled_workloads(workloads: list[Workload]) -> CompiledWorkloads | None:
             if wl.busy_state() is None or RPC_HISTOGRAM not in wl.histograms:
                 continue
             rpc_at = i
+        elif type(wl) is AllToAll:
+            alltoalls.append(i)
     if bulk_at < 0 and rpc_at < 0:
         return None
     bulk = workloads[bulk_at] if bulk_at >= 0 else None
     rpc = workloads[rpc_at] if rpc_at >= 0 else None
-    if alltoalls > 1:
+    alltoall_at = alltoalls[0] if len(alltoalls) == 1 else -1
+    if alltoall_at >= 0 and not all(
+        h in workloads[alltoall_at].histograms for h in ALLTOALL_HISTOGRAMS
+    ):
         alltoall_at = -1
     alltoall = workloads[alltoall_at] if alltoall_at >= 0 else None
     assert bulk is None or isinstance(bulk, Bulk)
