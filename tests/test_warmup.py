@@ -190,6 +190,42 @@ def test_cached_means_this_signature_with_its_machine_code(tmp_path: Path) -> No
     assert out.stdout.split()[-4:] == ["[False,", "False,", "True,", "False]"]
 
 
+FILL_CHECK = textwrap.dedent(
+    """
+    import json
+    from fabric_core.tick.kernels import warmup
+
+    # the manifest's first five kernels (a few seconds of compiling), a prefix, so that the
+    # helper, which reads the whole manifest, finds its share at the same places
+    first = warmup.load_manifest()[:5]
+    warmup._manifest = lambda section: first if section == "kernels" else []
+    compiled = warmup.fill_cache()
+    print(json.dumps({
+        "compiled": [e.name for e in compiled],
+        "cached": [warmup.cached(e) for e in first],
+        "again": [e.name for e in warmup.fill_cache()],
+    }))
+    """
+)
+
+
+def test_a_test_run_fills_the_cache_once_over_two_processes(tmp_path: Path) -> None:
+    """``fill_cache`` (a test run's start, ``tests/conftest.py``) compiles what the cache
+    lacks, its share here and the rest in a helper, and then nothing."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", FILL_CHECK], env=env, cwd=REPO, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    first = warmup.load_manifest()[:5]
+    assert got["compiled"] == [e.name for e in first]
+    assert got["cached"] == [True] * 5
+    assert got["again"] == []
+    mine, theirs = split(first)
+    assert mine and theirs, "the split gives both processes a share"
+
+
 def test_the_manifest_names_the_types_of_the_kernels_over_the_cores(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -226,6 +262,9 @@ COLD_RUN = textwrap.dedent(
     with compiles_watched(lambda kernel: kernel and first.append(kernel)):
         fabric.run_ticks(1)
     done = fabric.kernel_warm_up
+    # (however slow the machine: a run stops holding the deferred kernels back at this
+    # deadline, against a stuck helper, which is not what is tested here)
+    done.deadline = time.monotonic() + 900
     later = []
     serial_meanwhile = parallel_ran = None
     with compiles_watched(lambda kernel: kernel and later.append(kernel)):

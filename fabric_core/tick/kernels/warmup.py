@@ -344,6 +344,33 @@ def parallel_ready() -> bool:
     return True
 
 
+def fill_cache() -> list[Entry]:
+    """Compile every kernel of the manifest (both sections) that the cache lacks, over
+    two processes, this one and a helper, section by section, and wait for both; the
+    kernels compiled. For a test run's start (``tests/conftest.py``): its workers would
+    otherwise each compile what they meet, the same kernels side by side on both cores.
+    A kernel that fails to compile (a manifest older than the kernels, which
+    ``tests/test_warmup.py`` reports) and a helper that fails leave theirs to be compiled
+    as they are met."""
+    compiled: list[Entry] = []
+    for section in ("kernels", "parallel"):
+        entries = _manifest(section)
+        missing = [i for i, e in enumerate(entries) if not cached(e)]
+        if not missing:
+            continue
+        mine, theirs = split([entries[i] for i in missing])
+        helper = _start_helper([missing[i] for i in theirs], None, section)
+        for i in mine if helper is not None else mine + theirs:
+            try:
+                compile_entries([entries[missing[i]]])
+            except Exception:  # (numba's typing and lowering errors have no common base)
+                continue
+        if helper is not None:
+            helper.wait()
+        compiled += [entries[i] for i in missing if cached(entries[i])]
+    return compiled
+
+
 def _helper_allowed() -> bool:
     """Whether a helper may be started (``HELPER_ENV`` is not 0)."""
     return os.environ.get(HELPER_ENV, "1") != "0"
