@@ -7,7 +7,10 @@
 For each fabric both solvers (``Fabric(solver="compiled")`` and ``"reference"``) run
 the same scenario, seed and warm-up, then ``--ticks`` measured ticks, best of
 ``--repeat`` (the machine is shared: the best run is the least disturbed one, and the
-ratio of two runs made minutes apart would mean little). Printed per fabric: entries
+ratio of two runs made minutes apart would mean little). Without ``--ticks`` a window is
+``MIN_WINDOW`` ticks, or a whole number of the periods of the scenario's bursts where
+that is longer (``window_ticks``): every window then holds the same bursts, whichever
+tick it starts at. Printed per fabric: entries
 (hop, flow) per tick, ms per tick of each solver and their ratio, hop-updates/s and
 simulated seconds per wall second of the compiled tick.
 
@@ -47,6 +50,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import os
 import subprocess
 import sys
@@ -104,6 +108,26 @@ SIZES: dict[str, Callable[[Solver], Fabric]] = {
 
 #: Longest warm-up, ticks (the 1k fabric turns its flows over in about 600).
 MAX_WARMUP = 3000
+#: Fewest ticks in a measured window, and the most ``window_ticks`` makes one.
+MIN_WINDOW = 50
+MAX_WINDOW = 2000
+
+
+def window_ticks(fabric: Fabric) -> int:
+    """Ticks in a measured window: the least common multiple of the periods of the
+    workloads that come in bursts (``period_s``: MoE rounds, incast bursts), in ticks, if
+    it is between ``MIN_WINDOW`` and ``MAX_WINDOW``, else ``MIN_WINDOW``. The default
+    scenario (2 µs ticks) starts a MoE round every 50 ticks and an incast burst every 250:
+    its windows of 50 held a round's first ticks, the costliest (16,000 entries), or not,
+    by the phase they started at, so its best of three was luck (docs/PERFORMANCE.md,
+    session 35); windows of 250 each hold five rounds and one burst."""
+    periods = [
+        max(1, round(wl.period_s / fabric.dt_s))
+        for wl in fabric.workloads
+        if isinstance(getattr(wl, "period_s", None), float)
+    ]
+    window = math.lcm(*periods) if periods else MIN_WINDOW
+    return window if MIN_WINDOW <= window <= MAX_WINDOW else MIN_WINDOW
 
 
 def steady(fabric: Fabric, warmup: int) -> None:
@@ -130,12 +154,13 @@ def measure(fabric: Fabric, ticks: int, repeat: int) -> dict[str, float]:
     }
 
 
-def bench(name: str, ticks: int, warmup: int, repeat: int) -> dict[str, Any]:
+def bench(name: str, ticks: int | None, warmup: int, repeat: int) -> dict[str, Any]:
     out: dict[str, Any] = {"fabric": name}
     for solver in ("compiled", "reference"):
         fabric = SIZES[name](solver)
         fabric.run_ticks(2)  # compiled: loads the kernels from the cache (or compiles)
         steady(fabric, warmup)
+        out["window_ticks"] = ticks = ticks or window_ticks(fabric)
         out[solver] = measure(fabric, ticks, repeat)
         out["endpoints"] = int(fabric.topo.endpoints.size)
         out["links"] = len(fabric.topo.links)
@@ -421,7 +446,12 @@ def main_per_tick(sizes: list[str], ticks: int, warmup: int) -> list[Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ticks", type=int, default=50)
+    ap.add_argument(
+        "--ticks",
+        type=int,
+        help=f"ticks a measured window (default: {MIN_WINDOW}, or whole periods of the "
+        "scenario's bursts, see window_ticks; 50 for --threads, --allocator, --busy)",
+    )
     ap.add_argument("--warmup", type=int, default=200, help="least ticks before measuring")
     ap.add_argument("--repeat", type=int, default=3, help="measured runs; the best counts")
     ap.add_argument(
@@ -458,18 +488,19 @@ def main() -> None:
     )
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
+    ticks = args.ticks or MIN_WINDOW  # (the modes below alternate on one fabric)
     if args.busy:
         sizes = [s for s in args.sizes.split(",") if s != "incast"]
-        rows = main_busy(sizes, args.ticks, args.warmup, args.repeat)
+        rows = main_busy(sizes, ticks, args.warmup, args.repeat)
     elif args.per_tick:
         sizes = [s for s in args.sizes.split(",") if s != "incast"]
         rows = main_per_tick(sizes, args.per_tick, args.warmup)
     elif args.threads:
         sizes = [s for s in args.sizes.split(",") if s != "incast"]
-        rows = main_threads(sizes, args.ticks, args.warmup, args.repeat)
+        rows = main_threads(sizes, ticks, args.warmup, args.repeat)
     elif args.allocator:
         sizes = [s for s in args.sizes.split(",") if s != "incast"]
-        rows = main_allocator(sizes, args.ticks, args.warmup, args.repeat)
+        rows = main_allocator(sizes, ticks, args.warmup, args.repeat)
     else:
         rows = main_solvers(args)
     if args.json:
@@ -480,8 +511,8 @@ def main() -> None:
 def main_solvers(args: argparse.Namespace) -> list[Any]:
     """The compiled tick against the reference on each fabric (and the start-up)."""
     print(
-        f"{'fabric':<14} {'entries/tick':>12} {'compiled ms':>12} {'reference ms':>13} "
-        f"{'ratio':>6} {'hop-updates/s':>14} {'sim s/wall s':>13}"
+        f"{'fabric':<14} {'window':>6} {'entries/tick':>12} {'compiled ms':>12} "
+        f"{'reference ms':>13} {'ratio':>6} {'hop-updates/s':>14} {'sim s/wall s':>13}"
     )
     rows = []
     for name in args.sizes.split(","):
@@ -497,9 +528,11 @@ def main_solvers(args: argparse.Namespace) -> list[Any]:
             if "hop_updates_per_second" in c
             else f"{'':>14}"
         )
+        window = f"{r['window_ticks']:>6}" if "window_ticks" in r else f"{'':>6}"
         print(
-            f"{r['fabric']:<14} {entries} {c['ms_per_tick']:>12.3f} {ref['ms_per_tick']:>13.3f} "
-            f"{r['ratio']:>6.1f} {updates} {c['sim_per_wall']:>13.3g}",
+            f"{r['fabric']:<14} {window} {entries} {c['ms_per_tick']:>12.3f} "
+            f"{ref['ms_per_tick']:>13.3f} {r['ratio']:>6.1f} {updates} "
+            f"{c['sim_per_wall']:>13.3g}",
             flush=True,
         )
         if name == "incast":
