@@ -28,6 +28,7 @@ from fabric_core.runtime.scenario import load_scenario
 from fabric_core.tick.kernels import tick, warmup
 from fabric_core.tick.kernels._jit import compiles_watched
 from fabric_core.tick.kernels.warmup import Entry, split, type_name, type_of
+from tests.kernel_cache import cache_lacking
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -317,13 +318,32 @@ def _result(proc: subprocess.Popen[str]) -> dict[str, Any]:
     return result
 
 
+def _cold_run_lacks() -> tuple[Entry, Entry, list[Entry]]:
+    """What the cold run's cache lacks: the cheapest kernel of each process's share (so
+    that each compiles one), the deferred ``uneventful_ticks`` and the cheapest kernel over
+    the cores (so that a helper compiles them while the run goes on)."""
+    deferred = {name for _, name in warmup.DEFERRABLE}
+    now = [e for e in warmup.load_manifest() if e.name not in deferred]
+    mine, theirs = split(now)
+    here = min((now[i] for i in mine), key=lambda e: e.seconds)
+    helper = min((now[i] for i in theirs), key=lambda e: e.seconds)
+    later = next(e for e in warmup.load_manifest() if e.name == "uneventful_ticks")
+    over_cores = min(warmup.load_manifest(section="parallel"), key=lambda e: e.seconds)
+    return here, helper, [here, helper, later, over_cores]
+
+
 def test_a_first_run_compiles_over_two_processes_and_then_nothing(tmp_path: Path) -> None:
-    """With an empty cache, ``warm_up`` compiles its share and the helper the rest; the
-    run then meets every kernel in the cache (nothing is reported compiling), the
-    ticks-at-once kernel held back until the helper is done with it, and the solve over
-    the cores until a helper has compiled it (the serial one meanwhile). A second process
-    started meanwhile on the same cache (the compare view's other engine) compiles none
-    of them: it waits for them to land in the cache."""
+    """With a cache that lacks kernels, ``warm_up`` compiles its share and the helper the
+    rest; the run then meets every kernel in the cache (nothing is reported compiling),
+    the ticks-at-once kernel held back until the helper is done with it, and the solve
+    over the cores until a helper has compiled the kernel over the cores it lacks (the
+    serial one meanwhile). A second process started meanwhile on the same cache (the
+    compare view's other engine) compiles none of them: it waits for them to land in the
+    cache. The cache holds the manifest's other kernels (``tests/kernel_cache.py``):
+    empty, the two processes would take two minutes of both cores to compile the same
+    way; any kernel the run calls that the manifest lacks is not there either."""
+    here, helper, lacking = _cold_run_lacks()
+    cache_lacking(tmp_path, lacking)
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), warmup.HELPER_ENV: "1"}
     over_cores = numba.config.NUMBA_NUM_THREADS > 1  # type: ignore[attr-defined]
     first = _run(f"PARALLEL = {over_cores}\n{COLD_RUN}", env)
@@ -341,6 +361,10 @@ def test_a_first_run_compiles_over_two_processes_and_then_nothing(tmp_path: Path
     kernels = {warmup._kernel_name(e) for e in warmup.load_manifest()}
     assert set(got["compiled_first"]) <= kernels, set(got["compiled_first"]) - kernels
     assert got["here"] and got["helper"], "one process did all the compiling"
+    # each compiled the kernel of its share that the cache lacked: the run this one, and
+    # it waited for the helper's (the run's first tick reports both)
+    assert here.name in got["here"] and helper.name in got["helper"]
+    assert {warmup._kernel_name(here), warmup._kernel_name(helper)} <= set(got["compiled_first"])
     assert "uneventful_ticks" in got["helper"] and got["held"]
     assert got["helper_exit"] == 0
     assert got["compiled_later"] == []
