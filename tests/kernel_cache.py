@@ -51,11 +51,14 @@ def cache_lacking(cache_dir: Path, lacking: Iterable[Entry]) -> list[str]:
     )
     target.mkdir(parents=True, exist_ok=True)
     copied = set()
-    for f in IN_TREE.iterdir():
-        kernel = f.name.split("-")[0]  # module.function-line.pyXY.nbi (or .N.nbc)
-        if f.suffix in (".nbi", ".nbc") and kernel in wanted:
-            shutil.copy2(f, target / f.name)
-            copied.add(kernel)
+    # the indexes first: numba writes a kernel's data before the index that names it, so a
+    # worker compiling meanwhile cannot leave a copied index naming data not copied
+    for suffix in (".nbi", ".nbc"):
+        for f in IN_TREE.glob(f"*{suffix}"):
+            kernel = f.name.split("-")[0]  # module.function-line.pyXY.nbi (or .N.nbc)
+            if kernel in wanted:
+                shutil.copy2(f, target / f.name)
+                copied.add(kernel)
     if copied != wanted:
         raise ValueError(f"no kernel {sorted(wanted - copied)} in {IN_TREE}")
     return sorted(copied)
