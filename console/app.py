@@ -40,7 +40,16 @@ from console.widgets.filter_input import FilterInput
 from console.widgets.latency_panel import LatencyPanel
 from console.widgets.links_table import LinksTable
 from console.widgets.status_header import StatusHeader
-from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume, SetSpeed
+from fabric_core.commands import (
+    MAX_SPEED,
+    MIN_SPEED,
+    ClearFault,
+    Command,
+    CommandResult,
+    Pause,
+    Resume,
+    SetSpeed,
+)
 
 if TYPE_CHECKING:
     from fabric_core.runtime.snapshot import Snapshot
@@ -49,7 +58,6 @@ if TYPE_CHECKING:
 RENDER_INTERVAL_S = 0.25
 #: When the terminal loses focus, redraw only every this many timer ticks.
 UNFOCUSED_EVERY = 8
-MIN_SPEED, MAX_SPEED = 1e-9, 1e3
 
 
 class FabtopApp(App[None]):

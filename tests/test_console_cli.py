@@ -21,10 +21,16 @@ def fabtop(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--speed", "-1"), "speed must be between 0 (flat out) and 1000"),
+        (("--speed", "-1"), "speed must be 0 (flat out) or between 1e-06 and 1000"),
+        # (below the engine's least speed: it crashed the in-process engine)
+        (("--in-process", "--speed", "1e-8"), "speed must be 0 (flat out) or between 1e-06"),
+        (("--speed", "nan"), "speed must be 0 (flat out) or between 1e-06 and 1000, got nan"),
         (("--speed", "fast"), "speed must be a number, got 'fast'"),
-        (("--metrics", "9464"), "expected HOST:PORT"),
-        (("--metrics", "localhost:99999"), "expected HOST:PORT"),
+        (("--metrics", "9464"), "'9464': missing port; expected HOST:PORT"),
+        (("--metrics", "localhost:99999"), "port 99999 is out of range 0..65535"),
+        (("--metrics", "::1:9464"), "write an IPv6 host in brackets, e.g. [::1]:9464"),
+        (("--link-metrics", "every"), "argument --link-metrics: 'every'"),
+        (("--dt", "5"), "argument --dt: duration '5' needs a unit"),
         (("--scenario", "no-such-scenario", "--no-metrics"), "no bundled scenario"),
         (("--max-tick", "3y"), "max tick must be a duration (100us) or a multiple"),
         (("--max-tick=-2x",), "max tick must be a duration (100us) or a multiple"),
@@ -44,6 +50,7 @@ def test_help_lists_the_console_options() -> None:
         "--speed",
         "--metrics",
         "--no-metrics",
+        "--link-metrics",
         "--read-only",
         "--compare",
         "--max-tick",
@@ -70,3 +77,20 @@ def test_max_tick_is_a_duration_or_a_multiple_of_the_tick(
 
     got = max_tick(text).resolve(dt)
     assert got == (None if longest is None else pytest.approx(longest))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--speed", "1e-9"), "speed must be 0 (flat out) or between 1e-06 and 1000"),
+        (("--metrics", "localhost"), "'localhost': missing port"),
+        (("--link-metrics", "top:x"), "argument --link-metrics: 'top:x'"),
+        (("--dt", "0.000001"), "argument --dt: duration '0.000001' needs a unit"),
+        (("--dt", "1s"), "argument --dt: the tick must be between 1e-09 and 0.01 s"),
+    ],
+)
+def test_serve_refuses_bad_options_before_starting(args: tuple[str, ...], message: str) -> None:
+    """The same checks as the console's, as usage errors (no broker is needed to hear them)."""
+    result = fabtop("serve", "tiny", "--mqtt", "mqtt://127.0.0.1:1", *args)
+    assert result.returncode == 2
+    assert message in result.stderr

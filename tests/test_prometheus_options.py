@@ -8,12 +8,12 @@ import socket
 
 import pytest
 
+from console.cli._common import add_metrics_options
+from console.cli.tui import start_exporter
 from exporters.prometheus import (
     LinkMetrics,
-    add_metrics_arguments,
     parse_link_metrics,
     parse_metrics_address,
-    start_from_args,
     start_metrics_server,
 )
 from tests._prometheus import promtool, samples, scrape
@@ -114,22 +114,24 @@ def test_before_the_first_snapshot_only_exporter_metrics_and_they_lint() -> None
 
 
 def parser() -> argparse.ArgumentParser:
+    """The exporter's options as ``fabtop`` (the console) and ``fabtop serve`` add them."""
     p = argparse.ArgumentParser(prog="fabtop")
-    add_metrics_arguments(p)
+    add_metrics_options(p)
     return p
 
 
-def test_cli_defaults_and_no_metrics() -> None:
+def test_cli_defaults() -> None:
     args = parser().parse_args([])
     assert args.metrics == ("127.0.0.1", 9464)
-    assert str(args.link_metrics) == "top:50"
-    assert start_from_args(parser().parse_args(["--no-metrics"]), lambda: None) is None
+    assert args.link_metrics == "top:50"
+    assert not args.no_metrics
 
 
 def test_cli_starts_the_exporter_it_is_asked_for() -> None:
     args = parser().parse_args(["--metrics", "127.0.0.1:0", "--link-metrics", "switch"])
-    server = start_from_args(args, lambda: None)
-    assert server is not None
+    host, port = args.metrics
+    server, address = start_exporter(lambda: None, host, port, link_metrics=args.link_metrics)
+    assert server is not None and address is not None and not address.endswith(":0")
     try:
         assert 'fabtop_exporter_info{link_metrics="switch"} 1.0' in scrape(server.url)
     finally:
@@ -140,6 +142,7 @@ def test_cli_starts_the_exporter_it_is_asked_for() -> None:
     ("argv", "message"),
     [
         (["--metrics", "9464"], "argument --metrics: '9464': missing port"),
+        (["--metrics", "[::1"], "argument --metrics: '[::1': expected [IPv6]:PORT"),
         (["--link-metrics", "top:0"], "argument --link-metrics: 'top:0': N in top:N must be"),
     ],
 )

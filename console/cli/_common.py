@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from console.fabrics import DEFAULT_PLANE_BATCH, PlaneOptions, make_fabric
-from fabric_core.commands import MAX_TICK_S, MIN_TICK_S
+from fabric_core.commands import MAX_SPEED, MAX_TICK_S, MIN_SPEED, MIN_TICK_S
 from fabric_core.net.profiles import PROFILES
 from fabric_core.runtime.fabric import Fabric, Solver
 from fabric_core.runtime.scenario import Scenario, ScenarioError, load_scenario
@@ -47,6 +47,81 @@ def duration(text: str) -> float:
         if "must be" in str(exc):  # zero
             raise argparse.ArgumentTypeError(f"duration must be positive, got {text!r}") from None
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def tick_length(text: str) -> float:
+    """argparse type: ``--dt``, a tick length with a unit (``1us``), in the range a fabric
+    accepts; in seconds."""
+    value = duration(text)
+    if not MIN_TICK_S <= value <= MAX_TICK_S:
+        raise argparse.ArgumentTypeError(
+            f"the tick must be between {MIN_TICK_S:g} and {MAX_TICK_S:g} s, got {text!r}"
+        )
+    return value
+
+
+def speed_value(text: str) -> float:
+    """argparse type: ``--speed``, simulated seconds per wall second (0 = flat out), in the
+    range the engine accepts (``fabric_core.commands.MIN_SPEED`` to ``MAX_SPEED``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"speed must be a number, got {text!r}") from None
+    if not (value == 0 or MIN_SPEED <= value <= MAX_SPEED):
+        raise argparse.ArgumentTypeError(
+            f"speed must be 0 (flat out) or between {MIN_SPEED:g} and {MAX_SPEED:g}, got {text}"
+        )
+    return 0.0 if value == 0 else value  # (not -0.0)
+
+
+#: Where the embedded exporter listens unless told (``exporters.prometheus.options``'s
+#: defaults, written out: importing the exporter takes half a second, too long for
+#: ``fabtop --help``).
+DEFAULT_METRICS = ("127.0.0.1", 9464)
+DEFAULT_LINK_METRICS = "top:50"
+
+
+def metrics_address(text: str) -> tuple[str, int]:
+    """argparse type: ``--metrics`` as ``fabtop serve`` reads it: ``HOST:PORT``,
+    ``[IPv6]:PORT`` or ``:PORT``; port 0 picks a free one."""
+    from exporters.prometheus.options import OptionError, parse_metrics_address
+
+    try:
+        return parse_metrics_address(text)
+    except OptionError as exc:
+        raise argparse.ArgumentTypeError(exc.reason) from None
+
+
+def link_metrics(text: str) -> str:
+    """argparse type: ``--link-metrics`` (``all``, ``top:N`` or ``switch``), checked."""
+    from exporters.prometheus.options import OptionError, parse_link_metrics
+
+    try:
+        return str(parse_link_metrics(text))
+    except OptionError as exc:
+        raise argparse.ArgumentTypeError(exc.reason) from None
+
+
+def add_metrics_options(parser: argparse._ActionsContainer, prefix: str = "") -> None:
+    """``--metrics``, ``--no-metrics`` and ``--link-metrics``: the exporter's options, the
+    same for the console and ``fabtop serve`` (bad values: a usage error)."""
+    parser.add_argument(
+        "--metrics",
+        type=metrics_address,
+        default=DEFAULT_METRICS,
+        metavar="HOST:PORT",
+        help=f"{prefix}Prometheus exporter address, [IPv6]:PORT for IPv6, port 0 for any "
+        "free one (default {}:{})".format(*DEFAULT_METRICS),
+    )
+    parser.add_argument("--no-metrics", action="store_true", help=f"{prefix}no exporter")
+    parser.add_argument(
+        "--link-metrics",
+        type=link_metrics,
+        default=DEFAULT_LINK_METRICS,
+        metavar="MODE",
+        help=f"{prefix}the exporter's per-link series: all, top:N (the N hottest links, plus "
+        f"links down or with errors) or switch (default {DEFAULT_LINK_METRICS})",
+    )
 
 
 #: Options whose value may start with "-" (a negative number a user typed by mistake):
@@ -156,7 +231,12 @@ def add_scenario_options(parser: argparse.ArgumentParser, *, positional: bool = 
         "--profile", choices=sorted(PROFILES), help="override the scenario's fabric profile"
     )
     parser.add_argument("--seed", type=int, help="override the scenario's random seed")
-    parser.add_argument("--dt", help="override the tick length (e.g. 1us)")
+    parser.add_argument(
+        "--dt",
+        type=tick_length,
+        metavar="DURATION",
+        help="override the scenario's tick length, with a unit (e.g. 1us)",
+    )
 
 
 def load_from_args(args: argparse.Namespace, scenario: str | None = None) -> Scenario | None:

@@ -17,17 +17,20 @@ from typing import Any
 
 from console.cli._common import (
     add_max_tick_option,
+    add_metrics_options,
     add_planes_options,
     add_scenario_options,
     build_fabric,
     load_from_args,
     planes_from_args,
+    speed_value,
 )
 from console.fabrics import close_fabric
 from exporters.mqtt.bridge import MqttBridge
 from exporters.mqtt.inbox import check_allowed
 from exporters.mqtt.options import CliError, add_broker_options, broker_config, cluster_name
 from fabric_core.commands import COMMAND_NAMES
+from fabric_core.runtime.engine import DEFAULT_SPEED as ENGINE_DEFAULT_SPEED
 from fabric_core.runtime.engine import Engine
 
 log = logging.getLogger("fabtop.serve")
@@ -45,7 +48,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     add_scenario_options(p)
-    p.add_argument("--speed", type=float, metavar="X", help="simulated s per wall s (0 = flat out)")
+    p.add_argument(
+        "--speed",
+        type=speed_value,
+        metavar="X",
+        help=f"simulated s per wall s, 0 = flat out (default {ENGINE_DEFAULT_SPEED:g})",
+    )
     add_max_tick_option(p)
     add_planes_options(p)
     add_broker_options(p, cluster_help="topic level fabtop/<NAME> (default: the scenario's)")
@@ -53,19 +61,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--top-links", type=int, default=32, metavar="K", help="links per telemetry message"
     )
-    p.add_argument(
-        "--metrics",
-        default="127.0.0.1:9464",
-        metavar="HOST:PORT",
-        help="Prometheus exporter address (default 127.0.0.1:9464)",
-    )
-    p.add_argument("--no-metrics", action="store_true", help="no Prometheus exporter")
-    p.add_argument(
-        "--link-metrics",
-        default="top:50",
-        metavar="MODE",
-        help="per-link series: all, top:N or switch (default top:50)",
-    )
+    add_metrics_options(p)
     p.add_argument(
         "--read-only",
         action="store_true",
@@ -112,14 +108,11 @@ async def _start_metrics(args: argparse.Namespace, engine: Engine) -> Any:
     if args.no_metrics:
         return None
     try:
-        from exporters.prometheus import parse_metrics_address, start_metrics_server
+        from exporters.prometheus import start_metrics_server
     except ImportError:
         log.warning("Prometheus exporter unavailable in this build; serving without /metrics")
         return None
-    try:
-        host, port = parse_metrics_address(args.metrics)
-    except ValueError as exc:
-        raise CliError(f"--metrics {args.metrics!r}: {exc}") from None
+    host, port = args.metrics
     try:
         server = start_metrics_server(
             lambda: engine.bus.latest,

@@ -9,11 +9,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from console.cli._common import (
+    DEFAULT_LINK_METRICS,
     add_max_tick_option,
+    add_metrics_options,
     add_planes_options,
     build_fabric,
     load_from_args,
     planes_from_args,
+    speed_value,
+    tick_length,
 )
 from console.fabrics import close_fabric
 from fabric_core.net.profiles import PROFILES
@@ -24,34 +28,12 @@ if TYPE_CHECKING:
     from fabric_core.runtime.scenario import Scenario
     from fabric_core.runtime.snapshot import Snapshot
 
-DEFAULT_METRICS = "127.0.0.1:9464"
 #: The console's default target speed (simulated seconds per wall second, ``--speed``).
 #: The one place to change it: the option's default and its help text read it. With the
 #: compiled tick the default scenario keeps up with 1.6-1.7e-2 at its 4x tick (8 µs) on
 #: this project's 2-core machine, and the compare view with 1e-2 on each side (RoCE's the
 #: slower): 1e-2 leaves room for the console and some other load (README, Performance).
 DEFAULT_SPEED = 1e-2
-
-
-def speed_value(text: str) -> float:
-    """argparse type: simulated seconds per wall second (0 = flat out)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"speed must be a number, got {text!r}") from None
-    if not 0 <= value <= 1e3:
-        raise argparse.ArgumentTypeError(f"speed must be between 0 (flat out) and 1000, got {text}")
-    return value
-
-
-def host_port(text: str) -> tuple[str, int]:
-    """argparse type: ``HOST:PORT``."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(
-            f"expected HOST:PORT such as {DEFAULT_METRICS}, got {text!r}"
-        )
-    return host, int(port)
 
 
 def register(sub: Any) -> None:
@@ -70,7 +52,7 @@ def register(sub: Any) -> None:
     )
     main.add_argument("--profile", choices=sorted(PROFILES), help="console: override the profile")
     main.add_argument("--seed", type=int, help="console: override the scenario's seed")
-    main.add_argument("--dt", help=argparse.SUPPRESS)
+    main.add_argument("--dt", type=tick_length, help=argparse.SUPPRESS)
     main.add_argument(
         "--speed",
         type=speed_value,
@@ -78,14 +60,7 @@ def register(sub: Any) -> None:
         help=f"console: simulated seconds per wall second, 0 = flat out (default {DEFAULT_SPEED:g})",
     )
     add_max_tick_option(main, prefix="console: ")
-    main.add_argument(
-        "--metrics",
-        type=host_port,
-        default=host_port(DEFAULT_METRICS),
-        metavar="HOST:PORT",
-        help=f"console: Prometheus exporter address (default {DEFAULT_METRICS})",
-    )
-    main.add_argument("--no-metrics", action="store_true", help="console: no exporter")
+    add_metrics_options(main, prefix="console: ")
     main.add_argument(
         "--read-only", action="store_true", help="console: watch only (no faults, pause, speed)"
     )
@@ -107,7 +82,11 @@ def register(sub: Any) -> None:
 
 
 def start_exporter(
-    get_snapshot: Any, host: str, port: int, health: Any = None
+    get_snapshot: Any,
+    host: str,
+    port: int,
+    health: Any = None,
+    link_metrics: str = DEFAULT_LINK_METRICS,
 ) -> tuple[Any, str | None]:
     """The exporter (server, its address), or (None, None) after saying why on stderr."""
     try:
@@ -118,7 +97,9 @@ def start_exporter(
         )
         return None, None
     try:
-        server = start_metrics_server(get_snapshot, host=host, port=port, health=health)
+        server = start_metrics_server(
+            get_snapshot, host=host, port=port, link_metrics=link_metrics, health=health
+        )
     except OSError as exc:
         print(
             f"fabtop: cannot serve metrics on {host}:{port}: {exc.strerror or exc}; "
@@ -218,7 +199,9 @@ def _run_app(
     server, address = None, None
     if not args.no_metrics:
         host, port = args.metrics
-        server, address = start_exporter(latest, host, port, health=health)
+        server, address = start_exporter(
+            latest, host, port, health=health, link_metrics=args.link_metrics
+        )
     try:
         FabtopApp(
             source, read_only=args.read_only, metrics_address=address, compare_sources=compare

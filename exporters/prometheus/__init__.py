@@ -10,7 +10,6 @@ Public face (used by the ``fabtop`` CLI modules)::
 Metric names and label sets are listed in docs/METRICS.md.
 """
 
-from exporters.prometheus.cli import add_metrics_arguments, start_from_args
 from exporters.prometheus.collector import FabtopCollector
 from exporters.prometheus.options import (
     DEFAULT_HOST,
@@ -31,9 +30,7 @@ __all__ = [
     "LinkMetrics",
     "MetricsServer",
     "OptionError",
-    "add_metrics_arguments",
     "parse_link_metrics",
     "parse_metrics_address",
-    "start_from_args",
     "start_metrics_server",
 ]

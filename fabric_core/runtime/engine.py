@@ -58,6 +58,11 @@ class RunEndedError(RuntimeError):
     the fabric's own event saying why, and keeps the reason (``Engine.ended``)."""
 
 
+#: The target speed of an engine not told one (simulated seconds per wall second;
+#: ``fabtop serve`` without ``--speed``; the console sets its own).
+DEFAULT_SPEED = 1e-3
+
+
 class EngineFabric(Protocol):
     """What the engine needs of a fabric: ``Fabric``, or a coordinator of plane engines
     (``fabric_core.planes.coordinator.PlanedFabric``)."""
@@ -150,7 +155,7 @@ class Engine:
         self,
         fabric: EngineFabric,
         *,
-        speed: float = 1e-3,
+        speed: float = DEFAULT_SPEED,
         publish_interval_s: float = 0.1,
         max_batch_wall_s: float = 0.05,
         on_command: Callable[[int, Command], None] | None = None,
