@@ -45,7 +45,7 @@ def register(sub: Any) -> None:
         "--rounds",
         type=int,
         default=4,
-        help="all-to-all rounds per step (default 4; fewer on a large cluster, see --help)",
+        help="all-to-all rounds per step (default 4; fewer make a large cluster's check quicker)",
     )
     p.add_argument(
         "--timeout",
