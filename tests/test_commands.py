@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import re
 from typing import Any
@@ -11,9 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import fabric_core.commands as commands_module
 from fabric_core.commands import (
     COMMAND_NAMES,
     MAX_COMMAND_BYTES,
+    MAX_SHOWN_NAME,
+    MAX_SUGGESTION_CHOICES,
     ClearFault,
     CommandError,
     InjectFault,
@@ -152,6 +156,11 @@ def _big_fabric() -> Fabric:
         ),
         (StartWorkload(workload="bgg"), "unknown workload 'bgg' (did you mean 'bg'?)"),
         (ClearFault(fault_id="f0"), "unknown active fault 'f0'"),
+        # a name of any length is repeated cut short, in the reply and the log
+        (
+            InjectFault(kind="link_down", target="x" * 56_000),
+            f"unknown link {'x' * MAX_SHOWN_NAME!r}... (56,000 characters)",
+        ),
     ],
 )
 def test_fabric_level_errors_are_specific(cmd: Any, message: str) -> None:
@@ -301,3 +310,30 @@ def test_unknown_targets_and_parameters_are_named_in_the_error(
     assert not result.ok and result.error is not None
     assert "unknown" in result.error
     assert repr(kind) in result.error or repr(target) in result.error
+
+
+def test_a_suggestion_compares_a_bounded_number_of_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a fabric of more links than ``MAX_SUGGESTION_CHOICES``, a mistyped link is
+    compared with those sharing the longest prefix, not with every one (difflib over a
+    300,000-link fabric's names froze the engine for seconds a typo)."""
+    scn = parse_scenario(
+        {
+            "name": "many-links",
+            "topology": {"kind": "leaf-spine", "leaves": 48, "spines": 32, "gpus_per_leaf": 1},
+            "workload": [{"name": "bg", "kind": "bulk", "class": "bulk", "size": "64KiB"}],
+        }
+    )
+    engine = Engine(Fabric.from_scenario(scn))
+    assert len(engine.fabric.topo.links) > MAX_SUGGESTION_CHOICES
+    compared: list[int] = []
+    close_matches = difflib.get_close_matches
+
+    def counting(word: str, names: list[str], n: int, cutoff: float) -> list[str]:
+        compared.append(len(names))
+        return close_matches(word, names, n=n, cutoff=cutoff)
+
+    monkeypatch.setattr(commands_module.difflib, "get_close_matches", counting)
+    result = engine.apply(InjectFault(kind="link_down", target="leaf47->spine3l"))
+    assert result.error is not None
+    assert "unknown link 'leaf47->spine3l' (did you mean 'leaf47->spine31'?)" in result.error
+    assert compared and max(compared) <= MAX_SUGGESTION_CHOICES
