@@ -39,7 +39,9 @@ def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> floa
                 f"bad duration {text!r}: expected a number with a unit (ns, us, ms, s)"
             )
         value = float(m.group(1)) * _DURATION_UNITS[m.group(2) or "s"]
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+    if not math.isfinite(value):
+        raise ValueError(f"duration must be a finite number, got {text!r}")
+    if value < 0 or (value == 0 and not allow_zero):
         raise ValueError(f"duration must be {'>=' if allow_zero else '>'} 0, got {text!r}")
     return value
 
@@ -59,7 +61,9 @@ def parse_size(text: str | float | int) -> float:
                 f"bad size {text!r}: expected bytes with a unit (B, KB, KiB, MB, MiB, GB)"
             )
         value = float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "b").lower()]
-    if not math.isfinite(value) or value < 0:
+    if not math.isfinite(value):
+        raise ValueError(f"size must be a finite number, got {text!r}")
+    if value < 0:
         raise ValueError(f"size must be >= 0, got {text!r}")
     return value
 
@@ -87,7 +91,9 @@ def parse_rate(text: str) -> float:
         )
     unit = m.group(3) or "b/s"
     value = float(m.group(1)) * _RATE_PREFIX[m.group(2)] / (1.0 if unit[0] == "B" else 8.0)
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value):
+        raise ValueError(f"rate must be a finite number, got {text!r}")
+    if value <= 0:
         raise ValueError(f"rate must be > 0, got {text!r}")
     return value
 

@@ -5,8 +5,8 @@ A source check: every import in a core module (at the top, inside a function or 
 module it names.
 
 The packages, bottom to top (a module may import from its own package and from those
-below it; the top-level modules ``commands``, ``units`` and ``sourced`` are the
-vocabulary everyone may use)::
+below it; the top-level modules ``commands``, ``units``, ``sourced`` and ``textfile`` are
+the vocabulary everyone may use)::
 
     net -> tick -> faults -> storage -> endpoints -> workloads -> runtime -> reports
 

@@ -15,11 +15,11 @@ Replies live outside ``cmd/`` so the bridge never hears its own answers.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from fabric_core.runtime.scenario import CLUSTER_NAME
+
 PREFIX = "fabtop"
-_CLUSTER = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # with fullmatch: no trailing newline
 
 
 class TopicError(ValueError):
@@ -32,7 +32,7 @@ def check_cluster(name: str) -> str:
     Raises:
         TopicError: with the reason.
     """
-    if not _CLUSTER.fullmatch(name):
+    if not CLUSTER_NAME.fullmatch(name):
         raise TopicError(
             f"cluster name {name!r} must be 1-64 characters among letters, digits, '_', '.', '-'"
         )

@@ -26,8 +26,9 @@ from numpy.typing import NDArray
 
 from fabric_core.net.profiles import Profile
 from fabric_core.net.routing import MAX_HOPS
-from fabric_core.net.topology import ROLES, Topology, from_cables
+from fabric_core.net.topology import MAX_LINKS, ROLES, Topology, from_cables
 from fabric_core.net.updown import UpDownError
+from fabric_core.textfile import TextFileError, read_text
 from fabric_core.units import parse_duration, parse_rate, parse_size
 
 _NAME = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*")
@@ -153,6 +154,8 @@ def parse_topology(text: str, source: str) -> TopologySpec:
 
         stmt, args = words[0], words[1:]
         if stmt == "node":
+            if len(spec.nodes) >= MAX_LINKS:  # (each node needs a cable: two links)
+                raise fail(f"more than {MAX_LINKS:,} nodes; a topology has at most as many links")
             if len(args) != 2:
                 raise fail("expected `node NAME ROLE`")
             name, role = args
@@ -167,6 +170,11 @@ def parse_topology(text: str, source: str) -> TopologySpec:
         elif stmt == "link":
             if len(args) < 2:
                 raise fail("expected `link A B [bandwidth=..] [delay=..] [buffer=..]`")
+            if 2 * (len(spec.cables) + 1) > MAX_LINKS:
+                raise fail(
+                    f"more than {MAX_LINKS:,} links (a cable is two); at most that many fit "
+                    "(the bundled cluster-100k has 602,240)"
+                )
             ends = []
             for name in args[:2]:
                 if name not in index:
@@ -229,6 +237,11 @@ def parse_topology(text: str, source: str) -> TopologySpec:
     return spec
 
 
+#: The largest topology file read: a file of ``MAX_LINKS`` links (a `link` line of some
+#: 40 bytes a cable, two links) is about 90 MB.
+MAX_TOPOLOGY_BYTES = 128 << 20
+
+
 def load_topology(path: Path) -> TopologySpec:
     """Read and parse a topology file.
 
@@ -236,7 +249,7 @@ def load_topology(path: Path) -> TopologySpec:
         TopologyFileError: unreadable, or as ``parse_topology``.
     """
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise TopologyFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        text = read_text(path, MAX_TOPOLOGY_BYTES)
+    except TextFileError as exc:
+        raise TopologyFileError(f"{path}: {exc}") from None
     return parse_topology(text, str(path))

@@ -385,6 +385,12 @@ def fat_tree(
 #: name link classes (``leaf-spine``) and cable lengths; the tiers come from up*/down*.
 ROLES = ("gpu", "storage", "leaf", "spine", "core", "switch")
 
+#: Directed links a topology may have at most, generated or read from a file: about 7
+#: times the bundled cluster-100k (602,240 links in 1.02 GiB at its peak, README
+#: "Performance", Scale), so some 7.5 GiB. A few digits more in a scenario would otherwise
+#: build for minutes and run out of memory.
+MAX_LINKS = 1 << 22
+
 
 def from_cables(
     profile: Profile,

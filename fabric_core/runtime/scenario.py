@@ -7,6 +7,7 @@ a bundled name or a path.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,12 +21,14 @@ from fabric_core.net.profiles import Profile, check_pfc, check_routing, get_prof
 from fabric_core.net.scaleup import ScaleUpParams
 from fabric_core.net.topofile import TopologySpec, load_topology
 from fabric_core.net.topology import (
+    MAX_LINKS,
     Topology,
     check_gpus_per_node,
     fat_tree,
     leaf_spine,
     with_scaleup,
 )
+from fabric_core.textfile import TextFileError, read_text
 from fabric_core.units import parse_duration
 from fabric_core.workloads import Workload, build_workload
 from fabric_core.workloads.fields import whole
@@ -165,6 +168,11 @@ def list_scenarios() -> list[tuple[str, str]]:
     return out
 
 
+#: The largest scenario file read: the bundled ones are a few KiB; a long fault schedule
+#: or a table of named links stays far below.
+MAX_SCENARIO_BYTES = 4 << 20
+
+
 def load_scenario(
     name_or_path: str | Path,
     *,
@@ -189,9 +197,9 @@ def load_scenario(
             )
         path = candidate
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        text = read_text(path, MAX_SCENARIO_BYTES)
+    except TextFileError as exc:
+        raise ScenarioError(f"{path}: {exc}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -214,6 +222,58 @@ def parse_scenario(data: dict[str, Any], source: str = "<scenario>") -> Scenario
         raise ScenarioError(f"{source}: {msg}") from None
 
 
+def _tables(data: Mapping[str, Any], key: str) -> list[Any]:
+    """``data[key]``, an array of tables (``[[key]]``), or none."""
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise ValueError(f"{key}: must be an array of tables ([[{key}]]), got {value!r}")
+    return value
+
+
+def _scheduled_fault(f: Any, where: str) -> ScheduledFault:
+    """One ``[[fault]]`` table, its errors named ``where.key``."""
+    if not isinstance(f, dict):
+        raise ValueError(f"{where}: must be a table ([[fault]]), got {f!r}")
+    extra = sorted(set(f) - {"at", "kind", "target", "params", "duration"})
+    if extra:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(extra)}")
+    for key in ("at", "kind", "target"):
+        if key not in f:
+            raise ValueError(f"{where}.{key}: missing")
+    params = f.get("params", {})
+    if not isinstance(params, dict):
+        raise ValueError(f"{where}.params: must be a table of names and values, got {params!r}")
+
+    def duration(key: str, allow_zero: bool) -> float:
+        try:
+            return parse_duration(f[key], allow_zero=allow_zero)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{where}.{key}: {exc}") from None
+
+    return ScheduledFault(
+        at_s=duration("at", allow_zero=True),
+        kind=str(f["kind"]),
+        target=str(f["target"]),
+        params=dict(params),
+        duration_s=duration("duration", allow_zero=False) if "duration" in f else None,
+    )
+
+
+#: A cluster's name: one MQTT topic level (``fabtop/<cluster>/...``) and a label value
+CLUSTER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # (fullmatch: no trailing newline)
+
+
+def _cluster(value: object) -> str:
+    """The scenario's ``cluster``, checked here rather than when ``fabtop serve`` has
+    started its engine and exporter and then meets it in a topic."""
+    if not isinstance(value, str) or not CLUSTER_NAME.fullmatch(value):
+        raise ValueError(
+            f"cluster: {value!r} must be 1-64 characters among letters, digits, '_', '.', '-' "
+            "(it is an MQTT topic level)"
+        )
+    return value
+
+
 def _int(
     table: Mapping[str, Any], key: str, where: str, default: int | None = None, low: int = 0
 ) -> int:
@@ -227,19 +287,12 @@ def _int(
         raise ValueError(f"{where}.{exc}") from None
 
 
-#: Directed links a generated topology may have at most: about 7 times the bundled
-#: cluster-100k (602,240 links in 1.02 GiB at its peak, README "Performance", Scale), so
-#: some 7.5 GiB. A few digits more in a file would otherwise build for minutes and run out
-#: of memory.
-MAX_LINKS = 1 << 22
-
-
 def _check_size(kind: str, t: Mapping[str, int]) -> None:
     """Refuse a generated topology too large to build (``MAX_LINKS``), before building it:
     each endpoint has a cable to its leaf (one per plane), every leaf one to every spine of
     its plane (pod), every spine one to each core of its group; a cable is two links."""
     if kind == "file":
-        return  # its links are listed in the file
+        return  # its links are listed in the file, which counts them as it is read
     stor = t.get("storage_targets", 0)
     if kind == "leaf-spine":
         planes = t.get("planes", 1)
@@ -357,6 +410,8 @@ def _parse(
         raise ValueError(f"topology.{missing[0]}: missing (an integer is required)")
     _check_scaleup(topo, checked, spec)
     _check_size(kind, checked)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValueError(f"the seed given (--seed) must be a non-negative integer, got {seed!r}")
     seed_value = seed if seed is not None else _int(data, "seed", "scenario", default=1)
     try:
         dt_value = parse_duration(dt if dt is not None else data.get("dt", "1us"))
@@ -375,28 +430,19 @@ def _parse(
     workloads = data.get("workload", [])
     if not isinstance(workloads, list):
         raise ValueError("workload: must be an array of tables ([[workload]])")
+    named: dict[str, int] = {}
     for i, table in enumerate(workloads):
-        build_workload(table, f"workload[{i}]")  # validates
-    faults = []
-    for i, f in enumerate(data.get("fault", [])):
-        where = f"fault[{i}]"
-        extra = sorted(set(f) - {"at", "kind", "target", "params", "duration"})
-        if extra:
-            raise ValueError(f"{where}: unknown key(s) {', '.join(extra)}")
-        for key in ("at", "kind", "target"):
-            if key not in f:
-                raise ValueError(f"{where}.{key}: missing")
-        faults.append(
-            ScheduledFault(
-                at_s=parse_duration(f["at"], allow_zero=True),
-                kind=str(f["kind"]),
-                target=str(f["target"]),
-                params=dict(f.get("params", {})),
-                duration_s=parse_duration(f["duration"]) if "duration" in f else None,
+        workload = build_workload(table, f"workload[{i}]")  # validates
+        # reports, telemetry, metrics and the start/stop commands know a workload by name
+        if workload.name in named:
+            raise ValueError(
+                f"workload[{i}].name: {workload.name!r} is already the name of "
+                f"workload[{named[workload.name]}]; each workload needs a name of its own"
             )
-        )
+        named[workload.name] = i
+    faults = [_scheduled_fault(f, f"fault[{i}]") for i, f in enumerate(_tables(data, "fault"))]
     routes = []
-    for i, r in enumerate(data.get("route", [])):
+    for i, r in enumerate(_tables(data, "route")):
         where = f"route[{i}]"
         if not isinstance(r, dict) or set(r) != {"src", "dst", "via"}:
             raise ValueError(f"{where}: needs exactly the keys src, dst, via")
@@ -408,7 +454,7 @@ def _parse(
         description=str(data.get("description", "")),
         source=source,
         raw=data,
-        cluster=str(data.get("cluster", "fabtop")),
+        cluster=_cluster(data.get("cluster", "fabtop")),
         seed=seed_value,
         dt_s=dt_value,
         profile=prof,

@@ -11,7 +11,13 @@ from typing import Any
 
 from fabric_core.units import parse_duration, parse_size
 from fabric_core.workloads.base import Completions, FlowRequests, Workload
-from fabric_core.workloads.fields import MAX_MESSAGE_RATE_PER_S, MAX_OUTSTANDING, number, whole
+from fabric_core.workloads.fields import (
+    MAX_MESSAGE_RATE_PER_S,
+    MAX_OUTSTANDING,
+    number,
+    size,
+    whole,
+)
 from fabric_core.workloads.traffic import AllToAll, Bulk, Incast, Pairs, Rpc, Scripted
 
 __all__ = ["WORKLOAD_KINDS", "Completions", "FlowRequests", "Workload", "build_workload"]
@@ -22,7 +28,7 @@ def _bulk(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         name=name,
         traffic_class=cls,
         senders_spec=t.get("senders", "all"),
-        size_bytes=parse_size(t.get("size", "4MiB")),
+        size_bytes=size(t, "size", "4MiB"),
         outstanding=whole(t, "outstanding", 1, maximum=MAX_OUTSTANDING),
         hotspots=whole(t, "hotspots", 0),
         hotspot_fraction=number(t, "hotspot_fraction", 0.0, maximum=1.0),
@@ -35,7 +41,7 @@ def _incast(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         traffic_class=cls,
         senders_spec=t.get("senders", 8),
         target_index=whole(t, "target", 0),
-        size_bytes=parse_size(t.get("size", "256KiB")),
+        size_bytes=size(t, "size", "256KiB"),
         period_s=parse_duration(t.get("period", "100us")),
         start_s=parse_duration(t["start"]) if "start" in t else 0.0,
         count=whole(t, "count", 0),
@@ -47,7 +53,7 @@ def _alltoall(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         name=name,
         traffic_class=cls,
         ranks_spec=t.get("ranks", 8),
-        size_bytes=parse_size(t.get("size", "64KiB")),
+        size_bytes=size(t, "size", "64KiB"),
         period_s=parse_duration(t.get("period", "50us")),
     )
 
@@ -57,7 +63,7 @@ def _rpc(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         name=name,
         traffic_class=cls,
         senders_spec=t.get("senders", "all"),
-        size_bytes=parse_size(t.get("size", "4KiB")),
+        size_bytes=size(t, "size", "4KiB"),
         rate_per_s=number(t, "rate_per_s", 1e5, maximum=MAX_MESSAGE_RATE_PER_S),
     )
 
@@ -72,7 +78,7 @@ def _pairs(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         name=name,
         traffic_class=cls,
         pair_names=[(a, b) for a, b in pairs],
-        size_bytes=parse_size(t.get("size", "1MiB")),
+        size_bytes=size(t, "size", "1MiB"),
         outstanding=whole(t, "outstanding", 1, maximum=MAX_OUTSTANDING),
         start_s=parse_duration(t["start"]) if "start" in t else 0.0,
         until_s=parse_duration(t["until"]) if "until" in t else float("inf"),

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fabric_core.endpoints.params import EndpointParams
+from fabric_core.units import format_bytes, parse_size
 
 #: Work requests a queue pair's send queue holds at most (ConnectX ``max_qp_wr``, as
 #: ``ibv_devinfo -v`` reports it): a sender cannot keep more messages outstanding.
@@ -20,6 +21,31 @@ MAX_OUTSTANDING = 32768
 #: Messages a NIC starts per second at most (the ConnectX-7 product brief, as the endpoint
 #: model has it): the fastest a sender's messages can arrive.
 MAX_MESSAGE_RATE_PER_S = EndpointParams().nic_msg_rate_per_s
+#: The most bytes one message (one RDMA operation) carries: 2^31, the InfiniBand
+#: specification's largest message (ConnectX ports report ``max_msg_sz`` 0x80000000 in
+#: ``ibv_query_port``). A larger transfer is several messages.
+MAX_MESSAGE_BYTES = 1 << 31
+
+
+def size(
+    t: Mapping[str, Any], key: str, default: str, *, maximum: float = MAX_MESSAGE_BYTES
+) -> float:
+    """``t[key]`` (or ``default``) as a size in bytes (``parse_size``: ``4KiB``), of at
+    least one byte and at most ``maximum`` (one message's, unless told).
+
+    Raises:
+        ValueError: not a size, or out of range.
+    """
+    try:
+        value = parse_size(t.get(key, default))
+    except ValueError as exc:  # ("size must be ...": named by its key)
+        raise ValueError(str(exc).replace("size", key, 1)) from None
+    if not 1 <= value <= maximum:
+        most = "one message's most" if maximum == MAX_MESSAGE_BYTES else "at most"
+        raise ValueError(
+            f"{key}: must be 1 B to {format_bytes(maximum)} ({most}), got {t.get(key)!r}"
+        )
+    return value
 
 
 def whole(

@@ -13,7 +13,13 @@ from fabric_core.storage.model import get_path, parse_params
 from fabric_core.units import parse_duration, parse_size
 from fabric_core.workloads.base import Workload
 from fabric_core.workloads.checkpoint import Checkpoint
-from fabric_core.workloads.fields import MAX_MESSAGE_RATE_PER_S, MAX_OUTSTANDING, number, whole
+from fabric_core.workloads.fields import (
+    MAX_MESSAGE_RATE_PER_S,
+    MAX_OUTSTANDING,
+    number,
+    size,
+    whole,
+)
 from fabric_core.workloads.kvcache import KvCache
 from fabric_core.workloads.pd_presets import INFERENCE_KEYS, MFU, resolve_gpu, resolve_model
 from fabric_core.workloads.storage_io import StorageProbe
@@ -24,6 +30,11 @@ from fabric_core.workloads.training import Training
 MAX_PREFETCH = 1024
 
 _COMMON = frozenset({"path", "storage"})
+
+
+#: The largest checkpoint a GPU writes (``size``, split into ``io_size`` writes): 1 TiB,
+#: more than any GPU holds (192 GB of HBM3e on a B200).
+MAX_CHECKPOINT_BYTES = float(1 << 40)
 
 
 def _dur0(value: Any) -> float:
@@ -46,7 +57,7 @@ def _probe(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         path_name=_path(t, "nvmeof"),
         params=parse_params(t.get("storage")),
         clients_spec=t.get("clients", 1),
-        size_bytes=parse_size(t.get("size", "4KiB")),
+        size_bytes=size(t, "size", "4KiB"),
         depth=whole(t, "depth", 1, minimum=1, maximum=MAX_OUTSTANDING),
         write=bool(t.get("write", False)),
     )
@@ -73,7 +84,7 @@ def _checkpoint(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         path_name=_path(t, "nfs-rdma"),
         params=parse_params(t.get("storage")),
         gpus_spec=t.get("gpus", "all"),
-        size_bytes=parse_size(t.get("size", "64MiB")),
+        size_bytes=size(t, "size", "64MiB", maximum=MAX_CHECKPOINT_BYTES),
         io_bytes=parse_size(t.get("io_size", "1MiB")),
         depth=whole(t, "depth", 8, minimum=1, maximum=MAX_OUTSTANDING),
         start_s=_dur0(t.get("start", 0)),

@@ -1,0 +1,60 @@
+"""Reading a text file a user names (a scenario, a topology, a record), within bounds.
+
+A bare ``Path.read_text`` reads whatever the path is: ``/dev/zero`` until the memory runs
+out, a FIFO never (it waits for a writer), gigabytes of a file given by mistake. Each kind
+of file has a size no real one comes near; past it, or when the path is not a regular
+file or its bytes are not UTF-8, the error says so.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+
+class TextFileError(ValueError):
+    """The file cannot be read as text; ``str()`` is the reason, without the path."""
+
+
+def read_text(path: Path, limit_bytes: int) -> str:
+    """The UTF-8 text of the regular file at ``path``, of at most ``limit_bytes`` bytes.
+
+    Raises:
+        TextFileError: it cannot be read (the OS's reason), is not a regular file (a
+            directory, a device, a FIFO), is larger than ``limit_bytes`` or is not UTF-8.
+    """
+    try:
+        # the kind from the path, before opening: opening a FIFO blocks until a writer comes
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise TextFileError(f"not a regular file ({_kind(mode)})")
+        with open(path, "rb") as f:
+            data = f.read(limit_bytes + 1)  # (one more: a file that grew since the stat)
+    except OSError as exc:
+        raise TextFileError(f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > limit_bytes:
+        raise TextFileError(f"larger than {_size(limit_bytes)}, the most such a file may be")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TextFileError(
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})"
+        ) from None
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a file"
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n:,} bytes"

@@ -1,0 +1,144 @@
+"""Scenario and topology files that are not what they should be: refused at once, by name.
+
+Found by a review of hostile input (session 37): ``fabtop run /dev/zero`` read until the
+memory ran out, a FIFO blocked for ever, a topology file of 4.4 million links built for a
+minute and then failed in numpy, two workloads of one name hid one of them from every
+report, and a cluster name that is no MQTT topic level stopped ``fabtop serve`` after its
+engine had started.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fabric_core.net import topofile
+from fabric_core.runtime import scenario as scenario_module
+from fabric_core.runtime.scenario import ScenarioError, bundled_dir, load_scenario, parse_scenario
+
+TINY = tomllib.loads((bundled_dir() / "tiny.toml").read_text())
+
+
+def fabtop(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "console.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_a_device_is_refused_before_it_is_read() -> None:
+    result = fabtop("run", "/dev/zero", "--duration", "10us")
+    assert result.returncode == 2
+    assert "/dev/zero: not a regular file (a device)" in result.stderr
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "scenario.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(ScenarioError, match=r"scenario.toml: not a regular file \(a FIFO\)"):
+        load_scenario(fifo)
+
+
+def test_a_directory_and_a_file_too_large_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match=r"not a regular file \(a directory\)"):
+        load_scenario(tmp_path)
+    big = tmp_path / "big.toml"
+    big.write_text("# padding\n" * (scenario_module.MAX_SCENARIO_BYTES // 10 + 1))
+    with pytest.raises(ScenarioError, match=r"big.toml: larger than 4 MiB"):
+        load_scenario(big)
+
+
+def test_bytes_that_are_not_utf8_are_named_by_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b'name = "x"\n# caf\xe9\n')
+    with pytest.raises(ScenarioError, match=r"latin1.toml: not UTF-8 text \(byte 0xe9 on line 2\)"):
+        load_scenario(path)
+
+
+def _topology_file(tmp_path: Path, cables: int) -> Path:
+    lines = ["node s0 switch"]
+    for i in range(cables):
+        lines += [f"node g{i} gpu", f"link g{i} s0"]
+    (tmp_path / "t.topo").write_text("\n".join(lines) + "\n")
+    scn = tmp_path / "file.toml"
+    scn.write_text(
+        'name = "file"\n[topology]\nkind = "file"\npath = "t.topo"\n'
+        '[[workload]]\nname = "bg"\nkind = "bulk"\nclass = "bulk"\n'
+    )
+    return scn
+
+
+def test_a_topology_file_counts_its_links_against_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counted as the file is read: refused at the cable past the limit, not built."""
+    path = _topology_file(tmp_path, cables=3)
+    load_scenario(path)  # 6 links
+    monkeypatch.setattr(topofile, "MAX_LINKS", 4)
+    with pytest.raises(ScenarioError, match=r"t.topo:7: more than 4 links \(a cable is two\)"):
+        load_scenario(path)
+
+
+def test_a_topology_file_that_is_a_device_is_refused(tmp_path: Path) -> None:
+    scn = tmp_path / "dev.toml"
+    scn.write_text('name = "dev"\n[topology]\nkind = "file"\npath = "/dev/zero"\n')
+    with pytest.raises(ScenarioError, match=r"/dev/zero: not a regular file \(a device\)"):
+        load_scenario(scn)
+
+
+def _tiny_with(**changes: Any) -> dict[str, Any]:
+    data = copy.deepcopy(TINY)
+    data.update(changes)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            _tiny_with(workload=[*TINY["workload"], {**TINY["workload"][0]}]),
+            f"workload[{len(TINY['workload'])}].name: {TINY['workload'][0]['name']!r} is "
+            "already the name of workload[0]",
+        ),
+        (_tiny_with(cluster="my cluster/#"), "cluster: 'my cluster/#' must be 1-64 characters"),
+        (_tiny_with(fault=5), "fault: must be an array of tables ([[fault]]), got 5"),
+        (_tiny_with(fault=[5]), "fault[0]: must be a table ([[fault]]), got 5"),
+        (_tiny_with(route=5), "route: must be an array of tables ([[route]]), got 5"),
+        (
+            _tiny_with(fault=[{"at": "1us", "kind": "link_down", "target": "x", "params": [1]}]),
+            "fault[0].params: must be a table of names and values, got [1]",
+        ),
+        (
+            _tiny_with(fault=[{"at": "1us", "kind": "link_down", "target": "x", "duration": -1}]),
+            "fault[0].duration: duration must be > 0, got -1",
+        ),
+        (
+            _tiny_with(workload=[{**TINY["workload"][0], "size": "1e300B"}]),
+            "workload[0]: size: must be 1 B to 2 GiB (one message's most), got '1e300B'",
+        ),
+        (
+            _tiny_with(workload=[{**TINY["workload"][0], "size": "1e400B"}]),
+            "workload[0]: size must be a finite number, got '1e400B'",
+        ),
+    ],
+)
+def test_scenario_tables_are_refused_by_key(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(data, "x.toml")
+    assert message in str(info.value)
+
+
+def test_a_seed_given_on_the_command_line_is_checked_as_such() -> None:
+    result = fabtop("run", "tiny", "--duration", "10us", "--seed", "-1")
+    assert result.returncode == 2
+    assert "the seed given (--seed) must be a non-negative integer, got -1" in result.stderr
