@@ -14,10 +14,9 @@ against the topology here, so its module only has to read ``active(kind)``.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import deque
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -203,6 +202,29 @@ class Fault:
 
 EventSink = Callable[[str, str, str, str], None]  # severity, kind, target, message
 
+#: Faults open at once at most (injected and not yet both cleared and recovered). Each
+#: inject and each tick go over the open ones: with 3,000 open a tick of ``tiny`` took 2.4
+#: ms against 0.1 (a flood of injects left the engine behind its pace). A real fabric's
+#: operators inject a few; a chaos test, tens.
+MAX_OPEN_FAULTS = 1000
+#: Settled faults (cleared and recovered) kept for the snapshot's history, the newest
+#: (it shows the last 200): an endless inject/clear loop would otherwise grow the book.
+MAX_SETTLED_FAULTS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedIds:
+    """Every fault id a book has given (``f0`` to ``f{count - 1}``), kept or not: a clear
+    of one is "already cleared" even once the book no longer keeps it."""
+
+    count: int
+
+    def __contains__(self, fault_id: object) -> bool:
+        if not isinstance(fault_id, str) or not fault_id.startswith("f"):
+            return False
+        number = fault_id[1:]
+        return number.isdigit() and str(int(number)) == number and int(number) < self.count
+
 
 @dataclass
 class FaultBook:
@@ -212,7 +234,8 @@ class FaultBook:
     nodes: NodeTable
     emit: EventSink
     faults: dict[str, Fault] = field(default_factory=dict)
-    _ids: itertools.count[int] = field(default_factory=itertools.count)
+    #: the ids given so far (``new_id``)
+    issued: int = 0
     #: the fabric's flow control ("credit" | "pfc"); kept current by ``recovery.track``
     flow_control: str = "credit"
     #: what faults (and the fabric) may add in flows (``fabric_core.faults.admission``)
@@ -334,10 +357,25 @@ class FaultBook:
             )
 
     # ---------------------------------------------------------------- changes
+    def new_id(self) -> str:
+        """The next fault's id (``f0``, ``f1``, ...).
+
+        Raises:
+            CommandError: ``MAX_OPEN_FAULTS`` are open already.
+        """
+        if len(self.open) >= MAX_OPEN_FAULTS:
+            raise CommandError(
+                f"{len(self.open):,} faults are open (at most {MAX_OPEN_FAULTS:,}): clear "
+                "some first ('clear' with all=true clears every one)"
+            )
+        fid = f"f{self.issued}"
+        self.issued += 1
+        return fid
+
     def inject(self, cmd: InjectFault, now_s: float) -> Fault:
         """Apply a validated fault to the link state."""
         kind, ids, node, params = self.check(cmd)
-        fid = f"f{next(self._ids)}"
+        fid = self.new_id()
         fault = Fault(
             id=fid,
             kind=kind.name,
@@ -362,7 +400,7 @@ class FaultBook:
 
     def clear(self, cmd: ClearFault, now_s: float) -> list[str]:
         """Clear faults by id, target or all; returns the ids cleared."""
-        chosen = select_cleared(cmd, self.active(), self.faults)
+        chosen = select_cleared(cmd, self.active(), IssuedIds(self.issued))
         for f in chosen:
             self._undo(f, now_s)
         return [f.id for f in chosen]
@@ -371,6 +409,15 @@ class FaultBook:
         """Stop looking at ``f`` once it is both cleared and recovered."""
         if f.cleared_at_s is not None and f.recovered_at_s is not None:
             self.open.pop(f.id, None)
+            self._forget_settled()
+
+    def _forget_settled(self) -> None:
+        """Drop the oldest settled faults past ``MAX_SETTLED_FAULTS`` (ids in the order given)."""
+        excess = len(self.faults) - len(self.open) - MAX_SETTLED_FAULTS
+        if excess <= 0:
+            return
+        for fid in [fid for fid in self.faults if fid not in self.open][:excess]:
+            del self.faults[fid]
 
     def settled(self) -> bool:
         """No fault to look at and nothing left to undo: every link is up and whole."""
@@ -481,7 +528,7 @@ class _Named(Protocol):
 _N = TypeVar("_N", bound=_Named)
 
 
-def select_cleared(cmd: ClearFault, live: Sequence[_N], known: Collection[str]) -> list[_N]:
+def select_cleared(cmd: ClearFault, live: Sequence[_N], known: Container[str]) -> list[_N]:
     """The faults of ``live`` (not yet cleared) that ``cmd`` clears: all, the one of its
     id, or those on its target; ``known`` holds every id ever given (a fault cleared
     already is told apart from one that never was).

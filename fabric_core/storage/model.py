@@ -405,7 +405,7 @@ def inject_slow_target(
             raise CommandError(f"slow_target: {name} must be in [{lo:g}, {hi:g}]")
     book = fabric.faults
     now = fabric.sim_time_s
-    fid = f"f{next(book._ids)}"
+    fid = book.new_id()
     book.faults[fid] = Fault(
         id=fid,
         kind="slow_target",

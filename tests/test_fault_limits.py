@@ -1,0 +1,57 @@
+"""How many faults a fabric keeps: open ones capped, settled ones forgotten oldest first.
+
+A review of hostile input (session 37) sent 3,000 injects: each inject and each tick went
+over every open fault, the tick of ``tiny`` grew from 0.1 to 2.4 ms and the engine fell
+behind its pace; an inject/clear loop grew the book without end.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fabric_core.commands import ClearFault, InjectFault
+from fabric_core.faults import book as book_module
+from fabric_core.runtime.engine import Engine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
+
+LINK = "leaf00->spine00"
+
+
+def _engine() -> Engine:
+    return Engine(Fabric.from_scenario(load_scenario("tiny")))
+
+
+def test_injects_past_the_open_limit_are_refused_until_some_are_cleared(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(book_module, "MAX_OPEN_FAULTS", 3)
+    engine = _engine()
+    degrade = InjectFault(kind="link_degraded", target=LINK, params={"ber": 1e-9})
+    for _ in range(3):
+        assert engine.apply(degrade).ok
+    refused = engine.apply(degrade)
+    assert not refused.ok and refused.error is not None
+    assert "3 faults are open (at most 3): clear some first" in refused.error
+    assert len(engine.fabric.faults.active()) == 3  # nothing half-made
+    assert engine.apply(ClearFault(all=True)).ok
+    engine.fabric.run_ticks(5)  # a degraded link recovers when cleared
+    assert engine.apply(degrade).ok
+
+
+def test_settled_faults_are_forgotten_oldest_first_but_their_ids_stay_known(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(book_module, "MAX_SETTLED_FAULTS", 2)
+    engine = _engine()
+    for i in range(5):
+        assert engine.apply(InjectFault(kind="link_degraded", target=LINK, params={"ber": 1e-9})).ok
+        assert engine.apply(ClearFault(fault_id=f"f{i}")).ok
+        engine.fabric.run_ticks(5)
+    book = engine.fabric.faults
+    assert not book.open
+    assert list(book.faults) == ["f3", "f4"]  # the newest two
+    again = engine.apply(ClearFault(fault_id="f0"))
+    assert again.error is not None and "fault 'f0' is already cleared" in again.error
+    never = engine.apply(ClearFault(fault_id="f9"))
+    assert never.error is not None and "unknown active fault 'f9'" in never.error
