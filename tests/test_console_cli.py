@@ -94,3 +94,21 @@ def test_serve_refuses_bad_options_before_starting(args: tuple[str, ...], messag
     result = fabtop("serve", "tiny", "--mqtt", "mqtt://127.0.0.1:1", *args)
     assert result.returncode == 2
     assert message in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--timeout", "nan"), "argument --timeout: must be a number of seconds above 0"),
+        (("--timeout", "-1"), "argument --timeout: must be a number of seconds above 0"),
+        (("-p", "ber=nan"), "--param 'ber=nan': ber must be a finite number"),
+        (("-p", "ber=inf"), "--param 'ber=inf': ber must be a finite number"),
+    ],
+)
+def test_inject_refuses_what_json_cannot_carry_before_sending(
+    args: tuple[str, ...], message: str
+) -> None:
+    """A NaN parameter went out as JSON's null ("must be a number or a string, got null")."""
+    result = fabtop("inject", "link_degraded", "a->b", "--mqtt", "mqtt://127.0.0.1:1", *args)
+    assert result.returncode == 2
+    assert message in result.stderr

@@ -81,6 +81,21 @@ def test_ids_are_ascii_and_the_whole_string(cid: str) -> None:
     assert lenient_id(body) is None
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"id": "a5", "kind": "link_degraded", "params": {"ber": NaN}}',
+        b'{"id": "a5", "params": {"ber": 1e999}}',
+        b'{"id": "a5", "kind": "link_do',  # truncated
+    ],
+)
+def test_an_id_in_json_that_does_not_parse_still_names_the_reply(payload: bytes) -> None:
+    """The refusal goes to ``result/a5``, where the sender waits, not to ``result``."""
+    with pytest.raises(CommandError, match="malformed JSON"):
+        parse_command(payload, command="inject")
+    assert lenient_id(payload) == "a5"
+
+
 def test_good_ids_pass() -> None:
     for cid in ("op-1", "A_b.c:d-9", "x" * 64):
         assert parse_command(json.dumps({"id": cid}), command="pause").id == cid

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -47,6 +48,17 @@ def duration(text: str) -> float:
         if "must be" in str(exc):  # zero
             raise argparse.ArgumentTypeError(f"duration must be positive, got {text!r}") from None
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a number of seconds above 0 (``--timeout 2.5``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text!r}")
+    return value
 
 
 def tick_length(text: str) -> float:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import sys
 
 import aiomqtt
 import msgspec
 
-from console.cli._common import duration
+from console.cli._common import duration, positive_seconds
 from console.targets import normalise_target
 from exporters.mqtt.client import explain
 from exporters.mqtt.oneshot import NoAnswerError, send_command
@@ -59,7 +60,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="clear after this much simulated time (e.g. 5ms)",
     )
     p.add_argument("--id", metavar="ID", help="command id (default: generated); retries reuse it")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="wait for the result")
+    p.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=10.0,
+        metavar="S",
+        help="seconds to wait for the result (default 10)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_broker_options(p, cluster_help="cluster to inject into (default: the one online)")
     p.set_defaults(func=main)
@@ -73,9 +80,13 @@ def parse_params(items: list[str]) -> dict[str, float | str]:
         if not eq or not key:
             raise CliError(f"--param {item!r}: expected KEY=VALUE")
         try:
-            params[key] = float(value)
+            number = float(value)
         except ValueError:
             params[key] = value
+            continue
+        if not math.isfinite(number):  # (JSON has no NaN: it would go as null)
+            raise CliError(f"--param {item!r}: {key} must be a finite number")
+        params[key] = number
     return params
 
 

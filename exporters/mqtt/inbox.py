@@ -47,8 +47,8 @@ Submit = Callable[[Command], Awaitable[CommandResult]]
 OPERATOR_COMMANDS = frozenset({"pause", "resume", "clear"})
 
 _ID = re.compile(rf"{COMMAND_ID_CHARS}{{1,64}}")  # with fullmatch: the whole string, ASCII
-# For a body refused unread (too big, too deep): an id near the start still names the
-# reply topic.
+# For a body refused unread (too big, too deep) or not valid JSON (truncated, NaN): an
+# id near the start still names the reply topic.
 _ID_IN_HEAD = re.compile(rb'"id"\s*:\s*"(' + COMMAND_ID_CHARS.encode() + rb'{1,64})"')
 
 
@@ -56,13 +56,10 @@ def lenient_id(payload: bytes) -> str | None:
     """The command id if one can be read, even from an invalid command."""
     try:
         check_bounds(payload)  # size, depth, UTF-8: before any parsing
-    except CommandError:
+        obj = msgspec.json.decode(payload)
+    except (CommandError, msgspec.DecodeError):
         match = _ID_IN_HEAD.search(payload[:4096])
         return match.group(1).decode() if match else None
-    try:
-        obj = msgspec.json.decode(payload)
-    except msgspec.DecodeError:
-        return None
     cid = obj.get("id") if isinstance(obj, dict) else None
     return cid if isinstance(cid, str) and _ID.fullmatch(cid) else None
 
