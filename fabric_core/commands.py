@@ -207,7 +207,7 @@ def parse_command(payload: bytes | str, *, command: str | None = None) -> Comman
     if command is not None:
         if command not in COMMAND_NAMES:
             raise CommandError(
-                f"unknown command {command!r}{_suggest(command, COMMAND_NAMES)};"
+                f"unknown command {shown(command)}{_suggest(command, COMMAND_NAMES)};"
                 f" known: {', '.join(COMMAND_NAMES)}"
             )
         try:
@@ -289,14 +289,14 @@ def _explain(msg: str, raw: bytes) -> str:
         return f"missing field 'command'; expected one of: {', '.join(COMMAND_NAMES)}"
     if "Invalid value" in msg and "$.command" in msg and isinstance(tag, str):
         return (
-            f"unknown command {tag!r}{_suggest(tag, COMMAND_NAMES)}; "
+            f"unknown command {shown(tag)}{_suggest(tag, COMMAND_NAMES)}; "
             f"known: {', '.join(COMMAND_NAMES)}"
         )
     m = re.fullmatch(r"Object contains unknown field '(.*)'(?: - at '(.*)')?", msg)
     if m and isinstance(tag, str) and tag in _FIELDS and m.group(2) in (None, "$"):
         fields = [f for f in _FIELDS[tag] if f != "command"]
         return (
-            f"{tag} has no field {m.group(1)!r}{_suggest(m.group(1), fields)}; "
+            f"{tag} has no field {shown(m.group(1))}{_suggest(m.group(1), fields)}; "
             f"accepted: {', '.join(fields)}"
         )
     m = re.fullmatch(r"Expected '([^']*)'(?:, got '([^']*)')? *(.*?) - at '(\$[^']*)'", msg)
@@ -305,12 +305,12 @@ def _explain(msg: str, raw: bytes) -> str:
         name = path.removeprefix("$.") or "the command"
         found, value = _value_at(obj, path)
         text = msgspec.json.encode(value).decode() if found else ""
-        shown = f", got {text}" if found and len(text) <= 80 else ""
-        if got and not shown:
-            shown = f", got {_words(got)}"
+        got_text = f", got {text}" if found and len(text) <= 80 else ""
+        if got and not got_text:
+            got_text = f", got {_words(got)}"
         if constraint:
-            return f"{name} must be {_words(expected)} {constraint}{shown}"
-        return f"{name} must be {_words(expected)}{shown}"
+            return f"{name} must be {_words(expected)} {constraint}{got_text}"
+        return f"{name} must be {_words(expected)}{got_text}"
     m = re.fullmatch(r"Expected '([^']*)', got '([^']*)'", msg)
     if m:
         return f"a command must be {_words(m.group(1))}, got {_words(m.group(2))}"

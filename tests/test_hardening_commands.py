@@ -184,3 +184,21 @@ async def test_past_the_limit_commands_are_busy_at_once_but_operator_ones_still_
     # a place is free again: the refused one can be retried under its id
     _, retried = await inbox.handle("fabtop/t/cmd/speed", b'{"id": "s-9", "speed": 0.001}')
     assert retried.ok
+
+
+@pytest.mark.parametrize(
+    ("payload", "command", "start"),
+    [
+        (b'{"id": "a"}', "x" * 5000, "unknown command 'xxx"),
+        (b'{"command": "' + b"y" * 3000 + b'"}', None, "unknown command 'yyy"),
+        (b'{"command": "pause", "' + b"z" * 3000 + b'": 1}', None, "pause has no field 'zzz"),
+    ],
+)
+def test_a_long_unknown_name_is_repeated_cut_short(
+    payload: bytes, command: str | None, start: str
+) -> None:
+    """The reply and the log repeat at most 120 characters of it, and say how long it was."""
+    with pytest.raises(CommandError) as err:
+        parse_command(payload, command=command)
+    message = str(err.value)
+    assert message.startswith(start) and "characters)" in message and len(message) < 300
