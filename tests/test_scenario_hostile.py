@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import copy
 import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -22,18 +20,9 @@ import pytest
 from fabric_core.net import topofile
 from fabric_core.runtime import scenario as scenario_module
 from fabric_core.runtime.scenario import ScenarioError, bundled_dir, load_scenario, parse_scenario
+from tests.test_console_cli import fabtop
 
 TINY = tomllib.loads((bundled_dir() / "tiny.toml").read_text())
-
-
-def fabtop(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "console.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def test_a_device_is_refused_before_it_is_read() -> None:
