@@ -64,4 +64,6 @@ async def _console(args: argparse.Namespace) -> int:
         await app.run_async()
     finally:
         await mqtt_source.close()
-    return 0
+    # Textual prints the traceback of an exception that ended the app and sets 1 here:
+    # a crash must not look like the operator quitting
+    return app.return_code or 0

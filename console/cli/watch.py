@@ -25,6 +25,7 @@ import time
 import aiomqtt
 import msgspec
 
+from console.cli._common import positive_seconds
 from exporters.mqtt.client import Backoff, explain, make_client
 from exporters.mqtt.options import (
     CliError,
@@ -48,41 +49,80 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--telemetry", action="store_true", help="also a summary line each second")
     p.add_argument("--json", action="store_true", help="print JSON lines (topic and payload)")
     p.add_argument("--count", type=int, metavar="N", help="exit after N lines")
-    p.add_argument("--timeout", type=float, metavar="S", help="exit after S seconds")
+    p.add_argument("--timeout", type=positive_seconds, metavar="S", help="exit after S seconds")
     add_broker_options(p, cluster_help="cluster to watch (default: the one online)")
     p.set_defaults(func=main)
 
 
+def clean(text: str) -> str:
+    """``text`` safe to print as one terminal line: every character ``str.isprintable``
+    rejects (ESC and the other controls, newlines, bidi overrides) is escaped as
+    ``repr`` shows it (``\\x1b``, ``\\n``, ``\\u202e``), so a message can neither
+    drive the terminal nor forge lines."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def seconds(x: float) -> str:
+    """Seconds to the microsecond, in a bounded width: ``1e+308``, not 309 digits."""
+    return f"{x:.6f}" if abs(x) < 1e9 else f"{x:.6g}"
+
+
+def integer(n: int) -> str:
+    """An integer in a bounded width (JSON allows one of thousands of digits)."""
+    if abs(n) < 10**15:
+        return str(n)
+    try:
+        return f"{n:.6g}"
+    except OverflowError:  # beyond a float: still say how big
+        return f"{'-' if n < 0 else ''}2^{n.bit_length() - 1}+"
+
+
 def format_line(topics: Topics, topic: str, data: bytes) -> str | None:
-    """The text line for one message, or None if it is not shown."""
+    """The text line for one message (its text escaped by ``clean``), or None if it is
+    not shown."""
+    line = _format(topics, topic, data)
+    return None if line is None else clean(line)
+
+
+def _format(topics: Topics, topic: str, data: bytes) -> str | None:
     try:
         if topic == topics.status:
             return f"status {data.decode(errors='replace') or '(cleared)'}"
         if topic == topics.event:
             e = event_decoder.decode(data)
-            return f"event {e.time_s:.6f}s {e.severity} {e.kind} {e.target}: {e.message}"
+            return f"event {seconds(e.time_s)}s {e.severity} {e.kind} {e.target}: {e.message}"
         if topic == topics.telemetry:
             t = telemetry_decoder.decode(data)
             active = sum(1 for f in t.faults if f.cleared_at_s is None)
             state = "running" if t.running else "paused"
             return (
-                f"telemetry tick={t.tick} t={t.sim_time_s:.6f}s {state} faults={active}"
-                f" throughput={t.totals.throughput_Bps:.3g}B/s"
+                f"telemetry tick={integer(t.tick)} t={seconds(t.sim_time_s)}s {state} "
+                f"faults={active} throughput={t.totals.throughput_Bps:.3g}B/s"
             )
         if topic.startswith(topics.result(None)):
             r = json.loads(data)
             cid = r.get("id") or "-"
             return f"result {cid} ok" if r.get("ok") else f"result {cid} error: {r.get('error')}"
-    except (msgspec.DecodeError, ValueError, AttributeError) as exc:
+    # RecursionError: json.loads of a deeply nested payload ("[[[[..."); one message
+    # must not end the stream
+    except (msgspec.DecodeError, ValueError, AttributeError, RecursionError) as exc:
         return f"unreadable {topic}: {exc}"
     return None
 
 
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
 def json_line(topic: str, data: bytes) -> str:
-    """``{"topic": ..., "payload": ...}`` (the payload parsed when it is JSON)."""
+    """``{"topic": ..., "payload": ...}`` (the payload parsed when it is JSON, else as
+    text). The line is strict JSON: ``json.dumps`` escapes control characters, and a
+    payload with NaN or Infinity, which Python would pass through, is kept as text."""
     try:
-        payload: object = json.loads(data)
-    except ValueError:
+        payload: object = json.loads(data, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
         payload = data.decode(errors="replace")
     return json.dumps({"topic": topic, "payload": payload}, separators=(",", ":"))
 

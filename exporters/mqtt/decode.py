@@ -10,17 +10,25 @@ topic since the reader attached.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sized
 from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from exporters.mqtt.schema import EventMsg, HistogramMsg, MetaMsg, NodesMsg, TelemetryMsg
+from exporters.mqtt.schema import (
+    EventMsg,
+    HistogramMsg,
+    LinksMsg,
+    MetaMsg,
+    NodesMsg,
+    TelemetryMsg,
+)
 from fabric_core.runtime.snapshot import (
     Event,
     FaultView,
     LinkState,
+    LinkStatus,
     LinkTable,
     NodeTable,
     Snapshot,
@@ -43,6 +51,43 @@ class IncompatibleTelemetryError(ValueError):
     """The sender uses another histogram layout or schema version."""
 
 
+class InvalidTelemetryError(ValueError):
+    """A message that has the schema's types but cannot describe a fabric (lists of
+    different lengths, a value out of its range); the text names the field."""
+
+
+_INT64_MAX = 2**63 - 1
+_LINK_STATUSES = sorted(int(s) for s in LinkStatus)
+#: The columns of ``links`` besides ``name``: each holds one value per named link.
+_LINK_COLUMNS = tuple(f for f in LinksMsg.__struct_fields__ if f not in ("total", "name"))
+
+
+def _show(name: str, limit: int = 60) -> str:
+    """``name`` quoted for an error message, escaped and cut short (it comes from the wire)."""
+    text = repr(name)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+def _check_range(field: str, values: Iterable[int], lo: int, hi: int, what: str) -> None:
+    """Refuse the first value of ``values`` outside ``lo..hi`` (``what`` says the rule)."""
+    for k, x in enumerate(values):
+        if not lo <= x <= hi:
+            raise InvalidTelemetryError(f"{field}[{k}] is {x}: {what}")
+
+
+def _check_length(field: str, values: Sized, n: int, of: str) -> None:
+    if len(values) != n:
+        raise InvalidTelemetryError(f"{field} has {len(values)} values for {n} {of}")
+
+
+def _check_unique(field: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for k, name in enumerate(names):
+        if name in seen:  # the index by name would keep one of the two
+            raise InvalidTelemetryError(f"{field}[{k}] {_show(name)} appears twice")
+        seen.add(name)
+
+
 def check_meta(meta: MetaMsg) -> None:
     """Refuse a run whose histograms this program cannot read.
 
@@ -61,18 +106,48 @@ def check_meta(meta: MetaMsg) -> None:
         )
 
 
-def decode_histogram(msg: HistogramMsg) -> HistogramView:
-    """Rebuild a histogram view from its sparse counts."""
+def decode_histogram(msg: HistogramMsg, where: str = "histogram") -> HistogramView:
+    """Rebuild a histogram view from its sparse counts (``where`` names it in errors).
+
+    Raises:
+        InvalidTelemetryError: ``i`` and ``n`` differ in length, an index is outside
+            the layout, or a count is negative or too large to add up.
+    """
+    _check_length(f"{where}.n", msg.n, len(msg.i), f"bucket indices ({where}.i)")
+    last = hist.N_BUCKETS - 1
+    _check_range(f"{where}.i", msg.i, 0, last, f"bucket indices are 0..{last}")
+    _check_range(f"{where}.n", msg.n, 0, _INT64_MAX, "a count is 0 or more (and fits 64 bits)")
+    if sum(msg.n) > _INT64_MAX:  # a sum that wraps around would turn negative
+        raise InvalidTelemetryError(f"{where}.n adds up to more than 64 bits can count")
     counts = np.zeros(hist.N_BUCKETS, dtype=np.int64)
-    idx = np.asarray(msg.i, dtype=np.intp)
-    ok = (idx >= 0) & (idx < hist.N_BUCKETS)
-    np.add.at(counts, idx[ok], np.asarray(msg.n, dtype=np.int64)[ok])
+    np.add.at(counts, np.asarray(msg.i, dtype=np.intp), np.asarray(msg.n, dtype=np.int64))
     counts.flags.writeable = False
     return HistogramView(counts=counts, sum_s=msg.sum_s)
 
 
+def check_nodes(nodes: NodesMsg) -> None:
+    """Refuse a node table the console could not index.
+
+    Raises:
+        InvalidTelemetryError: naming the field: a column of another length than
+            ``name``, a name twice, a tier or plane out of its range.
+    """
+    n = len(nodes.name)
+    for field in ("kind", "tier", "plane"):
+        _check_length(f"nodes.{field}", getattr(nodes, field), n, "nodes (nodes.name)")
+    _check_unique("nodes.name", nodes.name)
+    # the ranges of the snapshot's dtypes (int8, int16), not only today's topologies
+    _check_range("nodes.tier", nodes.tier, 0, 127, "a tier is 0..127 (0 endpoint, 1 leaf, ...)")
+    _check_range("nodes.plane", nodes.plane, 0, 32767, "a plane is 0..32767")
+
+
 def node_table(nodes: NodesMsg) -> NodeTable:
-    """The node table of a run."""
+    """The node table of a run.
+
+    Raises:
+        InvalidTelemetryError: see ``check_nodes``.
+    """
+    check_nodes(nodes)
     return NodeTable(
         name=tuple(nodes.name),
         kind=tuple(nodes.kind),
@@ -90,20 +165,59 @@ def _nan(x: float | None) -> float:
     return math.nan if x is None else x
 
 
+def check_links(lm: LinksMsg, nodes: NodeTable) -> list[tuple[int, int]]:
+    """Refuse a links section the console could not draw; each link's (src, dst) nodes.
+
+    Raises:
+        InvalidTelemetryError: naming the field: a column of another length than
+            ``name``, rows of ``queue_vl_bytes`` of different lengths, a status that is
+            not a ``LinkStatus``, a name twice, or one that is not ``a->b`` between two
+            nodes of the run's ``meta``.
+    """
+    n = len(lm.name)
+    for field in _LINK_COLUMNS:
+        _check_length(f"links.{field}", getattr(lm, field), n, "links (links.name)")
+    widths = sorted({len(row) for row in lm.queue_vl_bytes})
+    if len(widths) > 1:
+        raise InvalidTelemetryError(
+            f"links.queue_vl_bytes rows have {widths} values: one per virtual lane, as many "
+            "for every link"
+        )
+    statuses = ", ".join(f"{int(s)} {s.name.lower()}" for s in LinkStatus)
+    lo, hi = _LINK_STATUSES[0], _LINK_STATUSES[-1]
+    _check_range("links.status", lm.status, lo, hi, f"a status is one of {statuses}")
+    _check_unique("links.name", lm.name)
+    ends = []
+    for k, name in enumerate(lm.name):
+        a, arrow, b = name.partition("->")
+        i, j = nodes.index.get(a), nodes.index.get(b)
+        if not arrow or i is None or j is None:
+            raise InvalidTelemetryError(
+                f"links.name[{k}] {_show(name)} is not 'a->b' between two nodes of the run's meta"
+            )
+        ends.append((i, j))
+    return ends
+
+
 def snapshot_from(
     meta: MetaMsg, tm: TelemetryMsg, nodes: NodeTable, events: tuple[Event, ...]
 ) -> Snapshot:
-    """A snapshot from the latest meta and telemetry of one run (same ``run_id``)."""
+    """A snapshot from the latest meta and telemetry of one run (same ``run_id``).
+
+    Raises:
+        InvalidTelemetryError: the telemetry cannot describe a fabric (see
+            ``check_links`` and ``decode_histogram``); the message names the field.
+    """
     lm = tm.links
+    ends = check_links(lm, nodes)
     names = tuple(lm.name)
     index = {name: i for i, name in enumerate(names)}
-    ends = [name.split("->", 1) if "->" in name else [name, ""] for name in names]
-    src = [nodes.index.get(a, -1) for a, _ in ends]
-    dst = [nodes.index.get(b, -1) for _, b in ends]
-    reverse = [index.get(f"{b}->{a}", -1) for a, b in ends]
+    src = [a for a, _ in ends]
+    dst = [b for _, b in ends]
+    reverse = [index.get(f"{nodes.name[b]}->{nodes.name[a]}", -1) for a, b in ends]
     n = len(names)
     vl = np.asarray(lm.queue_vl_bytes, dtype=np.float64)
-    if vl.ndim != 2 or vl.shape[0] != n:
+    if vl.ndim != 2:  # no links: [] has shape (0,)
         vl = np.zeros((n, 1))
     links = LinkTable(
         name=names,
@@ -167,14 +281,19 @@ def snapshot_from(
             completed_flows_total=t.completed_flows_total,
             waiting_flows=t.waiting_flows,
         ),
-        latency={cls: decode_histogram(h) for cls, h in tm.latency.items()},
+        latency={
+            cls: decode_histogram(h, f"latency[{_show(cls)}]") for cls, h in tm.latency.items()
+        },
         workloads={
             name: WorkloadView(
                 name=name,
                 kind=w.kind,
                 traffic_class=w.traffic_class,
                 kpis={k: _nan(v) for k, v in w.kpis.items()},
-                histograms={k: decode_histogram(h) for k, h in w.histograms.items()},
+                histograms={
+                    k: decode_histogram(h, f"workloads[{_show(name)}].histograms[{_show(k)}]")
+                    for k, h in w.histograms.items()
+                },
             )
             for name, w in tm.workloads.items()
         },

@@ -35,6 +35,14 @@ log = logging.getLogger("fabtop.mqtt")
 _result_decoder = msgspec.json.Decoder(CommandResult)
 
 
+def _printable(text: str) -> str:
+    """``text`` with what ``str.isprintable`` rejects (ESC, newlines) escaped as ``repr``
+    shows it: it goes to the header and the log."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def command_name(cmd: Command) -> str:
     """The ``cmd/<command>`` topic level of a command (its JSON tag)."""
     return str(cmd.__struct_config__.tag)
@@ -60,6 +68,9 @@ class MqttSource:
         self.connected = False
         #: The last connection or decoding problem, for the operator.
         self.problem: str | None = None
+        #: (``_kind`` of its topic, why) of the last message refused, until a good one
+        #: of the same kind arrives.
+        self._refused: tuple[str, str] | None = None
         self.events: deque[Event] = deque(maxlen=max_events)
         self._meta: MetaMsg | None = None
         self._nodes: NodeTable | None = None
@@ -74,12 +85,16 @@ class MqttSource:
     # ------------------------------------------------------------ FabricSource
     @property
     def description(self) -> str:
-        """Broker and cluster, plus what is wrong when something is (for the header)."""
+        """Broker and cluster, plus what is wrong when something is (for the header):
+        the connection, and the last message refused until a good one replaces it."""
+        notes = []
         if not self.connected:
-            return f"{self._where} (broker unreachable: showing the last state received)"
-        if self.status == "offline":
-            return f"{self._where} (emulator offline: showing its last state)"
-        return self._where
+            notes.append("broker unreachable: showing the last state received")
+        elif self.status == "offline":
+            notes.append("emulator offline: showing its last state")
+        if self._refused is not None:
+            notes.append(self._refused[1])
+        return f"{self._where} ({'; '.join(notes)})" if notes else self._where
 
     @description.setter
     def description(self, text: str) -> None:
@@ -196,34 +211,78 @@ class MqttSource:
             await asyncio.sleep(backoff.next_delay())
 
     def _receive(self, topic: str, payload: object) -> None:
+        """Take one message; one that cannot be read or used is refused and reported
+        (``problem``, the log, the header), never raised: this runs in the receiving
+        loop, which must go on for the next telemetry and the command results."""
         data = payload.encode() if isinstance(payload, str) else payload
         if not isinstance(data, bytes | bytearray):
             data = b""
-        t = self.topics
         try:
-            if topic == t.telemetry:
-                self._telemetry = _telemetry_decoder.decode(data)
-                self._rebuild()
-            elif topic == t.status:
-                self.status = bytes(data).decode(errors="replace") or None
-            elif topic == t.meta:
-                meta = meta_decoder.decode(data)
-                check_meta(meta)
-                self._meta, self._nodes = meta, node_table(meta.nodes)
-                self._rebuild()
-            elif topic == t.event:
-                self.events.append(decode_event(event_decoder.decode(data)))
-            elif topic.startswith(t.result(None) + "/"):
-                result = _result_decoder.decode(data)
-                future = self._pending.get(topic.rsplit("/", 1)[1])
-                if future is not None and not future.done():
-                    future.set_result(result)
+            self._handle(topic, bytes(data))
         except (msgspec.DecodeError, ValueError) as exc:
-            self.problem = f"unreadable message on {topic}: {exc}"
-            log.warning("%s", self.problem)
+            self._refuse(topic, f"unreadable message on {topic}: {exc}")
+        except Exception as exc:  # a defect here must not stop the receiving loop
+            self._refuse(topic, f"message on {topic} not handled: {exc!r}", trace=True)
+        else:
+            if self._refused is not None and self._refused[0] == self._kind(topic):
+                self._refused = None  # a good message of the same kind replaces it
 
-    def _rebuild(self) -> None:
-        meta, tm, nodes = self._meta, self._telemetry, self._nodes
+    def _handle(self, topic: str, data: bytes) -> None:
+        t = self.topics
+        if topic == t.telemetry:
+            tm = _telemetry_decoder.decode(data)
+            # kept only once a snapshot was built from it: a refused message leaves the
+            # last good telemetry (and snapshot) in place
+            self._rebuild(self._meta, tm, self._nodes)
+            self._telemetry = tm
+        elif topic == t.status:
+            self.status = data.decode(errors="replace") or None
+        elif topic == t.meta:
+            meta = meta_decoder.decode(data)
+            check_meta(meta)
+            nodes = node_table(meta.nodes)
+            self._meta, self._nodes = meta, nodes
+            try:
+                self._rebuild(meta, self._telemetry, nodes)
+            except ValueError as exc:
+                # the retained meta is the run's truth: what does not fit is the telemetry
+                # kept from before it (not checked then: no meta of its run yet)
+                self._telemetry = None
+                self._refuse(t.telemetry, f"unreadable message on {t.telemetry}: {exc}")
+        elif topic == t.event:
+            self.events.append(decode_event(event_decoder.decode(data)))
+        elif topic.startswith(t.result(None) + "/"):
+            future = self._pending.get(topic.rsplit("/", 1)[1])
+            try:
+                result = _result_decoder.decode(data)
+            except msgspec.DecodeError as exc:
+                if future is not None and not future.done():
+                    # the sender learns now why, rather than after its timeout
+                    cid = topic.rsplit("/", 1)[1]
+                    error = _printable(f"unreadable reply on {topic}: {exc}")
+                    future.set_result(CommandResult(id=cid, ok=False, error=error))
+                raise
+            if future is not None and not future.done():
+                future.set_result(result)
+
+    def _refuse(self, topic: str, why: str, *, trace: bool = False) -> None:
+        """Report a refused message: logged once per distinct reason (telemetry repeats
+        several times a second), kept in ``problem`` and shown in ``description``."""
+        why = _printable(why)  # the topic of a reply holds any id the sender chose
+        if why != self.problem:
+            log.warning("%s", why, exc_info=trace)
+        self.problem = why
+        self._refused = (self._kind(topic), why)
+
+    def _kind(self, topic: str) -> str:
+        """The topic, with every ``result/<id>`` as one (a refused reply is not followed
+        by another on its topic)."""
+        result = self.topics.result(None)
+        return result if topic.startswith(result + "/") else topic
+
+    def _rebuild(
+        self, meta: MetaMsg | None, tm: TelemetryMsg | None, nodes: NodeTable | None
+    ) -> None:
         if meta is None or tm is None or nodes is None or meta.run_id != tm.run_id:
             return  # wait until meta and telemetry describe the same run
         self._latest = snapshot_from(meta, tm, nodes, tuple(self.events))
