@@ -61,7 +61,13 @@ class LatencyWindow:
         for name in sorted(snap.latency):
             hist = snap.latency[name]
             window = self._counts.setdefault(name, deque(maxlen=self.window_samples + 1))
-            window.append(np.asarray(hist.counts))
+            counts = np.asarray(hist.counts)
+            if window and (window[0].shape != counts.shape or (counts < window[0]).any()):
+                # counts that went down (a new run whose first tick came after the old
+                # run's last, or a remote emulator's telemetry that lies): the samples
+                # before cannot be subtracted; the window starts again here
+                window.clear()
+            window.append(counts)
             delta = window[-1] - window[0] if len(window) > 1 else window[-1]
             view = HistogramView(counts=delta, sum_s=0.0)
             n = view.count

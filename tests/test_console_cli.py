@@ -112,3 +112,21 @@ def test_inject_refuses_what_json_cannot_carry_before_sending(
     result = fabtop("inject", "link_degraded", "a->b", "--mqtt", "mqtt://127.0.0.1:1", *args)
     assert result.returncode == 2
     assert message in result.stderr
+
+
+@pytest.mark.parametrize("crashes", [True, False])
+def test_an_embedded_console_that_crashes_does_not_exit_0(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], crashes: bool
+) -> None:
+    import argparse
+
+    import console.app
+    from console.cli import tui
+    from tests.test_mqtt_remote_hostile import _CrashingApp, _QuittingApp
+
+    monkeypatch.setattr(console.app, "FabtopApp", _CrashingApp if crashes else _QuittingApp)
+    args = argparse.Namespace(no_metrics=True, read_only=False)
+    status = tui._run_app(args, None, None, lambda: None, lambda: None)  # type: ignore[arg-type]
+    assert status == (1 if crashes else 0)
+    if crashes:
+        assert "ValueError: operands could not be broadcast" in capsys.readouterr().err

@@ -8,6 +8,7 @@ start its differences again, not subtract the old run's counters from the new on
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -62,3 +63,24 @@ def test_a_restarted_run_restarts_the_rates() -> None:
     assert want.ecn_per_s.sum() > 0
     np.testing.assert_array_equal(got.ecn_per_s, want.ecn_per_s)
     np.testing.assert_array_equal(got.pauses_per_s, want.pauses_per_s)
+
+
+def test_counts_that_go_down_while_the_tick_goes_up_restart_the_window() -> None:
+    """A new run whose first snapshot comes after the old run's last tick (or telemetry
+    that lies): its counts fall below the window's oldest. Before, a division by zero in
+    the quantiles ended the console."""
+    old = run([2000, 4000])
+    window = LatencyWindow(window_samples=5)
+    for snap in old:
+        window.update(snap)
+    assert window.current["rpc"].count > 0
+    fewer = {
+        name: replace(hist, counts=np.asarray(hist.counts) // 4)
+        for name, hist in old[-1].latency.items()
+    }
+    later = replace(old[-1], tick=old[-1].tick + 1, latency=fewer)
+    after = window.update(later)
+    fresh = LatencyWindow(window_samples=5).update(later)
+    for name, lat in after.items():
+        assert lat.count == fresh[name].count >= 0
+        assert lat.p99_s == fresh[name].p99_s or math.isnan(lat.p99_s)

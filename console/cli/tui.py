@@ -202,11 +202,14 @@ def _run_app(
         server, address = start_exporter(
             latest, host, port, health=health, link_metrics=args.link_metrics
         )
+    app = FabtopApp(
+        source, read_only=args.read_only, metrics_address=address, compare_sources=compare
+    )
     try:
-        FabtopApp(
-            source, read_only=args.read_only, metrics_address=address, compare_sources=compare
-        ).run()
+        app.run()
     finally:
         if server is not None:
             server.close()
-    return 0
+    # Textual prints the traceback of an exception that ended the app and sets 1 here:
+    # a crash must not look like the operator quitting
+    return app.return_code or 0
