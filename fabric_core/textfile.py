@@ -17,24 +17,45 @@ class TextFileError(ValueError):
     """The file cannot be read as text; ``str()`` is the reason, without the path."""
 
 
+def read_bytes(path: Path, limit_bytes: int) -> bytes:
+    """The bytes of the regular file at ``path``, of at most ``limit_bytes``.
+
+    Raises:
+        TextFileError: it cannot be read (the OS's reason), is not a regular file (a
+            directory, a device, a FIFO) or is larger than ``limit_bytes``.
+    """
+    try:
+        # non-blocking: opening a FIFO would wait for a writer; the kind is then checked on
+        # what was opened, so the path cannot change in between
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise TextFileError(f"cannot read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise TextFileError(f"not a regular file ({_kind(st.st_mode)})")
+        if st.st_size > limit_bytes:
+            raise TextFileError(f"{st.st_size:,} bytes; at most {_size(limit_bytes)} are read")
+        with open(fd, "rb", closefd=False) as f:
+            data = f.read(limit_bytes + 1)  # (one more: a file that grew since the stat)
+    except OSError as exc:
+        raise TextFileError(f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit_bytes:
+        raise TextFileError(
+            f"more than {limit_bytes:,} bytes; at most {_size(limit_bytes)} are read"
+        )
+    return data
+
+
 def read_text(path: Path, limit_bytes: int) -> str:
     """The UTF-8 text of the regular file at ``path``, of at most ``limit_bytes`` bytes.
 
     Raises:
-        TextFileError: it cannot be read (the OS's reason), is not a regular file (a
-            directory, a device, a FIFO), is larger than ``limit_bytes`` or is not UTF-8.
+        TextFileError: as ``read_bytes``, or its bytes are not UTF-8.
     """
-    try:
-        # the kind from the path, before opening: opening a FIFO blocks until a writer comes
-        mode = os.stat(path).st_mode
-        if not stat.S_ISREG(mode):
-            raise TextFileError(f"not a regular file ({_kind(mode)})")
-        with open(path, "rb") as f:
-            data = f.read(limit_bytes + 1)  # (one more: a file that grew since the stat)
-    except OSError as exc:
-        raise TextFileError(f"cannot read: {exc.strerror or exc}") from None
-    if len(data) > limit_bytes:
-        raise TextFileError(f"larger than {_size(limit_bytes)}, the most such a file may be")
+    data = read_bytes(path, limit_bytes)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

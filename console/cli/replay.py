@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from console.cli.run import print_summary
-from fabric_core.reports.record import RecordError, load_record, replay
+from console.cli.run import output_problem, print_summary
+from fabric_core.reports.record import MAX_RECORD_BYTES, RecordError, load_record, replay
 
 
 def register(sub: Any) -> None:
@@ -20,8 +20,8 @@ def register(sub: Any) -> None:
         description="Rebuild the recorded scenario with its seed, apply the recorded commands "
         "at their ticks, run to the recorded end and compare every snapshot digest and the "
         "report. Exit status 0 when everything matches, 1 when the run diverged, 2 when the "
-        "record cannot be read. Records come from `fabtop run --record FILE` and from the "
-        "console.",
+        f"record cannot be read (not a regular file, over {MAX_RECORD_BYTES >> 20} MiB, or a "
+        "field malformed). Records come from `fabtop run --record FILE`.",
     )
     p.add_argument("record", type=Path, metavar="FILE", help="a record written with --record")
     p.add_argument(
@@ -33,6 +33,11 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Replay, print the verdict (and the summary), write the report."""
+    if args.json is not None:
+        problem = output_problem(args.json)  # before the replay, not after it
+        if problem is not None:
+            print(f"fabtop: --json {args.json}: {problem}", file=sys.stderr)
+            return 2
     try:
         record = load_record(args.record)
         result = replay(record)

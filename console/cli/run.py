@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from console.cli._common import (
 from console.cli.progress import ProgressBar
 from console.compiling import ONCE
 from console.fabrics import close_fabric
-from fabric_core.reports.record import Recorder, save_run
+from fabric_core.reports.record import Recorder, RecordError, save_run
 from fabric_core.reports.run import run_for
 from fabric_core.runtime.engine import RunEndedError
 from fabric_core.runtime.fabric import SOLVERS
@@ -77,6 +79,12 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"fabtop: --{exc}", file=sys.stderr)
             return 2
+    for option, path in (("--json", args.json), ("--record", args.record)):
+        # checked before the run, not when it is done and its results would be lost
+        problem = None if path is None else output_problem(path)
+        if problem is not None:
+            print(f"fabtop: {option} {path}: {problem}", file=sys.stderr)
+            return 2
     scn = load_from_args(args)
     if scn is None:
         return 2
@@ -94,22 +102,60 @@ def run(args: argparse.Namespace) -> int:
             bar.close()
             print(f"fabtop: the run stopped at {fabric.sim_time_s:.6g} s: {exc}", file=sys.stderr)
             if args.record:  # what ran until then, for `fabtop replay`
-                Recorder.start(scn, fabric).save(args.record)
+                failed = _save_record(
+                    args.record, lambda: Recorder.start(scn, fabric).save(args.record)
+                )
+                if failed is not None:
+                    print(failed, file=sys.stderr)
             return 1
         bar.close()
+        failed = None
         if args.record:
-            save_run(args.record, scn, fabric, report)
+            failed = _save_record(args.record, lambda: save_run(args.record, scn, fabric, report))
     finally:
         close_fabric(fabric)
     if not args.quiet:
         print_summary(report)
+    status = 0
     if args.json:
         try:
             args.json.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
         except OSError as exc:
             print(f"fabtop: cannot write {args.json}: {exc.strerror or exc}", file=sys.stderr)
-            return 1
-    return 0
+            status = 1
+    if failed is not None:  # said last: the summary and the report are not lost with it
+        print(failed, file=sys.stderr)
+        status = 1
+    return status
+
+
+def output_problem(path: Path) -> str | None:
+    """Why a file could not be written at ``path`` (None: it can be), checked before a
+    run so that a typo in an output path does not cost the run: the directory must exist
+    and be writable, and the path must not be a directory or a file without write access.
+    """
+    if path.is_dir():
+        return "is a directory"
+    parent = path.parent
+    if not parent.is_dir():
+        return f"no such directory {parent}"
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            return "not writable (permission denied or a read-only file system)"
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot create a file in {parent} (permission denied or a read-only file system)"
+    return None
+
+
+def _save_record(path: Path, save: Callable[[], None]) -> str | None:
+    """Run ``save`` (writing the record to ``path``); the error to print if it failed."""
+    try:
+        save()
+    except OSError as exc:
+        return f"fabtop: cannot write the record {path}: {exc.strerror or exc}"
+    except RecordError as exc:
+        return f"fabtop: cannot write the record {path}: {exc}"
+    return None
 
 
 def _fmt(x: float | None) -> str:

@@ -19,6 +19,7 @@ import copy
 import hashlib
 import json
 import math
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -43,9 +44,24 @@ from fabric_core.reports.run import summarise
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import Scenario, ScenarioError, parse_scenario
 from fabric_core.runtime.snapshot import Snapshot
+from fabric_core.textfile import TextFileError, read_text
 
 FORMAT = "fabtop-record"
 VERSION = 1
+
+#: The largest record file read. A ``fabtop run --record`` record is a few KB (the scenario
+#: table, the final digest and the report) and each recorded command adds some 250 bytes
+#: (itself and the digest after it), so this holds 60,000 commands; anything larger is
+#: refused unread (parsing 16 MiB of JSON may already take 0.5 GB).
+MAX_RECORD_BYTES = 16 << 20
+#: The deepest arrays and objects nest in a record: the recorder writes 5 (a scenario's
+#: named link classes, a report's workload KPIs); deeper would exhaust the stack later.
+MAX_RECORD_DEPTH = 32
+#: The longest replay: a billion ticks, some 8 hours of the smallest bundled fabric
+#: (tiny runs about 37,000 ticks a wall second), far past any run one records.
+MAX_REPLAY_TICKS = 10**9
+
+_DIGEST = re.compile(r"[0-9a-f]{32}")  # snapshot_digest's: 16 bytes in hex
 
 
 class RecordError(ValueError):
@@ -170,13 +186,14 @@ def scenario_table(scn: Scenario) -> dict[str, Any]:
     return out
 
 
-def _jsonable(x: Any) -> Any:
+def _jsonable(x: Any, where: str = "") -> Any:
     if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
+        return {str(k): _jsonable(v, _key(where, k)) for k, v in x.items()}
     if isinstance(x, list | tuple):
-        return [_jsonable(v) for v in x]
+        return [_jsonable(v, f"{where}[{i}]") for i, v in enumerate(x)]
     if isinstance(x, float) and not math.isfinite(x):
-        raise RecordError(f"cannot record a non-finite number ({x})")
+        # JSON has no NaN or infinity: written, the record would not read back
+        raise RecordError(f"cannot record a non-finite number ({x}) at {where or 'the top'}")
     if x is None or isinstance(x, str | int | float | bool):
         return x
     return str(x)  # TOML dates and times
@@ -208,27 +225,194 @@ class ReplayResult:
 
 
 def load_record(path: Path) -> dict[str, Any]:
-    """Read and check a record file.
+    """Read and check a record file, of at most ``MAX_RECORD_BYTES``.
 
     Raises:
-        RecordError: unreadable, not JSON, or not a fabtop record.
+        RecordError: unreadable, not a regular file, too large, not UTF-8 JSON, not a
+            fabtop record, or a field missing or malformed (the message names it).
     """
     try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise RecordError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        text = read_text(path, MAX_RECORD_BYTES)
+    except TextFileError as exc:
+        raise RecordError(f"{path}: {exc} {_WHAT_A_RECORD_IS}") from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RecordError(f"{path}: not JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise RecordError(f'{path}: not a fabtop record (no "format": "{FORMAT}")')
-    if data.get("version") != VERSION:
+    except RecursionError:
         raise RecordError(
-            f"{path}: record version {data.get('version')!r}; this fabtop reads {VERSION}"
+            f"{path}: arrays or objects nest too deep to parse "
+            f"(a record nests at most {MAX_RECORD_DEPTH} levels)"
+        ) from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise RecordError(f"{path}: not a record's JSON: {exc}") from None
+    try:
+        _plan(data)
+    except RecordError as exc:
+        raise RecordError(f"{path}: {exc}") from None
+    out: dict[str, Any] = data
+    return out
+
+
+_WHAT_A_RECORD_IS = (
+    "(a record is a file `fabtop run --record` wrote: a few KB a run, some 250 bytes a "
+    "recorded command)"
+)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a checked record replays: its commands and digests by tick, and its end."""
+
+    commands: dict[int, list[Command]]
+    digests: dict[int, list[str]]
+    end: int
+    batch_ticks: int | None  # one engine per plane, in batches of this many ticks
+
+
+def _plan(record: Any) -> _Plan:
+    """Check every field a replay reads and gather the commands and digests by tick.
+
+    Raises:
+        RecordError: naming the first field missing or malformed.
+    """
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        raise RecordError(f'not a fabtop record (no "format": "{FORMAT}")')
+    _check_tree(record)
+    version = record.get("version")
+    if type(version) is not int or version != VERSION:
+        raise RecordError(f"record version {_show(version)}; this fabtop reads {VERSION}")
+    for key, kind in (("scenario", dict), ("commands", list), ("digests", list)):
+        if not isinstance(record.get(key), kind):
+            raise RecordError(f"{key}: {_show_field(record, key)}, not {_KINDS[kind]}")
+    # optional: "report" and "planes" may be null, "source" and "ended" only absent
+    optional: tuple[tuple[str, type, bool], ...] = (
+        ("source", str, False),
+        ("ended", str, False),
+        ("report", dict, True),
+        ("planes", dict, True),
+    )
+    for key, typ, null in optional:
+        if key in record and not (isinstance(record[key], typ) or (null and record[key] is None)):
+            raise RecordError(f"{key}: {_show(record[key])}, not {_KINDS[typ]}")
+    batch: int | None = None
+    if record.get("planes") is not None:
+        batch = record["planes"].get("batch_ticks")
+        if type(batch) is not int or batch < 1:
+            raise RecordError(
+                f"planes.batch_ticks: {_show_field(record['planes'], 'batch_ticks')}, "
+                "not a whole number >= 1"
+            )
+    # end_tick bounds the replay's work, so it must be what the record itself implies: a
+    # whole run ends with the digest the recorder took at its end_tick (so a larger
+    # end_tick contradicts the digests), and a run that ended early (a plane lost: "ended",
+    # no final digest) ran at least to its last command and digest. MAX_REPLAY_TICKS
+    # bounds the rest (a record whose final digest was moved along with its end_tick).
+    end = _tick(record, "end_tick", "", None)
+    commands: dict[int, list[Command]] = {}
+    for i, entry in enumerate(record["commands"]):
+        where = f"commands[{i}]"
+        if not isinstance(entry, dict):
+            raise RecordError(f'{where}: {_show(entry)}, not an object {{"tick", "command"}}')
+        tick = _tick(entry, "tick", where, end)
+        if not isinstance(entry.get("command"), dict):
+            raise RecordError(f"{where}.command: {_show_field(entry, 'command')}, not an object")
+        try:
+            cmd = parse_command(json.dumps(entry["command"]))
+        except CommandError as exc:
+            raise RecordError(f"{where}.command: {exc}") from None
+        commands.setdefault(tick, []).append(cmd)
+    digests: dict[int, list[str]] = {}
+    for i, entry in enumerate(record["digests"]):
+        where = f"digests[{i}]"
+        if not isinstance(entry, dict):
+            raise RecordError(f'{where}: {_show(entry)}, not an object {{"tick", "digest"}}')
+        tick = _tick(entry, "tick", where, end)
+        digest = entry.get("digest")
+        if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+            raise RecordError(
+                f"{where}.digest: {_show_field(entry, 'digest')}, not a snapshot digest "
+                "(32 hex digits)"
+            )
+        digests.setdefault(tick, []).append(digest)
+    if "ended" not in record:
+        last = record["digests"][-1]["tick"] if record["digests"] else None
+        if last != end:
+            at = "no digest" if last is None else f"its last digest at tick {last}"
+            raise RecordError(
+                f"end_tick: {end}, but the record has {at}; a whole run's record ends with "
+                "the digest of the state at its end_tick"
+            )
+    if end > MAX_REPLAY_TICKS:
+        raise RecordError(
+            f"end_tick: {end:,}; a replay runs at most {MAX_REPLAY_TICKS:,} ticks "
+            "(hours of wall time on the smallest fabric)"
         )
-    for key, typ in (("scenario", dict), ("end_tick", int), ("commands", list), ("digests", list)):
-        if not isinstance(data.get(key), typ):
-            raise RecordError(f"{path}: field {key!r} missing or not a {typ.__name__}")
-    return data
+    return _Plan(commands, digests, end, batch)
+
+
+_KINDS: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
+
+
+def _tick(entry: dict[str, Any], key: str, where: str, end: int | None) -> int:
+    """``entry[key]``, a tick of the run: a whole number from 0 (where a fabric starts)
+    to ``end`` (where the record ends); ``where`` names the entry in errors."""
+    where = f"{where}.{key}" if where else key
+    value = entry.get(key)
+    if type(value) is not int:  # (json reads 5.0 as a float; a bool is an int to Python)
+        raise RecordError(f"{where}: {_show_field(entry, key)}, not a tick (a whole number)")
+    if value < 0:
+        raise RecordError(f"{where}: {value}, before the run's first tick (0)")
+    if end is not None and value > end:
+        raise RecordError(f"{where}: {value}, after the record's end_tick ({end})")
+    return value
+
+
+def _check_tree(record: dict[str, Any]) -> None:
+    """Refuse arrays and objects nested deeper than ``MAX_RECORD_DEPTH`` and non-finite
+    numbers (Python's JSON reads NaN, Infinity and 1e999), naming where; iterative, so
+    that a deep record cannot exhaust the stack here."""
+    stack: list[tuple[Any, str, int]] = [(record, "", 1)]
+    while stack:
+        x, where, depth = stack.pop()
+        if isinstance(x, dict | list):
+            if depth > MAX_RECORD_DEPTH:
+                raise RecordError(
+                    f"{where}: arrays or objects nested more than {MAX_RECORD_DEPTH} levels "
+                    "deep (a record nests 5)"
+                )
+            items = x.items() if isinstance(x, dict) else enumerate(x)
+            children = [
+                (v, _key(where, k) if isinstance(x, dict) else f"{where}[{k}]", depth + 1)
+                for k, v in items
+            ]
+            stack.extend(reversed(children))  # (the first one in the file is named)
+        elif isinstance(x, float) and not math.isfinite(x):
+            raise RecordError(
+                f"{where or 'the record'}: {_show(x)}, not a finite number; a record holds "
+                "only finite ones (standard JSON has no NaN or Infinity: the recorder never "
+                "writes them)"
+            )
+
+
+def _key(where: str, key: object) -> str:
+    k = str(key)
+    k = k if len(k) <= 40 else k[:37] + "..."
+    return f"{where}.{k}" if where else k
+
+
+def _show(value: object) -> str:
+    """A value for an error message as JSON spells it (``true``, not ``True``), cut short
+    (a record's field may be megabytes)."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):  # (a record built in memory)
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _show_field(entry: dict[str, Any], key: str) -> str:
+    return "missing" if key not in entry else _show(entry[key])
 
 
 def replay(
@@ -237,38 +421,25 @@ def replay(
     """Re-run a record and compare its digests (and report).
 
     Raises:
-        RecordError: the scenario or a command of the record no longer applies.
+        RecordError: a field of the record is missing or malformed, or the scenario or a
+            command of the record no longer applies.
     """
+    plan = _plan(record)
     try:
         scn = parse_scenario(dict(record["scenario"]), str(record.get("source", "<record>")))
-        planes = record.get("planes")
         fabric: Fabric | PlanedFabric
-        if planes is not None:
-            batch = planes.get("batch_ticks") if isinstance(planes, dict) else None
-            if not isinstance(batch, int) or batch < 1:
-                raise RecordError(f'"planes" must be {{"batch_ticks": N >= 1}}, got {planes!r}')
+        if plan.batch_ticks is not None:
             # the planes in this process: the same results as the actors, bit for bit
-            fabric = PlanedFabric(scn, InProcessPool, batch_ticks=batch)
+            fabric = PlanedFabric(scn, InProcessPool, batch_ticks=plan.batch_ticks)
         else:
             fabric = Fabric.from_scenario(scn)
     except ScenarioError as exc:
         raise RecordError(f"the recorded scenario does not load: {exc}") from None
-    pending: dict[int, list[Command]] = {}
-    for i, entry in enumerate(record["commands"]):
-        try:
-            cmd = parse_command(json.dumps(entry["command"]))
-            tick = int(entry["tick"])
-        except (CommandError, KeyError, TypeError, ValueError) as exc:
-            raise RecordError(f"command #{i} of the record is invalid: {exc}") from None
-        pending.setdefault(tick, []).append(cmd)
-    expected: dict[int, list[str]] = {}
-    for d in record["digests"]:
-        expected.setdefault(int(d["tick"]), []).append(str(d["digest"]))
-    end = int(record["end_tick"])
+    pending, expected, end = plan.commands, plan.digests, plan.end
     mismatches: list[tuple[int, str, str]] = []
     checked = 0
     wall0 = time.perf_counter()
-    stops = sorted({t for t in [*pending, *expected] if t <= end} | {end})
+    stops = sorted({*pending, *expected, end})  # (all at or before end: _plan)
     for stop in stops:
         if stop > fabric.tick:
             fabric.run_ticks(stop - fabric.tick)
