@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pytest
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
@@ -101,13 +102,17 @@ def small_leaf_spine(
     return leaf_spine(prof, leaves=leaves, spines=spines, gpus_per_leaf=gpus_per_leaf)
 
 
-async def until(cond: Callable[[], bool], timeout: float = 20.0) -> None:
-    """Wait (polling every 10 ms) until ``cond()`` holds; fail after ``timeout`` seconds."""
+async def until(
+    cond: Callable[[], bool], what: str = "the condition", timeout: float = 30.0
+) -> None:
+    """Wait (polling every 20 ms) until ``cond()`` holds; fail naming ``what`` after
+    ``timeout`` seconds (a bound against a hang, not a timing assertion)."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
     while not cond():
-        assert loop.time() < end, "condition not reached"
-        await asyncio.sleep(0.01)
+        if loop.time() > end:
+            pytest.fail(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
 
 
 async def settle(pilot: Pilot[Any], cond: Callable[[], bool], limit: int = 400) -> None:

@@ -28,10 +28,10 @@ from fabric_core.runtime.engine import Engine
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
 from fabric_core.runtime.snapshot import LinkStatus
+from tests.helpers import until
 
 SIZE = (140, 44)
 LINK = "leaf00->spine01"
-WAIT_S = 20.0  # upper bound for the engine to reach a state; the usual wait is far shorter
 
 
 def stepped_app(**kw: object) -> tuple[FabtopApp, SteppedSource]:
@@ -58,16 +58,6 @@ def tiny_app(**kw: object) -> tuple[FabtopApp, Engine]:
     engine = Engine(fabric, speed=2e-3, publish_interval_s=0.05)
     app = FabtopApp(EngineSource(engine), render_interval_s=0.05, **kw)  # type: ignore[arg-type]
     return app, engine
-
-
-async def until(cond: Callable[[], bool], what: str) -> None:
-    """Wait (bounded) until ``cond`` holds, letting the app and the engine run."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT_S
-    while not cond():
-        if loop.time() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def header_text(app: FabtopApp) -> str:

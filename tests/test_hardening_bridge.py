@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from typing import Any
 
 import aiomqtt
@@ -21,18 +20,9 @@ from fabric_core.runtime.engine import Engine, EngineHealth
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
 from tests._mosquitto import Mosquitto, mosquitto  # noqa: F401  (fixture)
+from tests.helpers import until
 
 pytestmark = pytest.mark.integration
-
-
-async def until(cond: Callable[[], bool], what: str, limit_s: float = 30.0) -> None:
-    """Wait for a condition (a bound against hangs, not a timing assertion)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not cond():
-        if loop.time() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        await asyncio.sleep(0.02)
 
 
 async def _reply(mosquitto: Mosquitto, topic: str, payload: str, result: str) -> dict[str, object]:  # noqa: F811

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
@@ -21,6 +21,7 @@ from fabric_core.runtime.engine import Engine
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
 from tests._mosquitto import Mosquitto, mosquitto  # noqa: F401  (fixture)
+from tests.helpers import until
 
 pytestmark = pytest.mark.integration
 
@@ -45,16 +46,6 @@ async def served(mosquitto: Mosquitto) -> AsyncIterator[Served]:  # noqa: F811
         bridge.stop()
         engine.stop()
         await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def until(cond: Callable[[], bool], what: str, limit_s: float = 30.0) -> None:
-    """Wait for a condition (a bound against hangs, not a timing assertion)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not cond():
-        if loop.time() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        await asyncio.sleep(0.02)
 
 
 async def test_broker_restart_reconnects_and_telemetry_resumes(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -18,6 +18,7 @@ from console.widgets.faults_panel import FaultsPanel
 from exporters.mqtt.remote import MqttSource
 from exporters.mqtt.url import parse_broker_url
 from tests._mosquitto import Mosquitto, Served, broker  # noqa: F401  (fixture)
+from tests.helpers import until
 
 pytestmark = pytest.mark.integration
 
@@ -35,16 +36,6 @@ def served(broker: Mosquitto) -> Iterator[Served]:  # noqa: F811
         yield s
     finally:
         s.stop()
-
-
-async def until(cond: Callable[[], bool], what: str, limit_s: float = 30.0) -> None:
-    """Wait (bounded) until ``cond`` holds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not cond():
-        if loop.time() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 async def test_remote_console_shows_the_served_fabric_and_injects(

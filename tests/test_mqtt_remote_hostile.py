@@ -35,6 +35,7 @@ from fabric_core.runtime.scenario import load_scenario
 from fabric_core.runtime.snapshot import Snapshot
 from fabric_core.tick import histogram as hist
 from tests._mosquitto import Mosquitto, mosquitto  # noqa: F401  (fixture)
+from tests.helpers import until
 
 Payload = dict[str, Any]
 
@@ -333,16 +334,6 @@ async def test_an_unreadable_reply_fails_its_command_at_once() -> None:
 
 
 # ------------------------------------------------------------------ through a broker
-
-
-async def until(cond: Callable[[], bool], what: str, limit_s: float = 30.0) -> None:
-    """Wait (bounded: against a hang, not a timing assertion) until ``cond`` holds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not cond():
-        if loop.time() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 @pytest.mark.integration
