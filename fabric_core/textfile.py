@@ -1,4 +1,5 @@
-"""Reading a text file a user names (a scenario, a topology, a record), within bounds.
+"""Reading a text file a user names (a scenario, a topology, a record), within bounds,
+and writing one whole or not at all.
 
 A bare ``Path.read_text`` reads whatever the path is: ``/dev/zero`` until the memory runs
 out, a FIFO never (it waits for a writer), gigabytes of a file given by mistake. Each kind
@@ -63,6 +64,28 @@ def read_text(path: Path, limit_bytes: int) -> str:
         raise TextFileError(
             f"not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})"
         ) from None
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: into a temporary file beside it,
+    then renamed over it, so a full disk or a crash leaves the file that was there (or
+    none), not a truncated one. A path that is a symbolic link or exists as something
+    other than a regular file (``/dev/null``, a FIFO) is written in place: renaming over
+    it would replace the link or the device itself.
+
+    Raises:
+        OSError: as the writing or the rename does (the temporary file is removed).
+    """
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        path.write_text(text)
+        return
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def _kind(mode: int) -> str:

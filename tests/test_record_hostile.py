@@ -346,3 +346,29 @@ def test_run_json_to_a_missing_directory_is_refused_before_the_run(tmp_path: Pat
     assert result.returncode == 2
     assert f"--json {tmp_path / 'no-such-dir' / 'r.json'}: no such directory" in result.stderr
     assert "delivered" not in result.stdout  # no run
+
+
+def test_a_record_that_fails_to_write_leaves_the_one_before_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written beside and renamed over: a full disk mid-write leaves the last record as it
+    was, and no temporary file, rather than a truncated record."""
+    scn = load_scenario("tiny")
+    fabric = Fabric.from_scenario(scn)
+    fabric.run_ticks(5)
+    path = tmp_path / "run.rec"
+    Recorder.start(scn, fabric).save(path)
+    before = path.read_bytes()
+    real_write = Path.write_text
+
+    def half_then_full(self: Path, text: str, *args: Any, **kwargs: Any) -> int:
+        real_write(self, text[: len(text) // 2], *args, **kwargs)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", half_then_full)
+    fabric.run_ticks(5)
+    with pytest.raises(OSError, match="No space left"):
+        Recorder.start(scn, fabric).save(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.rec"]
+    load_record(path)  # still a whole record

@@ -44,7 +44,7 @@ from fabric_core.reports.run import summarise
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import Scenario, ScenarioError, parse_scenario
 from fabric_core.runtime.snapshot import Snapshot
-from fabric_core.textfile import TextFileError, read_text
+from fabric_core.textfile import TextFileError, read_text, write_text
 
 FORMAT = "fabtop-record"
 VERSION = 1
@@ -168,9 +168,9 @@ class Recorder:
         }
 
     def save(self, path: Path, report: dict[str, Any] | None = None) -> None:
-        """Write the record to ``path`` (JSON)."""
-        path.write_text(
-            json.dumps(_jsonable(self.to_dict(report)), indent=1, allow_nan=False) + "\n"
+        """Write the record to ``path`` (JSON), whole or not at all."""
+        write_text(
+            path, json.dumps(_jsonable(self.to_dict(report)), indent=1, allow_nan=False) + "\n"
         )
 
 
