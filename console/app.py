@@ -32,6 +32,7 @@ from console.screens.fault_form import FaultFormScreen
 from console.screens.help import MAIN_NAVIGATION, MAIN_NOTES, HelpScreen, describe
 from console.screens.link_detail import LinkDetailScreen
 from console.source import EngineSource, FabricSource, compiling_note_of, compiling_of
+from console.speed import SpeedSteps
 from console.viewstate import FabricView
 from console.widgets.event_log_view import EventLogView
 from console.widgets.fabric_map import FabricMap
@@ -41,8 +42,6 @@ from console.widgets.latency_panel import LatencyPanel
 from console.widgets.links_table import LinksTable
 from console.widgets.status_header import StatusHeader
 from fabric_core.commands import (
-    MAX_SPEED,
-    MIN_SPEED,
     ClearFault,
     Command,
     CommandResult,
@@ -94,6 +93,7 @@ class FabtopApp(App[None]):
         super().__init__()
         self.source = source
         self.read_only = read_only
+        self.speed_steps = SpeedSteps()  # what + and - ask for
         self.metrics_address = metrics_address
         self.compare_sources = compare_sources
         self.render_interval_s = render_interval_s
@@ -347,15 +347,18 @@ class FabtopApp(App[None]):
         """Multiply the target speed (simulated seconds per wall second)."""
         if self._refuse_if_read_only("changing the speed"):
             return
-        snap = self.source.latest()
-        current = snap.target_speed if snap is not None else 0.0
-        if current <= 0:
-            if factor > 1:
-                self.notify("already running flat out")
-                return
-            current = 1.0
-        speed = min(max(current * factor, MIN_SPEED), MAX_SPEED)
-        self._send_in_background(SetSpeed(speed=speed))
+        speed = self.speed_steps.step(self.source.latest(), factor)
+        if speed is None:
+            self.notify("already running flat out")
+            return
+        self.speed_steps.sent(speed)
+        self._send_speed(speed)
+
+    @work(exclusive=False, group="commands")
+    async def _send_speed(self, speed: float) -> None:
+        result = await self.send(SetSpeed(speed=speed))
+        self.speed_steps.replied(result.ok, self.source.latest())
+        self.refresh_view(force=True)
 
     def action_cycle_sort(self) -> None:
         """Order the links table by the next column."""

@@ -29,6 +29,7 @@ from console.linkview import stalled_word
 from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
 from console.source import FabricSource, compiling_note_of, compiling_of, submit_together
+from console.speed import SpeedSteps
 from console.viewstate import FabricView
 from console.widgets.faults_panel import faults_to_show
 from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
@@ -36,7 +37,6 @@ from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resu
 from fabric_core.runtime.snapshot import FaultView, Snapshot
 
 #: The speed range the keys move in (the same as the main view's).
-MIN_SPEED, MAX_SPEED = 1e-9, 1e3
 
 
 #: One line of a side: (what, value).
@@ -354,6 +354,7 @@ class CompareScreen(Screen[None]):
         super().__init__()
         self.sources = sources
         self.views = views or (FabricView(), FabricView())
+        self.speed_steps = SpeedSteps()  # what + and - ask for, on both
         self.read_only = read_only
         self.render_interval_s = render_interval_s
         self._described = ["", ""]  # each source's description as last shown
@@ -467,14 +468,20 @@ class CompareScreen(Screen[None]):
         if self.read_only:
             self.notify("read-only console: changing the speed is disabled", severity="warning")
             return
-        snap = self.sources[0].latest()
-        current = snap.target_speed if snap is not None else 0.0
-        if current <= 0:
-            if factor > 1:
-                self.notify("already running flat out")
-                return
-            current = 1.0
-        self._send(SetSpeed(speed=min(max(current * factor, MIN_SPEED), MAX_SPEED)))
+        speed = self.speed_steps.step(self.sources[0].latest(), factor)
+        if speed is None:
+            self.notify("already running flat out")
+            return
+        self.speed_steps.sent(speed)
+        self._send_speed(speed)
+
+    @work(group="compare-commands")
+    async def _send_speed(self, speed: float) -> None:
+        result = await self.send_both(SetSpeed(speed=speed))
+        self.speed_steps.replied(result.ok, self.sources[0].latest())
+        if not result.ok:
+            self.notify(result.error or "refused", severity="error")
+        self.refresh_sides(force=True)
 
     def action_toggle_pause(self) -> None:
         """Pause or resume both fabrics together."""

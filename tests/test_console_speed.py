@@ -1,0 +1,65 @@
+"""``+`` and ``-`` pressed in quick succession: each press multiplies the speed.
+
+Taken from the latest snapshot alone, every press started from the speed the engine had
+last published, so 25 presses of ``-`` in a live console took the speed from 1e-2 to
+2.5e-3 only (seen in tmux, session 37).
+"""
+
+from __future__ import annotations
+
+from console.app import FabtopApp
+from console.speed import SpeedSteps
+from console.stepped import SteppedSource
+from fabric_core.commands import Command, CommandResult
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
+from tests.helpers import settle
+
+SIZE = (140, 44)
+
+
+class LaggingSource(SteppedSource):
+    """Applies commands at once but publishes only when stepped, as an engine in another
+    process does: the snapshot says the new speed some time after the reply."""
+
+    async def submit(self, command: Command) -> CommandResult:
+        return self.engine.apply(command)
+
+
+async def test_presses_before_the_snapshot_catches_up_each_count() -> None:
+    src = LaggingSource(Fabric.from_scenario(load_scenario("tiny")), speed=1e-3)
+    src.step(2)
+    app = FabtopApp(src, render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("minus", "minus", "minus")
+        await settle(pilot, lambda: src.engine.speed == 1.25e-4)
+        src.step(1)  # the snapshot now says 1.25e-4
+        await pilot.press("plus")
+        await settle(pilot, lambda: src.engine.speed == 2.5e-4)
+
+
+def test_steps_start_from_the_last_speed_asked_until_a_snapshot_after_its_reply() -> None:
+    src = SteppedSource(Fabric.from_scenario(load_scenario("tiny")), speed=1e-3)
+    stale = src.step(1)
+    steps = SpeedSteps()
+    assert steps.step(stale, 0.5) == 5e-4
+    steps.sent(5e-4)
+    assert steps.step(stale, 0.5) == 2.5e-4  # no reply yet: from the speed asked
+    steps.replied(True, stale)
+    assert steps.step(stale, 0.5) == 2.5e-4  # replied, but no snapshot since
+    src.engine.speed = 4e-3  # (someone else set it meanwhile)
+    fresh = src.step(1)
+    assert steps.step(fresh, 0.5) == 2e-3  # a snapshot after the reply: the engine's speed
+
+
+def test_a_refused_speed_is_forgotten_and_flat_out_has_nothing_faster() -> None:
+    src = SteppedSource(Fabric.from_scenario(load_scenario("tiny")), speed=1e-3)
+    snap = src.step(1)
+    steps = SpeedSteps()
+    steps.sent(5e-4)
+    steps.replied(False, snap)
+    assert steps.step(snap, 2.0) == 2e-3  # from the engine's 1e-3
+    src.engine.speed = 0.0
+    flat = src.step(1)
+    assert steps.step(flat, 2.0) is None
+    assert steps.step(flat, 0.5) == 0.5  # slower than flat out: from 1
