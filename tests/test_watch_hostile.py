@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from console.cli.watch import clean, format_line, integer, json_line, seconds
+from console.cli.watch import format_line, integer, json_line, seconds
+from exporters.mqtt.client import printable
 from exporters.mqtt.encode import encode_telemetry
 from exporters.mqtt.schema import encoder
 from exporters.mqtt.topics import Topics
@@ -69,7 +70,7 @@ def test_every_control_character_is_escaped(raw: str, shown: str) -> None:
 
 
 def test_printable_text_is_left_alone() -> None:
-    assert clean("leaf00->spine01: débit réduit → 50 % \\x1b") == (
+    assert printable("leaf00->spine01: débit réduit → 50 % \\x1b") == (
         "leaf00->spine01: débit réduit → 50 % \\x1b"
     )
     assert format_line(T, "fabtop/c/event", event()) == (

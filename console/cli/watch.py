@@ -26,7 +26,7 @@ import aiomqtt
 import msgspec
 
 from console.cli._common import positive_seconds
-from exporters.mqtt.client import Backoff, explain, make_client
+from exporters.mqtt.client import Backoff, explain, make_client, printable
 from exporters.mqtt.options import (
     CliError,
     add_broker_options,
@@ -54,16 +54,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=main)
 
 
-def clean(text: str) -> str:
-    """``text`` safe to print as one terminal line: every character ``str.isprintable``
-    rejects (ESC and the other controls, newlines, bidi overrides) is escaped as
-    ``repr`` shows it (``\\x1b``, ``\\n``, ``\\u202e``), so a message can neither
-    drive the terminal nor forge lines."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
 def seconds(x: float) -> str:
     """Seconds to the microsecond, in a bounded width: ``1e+308``, not 309 digits."""
     return f"{x:.6f}" if abs(x) < 1e9 else f"{x:.6g}"
@@ -80,10 +70,10 @@ def integer(n: int) -> str:
 
 
 def format_line(topics: Topics, topic: str, data: bytes) -> str | None:
-    """The text line for one message (its text escaped by ``clean``), or None if it is
+    """The text line for one message (its text escaped by ``printable``), or None if it is
     not shown."""
     line = _format(topics, topic, data)
-    return None if line is None else clean(line)
+    return None if line is None else printable(line)
 
 
 def _format(topics: Topics, topic: str, data: bytes) -> str | None:

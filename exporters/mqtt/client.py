@@ -1,4 +1,5 @@
-"""aiomqtt clients built from a ``BrokerConfig``, reconnection backoff, error text."""
+"""aiomqtt clients built from a ``BrokerConfig``, reconnection backoff, error text, and
+wire text made safe to print."""
 
 from __future__ import annotations
 
@@ -12,6 +13,18 @@ from aiomqtt.exceptions import MqttConnectError
 from paho.mqtt.properties import Properties
 
 from exporters.mqtt.url import BrokerConfig
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print as one terminal line: every character ``str.isprintable``
+    rejects (ESC and the other controls, newlines, bidi overrides) is escaped as
+    ``repr`` shows it (``\\x1b``, ``\\n``, ``\\u202e``), so a message from the wire can
+    neither drive the terminal nor forge lines (``fabtop watch``, the remote console's
+    header and log)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
 
 #: Bounds on paho's queues: nothing grows without bound while the broker is away.
 MAX_QUEUED_OUTGOING = 1000

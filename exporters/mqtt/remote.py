@@ -21,7 +21,7 @@ import aiomqtt
 import msgspec
 
 from exporters.mqtt._tasks import cancel_and_wait
-from exporters.mqtt.client import Backoff, explain, make_client
+from exporters.mqtt.client import Backoff, explain, make_client, printable
 from exporters.mqtt.decode import check_meta, decode_event, node_table, snapshot_from
 from exporters.mqtt.schema import MetaMsg, TelemetryMsg, event_decoder, meta_decoder
 from exporters.mqtt.schema import telemetry_decoder as _telemetry_decoder
@@ -33,14 +33,6 @@ from fabric_core.runtime.snapshot import Event, NodeTable, Snapshot
 log = logging.getLogger("fabtop.mqtt")
 
 _result_decoder = msgspec.json.Decoder(CommandResult)
-
-
-def _printable(text: str) -> str:
-    """``text`` with what ``str.isprintable`` rejects (ESC, newlines) escaped as ``repr``
-    shows it: it goes to the header and the log."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def command_name(cmd: Command) -> str:
@@ -259,7 +251,7 @@ class MqttSource:
                 if future is not None and not future.done():
                     # the sender learns now why, rather than after its timeout
                     cid = topic.rsplit("/", 1)[1]
-                    error = _printable(f"unreadable reply on {topic}: {exc}")
+                    error = printable(f"unreadable reply on {topic}: {exc}")
                     future.set_result(CommandResult(id=cid, ok=False, error=error))
                 raise
             if future is not None and not future.done():
@@ -268,7 +260,7 @@ class MqttSource:
     def _refuse(self, topic: str, why: str, *, trace: bool = False) -> None:
         """Report a refused message: logged once per distinct reason (telemetry repeats
         several times a second), kept in ``problem`` and shown in ``description``."""
-        why = _printable(why)  # the topic of a reply holds any id the sender chose
+        why = printable(why)  # the topic of a reply holds any id the sender chose
         if why != self.problem:
             log.warning("%s", why, exc_info=trace)
         self.problem = why
