@@ -427,11 +427,8 @@ def _parse(
     for name, vl in classes.items():
         if not 0 <= vl < prof.virtual_lanes:
             raise ValueError(f"classes.{name}: virtual lane must be in 0..{prof.virtual_lanes - 1}")
-    workloads = data.get("workload", [])
-    if not isinstance(workloads, list):
-        raise ValueError("workload: must be an array of tables ([[workload]])")
     named: dict[str, int] = {}
-    for i, table in enumerate(workloads):
+    for i, table in enumerate(_tables(data, "workload")):
         workload = build_workload(table, f"workload[{i}]")  # validates
         # reports, telemetry, metrics and the start/stop commands know a workload by name
         if workload.name in named:
