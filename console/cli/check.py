@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from console.cli._common import add_scenario_options, duration, load_from_args
+from console.cli.output import refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from fabric_core.commands import CommandError, InjectFault
 from fabric_core.reports.bringup import DEADLINE_MARGIN, StepProgress, check_ibgda
@@ -74,6 +75,8 @@ def _t(x: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the check and print one line per step (plus the diagnosis on failure)."""
+    if refuse_bad_outputs([("--json", args.json)]):  # before the check, not after it
+        return 2
     scn = load_from_args(args)
     if scn is None:
         return 2
@@ -120,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
         print("IBGDA bring-up: PASS")
     elif not ok:
         print("IBGDA bring-up: FAIL (fix the step above before running on the cluster)")
-    if args.json:
-        args.json.write_text(json.dumps([s.as_dict() for s in steps], indent=2, default=str) + "\n")
+    if args.json and not write_output(
+        args.json, json.dumps([s.as_dict() for s in steps], indent=2, default=str) + "\n"
+    ):
+        return 1
     return 0 if ok else 1

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from console.cli.output import output_problem, refuse_bad_outputs, write_output
+
 
 def register(sub: Any) -> None:
     """Add the ``claims`` subcommand."""
@@ -76,6 +78,16 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"fabtop: {exc}", file=sys.stderr)
         return 2
+    # checked before the claims run (minutes), not after it; --markdown and --plots
+    # make their directories
+    if refuse_bad_outputs([("--json", args.json)]) or refuse_bad_outputs(
+        [("--markdown", args.markdown)], make_parents=True
+    ):
+        return 2
+    plots_problem = None if args.plots is None else output_problem(args.plots / "x.svg", True)
+    if plots_problem is not None:
+        print(f"fabtop: --plots {args.plots}: {plots_problem}", file=sys.stderr)
+        return 2
     want_plots = args.plots is not None
     if want_plots and not plotting.available():
         print(
@@ -105,15 +117,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"(plots of the sweeps: {plotting.INSTALL_HINT}, then --plots DIR)")
         if args.markdown:
             args.markdown.parent.mkdir(parents=True, exist_ok=True)
-            args.markdown.write_text(
-                render.markdown(report, command, written, args.markdown.parent)
-            )
-            print(f"wrote {args.markdown}")
-        if args.json:
-            args.json.write_text(
-                json.dumps(render.to_json(report, command), indent=2, allow_nan=False) + "\n"
-            )
     except OSError as exc:
         print(f"fabtop: cannot write: {exc}", file=sys.stderr)
+        return 1
+    if args.markdown:
+        text = render.markdown(report, command, written, args.markdown.parent)
+        if not write_output(args.markdown, text):
+            return 1
+        print(f"wrote {args.markdown}")
+    if args.json and not write_output(
+        args.json, json.dumps(render.to_json(report, command), indent=2, allow_nan=False) + "\n"
+    ):
         return 1
     return 0

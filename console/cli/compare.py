@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from console.cli._common import duration
+from console.cli.output import refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from fabric_core.net.profiles import PROFILES
 from fabric_core.reports.compare import DEFAULT_PROFILES, compare_scenario, latency_by_size
@@ -60,6 +61,8 @@ def _d(x: float | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run both profiles, print the tables, write JSON."""
+    if refuse_bad_outputs([("--json", args.json)]):  # before both runs, not after them
+        return 2
     bar = ProgressBar()
 
     def progress(name: str, done: float, total: float) -> None:
@@ -82,9 +85,11 @@ def run(args: argparse.Namespace) -> int:
     print(render(result, a, b))
     if args.json:
         try:
-            args.json.write_text(json.dumps(result, indent=2, allow_nan=False, default=str) + "\n")
-        except (OSError, ValueError) as exc:
+            text = json.dumps(result, indent=2, allow_nan=False, default=str) + "\n"
+        except ValueError as exc:  # a non-finite figure, which JSON cannot hold
             print(f"fabtop: cannot write {args.json}: {exc}", file=sys.stderr)
+            return 1
+        if not write_output(args.json, text):
             return 1
     return 0
 

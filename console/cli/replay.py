@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from console.cli.run import output_problem, print_summary
+from console.cli.output import refuse_bad_outputs, write_output
+from console.cli.run import print_summary
 from fabric_core.reports.record import MAX_RECORD_BYTES, RecordError, load_record, replay
 
 
@@ -33,11 +34,8 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Replay, print the verdict (and the summary), write the report."""
-    if args.json is not None:
-        problem = output_problem(args.json)  # before the replay, not after it
-        if problem is not None:
-            print(f"fabtop: --json {args.json}: {problem}", file=sys.stderr)
-            return 2
+    if refuse_bad_outputs([("--json", args.json)]):  # before the replay, not after it
+        return 2
     try:
         record = load_record(args.record)
         result = replay(record)
@@ -46,12 +44,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not args.quiet:
         print_summary(result.report)
-    if args.json:
-        try:
-            args.json.write_text(json.dumps(result.report, indent=2, allow_nan=False) + "\n")
-        except OSError as exc:
-            print(f"fabtop: cannot write {args.json}: {exc.strerror or exc}", file=sys.stderr)
-            return 1
+    if args.json and not write_output(
+        args.json, json.dumps(result.report, indent=2, allow_nan=False) + "\n"
+    ):
+        return 1
     n_cmd = len(record["commands"])
     if result.ok:
         report = "" if result.report_matches is None else " and the report"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -20,6 +19,7 @@ from console.cli._common import (
     load_from_args,
     planes_from_args,
 )
+from console.cli.output import refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from console.compiling import ONCE
 from console.fabrics import close_fabric
@@ -79,12 +79,9 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"fabtop: --{exc}", file=sys.stderr)
             return 2
-    for option, path in (("--json", args.json), ("--record", args.record)):
-        # checked before the run, not when it is done and its results would be lost
-        problem = None if path is None else output_problem(path)
-        if problem is not None:
-            print(f"fabtop: {option} {path}: {problem}", file=sys.stderr)
-            return 2
+    # checked before the run, not when it is done and its results would be lost
+    if refuse_bad_outputs((("--json", args.json), ("--record", args.record))):
+        return 2
     scn = load_from_args(args)
     if scn is None:
         return 2
@@ -117,34 +114,14 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print_summary(report)
     status = 0
-    if args.json:
-        try:
-            args.json.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
-        except OSError as exc:
-            print(f"fabtop: cannot write {args.json}: {exc.strerror or exc}", file=sys.stderr)
-            status = 1
+    if args.json and not write_output(
+        args.json, json.dumps(report, indent=2, allow_nan=False) + "\n"
+    ):
+        status = 1
     if failed is not None:  # said last: the summary and the report are not lost with it
         print(failed, file=sys.stderr)
         status = 1
     return status
-
-
-def output_problem(path: Path) -> str | None:
-    """Why a file could not be written at ``path`` (None: it can be), checked before a
-    run so that a typo in an output path does not cost the run: the directory must exist
-    and be writable, and the path must not be a directory or a file without write access.
-    """
-    if path.is_dir():
-        return "is a directory"
-    parent = path.parent
-    if not parent.is_dir():
-        return f"no such directory {parent}"
-    if path.exists():
-        if not os.access(path, os.W_OK):
-            return "not writable (permission denied or a read-only file system)"
-    elif not os.access(parent, os.W_OK | os.X_OK):
-        return f"cannot create a file in {parent} (permission denied or a read-only file system)"
-    return None
 
 
 def _save_record(path: Path, save: Callable[[], None]) -> str | None:

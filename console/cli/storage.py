@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from console.claims import spell_out_claims
+from console.cli.output import refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from fabric_core.reports.run import run_for
 from fabric_core.reports.storage import (
@@ -76,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.scale > 0:
         print("fabtop: --scale must be > 0", file=sys.stderr)
         return 2
+    if refuse_bad_outputs([("--write-docs", args.write_docs)]):  # before the runs
+        return 2
     results = []
     bar = ProgressBar()
     for name in names:
@@ -95,8 +98,9 @@ def run(args: argparse.Namespace) -> int:
         cmd += f" --write-docs {args.write_docs}"
         try:
             doc = args.write_docs.read_text() if args.write_docs.exists() else ""
-            args.write_docs.write_text(splice_params(splice(doc, markdown(results, cmd))))
-        except OSError as exc:
-            print(f"fabtop: cannot write {args.write_docs}: {exc.strerror or exc}", file=sys.stderr)
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"fabtop: cannot read {args.write_docs}: {exc}", file=sys.stderr)
+            return 1
+        if not write_output(args.write_docs, splice_params(splice(doc, markdown(results, cmd)))):
             return 1
     return 0

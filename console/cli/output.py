@@ -1,0 +1,62 @@
+"""The files a command writes when its work is done (``--json``, ``--markdown``,
+``--record``, ``--write-docs``): checked before the work, so that a typo in a path does not
+cost a long run, and written whole or not at all, so that a full disk leaves the file that
+was there."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from fabric_core.textfile import write_text
+
+
+def output_problem(path: Path, make_parents: bool = False) -> str | None:
+    """Why a file could not be written at ``path`` (None: it can be): the directory must
+    exist (or, with ``make_parents``, be creatable: its nearest existing ancestor a
+    writable directory) and be writable, and the path must not be a directory or a file
+    without write access."""
+    if path.is_dir():
+        return "is a directory"
+    parent = path.parent
+    if make_parents:
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+    if not parent.is_dir():
+        return (
+            f"no such directory {parent}" if not parent.exists() else f"{parent} is not a directory"
+        )
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            return "not writable (permission denied or a read-only file system)"
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot create a file in {parent} (permission denied or a read-only file system)"
+    return None
+
+
+def refuse_bad_outputs(
+    outputs: Iterable[tuple[str, Path | None]], make_parents: bool = False
+) -> bool:
+    """Check each ``(option, path)`` given (``path`` not None) with ``output_problem``;
+    print the first problem as ``fabtop: OPTION PATH: problem`` and return True if there
+    is one (the command then exits 2 before its work)."""
+    for option, path in outputs:
+        problem = None if path is None else output_problem(path, make_parents)
+        if problem is not None:
+            print(f"fabtop: {option} {path}: {problem}", file=sys.stderr)
+            return True
+    return False
+
+
+def write_output(path: Path, text: str, what: str = "") -> bool:
+    """Write ``text`` to ``path`` whole or not at all (``textfile.write_text``); on failure
+    print ``fabtop: cannot write [WHAT ]PATH: reason`` and return False."""
+    try:
+        write_text(path, text)
+    except OSError as exc:
+        name = f"{what} {path}" if what else str(path)
+        print(f"fabtop: cannot write {name}: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    return True
