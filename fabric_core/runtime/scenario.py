@@ -259,6 +259,29 @@ def _scheduled_fault(f: Any, where: str) -> ScheduledFault:
     )
 
 
+#: The longest ``name`` and ``description`` (a name is shown in the console's header and
+#: every report line; the longest bundled one has 20 characters)
+MAX_NAME_CHARS = 128
+MAX_DESCRIPTION_CHARS = 4096
+
+
+def _text(value: object, key: str, most: int) -> str:
+    """A scenario's ``name`` or ``description``: a string of at most ``most`` characters,
+    without control characters (a description may hold line breaks and tabs), which would reach
+    the terminal as they are. Before, ``name = [1]`` became the name ``"[1]"``."""
+    allowed = "\n\t" if key == "description" else ""
+    if not isinstance(value, str):
+        raise ValueError(f"{key}: must be a string, got {value!r}")
+    if key == "name" and not value:
+        raise ValueError("name: must not be empty")
+    if len(value) > most:
+        raise ValueError(f"{key}: at most {most:,} characters, got {len(value):,}")
+    bad = next((c for c in value if not c.isprintable() and c not in allowed), None)
+    if bad is not None:
+        raise ValueError(f"{key}: holds the control character {bad!r}")
+    return value
+
+
 #: A cluster's name: one MQTT topic level (``fabtop/<cluster>/...``) and a label value
 CLUSTER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # (fullmatch: no trailing newline)
 
@@ -447,8 +470,8 @@ def _parse(
             raise ValueError(f"{where}.via: must be a list of switch names")
         routes.append(StaticRoute(str(r["src"]), str(r["dst"]), list(r["via"])))
     scn = Scenario(
-        name=str(data.get("name", Path(source).stem)),
-        description=str(data.get("description", "")),
+        name=_text(data.get("name", Path(source).stem), "name", MAX_NAME_CHARS),
+        description=_text(data.get("description", ""), "description", MAX_DESCRIPTION_CHARS),
         source=source,
         raw=data,
         cluster=_cluster(data.get("cluster", "fabtop")),
