@@ -378,42 +378,17 @@ def inject_slow_target(
     bandwidth_factor: float = 0.25,
     duration_s: float | None = None,
 ) -> str:
-    """Inject ``slow_target`` on a storage node now; returns the fault id.
+    """Inject ``slow_target`` on a storage node now, through ``Fabric.apply`` (so the
+    fault book's checks and limits hold as for an operator's inject); returns the fault id.
 
-    Goes through ``Fabric.apply`` when the fault book accepts storage targets;
-    until it does (``FaultBook.check`` takes switch nodes only), the fault is
-    validated here and entered in the fault book directly, with its timeline.
+    Raises:
+        CommandError: ``target`` is not a storage node, or a factor is out of its range.
     """
-    from fabric_core.commands import CommandError, InjectFault
-    from fabric_core.faults.book import FAULT_KINDS, Fault
+    from fabric_core.commands import InjectFault
 
     params: dict[str, float | str] = {
         "latency_factor": latency_factor,
         "bandwidth_factor": bandwidth_factor,
     }
     cmd = InjectFault(kind="slow_target", target=target, params=params, duration_s=duration_s)
-    try:
-        return str(fabric.apply(cmd)["fault_id"])
-    except CommandError:
-        pass
-    ni = fabric.topo.nodes.index.get(target)
-    if ni is None or ni not in set(fabric.topo.storage.tolist()):
-        names = [fabric.topo.nodes.name[i] for i in fabric.topo.storage]
-        raise CommandError(f"unknown storage target {target!r}; known: {', '.join(names)}")
-    for name, (_, lo, hi) in FAULT_KINDS["slow_target"].params.items():
-        if not lo <= float(params[name]) <= hi:
-            raise CommandError(f"slow_target: {name} must be in [{lo:g}, {hi:g}]")
-    book = fabric.faults
-    now = fabric.sim_time_s
-    fid = book.new_id()
-    book.faults[fid] = Fault(
-        id=fid,
-        kind="slow_target",
-        target=target,
-        params=dict(params),
-        injected_at_s=now,
-        links=np.zeros(0, dtype=np.int64),
-        clear_at_s=None if duration_s is None else now + duration_s,
-    )
-    book.emit("warning", "fault_injected", target, f"slow_target injected on {target} ({fid})")
-    return fid
+    return str(fabric.apply(cmd)["fault_id"])
