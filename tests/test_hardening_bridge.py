@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 import aiomqtt
@@ -140,3 +141,32 @@ async def test_a_command_sent_on_seeing_online_is_answered(
         bridge.stop()
         engine.stop()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_flood_of_refused_commands_is_logged_within_a_budget(
+    mosquitto: Mosquitto,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every bad command is answered, but the log holds at most ``LINES_PER_WINDOW`` of
+    them a window, and a bidi override in a topic (mosquitto refuses control characters
+    in topics, not it) is escaped, not sent to the terminal."""
+    from exporters.mqtt.logbudget import LINES_PER_WINDOW
+
+    engine = Engine(Fabric.from_scenario(load_scenario("tiny")))
+    bridge = MqttBridge(parse_broker_url(mosquitto.url), engine.bus, engine.submit, cluster="fl")
+    tasks = [asyncio.create_task(engine.run()), asyncio.create_task(bridge.run())]
+    n = LINES_PER_WINDOW + 15
+    try:
+        with caplog.at_level(logging.INFO, "fabtop.mqtt"):
+            await until(lambda: bridge.connected, "connected")
+            cli = mosquitto.cli()
+            for i in range(n):
+                await asyncio.to_thread(cli.pub, "fabtop/fl/cmd/\u202ex", f'{{"id": "fl-{i}"}}')
+            await until(lambda: bridge.inbox is not None and bridge.inbox.refused >= n, "refused")
+    finally:
+        bridge.stop()
+        engine.stop()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refusals) == LINES_PER_WINDOW
+    assert all("\u202e" not in line and "\\u202ex" in line for line in refusals), refusals[0]

@@ -37,9 +37,10 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from exporters.mqtt._tasks import cancel_and_wait
-from exporters.mqtt.client import Backoff, explain, make_client
+from exporters.mqtt.client import Backoff, explain, make_client, printable
 from exporters.mqtt.encode import EventCursor, encode_event, encode_meta, encode_telemetry
 from exporters.mqtt.inbox import OPERATOR_COMMANDS, CommandInbox, Submit, lenient_id
+from exporters.mqtt.logbudget import LogBudget
 from exporters.mqtt.schema import CommandStatsMsg, encoder
 from exporters.mqtt.topics import Topics
 from exporters.mqtt.url import BrokerConfig
@@ -200,6 +201,9 @@ class MqttBridge:
         self.retained_cleared = 0
         #: (topic, digest) of the retained commands cleared (the last 1024)
         self._cleared: OrderedDict[tuple[str, bytes], None] = OrderedDict()
+        #: what a sender controls is logged within a budget (a flood must not fill the disk)
+        self._refusals_logged = LogBudget(log, "refused commands")
+        self._clears_logged = LogBudget(log, "retained commands cleared")
         self._discards = _CountDiscards()
         self._mqtt_log = logging.getLogger(f"fabtop.mqtt.client.{id(self):x}")
         self._mqtt_log.addHandler(self._discards)
@@ -397,7 +401,7 @@ class MqttBridge:
             reply_topic, result = await self.inbox.handle(topic, data, retained=retained)
         except Exception:
             self.internal_errors += 1
-            log.exception("command on %s failed", topic)
+            log.exception("command on %s failed", printable(topic))
             cid = None
             with contextlib.suppress(Exception):
                 cid = lenient_id(data)
@@ -407,7 +411,9 @@ class MqttBridge:
             )
         if not result.ok:  # "busy" at debug level: a flood must not flood the log too
             level = logging.DEBUG if (result.error or "").startswith("busy:") else logging.INFO
-            log.log(level, "command on %s refused: %s", topic, result.error)
+            self._refusals_logged.log(
+                level, "command on %s refused: %s", printable(topic), printable(result.error or "")
+            )
         try:
             await client.publish(reply_topic, result.to_json(), qos=1)
             if retained:
@@ -426,4 +432,6 @@ class MqttBridge:
             self._cleared.popitem(last=False)
         await client.publish(topic, b"", qos=1, retain=True)
         self.retained_cleared += 1
-        log.info("cleared the retained command on %s", topic)
+        self._clears_logged.log(
+            logging.INFO, "cleared the retained command on %s", printable(topic)
+        )
