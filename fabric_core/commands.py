@@ -39,6 +39,17 @@ MIN_SPEED = 1e-6
 MAX_SPEED = 1e3
 
 
+def speed_problem(speed: float) -> str | None:
+    """Why ``speed`` is no speed the engine runs at (None: it is one), in the words every
+    interface gives it (``SetSpeed``, ``--speed``, ``Engine``)."""
+    if speed == 0 or MIN_SPEED <= speed <= MAX_SPEED:
+        return None
+    return (
+        f"speed must be 0 (flat out) or between {MIN_SPEED:g} and {MAX_SPEED:g} simulated "
+        f"seconds per wall second, got {speed!r}"
+    )
+
+
 class CommandError(ValueError):
     """A command that cannot be applied; the message says exactly why."""
 
@@ -333,11 +344,9 @@ def _check_values(cmd: Command) -> None:
         if not cmd.all and cmd.fault_id is None and cmd.target is None:
             raise CommandError("clear needs 'fault_id', 'target' or 'all': true")
     elif isinstance(cmd, SetSpeed):
-        if not (cmd.speed == 0 or MIN_SPEED <= cmd.speed <= MAX_SPEED):
-            raise CommandError(
-                f"speed must be 0 (flat out) or between {MIN_SPEED:g} and {MAX_SPEED:g}"
-                f" simulated seconds per wall second, got {cmd.speed!r}"
-            )
+        problem = speed_problem(cmd.speed)
+        if problem is not None:
+            raise CommandError(problem)
     elif isinstance(cmd, SetParam):
         if not cmd.name:
             raise CommandError("set needs a parameter 'name'")

@@ -24,7 +24,7 @@ def fabtop(*args: str) -> subprocess.CompletedProcess[str]:
         (("--speed", "-1"), "speed must be 0 (flat out) or between 1e-06 and 1000"),
         # (below the engine's least speed: it crashed the in-process engine)
         (("--in-process", "--speed", "1e-8"), "speed must be 0 (flat out) or between 1e-06"),
-        (("--speed", "nan"), "speed must be 0 (flat out) or between 1e-06 and 1000, got nan"),
+        (("--speed", "nan"), "between 1e-06 and 1000 simulated seconds per wall second, got nan"),
         (("--speed", "fast"), "speed must be a number, got 'fast'"),
         (("--metrics", "9464"), "'9464': missing port; expected HOST:PORT"),
         (("--metrics", "localhost:99999"), "port 99999 is out of range 0..65535"),

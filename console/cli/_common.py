@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from console.fabrics import DEFAULT_PLANE_BATCH, PlaneOptions, make_fabric
-from fabric_core.commands import MAX_SPEED, MAX_TICK_S, MIN_SPEED, MIN_TICK_S
+from fabric_core.commands import MAX_TICK_S, MIN_TICK_S, speed_problem
 from fabric_core.net.profiles import PROFILES
 from fabric_core.runtime.fabric import Fabric, Solver
 from fabric_core.runtime.scenario import Scenario, ScenarioError, load_scenario
@@ -79,10 +79,9 @@ def speed_value(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"speed must be a number, got {text!r}") from None
-    if not (value == 0 or MIN_SPEED <= value <= MAX_SPEED):
-        raise argparse.ArgumentTypeError(
-            f"speed must be 0 (flat out) or between {MIN_SPEED:g} and {MAX_SPEED:g}, got {text}"
-        )
+    problem = speed_problem(value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return 0.0 if value == 0 else value  # (not -0.0)
 
 

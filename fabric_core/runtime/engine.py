@@ -35,9 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fabric_core.commands import (
-    MAX_SPEED,
     MAX_TICK_S,
-    MIN_SPEED,
     MIN_TICK_S,
     ClearFault,
     Command,
@@ -47,6 +45,7 @@ from fabric_core.commands import (
     Resume,
     SetSpeed,
     SetTick,
+    speed_problem,
 )
 from fabric_core.faults.book import FaultBook
 from fabric_core.runtime.bus import SnapshotBus
@@ -177,10 +176,9 @@ class Engine:
             on_publish: called with every snapshot published, as it is (an engine in
                 another process forwards them; the bus keeps only the latest).
         """
-        if not (speed == 0 or MIN_SPEED <= speed <= MAX_SPEED):
-            raise ValueError(
-                f"speed must be 0 (flat out) or between {MIN_SPEED:g} and {MAX_SPEED:g}, got {speed!r}"
-            )
+        problem = speed_problem(speed)
+        if problem is not None:
+            raise ValueError(problem)
         if max_tick_s is not None and not MIN_TICK_S <= max_tick_s <= MAX_TICK_S:
             raise ValueError(f"max tick must be between {MIN_TICK_S:g} and {MAX_TICK_S:g} s")
         self.fabric = fabric
