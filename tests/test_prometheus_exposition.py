@@ -148,3 +148,34 @@ def test_an_array_family_counts_its_samples_without_making_them() -> None:
     assert not metric.as_made
     with pytest.raises(ValueError, match="2 label sets for 1 values"):
         fam.gauge("fabtop_g", "g", [{"a": "1"}, {"a": "2"}], [1.0])
+
+
+def _families(scenario: str, ticks: int) -> dict[str, Metric]:
+    fabric = Fabric.from_scenario(load_scenario(scenario))
+    fabric.run_ticks(ticks)
+    snap = fabric.snapshot(wall_time_s=0.0, target_speed=0.0, measured_speed=0.0)
+    return {m.name: m for m in FabtopCollector(lambda: snap, parse_link_metrics("top:5")).collect()}
+
+
+def test_a_kpi_not_measured_yet_has_no_sample_rather_than_nan() -> None:
+    """A training workload's GPU utilisation is NaN until its first step ends: no sample
+    then (as ``fabtop_workload_kpi`` leaves it out), not ``NaN``, which a dashboard draws as
+    a gap or a zero."""
+    families = _families("training-nfs", 5)
+    snap_kpis = [s for s in families["fabtop_workload_kpi"].samples]
+    util = families["fabtop_workload_gpu_utilisation_ratio"].samples
+    assert all(s.value == s.value for s in [*util, *snap_kpis])  # no NaN
+    assert "gpu_utilisation" not in {s.labels["kpi"] for s in snap_kpis}
+    assert util == []
+
+
+def test_a_workload_histogram_says_its_unit_once() -> None:
+    families = _families("default", 300)
+    histograms = [
+        m
+        for m in families.values()
+        if m.name.startswith("fabtop_workload_") and m.type == "histogram"
+    ]
+    assert histograms
+    for m in histograms:
+        assert m.documentation.count("seconds") == 1, m.documentation

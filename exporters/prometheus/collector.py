@@ -315,12 +315,17 @@ def _workload_families(snap: Snapshot) -> Iterator[Metric]:
         "A workload: its kind and traffic class.",
         [{"workload": w.name, "kind": w.kind, "traffic_class": w.traffic_class} for w in wls],
     )
-    util = [(w.name, w.kpis["gpu_utilisation"]) for w in wls if "gpu_utilisation" in w.kpis]
+    # (a KPI not measured yet is NaN in the snapshot: no sample, as fabtop_workload_kpi)
+    util = [
+        (w.name, float(w.kpis["gpu_utilisation"]))
+        for w in wls
+        if math.isfinite(float(w.kpis.get("gpu_utilisation", math.nan)))
+    ]
     yield fam.gauge(
         "fabtop_workload_gpu_utilisation_ratio",
         "Share of time the workload's GPUs compute rather than wait (0..1).",
         [{"workload": n} for n, _ in util],
-        [float(v) for _, v in util],
+        [v for _, v in util],
     )
     kpis = [
         (w.name, k, float(v))
@@ -338,9 +343,10 @@ def _workload_families(snap: Snapshot) -> Iterator[Metric]:
     for key in names:
         word = metric_word(key)
         word = word if word.endswith("_seconds") else f"{word}_seconds"
+        what = key.removesuffix("_seconds").replace("_", " ")
         yield fam.histogram(
             f"fabtop_workload_{word}",
-            f"Workload {key} (seconds), since the workload started.",
+            f"Workload {what} (seconds), since the workload started.",
             [({"workload": w.name}, w.histograms[key]) for w in wls if key in w.histograms],
         )
 
