@@ -1,5 +1,6 @@
 """Reading a text file a user names (a scenario, a topology, a record), within bounds,
-and writing one whole or not at all.
+and writing one whole or not at all; the names and descriptions in it checked as text a
+terminal can show.
 
 A bare ``Path.read_text`` reads whatever the path is: ``/dev/zero`` until the memory runs
 out, a FIFO never (it waits for a writer), gigabytes of a file given by mistake. Each kind
@@ -16,6 +17,27 @@ from pathlib import Path
 
 class TextFileError(ValueError):
     """The file cannot be read as text; ``str()`` is the reason, without the path."""
+
+
+def plain_text(value: object, key: str, most: int, allowed: str = "") -> str:
+    """``value``, a name or a description read from a file, as a string of 1 to ``most``
+    characters without control characters (but those in ``allowed``): it reaches the
+    console, reports, logs and metric labels, where an escape sequence would drive the
+    terminal and a list would become its ``str()``.
+
+    Raises:
+        ValueError: naming ``key``.
+    """
+    if not isinstance(value, str):
+        raise ValueError(f"{key}: must be a string, got {value!r}")
+    if not value:
+        raise ValueError(f"{key}: must not be empty")
+    if len(value) > most:
+        raise ValueError(f"{key}: at most {most:,} characters, got {len(value):,}")
+    bad = next((c for c in value if not c.isprintable() and c not in allowed), None)
+    if bad is not None:
+        raise ValueError(f"{key}: holds the control character {bad!r}")
+    return value
 
 
 def read_bytes(path: Path, limit_bytes: int) -> bytes:

@@ -105,6 +105,14 @@ def _tiny_with(**changes: Any) -> dict[str, Any]:
         (_tiny_with(name="x\x1b[2J"), "name: holds the control character '\\x1b'"),
         (_tiny_with(name="n" * 129), "name: at most 128 characters, got 129"),
         (_tiny_with(description=7), "description: must be a string, got 7"),
+        (
+            _tiny_with(workload=[{**TINY["workload"][0], "name": "pr\nobe"}]),
+            "workload[0].name: holds the control character '\\n'",
+        ),
+        (
+            _tiny_with(workload=[{**TINY["workload"][0], "class": ["bulk"]}]),
+            "workload[0].class: must be a string, got ['bulk']",
+        ),
         (_tiny_with(fault=5), "fault: must be an array of tables ([[fault]]), got 5"),
         (_tiny_with(fault=[5]), "fault[0]: must be a table ([[fault]]), got 5"),
         (_tiny_with(route=5), "route: must be an array of tables ([[route]]), got 5"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from fabric_core.textfile import plain_text
 from fabric_core.units import parse_duration, parse_size
 from fabric_core.workloads.base import Completions, FlowRequests, Workload
 from fabric_core.workloads.fields import (
@@ -102,6 +103,10 @@ from fabric_core.workloads.storage_kinds import STORAGE_KINDS  # noqa: E402
 WORKLOAD_KINDS.update(STORAGE_KINDS)
 
 
+#: The longest workload or traffic class name (the bundled ones have at most 16 characters)
+MAX_WORKLOAD_NAME_CHARS = 64
+
+
 def build_workload(table: Mapping[str, Any], where: str) -> Workload:
     """A workload from its scenario table; errors name the key at fault (``where``)."""
     kind = table.get("kind")
@@ -115,9 +120,11 @@ def build_workload(table: Mapping[str, Any], where: str) -> Workload:
         raise ValueError(
             f"{where}: unknown key(s) {', '.join(extra)} for a {kind!r} workload; accepted: {', '.join(sorted(keys))}"
         )
-    name = str(table.get("name", kind))
+    # a workload's name is how reports, telemetry, metrics and start/stop know it
+    name = plain_text(table.get("name", kind), f"{where}.name", MAX_WORKLOAD_NAME_CHARS)
+    traffic_class = plain_text(table.get("class", kind), f"{where}.class", MAX_WORKLOAD_NAME_CHARS)
     try:
-        wl = builder(name, str(table.get("class", kind)), table)
+        wl = builder(name, traffic_class, table)
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{where}: {exc}") from None
     if table.get("start_stopped"):
