@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from console.cli.compare import render
-from fabric_core.net.profiles import PROFILES, ROCE_SOURCES, Profile
+from fabric_core.net.profiles import NATIVE_800G_SOURCES, PROFILES, ROCE_SOURCES, Profile
 from fabric_core.reports.compare import compare_scenario, latency_by_size
 
 MODEL_MD = Path(__file__).resolve().parents[1] / "docs" / "MODEL.md"
@@ -34,6 +34,8 @@ def parameter_table() -> str:
         source = src
         if f.name in ROCE_SOURCES:  # RoCE's own source, even where the value is the same
             source = f"{src}. RoCE: {ROCE_SOURCES[f.name]}"
+        if f.name in NATIVE_800G_SOURCES:
+            source = f"{source}. native-800g: {NATIVE_800G_SOURCES[f.name]}"
         rows.append(
             f"| `{f.name}` | "
             + " | ".join(values)

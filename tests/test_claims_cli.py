@@ -44,7 +44,7 @@ PERTURBED = Settings(
     storage={
         "drive_read_latency_s": 100e-6,
         "rdma_stack_latency_s": 8e-6,
-        "tcp_stack_latency_s": 80e-6,
+        "tcp_stack_latency_s": 95e-6,
         "client_cores": 0.4,
     },
 )

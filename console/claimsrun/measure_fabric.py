@@ -18,9 +18,20 @@ import numpy as np
 from console.claimsrun.model import Figure, Measurement, PartResult, Settings, Sweep, Tick
 from console.claimsrun.params import profile_params
 from console.claimsrun.runs import bundled, run_scenario
+from fabric_core.units import format_bytes
 
 NATIVE, ROCE, NEXT = "native-400g", "roce-400g", "native-800g"
 DEFAULT_LEAVES, DEFAULT_OUTSTANDING = 4, 2
+#: Static PFC buffers per priority that C8's deadlock is run with on RoCE: around the
+#: scenario's guess of 512 KiB, up to a deep-buffer switch's few MiB
+BUFFER_SWEEP = (262144, 524288, 1048576, 2097152, 4194304)
+BUFFER_SWEEP_QUICK = (524288, 2097152)
+
+
+def _size_list(sizes: list[float]) -> str:
+    """``256 KiB, 512 KiB or 1 MiB``."""
+    names = [format_bytes(b) for b in sizes]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def fabric_table(leaves: int, outstanding: int, routing: str | None = None) -> dict[str, Any]:
@@ -180,25 +191,60 @@ def measure_c8(settings: Settings, tick: Tick) -> Measurement:
         f"{nat['totals']['dropped_bytes'] / 1e6:.3g} MB, RoCE "
         f"{roce['totals']['dropped_bytes'] / 1e6:.3g} MB",
     )
+    # the switch's per-priority buffer is a guess (pfc-deadlock.toml): what the deadlock
+    # depends on, on RoCE (the native fabric has no PFC to deadlock)
+    buffers = BUFFER_SWEEP_QUICK if settings.quick else BUFFER_SWEEP
+    by_buffer = Sweep(
+        "c8_deadlocks_vs_buffer",
+        "C8: RoCE deadlocks on pfc-deadlock against the per-priority PFC buffer",
+        "static PFC buffer per priority",
+        "B",
+        "deadlocks",
+        "n",
+        log_x=True,
+    )
+    for size in buffers:
+        raw = bundled("pfc-deadlock")
+        raw["profile_overrides"] = {**raw["profile_overrides"], "pfc_buffer_bytes": size}
+        rep = run_scenario(raw, d, settings, tick, prof=ROCE, label=f"pfc-deadlock {size:g} B")
+        by_buffer.add(size, {ROCE: float(rep["deadlocks"])})
     rec = recovery(settings, tick)  # shared with C10 (cached)
+    formed = [b for b, n in zip(by_buffer.x, by_buffer.series[ROCE], strict=True) if n > 0]
     notes = [
+        "the scenario's static PFC buffer of 512 KiB per priority is a guess for a "
+        "shallow-buffer switch (no vendor publishes a per-priority allotment): in "
+        f"{d * 1e3:g} ms RoCE deadlocks "
+        + (
+            f"with {_size_list(formed)} and not with {_size_list([b for b in by_buffer.x if b not in formed])}"
+            if formed and len(formed) < len(by_buffer.x)
+            else ("at every size swept" if formed else "at no size swept")
+        )
+        + " (the buffer sweep): a deadlock needs every buffer of the cycle full at once, "
+        "which the hot spots do only to a small buffer",
         f"a leaf uplink failing under load (chaos-recovery): the native fabric recovers in "
         f"{rec[NATIVE] * 1e3:.3g} ms (local fast reroute), RoCE in {rec[ROCE]:.3g} s (BFD "
         "detection + ECMP reconvergence, and then the RC ACK timeout of the senders whose "
-        "bytes the dead link swallowed); the row is under C10"
+        "bytes the dead link swallowed); the row is under C10",
     ]
     params = profile_params(
         settings,
-        ("flow_control", "buffer_per_vl_bytes", "pfc_buffer_bytes", "pfc_watchdog_s"),
+        (
+            "flow_control",
+            "buffer_per_vl_bytes",
+            "pfc_buffer_mode",
+            "pfc_buffer_bytes",
+            "pfc_watchdog_s",
+        ),
         NATIVE,
         ROCE,
+        scenario="pfc-deadlock",
     )
     return Measurement(
         {"deadlock": part},
-        [tp_size, p99_size, tp_load, p99_load],
+        [tp_size, p99_size, tp_load, p99_load, by_buffer],
         params,
         notes,
-        runs=4 + 2 * (len(sizes) + len(loads)),
+        runs=4 + 2 * (len(sizes) + len(loads)) + len(buffers),
     )
 
 
@@ -298,6 +344,7 @@ def measure_c10(settings: Settings, tick: Tick) -> Measurement:
             "bfd_interval_s",
             "bfd_multiplier",
             "ecmp_reconverge_s",
+            "local_ack_timeout_s",
         ),
         NATIVE,
         ROCE,

@@ -57,6 +57,30 @@ def switch_latency_sweep(profs: dict[str, Profile], tick: Tick) -> Sweep:
     return sweep
 
 
+#: The receiver's polling costs the small-message latency is run with: the guess's range
+POLL_SWEEP_S = (100e-9, 250e-9, 500e-9, 1e-6)
+
+
+def poll_sweep(native: Profile, size: int, tick: Tick) -> Sweep:
+    """The native fabric's one-switch latency of a ``size``-byte message against the
+    receiver's polling cost, a guess (``Profile.host_poll_s``) the sub-microsecond part
+    depends on."""
+    sweep = Sweep(
+        "c7_small_latency_vs_poll",
+        f"C7: one {size} B message through one switch, native, against the receiver's poll",
+        "poll cost",
+        "s",
+        "latency",
+        "s",
+        reference=(1e-6, "article: < 1 µs"),
+    )
+    for poll_s in POLL_SWEEP_S:
+        at = dataclasses.replace(native, host_poll_s=poll_s)
+        sweep.add(poll_s, {NATIVE: message_latency(at, size, 1)})
+        tick(f"C7 poll {poll_s * 1e9:.0f} ns")
+    return sweep
+
+
 def measure_c7(settings: Settings, tick: Tick) -> Measurement:
     """Latency gap vs message size over 1 and 3 switches; the claim's figures at 3."""
     sizes = QUICK_SIZES if settings.quick else FULL_SIZES
@@ -123,6 +147,8 @@ def measure_c7(settings: Settings, tick: Tick) -> Measurement:
         ),
     }
     by_switch = switch_latency_sweep(profs, tick)
+    by_poll = poll_sweep(profs[NATIVE], sizes[0], tick)
+    polls = by_poll.series[NATIVE]
     notes = [
         "no vendor publishes a port-to-port latency for either switch: both are "
         f"assumptions ({profs[NATIVE].switch_latency_s * 1e9:.0f} ns native, "
@@ -132,6 +158,13 @@ def measure_c7(settings: Settings, tick: Tick) -> Measurement:
         f"{big[0]:,} B and by {gaps[3][big[-1]]:.0%} at {big[-1] // 1024:,} KiB: both carry "
         "the same line rate, so serialisation dominates large messages and the fixed per-hop "
         "costs (switch latency, store-and-forward, headers per packet) weigh less",
+        f"the host's costs are guesses within ranges (post {profs[NATIVE].host_post_s * 1e9:.0f} "
+        f"ns, poll {profs[NATIVE].host_poll_s * 1e9:.0f} ns, PCIe read "
+        f"{profs[NATIVE].pcie_read_latency_s * 1e9:.0f} ns and write "
+        f"{profs[NATIVE].pcie_write_latency_s * 1e9:.0f} ns): the {sizes[0]} B message takes "
+        f"{polls[0] * 1e6:.2f} µs with a {POLL_SWEEP_S[0] * 1e9:.0f} ns poll and "
+        f"{polls[-1] * 1e6:.2f} µs with {POLL_SWEEP_S[-1] * 1e9:.0f} ns (the poll sweep); "
+        "inline sends (the payload in the doorbell write, no DMA read) are not modelled",
     ]
     params = profile_params(
         settings,
@@ -143,14 +176,20 @@ def measure_c7(settings: Settings, tick: Tick) -> Measurement:
             "header_bytes",
             "link_bandwidth_Bps",
             "cable_m_leaf_spine",
+            "host_post_s",
+            "host_poll_s",
+            "pcie_read_latency_s",
+            "pcie_write_latency_s",
         ),
         NATIVE,
         ROCE,
     )
     return Measurement(
         parts,
-        [sweeps["lat1"], sweeps["lat3"], sweeps["gap1"], sweeps["gap3"], by_switch],
+        [sweeps["lat1"], sweeps["lat3"], sweeps["gap1"], sweeps["gap3"], by_switch, by_poll],
         params,
         notes,
-        runs=4 * len(sizes) + len(ROCE_SWITCH_RANGE_S) * (1 + len(NATIVE_SWITCH_RANGE_S)),
+        runs=4 * len(sizes)
+        + len(ROCE_SWITCH_RANGE_S) * (1 + len(NATIVE_SWITCH_RANGE_S))
+        + len(POLL_SWEEP_S),
     )

@@ -115,7 +115,7 @@ NIC_PIPELINE_SOURCE = (
     "payload inline in the doorbell write (as perftest sends small messages), so it holds "
     "two posted PCIe writes (doorbell, DMA write at the receiver: 2 x pcie_write_latency_s) "
     "and 3 m of cable (15 ns); (600 - 300 - 15) / 2 = 142.5 ns per side (derived; range "
-    "0-240 ns over pcie_write_latency_s' range). The PCIe transactions, the CPU's post and "
+    "0-190 ns over pcie_write_latency_s' range of 100-300 ns). The PCIe transactions, the CPU's post and "
     "poll are charged separately (fabric_core.net.endpoint_costs)"
 )
 CPU_POST_S = 0.2e-6

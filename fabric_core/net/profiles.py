@@ -572,7 +572,14 @@ NATIVE_800G = dataclasses.replace(
     link_bandwidth_Bps=100e9,
     routing="spray",
     pcie_gen=6,
+    buffer_per_vl_bytes=262144.0,
 )
+# Per-field sources of the 800G profile where its value differs from the 400G part's.
+NATIVE_800G_SOURCES: dict[str, str] = {
+    "link_bandwidth_Bps": "XDR / 800GbE: 800 Gb/s per direction (NVIDIA Quantum-X800 / Spectrum-X800 announcements)",
+    "routing": "spray: packet spraying over up to 8 equal-cost paths, the article's next-generation fabric (C10)",
+    "buffer_per_vl_bytes": "the 400G part's rule at 800G: ≥ 2 × the round-trip BDP on 100 m (2 × 100 GB/s × 1 µs = 200 KB), so 256 KiB (a guess by the same rule; until session 38 the 400G part's 128 KiB, which holds an 800G link below line rate over 100 m)",
+}
 
 ROCE_400G = dataclasses.replace(
     NATIVE_400G,
