@@ -15,6 +15,7 @@ from console.claimsrun.model import Figure, Measurement, PartResult, Settings, S
 from console.claimsrun.params import profile_params
 from console.claimsrun.runs import message_latency, profile
 from fabric_core.net.profiles import Profile
+from fabric_core.units import format_duration
 
 NATIVE, ROCE = "native-400g", "roce-400g"
 FULL_SIZES = (64, 256, 1024, 4096, 16384, 65536, 262144, 1048576)
@@ -162,8 +163,9 @@ def measure_c7(settings: Settings, tick: Tick) -> Measurement:
         f"ns, poll {profs[NATIVE].host_poll_s * 1e9:.0f} ns, PCIe read "
         f"{profs[NATIVE].pcie_read_latency_s * 1e9:.0f} ns and write "
         f"{profs[NATIVE].pcie_write_latency_s * 1e9:.0f} ns): the {sizes[0]} B message takes "
-        f"{polls[0] * 1e6:.2f} µs with a {POLL_SWEEP_S[0] * 1e9:.0f} ns poll and "
-        f"{polls[-1] * 1e6:.2f} µs with {POLL_SWEEP_S[-1] * 1e9:.0f} ns (the poll sweep); "
+        f"{format_duration(polls[0])} with a {format_duration(POLL_SWEEP_S[0])} poll and "
+        f"{format_duration(polls[-1])} with {format_duration(POLL_SWEEP_S[-1])} (the poll "
+        "sweep); "
         "inline sends (the payload in the doorbell write, no DMA read) are not modelled",
     ]
     params = profile_params(

@@ -123,7 +123,7 @@ def measure_c4(settings: Settings, tick: Tick) -> Measurement:
         "read latency",
         "drive read latency",
         "s",
-        "difference",
+        "by",
         "frac",
     )
     drives = DRIVE_READ_SWEEP_QUICK if settings.quick else DRIVE_READ_SWEEP
@@ -147,8 +147,8 @@ def measure_c4(settings: Settings, tick: Tick) -> Measurement:
         drive.add(
             read_s,
             {
-                "RDMA lower than TCP by": 1 - at["nvmeof"] / at["nvme-tcp"],
-                "RDMA above local by": at["nvmeof"] / at["local-nvme"] - 1,
+                "NVMe-oF/RDMA below NVMe/TCP": 1 - at["nvmeof"] / at["nvme-tcp"],
+                "NVMe-oF/RDMA above local": at["nvmeof"] / at["local-nvme"] - 1,
             },
         )
     rdma_stack = Sweep(
@@ -184,8 +184,8 @@ def measure_c4(settings: Settings, tick: Tick) -> Measurement:
         f"{stack_range[0] * 1e6:.0f}-{stack_range[-1] * 1e6:.0f} µs the RDMA side is lower by "
         f"{span(stack, 'NVMe-oF/RDMA vs NVMe/TCP')} (the TCP-stack sweep)",
         "the drive's read latency is a guess (80 µs, range 20-100 µs): over that range the "
-        f"RDMA side is lower than TCP by {span(drive, 'RDMA lower than TCP by')} and above "
-        f"local by {span(drive, 'RDMA above local by')}; a slower drive dilutes both "
+        f"RDMA side is lower than TCP by {span(drive, 'NVMe-oF/RDMA below NVMe/TCP')} and "
+        f"above local by {span(drive, 'NVMe-oF/RDMA above local')}; a slower drive dilutes both "
         "differences (the drive sweep)",
         "the RDMA stack's own latency is an assumption (5 µs, range 2-20 µs): over that "
         f"range NVMe-oF/RDMA is above local by {span(rdma_stack, 'NVMe-oF/RDMA')} (the "
