@@ -83,6 +83,7 @@ def test_event_log_is_bounded() -> None:
     [
         ("-1ms", "duration must be positive"),
         ("0ms", "positive time with a unit"),
+        ("0", "duration must be positive, got '0'"),  # (not "needs a unit: e.g. 0ms")
         ("0.05", r"needs a unit \(ns, us, ms, s\): e.g. 0.05ms"),
         ("soon", "positive time with a unit .*got 'soon'"),
         ("inf", "needs a unit"),
@@ -101,6 +102,10 @@ def test_durations_and_params_parse() -> None:
     assert parse_params("ber=1e-6, mode=soft") == {"ber": 1e-6, "mode": "soft"}
     with pytest.raises(CommandError, match="must look like name=value"):
         parse_params("ber")
+    with pytest.raises(CommandError, match="parameter 'ber' is given twice"):
+        parse_params("ber=1e-6 ber=1e-3")
+    with pytest.raises(CommandError, match=r"got .9{120}.\.\.\. \(404 characters\)"):
+        parse_params("ber=" + "9" * 400 + "e999")  # a long value is cut, not echoed whole
 
 
 def test_form_rejects_unknown_link_with_a_suggestion() -> None:

@@ -5,6 +5,7 @@ title reads, and the compare view's ``+``/``-`` drive both engines (issue 13).""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import pytest
@@ -19,6 +20,7 @@ from console.screens.help import HelpScreen
 from console.screens.link_detail import spark_rows
 from console.stepped import SteppedSource
 from console.widgets.links_table import LinksTable
+from fabric_core.commands import Command, CommandResult
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
 from tests.test_console_screens import shown
@@ -230,3 +232,34 @@ async def test_the_layout_uses_the_terminal(size: tuple[int, int]) -> None:
         assert isinstance(screen, CompareScreen)
         timelines = screen.query_one("#faults-both")
         assert timelines.size.height >= 5 and timelines.region.bottom >= height - 3
+
+
+async def test_a_quick_double_enter_injects_one_fault_and_closes_the_form_once() -> None:
+    """The second Enter came while the first command was on its way: it injected a second
+    fault, and the form was dismissed twice, which ended the console with a
+    ScreenStackError."""
+    src = source()
+    applied = src.submit
+
+    async def on_its_way(command: Command) -> CommandResult:  # as an engine process answers
+        await asyncio.sleep(0.3)
+        return await applied(command)
+
+    src.submit = on_its_way  # type: ignore[method-assign]
+    app = FabtopApp(src, render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("i", *"leaf00->spine01")
+        form = app.screen
+        assert isinstance(form, FaultFormScreen)
+        target = form.query_one("#target", Input)
+        # two Enters before the first is handled (the pilot waits between key presses)
+        await target.action_submit()
+        await target.action_submit()
+        await settle(pilot, lambda: not isinstance(app.screen, FaultFormScreen))
+        await pilot.pause(0.2)
+        snap = src.latest()
+        assert snap is not None
+        assert [(f.kind, f.target) for f in snap.active_faults] == [
+            ("link_down", "leaf00->spine01")
+        ]
+        assert app.is_running

@@ -14,14 +14,14 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Select, Static
 
 from console.faultkinds import FaultKind, fault_kinds, kind_named
 from console.targets import normalise_target
-from fabric_core.commands import Command, CommandError, CommandResult, InjectFault, unknown
+from fabric_core.commands import Command, CommandError, CommandResult, InjectFault, shown, unknown
 from fabric_core.runtime.snapshot import Snapshot
 from fabric_core.units import parse_duration as parse_quantity
 
@@ -43,14 +43,18 @@ def parse_params(text: str) -> dict[str, float | str]:
     for item in text.replace(",", " ").split():
         name, sep, value = item.partition("=")
         if not sep or not name or not value:
-            raise CommandError(f"parameter {item!r} must look like name=value (e.g. ber=1e-6)")
+            raise CommandError(f"parameter {shown(item)} must look like name=value (e.g. ber=1e-6)")
+        if name in params:
+            raise CommandError(f"parameter {shown(name)} is given twice")
         try:
             number = float(value)
         except ValueError:
             params[name] = value
             continue
         if not math.isfinite(number):
-            raise CommandError(f"parameter {name!r} must be a finite number, got {value!r}")
+            raise CommandError(
+                f"parameter {shown(name)} must be a finite number, got {shown(value)}"
+            )
         params[name] = number
     return params
 
@@ -64,11 +68,13 @@ def parse_duration(text: str) -> float | None:
     if text.startswith("-"):
         raise CommandError(f"duration must be positive, got {text!r}")
     try:
-        float(text)
+        number = float(text)
     except ValueError:
         pass
     else:
-        raise CommandError(f"duration {text!r} needs a unit (ns, us, ms, s): e.g. {text}ms")
+        if not number > 0:
+            raise CommandError(f"duration must be positive, got {shown(text)}")
+        raise CommandError(f"duration {shown(text)} needs a unit (ns, us, ms, s): e.g. {text}ms")
     try:
         value = parse_quantity(text)
     except ValueError:
@@ -156,8 +162,9 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
     DEFAULT_CSS = """
     FaultFormScreen { align: center middle; }
-    FaultFormScreen > Vertical {
-        width: 76; height: auto; border: thick $error; background: $surface; padding: 1 2;
+    FaultFormScreen > VerticalScroll {
+        width: 76; height: auto; max-height: 100%; border: thick $error; background: $surface;
+        padding: 1 2;
     }
     FaultFormScreen Label { margin-top: 1; }
     FaultFormScreen #error { color: $error; text-style: bold; margin-top: 1; height: auto; }
@@ -184,6 +191,9 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
         self._kind = kind
         self._title = title
         self._confirmed: tuple[str, str] | None = None
+        #: a command is on its way: another Enter must not send it again (a quick double
+        #: Enter injected two faults and then dismissed the form twice, which crashed)
+        self._sending = False
 
     def compose(self) -> ComposeResult:
         kinds = [(k.name, k.name) for k in fault_kinds()]
@@ -191,7 +201,9 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
         if self._snapshot is not None:
             names = [*self._snapshot.links.name, *self._snapshot.nodes.name]
         initial_kind = self._kind if any(k == self._kind for _, k in kinds) else kinds[0][1]
-        with Vertical():
+        # scrolls where the terminal is shorter than the form (80x24): the error line is
+        # scrolled into view whenever it changes
+        with VerticalScroll():
             yield Static(f"[b]{self._title}[/b]")
             yield Label("Kind")
             yield Select(kinds, value=initial_kind, allow_blank=False, id="kind")
@@ -243,6 +255,8 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
     @on(Input.Submitted)
     @on(Button.Pressed, "#inject")
     async def _inject(self) -> None:
+        if self._sending:
+            return
         error = self.query_one("#error", Static)
         try:
             cmd = build_inject(
@@ -254,24 +268,35 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
                 self._link_names,
             )
         except CommandError as exc:
-            error.update(f"✗ {exc}")
+            self._say(f"✗ {exc}")
             return
         kind = kind_named(cmd.kind)
         confirm_key = (cmd.kind, cmd.target)
         if kind is not None and kind.destructive and self._confirmed != confirm_key:
             # Two steps for what takes a whole switch down: say so, inject on the second press.
             self._confirmed = confirm_key
-            error.update(
+            self._say(
                 f"⚠ {cmd.kind} takes {cmd.target} and all its links down: "
                 "press Inject again to confirm"
             )
             return
         error.update("sending…")
-        result = await self._submit(cmd)
+        self._sending = True
+        try:
+            result = await self._submit(cmd)
+        finally:
+            self._sending = False
         if not result.ok:
-            error.update(f"✗ {result.error}")
+            self._say(f"✗ {result.error}")
             return
+        self._sending = True  # for good: the form is closing
         self.dismiss(result)
+
+    def _say(self, text: str) -> None:
+        """Show ``text`` on the error line, scrolled into view."""
+        error = self.query_one("#error", Static)
+        error.update(text)
+        error.scroll_visible(animate=False)
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:

@@ -340,6 +340,8 @@ class FaultBook:
         many other GPUs, and a sender cannot offer more than its NIC's line rate."""
         others = sum(1 for k in self.nodes.kind if k == "gpu") - 1
         senders = float(params["senders"])
+        if not senders.is_integer():
+            raise CommandError(f"incast: senders must be a whole number of GPUs, got {senders:g}")
         if senders > others:
             raise CommandError(
                 f"incast: senders must be at most {others} (the GPUs other than the target),"

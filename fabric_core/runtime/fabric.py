@@ -29,7 +29,11 @@ from fabric_core.commands import (
     StopWorkload,
     unknown,
 )
-from fabric_core.faults import recovery
+
+# (ibgda: every fault kind registered wherever a fabric runs, not only where the endpoint
+# model has been imported: an engine process refused version_mismatch, which its console
+# offered)
+from fabric_core.faults import ibgda, recovery  # noqa: F401
 from fabric_core.faults.book import FaultBook, goodput_fraction
 from fabric_core.net import endpoint_costs
 from fabric_core.net.paths import StaticRoutes
