@@ -27,16 +27,20 @@ def test_injects_past_the_open_limit_are_refused_until_some_are_cleared(
 ) -> None:
     monkeypatch.setattr(book_module, "MAX_OPEN_FAULTS", 3)
     engine = _engine()
-    degrade = InjectFault(kind="link_degraded", target=LINK, params={"ber": 1e-9})
-    for _ in range(3):
-        assert engine.apply(degrade).ok
-    refused = engine.apply(degrade)
+    links = [name for name in engine.fabric.topo.links.name if "->spine" in name][:4]
+
+    def degrade(link: str) -> InjectFault:
+        return InjectFault(kind="link_degraded", target=link, params={"ber": 1e-9})
+
+    for link in links[:3]:
+        assert engine.apply(degrade(link)).ok
+    refused = engine.apply(degrade(links[3]))
     assert not refused.ok and refused.error is not None
     assert "3 faults are open (at most 3): clear some first" in refused.error
     assert len(engine.fabric.faults.active()) == 3  # nothing half-made
     assert engine.apply(ClearFault(all=True)).ok
     engine.fabric.run_ticks(5)  # a degraded link recovers when cleared
-    assert engine.apply(degrade).ok
+    assert engine.apply(degrade(links[3])).ok
 
 
 def test_settled_faults_are_forgotten_oldest_first_but_their_ids_stay_known(
@@ -55,3 +59,21 @@ def test_settled_faults_are_forgotten_oldest_first_but_their_ids_stay_known(
     assert again.error is not None and "fault 'f0' is already cleared" in again.error
     never = engine.apply(ClearFault(fault_id="f9"))
     assert never.error is not None and "unknown active fault 'f9'" in never.error
+
+
+def test_the_same_fault_again_on_a_link_it_holds_is_refused_naming_the_first() -> None:
+    """A second link_down on a link already down changed nothing, and its timeline said it
+    recovered at once (a review of the console); an incast, traffic, adds up."""
+    engine = _engine()
+    assert engine.apply(InjectFault(kind="link_down", target=LINK)).ok
+    back = "->".join(reversed(LINK.split("->")))
+    again = engine.apply(InjectFault(kind="link_down", target=back))
+    assert again.error == (
+        f"link_down is already active on {LINK} (f0): clear it first (it holds {back} too)"
+    )
+    assert engine.apply(InjectFault(kind="link_degraded", target=LINK)).ok  # another kind
+    burst = InjectFault(kind="incast", target="gpu0001", params={"senders": 2})
+    assert engine.apply(burst).ok and engine.apply(burst).ok
+    assert engine.apply(ClearFault(fault_id="f0")).ok
+    engine.fabric.run_ticks(5)
+    assert engine.apply(InjectFault(kind="link_down", target=LINK)).ok

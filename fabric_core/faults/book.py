@@ -315,6 +315,7 @@ class FaultBook:
                 )
             else:
                 ids = np.zeros(0, dtype=np.int64)
+        self._refuse_a_second(kind, ids, node, cmd.target)
         params: dict[str, float | str] = {}
         extra = sorted(set(cmd.params) - set(kind.params))
         if extra:
@@ -334,6 +335,23 @@ class FaultBook:
         if kind.name == "incast":
             self._check_incast(node, params)
         return kind, ids, node, params
+
+    def _refuse_a_second(
+        self, kind: FaultKind, ids: NDArray[np.int64], node: int, target: str
+    ) -> None:
+        """A fault of a kind already active on the same link (either direction) or node
+        changes nothing the first one has not (a link is down or it is not), so its
+        timeline would say it recovered at once: refused, naming the first. Incasts,
+        bursts of traffic, add up and are not refused."""
+        if kind.name == "incast":
+            return
+        for f in self.active(kind.name):
+            same = f.node == node if kind.target != "link" else bool(np.isin(ids, f.links).any())
+            if same:
+                raise CommandError(
+                    f"{kind.name} is already active on {f.target} ({f.id}): clear it first"
+                    + ("" if f.target == target else f" (it holds {target} too)")
+                )
 
     def _check_incast(self, node: int, params: dict[str, float | str]) -> None:
         """An incast's parameters against what the fabric can carry: there must be that
