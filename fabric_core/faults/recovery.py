@@ -47,6 +47,7 @@ from fabric_core.net.tables import LinkStatus
 from fabric_core.tick.host import FlowControlHost
 from fabric_core.tick.lazy import LazyModule
 from fabric_core.tick.pfc import PfcQueues
+from fabric_core.units import format_bytes, format_duration
 
 if TYPE_CHECKING:
     from fabric_core.tick.kernels import blackhole as blackhole_kernels
@@ -195,8 +196,8 @@ def _progress(
                     "info",
                     "rerouted",
                     f.target,
-                    f"{moved} flows rerouted around {f.target} ({recovery_mode(p)}); "
-                    f"{f.lost_bytes:.0f} B lost and resent so far",
+                    f"{moved} flows rerouted around {f.target} ({recovery_mode(p)}, {f.id}); "
+                    f"{format_bytes(f.lost_bytes)} lost and resent so far",
                 )
         if f.recovered_at_s is None:
             _check_recovered(fabric, book, f, now)
@@ -260,7 +261,13 @@ def _advance(
         fl = fabric.flows
         waiting = float(np.where(fl.path == link, fl.backlog, 0.0).sum())
         if waiting > fabric.profile.buffer_per_vl_bytes:
-            _detected(fabric, f, now, f"{waiting:.0f} B queued for {f.target}")
+            _detected(fabric, f, now, f"{format_bytes(waiting)} queued for {f.target}")
+
+
+def _after(f: Fault, now: float) -> str:
+    """The simulated time since ``f`` was injected, as the console writes durations (16 µs,
+    2.02 ms); each event names its fault, so two faults' events never read as one."""
+    return format_duration(now - f.injected_at_s)
 
 
 def _detected(fabric: RecoveryHost, f: Fault, now: float, how: str) -> None:
@@ -269,7 +276,7 @@ def _detected(fabric: RecoveryHost, f: Fault, now: float, how: str) -> None:
         "warning",
         "fault_detected",
         f.target,
-        f"{f.kind} on {f.target} detected {how} after {now - f.injected_at_s:.6g} s",
+        f"{f.kind} on {f.target} detected {how} after {_after(f, now)} ({f.id})",
     )
 
 
@@ -279,7 +286,7 @@ def _mitigated(fabric: RecoveryHost, f: Fault, now: float, how: str) -> None:
         "info",
         "fault_mitigated",
         f.target,
-        f"{f.kind} on {f.target} mitigated after {now - f.injected_at_s:.6g} s: {how}",
+        f"{f.kind} on {f.target} mitigated after {_after(f, now)} ({f.id}): {how}",
     )
 
 
@@ -305,7 +312,7 @@ def _check_recovered(fabric: RecoveryHost, book: FaultBook, f: Fault, now: float
         "fault_recovered",
         f.target,
         f"{f.kind} on {f.target}: traffic back to {RECOVERED_FRACTION:.0%} of its pre-fault "
-        f"level {now - f.injected_at_s:.6g} s after injection",
+        f"level {_after(f, now)} after injection ({f.id})",
     )
 
 
