@@ -78,6 +78,9 @@ class FabtopApp(App[None]):
         Binding("c", "compare", "Compare"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
+        # as in any terminal program, from every screen and field (Textual's own ctrl+c
+        # only says to press ctrl+q)
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
 
     def __init__(

@@ -194,3 +194,21 @@ def test_an_engine_process_compiling_kernel_after_kernel_is_one_stretch(
     clock[0] = 56.0 + ps.COMPILE_GAP_S + 1  # a kernel met much later: a stretch of its own
     source._take(("compiling", "finish_flows"))
     assert source.compiling == Compiling("finish_flows", since=clock[0])
+
+
+def test_the_faults_panel_lists_the_newest_active_fault_first() -> None:
+    """The panel shows a few rows: the fault just injected was listed last, below the fold
+    once eight were open (a review of the console)."""
+    from console.widgets.faults_panel import faults_to_show
+    from fabric_core.commands import ClearFault, InjectFault
+    from fabric_core.runtime.fabric import Fabric
+
+    fabric = Fabric.from_scenario(load_scenario("tiny"))
+    links = [n for n in fabric.topo.links.name if n.startswith("leaf")][:12]
+    for link in links[:11]:
+        fabric.apply(InjectFault(kind="link_degraded", target=link))
+        fabric.run_ticks(2)
+    fabric.apply(ClearFault(fault_id="f0"))
+    fabric.run_ticks(2)
+    shown = [f.id for f in faults_to_show(fabric.snapshot())]
+    assert shown == [f"f{i}" for i in range(10, 0, -1)] + ["f0"]

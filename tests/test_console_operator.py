@@ -263,3 +263,13 @@ async def test_a_quick_double_enter_injects_one_fault_and_closes_the_form_once()
             ("link_down", "leaf00->spine01")
         ]
         assert app.is_running
+
+
+async def test_ctrl_c_quits_from_a_form_as_in_any_terminal_program() -> None:
+    app = FabtopApp(source(), render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("i", *"leaf00")  # a field has the focus
+        assert isinstance(app.screen, FaultFormScreen)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not app.is_running

@@ -49,11 +49,19 @@ def fault_row(fault: FaultView, now_s: float) -> tuple[str, ...]:
 
 
 def faults_to_show(snap: Snapshot) -> list[FaultView]:
-    """Active faults first (oldest first), then the most recently cleared ones."""
+    """Active faults first, newest first (the panel holds a few rows: the fault just
+    injected must not land below its fold), then the most recently cleared ones."""
     active = [f for f in snap.faults if f.cleared_at_s is None]
     cleared = [f for f in snap.faults if f.cleared_at_s is not None]
     cleared.sort(key=lambda f: f.cleared_at_s or 0.0, reverse=True)
-    return sorted(active, key=lambda f: f.injected_at_s) + cleared[:KEEP_CLEARED]
+    active.sort(key=lambda f: (f.injected_at_s, _number(f.id)), reverse=True)
+    return active + cleared[:KEEP_CLEARED]
+
+
+def _number(fault_id: str) -> int:
+    """``f12`` -> 12: faults injected at one tick, in the order they were."""
+    digits = fault_id.lstrip("f")
+    return int(digits) if digits.isdigit() else -1
 
 
 class FaultsPanel(DataTable[Text]):
