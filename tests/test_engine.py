@@ -237,8 +237,10 @@ async def test_a_fault_sent_to_both_lockstepped_engines_is_injected_at_the_same_
 
     tasks = [asyncio.create_task(e.run()) for e in (native, roce)]
     await until(both_past(50))
-    for i in range(3):
-        cmd = InjectFault(id=f"both-{i}", kind="link_down", target=f"leaf00->spine0{i % 2}")
+    faults = (("link_down", "leaf00->spine00"), ("link_down", "leaf00->spine01"),
+              ("link_degraded", "leaf00->spine00"))  # fmt: skip
+    for i, (kind, target) in enumerate(faults):
+        cmd = InjectFault(id=f"both-{i}", kind=kind, target=target)
         results = await Engine.submit_together((native, roce), cmd)
         assert all(r.ok for r in results), results
         await until(both_past(50 * (i + 2)))

@@ -98,3 +98,25 @@ async def test_health_is_flat_out_at_speed_zero() -> None:
     engine = _engine(speed=0.0)
     assert engine.health.pacing == "flat-out"
     assert engine.health.queued_commands == 0
+
+
+async def test_a_slower_speed_steps_on_at_once_and_measures_afresh() -> None:
+    """The batch running when the speed fell, sized for the speed before, was paced at the
+    new one: at 1e-5 after 1e-3 the engine slept some 10 s (at 1e-6, for hours) with the
+    old speed still shown as measured; and a paused engine measured the speed before."""
+    engine = _engine(speed=1e-3)
+    task = asyncio.create_task(engine.run())
+    try:
+        await until(lambda: engine.fabric.tick > 200, timeout=300)  # compiled, stepping
+        assert (await engine.submit(SetSpeed(speed=1e-5))).ok
+        assert engine.snapshot().measured_speed == 0.0  # nothing measured at 1e-5 yet
+        tick = engine.fabric.tick
+        # 1 us ticks at 1e-5: one every 0.1 s; a bound against the 10 s sleep, not a timing
+        await until(lambda: engine.fabric.tick >= tick + 5, "ticks at the new speed", timeout=8)
+        await until(lambda: engine.snapshot().measured_speed > 0, "a measured speed", timeout=8)
+        assert engine.snapshot().measured_speed < 1e-4  # the new speed's, not the old one's
+        assert (await engine.submit(Pause())).ok
+        assert engine.snapshot().measured_speed == 0.0
+    finally:
+        engine.stop()
+        await task

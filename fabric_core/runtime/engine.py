@@ -215,6 +215,7 @@ class Engine:
         # (wall, simulated) time the pace counts from: sleeps aim at a cumulative deadline,
         # so a sleep that overruns (a busy event loop) is made up by the next one
         self._pace_from: tuple[float, float] | None = None
+        self._repace = False  # the speed changed: pace from the end of the next batch
         self._last_publish = 0.0
 
     @staticmethod
@@ -316,7 +317,14 @@ class Engine:
                 detail = {}
             elif isinstance(command, SetSpeed):
                 self.speed = command.speed
+                # the pace starts again after the next batch, whose ticks were sized for the
+                # speed before: paced from its start at a much slower speed, it slept for
+                # hours (until the next command); and the speed measured at the old one is
+                # no measure of the new
                 self._pace_from = None
+                self._repace = True
+                self._recent = (0.0, 0.0)
+                self._measured_speed = 0.0
                 detail = {"speed": command.speed}
             else:
                 detail = dict(self.fabric.apply(command))
@@ -341,7 +349,7 @@ class Engine:
             pacing = "paused"
         elif self.speed == 0:
             pacing = "flat-out"
-        elif wall > 0 and self._measured_speed < self.BEHIND * self.speed:
+        elif self._recent[1] > 0 and self._measured_speed < self.BEHIND * self.speed:
             pacing = "behind" if busy >= 0.5 else "starved"
         else:
             pacing = "ok"
@@ -354,7 +362,7 @@ class Engine:
         return self.fabric.snapshot(
             wall_time_s=time.monotonic() - self._wall_start,
             target_speed=self.speed,
-            measured_speed=self._measured_speed,
+            measured_speed=self._measured_speed if self.running else 0.0,
             running=self.running,
         )
 
@@ -496,9 +504,15 @@ class Engine:
         per_tick = wall / n
         self._ticks_per_batch = max(1, min(10_000, int(self.max_batch_wall_s / 2 / per_tick)))
         waited = 0.0
+        # the batch that ran at the speed before (unpaced at the new one) measures neither
+        unpaced = self._repace and self.speed > 0
+        if self.speed == 0:
+            self._repace = False
         if self.speed > 0:
             if self._pace_from is None:
-                self._pace_from = (since, sim0)
+                now = time.monotonic()
+                self._pace_from = (now, self.fabric.sim_time_s) if self._repace else (since, sim0)
+                self._repace = False
             wall_from, sim_from = self._pace_from
             wait = wall_from + (self.fabric.sim_time_s - sim_from) / self.speed - time.monotonic()
             if wait > 0:
@@ -515,11 +529,13 @@ class Engine:
         self._mark = now
         # simulated over wall time of the recent batches (weighted by their length, so a
         # short batch that catches up after an overlong sleep does not count for more)
+        busy_step, busy_wall = self._busy
+        self._busy = (0.8 * busy_step + stepping, 0.8 * busy_wall + elapsed - waited)
+        if unpaced:
+            return  # it says nothing of the new speed: neither measured nor adapted to
         recent_sim, recent_wall = self._recent
         self._recent = (0.8 * recent_sim + sim, 0.8 * recent_wall + elapsed)
         self._measured_speed = self._recent[0] / self._recent[1]
-        busy_step, busy_wall = self._busy
-        self._busy = (0.8 * busy_step + stepping, 0.8 * busy_wall + elapsed - waited)
         if self.speed > 0 and self.max_tick_s is not None:
             # behind: busy all the time and still below the pace (smoothed over batches)
             behind = waited == 0 and self._measured_speed < self.BEHIND * self.speed
