@@ -273,3 +273,22 @@ async def test_ctrl_c_quits_from_a_form_as_in_any_terminal_program() -> None:
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert not app.is_running
+
+
+async def test_tab_completes_a_gpu_kinds_target_to_a_gpu_not_a_link() -> None:
+    from textual.widgets import Select
+
+    app = FabtopApp(source(), render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("i")
+        form = app.screen
+        assert isinstance(form, FaultFormScreen)
+        form.query_one("#kind", Select).value = "pfc_storm"  # targets a GPU
+        await pilot.pause()
+        target = form.query_one("#target", Input)
+        target.focus()
+        await pilot.press(*"gpu0001")
+        await pilot.pause()
+        await pilot.press("tab")  # nothing of the GPU's sort to complete: the next field
+        assert target.value == "gpu0001"
+        assert app.focused is not target

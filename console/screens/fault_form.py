@@ -197,9 +197,6 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
 
     def compose(self) -> ComposeResult:
         kinds = [(k.name, k.name) for k in fault_kinds()]
-        names: list[str] = []
-        if self._snapshot is not None:
-            names = [*self._snapshot.links.name, *self._snapshot.nodes.name]
         initial_kind = self._kind if any(k == self._kind for _, k in kinds) else kinds[0][1]
         # scrolls where the terminal is shorter than the form (80x24): the error line is
         # scrolled into view whenever it changes
@@ -211,7 +208,7 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
             yield CompletingInput(
                 self._target,
                 placeholder="leaf00->spine01 (or leaf00:spine01)",
-                suggester=SuggestFromList(names, case_sensitive=False),
+                suggester=SuggestFromList(self._names_for(initial_kind), case_sensitive=False),
                 id="target",
             )
             yield Label("Parameters (name=value …)")
@@ -232,7 +229,26 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
     def _kind_changed(self, event: Select.Changed) -> None:
         self._show_hint(str(event.value))
 
+    def _names_for(self, kind_name: str) -> list[str]:
+        """What Tab may complete a target to: names of the sort the kind targets (a GPU
+        kind's target completed to a link, ``gpu0001->leaf00``, before)."""
+        snap = self._snapshot
+        if snap is None:
+            return []
+        kind = kind_named(kind_name)
+        wanted = "node" if kind is None else kind.target
+        if wanted == "link":
+            return list(snap.links.name)
+        return [
+            name
+            for name, sort in zip(snap.nodes.name, snap.nodes.kind, strict=True)
+            if wanted in ("node", sort)
+        ]
+
     def _show_hint(self, kind_name: str) -> None:
+        self.query_one("#target", Input).suggester = SuggestFromList(
+            self._names_for(kind_name), case_sensitive=False
+        )
         kind = kind_named(kind_name)
         hint = ""
         if kind is not None:
