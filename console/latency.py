@@ -33,6 +33,13 @@ class ClassLatency:
     count: int  # observations in the window
     p99_history_s: tuple[float, ...]
 
+    @property
+    def stalled(self) -> bool:
+        """Nothing of the class completed in the window: the quantiles are the last ones
+        measured, not what its messages wait now (a RoCE link down before BFD sees it
+        held a class's old, short p99 on screen while its messages waited)."""
+        return self.count == 0 and not math.isnan(self.p99_s)
+
 
 class LatencyWindow:
     """Tracks per-class histograms across samples; see the module docstring."""

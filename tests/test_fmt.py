@@ -51,3 +51,35 @@ def test_the_compare_views_ratio_drops_its_decimals_from_a_hundred_on() -> None:
     assert ratio(1.0, 99.994).plain == "×99.99"
     assert ratio(1.0, 2.0).style == "bold red" and ratio(2.0, 1.0).style == "bold green"
     assert ratio(0.0, 1.0).plain == "—"
+    assert ratio(901e-6, 3.96e-6).plain == "×0.0044"  # read ×0.00 before
+    assert ratio(1.0, 0.25).plain == "×0.25"
+
+
+def test_a_class_that_completed_nothing_lately_is_marked_stalled_not_shown_as_now() -> None:
+    """A RoCE link down, before BFD sees it: the class's last p99 stayed on screen as if
+    measured now, and its ratio against the other fabric read "RoCE better"."""
+    from console.latency import ClassLatency
+    from console.widgets.latency_panel import class_line
+
+    waiting = ClassLatency("bulk", 47e-6, 59e-6, 80e-6, 0, ())
+    fresh = ClassLatency("bulk", 47e-6, 59e-6, 80e-6, 12, ())
+    idle = ClassLatency("bulk", float("nan"), float("nan"), float("nan"), 0, ())
+    assert waiting.stalled and not fresh.stalled and not idle.stalled
+    assert class_line(waiting).plain.endswith("none done lately")
+    assert "none done" not in class_line(fresh).plain
+
+
+def test_the_difference_table_says_stalled_instead_of_a_ratio() -> None:
+    from rich.console import Console
+
+    from console.latency import ClassLatency
+    from console.screens.compare import difference_table
+    from console.viewstate import FabricView
+
+    left, right = FabricView(), FabricView()
+    left.latency = {"bulk": ClassLatency("bulk", 80e-6, 1.35e-3, 2e-3, 40, ())}
+    right.latency = {"bulk": ClassLatency("bulk", 47.7e-6, 58.8e-6, 80e-6, 0, ())}
+    console = Console(width=120, record=True)
+    console.print(difference_table(left, right))
+    row = next(line for line in console.export_text().splitlines() if line.startswith("bulk"))
+    assert row.split()[-1] == "stalled" and "×0.04" not in row

@@ -21,7 +21,9 @@ def class_line(lat: ClassLatency) -> Text:
     text.append(f"{lat.name:<9.9}", "bold")
     for label, value in (("p50", lat.p50_s), ("p99", lat.p99_s), ("p99.9", lat.p999_s)):
         text.append(f" {label} ", "dim")
-        text.append(f"{fmt_seconds(value):>8}")
+        text.append(f"{fmt_seconds(value):>8}", "dim" if lat.stalled else "")
+    if lat.stalled:
+        text.append("  none done lately", "bold yellow")
     return text
 
 
