@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 
 #: Seconds between two reads of the latest snapshot while the terminal has focus.
 RENDER_INTERVAL_S = 0.25
+#: Terminal rows below which the panels shrink to fit (the full layout wants some 36)
+SHORT_ROWS = 36
 #: When the terminal loses focus, redraw only every this many timer ticks.
 UNFOCUSED_EVERY = 8
 
@@ -144,7 +146,12 @@ class FabtopApp(App[None]):
                 yield self.event_log
         yield Footer(compact=True)
 
+    def on_resize(self, event: events.Resize) -> None:
+        """Give every panel some rows on a short terminal (``.-short`` in app.tcss)."""
+        self.set_class(event.size.height < SHORT_ROWS, "-short")
+
     def on_mount(self) -> None:
+        self.set_class(self.size.height < SHORT_ROWS, "-short")
         self.query_one("#map-box").border_title = "Fabric map (worst port)"
         self.query_one("#faults-box").border_title = "Faults"
         self.query_one("#events-box").border_title = "Events"

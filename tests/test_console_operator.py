@@ -292,3 +292,15 @@ async def test_tab_completes_a_gpu_kinds_target_to_a_gpu_not_a_link() -> None:
         await pilot.press("tab")  # nothing of the GPU's sort to complete: the next field
         assert target.value == "gpu0001"
         assert app.focused is not target
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 44)])
+async def test_every_panel_keeps_rows_on_the_terminal(size: tuple[int, int]) -> None:
+    """At 80x24 the faults and events fell off the bottom of the screen."""
+    app = FabtopApp(source(), render_interval_s=0.05)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(0.3)
+        rows = size[1]
+        for box in ("#faults-box", "#events-box", "#links-box", "#map-box"):
+            region = app.query_one(box).region
+            assert region.height >= 3 and region.bottom <= rows - 1, (box, region)

@@ -143,10 +143,15 @@ async def test_compare_difference_row_shows_both_values_and_red_where_worse() ->
         for cls, lat_a in native.latency.items():
             lat_b = roce.latency[cls]
             _, p50a, p50b, r50, p99a, p99b, r99 = rows[cls]
-            assert (p50a, p50b) == (fmt_seconds(lat_a.p50_s), fmt_seconds(lat_b.p50_s))
-            assert (p99a, p99b) == (fmt_seconds(lat_a.p99_s), fmt_seconds(lat_b.p99_s))
+            shown = [str(c) for c in (p50a, p50b, p99a, p99b)]
+            assert shown == [
+                fmt_seconds(v) for v in (lat_a.p50_s, lat_b.p50_s, lat_a.p99_s, lat_b.p99_s)
+            ]
             for cell, a, b in ((r50, lat_a.p50_s, lat_b.p50_s), (r99, lat_a.p99_s, lat_b.p99_s)):
                 assert isinstance(cell, Text)
+                if lat_a.stalled or lat_b.stalled:
+                    assert cell.plain == "stalled"
+                    continue
                 if not (math.isfinite(a) and math.isfinite(b)) or a <= 0:
                     assert cell.plain == "—"
                     continue

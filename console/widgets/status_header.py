@@ -55,18 +55,19 @@ class StatusHeader(TextView):
         if compiling is not None and not frozen:
             text.append(f" {compiling_note(compiling)} ", "magenta")
         if snap is not None:
-            fc = FLOW_CONTROL_NAMES.get(snap.flow_control, snap.flow_control)
-            text.append(f" {snap.cluster} ", "bold")
-            text.append(f"│ {snap.profile} · {fc} ")
-            text.append(f"│ sim {fmt_seconds(snap.sim_time_s)} · tick {fmt_seconds(snap.dt_s)} ")
+            # what changes and what an operator acts on first (faults, time, speed), the
+            # fabric's names after: an 80-column terminal cuts the end of the line
+            n_faults = len(snap.active_faults)
+            text.append(" ")
+            text.append(f"faults {n_faults}", "bold red" if n_faults else "")
+            text.append(f" │ sim {fmt_seconds(snap.sim_time_s)} · tick {fmt_seconds(snap.dt_s)} ")
             speed = f"speed {fmt_speed(snap.target_speed)}"
             if snap.measured_speed > 0:
                 speed += f" (now {fmt_speed(snap.measured_speed)})"
             text.append(f"│ {speed} ")
-            n_faults = len(snap.active_faults)
-            text.append("│ ")
-            text.append(f"faults {n_faults}", "bold red" if n_faults else "")
-            text.append(" ")
+            fc = FLOW_CONTROL_NAMES.get(snap.flow_control, snap.flow_control)
+            text.append(f"│ {snap.cluster} ", "bold")
+            text.append(f"│ {snap.profile} · {fc} ")
         text.append(f"│ metrics {metrics_address or 'off'} │ {source}")
         if read_only:
             text.append(" │ ")
