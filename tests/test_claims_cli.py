@@ -175,6 +175,7 @@ def test_only_runs_the_named_claims_and_plots(
             "c7_gap_3sw.svg",
             "c7_latency_1sw.svg",
             "c7_latency_3sw.svg",
+            "c7_small_latency_vs_poll.svg",
             "c7_switch_latency_gap.svg",
         ]
     else:
