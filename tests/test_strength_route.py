@@ -393,3 +393,25 @@ def test_a_new_profile_gives_new_flows_its_own_endpoint_costs(solver: Solver) ->
     fabric.profile = dataclasses.replace(prof, nic_latency_s=prof.nic_latency_s + 1e-6)
     _, after, _ = fabric.lanes_and_costs(*args)
     assert after[0] - before[0] == pytest.approx(2e-6, rel=1e-9)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_message_sent_inline_skips_the_payloads_dma_read(solver: Solver) -> None:
+    """A payload of at most ``inline_bytes`` rides in the work request the doorbell write
+    carries, so the NIC reads no payload from memory: such a flow's fixed latency is the
+    PCIe read round trip shorter than one a byte longer (perftest's latency tests send
+    inline, which is how the NIC figure the model starts from was measured)."""
+    prof = NATIVE_400G
+    fabric, _ = scripted_fabric(
+        leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=1), prof, [], dt_s=1e-6, solver=solver
+    )
+    links = fabric.topo.links.index
+    names = ["gpu0000->leaf00", "leaf00->spine00", "spine00->leaf01", "leaf01->gpu0001"]
+    path = np.array([[links[n]] * 2 for n in names], dtype=np.int32)
+    sizes = np.array([prof.inline_bytes, prof.inline_bytes + 1])
+    args = (path, np.array([4, 4], np.int8), np.zeros(2, np.int8), sizes)
+    _, fixed, _ = fabric.lanes_and_costs(*args)
+    assert fixed[1] - fixed[0] == pytest.approx(prof.pcie_read_latency_s, rel=1e-6)
+    fabric.profile = dataclasses.replace(prof, inline_bytes=0.0)  # inlining off
+    _, fixed, _ = fabric.lanes_and_costs(*args)
+    assert fixed[1] - fixed[0] == pytest.approx(0.0, abs=1e-15)

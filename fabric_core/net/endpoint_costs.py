@@ -40,6 +40,8 @@ class EndpointFigures(Protocol):
     @property
     def pcie_write_latency_s(self) -> float: ...
     @property
+    def inline_bytes(self) -> float: ...
+    @property
     def host_post_s(self) -> float: ...
     @property
     def host_poll_s(self) -> float: ...
@@ -118,6 +120,16 @@ NIC_PIPELINE_SOURCE = (
     "0-190 ns over pcie_write_latency_s' range of 100-300 ns). The PCIe transactions, the CPU's post and "
     "poll are charged separately (fabric_core.net.endpoint_costs)"
 )
+INLINE_BYTES = 220.0
+INLINE_SOURCE = (
+    "the largest payload sent inline, inside the work request the doorbell write carries, "
+    "so that the NIC reads no payload from memory (no DMA read round trip): perftest's "
+    "default for its RDMA-write latency test on ConnectX, DEF_INLINE_WRITE = 220 B "
+    "(perftest_parameters.h, 'Optimal Values for Inline'; 236 B for an RC send), the test "
+    "the NIC's ~600 ns end-to-end figure (nic_latency_s) comes from. Messages up to it skip "
+    "pcie_read_latency_s; an application that posts without IBV_SEND_INLINE pays it (0 B "
+    "turns inlining off)"
+)
 CPU_POST_S = 0.2e-6
 CPU_POST_SOURCE = (
     "a CPU thread posts one work request: build the WQE, ibv_post_send with a BlueFlame "
@@ -140,9 +152,16 @@ def pcie_Bps(profile: EndpointFigures) -> float:
 
 def data_path_fixed_s(profile: EndpointFigures) -> float:
     """Fixed part of every message's endpoint costs: both NIC pipelines, the sender's DMA
-    read round trip and the receiver's one-way DMA write."""
+    read round trip and the receiver's one-way DMA write (a message sent inline, of at
+    most ``inline_bytes``, takes ``inline_saving_s`` off it)."""
     p = profile
     return 2 * p.nic_latency_s + p.pcie_read_latency_s + p.pcie_write_latency_s
+
+
+def inline_saving_s(profile: EndpointFigures, size_bytes: float) -> float:
+    """What inlining takes off ``data_path_fixed_s`` for a message of ``size_bytes``: the
+    payload's DMA read round trip, for a payload of at most ``inline_bytes``."""
+    return profile.pcie_read_latency_s if size_bytes <= profile.inline_bytes else 0.0
 
 
 def pcie_rate_s(size_bytes: float, pcie: float, line_Bps: float) -> float:
@@ -164,7 +183,7 @@ def breakdown_s(profile: EndpointFigures, size_bytes: float, line_Bps: float) ->
         "post": p.host_post_s,
         "doorbell": p.pcie_write_latency_s,
         "nic pipelines": 2 * p.nic_latency_s,
-        "DMA read": p.pcie_read_latency_s,
+        "DMA read": p.pcie_read_latency_s - inline_saving_s(p, size_bytes),
         "PCIe rate bound": pcie_rate_s(size_bytes, pcie_Bps(p), line_Bps),
         "DMA write": p.pcie_write_latency_s,
         "poll": p.host_poll_s,

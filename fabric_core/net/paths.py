@@ -119,7 +119,11 @@ def fixed_costs(
     line = links.bandwidth_Bps[safe[0]] * p.mtu_bytes / (p.mtu_bytes + p.header_bytes)
     pcie = endpoint_costs.pcie_Bps(p)
     rate = np.maximum(size / pcie - size / line, 0.0)
-    fixed = prop + switches * p.switch_latency_s + endpoint_costs.data_path_fixed_s(p) + rate
+    # a payload of at most inline_bytes rides in the work request: no DMA read
+    inline = np.where(size <= p.inline_bytes, p.pcie_read_latency_s, 0.0)
+    fixed = (
+        prop + switches * p.switch_latency_s + endpoint_costs.data_path_fixed_s(p) - inline + rate
+    )
     has_buf = valid.copy()
     has_buf[:-1] &= valid[1:]
     has_buf[-1] = False

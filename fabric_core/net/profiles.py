@@ -88,6 +88,7 @@ class Profile:
     pcie_lanes: int = param(ec.PCIE_LANES, "PCIe lanes of the NIC's host link: x16 (same sources)")
     pcie_read_latency_s: float = param(ec.PCIE_READ_S, ec.PCIE_READ_SOURCE, "s")
     pcie_write_latency_s: float = param(ec.PCIE_WRITE_S, ec.PCIE_WRITE_SOURCE, "s")
+    inline_bytes: float = param(ec.INLINE_BYTES, ec.INLINE_SOURCE, "B")
     host_post_s: float = param(ec.CPU_POST_S, ec.CPU_POST_SOURCE, "s")
     host_poll_s: float = param(ec.RECV_POLL_S, ec.RECV_POLL_SOURCE, "s")
     propagation_s_per_m: float = param(

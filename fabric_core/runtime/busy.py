@@ -217,7 +217,7 @@ def start_arguments(
     occupancy and drain (which the kernel takes as they are tick by tick): the host costs
     of a message, then the two groups, as ``CompiledTick.start_routed`` hands them."""
     topo, p, fl, lb = fabric.topo, fabric.profile, fabric.flows, fabric.link_book
-    fixed_s, pcie = layout._endpoint_figures(p)
+    endpoint = layout._endpoint_figures(p)
     start_a = (
         layout.n_vls, topo.links.bandwidth_Bps, lb.known_down,
         *tick_kernels._routing_tables(topo), p.routing != "ecmp", layout.link_load_bytes,
@@ -227,7 +227,7 @@ def start_arguments(
     _, cycle_s, avg_Bps = lb.departures()
     start_b = (
         cycle_s, avg_Bps, fabric.pfc_paused_queues(), p.flow_control == "credit",
-        p.cut_through, p.switch_latency_s, fixed_s, pcie, float(p.mtu_bytes),
+        p.cut_through, p.switch_latency_s, *endpoint, float(p.mtu_bytes),
         float(p.header_bytes), fl.path, fl.vl, fl.backlog, fl.rate, fl.parent, fl.pending,
         fl.latest_finish_s, fl.active, fl.hops, fl.cls, fl.workload, fl.size, fl.delivered,
         fl.start_s, fl.extra_latency_s, fl.fixed_latency_s, fl.wait_s, fl.parent_size,

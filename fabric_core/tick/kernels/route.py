@@ -485,12 +485,16 @@ def lanes_and_costs(
     switch_latency_s: float,
     endpoint_fixed_s: float,
     pcie_Bps: float,
+    inline_bytes: float,
+    inline_saving_s: float,
     mtu_bytes: float,
     header_bytes: float,
 ) -> tuple[NDArray[np.int8], _F, _F, int]:
     """``paths.lanes`` and ``paths.fixed_costs`` for new flows: (lane per hop, fixed
     latency, FIFO wait, highest lane used). ``endpoint_fixed_s`` and ``pcie_Bps`` are
-    ``endpoint_costs.data_path_fixed_s`` and ``endpoint_costs.pcie_Bps`` of the profile.
+    ``endpoint_costs.data_path_fixed_s`` and ``endpoint_costs.pcie_Bps`` of the profile; a
+    flow of at most ``inline_bytes`` is sent inline, ``inline_saving_s`` (the payload's DMA
+    read) sooner.
     A queue's bytes wait at its departure rate (``kernels.departure.departure_rate`` of
     ``drain_Bps``, ``cycle_s`` and ``avg_Bps``), worked out for the buffers on the path
     only."""
@@ -529,7 +533,8 @@ def lanes_and_costs(
         # the payload crosses PCIe pipelined with the first link (paths.fixed_costs)
         line = bandwidth_Bps[max(path[0, f], 0)] * mtu_bytes / (mtu_bytes + header_bytes)
         rate = max(size[f] / pcie_Bps - size[f] / line, 0.0)
-        fixed[f] = prop + (hops[f] - 1.0) * switch_latency_s + endpoint_fixed_s + rate + saf
+        endpoint = endpoint_fixed_s - (inline_saving_s if size[f] <= inline_bytes else 0.0)
+        fixed[f] = prop + (hops[f] - 1.0) * switch_latency_s + endpoint + rate + saf
         wait[f] = w
     return vl, fixed, wait, top
 

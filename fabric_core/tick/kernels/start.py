@@ -73,6 +73,8 @@ def start_routed(
     switch_latency_s: float,
     endpoint_fixed_s: float,
     pcie_Bps: float,
+    inline_bytes: float,
+    inline_saving_s: float,
     mtu_bytes: float,
     header_bytes: float,
     # the flow table (in place, ``slots.fill_slots``)
@@ -119,7 +121,8 @@ def start_routed(
     new_vl, fixed, wait, top = lanes_and_costs(
         new_path, new_hops, vl0, size, node_tier, link_src, link_dst, prop_delay_s,
         bandwidth_Bps, occupancy, drain_Bps, cycle_s, avg_Bps, paused, n_vls, credit,
-        cut_through, switch_latency_s, endpoint_fixed_s, pcie_Bps, mtu_bytes, header_bytes,
+        cut_through, switch_latency_s, endpoint_fixed_s, pcie_Bps, inline_bytes,
+        inline_saving_s, mtu_bytes, header_bytes,
     )  # fmt: skip
     if top >= n_vls:
         return top

@@ -133,7 +133,7 @@ class CompiledTick:
     track_load: bool = True
     #: [(profile, its data-path fixed cost, its PCIe goodput)], worked out again only
     #: when the profile changes (a ``set`` command makes a new one)
-    _figures: list[tuple[Profile, float, float]] = field(default_factory=list, compare=False)
+    _figures: list[tuple[Profile, float, float, float, float]] = field(default_factory=list, compare=False)
     #: the move's per-link and per-buffer sums, kept from tick to tick (``move``): link
     #: rate, then occupancy, drain and inflow with a pad slot; and the links and buffers
     #: the last move's entries used, where they are not 0
@@ -413,18 +413,21 @@ class CompiledTick:
             raise CommandError("a route turns down-up more often than there are virtual lanes")
         return vl, fixed, wait
 
-    def _endpoint_figures(self, profile: Profile) -> tuple[float, float]:
-        """(data-path fixed cost, PCIe goodput) of ``profile`` (``endpoint_costs``)."""
+    def _endpoint_figures(self, profile: Profile) -> tuple[float, float, float, float]:
+        """(data-path fixed cost, PCIe goodput, largest inline payload, what inlining
+        saves) of ``profile`` (``endpoint_costs``)."""
         if not self._figures or self._figures[0][0] is not profile:
             self._figures[:] = [
                 (
                     profile,
                     endpoint_costs.data_path_fixed_s(profile),
                     endpoint_costs.pcie_Bps(profile),
+                    float(profile.inline_bytes),
+                    endpoint_costs.inline_saving_s(profile, 0.0),
                 )
             ]
-        _, fixed_s, pcie = self._figures[0]
-        return fixed_s, pcie
+        _, fixed_s, pcie, inline_bytes, inline_saving = self._figures[0]
+        return fixed_s, pcie, inline_bytes, inline_saving
 
     def solve(
         self,
