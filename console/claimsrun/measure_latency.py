@@ -165,8 +165,8 @@ def measure_c7(settings: Settings, tick: Tick) -> Measurement:
         f"{profs[NATIVE].pcie_write_latency_s * 1e9:.0f} ns): the {sizes[0]} B message takes "
         f"{format_duration(polls[0])} with a {format_duration(POLL_SWEEP_S[0])} poll and "
         f"{format_duration(polls[-1])} with {format_duration(POLL_SWEEP_S[-1])} (the poll "
-        "sweep); "
-        "inline sends (the payload in the doorbell write, no DMA read) are not modelled",
+        f"sweep); it is sent inline (at most {profs[NATIVE].inline_bytes:.0f} B: no DMA read "
+        "of the payload)",
     ]
     params = profile_params(
         settings,
@@ -180,6 +180,7 @@ def measure_c7(settings: Settings, tick: Tick) -> Measurement:
             "cable_m_leaf_spine",
             "host_post_s",
             "host_poll_s",
+            "inline_bytes",
             "pcie_read_latency_s",
             "pcie_write_latency_s",
         ),
