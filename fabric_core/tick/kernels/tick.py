@@ -133,7 +133,9 @@ class CompiledTick:
     track_load: bool = True
     #: [(profile, its data-path fixed cost, its PCIe goodput)], worked out again only
     #: when the profile changes (a ``set`` command makes a new one)
-    _figures: list[tuple[Profile, float, float, float, float]] = field(default_factory=list, compare=False)
+    _figures: list[tuple[Profile, float, float, float, float]] = field(
+        default_factory=list, compare=False
+    )
     #: the move's per-link and per-buffer sums, kept from tick to tick (``move``): link
     #: rate, then occupancy, drain and inflow with a pad slot; and the links and buffers
     #: the last move's entries used, where they are not 0
