@@ -54,8 +54,10 @@ def measure_c4(settings: Settings, tick: Tick) -> Measurement:
     d = 2e-3 if settings.quick else 5e-3
     depths = (1, 32) if settings.quick else (1, 4, 16, 32)
 
-    def p50(path: str, depth: int) -> float:
-        rep = _run("storage-random-read", path, d, settings, tick, depth=depth)
+    def p50(path: str, depth: int = 1, **storage: float) -> float:
+        """The 4 KiB read p50 on ``path``, with ``storage`` parameters set (a sweep's)."""
+        keys: dict[str, Any] = {"depth": depth, **({"storage": storage} if storage else {})}
+        rep = _run("storage-random-read", path, d, settings, tick, **keys)
         return kpi(rep, "probe", "io_latency_p50_seconds")
 
     sweep = Sweep(
@@ -102,19 +104,8 @@ def measure_c4(settings: Settings, tick: Tick) -> Measurement:
     )
     stack_range = TCP_STACK_SWEEP_QUICK if settings.quick else TCP_STACK_SWEEP
     for stack_s in stack_range:
-        rep = _run(
-            "storage-random-read",
-            "nvme-tcp",
-            d,
-            settings,
-            tick,
-            depth=1,
-            storage={"tcp_stack_latency_s": stack_s},
-        )
-        stack.add(
-            stack_s,
-            {"NVMe-oF/RDMA vs NVMe/TCP": 1 - rdma / kpi(rep, "probe", "io_latency_p50_seconds")},
-        )
+        tcp_at = p50("nvme-tcp", tcp_stack_latency_s=stack_s)
+        stack.add(stack_s, {"NVMe-oF/RDMA vs NVMe/TCP": 1 - rdma / tcp_at})
     # the drive's read latency and the RDMA stack's are guesses within ranges too: each
     # moves one of the two parts
     drive = Sweep(
@@ -129,19 +120,7 @@ def measure_c4(settings: Settings, tick: Tick) -> Measurement:
     drives = DRIVE_READ_SWEEP_QUICK if settings.quick else DRIVE_READ_SWEEP
     for read_s in drives:
         at = {
-            path: kpi(
-                _run(
-                    "storage-random-read",
-                    path,
-                    d,
-                    settings,
-                    tick,
-                    depth=1,
-                    storage={"drive_read_latency_s": read_s},
-                ),
-                "probe",
-                "io_latency_p50_seconds",
-            )
+            path: p50(path, drive_read_latency_s=read_s)
             for path in ("nvmeof", "nvme-tcp", "local-nvme")
         }
         drive.add(
@@ -161,18 +140,8 @@ def measure_c4(settings: Settings, tick: Tick) -> Measurement:
     )
     rdma_stacks = RDMA_STACK_SWEEP_QUICK if settings.quick else RDMA_STACK_SWEEP
     for stack_s in rdma_stacks:
-        rep = _run(
-            "storage-random-read",
-            "nvmeof",
-            d,
-            settings,
-            tick,
-            depth=1,
-            storage={"rdma_stack_latency_s": stack_s},
-        )
-        rdma_stack.add(
-            stack_s, {"NVMe-oF/RDMA": kpi(rep, "probe", "io_latency_p50_seconds") / local - 1}
-        )
+        remote = p50("nvmeof", rdma_stack_latency_s=stack_s)
+        rdma_stack.add(stack_s, {"NVMe-oF/RDMA": remote / local - 1})
 
     def span(sw: Sweep, series: str) -> str:
         v = sw.series[series]
