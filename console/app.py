@@ -80,9 +80,9 @@ class FabtopApp(App[None]):
         Binding("c", "compare", "Compare"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
-        # as in any terminal program, from every screen and field (Textual's own ctrl+c
-        # only says to press ctrl+q)
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        # as in any terminal program (Textual's own ctrl+c only says to press ctrl+q); in
+        # a text field it copies the selection, as the field's own binding says
+        Binding("ctrl+c", "quit", "Quit", show=False),
     ]
 
     def __init__(

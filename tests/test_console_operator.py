@@ -265,12 +265,15 @@ async def test_a_quick_double_enter_injects_one_fault_and_closes_the_form_once()
         assert app.is_running
 
 
-async def test_ctrl_c_quits_from_a_form_as_in_any_terminal_program() -> None:
+async def test_ctrl_c_quits_as_in_any_terminal_program_but_copies_in_a_field() -> None:
     app = FabtopApp(source(), render_interval_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("i", *"leaf00")  # a field has the focus
+        await pilot.press("i", *"leaf00")  # a field has the focus: ctrl+c is its copy
         assert isinstance(app.screen, FaultFormScreen)
         await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.is_running
+        await pilot.press("escape", "ctrl+c")  # the main view
         await pilot.pause()
         assert not app.is_running
 

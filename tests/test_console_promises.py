@@ -150,7 +150,7 @@ async def test_compare_difference_row_shows_both_values_and_red_where_worse() ->
             for cell, a, b in ((r50, lat_a.p50_s, lat_b.p50_s), (r99, lat_a.p99_s, lat_b.p99_s)):
                 assert isinstance(cell, Text)
                 if lat_a.stalled or lat_b.stalled:
-                    assert cell.plain == "stalled"
+                    assert cell.plain == "none done"
                     continue
                 if not (math.isfinite(a) and math.isfinite(b)) or a <= 0:
                     assert cell.plain == "—"

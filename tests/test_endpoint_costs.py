@@ -173,3 +173,21 @@ def test_endpoint_modelled_messages_are_charged_once(control: str) -> None:
     # charging the CPU-posted host costs on top would be visible at this tolerance
     host = prof.host_post_s + prof.pcie_write_latency_s + prof.host_poll_s
     assert host > 0.01 * expected
+
+
+def test_a_sprayed_message_is_inlined_as_a_whole_not_by_its_sub_flows() -> None:
+    """Spraying splits a message into sub-flows; a 300 B message in two 150 B sub-flows
+    was charged as if sent inline (review of session 38): inlining is the message's."""
+    prof = dataclasses.replace(PROFILES["native-800g"], mtu_bytes=256.0)  # sprays small ones
+    assert prof.routing == "spray"
+    topo = small_leaf_spine(prof, leaves=2, spines=2, gpus_per_leaf=1)
+    lat = {}
+    for size in (prof.inline_bytes, prof.inline_bytes + 1, 300.0):
+        fabric, (wl,) = scripted_fabric(topo, prof, [("gpu0000", "gpu0001", size, 0.0)], dt_s=1e-6)
+        while not wl.finished:
+            fabric.step()
+        _, start, finish = wl.finished[0]
+        lat[size] = finish - start
+    inline, one_more, sprayed = lat.values()
+    assert one_more - inline == pytest.approx(prof.pcie_read_latency_s, rel=0.02)
+    assert sprayed >= one_more

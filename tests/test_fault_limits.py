@@ -77,3 +77,33 @@ def test_the_same_fault_again_on_a_link_it_holds_is_refused_naming_the_first() -
     assert engine.apply(ClearFault(fault_id="f0")).ok
     engine.fabric.run_ticks(5)
     assert engine.apply(InjectFault(kind="link_down", target=LINK)).ok
+
+
+def test_a_fault_scheduled_where_the_same_one_ends_follows_it() -> None:
+    """The faults that expire end before the schedule's are applied: a link_down scheduled
+    at the end of another on the same link was refused as "already active"."""
+    from fabric_core.runtime.scenario import parse_scenario
+
+    data = dict(load_scenario("tiny").raw)
+    data["fault"] = [
+        {"at": "100us", "kind": "link_down", "target": LINK, "duration": "100us"},
+        {"at": "200us", "kind": "link_down", "target": LINK, "duration": "50us"},
+    ]
+    fabric = Fabric.from_scenario(parse_scenario(data, "back-to-back"))
+    fabric.run_ticks(round(300e-6 / fabric.dt_s))
+    snap = fabric.snapshot()
+    assert [f.id for f in snap.faults] == ["f0", "f1"]
+    assert not [e for e in snap.events if e.kind == "schedule_skipped"]
+
+
+def test_the_bring_up_check_injects_a_scenarios_faults_once_and_its_clears_not() -> None:
+    from fabric_core.reports.bringup import _fabric_for
+    from fabric_core.workloads.traffic import Scripted
+
+    scn = load_scenario("chaos-linkdown")
+    kinds = [f.kind for f in scn.faults]
+    assert "clear" in kinds  # the scenario clears what it injected
+    probe = Scripted(name="probe", traffic_class="probe", flows=[])
+    _, cmds = _fabric_for(scn, probe)  # type: ignore[arg-type]
+    assert "clear" not in [c.kind for c in cmds]
+    assert len({(c.kind, c.target) for c in cmds}) == len(cmds)

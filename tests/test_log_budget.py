@@ -39,7 +39,8 @@ def test_past_the_budget_lines_are_counted_and_said_once_the_window_is_over(
         clock.now += 0.2
         budget.log(logging.INFO, "refused %d", 51)
     assert _lines(caplog)[3:] == [
-        "48 more refused commands in 10 s, not logged one by one (at most 3 lines in 10 s)",
+        "48 more refused commands within 10 s of the first, not logged one by one (at most 3 "
+        "lines in 10 s)",
         "refused 51",
     ]
     assert budget.left_out == 0

@@ -35,7 +35,8 @@ def profile_params(
         values = ", ".join(
             f"{p}: {_value(getattr(profile(p, settings), name), unit)}" for p in profiles
         )
-        if name in overrides:
+        overridden = any(name in settings.profile_overrides.get(p, {}) for p in profiles)
+        if name in overrides and not overridden:  # (the settings' value wins in the runs)
             values += f"; {scenario} runs with {_value(overrides[name], unit)}"
         out.append(Param(f"Profile.{name}", values, str(meta[name]["source"])))
     return out

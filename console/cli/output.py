@@ -28,10 +28,12 @@ def output_problem(path: Path, make_parents: bool = False) -> str | None:
         return (
             f"no such directory {parent}" if not parent.exists() else f"{parent} is not a directory"
         )
-    if path.exists():
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        # written in place (textfile.write_text): the file itself must take it
         if not os.access(path, os.W_OK):
             return "not writable (permission denied or a read-only file system)"
     elif not os.access(parent, os.W_OK | os.X_OK):
+        # a new file, or a regular one replaced by a file written beside it and renamed
         return f"cannot create a file in {parent} (permission denied or a read-only file system)"
     return None
 

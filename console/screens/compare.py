@@ -258,17 +258,17 @@ def difference_table(left: FabricView, right: FabricView) -> Table:
         la, lb = left.latency.get(cls), right.latency.get(cls)
         p50a, p50b = (la.p50_s if la else math.nan), (lb.p50_s if lb else math.nan)
         p99a, p99b = (la.p99_s if la else math.nan), (lb.p99_s if lb else math.nan)
-        # a side that completed nothing lately shows its last figures dimmed, and no ratio:
-        # its messages wait longer than those figures say
+        # a side that completed nothing lately (a stall, or a sparse workload) shows its last
+        # figures dimmed, and no ratio: they are not what its messages wait now
         stalled = (la is not None and la.stalled) or (lb is not None and lb.stalled)
         table.add_row(
             cls,
             _latency_cell(p50a, la),
             _latency_cell(p50b, lb),
-            Text("stalled", style="bold yellow") if stalled else ratio(p50a, p50b),
+            Text("none done", style="bold yellow") if stalled else ratio(p50a, p50b),
             _latency_cell(p99a, la),
             _latency_cell(p99b, lb),
-            Text("stalled", style="bold yellow") if stalled else ratio(p99a, p99b),
+            Text("none done", style="bold yellow") if stalled else ratio(p99a, p99b),
         )
     if a is not None and b is not None:
         table.add_row(

@@ -43,10 +43,11 @@ class LogBudget:
             if self.left_out:
                 self._log.log(
                     level,
-                    "%d more %s in %.0f s, not logged one by one (at most %d lines in %g s)",
+                    "%d more %s within %g s of the first, not logged one by one (at most %d "
+                    "lines in %g s)",
                     self.left_out,
                     self._what,
-                    now - self._window_start,
+                    self._window_s,
                     self._lines,
                     self._window_s,
                 )

@@ -68,7 +68,8 @@ class EndpointParams:
         ec.PCIE_READ_S,
         ec.PCIE_READ_SOURCE
         + ". Here the NIC's WQE fetch from GPU memory (IBGDA); the payload's read is the "
-        "fabric's, for every message (Profile.pcie_read_latency_s, the same figure)",
+        "fabric's, for every message not sent inline (Profile.pcie_read_latency_s, the same "
+        "figure)",
         "s",
     )
     pcie_write_s: float = param(

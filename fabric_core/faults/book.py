@@ -139,6 +139,8 @@ CORE_FAULT_KINDS: tuple[str, ...] = tuple(FAULT_KINDS)
 
 #: Kinds whose links are held down while they are active.
 DOWN_KINDS = ("link_down", "switch_down")
+#: Kinds whose second fault on a link or node an active one holds is refused
+ON_OFF_KINDS = (*DOWN_KINDS, "pfc_storm")
 
 
 def register_fault_kind(kind: FaultKind) -> None:
@@ -339,11 +341,12 @@ class FaultBook:
     def _refuse_a_second(
         self, kind: FaultKind, ids: NDArray[np.int64], node: int, target: str
     ) -> None:
-        """A fault of a kind already active on the same link (either direction) or node
-        changes nothing the first one has not (a link is down or it is not), so its
-        timeline would say it recovered at once: refused, naming the first. Incasts,
-        bursts of traffic, add up and are not refused."""
-        if kind.name == "incast":
+        """A second fault of a kind that is on or off (a link or switch down, a GPU stuck
+        sending pause frames) on a link (either direction) or node an active one holds
+        changes nothing, so its timeline would say it recovered at once: refused, naming
+        the first. Kinds with a degree or a rhythm (a bit error rate, a credit loss that
+        retraining ends, a flap's period, a slowdown, an incast's traffic) may stack."""
+        if kind.name not in ON_OFF_KINDS:
             return
         for f in self.active(kind.name):
             same = f.node == node if kind.target != "link" else bool(np.isin(ids, f.links).any())

@@ -40,6 +40,7 @@ from numpy.typing import NDArray
 from fabric_core.commands import ClearFault, CommandError, InjectFault, unknown
 from fabric_core.faults.admission import admit_rounds
 from fabric_core.faults.book import FAULT_KINDS, Fault, FaultBook
+from fabric_core.net import endpoint_costs
 from fabric_core.net.profiles import RECOVERY_MODES, Profile
 from fabric_core.net.route_rules import FLOW_KEY_STRIDE
 from fabric_core.net.routing import route
@@ -404,6 +405,8 @@ def reroute(fabric: RecoveryHost, links: NDArray[np.int64]) -> tuple[int, NDArra
     fl.path[:, slots] = path
     fl.hops[slots] = hops
     vl, fixed, wait = fabric.lanes_and_costs(path, hops, fl.vl[0, slots], fl.size[slots])
+    # a sprayed message's sub-flows are inlined or not as the whole message is
+    fixed += endpoint_costs.sprayed_read_s(fabric.profile, fl.size[slots], fl.parent_size[slots])
     fl.vl[:, slots] = vl
     fl.fixed_latency_s[slots] = fixed
     fl.wait_s[slots] = wait

@@ -24,6 +24,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
+import numpy as np
+from numpy.typing import NDArray
+
 
 class EndpointFigures(Protocol):
     """The endpoint figures of a fabric profile (``net.profiles.Profile`` has them): all
@@ -162,6 +165,16 @@ def inline_saving_s(profile: EndpointFigures, size_bytes: float) -> float:
     """What inlining takes off ``data_path_fixed_s`` for a message of ``size_bytes``: the
     payload's DMA read round trip, for a payload of at most ``inline_bytes``."""
     return profile.pcie_read_latency_s if size_bytes <= profile.inline_bytes else 0.0
+
+
+def sprayed_read_s(
+    profile: EndpointFigures, sub_size: NDArray[np.float64], message_size: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The DMA read a sprayed message's sub-flows pay back: ``lanes_and_costs`` judges
+    inlining by the sizes it is given, and a sub-flow small enough to go inline belongs to
+    a message that was not (inlining is the message's, posted whole)."""
+    small = (sub_size <= profile.inline_bytes) & (message_size > profile.inline_bytes)
+    return np.where(small, profile.pcie_read_latency_s, 0.0)
 
 
 def pcie_rate_s(size_bytes: float, pcie: float, line_Bps: float) -> float:

@@ -275,11 +275,18 @@ def _fabric_for(scn: Scenario, probe: ProbeAllToAll) -> tuple[Fabric, list[Injec
         cluster=scn.cluster,
         scenario=scn.name,
     )
-    cmds = [
-        InjectFault(kind=f.kind, target=f.target, params=dict(f.params), duration_s=f.duration_s)
-        for f in scn.faults
-    ]
-    return fabric, cmds
+    # injected at once, so a scheduled clear has nothing to do and a fault the scenario
+    # schedules twice (one after the other) is injected once
+    cmds: dict[tuple[str, str], InjectFault] = {}
+    for f in scn.faults:
+        if f.kind != "clear":
+            cmds.setdefault(
+                (f.kind, f.target),
+                InjectFault(
+                    kind=f.kind, target=f.target, params=dict(f.params), duration_s=f.duration_s
+                ),
+            )
+    return fabric, list(cmds.values())
 
 
 #: Ticks between two progress reports.

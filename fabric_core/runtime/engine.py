@@ -323,6 +323,7 @@ class Engine:
                 # no measure of the new
                 self._pace_from = None
                 self._repace = True
+                self._ticks_per_batch = 1  # not a batch sized for the speed before
                 self._recent = (0.0, 0.0)
                 self._measured_speed = 0.0
                 detail = {"speed": command.speed}

@@ -529,6 +529,8 @@ class Fabric:
             self.static_routes.apply(src, dst, path, hops)
         vl0 = np.full(rows, self.class_vl[traffic_class], dtype=np.int8)
         vl, fixed, wait = self.lanes_and_costs(path, hops, vl0, size)
+        if total is not None:  # sprayed: inlined or not as the whole message is
+            fixed = fixed + endpoint_costs.sprayed_read_s(self.profile, size, total)
         new = NewFlows(
             path=path,
             hops=hops,
@@ -986,11 +988,12 @@ class Fabric:
         self._finish_tick(status, dt)
 
     def _apply_due(self, now: float) -> None:
-        """Apply the scheduled fault commands due now, and end the faults that expire."""
+        """End the faults that expire, then apply the scheduled fault commands due now (in
+        that order: a fault scheduled where the same one ends follows it)."""
+        self.faults.expire(now)
         while self.schedule and self.schedule[0][0] <= now + 1e-15:
             _, cmd = self.schedule.pop(0)
             recovery.apply_scheduled(self, cmd, now)
-        self.faults.expire(now)
 
     def _rates(
         self,
