@@ -14,6 +14,7 @@ from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
@@ -311,12 +312,14 @@ class FabtopApp(App[None]):
     DETAIL_VIEW_ACTIONS = frozenset({"toggle_freeze", "speed"})
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Main-view keys do nothing on the compare screen (which has its own), and only
-        freeze and speed work on the link detail screen (sorting or filtering the hidden
-        table would surprise)."""
+        """Main-view keys do nothing on the compare screen (which has its own) or under a
+        dialog (the fault form over the compare view showed them in its footer, and a key
+        pressed on its buttons sorted the hidden main table), and only freeze and speed
+        work on the link detail screen (sorting or filtering the hidden table would
+        surprise)."""
         if action not in self.MAIN_VIEW_ACTIONS:
             return True
-        if isinstance(self.screen, CompareScreen):
+        if isinstance(self.screen, CompareScreen | ModalScreen):
             return False
         if isinstance(self.screen, LinkDetailScreen):
             return action in self.DETAIL_VIEW_ACTIONS

@@ -307,3 +307,19 @@ async def test_every_panel_keeps_rows_on_the_terminal(size: tuple[int, int]) -> 
         for box in ("#faults-box", "#events-box", "#links-box", "#map-box"):
             region = app.query_one(box).region
             assert region.height >= 3 and region.bottom <= rows - 1, (box, region)
+
+
+async def test_a_dialog_takes_the_main_views_keys_out_of_play() -> None:
+    """The fault form over the compare view listed f, s, r and / in its footer, and s
+    pressed on its buttons sorted the main table hidden behind both."""
+    app = FabtopApp(source(), render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.check_action("cycle_sort", ())
+        await pilot.press("i")
+        assert isinstance(app.screen, FaultFormScreen)
+        for action in app.MAIN_VIEW_ACTIONS:
+            assert not app.check_action(action, ()), action
+        assert app.check_action("help", ())  # the app's other keys stay
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.check_action("cycle_sort", ())
