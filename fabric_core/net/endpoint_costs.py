@@ -161,10 +161,12 @@ def data_path_fixed_s(profile: EndpointFigures) -> float:
     return 2 * p.nic_latency_s + p.pcie_read_latency_s + p.pcie_write_latency_s
 
 
-def inline_saving_s(profile: EndpointFigures, size_bytes: float) -> float:
-    """What inlining takes off ``data_path_fixed_s`` for a message of ``size_bytes``: the
+def inline_saving_s(
+    profile: EndpointFigures, size_bytes: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """What inlining takes off ``data_path_fixed_s`` for messages of ``size_bytes``: the
     payload's DMA read round trip, for a payload of at most ``inline_bytes``."""
-    return profile.pcie_read_latency_s if size_bytes <= profile.inline_bytes else 0.0
+    return np.where(size_bytes <= profile.inline_bytes, profile.pcie_read_latency_s, 0.0)
 
 
 def sprayed_read_s(
@@ -173,8 +175,7 @@ def sprayed_read_s(
     """The DMA read a sprayed message's sub-flows pay back: ``lanes_and_costs`` judges
     inlining by the sizes it is given, and a sub-flow small enough to go inline belongs to
     a message that was not (inlining is the message's, posted whole)."""
-    small = (sub_size <= profile.inline_bytes) & (message_size > profile.inline_bytes)
-    return np.where(small, profile.pcie_read_latency_s, 0.0)
+    return inline_saving_s(profile, sub_size) - inline_saving_s(profile, message_size)
 
 
 def pcie_rate_s(size_bytes: float, pcie: float, line_Bps: float) -> float:
@@ -196,7 +197,7 @@ def breakdown_s(profile: EndpointFigures, size_bytes: float, line_Bps: float) ->
         "post": p.host_post_s,
         "doorbell": p.pcie_write_latency_s,
         "nic pipelines": 2 * p.nic_latency_s,
-        "DMA read": p.pcie_read_latency_s - inline_saving_s(p, size_bytes),
+        "DMA read": p.pcie_read_latency_s - float(inline_saving_s(p, np.array(size_bytes))),
         "PCIe rate bound": pcie_rate_s(size_bytes, pcie_Bps(p), line_Bps),
         "DMA write": p.pcie_write_latency_s,
         "poll": p.host_poll_s,

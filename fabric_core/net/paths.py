@@ -120,7 +120,7 @@ def fixed_costs(
     pcie = endpoint_costs.pcie_Bps(p)
     rate = np.maximum(size / pcie - size / line, 0.0)
     # a payload of at most inline_bytes rides in the work request: no DMA read
-    inline = np.where(size <= p.inline_bytes, p.pcie_read_latency_s, 0.0)
+    inline = endpoint_costs.inline_saving_s(p, size)
     fixed = (
         prop + switches * p.switch_latency_s + endpoint_costs.data_path_fixed_s(p) - inline + rate
     )

@@ -425,7 +425,7 @@ class CompiledTick:
                     endpoint_costs.data_path_fixed_s(profile),
                     endpoint_costs.pcie_Bps(profile),
                     float(profile.inline_bytes),
-                    endpoint_costs.inline_saving_s(profile, 0.0),
+                    float(profile.pcie_read_latency_s),  # what inlining saves
                 )
             ]
         _, fixed_s, pcie, inline_bytes, inline_saving = self._figures[0]
