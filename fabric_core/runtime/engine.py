@@ -506,14 +506,14 @@ class Engine:
         self._ticks_per_batch = max(1, min(10_000, int(self.max_batch_wall_s / 2 / per_tick)))
         waited = 0.0
         # the batch that ran at the speed before (unpaced at the new one) measures neither
+        # (a speed change set _pace_from to None, so an unpaced batch sets it afresh here)
         unpaced = self._repace and self.speed > 0
-        if self.speed == 0:
-            self._repace = False
+        self._repace = False
         if self.speed > 0:
             if self._pace_from is None:
-                now = time.monotonic()
-                self._pace_from = (now, self.fabric.sim_time_s) if self._repace else (since, sim0)
-                self._repace = False
+                self._pace_from = (
+                    (time.monotonic(), self.fabric.sim_time_s) if unpaced else (since, sim0)
+                )
             wall_from, sim_from = self._pace_from
             wait = wall_from + (self.fabric.sim_time_s - sim_from) / self.speed - time.monotonic()
             if wait > 0:
