@@ -92,10 +92,8 @@ def test_compare_writes_its_json_whole_over_the_file_before(tmp_path: Path) -> N
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
 def test_a_write_that_fails_is_one_line_and_false(capsys: pytest.CaptureFixture[str]) -> None:
-    assert not write_output(Path("/dev/full"), "{}\n", "the report")
-    assert capsys.readouterr().err == (
-        "fabtop: cannot write the report /dev/full: No space left on device\n"
-    )
+    assert not write_output(Path("/dev/full"), "{}\n")
+    assert capsys.readouterr().err == "fabtop: cannot write /dev/full: No space left on device\n"
 
 
 def test_a_write_that_fails_leaves_the_file_before_whole(

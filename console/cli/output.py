@@ -52,13 +52,12 @@ def refuse_bad_outputs(
     return False
 
 
-def write_output(path: Path, text: str, what: str = "") -> bool:
+def write_output(path: Path, text: str) -> bool:
     """Write ``text`` to ``path`` whole or not at all (``textfile.write_text``); on failure
-    print ``fabtop: cannot write [WHAT ]PATH: reason`` and return False."""
+    print ``fabtop: cannot write PATH: reason`` and return False."""
     try:
         write_text(path, text)
     except OSError as exc:
-        name = f"{what} {path}" if what else str(path)
-        print(f"fabtop: cannot write {name}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"fabtop: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
         return False
     return True

@@ -37,9 +37,6 @@ from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
 from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume, SetSpeed
 from fabric_core.runtime.snapshot import FaultView, Snapshot
 
-#: The speed range the keys move in (the same as the main view's).
-
-
 #: One line of a side: (what, value).
 Row = tuple[str | Text, str | Text]
 
