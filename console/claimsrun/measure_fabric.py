@@ -210,17 +210,19 @@ def measure_c8(settings: Settings, tick: Tick) -> Measurement:
         by_buffer.add(size, {ROCE: float(rep["deadlocks"])})
     rec = recovery(settings, tick)  # shared with C10 (cached)
     formed = [b for b, n in zip(by_buffer.x, by_buffer.series[ROCE], strict=True) if n > 0]
+    spared = [b for b in by_buffer.x if b not in formed]
+    where = (
+        f"with {_size_list(formed)} and not with {_size_list(spared)}"
+        if formed and spared
+        else "at every size swept"
+        if formed
+        else "at no size swept"
+    )
     notes = [
         "the scenario's static PFC buffer of 512 KiB per priority is a guess for a "
         "shallow-buffer switch (no vendor publishes a per-priority allotment): in "
-        f"{d * 1e3:g} ms RoCE deadlocks "
-        + (
-            f"with {_size_list(formed)} and not with {_size_list([b for b in by_buffer.x if b not in formed])}"
-            if formed and len(formed) < len(by_buffer.x)
-            else ("at every size swept" if formed else "at no size swept")
-        )
-        + " (the buffer sweep): a deadlock needs every buffer of the cycle full at once, "
-        "which the hot spots do only to a small buffer",
+        f"{d * 1e3:g} ms RoCE deadlocks {where} (the buffer sweep): a deadlock needs every "
+        "buffer of the cycle full at once, which the hot spots do only to a small buffer",
         f"a leaf uplink failing under load (chaos-recovery): the native fabric recovers in "
         f"{rec[NATIVE] * 1e3:.3g} ms (local fast reroute), RoCE in {rec[ROCE]:.3g} s (BFD "
         "detection + ECMP reconvergence, and then the RC ACK timeout of the senders whose "
