@@ -44,13 +44,19 @@ def source(profile: str | None = None, ticks: int = 200) -> SteppedSource:
     return src
 
 
+async def open_form(pilot: Pilot[None], app: FabtopApp, typed: str = "") -> FaultFormScreen:
+    """Press ``i`` and type ``typed`` into the target: the fault form, on top."""
+    await pilot.press("i", *typed)
+    form = app.screen
+    assert isinstance(form, FaultFormScreen)
+    return form
+
+
 async def test_tab_completes_the_fault_target_then_moves_on() -> None:
     src = source()
     app = FabtopApp(src, render_interval_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("i", *"leaf00->spine0")
-        form = app.screen
-        assert isinstance(form, FaultFormScreen)
+        form = await open_form(pilot, app, "leaf00->spine0")
         target = form.query_one("#target", Input)
         await pilot.pause()
         await pilot.press("tab")
@@ -64,9 +70,7 @@ async def test_a_colon_target_injects_on_the_link_and_the_form_says_what_it_take
     src = source()
     app = FabtopApp(src, render_interval_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("i")
-        form = app.screen
-        assert isinstance(form, FaultFormScreen)
+        form = await open_form(pilot, app)
         params = form.query_one("#params", Input)
         assert params.disabled and "no parameters" in params.placeholder  # link_down
         await pilot.press(*"leaf00:spine01")
@@ -248,9 +252,7 @@ async def test_a_quick_double_enter_injects_one_fault_and_closes_the_form_once()
     src.submit = on_its_way  # type: ignore[method-assign]
     app = FabtopApp(src, render_interval_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("i", *"leaf00->spine01")
-        form = app.screen
-        assert isinstance(form, FaultFormScreen)
+        form = await open_form(pilot, app, "leaf00->spine01")
         target = form.query_one("#target", Input)
         # two Enters before the first is handled (the pilot waits between key presses)
         await target.action_submit()
@@ -268,8 +270,7 @@ async def test_a_quick_double_enter_injects_one_fault_and_closes_the_form_once()
 async def test_ctrl_c_quits_as_in_any_terminal_program_but_copies_in_a_field() -> None:
     app = FabtopApp(source(), render_interval_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("i", *"leaf00")  # a field has the focus: ctrl+c is its copy
-        assert isinstance(app.screen, FaultFormScreen)
+        await open_form(pilot, app, "leaf00")  # a field has the focus: ctrl+c is its copy
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert app.is_running
@@ -283,9 +284,7 @@ async def test_tab_completes_a_gpu_kinds_target_to_a_gpu_not_a_link() -> None:
 
     app = FabtopApp(source(), render_interval_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("i")
-        form = app.screen
-        assert isinstance(form, FaultFormScreen)
+        form = await open_form(pilot, app)
         form.query_one("#kind", Select).value = "pfc_storm"  # targets a GPU
         await pilot.pause()
         target = form.query_one("#target", Input)
@@ -315,8 +314,7 @@ async def test_a_dialog_takes_the_main_views_keys_out_of_play() -> None:
     app = FabtopApp(source(), render_interval_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
         assert app.check_action("cycle_sort", ())
-        await pilot.press("i")
-        assert isinstance(app.screen, FaultFormScreen)
+        await open_form(pilot, app)
         for action in app.MAIN_VIEW_ACTIONS:
             assert not app.check_action(action, ()), action
         assert app.check_action("help", ())  # the app's other keys stay
