@@ -474,3 +474,29 @@ def test_goodput_under_bit_errors_llr_versus_go_back_n() -> None:
     # go-back-N resends the whole window for every error: far worse at the same BER
     assert gbn[2] < 0.7 * llr[2]
     assert (np.diff(llr) < 0).all() and (np.diff(gbn) < 0).all()
+
+
+def test_go_back_n_resends_one_derived_round_trip_of_bytes() -> None:
+    """RoCE resends a round trip's bytes per bit error. Unless set, that round trip is the
+    profile's own: 2 NICs, 5 switches, 2 PCIe writes and 266 m of fibre each way, and a
+    packet serialised on each of 6 links (7.1 µs on roce-400g); a longer one set on the
+    profile resends more of a degraded link's bytes, in proportion."""
+    p = load_scenario("tiny", profile="roce-400g").profile
+    one_way = 2 * 142.5e-9 + 5 * 275e-9 + 2 * 150e-9 + 266 * 5e-9
+    assert p.go_back_n_round_trip_s() == pytest.approx(2 * one_way + 6 * 4178 / 50e9, rel=1e-9)
+    assert p.with_overrides(go_back_n_rtt_s=20e-6).go_back_n_round_trip_s() == 20e-6
+
+    def resent(**overrides: Any) -> float:
+        fabric = tiny("roce-400g", **overrides)
+        fabric.apply(
+            InjectFault(kind="link_degraded", target="leaf00->spine00", params={"ber": 1e-7})
+        )
+        fabric.run_ticks(200)
+        snap = fabric.snapshot()
+        i = link(snap, "leaf00->spine00")
+        return float(snap.link_state.retransmitted_bytes_total[i])
+
+    derived, short, long = resent(), resent(go_back_n_rtt_s=3.5e-6), resent(go_back_n_rtt_s=14e-6)
+    assert 0 < short < derived < long
+    # the resent bytes per error grow with the window: 4 x the round trip, about 4 x the bytes
+    assert long / short == pytest.approx(4.0, rel=0.1)

@@ -201,6 +201,19 @@ class Profile:
         "lost to a dead link that routing does not know of yet",
         "s",
     )
+    go_back_n_rtt_s: float = param(
+        0.0,
+        "RoCE's go-back-N: a packet lost to a bit error is resent with every packet sent "
+        "after it until the receiver's NAK reaches the sender, about one round trip of "
+        "bytes at line rate (IBTA RC transport; RoCE NICs without selective repeat). 0 = "
+        "the unloaded round trip of a 3-tier fat-tree's longest path from this profile's "
+        "own figures (Profile.go_back_n_round_trip_s): two NIC pipelines, five switches, "
+        "two PCIe writes and 2 x (3 + 30 + 100) m of fibre each way, and one packet's "
+        "serialisation on each of the six links out: 7.1 µs on roce-400g (derived; until "
+        "session 39 a fixed 10 µs, a guess). Queueing lengthens a loaded round trip, so "
+        "this is a floor",
+        "s",
+    )
     sm_resweep_s: float = param(
         10.0,
         "IB subnet-manager resweep and LFT reprogramming: '10–20 s' on very large fabrics "
@@ -409,6 +422,22 @@ class Profile:
         if "core" in tier_pair:
             return self.cable_m_spine_core
         return self.cable_m_leaf_spine
+
+    def go_back_n_round_trip_s(self) -> float:
+        """The round trip whose bytes go-back-N resends after a loss: ``go_back_n_rtt_s``,
+        or, where that is 0, the unloaded round trip of a 3-tier fat-tree's longest path
+        (5 switches, 6 links each way) from this profile's figures."""
+        if self.go_back_n_rtt_s > 0:
+            return self.go_back_n_rtt_s
+        cable_m = 2 * (self.cable_m_endpoint + self.cable_m_leaf_spine + self.cable_m_spine_core)
+        one_way = (
+            2 * self.nic_latency_s
+            + 5 * self.switch_latency_s
+            + 2 * self.pcie_write_latency_s
+            + cable_m * self.propagation_s_per_m
+        )
+        serialise = 6 * (self.mtu_bytes + self.header_bytes) / self.link_bandwidth_Bps
+        return 2 * one_way + serialise  # the NAK back is one small packet
 
     def with_overrides(self, **overrides: Any) -> Profile:
         """A copy with some parameters changed.

@@ -77,9 +77,6 @@ MAX_EVENTS = 500
 #: against (``fabric_core.tick.step``; the same results, several times slower).
 Solver = Literal["compiled", "reference"]
 SOLVERS: tuple[Solver, ...] = ("compiled", "reference")
-#: Round trip that sets RoCE's go-back-N window on a bit error (the bytes in flight
-#: at line rate): a few µs across a 3-tier fabric plus NIC time; a guess.
-GO_BACK_N_RTT_S = 10e-6
 
 
 @dataclass(frozen=True)
@@ -371,13 +368,14 @@ class Fabric:
     def _goodput(self) -> NDArray[np.float64]:
         """Share of each link left for new data under bit errors: the native fabric
         retries the one bad packet on the link; RoCE goes back N end to end, resending
-        the window in flight (bandwidth × GO_BACK_N_RTT_S)."""
+        the window in flight (bandwidth × ``Profile.go_back_n_round_trip_s``)."""
         p = self.profile
         packet = p.mtu_bytes + p.header_bytes
         if p.flow_control == "credit":
             resent = np.ones(len(self.topo.links))
         else:
-            resent = np.maximum(self.topo.links.bandwidth_Bps * GO_BACK_N_RTT_S / packet, 1.0)
+            rtt = p.go_back_n_round_trip_s()
+            resent = np.maximum(self.topo.links.bandwidth_Bps * rtt / packet, 1.0)
         return goodput_fraction(self.faults.ber, packet, resent)
 
     # ------------------------------------------------------------------ flows in
