@@ -47,6 +47,24 @@ def test_c5_step_rule_is_a_band_around_the_articles_range(value: float, verdict:
 
 
 @pytest.mark.parametrize(
+    ("rdma", "tcp", "verdict"),
+    [
+        (1.0, 0.55, R),
+        (0.96, 0.45, R),
+        (1.0, 0.65, R),
+        (1.0, 0.70, P),  # TCP short of RDMA, but not near 55 %
+        (1.0, 0.30, P),
+        (1.0, 0.96, N),  # TCP as busy as RDMA: the claim's gap is not there
+        (0.90, 0.55, P),  # RDMA short of 95 %
+        (1.0, math.nan, N),
+    ],
+)
+def test_c5_utilisation_rule_grades_both_halves(rdma: float, tcp: float, verdict: Verdict) -> None:
+    """ "More than 95 % busy on RDMA, where TCP leaves them near 55 %": both halves count."""
+    assert grade("C5", "util", rdma_utilisation=rdma, tcp_utilisation=tcp) is verdict
+
+
+@pytest.mark.parametrize(
     ("gap", "verdict"),
     [(0.53, R), (0.63, R), (0.73, R), (0.5299, P), (0.74, P), (0.20, P), (0.19, N)],
 )

@@ -137,7 +137,19 @@ CLAIMS: tuple[Claim, ...] = (
                 "TCP leaves them near 55 %",
                 "GPU utilisation ~55 % → > 95 %",
                 Rule(
-                    (at_least("rdma_utilisation", 0.95, 0.85, "GPU utilisation on NFS/RDMA", PCT),)
+                    (
+                        at_least(
+                            "rdma_utilisation", 0.95, 0.85, "GPU utilisation on NFS/RDMA", PCT
+                        ),
+                        # "near 55 %": within 10 points; below 95 % at least shows the gap
+                        Condition(
+                            "tcp_utilisation",
+                            Band(0.45, 0.65),
+                            Band(high=0.95),
+                            "GPU utilisation on NFS/TCP",
+                            PCT,
+                        ),
+                    )
                 ),
             ),
             Part(

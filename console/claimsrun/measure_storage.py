@@ -247,7 +247,7 @@ def measure_c5(settings: Settings, tick: Tick) -> Measurement:
             Figure("NFS/TCP", u_t, "frac", src),
             u_r / u_t,
             "RDMA / TCP utilisation",
-            {"rdma_utilisation": u_r},
+            {"rdma_utilisation": u_r, "tcp_utilisation": u_t},
             cond,
         ),
         "step": PartResult(
