@@ -24,6 +24,7 @@ from console.claimsrun.measure_latency import measure_c7
 from console.claimsrun.measure_storage import measure_c4, measure_c5
 from console.claimsrun.runs import bundled, run_scenario, set_workloads
 from fabric_core.commands import InjectFault
+from fabric_core.endpoints.params import EndpointParams
 from fabric_core.net.profiles import get_profile
 from fabric_core.reports.bringup import check_ibgda
 from fabric_core.reports.storage import STORAGE_KINDS
@@ -110,7 +111,8 @@ def test_c1_each_bounce_copy_costs_its_launch_and_gdr_has_none() -> None:
     """The bounce path copies twice (sender GPU → host, host → receiver GPU): a copy
     launch 1 µs dearer adds 2 µs to it and nothing to GPUDirect RDMA."""
     base = measure_c1(Settings(quick=True), _tick).parts["latency"]
-    slow = measure_c1(Settings(quick=True, endpoint={"copy_launch_s": 3.5e-6}), _tick)
+    dearer = EndpointParams().copy_launch_s + 1e-6
+    slow = measure_c1(Settings(quick=True, endpoint={"copy_launch_s": dearer}), _tick)
     slow_part = slow.parts["latency"]
     assert slow_part.left.value == base.left.value
     assert slow_part.right.value - base.right.value == pytest.approx(2 * 1e-6, rel=1e-6)

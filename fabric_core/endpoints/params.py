@@ -88,9 +88,10 @@ class EndpointParams:
         "B/s",
     )
     copy_launch_s: float = param(
-        2.5e-6,
-        "cudaMemcpyAsync call + copy-engine start + completion wait: a few µs per copy "
-        "(CUDA best-practices guide: API and launch overheads of µs); a guess",
+        ec.CUDA_COPY_S,
+        "one staging copy's fixed cost (cudaMemcpyAsync call, copy-engine start, completion "
+        "wait): " + ec.CUDA_COPY_SOURCE + "; the storage model's cuda_memcpy_cpu_s is the "
+        "same figure",
         "s",
     )
     nic_msg_rate_per_s: float = param(

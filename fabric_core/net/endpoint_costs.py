@@ -140,6 +140,18 @@ CPU_POST_SOURCE = (
     "systems') reach a few million posts/s per core, i.e. a few hundred ns each; 200 ns "
     "is a guess in that range (range 100-400 ns)"
 )
+CUDA_COPY_S = 6.5e-6
+CUDA_COPY_SOURCE = (
+    "the fixed cost of one CUDA copy between GPU and pinned host memory, beyond its bytes "
+    "over PCIe: the call, the copy engine's start and the wait for its completion, the "
+    "calling thread busy throughout. NVIDIA's GDRCopy README: 'currently a cudaMemcpy can "
+    "incur in a 6-7us overhead' (NVIDIA/gdrcopy README.md); DualPath (Wu et al., arXiv "
+    "2602.21548, §5.2): submitting one copy with cudaMemcpyAsync 'incurs a latency "
+    "overhead of approximately 5-7 µs' -> 6.5 µs (range 5-7 µs). The call alone, issued "
+    "back to back, is ~2.3 µs (taco-project/FlexKV PR #193, H20): the CPU's share when a "
+    "thread does not wait. Until session 39 the endpoint model charged 2.5 µs and the "
+    "storage model 5 µs for the same copy, both guesses"
+)
 RECV_POLL_S = 0.5e-6
 RECV_POLL_SOURCE = (
     "the receiver notices arrival: a thread polling a completion (a CQE in host memory, "

@@ -56,24 +56,40 @@ class StorageParams:
 
     drive_read_latency_s: float = param(
         80e-6,
-        "NAND read ~100 µs, NVMe SSD total 20–100 µs (purestorage.com 'what is NVMe'); "
-        "80 µs chosen inside that range for a TLC data-centre drive (a guess within the range)",
+        "Micron 7450 typical 4 KiB read latency 80 µs (Micron's figures, quoted by "
+        "computerbase.de 2023-10 on the 7500's launch: 'die 7450 ist mit 80/15 µs "
+        "lesend/schreibend'); NVMe SSDs 20-100 µs in all (purestorage.com 'what is NVMe'; "
+        "fabtop claims sweeps it for C4)",
         "s",
     )
     drive_write_latency_s: float = param(
-        20e-6, "write acknowledged from the drive's power-loss-protected DRAM: a guess", "s"
+        15e-6,
+        "Micron 7450 typical 4 KiB write latency 15 µs (same source): the write is "
+        "acknowledged from the drive's power-loss-protected DRAM, far below a NAND program. "
+        "Until session 39 20 µs, a guess (Intel's P4500 lists 20 µs random write)",
+        "s",
     )
     drive_read_Bps: float = param(
-        6.8e9, "Micron 7450 (PCIe Gen4) sequential read ~6.8 GB/s (servethehome.com)", "B/s"
+        6.8e9,
+        "Micron 7450 (PCIe Gen4) sequential read ~6.8 GB/s (servethehome.com; "
+        "computerbase.de 2023-10: 'maximal 6,8 GB/s')",
+        "B/s",
     )
     drive_write_Bps: float = param(
         5.6e9, "Micron 7450 sequential write up to 5.6 GB/s (servethehome.com)", "B/s"
     )
     drive_read_iops: float = param(
-        1.0e6, "Micron 7400 U.3 random 4K read up to 1M IOPS (hardwaretimes.com)", "1/s"
+        1.0e6,
+        "Micron 7450 random 4K read up to 1M IOPS (techunwrapped.com on the 7450's launch; "
+        "the 7400 U.3's figure too, hardwaretimes.com)",
+        "1/s",
     )
     drive_write_iops: float = param(
-        190e3, "Micron 7400 U.3 random 4K write 190K IOPS (hardwaretimes.com)", "1/s"
+        190e3,
+        "Micron 7400 U.3 random 4K write 190K IOPS (hardwaretimes.com): the only drive "
+        "figure here not of the 7450, whose own was not found (Boston Labs puts the 7450 "
+        "37K IOPS above 'the 7400', not saying which model)",
+        "1/s",
     )
     drives_per_target: float = param(
         8.0, "NVMe drives in one storage server: a guess (1U/2U servers hold 8–24)", ""
@@ -84,7 +100,14 @@ class StorageParams:
         "→ 1 per GPU (derived)",
         "",
     )
-    target_cores: float = param(32.0, "storage-server cores serving I/O: a guess", "")
+    target_cores: float = param(
+        32.0,
+        "storage-server cores serving I/O, sized to serve its drives' 4 KiB read rate "
+        "through the kernel RDMA target: drives_per_target 8 × drive_read_iops 1M × "
+        "rdma_target_io_cpu_s 3.7 µs ≈ 30 cores → 32 (a sizing assumption, derived; no "
+        "vendor figure found)",
+        "",
+    )
     client_cores: float = param(
         1.0,
         "host cores that run one GPU's I/O stack (a scenario setting; a guess by default)",
@@ -117,25 +140,34 @@ class StorageParams:
     )
     tcp_target_io_cpu_s: float = param(10e-6, "kernel TCP storage target per I/O: a guess", "s")
     nfs_rpc_cpu_s: float = param(
-        5e-6, "NFS client RPC/XDR/VFS work per READ or WRITE RPC: a guess", "s"
+        5e-6,
+        "NFS client RPC/XDR/VFS work per READ or WRITE RPC: a guess (no per-RPC figure "
+        "found; chimeraproject.io finds the kernel client over RDMA bound by 'per-RPC kernel "
+        "overhead' at ~1M 4 KiB IOPS, without its core count); C5 sweeps the client cores",
+        "s",
     )
     nfsd_rpc_cpu_s: float = param(5e-6, "nfsd work per RPC on the server: a guess", "s")
     tcp_rx_cpu_s_per_byte: float = param(
         8 / 42e9,
         "one Linux core cannot receive 100 Gb/s and the kernel→application copy is the main "
         "cost (Cai et al., 'Understanding Host Network Stack Overheads', SIGCOMM 2021); "
-        "~42 Gb/s per core for one flow with all optimisations is the paper's figure as we "
-        "recall it (not re-checked against the PDF here) → 0.19 ns/B (derived)",
+        "'Modern Linux network stack can achieve ~42Gbps throughput-per-core' for one "
+        "long flow, the receiver the bottleneck (§1, §3.1) → 0.19 ns/B (derived)",
         "s/B",
     )
     tcp_tx_cpu_s_per_byte: float = param(
         8 / 160e9,
         "TCP send with TSO and zero-copy sendfile is several times cheaper per byte than "
-        "receive (Cai et al. 2021): 160 Gb/s per core, a guess",
+        "receive: 'receiver-side CPU is the bottleneck' (Cai et al. 2021, §3.1), which "
+        "gives no sender figure; 160 Gb/s per core, a guess",
         "s/B",
     )
     cuda_memcpy_cpu_s: float = param(
-        5e-6, "CPU time to launch one cudaMemcpyAsync from a pinned bounce buffer: a guess", "s"
+        ec.CUDA_COPY_S,
+        "CPU time of one copy between GPU memory and a pinned bounce buffer (the thread "
+        "waits for it): " + ec.CUDA_COPY_SOURCE + "; the endpoint model's copy_launch_s is "
+        "the same figure",
+        "s",
     )
     pcie_Bps: float = param(
         ec.PCIE_DMA_BPS,
