@@ -89,9 +89,7 @@ class EndpointParams:
     )
     copy_launch_s: float = param(
         ec.CUDA_COPY_S,
-        "one staging copy's fixed cost (cudaMemcpyAsync call, copy-engine start, completion "
-        "wait): " + ec.CUDA_COPY_SOURCE + "; the storage model's cuda_memcpy_cpu_s is the "
-        "same figure",
+        ec.CUDA_COPY_SOURCE + "; the storage model's cuda_memcpy_cpu_s is the same figure",
         "s",
     )
     nic_msg_rate_per_s: float = param(

@@ -164,9 +164,7 @@ class StorageParams:
     )
     cuda_memcpy_cpu_s: float = param(
         ec.CUDA_COPY_S,
-        "CPU time of one copy between GPU memory and a pinned bounce buffer (the thread "
-        "waits for it): " + ec.CUDA_COPY_SOURCE + "; the endpoint model's copy_launch_s is "
-        "the same figure",
+        ec.CUDA_COPY_SOURCE + "; the endpoint model's copy_launch_s is the same figure",
         "s",
     )
     pcie_Bps: float = param(
