@@ -270,6 +270,7 @@ class FabtopApp(App[None]):
             source=self.source.description,
             read_only=self.read_only,
             compiling=compiling_of(self.source),
+            source_stopped=getattr(self.source, "failure", None) is not None,
         )
         if snap is None:
             return

@@ -172,6 +172,25 @@ def test_the_header_says_what_the_engine_compiles_and_since_when() -> None:
     )
 
 
+def test_a_narrow_header_keeps_a_stopped_source_and_says_what_compiles() -> None:
+    """At 80 columns the header leaves the source out, but not once its engine stopped;
+    while a kernel compiles, it leaves out why it happens once before the kernel."""
+    from console.compiling import Compiling
+    from console.widgets.status_header import HeaderState, fitted
+
+    snap = snapshot()
+    said = "engine process default"
+    stopped = f"{said} (engine process stopped: killed by SIGKILL)"
+    assert said not in fitted(HeaderState(snap, False, None, said, False), 80).plain
+    line = fitted(HeaderState(snap, False, None, stopped, False, source_stopped=True), 80)
+    assert said in line.plain and snap.cluster in line.plain and snap.profile in line.plain
+    compiling = Compiling("solve_tick", since=0.0)
+    line = fitted(HeaderState(snap, False, None, said, False, compiling), 140)
+    assert "solve_tick" in line.plain and "(the first run after an install)" in line.plain
+    line = fitted(HeaderState(snap, False, None, said, False, compiling), 80)
+    assert "⧗ compiling" in line.plain and snap.profile in line.plain
+
+
 def test_an_engine_process_compiling_kernel_after_kernel_is_one_stretch(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 from textual.pilot import Pilot
@@ -23,6 +24,7 @@ from console.widgets.links_table import LinksTable
 from fabric_core.commands import Command, CommandResult
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
+from fabric_core.runtime.snapshot import Snapshot
 from tests.test_console_screens import shown
 
 SIZE = (140, 44)
@@ -321,3 +323,55 @@ async def test_a_dialog_takes_the_main_views_keys_out_of_play() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert app.check_action("cycle_sort", ())
+
+
+class MeasuredSource(SteppedSource):
+    """A stepped fabric whose snapshots say a measured speed, as a running engine's do."""
+
+    measured = 1.2e-3
+
+    def publish(self) -> Snapshot:
+        self._latest = replace(super().publish(), measured_speed=self.measured)
+        return self._latest
+
+
+def header_line(app: FabtopApp) -> str:
+    """The header as the terminal shows it (its one line, cut at the terminal's width)."""
+    return app.header_bar.render_line(0).text
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)])
+async def test_the_header_shows_the_cluster_and_profile_at_80_columns(
+    size: tuple[int, int],
+) -> None:
+    """At 80 columns the header cut its end, where the cluster and profile names are: it
+    now leaves out what an operator needs least to keep them; at 200 it leaves out nothing."""
+    src = MeasuredSource(
+        Fabric.from_scenario(load_scenario("tiny")), description="engine process default"
+    )
+    src.step(200)
+    app = FabtopApp(src, render_interval_s=0.05, metrics_address="127.0.0.1:9464", read_only=True)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        shown_now = header_line(app)
+        needed = ["▶ running", "faults 0", "sim 200 µs", "speed 1e-3×", "tiny", "native-400g"]
+        for part in [*needed, "read-only"]:
+            assert part in shown_now, (part, shown_now)
+        assert "…" not in shown_now  # nothing cut
+        rest = [
+            "fabtop",
+            "tick 1 µs",
+            "(now 1.2e-3×)",
+            "native lossless (credit)",
+            "metrics 127.0.0.1:9464",
+            "engine process default",
+        ]
+        for part in rest:
+            assert (part in shown_now) == (size[0] == 200), (part, shown_now)
+        await pilot.resize_terminal(200 + 80 - size[0], size[1])  # the other width
+        await pilot.pause()
+        resized = header_line(app)
+        for part in needed:
+            assert part in resized, (part, resized)
+        for part in rest:
+            assert (part in resized) == (size[0] == 80), (part, resized)

@@ -1,15 +1,44 @@
-"""The header line: what fabric this is, how fast it runs, and in what state."""
+"""The header line: what fabric this is, how fast it runs, and in what state.
+
+The line fits the terminal's width: what does not fit is left out, the least needed
+first (``COMPACT``), so that an 80-column terminal still shows the state, the faults,
+the simulated time, the speed asked, the cluster and the profile (it used to cut the
+end of the line, where the cluster and profile are).
+"""
 
 from __future__ import annotations
 
-from rich.text import Text
+from dataclasses import dataclass
 
-from console.compiling import Compiling, compiling_note
+from rich.cells import cell_len
+from rich.text import Text
+from textual import events
+
+from console.compiling import ONCE, Compiling, compiling_note
 from console.fmt import fmt_seconds, fmt_speed
 from console.widgets.text_view import TextView
 from fabric_core.runtime.snapshot import Snapshot
 
 FLOW_CONTROL_NAMES = {"credit": "native lossless (credit)", "pfc": "RoCE (PFC+ECN)"}
+
+#: What each step of compaction leaves out, in order: a header too wide for the
+#: terminal takes the first step, then the next, until it fits (the cluster, the
+#: profile, the state, the faults, the simulated time, the speed asked and read-only are
+#: never left out; past the last step the end of the line is cut).
+COMPACT = (
+    "the flow control's name (the profile's name says it)",
+    "the exporter's address and the source (unless its engine stopped)",
+    "the tick and the fabtop badge; why a compile happens once, said shorter",
+    "the measured speed",
+    "why a compile happens once",
+    "what the engine compiles (the state still says compiling)",
+)
+# the step of ``COMPACT`` that leaves each out (a header after ``compact`` steps keeps
+# what ``compact < STEP`` holds for)
+_FLOW_CONTROL, _EXPORTER, _TICK, _MEASURED, _ONCE, _KERNEL = range(1, len(COMPACT) + 1)
+
+#: Why a compile happens once, said shorter (``COMPACT``'s third step).
+ONCE_SHORT = "(the first run after an install)"
 
 
 def state_label(
@@ -28,12 +57,83 @@ def state_label(
     return "⏸ paused", "bold black on yellow"
 
 
+@dataclass(frozen=True)
+class HeaderState:
+    """What the header says (``StatusHeader.show``'s arguments)."""
+
+    snap: Snapshot | None
+    frozen: bool
+    metrics_address: str | None
+    source: str
+    read_only: bool
+    compiling: Compiling | None = None
+    #: the source stopped (its ``description`` says why): never left out
+    source_stopped: bool = False
+
+
+def header_text(state: HeaderState, compact: int = 0) -> Text:
+    """The header line after ``compact`` steps of ``COMPACT`` (0: all of it)."""
+    snap = state.snap
+    text = Text(no_wrap=True, overflow="ellipsis")
+    if compact < _TICK:
+        text.append(" fabtop ", "bold reverse")
+    label, style = state_label(snap, frozen=state.frozen, compiling=state.compiling)
+    # the state first: if even the most compact line is too wide, its end is cut
+    text.append(f" {label} ", style)
+    if state.compiling is not None and not state.frozen and compact < _KERNEL:
+        note = compiling_note(state.compiling)
+        if compact >= _TICK:
+            note = note.removesuffix(ONCE) + (ONCE_SHORT if compact < _ONCE else "")
+        text.append(f" {note.rstrip()} ", "magenta")
+    fields: list[Text] = []
+    if snap is not None:
+        # what changes and what an operator acts on first (faults, time, speed), then
+        # the fabric's names
+        n_faults = len(snap.active_faults)
+        fields.append(Text(f"faults {n_faults}", "bold red" if n_faults else ""))
+        sim = f"sim {fmt_seconds(snap.sim_time_s)}"
+        if compact < _TICK:
+            sim += f" · tick {fmt_seconds(snap.dt_s)}"
+        fields.append(Text(sim))
+        speed = f"speed {fmt_speed(snap.target_speed)}"
+        if snap.measured_speed > 0 and compact < _MEASURED:
+            speed += f" (now {fmt_speed(snap.measured_speed)})"
+        fields.append(Text(speed))
+        fields.append(Text(snap.cluster, "bold"))
+        profile = snap.profile
+        if compact < _FLOW_CONTROL:
+            profile += f" · {FLOW_CONTROL_NAMES.get(snap.flow_control, snap.flow_control)}"
+        fields.append(Text(profile))
+    if compact < _EXPORTER:
+        fields.append(Text(f"metrics {state.metrics_address or 'off'}"))
+    if compact < _EXPORTER or state.source_stopped:
+        fields.append(Text(state.source))
+    if state.read_only:
+        fields.append(Text("read-only", "bold magenta"))
+    text.append(" ")
+    text.append(Text(" │ ").join(fields))
+    return text
+
+
+def fitted(state: HeaderState, width: int) -> Text:
+    """The header line with as few steps of ``COMPACT`` as fit ``width`` columns (all of
+    it when the width is not known yet: 0)."""
+    for compact in range(len(COMPACT) + 1):
+        text = header_text(state, compact)
+        if width <= 0 or cell_len(text.plain) <= width:
+            return text
+    return text
+
+
 class StatusHeader(TextView):
-    """Cluster, profile, simulated time, speed, state, active faults, exporter address."""
+    """State, compile, faults, simulated time, speed, cluster, profile, exporter address,
+    source; what the terminal's width has room for (see the module docstring)."""
 
     DEFAULT_CSS = """
     StatusHeader { height: 1; background: $panel; }
     """
+
+    _state: HeaderState | None = None
 
     def show(
         self,
@@ -44,32 +144,16 @@ class StatusHeader(TextView):
         source: str,
         read_only: bool,
         compiling: Compiling | None = None,
+        source_stopped: bool = False,
     ) -> None:
         """Redraw from ``snap`` (None before the first snapshot); ``compiling``: what the
-        engine's numba compiles now, if anything."""
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(" fabtop ", "bold reverse")
-        label, style = state_label(snap, frozen=frozen, compiling=compiling)
-        # the state first: on a narrow terminal the end of the line is cut
-        text.append(f" {label} ", style)
-        if compiling is not None and not frozen:
-            text.append(f" {compiling_note(compiling)} ", "magenta")
-        if snap is not None:
-            # what changes and what an operator acts on first (faults, time, speed), the
-            # fabric's names after: an 80-column terminal cuts the end of the line
-            n_faults = len(snap.active_faults)
-            text.append(" ")
-            text.append(f"faults {n_faults}", "bold red" if n_faults else "")
-            text.append(f" │ sim {fmt_seconds(snap.sim_time_s)} · tick {fmt_seconds(snap.dt_s)} ")
-            speed = f"speed {fmt_speed(snap.target_speed)}"
-            if snap.measured_speed > 0:
-                speed += f" (now {fmt_speed(snap.measured_speed)})"
-            text.append(f"│ {speed} ")
-            fc = FLOW_CONTROL_NAMES.get(snap.flow_control, snap.flow_control)
-            text.append(f"│ {snap.cluster} ", "bold")
-            text.append(f"│ {snap.profile} · {fc} ")
-        text.append(f"│ metrics {metrics_address or 'off'} │ {source}")
-        if read_only:
-            text.append(" │ ")
-            text.append("read-only", "bold magenta")
-        self.show_text(text)
+        engine's numba compiles now, if anything; ``source_stopped``: the source's engine
+        stopped (``source`` says why)."""
+        self._state = HeaderState(
+            snap, frozen, metrics_address, source, read_only, compiling, source_stopped
+        )
+        self.show_text(fitted(self._state, self.size.width))
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._state is not None:
+            self.show_text(fitted(self._state, event.size.width))
