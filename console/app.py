@@ -48,7 +48,6 @@ from fabric_core.commands import (
     CommandResult,
     Pause,
     Resume,
-    SetSpeed,
 )
 
 if TYPE_CHECKING:
@@ -361,18 +360,14 @@ class FabtopApp(App[None]):
         """Multiply the target speed (simulated seconds per wall second)."""
         if self._refuse_if_read_only("changing the speed"):
             return
-        speed = self.speed_steps.step(self.source.latest(), factor)
-        if speed is None:
-            self.notify("already running flat out")
-            return
-        self.speed_steps.sent(speed)
-        self._send_speed(speed)
-
-    @work(exclusive=False, group="commands")
-    async def _send_speed(self, speed: float) -> None:
-        result = await self.send(SetSpeed(speed=speed))
-        self.speed_steps.replied(result.ok, self.source.latest())
-        self.refresh_view(force=True)
+        self.speed_steps.press(
+            factor,
+            latest=self.source.latest,
+            send=self.send,
+            notify=self.notify,
+            start=lambda ask: self.run_worker(ask, group="commands"),
+            redraw=lambda: self.refresh_view(force=True),
+        )
 
     def action_cycle_sort(self) -> None:
         """Order the links table by the next column."""

@@ -5,16 +5,24 @@ succession all start from the same value: the snapshot says the new speed only o
 engine has applied the command and published again, so five presses of ``-`` halved the
 speed once or twice. ``SpeedSteps`` starts from the last speed asked until a snapshot
 published after its reply says what the engine runs at.
+
+``SpeedSteps.press`` is a press of ``+`` or ``-`` in any view: the main view and the
+compare view pass what differs (which snapshot to step from, how to send, where the
+reply is told and redrawn).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
-from fabric_core.commands import MAX_SPEED, MIN_SPEED
+from fabric_core.commands import MAX_SPEED, MIN_SPEED, Command, CommandResult, SetSpeed
 
 if TYPE_CHECKING:
     from fabric_core.runtime.snapshot import Snapshot
+
+#: What a press of ``+`` says when the engine already runs flat out.
+FLAT_OUT = "already running flat out"
 
 
 class SpeedSteps:
@@ -52,3 +60,36 @@ class SpeedSteps:
             self._asked = None
         elif self._waiting == 0:
             self._seen = latest
+
+    def press(
+        self,
+        factor: float,
+        *,
+        latest: Callable[[], Snapshot | None],
+        send: Callable[[Command], Awaitable[CommandResult]],
+        notify: Callable[[str], object],
+        start: Callable[[Coroutine[Any, Any, None]], object],
+        redraw: Callable[[], None],
+    ) -> None:
+        """A press of ``+`` or ``-``: ask for ``factor`` times the speed (``step``) at once,
+        so that quick presses compound, and send it in the background.
+
+        Args:
+            latest: the latest snapshot of the engine the step starts from.
+            send: sends a command and tells the operator when it is refused.
+            notify: tells the operator (here: that nothing is faster than flat out).
+            start: runs a coroutine in a worker (the key press does not wait for it).
+            redraw: redraws the view once the reply came.
+        """
+        speed = self.step(latest(), factor)
+        if speed is None:
+            notify(FLAT_OUT)
+            return
+        self.sent(speed)
+
+        async def ask() -> None:
+            result = await send(SetSpeed(speed=speed))
+            self.replied(result.ok, latest())
+            redraw()
+
+        start(ask())

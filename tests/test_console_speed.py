@@ -1,4 +1,5 @@
-"""``+`` and ``-`` pressed in quick succession: each press multiplies the speed.
+"""``+`` and ``-``: each press multiplies the speed, in quick succession too; the main and
+the compare view share the rest (flat out, read-only, a refusal) through ``SpeedSteps.press``.
 
 Taken from the latest snapshot alone, every press started from the speed the engine had
 last published, so 25 presses of ``-`` in a live console took the speed from 1e-2 to
@@ -7,10 +8,14 @@ last published, so 25 presses of ``-`` in a live console took the speed from 1e-
 
 from __future__ import annotations
 
+import pytest
+from textual.pilot import Pilot
+
 from console.app import FabtopApp
-from console.speed import SpeedSteps
+from console.screens.compare import CompareScreen
+from console.speed import FLAT_OUT, SpeedSteps
 from console.stepped import SteppedSource
-from fabric_core.commands import Command, CommandResult
+from fabric_core.commands import Command, CommandResult, SetSpeed
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
 from tests.helpers import settle
@@ -63,3 +68,77 @@ def test_a_refused_speed_is_forgotten_and_flat_out_has_nothing_faster() -> None:
     flat = src.step(1)
     assert steps.step(flat, 2.0) is None
     assert steps.step(flat, 0.5) == 0.5  # slower than flat out: from 1
+
+
+class RefusingSource(SteppedSource):
+    """Refuses the first ``speed`` command it is sent, as an engine that stopped does."""
+
+    refuse = 1
+
+    async def submit(self, command: Command) -> CommandResult:
+        if isinstance(command, SetSpeed) and self.refuse > 0:
+            self.refuse -= 1
+            return CommandResult(id=command.id, ok=False, error="no speed today")
+        return await super().submit(command)
+
+
+def tiny(cls: type[SteppedSource] = SteppedSource, speed: float = 1e-3) -> SteppedSource:
+    src = cls(Fabric.from_scenario(load_scenario("tiny")), speed=speed)
+    src.step(2)
+    return src
+
+
+async def in_view(pilot: Pilot[None], app: FabtopApp, view: str) -> None:
+    """Open ``view``: the main view is there from the start; c opens the compare view."""
+    if view == "compare":
+        await pilot.press("c")
+        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
+
+
+def told(app: FabtopApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+# Both views' + and - go through one SpeedSteps.press: what they share, in each.
+VIEWS = ["main", "compare"]
+
+
+@pytest.mark.parametrize("view", VIEWS)
+async def test_plus_at_flat_out_says_so_and_minus_starts_from_one(view: str) -> None:
+    left, right = tiny(speed=0.0), tiny(speed=0.0)
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await in_view(pilot, app, view)
+        await pilot.press("plus")
+        await settle(pilot, lambda: FLAT_OUT in told(app))
+        assert left.engine.speed == right.engine.speed == 0.0
+        await pilot.press("minus")
+        await settle(pilot, lambda: left.engine.speed == 0.5)
+        assert right.engine.speed == (0.5 if view == "compare" else 0.0)
+
+
+@pytest.mark.parametrize("view", VIEWS)
+async def test_a_read_only_console_refuses_the_speed_keys(view: str) -> None:
+    left, right = tiny(), tiny()
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05, read_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await in_view(pilot, app, view)
+        await pilot.press("plus")
+        await settle(pilot, lambda: bool(told(app)))
+        assert told(app) == ["read-only console: changing the speed is disabled"]
+        assert left.engine.speed == right.engine.speed == 1e-3
+
+
+@pytest.mark.parametrize("view", VIEWS)
+async def test_a_refused_speed_is_told_and_the_next_press_starts_from_the_engines(
+    view: str,
+) -> None:
+    left, right = tiny(RefusingSource), tiny(RefusingSource)
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await in_view(pilot, app, view)
+        await pilot.press("plus")
+        await settle(pilot, lambda: any("no speed today" in m for m in told(app)))
+        await pilot.press("minus")  # from the engine's 1e-3, not the refused 2e-3
+        await settle(pilot, lambda: left.engine.speed == 5e-4)
+        assert right.engine.speed == (5e-4 if view == "compare" else 1e-3)

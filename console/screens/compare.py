@@ -34,7 +34,7 @@ from console.speed import SpeedSteps
 from console.viewstate import FabricView
 from console.widgets.faults_panel import faults_to_show
 from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
-from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume, SetSpeed
+from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume
 from fabric_core.runtime.snapshot import FaultView, Snapshot
 
 #: One line of a side: (what, value).
@@ -442,11 +442,16 @@ class CompareScreen(Screen[None]):
                 )
         return results[0]
 
-    @work(group="compare-commands")
-    async def _send(self, command: Command) -> None:
+    async def _send_both_told(self, command: Command) -> CommandResult:
+        """``send_both``, telling the operator when either source refuses."""
         result = await self.send_both(command)
         if not result.ok:
             self.notify(result.error or "refused", severity="error")
+        return result
+
+    @work(group="compare-commands")
+    async def _send(self, command: Command) -> None:
+        await self._send_both_told(command)
         self.refresh_sides(force=True)
 
     def action_inject(self) -> None:
@@ -476,20 +481,14 @@ class CompareScreen(Screen[None]):
         if self.read_only:
             self.notify("read-only console: changing the speed is disabled", severity="warning")
             return
-        speed = self.speed_steps.step(self.sources[0].latest(), factor)
-        if speed is None:
-            self.notify("already running flat out")
-            return
-        self.speed_steps.sent(speed)
-        self._send_speed(speed)
-
-    @work(group="compare-commands")
-    async def _send_speed(self, speed: float) -> None:
-        result = await self.send_both(SetSpeed(speed=speed))
-        self.speed_steps.replied(result.ok, self.sources[0].latest())
-        if not result.ok:
-            self.notify(result.error or "refused", severity="error")
-        self.refresh_sides(force=True)
+        self.speed_steps.press(
+            factor,
+            latest=self.sources[0].latest,
+            send=self._send_both_told,
+            notify=self.notify,
+            start=lambda ask: self.run_worker(ask, group="compare-commands"),
+            redraw=lambda: self.refresh_sides(force=True),
+        )
 
     def action_toggle_pause(self) -> None:
         """Pause or resume both fabrics together."""
