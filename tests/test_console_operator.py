@@ -375,3 +375,53 @@ async def test_the_header_shows_the_cluster_and_profile_at_80_columns(
             assert part in resized, (part, resized)
         for part in rest:
             assert (part in resized) == (size[0] == 80), (part, resized)
+
+
+def speed_row(screen: CompareScreen, side: str) -> str:
+    """The ``speed`` row of a side of the compare view, as shown."""
+    return next(line for line in shown(screen.query_one(side)).splitlines() if "speed" in line)
+
+
+async def test_compare_measures_both_sides_speeds_over_the_same_window() -> None:
+    """Each side showed its engine's own measured speed, smoothed over its own batches
+    ("now 1.2e-2×" native beside "now 8.1e-3×" RoCE while the two ran in lockstep): the
+    compare view now measures both over the same wall seconds."""
+    left, right = (
+        MeasuredSource(Fabric.from_scenario(load_scenario("tiny", profile=p)))
+        for p in ("native-400g", "roce-400g")
+    )
+    left.measured, right.measured = 1.2e-2, 8.1e-3  # what each engine would say
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("c")
+        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        wall = [1000.0]
+        screen.measured.clock = lambda: wall[0]  # the wall clock, by hand
+        for _ in range(5):  # 20 µs of simulated time a wall second, on both: 2e-5×
+            left.step(10)
+            right.step(10)
+            wall[0] += 0.5
+            screen.refresh_sides()
+        await pilot.pause()
+        for side in ("#left", "#right"):
+            assert speed_row(screen, side).split()[1:] == ["1e-3×", "(now", "2e-5×)"], side
+        line = shown(screen.query_one("#speed-line"))
+        assert "now 2e-5× native-400g · 2e-5× roce-400g, both over the last 2.0 s" in line
+        everything = "".join(shown(screen.query_one(s)) for s in ("#left", "#right"))
+        assert "1.2e-2" not in everything + line and "8.1e-3" not in everything + line
+        # the RoCE engine falls behind: its side says so, over the same window
+        for _ in range(5):
+            left.step(10)
+            right.step(5)
+            wall[0] += 0.5
+            screen.refresh_sides()
+        await pilot.pause()
+        assert "(now 2e-5×)" in speed_row(screen, "#left")
+        assert "(now 1e-5×)" in speed_row(screen, "#right")
+        await pilot.press("p")  # paused: nothing is measured
+        await settle(pilot, lambda: not right.engine.running)
+        screen.refresh_sides(force=True)
+        await pilot.pause()
+        assert "now" not in speed_row(screen, "#left") + shown(screen.query_one("#speed-line"))

@@ -2,7 +2,9 @@
 
 Each side has its own ``FabricView`` fed from its own source; a fault injected
 here goes to both sources, so both sides see the same fault at the same
-simulated moment (each at its next tick boundary).
+simulated moment (each at its next tick boundary). Both sides' measured speeds are
+measured here, over the same wall seconds (``console.speed.SharedWindow``), not taken
+from each engine's snapshot (each engine smooths its own over its own batches).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from console.linkview import stalled_word
 from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
 from console.source import FabricSource, compiling_note_of, compiling_of, submit_together
-from console.speed import SpeedSteps
+from console.speed import SharedWindow, SpeedSteps
 from console.viewstate import FabricView
 from console.widgets.faults_panel import faults_to_show
 from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
@@ -51,8 +53,9 @@ def dropped_line(snap: Snapshot) -> str:
     return text
 
 
-def side_rows(view: FabricView, source: FabricSource) -> list[Row]:
-    """One side of the comparison, a (what, value) row each."""
+def side_rows(view: FabricView, source: FabricSource, measured: float = 0.0) -> list[Row]:
+    """One side of the comparison, a (what, value) row each; ``measured``: its speed over
+    the window both sides are measured over (``SharedWindow``; 0: none)."""
     snap = view.snapshot
     if snap is None:
         return [(source.description, "waiting for the first snapshot…")]
@@ -67,8 +70,8 @@ def side_rows(view: FabricView, source: FabricSource) -> list[Row]:
         ("state", state),
     ]
     speed = fmt_speed(snap.target_speed)
-    if snap.measured_speed > 0:
-        speed += f" (now {fmt_speed(snap.measured_speed)})"
+    if measured > 0:
+        speed += f" (now {fmt_speed(measured)})"
     rows += [
         ("sim time", f"{fmt_seconds(snap.sim_time_s)} · tick {fmt_seconds(snap.dt_s)}"),
         ("speed", speed),
@@ -196,8 +199,12 @@ def faults_table(left: FabricView, right: FabricView) -> Table:
     return table
 
 
-def speed_line(views: tuple[FabricView, FabricView]) -> Text:
-    """``speed 1e-3× both · now 9.8e-4× native-400g · 9.9e-4× roce-400g · +/- ×2 / ÷2``."""
+def speed_line(
+    views: tuple[FabricView, FabricView], measured: tuple[float, ...] | None, span_s: float
+) -> Text:
+    """``speed 1e-3× on both (now 9.8e-4× native-400g · 9.8e-4× roce-400g, both over the
+    last 2.0 s) + faster ×2 · - slower ÷2``: ``measured``, each side's speed over the same
+    ``span_s`` wall seconds (``SharedWindow``), None before it has one."""
     snaps = [v.snapshot for v in views]
     text = Text(" ")
     if any(s is None for s in snaps):
@@ -212,9 +219,13 @@ def speed_line(views: tuple[FabricView, FabricView]) -> Text:
             f"{b.profile}",
             "bold",
         )
-    now = [f"{fmt_speed(s.measured_speed)} {s.profile}" for s in (a, b) if s.measured_speed > 0]
-    if now:
-        text.append("  (now " + " · ".join(now) + ")")
+    if measured is not None and any(m > 0 for m in measured):
+        now = " · ".join(
+            # (a side that did not move, an engine that stopped, read 0×, not flat out's max)
+            f"{fmt_speed(m) if m > 0 else '0×'} {s.profile}"
+            for s, m in zip((a, b), measured, strict=True)
+        )
+        text.append(f"  (now {now}, both over the last {span_s:.1f} s)")
     text.append("   + faster ×2 · - slower ÷2 (both engines)", "dim")
     return text
 
@@ -363,6 +374,7 @@ class CompareScreen(Screen[None]):
         self.sources = sources
         self.views = views or (FabricView(), FabricView())
         self.speed_steps = SpeedSteps()  # what + and - ask for, on both
+        self.measured = SharedWindow()  # both sides' speeds over one window
         self.read_only = read_only
         self.render_interval_s = render_interval_s
         self._described = ["", ""]  # each source's description as last shown
@@ -406,12 +418,14 @@ class CompareScreen(Screen[None]):
                 self._described[k] = source.description
                 self._compile_notes[k] = note
                 changed = True
+        self.measured.read([view.snapshot for view in self.views])
         if changed:
             # both sides at once: a row's height depends on the other side's value too
             panels = (self.query_one("#left", Static), self.query_one("#right", Static))
+            measured = self.measured.speeds() or (0.0, 0.0)
             rows = (
-                side_rows(self.views[0], self.sources[0]),
-                side_rows(self.views[1], self.sources[1]),
+                side_rows(self.views[0], self.sources[0], measured[0]),
+                side_rows(self.views[1], self.sources[1], measured[1]),
             )
             widths = (panels[0].content_size.width, panels[1].content_size.width)
             tables = side_tables(rows, widths, self.app.console)
@@ -426,7 +440,8 @@ class CompareScreen(Screen[None]):
                     panel.update(table)
             _show(self.query_one("#delta", Static), difference_table(*self.views), self._heights)
             self.query_one("#faults-both", Static).update(faults_table(*self.views), layout=False)
-            self.query_one("#speed-line", Static).update(speed_line(self.views), layout=False)
+            line = speed_line(self.views, self.measured.speeds(), self.measured.span_s)
+            self.query_one("#speed-line", Static).update(line, layout=False)
 
     async def send_both(self, command: Command) -> CommandResult:
         """Send ``command`` to both sources; the result is the first refusal, if any.
