@@ -99,40 +99,40 @@ def run(args: argparse.Namespace) -> int:
             bar.close()
             print(f"fabtop: the run stopped at {fabric.sim_time_s:.6g} s: {exc}", file=sys.stderr)
             if args.record:  # what ran until then, for `fabtop replay`
-                failed = _save_record(
-                    args.record, lambda: Recorder.start(scn, fabric).save(args.record)
-                )
-                if failed is not None:
-                    print(failed, file=sys.stderr)
+                _save_record(args.record, lambda: Recorder.start(scn, fabric).save(args.record))
             return 1
         bar.close()
-        failed = None
-        if args.record:
-            failed = _save_record(args.record, lambda: save_run(args.record, scn, fabric, report))
+        if not args.quiet:
+            print_summary(report)
+        status = 0
+        if args.json and not write_output(
+            args.json, json.dumps(report, indent=2, allow_nan=False) + "\n"
+        ):
+            status = 1
+        # the record last (it needs the fabric): a failure to write it loses neither the
+        # summary nor the report, and is said after them
+        if args.record and not _save_record(
+            args.record, lambda: save_run(args.record, scn, fabric, report)
+        ):
+            status = 1
     finally:
         close_fabric(fabric)
-    if not args.quiet:
-        print_summary(report)
-    status = 0
-    if args.json and not write_output(
-        args.json, json.dumps(report, indent=2, allow_nan=False) + "\n"
-    ):
-        status = 1
-    if failed is not None:  # said last: the summary and the report are not lost with it
-        print(failed, file=sys.stderr)
-        status = 1
     return status
 
 
-def _save_record(path: Path, save: Callable[[], None]) -> str | None:
-    """Run ``save`` (writing the record to ``path``); the error to print if it failed."""
+def _save_record(path: Path, save: Callable[[], None]) -> bool:
+    """Run ``save`` (writing the record to ``path``); on failure print ``fabtop: cannot
+    write the record PATH: reason`` and return False (as ``output.write_output`` does)."""
     try:
         save()
     except OSError as exc:
-        return f"fabtop: cannot write the record {path}: {exc.strerror or exc}"
+        reason: object = exc.strerror or exc
     except RecordError as exc:
-        return f"fabtop: cannot write the record {path}: {exc}"
-    return None
+        reason = exc
+    else:
+        return True
+    print(f"fabtop: cannot write the record {path}: {reason}", file=sys.stderr)
+    return False
 
 
 def _fmt(x: float | None) -> str:
