@@ -276,16 +276,21 @@ def test_the_exporter_gets_a_fresh_snapshot_while_the_view_reads_none() -> None:
     assert group is not None
     try:
         (src,) = group.sources
-        deadline = time.monotonic() + 30
-        while src.received < 2:
-            src.latest()
+        # past its first ticks, whose kernels an engine in a fresh checkout may still be
+        # compiling (for longer than FRESH_WAIT_S, with no snapshot sent meanwhile)
+        deadline = time.monotonic() + 120
+        while (snap := src.latest()) is None or snap.tick < 100:
             assert time.monotonic() < deadline
             time.sleep(0.01)
+        while src._latest is snap:  # the one the engine sends after a read (it then waits)
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        seen = src.received
         time.sleep(FRESH_S + 0.2)  # the view is frozen: the one sent since is old now
         old = src._latest
-        assert old is not None and src.received == 2
+        assert old is not None and src.received == seen
         fresh = src.latest_fresh()
-        assert fresh is not None and fresh is not old and src.received == 3
+        assert fresh is not None and fresh is not old and src.received == seen + 1
         assert fresh.sim_time_s > old.sim_time_s
     finally:
         group.close()
