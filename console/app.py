@@ -27,6 +27,7 @@ from console.messages import (
     SwitchSelected,
 )
 from console.palette import FabricCommands
+from console.readonly import refuse_if_read_only
 from console.screens.compare import CompareScreen
 from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
@@ -333,11 +334,6 @@ class FabtopApp(App[None]):
             self.notify(result.error or "refused", title="command refused", severity="error")
         return result
 
-    def _refuse_if_read_only(self, what: str) -> bool:
-        if self.read_only:
-            self.notify(f"read-only console: {what} is disabled", severity="warning")
-        return self.read_only
-
     @work(exclusive=False, group="commands")
     async def _send_in_background(self, command: Command) -> None:
         await self.send(command)
@@ -346,7 +342,7 @@ class FabtopApp(App[None]):
     # ---------------------------------------------------------------- actions
     def action_toggle_pause(self) -> None:
         """Pause or resume the emulation (simulated time)."""
-        if self._refuse_if_read_only("pause/resume"):
+        if refuse_if_read_only(self, self.read_only, "pause/resume"):
             return
         snap = self.source.latest()
         self._send_in_background(Pause() if snap is None or snap.running else Resume())
@@ -358,7 +354,7 @@ class FabtopApp(App[None]):
 
     def action_speed(self, factor: float) -> None:
         """Multiply the target speed (simulated seconds per wall second)."""
-        if self._refuse_if_read_only("changing the speed"):
+        if refuse_if_read_only(self, self.read_only, "changing the speed"):
             return
         self.speed_steps.press(
             factor,
@@ -405,7 +401,7 @@ class FabtopApp(App[None]):
 
     def action_inject(self, target: str = "", kind: str = "link_down") -> None:
         """Open the fault form (target and kind pre-filled when given)."""
-        if self._refuse_if_read_only("fault injection"):
+        if refuse_if_read_only(self, self.read_only, "fault injection"):
             return
         # a remote source knows every link, its snapshots only the top ones
         names = getattr(self.source, "all_link_names", None)
@@ -422,7 +418,7 @@ class FabtopApp(App[None]):
 
     def action_clear_all(self) -> None:
         """Clear every active fault, after confirmation."""
-        if self._refuse_if_read_only("clearing faults"):
+        if refuse_if_read_only(self, self.read_only, "clearing faults"):
             return
         snap = self.view.snapshot
         n = len(snap.active_faults) if snap is not None else 0

@@ -29,6 +29,7 @@ from console.compiling import compiling_note
 from console.fmt import fmt_bitrate, fmt_bytes, fmt_rate, fmt_seconds, fmt_speed, kpi_text
 from console.latency import ClassLatency
 from console.linkview import stalled_word
+from console.readonly import refuse_if_read_only
 from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
 from console.source import FabricSource, compiling_note_of, compiling_of, submit_together
@@ -471,8 +472,7 @@ class CompareScreen(Screen[None]):
 
     def action_inject(self) -> None:
         """The fault form; the fault goes to both fabrics."""
-        if self.read_only:
-            self.notify("read-only console: fault injection is disabled", severity="warning")
+        if refuse_if_read_only(self, self.read_only, "fault injection"):
             return
         form = FaultFormScreen(
             self.send_both, self.views[0].snapshot, title="Inject a fault on both fabrics"
@@ -481,8 +481,7 @@ class CompareScreen(Screen[None]):
 
     def action_clear_all(self) -> None:
         """Clear every fault on both fabrics, after confirmation."""
-        if self.read_only:
-            self.notify("read-only console: clearing faults is disabled", severity="warning")
+        if refuse_if_read_only(self, self.read_only, "clearing faults"):
             return
 
         def confirmed(yes: bool | None) -> None:
@@ -493,8 +492,7 @@ class CompareScreen(Screen[None]):
 
     def action_speed(self, factor: float) -> None:
         """Multiply both engines' target speed (they run in lockstep: the slower sets the pace)."""
-        if self.read_only:
-            self.notify("read-only console: changing the speed is disabled", severity="warning")
+        if refuse_if_read_only(self, self.read_only, "changing the speed"):
             return
         self.speed_steps.press(
             factor,
@@ -507,8 +505,7 @@ class CompareScreen(Screen[None]):
 
     def action_toggle_pause(self) -> None:
         """Pause or resume both fabrics together."""
-        if self.read_only:
-            self.notify("read-only console: pause/resume is disabled", severity="warning")
+        if refuse_if_read_only(self, self.read_only, "pause/resume"):
             return
         snap = self.sources[0].latest()
         self._send(Pause() if snap is None or snap.running else Resume())

@@ -1,0 +1,16 @@
+"""A read-only console's refusal of an action that would change the emulation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import App
+from textual.screen import Screen
+
+
+def refuse_if_read_only(where: App[Any] | Screen[Any], read_only: bool, what: str) -> bool:
+    """Whether to refuse ``what`` (``"fault injection"``, ...): on a read-only console,
+    say so on ``where`` (the app or a screen) and refuse."""
+    if read_only:
+        where.notify(f"read-only console: {what} is disabled", severity="warning")
+    return read_only
