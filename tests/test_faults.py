@@ -478,15 +478,23 @@ def test_goodput_under_bit_errors_llr_versus_go_back_n() -> None:
 
 def test_go_back_n_resends_one_derived_round_trip_of_bytes() -> None:
     """RoCE resends a round trip's bytes per bit error. Unless set, that round trip is the
-    profile's own: 2 NICs, 5 switches, 2 PCIe writes and 266 m of fibre each way, and a
-    packet serialised on each of 6 links (7.1 µs on roce-400g); a longer one set on the
-    profile resends more of a degraded link's bytes, in proportion."""
+    fabric's own longest path from the profile's figures: 2 NIC pipelines and 2 x tiers - 1
+    switches each way, the fibre, and one packet serialised (switches cut through): 6.1 µs
+    on a 3-tier roce-400g fat-tree, 3.0 µs on a leaf-spine. A degraded link of a 2-tier
+    fabric resends that much; a longer round trip set on the profile resends more, in
+    proportion."""
     p = load_scenario("tiny", profile="roce-400g").profile
-    one_way = 2 * 142.5e-9 + 5 * 275e-9 + 2 * 150e-9 + 266 * 5e-9
-    assert p.go_back_n_round_trip_s() == pytest.approx(2 * one_way + 6 * 4178 / 50e9, rel=1e-9)
-    assert p.with_overrides(go_back_n_rtt_s=20e-6).go_back_n_round_trip_s() == 20e-6
+    packet_s = 4178 / 50e9
+    three = 2 * (2 * 142.5e-9 + 5 * 275e-9 + 2 * 133 * 5e-9) + packet_s
+    two = 2 * (2 * 142.5e-9 + 3 * 275e-9 + 2 * 33 * 5e-9) + packet_s
+    assert p.go_back_n_round_trip_s(3) == pytest.approx(three, rel=1e-9)
+    assert p.go_back_n_round_trip_s(2) == pytest.approx(two, rel=1e-9)
+    store = p.with_overrides(cut_through=False)  # a packet's time on each of the 4 links
+    assert store.go_back_n_round_trip_s(2) == pytest.approx(two + 3 * packet_s, rel=1e-9)
+    assert p.with_overrides(go_back_n_rtt_s=20e-6).go_back_n_round_trip_s(2) == 20e-6
 
     def resent(**overrides: Any) -> float:
+        """The degraded link's bytes resent per byte it sent."""
         fabric = tiny("roce-400g", **overrides)
         fabric.apply(
             InjectFault(kind="link_degraded", target="leaf00->spine00", params={"ber": 1e-7})
@@ -494,9 +502,12 @@ def test_go_back_n_resends_one_derived_round_trip_of_bytes() -> None:
         fabric.run_ticks(200)
         snap = fabric.snapshot()
         i = link(snap, "leaf00->spine00")
-        return float(snap.link_state.retransmitted_bytes_total[i])
+        st = snap.link_state
+        return float(st.retransmitted_bytes_total[i] / st.tx_bytes_total[i])
 
-    derived, short, long = resent(), resent(go_back_n_rtt_s=3.5e-6), resent(go_back_n_rtt_s=14e-6)
+    derived = resent()
+    assert derived == resent(go_back_n_rtt_s=two)  # tiny is a leaf-spine: its 2 tiers
+    short, long = resent(go_back_n_rtt_s=1.5e-6), resent(go_back_n_rtt_s=6e-6)
     assert 0 < short < derived < long
-    # the resent bytes per error grow with the window: 4 x the round trip, about 4 x the bytes
-    assert long / short == pytest.approx(4.0, rel=0.1)
+    # the bytes resent per byte sent grow with the window: 4 x the round trip, 4 x as many
+    assert long / short == pytest.approx(4.0, rel=0.02)

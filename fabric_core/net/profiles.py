@@ -206,12 +206,13 @@ class Profile:
         "RoCE's go-back-N: a packet lost to a bit error is resent with every packet sent "
         "after it until the receiver's NAK reaches the sender, about one round trip of "
         "bytes at line rate (IBTA RC transport; RoCE NICs without selective repeat). 0 = "
-        "the unloaded round trip of a 3-tier fat-tree's longest path from this profile's "
-        "own figures (Profile.go_back_n_round_trip_s): two NIC pipelines, five switches, "
-        "two PCIe writes and 2 x (3 + 30 + 100) m of fibre each way, and one packet's "
-        "serialisation on each of the six links out: 7.1 µs on roce-400g (derived; until "
-        "session 39 a fixed 10 µs, a guess). Queueing lengthens a loaded round trip, so "
-        "this is a floor",
+        "the unloaded round trip of the fabric's longest path from this profile's own "
+        "figures (Profile.go_back_n_round_trip_s): the two NICs' pipelines and 2 x tiers - "
+        "1 switches each way, the fibre of the built-in topologies (3 + 30 + 100 m a side "
+        "on 3 tiers), and the packet's serialisation once where switches cut through (once "
+        "a link where they do not). 6.1 µs on a 3-tier roce-400g fat-tree, 3.0 µs on a "
+        "leaf-spine (derived; until session 39 a fixed 10 µs, a guess). Queueing lengthens "
+        "a loaded round trip, so this is a floor",
         "s",
     )
     sm_resweep_s: float = param(
@@ -423,21 +424,25 @@ class Profile:
             return self.cable_m_spine_core
         return self.cable_m_leaf_spine
 
-    def go_back_n_round_trip_s(self) -> float:
+    def go_back_n_round_trip_s(self, tiers: int = 3) -> float:
         """The round trip whose bytes go-back-N resends after a loss: ``go_back_n_rtt_s``,
-        or, where that is 0, the unloaded round trip of a 3-tier fat-tree's longest path
-        (5 switches, 6 links each way) from this profile's figures."""
+        or, where that is 0, the unloaded round trip of the longest path of a fabric of
+        ``tiers`` switch tiers (``2 * tiers - 1`` switches, ``2 * tiers`` links) from this
+        profile's figures: NIC pipelines, switches and fibre both ways, and the packet's
+        serialisation on the way out (once when switches cut through, else once a link;
+        the NAK back is one small packet). The NICs' PCIe transfers are not on it: the
+        receiving NIC sends the NAK, the sending NIC resends."""
         if self.go_back_n_rtt_s > 0:
             return self.go_back_n_rtt_s
-        cable_m = 2 * (self.cable_m_endpoint + self.cable_m_leaf_spine + self.cable_m_spine_core)
+        cable_m = self.cable_m_endpoint + self.cable_m_leaf_spine * (tiers >= 2)
+        cable_m += self.cable_m_spine_core * (tiers >= 3)
         one_way = (
             2 * self.nic_latency_s
-            + 5 * self.switch_latency_s
-            + 2 * self.pcie_write_latency_s
-            + cable_m * self.propagation_s_per_m
+            + (2 * tiers - 1) * self.switch_latency_s
+            + 2 * cable_m * self.propagation_s_per_m
         )
-        serialise = 6 * (self.mtu_bytes + self.header_bytes) / self.link_bandwidth_Bps
-        return 2 * one_way + serialise  # the NAK back is one small packet
+        packet_s = (self.mtu_bytes + self.header_bytes) / self.link_bandwidth_Bps
+        return 2 * one_way + packet_s * (1 if self.cut_through else 2 * tiers)
 
     def with_overrides(self, **overrides: Any) -> Profile:
         """A copy with some parameters changed.

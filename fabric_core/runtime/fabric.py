@@ -374,7 +374,7 @@ class Fabric:
         if p.flow_control == "credit":
             resent = np.ones(len(self.topo.links))
         else:
-            rtt = p.go_back_n_round_trip_s()
+            rtt = p.go_back_n_round_trip_s(self.topo.tiers)
             resent = np.maximum(self.topo.links.bandwidth_Bps * rtt / packet, 1.0)
         return goodput_fraction(self.faults.ber, packet, resent)
 
