@@ -156,7 +156,7 @@ class SharedWindow:
         if len(self._readings) < 2:
             return None
         (t0, first), (t1, last) = self._readings[0], self._readings[-1]
-        if t1 - t0 < self.least_s:
+        if t1 - t0 < self.least_s or t1 <= t0:
             return None
         return tuple((b - a) / (t1 - t0) for a, b in zip(first, last, strict=True))
 
