@@ -56,7 +56,7 @@ class StorageParams:
 
     drive_read_latency_s: float = param(
         80e-6,
-        "Micron 7450 typical 4 KiB read latency 80 µs (Micron's figures, quoted by "
+        "Micron 7450 typical read latency 80 µs (Micron's figures, quoted by "
         "computerbase.de 2023-10 on the 7500's launch: 'die 7450 ist mit 80/15 µs "
         "lesend/schreibend'); NVMe SSDs 20-100 µs in all (purestorage.com 'what is NVMe'; "
         "fabtop claims sweeps it for C4)",
@@ -64,7 +64,7 @@ class StorageParams:
     )
     drive_write_latency_s: float = param(
         15e-6,
-        "Micron 7450 typical 4 KiB write latency 15 µs (same source): the write is "
+        "Micron 7450 typical write latency 15 µs (same source, no I/O size given): the write is "
         "acknowledged from the drive's power-loss-protected DRAM, far below a NAND program. "
         "Until session 39 20 µs, a guess (Intel's P4500 lists 20 µs random write)",
         "s",
