@@ -231,3 +231,24 @@ def test_the_faults_panel_lists_the_newest_active_fault_first() -> None:
     fabric.run_ticks(2)
     shown = [f.id for f in faults_to_show(fabric.snapshot())]
     assert shown == [f"f{i}" for i in range(10, 0, -1)] + ["f0"]
+
+
+def test_a_shared_window_of_no_wall_time_says_no_speed() -> None:
+    """Two readings at one wall instant measure nothing, even where no least span is
+    asked for (it divided by zero); over a second they measure each fabric alike."""
+    from dataclasses import replace
+
+    from console.speed import SharedWindow
+
+    wall = [10.0]
+    window = SharedWindow(least_s=0.0)
+    window.clock = lambda: wall[0]
+    a, b = snapshot(), snapshot()
+    window.read([a, b])
+    window.read([replace(a, sim_time_s=a.sim_time_s + 1e-3), b])
+    assert window.speeds() is None
+    wall[0] += 1.0
+    window.read(
+        [replace(a, sim_time_s=a.sim_time_s + 2e-3), replace(b, sim_time_s=b.sim_time_s + 1e-3)]
+    )
+    assert window.speeds() == pytest.approx((2e-3, 1e-3))
