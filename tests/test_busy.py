@@ -269,3 +269,66 @@ def test_a_busy_run_is_what_the_benchmarks_time(monkeypatch: pytest.MonkeyPatch)
     f.run_ticks(200)
     assert calls
     assert np.isfinite(f.delivered_bytes)
+
+
+def test_busy_ticks_run_again_once_a_link_down_is_recovered_and_agree(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A link down left open: the fabric runs tick by tick while it is detected, rerouted
+    and recovered from (Python's), then at once again with the link still down, and
+    both runs stay the same bit for bit, the dead link carrying nothing."""
+    marks: dict[str, int] = {}
+
+    def act(f: Fabric, k: int) -> None:
+        if k == 2:
+            f.apply(InjectFault(kind="link_down", target="leaf00->spine01"))
+            marks["injected"] = f.tick
+
+    calls: list[tuple[int, bool]] = []
+    run = Fabric._run_busy_kernel
+
+    def checked(f: Fabric, *args: Any) -> int:
+        calls.append((f.tick, f.faults.settled()))
+        if not f.faults.settled():
+            (fault,) = f.faults.open.values()
+            assert fault.recovered_at_s is not None, "a busy call before the recovery"
+        return run(f, *args)
+
+    monkeypatch.setattr(Fabric, "_run_busy_kernel", checked)
+    fabrics: list[Fabric] = []
+
+    def build() -> Fabric:
+        fabrics.append(Fabric.from_scenario(load_scenario("default")))
+        return fabrics[-1]
+
+    at_once = run_both(build, 3000, 100, monkeypatch, act)
+    assert any(not settled for _, settled in calls), "no busy call with the link down"
+    assert at_once > 1000
+    for f in fabrics:
+        (fault,) = f.faults.open.values()
+        assert fault.recovered_at_s is not None and fault.cleared_at_s is None
+        dead = [f.topo.links.index[n] for n in ("leaf00->spine01", "spine01->leaf00")]
+        assert (f.link_book.link_rate[dead] == 0).all()
+
+
+def test_a_link_down_with_a_duration_ends_where_it_would_tick_by_tick(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A recovered link down with a duration: the busy ticks stop before its end, which
+    Python applies at the same tick as it does tick by tick."""
+
+    def act(f: Fabric, k: int) -> None:
+        if k == 2:  # at tick 260: recovered by +2.0 ms; it ends at +5 ms
+            f.apply(InjectFault(kind="link_down", target="leaf00->spine01", duration_s=5e-3))
+
+    open_calls = [0]
+    run = Fabric._run_busy_kernel
+
+    def counted(f: Fabric, *args: Any) -> int:
+        open_calls[0] += not f.faults.settled()
+        return run(f, *args)
+
+    monkeypatch.setattr(Fabric, "_run_busy_kernel", counted)
+    # batches that straddle the end (at tick 2,700): a busy run must stop short of it
+    run_both(lambda: Fabric.from_scenario(load_scenario("default")), 4000, 130, monkeypatch, act)
+    assert open_calls[0] > 0  # at once between the recovery and the end

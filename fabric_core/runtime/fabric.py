@@ -765,15 +765,36 @@ class Fabric:
 
     def _may_run_at_once(self) -> bool:
         """What both kinds of ticks at once need (``runtime.uneventful``, ``runtime.busy``):
-        the compiled tick, no IB congestion control, no fault open or being recovered from,
-        no flow waiting for its ACK timeout, the kernels compiled (not held back)."""
+        the compiled tick, no IB congestion control, no fault that Python must still
+        follow (``_faults_at_rest``), no flow waiting for its ACK timeout, the kernels
+        compiled (not held back)."""
         return (
             self.solver == "compiled"
             and self.ibcc is None
-            and self.faults.settled()
+            and self._faults_at_rest()
             and not self.flows.n_waiting
             and not uneventful.waiting_for_kernel()
         )
+
+    def _faults_at_rest(self) -> bool:
+        """No fault open, or on a credit fabric only links or switches down whose whole
+        timeline is behind them (detected, rerouted, recovered) and that routing knows
+        of: such a fault changes nothing from tick to tick (``recovery.track`` finds
+        nothing to do), so its ticks may run at once, with the links as they stand. One
+        that ends by itself (a duration) ends the run before it (``_quiet_until``)."""
+        book = self.faults
+        if book.settled():
+            return True
+        if self.roce is not None or book.buffer_base is not None or book.cleared_incasts:
+            return False
+        for f in book.open.values():
+            if (
+                f.kind not in ("link_down", "switch_down")
+                or f.cleared_at_s is not None
+                or f.recovered_at_s is None
+            ):
+                return False
+        return not bool((book.seen_down & ~self.link_book.known_down).any())
 
     def _settled_links(
         self,
@@ -875,6 +896,9 @@ class Fabric:
         (the others are not asked)."""
         now, dt = self.sim_time_s, self.dt_s
         first = float(self.schedule[0][0]) if self.schedule else np.inf
+        for f in self.faults.open.values():  # a fault's end: Python ends it (``expire``)
+            if f.clear_at_s is not None and f.cleared_at_s is None:
+                first = min(first, f.clear_at_s)
         for i, wl in enumerate(self.workloads):
             if i in besides:
                 continue
