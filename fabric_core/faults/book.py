@@ -446,6 +446,20 @@ class FaultBook:
         """No fault to look at and nothing left to undo: every link is up and whole."""
         return not self.open and self.buffer_base is None and not self.cleared_incasts
 
+    def at_rest(self, known_down: NDArray[np.bool_]) -> bool:
+        """``settled``, or only links or switches down whose whole timeline is behind them
+        (detected, rerouted, recovered) and that routing knows of (``known_down``, by
+        link): nothing to follow from tick to tick until one is cleared or ends
+        (``next_end_s``)."""
+        if self.settled():
+            return True
+        if self.buffer_base is not None or self.cleared_incasts:
+            return False
+        for f in self.open.values():
+            if f.kind not in DOWN_KINDS or f.cleared_at_s is not None or f.recovered_at_s is None:
+                return False
+        return not bool((self.seen_down & ~known_down).any())
+
     def _undo(self, f: Fault, now_s: float) -> None:
         f.cleared_at_s = now_s
         self.settle(f)
@@ -491,6 +505,15 @@ class FaultBook:
                 phase = (now_s - f.injected_at_s) % period
                 if phase < float(f.params["down_fraction"]) * period - 1e-15:
                     self.flap_down[f.links] = True
+
+    def next_end_s(self) -> float:
+        """When the first open fault with a duration ends (``expire`` ends it); inf if none."""
+        ends = [
+            f.clear_at_s
+            for f in self.open.values()
+            if f.cleared_at_s is None and f.clear_at_s is not None
+        ]
+        return min(ends, default=math.inf)
 
     def mark_retrained(self, f: Fault) -> None:
         """A credit-loss fault's link has retrained: its credits are whole again."""

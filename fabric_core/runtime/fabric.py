@@ -777,24 +777,11 @@ class Fabric:
         )
 
     def _faults_at_rest(self) -> bool:
-        """No fault open, or on a credit fabric only links or switches down whose whole
-        timeline is behind them (detected, rerouted, recovered) and that routing knows
-        of: such a fault changes nothing from tick to tick (``recovery.track`` finds
-        nothing to do), so its ticks may run at once, with the links as they stand. One
-        that ends by itself (a duration) ends the run before it (``_quiet_until``)."""
+        """No fault that Python must follow from tick to tick (``FaultBook.at_rest``: at
+        most links or switches down whose timeline is behind them); on RoCE, none open.
+        One that ends by itself (a duration) ends the run before it (``_quiet_until``)."""
         book = self.faults
-        if book.settled():
-            return True
-        if self.roce is not None or book.buffer_base is not None or book.cleared_incasts:
-            return False
-        for f in book.open.values():
-            if (
-                f.kind not in ("link_down", "switch_down")
-                or f.cleared_at_s is not None
-                or f.recovered_at_s is None
-            ):
-                return False
-        return not bool((book.seen_down & ~self.link_book.known_down).any())
+        return book.settled() or (self.roce is None and book.at_rest(self.link_book.known_down))
 
     def _settled_links(
         self,
@@ -896,9 +883,7 @@ class Fabric:
         (the others are not asked)."""
         now, dt = self.sim_time_s, self.dt_s
         first = float(self.schedule[0][0]) if self.schedule else np.inf
-        for f in self.faults.open.values():  # a fault's end: Python ends it (``expire``)
-            if f.clear_at_s is not None and f.cleared_at_s is None:
-                first = min(first, f.clear_at_s)
+        first = min(first, self.faults.next_end_s())  # a fault's end is Python's (``expire``)
         for i, wl in enumerate(self.workloads):
             if i in besides:
                 continue
