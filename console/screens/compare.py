@@ -423,7 +423,8 @@ class CompareScreen(Screen[None]):
         if changed:
             # both sides at once: a row's height depends on the other side's value too
             panels = (self.query_one("#left", Static), self.query_one("#right", Static))
-            measured = self.measured.speeds() or (0.0, 0.0)
+            speeds = self.measured.speeds()
+            measured = speeds or (0.0, 0.0)
             rows = (
                 side_rows(self.views[0], self.sources[0], measured[0]),
                 side_rows(self.views[1], self.sources[1], measured[1]),
@@ -441,7 +442,7 @@ class CompareScreen(Screen[None]):
                     panel.update(table)
             _show(self.query_one("#delta", Static), difference_table(*self.views), self._heights)
             self.query_one("#faults-both", Static).update(faults_table(*self.views), layout=False)
-            line = speed_line(self.views, self.measured.speeds(), self.measured.span_s)
+            line = speed_line(self.views, speeds, self.measured.span_s)
             self.query_one("#speed-line", Static).update(line, layout=False)
 
     async def send_both(self, command: Command) -> CommandResult:
