@@ -340,8 +340,9 @@ def route_hops(topo: Topology) -> int:
     """The most links a route of a new flow may cross, which bounds the entries a batch
     adds (the kernel stops before a tick whose index could reach
     ``PARALLEL_FROM_ENTRIES``): up the tiers and down again on a generated tree, whose
-    new routes are up*/down* (around the links known down, too); ``MAX_HOPS`` elsewhere. (A bound too low
-    would cost speed only: the serial kernels' results are the parallel ones'.)"""
+    new routes are up*/down* (around the links known down, too); ``MAX_HOPS`` elsewhere.
+    (A bound too low would cost speed only: the serial kernels' results are the parallel
+    ones'.)"""
     return min(2 * topo.tiers, MAX_HOPS) if topo.updown is None else MAX_HOPS
 
 

@@ -3,9 +3,9 @@
 A tick is uneventful when nothing in it needs Python: no flow starts (every workload
 says it is quiet until later, ``Workload.quiet_until``), no command is due, no fault
 is open or being recovered from (but links or switches down that are behind their
-whole timeline, on a credit fabric: ``Fabric._faults_at_rest``), no flow waits to be resent, and the solve is the
-serial one (fewer than ``PARALLEL_FROM_ENTRIES`` entries; the faster-of-two choice
-times the solves from Python). ``Fabric.run_ticks`` decides that
+whole timeline, on a credit fabric: ``Fabric._faults_at_rest``), no flow waits to be
+resent, and the solve is the serial one (fewer than ``PARALLEL_FROM_ENTRIES`` entries;
+the faster-of-two choice times the solves from Python). ``Fabric.run_ticks`` decides that
 (``Fabric._run_uneventful``); its kernels then run back to back in
 ``kernels.uneventful.uneventful_ticks``, which stops before the next tick that could be
 eventful and after a tick that finishes flows or has a PFC watchdog or deadlock to
