@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 
 from fabric_core.commands import ClearFault, InjectFault
 from fabric_core.faults.admission import AdmissionLimits
-from fabric_core.net.profiles import NATIVE_400G
+from fabric_core.net.profiles import NATIVE_400G, ROCE_400G
 from fabric_core.net.topology import leaf_spine
 from fabric_core.runtime import busy
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
+from fabric_core.tick.kernels import busy as busy_kernels
 from fabric_core.workloads.traffic import AllToAll, Bulk, Incast, Rpc
 from tests.test_uneventful import assert_same, state
 
@@ -81,19 +82,28 @@ def run_both(
 
 
 @pytest.mark.parametrize(
-    ("scenario", "ticks", "batch", "least"),
+    ("scenario", "profile", "ticks", "batch", "least"),
     [
-        ("default", 1200, 97, 0.8),  # background bulk, RPC probes, MoE rounds, an incast
-        ("default", 300, 7, 0.5),  # short batches: calls that stop at the batch's end
-        ("tiny", 800, 50, 0.5),
-        ("planes-2", 600, 60, 0.5),  # two planes
-        ("storage-kvcache", 600, 60, 0.0),  # RPC control messages beside storage
+        ("default", None, 1200, 97, 0.8),  # background bulk, RPC probes, MoE rounds, incast
+        ("default", None, 300, 7, 0.5),  # short batches: calls that stop at the batch's end
+        ("default", "roce-400g", 1200, 97, 0.8),  # PFC, ECN, DCQCN and its CNPs' draws
+        ("tiny", None, 800, 50, 0.5),
+        ("planes-2", None, 600, 60, 0.5),  # two planes
+        ("storage-kvcache", None, 600, 60, 0.0),  # RPC control messages beside storage
     ],
 )
 def test_busy_ticks_leave_the_fabric_as_ticks_run_one_by_one(
-    scenario: str, ticks: int, batch: int, least: float, monkeypatch: pytest.MonkeyPatch
+    scenario: str,
+    profile: str | None,
+    ticks: int,
+    batch: int,
+    least: float,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    ran = run_both(lambda: Fabric.from_scenario(load_scenario(scenario)), ticks, batch, monkeypatch)
+    def build() -> Fabric:
+        return Fabric.from_scenario(load_scenario(scenario, profile=profile))
+
+    ran = run_both(build, ticks, batch, monkeypatch)
     assert ran >= least * ticks
 
 
@@ -204,6 +214,41 @@ def test_arrivals_that_outrun_a_block_in_one_tick_are_drawn_as_python_draws_them
         return Fabric(topo, NATIVE_400G, [wl], dt_s=1e-6, seed=3)
 
     assert run_both(build, 60, 6, monkeypatch) > 0
+
+
+def test_a_roce_tick_whose_paused_queue_stops_its_sender_is_finished_by_python(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A hotspot that pauses its leaf's queues on RoCE: a busy call stops after the tick in
+    which a paused queue's sender is stopped (the deadlock watch is Python's), and the
+    fabric, its PFC queues, DCQCN senders and CNPs are those of ticks run one by one."""
+    stops = {"blocked": 0}
+    run = busy.run_kernel
+
+    def spied(args: list[Any]) -> busy.BusyRun:
+        out = run(args)
+        stops["blocked"] += out.stop == busy_kernels.STOP_REPORT and out.tick.blocked
+        return out
+
+    monkeypatch.setattr(busy, "run_kernel", spied)
+
+    def build() -> Fabric:
+        topo = leaf_spine(ROCE_400G, leaves=4, spines=2, gpus_per_leaf=8)
+        workloads = [
+            Rpc(name="rpc", traffic_class="rpc", rate_per_s=2e5),
+            Bulk(
+                name="bulk",
+                traffic_class="bulk",
+                size_bytes=1e6,
+                outstanding=4,
+                hotspots=1,
+                hotspot_fraction=1.0,
+            ),
+        ]
+        return Fabric(topo, ROCE_400G, workloads, dt_s=1e-6, seed=1)
+
+    assert run_both(build, 2000, 100, monkeypatch) >= 1500
+    assert stops["blocked"] > 0
 
 
 def test_workloads_the_kernel_does_not_know_keep_their_ticks_in_python() -> None:

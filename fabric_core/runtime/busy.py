@@ -281,6 +281,7 @@ class BusyRun:
     #: the all-to-all's rounds: one in flight, its messages left, its start, the next
     #: round's start, the last round's length, the rounds started
     alltoall: tuple[bool, int, float, float, float, int]
+    cnps: int  # sent in all the ticks run (RoCE's DCQCN)
 
     @property
     def failed(self) -> bool:
@@ -289,7 +290,8 @@ class BusyRun:
 
     @property
     def whole(self) -> int:
-        """The ticks run whole: the last of a ``STOP_REPORT`` waits for Python."""
+        """The ticks run whole: the last of a ``STOP_REPORT`` (flows of another workload
+        ended, or on RoCE a PFC watchdog fired or a sender is blocked) waits for Python."""
         return self.started - 1 if self.stop == busy_kernels.STOP_REPORT else self.started
 
 
@@ -320,6 +322,7 @@ def run_kernel(args: list[Any]) -> BusyRun:
         stale=r[22],
         batches=int(r[23]),
         alltoall=_alltoall_state(r[24]),
+        cnps=int(r[25]),
     )
 
 

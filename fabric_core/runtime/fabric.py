@@ -657,7 +657,6 @@ class Fabric:
         if (
             not busy.ENABLED
             or most < busy.MIN_TICKS
-            or self.roce is not None
             or self.profile.routing == "spray"
             or self.static_routes
             or not self._may_run_at_once()
@@ -688,7 +687,8 @@ class Fabric:
             or not idx.feedforward
             or not layout._sums
             or not layout._solved
-            or not layout._free
+            or (self.roce is None and not layout._free)
+            or (self.roce is not None and self.roce.dcqcn.rc.size < self.flows.capacity)
         ):
             return 0
         return self._run_busy_kernel(layout, idx, cw, most, horizon, goodput, cap, stormed)
@@ -747,10 +747,13 @@ class Fabric:
             layout._index_entries[0] = idx.size
         solve_links, solve_bufs, move_links, move_bufs = run.stale
         self._links_taken_back(
-            layout, None, run.tick.dq_open, run.tick.rate, [solve_links, solve_bufs],
-            [move_links, move_bufs],
+            layout, run.tick.occupancy if self.roce is not None else None, run.tick.dq_open,
+            run.tick.rate, [solve_links, solve_bufs], [move_links, move_bufs],
         )  # fmt: skip
-        self.link_book.paused = run.tick.starved
+        if self.roce is not None:
+            self.roce.after_ticks_at_once(run.tick.pause, run.cnps, cleared_watch=run.whole > 0)
+        else:
+            self.link_book.paused = run.tick.starved
         if cw.bulk is not None:
             cw.bulk.busy_done(*run.bulk)
         if cw.alltoall is not None:
@@ -758,8 +761,13 @@ class Fabric:
         if run.whole == run.started:
             return run.started
         # the last tick needs Python: what step does after the flow control
-        assert self.solution is not None
-        self._complete(idx, self.solution, cap, run.tick.done, run.end_s, dt)
+        if self.roce is not None:
+            self.roce.report_after_tick(
+                self, idx, run.tick.new_backlog, run.tick.fired, run.tick.blocked
+            )
+        if run.tick.done.size:
+            assert self.solution is not None
+            self._complete(idx, self.solution, cap, run.tick.done, run.end_s, dt)
         self._finish_tick(self.faults.seen_status, dt)
         return run.started
 

@@ -12,9 +12,11 @@ Here those steps run in the kernel too, for the workloads it knows (``workloads.
 
 1. the workloads' new flows, in the fabric's order of workloads, as their ``generate``
    makes them (the same draws from the same generator, the same peers and tags), each
-   batch started as ``Fabric.start_flows`` starts it (``kernels.start.start_routed``);
+   batch started as ``Fabric.start_flows`` starts it (``kernels.start.start_routed``;
+   on RoCE, its DCQCN senders at line rate, ``kernels.pfc.start_senders``);
 2. the entry index, rebuilt when the flows changed (``kernels.index.entry_index``);
-3. steps 4-7, by ``kernels.uneventful.uneventful_ticks`` for one tick;
+3. steps 4-7, by ``kernels.uneventful.uneventful_ticks`` for one tick: on RoCE its PFC,
+   ECN and DCQCN, the CNPs' draws from the fabric's generator as Python draws them;
 4. the flows that ended retired and reported, as ``Fabric._complete`` does
    (``kernels.finish.finish_flows``), their latencies filed in the workloads'
    histograms and the background's senders topped up at the next tick;
@@ -24,7 +26,8 @@ The results are those of ``Fabric.step`` bit for bit (``tests/test_busy.py``): t
 kernels on the same arrays in the same order, and numpy's sums where Python summed with
 numpy (``kernels.pairwise``). It stops before a tick that needs Python (the flow table
 or the fabric-wide cap full, an index that could reach ``PARALLEL_FROM_ENTRIES``, nothing
-in flight) and after a tick in which a flow of another workload ends (Python reports it).
+in flight) and after a tick in which a flow of another workload ends or, on RoCE, a PFC
+watchdog fires or a paused queue's sender is stopped (Python reports them).
 ``fabric_core.runtime.busy`` decides when to call it and writes back what it returns.
 """
 
@@ -40,6 +43,7 @@ from fabric_core.tick.kernels.finish import finish_flows as _finish_flows
 from fabric_core.tick.kernels.histogram import SUM, observe_values
 from fabric_core.tick.kernels.index import entry_index
 from fabric_core.tick.kernels.pairwise import numpy_sum
+from fabric_core.tick.kernels.pfc import start_senders
 from fabric_core.tick.kernels.slots import lowest_free
 from fabric_core.tick.kernels.start import start_routed as _start_routed
 from fabric_core.tick.kernels.traffic import (
@@ -50,6 +54,7 @@ from fabric_core.tick.kernels.traffic import (
     top_up,
     uniform_peers,
 )
+from fabric_core.tick.kernels.uneventful import STOP_PFC as ONE_STOP_PFC
 from fabric_core.tick.kernels.uneventful import uneventful_ticks as _uneventful_ticks
 
 _F = NDArray[np.float64]
@@ -197,14 +202,21 @@ def busy_ticks(
     version, the last tick's ``uneventful_ticks`` result, the workloads' states, the
     RPC's block of arrivals, and the links and buffers the last tick run used (the next
     tick's to clear: the index may have been rebuilt after it), the batches of flows
-    started, and the all-to-all's rounds (as its arguments have them).
+    started, the all-to-all's rounds (as its arguments have them) and the CNPs sent.
     """
     # (what changes from tick to tick, or is read here, of the groups)
-    occ_pad, drain_pad, lb_occ, lb_drain = link_book[1], link_book[2], link_book[4], link_book[5]
+    drain_pad, lb_occ, lb_drain = link_book[2], link_book[4], link_book[5]
     dq_open, link_paused = link_book[8], link_book[29]
     level, alpha, credit_level = solved[0], solved[3], solved[4]
     s_stale_l, s_stale_b, m_stale_l, m_stale_b = solved[5], solved[6], solved[7], solved[8]
-    cap = rest[0]
+    cap, line_rate, roce = rest[0], rest[5], rest[6]
+    # RoCE's DCQCN senders, per flow slot (``kernels.uneventful``'s order)
+    senders = (
+        rest[22], rest[23], rest[24], rest[25], rest[26], rest[27], rest[28], rest[29],
+        rest[30],
+    )  # fmt: skip
+    # the finish times' credit levels: none on RoCE, whose solve keeps none (``Solution``)
+    finish_levels = np.zeros(0) if roce else credit_level
     path, vl, active_all, link_rank, n_ranks, n_vls, link_slot, buf_slot = rebuild
     (
         b_senders, b_pool, b_in_flight, b_outstanding, b_hotspots, b_fraction, b_size,
@@ -227,6 +239,7 @@ def busy_ticks(
     stop = STOP_HORIZON
     started = 0
     batches = 0  # started: each admitted whole by the fabric-wide cap, which then has room
+    cnps = 0  # sent (RoCE's DCQCN)
     # a result of the type the loop's ticks give, for a call that runs none: numba needs
     # the name bound on every path (a call that runs no tick: its arguments, once a call)
     one = uneventful_ticks(
@@ -363,6 +376,11 @@ def busy_ticks(
             if top >= n_vls:
                 stop = STOP_ERROR
                 break
+            if roce:  # (``RoceFlowControl.start_flows``: at the first hop's line rate)
+                first_rate = np.empty(n)
+                for i in range(n):
+                    first_rate[i] = line_rate[path[0, slots[i]]]
+                start_senders(slots, first_rate, *senders)
             version += 1
             n_flows += n
             live_end = max(live_end, slots[n - 1] + 1)
@@ -418,13 +436,17 @@ def busy_ticks(
             *flow_table, *link_book, *solved, *rest, rng, *profile,
         )  # fmt: skip
         delivered, dropped = one[5], one[6]
-        lb_occ = occ_pad[: occ_pad.size - 1]
+        cnps += one[7]
+        lb_occ = one[16]  # the move's, or PFC's after its drops
         lb_drain = drain_pad[: drain_pad.size - 1]
         dq_open = one[17]
         link_paused = one[18]
         s_stale_l = m_stale_l = index[12]
         s_stale_b = m_stale_b = index[17]
         hop_updates += n_entries
+        if one[1] == ONE_STOP_PFC:
+            stop = STOP_REPORT  # a PFC watchdog fired or a sender is blocked: Python reports
+            break
         # -- 8. the flows whose bytes have all arrived
         done = one[10]
         if done.size > 0:
@@ -435,7 +457,7 @@ def busy_ticks(
             if stop == STOP_REPORT:
                 break
             whole, finish, rounding, end, filed = finish_flows(
-                one[8], level, alpha, credit_level, index[7], index[2], index[5], last,
+                one[8], level, alpha, finish_levels, index[7], index[2], index[5], last,
                 last_flow, index[12], index[14], index[15], index[16], cap, done, now, dt,
                 *finish_fixed, live_end, *class_hist, bounds_s,
             )  # fmt: skip
@@ -491,5 +513,5 @@ def busy_ticks(
         built_bounds, index_version, one, (bulk_owed, bulk_seq, bulk_delivered),
         (rpc_seq, rpc_sent, rpc_next, rpc_last_s), r_t, r_at, r_u,
         (s_stale_l, s_stale_b, m_stale_l, m_stale_b), batches,
-        (a_busy, a_left, a_round_start, a_next_s, a_last_round_s, a_round),
+        (a_busy, a_left, a_round_start, a_next_s, a_last_round_s, a_round), cnps,
     )  # fmt: skip

@@ -24,6 +24,35 @@ _B = NDArray[np.bool_]
 
 
 @kernel
+def start_senders(
+    slots: _I,
+    line_rate_Bps: _F,
+    rc: _F,
+    rt: _F,
+    alpha: _F,
+    since_cut_s: _F,
+    since_alpha_s: _F,
+    since_dec_s: _F,
+    since_inc_s: _F,
+    stage: _F,
+    cwnd: _F,
+) -> None:
+    """New flows' senders in ``slots`` start at their first hop's line rate with alpha = 1,
+    the rest of their state fresh: ``pfc.Dcqcn.start`` (and its ``_FRESH``) per slot."""
+    for i in range(slots.size):
+        s = slots[i]
+        rc[s] = line_rate_Bps[i]
+        rt[s] = line_rate_Bps[i]
+        alpha[s] = 1.0
+        since_cut_s[s] = 0.0
+        since_alpha_s[s] = 0.0
+        since_dec_s[s] = 0.0
+        since_inc_s[s] = -1.0
+        stage[s] = 0.0
+        cwnd[s] = 0.0
+
+
+@kernel
 def pfc_limits(
     xoff: _F,
     xon: _F,
