@@ -1,10 +1,12 @@
-"""The dead-port drop (``kernels.blackhole.drop_at_dead_links``), on a table made by hand."""
+"""The dead-port drops of ``kernels.blackhole`` on tables made by hand: the bytes lost
+(``drop_at_dead_links``) and their flows held for their ACK timeout
+(``lose_at_dead_links``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from fabric_core.tick.kernels.blackhole import drop_at_dead_links
+from fabric_core.tick.kernels.blackhole import drop_at_dead_links, lose_at_dead_links
 
 
 def test_bytes_queued_for_a_dead_link_go_back_to_the_source_and_are_counted() -> None:
@@ -61,3 +63,31 @@ def test_three_losers_come_out_in_order_and_link_zero_is_a_link_like_any_other()
     assert lost_by_link[0] == 1.0 and lost_by_link[7] == 6.0
     assert resent[[3, 4, 5]].tolist() == [1.0, 2.0, 4.0]
     assert backlog[0].tolist() == [1.0, 2.0, 4.0] and not backlog[1:].any()
+
+
+def test_a_flow_that_lost_bytes_goes_back_to_its_source_whole_and_waits() -> None:
+    # slot 0 loses 300 B at dead link 5 (hop 1) with 25 B further on at hop 2; slot 1
+    # loses nothing (its dead link is its own NIC's, hop 0) and keeps sending
+    path = np.array([[1, 4], [5, 3], [6, 7]], dtype=np.int32)
+    active = np.array([True, True])
+    backlog = np.array([[10.0, 30.0], [300.0, 7.0], [25.0, 0.0]])
+    rate = np.full((3, 2), 9.0)
+    held = np.zeros(2, dtype=np.bool_)
+    resend_s = np.full(2, np.inf)
+    dead = np.zeros(8, dtype=np.bool_)
+    dead[[4, 5]] = True
+    discards, resent = np.zeros(8), np.zeros(8)
+    dropped, lost_by_link, slots = lose_at_dead_links(
+        path, active, backlog, rate, held, resend_s, dead, 1.5, discards, resent
+    )
+    assert dropped == 300.0 and slots.tolist() == [0]
+    assert lost_by_link[5] == 300.0 and lost_by_link.sum() == 300.0
+    assert discards[5] == 300.0 and discards.sum() == 300.0
+    # go-back-N: all of it is sent again from the source, the 300 B lost and the 25 B
+    # beyond, and the flow carries nothing until its ACK timeout
+    assert backlog[:, 0].tolist() == [335.0, 0.0, 0.0]
+    assert resent[1] == 325.0 and resent.sum() == 325.0
+    assert rate[:, 0].tolist() == [0.0, 0.0, 0.0] and rate[:, 1].tolist() == [9.0, 9.0, 9.0]
+    assert active.tolist() == [False, True] and held.tolist() == [True, False]
+    assert resend_s.tolist() == [1.5, np.inf]
+    assert backlog[:, 1].tolist() == [30.0, 7.0, 0.0]

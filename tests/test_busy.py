@@ -7,6 +7,7 @@ scenario go through the kernel, and none while a fault is open."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -377,3 +378,54 @@ def test_a_link_down_with_a_duration_ends_where_it_would_tick_by_tick(
     # batches that straddle the end (at tick 2,700): a busy run must stop short of it
     run_both(lambda: Fabric.from_scenario(load_scenario("default")), 4000, 130, monkeypatch, act)
     assert open_calls[0] > 0  # at once between the recovery and the end
+
+
+def test_a_roce_link_down_loses_bytes_in_the_kernel_until_routing_knows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A spine link fails under the bulk and RPC workloads on RoCE (BFD and ECMP shortened
+    so that the timeline fits in a test, and the ACK timeout shorter than the reroute, so
+    senders resend into the dead link and lose again): until routing knows of it, busy
+    calls run, losing what switches forward into the dead port and holding its flows, and
+    the fabric, its faults' lost bytes and events are those of ticks run one by one.
+    Each call stops before the detection, the reroute and each resend, which are
+    Python's."""
+    prof = dataclasses.replace(
+        ROCE_400G, bfd_interval_s=100e-6, ecmp_reconverge_s=100e-6, local_ack_timeout_s=80e-6
+    )
+    calls: list[tuple[float, float]] = []
+    run = Fabric._run_busy_kernel
+
+    def spied(f: Fabric, *args: Any) -> int:
+        faults = list(f.faults.open.values())
+        before = sum(x.lost_bytes for x in faults)
+        ran = run(f, *args)
+        if faults and not f.link_book.known_down.any():
+            calls.append((f.sim_time_s, sum(x.lost_bytes for x in faults) - before))
+        return ran
+
+    monkeypatch.setattr(Fabric, "_run_busy_kernel", spied)
+
+    def act(f: Fabric, k: int) -> None:
+        if k == 2:
+            f.apply(InjectFault(kind="link_down", target="leaf00->spine01"))
+
+    def build() -> Fabric:
+        topo = leaf_spine(prof, leaves=2, spines=2, gpus_per_leaf=4)
+        workloads = [
+            Rpc(name="rpc", traffic_class="rpc", rate_per_s=2e5),
+            Bulk(name="bulk", traffic_class="bulk", size_bytes=2e5, outstanding=2),
+        ]
+        return Fabric(topo, prof, workloads, dt_s=1e-6, seed=2)
+
+    made: list[Fabric] = []
+
+    def build_kept() -> Fabric:
+        made.append(build())
+        return made[-1]
+
+    run_both(build_kept, 1000, 100, monkeypatch, act)
+    one_by_one, at_once = (next(iter(f.faults.open.values())) for f in made)
+    assert at_once.lost_bytes == one_by_one.lost_bytes > 0
+    assert at_once.recovered_at_s is not None  # rerouted at 400 µs, the run went on past it
+    assert len(calls) >= 3 and sum(lost for _, lost in calls) > 0

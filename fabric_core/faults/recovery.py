@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 
 from fabric_core.commands import ClearFault, CommandError, InjectFault, unknown
 from fabric_core.faults.admission import admit_rounds
-from fabric_core.faults.book import FAULT_KINDS, Fault, FaultBook
+from fabric_core.faults.book import DOWN_KINDS, FAULT_KINDS, Fault, FaultBook
 from fabric_core.net import endpoint_costs
 from fabric_core.net.profiles import RECOVERY_MODES, Profile
 from fabric_core.net.route_rules import FLOW_KEY_STRIDE
@@ -172,6 +172,44 @@ def track(fabric: RecoveryHost, status: NDArray[np.int8], now: float) -> None:
     _apply_buffer_factor(fabric, book)
     _incasts(fabric, book, now)
     _progress(fabric, book, status, now, detect_s, newly_known, moved, resent)
+
+
+def blackholing(fabric: RecoveryHost) -> bool:
+    """Whether ``track`` does nothing, tick after tick, but lose the bytes forwarded into
+    links down that routing does not know of yet, on a PFC fabric (``_blackhole``, which
+    ``kernels.busy`` runs tick by tick too), until the next step of their timeline
+    (``next_step_s``): the open faults are links or switches down, each seen once
+    (its baseline taken) and either at rest (recovered, ``FaultBook.at_rest``) or not
+    rerouted yet; no buffer scaled, no incast to cancel."""
+    book = fabric.faults
+    if fabric.pfc is None or book.buffer_base is not None or book.cleared_incasts:
+        return False
+    known = fabric.link_book.known_down
+    for f in book.open.values():
+        if f.kind not in DOWN_KINDS or f.cleared_at_s is not None or f.baseline_Bps is None:
+            return False
+        if f.recovered_at_s is None and (f.mitigated_at_s is not None or known[f.links].any()):
+            return False  # rerouted: its recovery is measured tick by tick
+    return bool(book.open)
+
+
+def next_step_s(fabric: RecoveryHost) -> float:
+    """The earliest time ``track`` could move an open link or switch down along its
+    timeline (``_advance``, ``link_delays``): a detection, or a link known to routing
+    and rerouted; inf if none is due (``Fabric._quiet_until``: ticks at once stop
+    before it)."""
+    book = fabric.faults
+    if book.settled():
+        return np.inf
+    detect_s, reroute_s = link_delays(fabric.profile)
+    unknown = book.seen_down & ~fabric.link_book.known_down
+    first = float(book.down_since_s[unknown].min()) + reroute_s if unknown.any() else np.inf
+    for f in book.open.values():
+        if f.kind in DOWN_KINDS and f.cleared_at_s is None and f.detected_at_s is None:
+            since = book.down_since_s[f.links][book.seen_down[f.links]]
+            if since.size:
+                first = min(first, float(since.min()) + detect_s)
+    return first - _EPS
 
 
 def _progress(
@@ -344,25 +382,31 @@ def _blackhole(fabric: RecoveryHost, dead: NDArray[np.bool_], now: float) -> NDA
 
     The bytes queued in a switch for a dead link (hop ≥ 1) are discarded and put back at
     their flow's source, as the PFC model does with overflow drops (a NIC knows its own
-    link is down: hop 0 keeps its bytes). The flows that lost bytes wait
-    (``FlowTable.wait_for_resend``) until ``now`` plus the profile's
-    ``local_ack_timeout_s``, with the rest of what they had in the network put back at
-    their source too. ``dead``: per link, down and not yet known so.
+    link is down: hop 0 keeps its bytes). A sender hears neither ACK nor NAK for what it
+    lost (nothing reaches the receiver): the flows that lost bytes wait until ``now``
+    plus the profile's ``local_ack_timeout_s``, with the rest of what they had in the
+    network put back at their source too, then resend from the first packet lost
+    (``kernels.blackhole.lose_at_dead_links``, which ``kernels.busy`` runs tick by tick
+    too). ``dead``: per link, down and not yet known so.
     """
     fl = fabric.flows
-    links = fabric.link_book
-    resent = links.counters["retransmitted_bytes_total"]
-    lost_by_link = np.zeros(len(fabric.topo.links))
-    lost, slots = blackhole_kernels.drop_at_dead_links(
-        fl.path, fl.active[: fl.live_end], fl.backlog, dead, lost_by_link, resent
-    )  # (no flow is in flight past live_end)
-    links.counters["discards_bytes_total"] += lost_by_link
-    fabric.dropped_bytes += float(lost.sum())
-    # a sender hears neither ACK nor NAK for what it lost (nothing reaches the receiver):
-    # it stops until its local ACK timeout, then resends from the first packet lost
+    counters = fabric.link_book.counters
+    resend_at = now + fabric.profile.local_ack_timeout_s
+    dropped, lost_by_link, slots = blackhole_kernels.lose_at_dead_links(
+        fl.path,
+        fl.active[: fl.live_end],
+        fl.backlog,
+        fl.rate,
+        fl.held,
+        fl.resend_s,
+        dead,
+        resend_at,
+        counters["discards_bytes_total"],
+        counters["retransmitted_bytes_total"],
+    )  # fmt: skip  (no flow is in flight past live_end)
+    fabric.dropped_bytes += dropped
     if slots.size:
-        put_back = fl.wait_for_resend(slots, now + fabric.profile.local_ack_timeout_s)
-        np.add.at(resent, fl.path[0, slots], put_back)
+        fl.held_for_resend(slots, resend_at)
     return lost_by_link
 
 

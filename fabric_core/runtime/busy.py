@@ -30,7 +30,7 @@ from fabric_core.workloads.base import Workload
 from fabric_core.workloads.traffic import AllToAll, Bulk, Rpc
 
 if TYPE_CHECKING:
-    from fabric_core.faults.book import FaultBook
+    from fabric_core.faults.book import Fault, FaultBook
     from fabric_core.net.profiles import Profile
     from fabric_core.net.topology import Topology
     from fabric_core.runtime.uneventful import KernelGroups
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from fabric_core.tick.kernels import tick as tick_kernels
     from fabric_core.tick.kernels.tick import CompiledTick
     from fabric_core.tick.links import LinkBook
+    from fabric_core.tick.pfc import PfcQueues
 else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
     busy_kernels = LazyModule("fabric_core.tick.kernels.busy")
     tick_kernels = LazyModule("fabric_core.tick.kernels.tick")
@@ -59,6 +60,9 @@ class BusyHost(Protocol):
     hop_updates: int
 
     def pfc_paused_queues(self) -> NDArray[np.bool_]: ...
+
+    @property
+    def pfc(self) -> PfcQueues | None: ...
 
 
 #: a fabric whose busy ticks run one by one (tests and benchmarks compare the two)
@@ -282,6 +286,8 @@ class BusyRun:
     #: round's start, the last round's length, the rounds started
     alltoall: tuple[bool, int, float, float, float, int]
     cnps: int  # sent in all the ticks run (RoCE's DCQCN)
+    #: the flows waiting for their ACK timeout and the earliest resend (``FlowTable``'s)
+    waiting: tuple[int, float]
 
     @property
     def failed(self) -> bool:
@@ -323,6 +329,7 @@ def run_kernel(args: list[Any]) -> BusyRun:
         batches=int(r[23]),
         alltoall=_alltoall_state(r[24]),
         cnps=int(r[25]),
+        waiting=(int(r[26][0]), float(r[26][1])),
     )
 
 
@@ -349,6 +356,49 @@ def route_hops(topo: Topology) -> int:
     return min(2 * topo.tiers, MAX_HOPS) if topo.updown is None else MAX_HOPS
 
 
+@dataclass(frozen=True)
+class DeadLinks:
+    """What ``busy_ticks`` loses at links down that routing does not know of yet, on
+    RoCE (``faults.recovery._blackhole``): per link, whether it is one, and the faults
+    that count their lost bytes, with their links as offsets into one array and their
+    bytes lost so far (the kernel adds to them: ``lost_back`` writes them back)."""
+
+    dead: NDArray[np.bool_]
+    counted: tuple[Fault, ...]
+    ptr: NDArray[np.intp]
+    links: NDArray[np.intp]
+    lost: NDArray[np.float64]
+
+    @classmethod
+    def of(cls, fabric: BusyHost) -> DeadLinks:
+        """The fabric's: none on a credit fabric, where nothing is lost to a dead link."""
+        book = fabric.faults
+        if fabric.pfc is None:
+            dead = np.zeros(len(fabric.topo.links), dtype=np.bool_)
+        else:
+            dead = book.seen_down & ~fabric.link_book.known_down
+        counted: tuple[Fault, ...] = ()
+        if dead.any():  # (``recovery.track``'s choice)
+            counted = tuple(f for f in book.active() if f.links.size and f.mitigated_at_s is None)
+        ptr = np.zeros(len(counted) + 1, dtype=np.intp)
+        ptr[1:] = np.cumsum([f.links.size for f in counted], dtype=np.intp)
+        links = np.zeros(int(ptr[-1]), dtype=np.intp)
+        for f, at in zip(counted, ptr.tolist(), strict=False):
+            links[at : at + f.links.size] = f.links
+        return cls(
+            dead=dead,
+            counted=counted,
+            ptr=ptr,
+            links=links,
+            lost=np.array([f.lost_bytes for f in counted], dtype=np.float64),
+        )
+
+    def lost_back(self) -> None:
+        """Each counted fault's bytes lost, as the kernel left them."""
+        for f, lost in zip(self.counted, self.lost.tolist(), strict=True):
+            f.lost_bytes = lost
+
+
 def kernel_arguments(
     fabric: BusyHost,
     layout: CompiledTick,
@@ -358,10 +408,12 @@ def kernel_arguments(
     cw: CompiledWorkloads,
     last: tuple[NDArray[np.intp], NDArray[np.intp], int],
     most_entries: int,
+    dead: DeadLinks,
 ) -> list[Any]:
     """``busy_ticks``' arguments: ``groups`` (``runtime.uneventful.kernel_groups`` of the
     fabric now), the workloads' generators, the latency histograms per class, the
-    index's last hops and version (``last``), and the rest from the fabric's parts."""
+    index's last hops and version (``last``), the links down that routing does not know
+    of (``dead``), and the rest from the fabric's parts."""
     fl = fabric.flows
     # the buffers' order where routes break up*/down*: always, so that an index rebuilt in
     # the kernel finds it (the solve reads it only there)
@@ -396,5 +448,7 @@ def kernel_arguments(
         np.zeros(0), start_a, start_b, finish_fixed, class_hist, bounds_s, cw.bulk_at,
         b_fixed, b_rng, b_running, b_owed, b_seq, b_delivered, cw.rpc_at, r_fixed, r_rng,
         r_running, r_seq, r_sent, r_rate, r_places, ARRIVALS_BLOCK, *r_block,
-        cw.alltoall_at, *alltoall_arguments(cw.alltoall, *lane_cls(cw.alltoall)),
+        cw.alltoall_at, *alltoall_arguments(cw.alltoall, *lane_cls(cw.alltoall)), dead.dead,
+        bool(dead.dead.any()), fl.rate, fl.resend_s, float(fabric.profile.local_ack_timeout_s),
+        fl.n_waiting, float(fl.next_resend_s), dead.ptr, dead.links, dead.lost,
     ]  # fmt: skip

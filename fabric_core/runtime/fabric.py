@@ -53,7 +53,7 @@ from fabric_core.runtime.snapshot import (
     frozen,
     workload_views,
 )
-from fabric_core.tick.flows import FlowTable, NewFlows
+from fabric_core.tick.flows import RESEND_EPS_S, FlowTable, NewFlows
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.tick.ibcc import IbCongestionControl
 from fabric_core.tick.lazy import LazyModule
@@ -659,7 +659,7 @@ class Fabric:
             or most < busy.MIN_TICKS
             or self.profile.routing == "spray"
             or self.static_routes
-            or not self._may_run_at_once()
+            or not self._may_run_at_once(blackhole=True)
         ):
             return 0
         cw = busy.compiled_workloads(self.workloads)
@@ -709,6 +709,7 @@ class Fabric:
         it, is finished here as ``step`` finishes it."""
         dt = self.dt_s
         groups = self._kernel_groups(layout, idx, most, horizon, goodput, cap, stormed)
+        dead = busy.DeadLinks.of(self)
         args = busy.kernel_arguments(
             self,
             layout,
@@ -718,6 +719,7 @@ class Fabric:
             cw,
             (idx.last, idx.last_flow, idx.version),
             _tick_kernels.parallel_from_entries(),
+            dead,
         )
         run = busy.run_kernel(args)
         if run.failed:
@@ -728,15 +730,19 @@ class Fabric:
             arrivals = cw.rpc.busy_state()
             assert arrivals is not None
             arrivals[0].resume(*run.arrivals)
+        # (before the tick that stopped the run too: its bytes lost at a dead link, which
+        # Python's step of that tick finds gone)
+        fl = self.flows
+        fl.busy_done(run.n_flows, run.live_end, run.version)
+        fl.n_waiting, fl.next_resend_s = run.waiting
+        dead.lost_back()
+        self.dropped_bytes = run.dropped
         if run.started == 0:
             return 0
         self._ticks_run(run.t_start, run.d_start, run.whole, run.end_s, run.delivered)
-        self.dropped_bytes = run.dropped
         self.injected_bytes = run.injected
         self.completed_flows = run.completed
         self.hop_updates = run.hop_updates
-        fl = self.flows
-        fl.busy_done(run.n_flows, run.live_end, run.version)
         if run.batches:  # (``Admission.fabric_admit``: a batch let in whole, so room)
             self.faults.admission.capped = False
         if run.built_buf.size:
@@ -771,25 +777,25 @@ class Fabric:
         self._finish_tick(self.faults.seen_status, dt)
         return run.started
 
-    def _may_run_at_once(self) -> bool:
+    def _may_run_at_once(self, blackhole: bool = False) -> bool:
         """What both kinds of ticks at once need (``runtime.uneventful``, ``runtime.busy``):
         the compiled tick, no IB congestion control, no fault that Python must still
-        follow (``_faults_at_rest``), no flow waiting for its ACK timeout, the kernels
-        compiled (not held back)."""
+        follow (``_faults_at_rest``; with ``blackhole``, the busy kernel's, also links
+        down on RoCE that routing does not know of yet: ``recovery.blackholing``), the
+        kernels compiled (not held back). A flow waiting for its ACK timeout waits out of
+        the solve: its resend ends the run before it (``_quiet_until``)."""
         return (
             self.solver == "compiled"
             and self.ibcc is None
-            and self._faults_at_rest()
-            and not self.flows.n_waiting
+            and (self._faults_at_rest() or (blackhole and recovery.blackholing(self)))
             and not uneventful.waiting_for_kernel()
         )
 
     def _faults_at_rest(self) -> bool:
         """No fault that Python must follow from tick to tick (``FaultBook.at_rest``: at
-        most links or switches down whose timeline is behind them); on RoCE, none open.
-        One that ends by itself (a duration) ends the run before it (``_quiet_until``)."""
-        book = self.faults
-        return book.settled() or (self.roce is None and book.at_rest(self.link_book.known_down))
+        most links or switches down whose timeline is behind them). One that ends by
+        itself (a duration) ends the run before it (``_quiet_until``)."""
+        return self.faults.at_rest(self.link_book.known_down)
 
     def _settled_links(
         self,
@@ -891,7 +897,14 @@ class Fabric:
         (the others are not asked)."""
         now, dt = self.sim_time_s, self.dt_s
         first = float(self.schedule[0][0]) if self.schedule else np.inf
-        first = min(first, self.faults.next_end_s())  # a fault's end is Python's (``expire``)
+        # Python's: a fault's end (``expire``), the next step of a link-down's timeline
+        # (``recovery.track``), a flow's resend after its ACK timeout (``resend_due``)
+        first = min(
+            first,
+            self.faults.next_end_s(),
+            recovery.next_step_s(self),
+            self.flows.next_resend_s - RESEND_EPS_S,
+        )
         for i, wl in enumerate(self.workloads):
             if i in besides:
                 continue

@@ -12,7 +12,7 @@ the latest finish time so far; when it finishes before its siblings its slot is
 not sprayed is its own head with one sub-flow.
 
 A flow whose bytes a dead link swallowed waits for its RC local ACK timeout before it
-sends again (``wait_for_resend``): it is held too, with the time it resends in
+sends again (``held_for_resend``): it is held too, with the time it resends in
 ``resend_s``, and carries no entries until then (``resend_due``).
 """
 
@@ -40,6 +40,9 @@ DONE_BYTES = 1e-6
 #: taken as empty (else a PFC queue with XOFF at 0 would pause on 1e-11 B, and whether
 #: it does would depend on the order of a sum).
 RESIDUE_BYTES = 1e-9
+#: A resend is due at a tick starting this close before its time (the ticks' start
+#: times are sums that round)
+RESEND_EPS_S = 1e-15
 
 
 @dataclass
@@ -304,19 +307,14 @@ class FlowTable:
         self.rate[:, slots] = 0.0
         return in_network
 
-    def wait_for_resend(self, slots: NDArray[np.intp], resend_s: float) -> NDArray[np.float64]:
-        """Hold the flows in ``slots`` until ``resend_s``, restarted from their source
-        (``restart_from_source``), carrying nothing until then. Returns the bytes each
-        put back."""
-        in_network = self.restart_from_source(slots)
-        self.active[slots] = False
-        self.held[slots] = True
-        self.resend_s[slots] = resend_s
+    def held_for_resend(self, slots: NDArray[np.intp], resend_s: float) -> None:
+        """Count the flows in ``slots`` as waiting until ``resend_s``: restarted from their
+        source and held by ``kernels.blackhole.lose_at_dead_links``, they carry nothing
+        until then (``resend_due``)."""
         self.n_waiting += int(slots.size)
         self.next_resend_s = min(self.next_resend_s, resend_s)
         self.version += 1
         self.live_end = slots_kernels.live_end(self.active, self.live_end)
-        return in_network
 
     def waiting(self) -> NDArray[np.bool_]:
         """Per slot: a flow waiting for its ACK timeout to resend (only those have a
@@ -326,9 +324,9 @@ class FlowTable:
     def resend_due(self, now: float) -> NDArray[np.intp]:
         """Put back in flight the waiting flows whose ACK timeout is up at ``now``;
         returns their slots."""
-        if self.n_waiting == 0 or now < self.next_resend_s - 1e-15:
+        if self.n_waiting == 0 or now < self.next_resend_s - RESEND_EPS_S:
             return np.zeros(0, dtype=np.intp)
-        due = np.flatnonzero(self.resend_s <= now + 1e-15)
+        due = np.flatnonzero(self.resend_s <= now + RESEND_EPS_S)
         if due.size == 0:
             return due
         self.active[due] = True

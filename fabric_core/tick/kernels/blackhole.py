@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.tick.kernels._jit import kernel
+from fabric_core.tick.kernels.pairwise import numpy_sum
 
 
 @kernel
@@ -69,3 +70,51 @@ def drop_at_dead_links(
             slots[k] = f
             k += 1
     return lost, slots
+
+
+@kernel
+def lose_at_dead_links(
+    path: NDArray[np.int32],
+    active: NDArray[np.bool_],
+    backlog: NDArray[np.float64],
+    rate: NDArray[np.float64],
+    held: NDArray[np.bool_],
+    resend_s: NDArray[np.float64],
+    dead: NDArray[np.bool_],
+    resend_at_s: float,
+    discards_by_link: NDArray[np.float64],
+    resent_by_link: NDArray[np.float64],
+) -> tuple[float, NDArray[np.float64], NDArray[np.intp]]:
+    """One tick of lossy Ethernet before routing knows of the ``dead`` links
+    (``faults.recovery._blackhole``, and ``kernels.busy`` tick by tick).
+
+    What was queued for a dead link is dropped and put back at its source
+    (``drop_at_dead_links``; ``active`` covers the slots to ``live_end``). A sender hears
+    neither ACK nor NAK for it, so each flow that lost bytes goes back to its source
+    whole (go-back-N: its bytes past the source summed hop by hop, its rates 0) and is
+    held, out of the solve, until ``resend_at_s``, its local ACK timeout; the table's
+    counts are the caller's (``FlowTable.held_for_resend``). Adds the bytes lost per
+    link to ``discards_by_link`` and the bytes to send again to ``resent_by_link`` (per
+    source link, the dropped bytes first, then each flow's put back, in slot order).
+    Returns the bytes dropped (their numpy sum), the bytes lost per link and the slots
+    held, ascending.
+    """
+    lost_by_link = np.zeros(dead.size)
+    lost, slots = drop_at_dead_links(path, active, backlog, dead, lost_by_link, resent_by_link)
+    for li in range(dead.size):
+        discards_by_link[li] += lost_by_link[li]
+    max_hops = path.shape[0]
+    for i in range(slots.size):
+        s = slots[i]
+        in_network = 0.0
+        for h in range(1, max_hops):
+            in_network += backlog[h, s]
+            backlog[h, s] = 0.0
+        backlog[0, s] += in_network
+        for h in range(max_hops):
+            rate[h, s] = 0.0
+        active[s] = False
+        held[s] = True
+        resend_s[s] = resend_at_s
+        resent_by_link[path[0, s]] += in_network
+    return numpy_sum(lost), lost_by_link, slots

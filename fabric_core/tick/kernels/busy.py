@@ -14,13 +14,17 @@ Here those steps run in the kernel too, for the workloads it knows (``workloads.
    makes them (the same draws from the same generator, the same peers and tags), each
    batch started as ``Fabric.start_flows`` starts it (``kernels.start.start_routed``;
    on RoCE, its DCQCN senders at line rate, ``kernels.pfc.start_senders``);
-2. the entry index, rebuilt when the flows changed (``kernels.index.entry_index``);
-3. steps 4-7, by ``kernels.uneventful.uneventful_ticks`` for one tick: on RoCE its PFC,
+2. on RoCE, until routing knows of a link that went down, the bytes forwarded into it
+   lost and their flows held for their ACK timeout (``kernels.blackhole``), as
+   ``faults.recovery.track`` loses them (the fault's timeline, its detection and
+   reroute, and the resends are Python's: the run stops before them);
+3. the entry index, rebuilt when the flows changed (``kernels.index.entry_index``);
+4. steps 4-7, by ``kernels.uneventful.uneventful_ticks`` for one tick: on RoCE its PFC,
    ECN and DCQCN, the CNPs' draws from the fabric's generator as Python draws them;
-4. the flows that ended retired and reported, as ``Fabric._complete`` does
+5. the flows that ended retired and reported, as ``Fabric._complete`` does
    (``kernels.finish.finish_flows``), their latencies filed in the workloads'
    histograms and the background's senders topped up at the next tick;
-5. the tick's end.
+6. the tick's end.
 
 The results are those of ``Fabric.step`` bit for bit (``tests/test_busy.py``): the same
 kernels on the same arrays in the same order, and numpy's sums where Python summed with
@@ -38,12 +42,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core.tick.flows import RESEND_EPS_S
 from fabric_core.tick.kernels._jit import inline_kernel, kernel
+from fabric_core.tick.kernels.blackhole import lose_at_dead_links
 from fabric_core.tick.kernels.finish import finish_flows as _finish_flows
 from fabric_core.tick.kernels.histogram import SUM, observe_values
 from fabric_core.tick.kernels.index import entry_index
 from fabric_core.tick.kernels.pairwise import numpy_sum
 from fabric_core.tick.kernels.pfc import start_senders
+from fabric_core.tick.kernels.slots import live_end as slots_live_end
 from fabric_core.tick.kernels.slots import lowest_free
 from fabric_core.tick.kernels.start import start_routed as _start_routed
 from fabric_core.tick.kernels.traffic import (
@@ -190,6 +197,21 @@ def busy_ticks(
     a_next_s: float,
     a_last_round_s: float,
     a_round: int,
+    # on RoCE, links down that routing does not know of yet (``recovery._blackhole``):
+    # per link, whether any is, the flow table's 2-D rates and resend times, the local
+    # ACK timeout, the flows waiting for theirs and the earliest resend, and the faults
+    # that count their lost bytes (their links, as offsets into ``fault_links``, and
+    # their bytes lost so far, in place)
+    dead: NDArray[np.bool_],
+    any_dead: bool,
+    rate2d: NDArray[np.float64],
+    resend_s: _F,
+    ack_timeout_s: float,
+    n_waiting: int,
+    next_resend_s: float,
+    fault_ptr: _I,
+    fault_links: _I,
+    fault_lost: _F,
 ) -> Any:
     """Run at most ``most`` ticks from ``now`` (tick ``tick``), stopping before a tick
     whose start is within half a tick of ``horizon_s`` (when a workload not compiled
@@ -202,7 +224,8 @@ def busy_ticks(
     version, the last tick's ``uneventful_ticks`` result, the workloads' states, the
     RPC's block of arrivals, and the links and buffers the last tick run used (the next
     tick's to clear: the index may have been rebuilt after it), the batches of flows
-    started, the all-to-all's rounds (as its arguments have them) and the CNPs sent.
+    started, the all-to-all's rounds (as its arguments have them), the CNPs sent, and
+    the flows waiting for their ACK timeout and the earliest resend.
     """
     # (what changes from tick to tick, or is read here, of the groups)
     drain_pad, lb_occ, lb_drain = link_book[2], link_book[4], link_book[5]
@@ -388,6 +411,26 @@ def busy_ticks(
             batches += 1
         if stop == STOP_ERROR:
             break
+        # -- 3. (fault tracking) on RoCE, until routing knows of a dead link: what was queued for it lost,
+        # its flows held for their ACK timeout (``recovery.track``'s ``_blackhole``); the
+        # next resend is Python's (``FlowTable.resend_due``): the run stops before it
+        if any_dead:
+            resend_at = now + ack_timeout_s
+            lost, lost_by_link, held_slots = lose_at_dead_links(
+                path, active_all[:live_end], flow_table[8], rate2d, held, resend_s, dead,
+                resend_at, link_book[22], link_book[18],
+            )  # fmt: skip
+            dropped += lost
+            if held_slots.size > 0:
+                n_waiting += held_slots.size
+                next_resend_s = min(next_resend_s, resend_at)
+                horizon_s = min(horizon_s, next_resend_s - RESEND_EPS_S)
+                version += 1
+                live_end = slots_live_end(active_all, live_end)
+            for j in range(fault_ptr.size - 1):
+                fault_lost[j] += numpy_sum(
+                    lost_by_link[fault_links[fault_ptr[j] : fault_ptr[j + 1]]]
+                )
         # -- 4. the index, rebuilt when the flows changed
         if index_version != version:
             built_buf, built_bounds = entry_index(
@@ -514,4 +557,5 @@ def busy_ticks(
         (rpc_seq, rpc_sent, rpc_next, rpc_last_s), r_t, r_at, r_u,
         (s_stale_l, s_stale_b, m_stale_l, m_stale_b), batches,
         (a_busy, a_left, a_round_start, a_next_s, a_last_round_s, a_round), cnps,
+        (n_waiting, next_resend_s),
     )  # fmt: skip
