@@ -624,7 +624,11 @@ class Fabric:
         ran (0 when the next may be eventful: the caller steps it)."""
         most = min(most, uneventful.MOST_TICKS)
         layout = self._tick
-        if not uneventful.ENABLED or most < uneventful.MIN_TICKS or not self._may_run_at_once():
+        if (
+            not uneventful.ENABLED
+            or most < uneventful.MIN_TICKS
+            or not self._may_run_at_once(blackhole=True)
+        ):
             return 0
         # the workloads first: on a busy fabric one of them acts every tick, and asking
         # them costs less than looking at the links
@@ -637,10 +641,12 @@ class Fabric:
         goodput, cap, stormed = conditions
         idx = self._current_index()
         if idx.size == 0:
+            # (nothing in flight, so nothing lost at a dead link either)
             return self._pass_idle_ticks(most, horizon)
         assert isinstance(layout, _tick_kernels.CompiledTick)
         if (
-            idx.size >= _tick_kernels.parallel_from_entries()
+            not self._faults_at_rest()  # (links down on RoCE, unknown: the busy kernel's)
+            or idx.size >= _tick_kernels.parallel_from_entries()
             or not layout._sums
             or not layout._solved
             or (self.roce is None and not layout._free)
