@@ -380,28 +380,32 @@ def test_a_link_down_with_a_duration_ends_where_it_would_tick_by_tick(
     assert open_calls[0] > 0  # at once between the recovery and the end
 
 
-def test_a_roce_link_down_loses_bytes_in_the_kernel_until_routing_knows(
+def test_a_roce_link_down_is_followed_in_the_kernel_through_its_timeline(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A spine link fails under the bulk and RPC workloads on RoCE (BFD and ECMP shortened
     so that the timeline fits in a test, and the ACK timeout shorter than the reroute, so
-    senders resend into the dead link and lose again): until routing knows of it, busy
-    calls run, losing what switches forward into the dead port and holding its flows, and
-    the fabric, its faults' lost bytes and events are those of ticks run one by one.
-    Each call stops before the detection, the reroute and each resend, which are
-    Python's."""
+    senders resend into the dead link and lose again). Busy calls run through it: before
+    routing knows of the link, losing what switches forward into the dead port and holding
+    its flows; across the flows' resends; and once it is rerouted, measuring its recovery.
+    The fabric, its fault's lost bytes, timeline and events are those of ticks run one by
+    one (each call stops before the detection, the reroute and the recovery, which are
+    Python's)."""
     prof = dataclasses.replace(
         ROCE_400G, bfd_interval_s=100e-6, ecmp_reconverge_s=100e-6, local_ack_timeout_s=80e-6
     )
-    calls: list[tuple[float, float]] = []
+    calls: dict[str, int] = {"losing": 0, "resending": 0, "recovering": 0}
     run = Fabric._run_busy_kernel
 
     def spied(f: Fabric, *args: Any) -> int:
-        faults = list(f.faults.open.values())
-        before = sum(x.lost_bytes for x in faults)
+        fault = next(iter(f.faults.open.values()), None)
+        lost = 0.0 if fault is None else fault.lost_bytes
+        resend_s = f.flows.next_resend_s
         ran = run(f, *args)
-        if faults and not f.link_book.known_down.any():
-            calls.append((f.sim_time_s, sum(x.lost_bytes for x in faults) - before))
+        if fault is not None and ran:
+            calls["losing"] += fault.lost_bytes > lost
+            calls["resending"] += f.sim_time_s > resend_s
+            calls["recovering"] += fault.mitigated_at_s is not None
         return ran
 
     monkeypatch.setattr(Fabric, "_run_busy_kernel", spied)
@@ -410,22 +414,21 @@ def test_a_roce_link_down_loses_bytes_in_the_kernel_until_routing_knows(
         if k == 2:
             f.apply(InjectFault(kind="link_down", target="leaf00->spine01"))
 
+    made: list[Fabric] = []
+
     def build() -> Fabric:
         topo = leaf_spine(prof, leaves=2, spines=2, gpus_per_leaf=4)
         workloads = [
             Rpc(name="rpc", traffic_class="rpc", rate_per_s=2e5),
             Bulk(name="bulk", traffic_class="bulk", size_bytes=2e5, outstanding=2),
         ]
-        return Fabric(topo, prof, workloads, dt_s=1e-6, seed=2)
-
-    made: list[Fabric] = []
-
-    def build_kept() -> Fabric:
-        made.append(build())
+        made.append(Fabric(topo, prof, workloads, dt_s=1e-6, seed=2))
         return made[-1]
 
-    run_both(build_kept, 1000, 100, monkeypatch, act)
+    run_both(build, 1000, 100, monkeypatch, act)
     one_by_one, at_once = (next(iter(f.faults.open.values())) for f in made)
     assert at_once.lost_bytes == one_by_one.lost_bytes > 0
+    timeline = ("detected_at_s", "mitigated_at_s", "recovered_at_s")
+    assert [getattr(at_once, t) for t in timeline] == [getattr(one_by_one, t) for t in timeline]
     assert at_once.recovered_at_s is not None  # rerouted at 400 µs, the run went on past it
-    assert len(calls) >= 3 and sum(lost for _, lost in calls) > 0
+    assert min(calls.values()) > 0, calls

@@ -37,7 +37,7 @@ def _link_down(fabric: Fabric, at_tick: int = 200) -> tuple[Fault, list[float]]:
     for _ in range(300):
         fabric.run_ticks(20)
         rates.append(
-            recovery._rate(fabric.faults.delivered_history, fabric.sim_time_s, fabric.dt_s)
+            recovery.delivered_rate(fabric.faults.delivered_history, fabric.sim_time_s, fabric.dt_s)
         )
         if f.recovered_at_s is not None:
             break

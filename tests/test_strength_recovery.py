@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from fabric_core.commands import InjectFault
-from fabric_core.faults.recovery import RECOVERY_WINDOW_S, _rate, reroute
+from fabric_core.faults.recovery import RECOVERY_WINDOW_S, delivered_rate, reroute
 from fabric_core.net.profiles import get_profile
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.snapshot import LinkStatus
@@ -239,7 +239,7 @@ def test_the_recovery_rate_is_measured_over_four_ticks_when_the_window_is_shorte
     tick = 50e-6
     assert 4 * tick > RECOVERY_WINDOW_S
     history = deque((k * tick, float(k * k)) for k in range(11))
-    assert _rate(history, 10 * tick, tick) == pytest.approx(320_000.0, rel=1e-9)
+    assert delivered_rate(history, 10 * tick, tick) == pytest.approx(320_000.0, rel=1e-9)
     # at a 1 µs tick the window is RECOVERY_WINDOW_S itself, 100 ticks: (299² - 199²) B
     fine = deque((k * 1e-6, float(k * k)) for k in range(300))
-    assert _rate(fine, 299e-6, 1e-6) == pytest.approx((299**2 - 199**2) / 100e-6, rel=1e-9)
+    assert delivered_rate(fine, 299e-6, 1e-6) == pytest.approx((299**2 - 199**2) / 100e-6, rel=1e-9)

@@ -105,7 +105,8 @@ RECOVERED_FRACTION = 0.9
 #: Tags of incast flows (the fault's own; no workload hears their completion).
 INCAST_TAG_BASE = 1 << 40
 INCAST_WORKLOAD = -1
-_EPS = 1e-15
+#: A time is reached at a tick starting this close before it (tick starts are sums that round)
+TIME_EPS_S = 1e-15
 #: ``LinkStatus.DOWN`` as numpy compares it six times faster than the enum (a tick's
 #: comparisons over every link while a fault is open)
 _DOWN = np.int8(LinkStatus.DOWN)
@@ -161,7 +162,7 @@ def track(fabric: RecoveryHost, status: NDArray[np.int8], now: float) -> None:
         for f in book.active():
             if f.links.size and f.mitigated_at_s is None:
                 f.lost_bytes += float(lost[f.links].sum())
-    newly_known = unknown_down & (now >= book.down_since_s + reroute_s - _EPS)
+    newly_known = unknown_down & (now >= book.down_since_s + reroute_s - TIME_EPS_S)
     moved, resent = 0, np.zeros(0)
     if newly_known.any():
         fabric.link_book.set_known_down(fabric.link_book.known_down | newly_known)
@@ -174,13 +175,16 @@ def track(fabric: RecoveryHost, status: NDArray[np.int8], now: float) -> None:
     _progress(fabric, book, status, now, detect_s, newly_known, moved, resent)
 
 
-def blackholing(fabric: RecoveryHost) -> bool:
+def blackholing(fabric: RecoveryHost, recovering: bool = False) -> bool:
     """Whether ``track`` does nothing, tick after tick, but lose the bytes forwarded into
     links down that routing does not know of yet, on a PFC fabric (``_blackhole``, which
     ``kernels.busy`` runs tick by tick too), until the next step of their timeline
     (``next_step_s``): the open faults are links or switches down, each seen once
     (its baseline taken) and either at rest (recovered, ``FaultBook.at_rest``) or not
-    rerouted yet; no buffer scaled, no incast to cancel."""
+    rerouted yet; no buffer scaled, no incast to cancel. With ``recovering``, also
+    rerouted and not recovered yet, a baseline to recover to taken: then ``track`` also
+    measures recovery tick by tick (``_check_recovered``; ``kernels.busy`` stops before
+    the tick at which it would find one recovered, ``recovered_at_Bps``)."""
     book = fabric.faults
     if fabric.pfc is None or book.buffer_base is not None or book.cleared_incasts:
         return False
@@ -188,9 +192,50 @@ def blackholing(fabric: RecoveryHost) -> bool:
     for f in book.open.values():
         if f.kind not in DOWN_KINDS or f.cleared_at_s is not None or f.baseline_Bps is None:
             return False
-        if f.recovered_at_s is None and (f.mitigated_at_s is not None or known[f.links].any()):
-            return False  # rerouted: its recovery is measured tick by tick
+        if f.recovered_at_s is not None:
+            continue
+        measured = recovering and f.mitigated_at_s is not None and f.baseline_Bps > 0
+        if not measured and (f.mitigated_at_s is not None or known[f.links].any()):
+            return False  # rerouted: its recovery is measured tick by tick (or at once)
     return bool(book.open)
+
+
+def recovered_at_Bps(book: FaultBook) -> float:
+    """The delivered rate over the recovery window (``delivered_rate``) at which the first
+    open fault rerouted but not recovered counts as recovered (``_check_recovered``); inf
+    if there is none."""
+    return min(
+        (
+            RECOVERED_FRACTION * (f.baseline_Bps or 0.0)
+            for f in book.open.values()
+            if f.recovered_at_s is None and f.mitigated_at_s is not None
+        ),
+        default=np.inf,
+    )
+
+
+def recovery_window_s(dt: float) -> float:
+    """The window ``delivered_rate`` measures over: ``RECOVERY_WINDOW_S``, or four ticks
+    where the tick is longer than a quarter of it (a rate over one or two ticks would
+    follow each tick's completions)."""
+    return max(RECOVERY_WINDOW_S, 4 * dt)
+
+
+def history_tail(
+    history: deque[tuple[float, float]], until: float, dt: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The entries of ``history`` that ``delivered_rate`` at ``until`` or later reads, as
+    (times, bytes delivered), oldest first: back to the first at or before the window's
+    start (or all, if none is)."""
+    start = until - recovery_window_s(dt) + TIME_EPS_S
+    times: list[float] = []
+    delivered: list[float] = []
+    for t, d in reversed(history):
+        times.append(t)
+        delivered.append(d)
+        if t <= start:
+            break
+    return np.array(times[::-1], dtype=np.float64), np.array(delivered[::-1], dtype=np.float64)
 
 
 def next_step_s(fabric: RecoveryHost) -> float:
@@ -209,7 +254,7 @@ def next_step_s(fabric: RecoveryHost) -> float:
             since = book.down_since_s[f.links][book.seen_down[f.links]]
             if since.size:
                 first = min(first, float(since.min()) + detect_s)
-    return first - _EPS
+    return first - TIME_EPS_S
 
 
 def _progress(
@@ -225,7 +270,7 @@ def _progress(
     p = fabric.profile
     for f in list(book.open.values()):
         if f.baseline_Bps is None:
-            f.baseline_Bps = _rate(book.delivered_history, f.injected_at_s, fabric.dt_s)
+            f.baseline_Bps = delivered_rate(book.delivered_history, f.injected_at_s, fabric.dt_s)
         if f.cleared_at_s is None:
             _advance(fabric, book, f, status, now, detect_s, p)
             if f.kind in ("link_down", "switch_down", "link_flap") and newly_known[f.links].any():
@@ -258,27 +303,27 @@ def _advance(
         if f.detected_at_s is None:
             links_down = status[f.links] == _DOWN
             since = book.down_since_s[f.links][links_down]
-            if since.size and now >= since.min() + detect_s - _EPS:
+            if since.size and now >= since.min() + detect_s - TIME_EPS_S:
                 _detected(fabric, f, now, f"by {recovery_mode(p)}")
         if f.mitigated_at_s is None and fabric.link_book.known_down[f.links].any():
             _mitigated(fabric, f, now, "traffic rerouted")
     elif kind == "link_degraded":
-        if f.detected_at_s is None and age >= p.fault_detect_s - _EPS:
+        if f.detected_at_s is None and age >= p.fault_detect_s - TIME_EPS_S:
             _detected(fabric, f, now, "symbol errors seen by the port")
             _mitigated(fabric, f, now, "retries absorb the errors (link-level retry / go-back-N)")
     elif kind == "credit_loss":
-        if f.detected_at_s is None and age >= p.credit_watchdog_s - _EPS:
+        if f.detected_at_s is None and age >= p.credit_watchdog_s - TIME_EPS_S:
             _detected(fabric, f, now, "by the credit watchdog")
         if (
             f.detected_at_s is not None
             and f.mitigated_at_s is None
-            and now >= f.detected_at_s + p.link_retrain_s - _EPS
+            and now >= f.detected_at_s + p.link_retrain_s - TIME_EPS_S
         ):
             _mitigated(fabric, f, now, "link retrained, credits restored")
             book.mark_retrained(f)
     elif kind == "pfc_storm" and f.detected_at_s is None:
         if fabric.pfc is None:  # a credit fabric: the port drops the pause frames
-            if age >= p.fault_detect_s - _EPS:
+            if age >= p.fault_detect_s - TIME_EPS_S:
                 how = "pause frames ignored: no PFC on a credit fabric"
                 _detected(fabric, f, now, how)
                 _mitigated(fabric, f, now, how)
@@ -288,7 +333,7 @@ def _advance(
             into = np.flatnonzero(fabric.topo.links.dst == f.node)
             queues = (into[:, None] * v + np.arange(v)).ravel()
             until = fabric.pfc.watchdog_until_s[queues]
-            fired = until >= now - _EPS
+            fired = until >= now - TIME_EPS_S
             if fired.any():
                 # dated when the watchdog fired (in the tick before this one's look)
                 at = float(until[fired].min()) - p.pfc_watchdog_recovery_s
@@ -331,7 +376,7 @@ def _mitigated(fabric: RecoveryHost, f: Fault, now: float, how: str) -> None:
 
 def _check_recovered(fabric: RecoveryHost, book: FaultBook, f: Fault, now: float) -> None:
     gates = [t for t in (f.mitigated_at_s, f.cleared_at_s) if t is not None]
-    if not gates or now < min(gates) - _EPS:
+    if not gates or now < min(gates) - TIME_EPS_S:
         return
     if f.kind == "incast":
         if f.cleared_at_s is None:
@@ -340,7 +385,7 @@ def _check_recovered(fabric: RecoveryHost, book: FaultBook, f: Fault, now: float
         if (fl.active & (fl.workload == INCAST_WORKLOAD) & (fl.tag >= INCAST_TAG_BASE)).any():
             return
     baseline = f.baseline_Bps or 0.0
-    if baseline > 0 and _rate(book.delivered_history, now, fabric.dt_s) < (
+    if baseline > 0 and delivered_rate(book.delivered_history, now, fabric.dt_s) < (
         RECOVERED_FRACTION * baseline
     ):
         return
@@ -355,20 +400,21 @@ def _check_recovered(fabric: RecoveryHost, book: FaultBook, f: Fault, now: float
     )
 
 
-def _rate(history: deque[tuple[float, float]], until: float, dt: float) -> float:
-    """Delivered bytes per second over the window that ends at ``until``:
-    ``RECOVERY_WINDOW_S``, or four ticks where the tick is longer than a quarter of it
-    (a rate over one or two ticks would follow each tick's completions)."""
-    window = max(RECOVERY_WINDOW_S, 4 * dt)
+def delivered_rate(history: deque[tuple[float, float]], until: float, dt: float) -> float:
+    """Delivered bytes per second over the window that ends at ``until``
+    (``recovery_window_s``), from ``history``'s (time, bytes delivered by then): from its
+    last entry at ``until`` to the first at or before the window's start (``kernels.busy``
+    measures it so too)."""
+    window = recovery_window_s(dt)
     end: tuple[float, float] | None = None
     start: tuple[float, float] | None = None
     for t, d in reversed(history):
         if end is None:
-            if t <= until + _EPS:
+            if t <= until + TIME_EPS_S:
                 end = (t, d)
             continue
         start = (t, d)
-        if t <= end[0] - window + _EPS:
+        if t <= end[0] - window + TIME_EPS_S:
             break
     if end is None or start is None or end[0] <= start[0]:
         return 0.0

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core.faults import recovery
 from fabric_core.net import endpoint_costs
 from fabric_core.net.routing import MAX_HOPS
 from fabric_core.runtime import uneventful
@@ -58,6 +59,8 @@ class BusyHost(Protocol):
     injected_bytes: float
     completed_flows: int
     hop_updates: int
+    dt_s: float
+    sim_time_s: float
 
     def pfc_paused_queues(self) -> NDArray[np.bool_]: ...
 
@@ -399,6 +402,21 @@ class DeadLinks:
             f.lost_bytes = lost
 
 
+def recovery_arguments(
+    fabric: BusyHost,
+) -> tuple[float, NDArray[np.float64], NDArray[np.float64], float, float]:
+    """What ``busy_ticks`` measures a rerouted link-down's recovery with (``faults.recovery``
+    ``delivered_rate``): the rate at which the first recovers (inf: none to measure), the
+    history back over the window, the window and the slack of a time reached."""
+    at_Bps = recovery.recovered_at_Bps(fabric.faults)
+    dt = float(fabric.dt_s)
+    if at_Bps == np.inf:
+        empty = np.zeros(0)
+        return at_Bps, empty, empty, recovery.recovery_window_s(dt), recovery.TIME_EPS_S
+    hist_t, hist_d = recovery.history_tail(fabric.faults.delivered_history, fabric.sim_time_s, dt)
+    return at_Bps, hist_t, hist_d, recovery.recovery_window_s(dt), recovery.TIME_EPS_S
+
+
 def kernel_arguments(
     fabric: BusyHost,
     layout: CompiledTick,
@@ -451,4 +469,5 @@ def kernel_arguments(
         cw.alltoall_at, *alltoall_arguments(cw.alltoall, *lane_cls(cw.alltoall)), dead.dead,
         bool(dead.dead.any()), fl.rate, fl.resend_s, float(fabric.profile.local_ack_timeout_s),
         fl.n_waiting, float(fl.next_resend_s), dead.ptr, dead.links, dead.lost,
+        *recovery_arguments(fabric),
     ]  # fmt: skip

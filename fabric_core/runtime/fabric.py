@@ -665,7 +665,7 @@ class Fabric:
             or most < busy.MIN_TICKS
             or self.profile.routing == "spray"
             or self.static_routes
-            or not self._may_run_at_once(blackhole=True)
+            or not self._may_run_at_once(blackhole=True, recovering=True)
         ):
             return 0
         cw = busy.compiled_workloads(self.workloads)
@@ -673,7 +673,7 @@ class Fabric:
             return 0
         # the others first: the kernel runs until one of them could act
         busy_from = self.sim_time_s + 0.5 * self.dt_s
-        horizon = self._quiet_until(busy_from, besides=cw.places)
+        horizon = self._quiet_until(busy_from, besides=cw.places, resends=False)
         if busy_from >= horizon:
             return 0
         assert isinstance(layout, _tick_kernels.CompiledTick)
@@ -783,17 +783,22 @@ class Fabric:
         self._finish_tick(self.faults.seen_status, dt)
         return run.started
 
-    def _may_run_at_once(self, blackhole: bool = False) -> bool:
+    def _may_run_at_once(self, blackhole: bool = False, recovering: bool = False) -> bool:
         """What both kinds of ticks at once need (``runtime.uneventful``, ``runtime.busy``):
         the compiled tick, no IB congestion control, no fault that Python must still
-        follow (``_faults_at_rest``; with ``blackhole``, the busy kernel's, also links
-        down on RoCE that routing does not know of yet: ``recovery.blackholing``), the
+        follow (``_faults_at_rest``; with ``blackhole``, also links down on RoCE that
+        routing does not know of yet, and with ``recovering`` such a link rerouted whose
+        recovery is measured, which the busy kernel follows: ``recovery.blackholing``), the
         kernels compiled (not held back). A flow waiting for its ACK timeout waits out of
-        the solve: its resend ends the run before it (``_quiet_until``)."""
+        the solve: its resend ends the run before it, but for the busy kernel's, which
+        resends it (``_quiet_until``)."""
         return (
             self.solver == "compiled"
             and self.ibcc is None
-            and (self._faults_at_rest() or (blackhole and recovery.blackholing(self)))
+            and (
+                self._faults_at_rest()
+                or (blackhole and recovery.blackholing(self, recovering=recovering))
+            )
             and not uneventful.waiting_for_kernel()
         )
 
@@ -897,20 +902,19 @@ class Fabric:
         self.tick += whole
         self.sim_time_s = end_s
 
-    def _quiet_until(self, busy_from: float, besides: frozenset[int] = frozenset()) -> float:
-        """The earliest time a workload (but those at the places ``besides``) or a
-        scheduled command could act; as soon as one could act by ``busy_from``, that time
-        (the others are not asked)."""
+    def _quiet_until(
+        self, busy_from: float, besides: frozenset[int] = frozenset(), resends: bool = True
+    ) -> float:
+        """The earliest time a workload (but those at the places ``besides``), a scheduled
+        command, the fault tracking or (with ``resends``) a flow's resend could act; as
+        soon as one could act by ``busy_from``, that time (the others are not asked)."""
         now, dt = self.sim_time_s, self.dt_s
         first = float(self.schedule[0][0]) if self.schedule else np.inf
         # Python's: a fault's end (``expire``), the next step of a link-down's timeline
         # (``recovery.track``), a flow's resend after its ACK timeout (``resend_due``)
-        first = min(
-            first,
-            self.faults.next_end_s(),
-            recovery.next_step_s(self),
-            self.flows.next_resend_s - RESEND_EPS_S,
-        )
+        first = min(first, self.faults.next_end_s(), recovery.next_step_s(self))
+        if resends:
+            first = min(first, self.flows.next_resend_s - RESEND_EPS_S)
         for i, wl in enumerate(self.workloads):
             if i in besides:
                 continue

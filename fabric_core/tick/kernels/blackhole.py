@@ -39,19 +39,33 @@ def drop_at_dead_links(
     """
     max_hops = path.shape[0]
     cap = active.size
+    # the flows in flight that cross a dead link past their source, in slot order: one
+    # look at each slot (most of a long fault's slots hold flows waiting for their ACK
+    # timeout, not in flight), then the hop-major passes over those few
+    crossing = np.empty(cap, dtype=np.intp)
+    n_crossing = 0
     n = 0
-    for h in range(1, max_hops):
-        for f in range(cap):
-            if active[f] and path[h, f] >= 0 and dead[path[h, f]]:
-                n += 1
+    for f in range(cap):
+        if not active[f]:
+            continue
+        hits = 0
+        for h in range(1, max_hops):
+            li = path[h, f]
+            if li >= 0 and dead[li]:
+                hits += 1
+        if hits:
+            crossing[n_crossing] = f
+            n_crossing += 1
+            n += hits
     lost = np.empty(n)
     k = 0
     losers = np.zeros(cap, dtype=np.bool_)
     n_losers = 0
     for h in range(1, max_hops):
-        for f in range(cap):
+        for i in range(n_crossing):
+            f = crossing[i]
             li = path[h, f]
-            if active[f] and li >= 0 and dead[li]:
+            if li >= 0 and dead[li]:
                 b = backlog[h, f]
                 lost[k] = b
                 k += 1
@@ -65,9 +79,9 @@ def drop_at_dead_links(
                     backlog[0, f] += b
     slots = np.empty(n_losers, dtype=np.intp)
     k = 0
-    for f in range(cap if n_losers else 0):
-        if losers[f]:
-            slots[k] = f
+    for i in range(n_crossing if n_losers else 0):  # (the losers cross: in slot order)
+        if losers[crossing[i]]:
+            slots[k] = crossing[i]
             k += 1
     return lost, slots
 

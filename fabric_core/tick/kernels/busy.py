@@ -14,10 +14,11 @@ Here those steps run in the kernel too, for the workloads it knows (``workloads.
    makes them (the same draws from the same generator, the same peers and tags), each
    batch started as ``Fabric.start_flows`` starts it (``kernels.start.start_routed``;
    on RoCE, its DCQCN senders at line rate, ``kernels.pfc.start_senders``);
-2. on RoCE, until routing knows of a link that went down, the bytes forwarded into it
-   lost and their flows held for their ACK timeout (``kernels.blackhole``), as
-   ``faults.recovery.track`` loses them (the fault's timeline, its detection and
-   reroute, and the resends are Python's: the run stops before them);
+2. the fault tracking (``faults.recovery.track``) of a RoCE link-down: the flows whose ACK
+   timeout is up sent again; until routing knows of the link, the bytes forwarded into it
+   lost and their flows held for their ACK timeout (``kernels.blackhole``); once it is
+   rerouted, its recovery measured (``delivered_rate``). The fault's detection, its
+   reroute and its recovery are Python's (their events): the run stops before each;
 3. the entry index, rebuilt when the flows changed (``kernels.index.entry_index``);
 4. steps 4-7, by ``kernels.uneventful.uneventful_ticks`` for one tick: on RoCE its PFC,
    ECN and DCQCN, the CNPs' draws from the fabric's generator as Python draws them;
@@ -30,8 +31,9 @@ The results are those of ``Fabric.step`` bit for bit (``tests/test_busy.py``): t
 kernels on the same arrays in the same order, and numpy's sums where Python summed with
 numpy (``kernels.pairwise``). It stops before a tick that needs Python (the flow table
 or the fabric-wide cap full, an index that could reach ``PARALLEL_FROM_ENTRIES``, nothing
-in flight) and after a tick in which a flow of another workload ends or, on RoCE, a PFC
-watchdog fires or a paused queue's sender is stopped (Python reports them).
+in flight, a step of a fault's timeline) and after a tick in which a flow of another
+workload ends or, on RoCE, a PFC watchdog fires or a paused queue's sender is stopped
+(Python reports them).
 ``fabric_core.runtime.busy`` decides when to call it and writes back what it returns.
 """
 
@@ -100,6 +102,65 @@ def _arrivals_before(t: _F, start: int, end_s: float) -> int:
     while k < t.size and t[k] < end_s:
         k += 1
     return k
+
+
+@inline_kernel
+def _delivered_rate(
+    hist_t: _F,
+    hist_d: _F,
+    t_start: _F,
+    d_start: _F,
+    started: int,
+    now: float,
+    delivered: float,
+    window_s: float,
+    time_eps_s: float,
+) -> float:
+    """``faults.recovery.delivered_rate`` at the start of the tick at ``now``, its history
+    being ``hist_*`` (the fault tracking's, from before the call), then this call's ticks
+    (``t_start``, ``d_start``, ``started`` of them), then (now, delivered): the same
+    entries looked at in the same order, the same arithmetic."""
+    start_at = now - window_s + time_eps_s
+    found = False
+    reached = False
+    t0 = d0 = 0.0
+    for i in range(started - 1, -1, -1):
+        t0, d0, found = t_start[i], d_start[i], True
+        if t0 <= start_at:
+            reached = True
+            break
+    if not reached:
+        for j in range(hist_t.size - 1, -1, -1):
+            t0, d0, found = hist_t[j], hist_d[j], True
+            if t0 <= start_at:
+                break
+    if not found or now <= t0:
+        return 0.0
+    return (delivered - d0) / (now - t0)
+
+
+@inline_kernel
+def _resend_due(
+    resend_s: _F, active: NDArray[np.bool_], held: NDArray[np.bool_], now: float, earliest: float
+) -> tuple[int, int, float]:
+    """``FlowTable.resend_due``: the flows whose ACK timeout is up at ``now`` back in flight.
+    Returns how many, the last one's slot and the earliest resend left (``earliest`` if
+    none was due)."""
+    n_due = 0
+    last_due = -1
+    for s in range(resend_s.size):
+        if resend_s[s] <= now + RESEND_EPS_S:
+            active[s] = True
+            held[s] = False
+            resend_s[s] = np.inf
+            n_due += 1
+            last_due = s
+    if n_due == 0:
+        return 0, -1, earliest
+    left = np.inf
+    for s in range(resend_s.size):
+        left = min(left, resend_s[s])
+    return n_due, last_due, left
 
 
 @kernel
@@ -212,6 +273,15 @@ def busy_ticks(
     fault_ptr: _I,
     fault_links: _I,
     fault_lost: _F,
+    # a link-down rerouted and not recovered yet: the delivered rate at which one counts
+    # as recovered (inf: none), the fault tracking's history back over the window it is
+    # measured over (times, bytes delivered by then) and that window, and the slack of a
+    # time reached (``faults.recovery``'s ``delivered_rate``)
+    recovered_at_Bps: float,
+    hist_t: _F,
+    hist_d: _F,
+    window_s: float,
+    time_eps_s: float,
 ) -> Any:
     """Run at most ``most`` ticks from ``now`` (tick ``tick``), stopping before a tick
     whose start is within half a tick of ``horizon_s`` (when a workload not compiled
@@ -284,6 +354,15 @@ def busy_ticks(
         *profile,
     )  # fmt: skip
     while started < most and now + 0.5 * dt < horizon_s:
+        # -- a fault that this tick's tracking finds recovered: Python's (its event)
+        if recovered_at_Bps < np.inf and (
+            _delivered_rate(
+                hist_t, hist_d, t_start, d_start, started, now, delivered, window_s, time_eps_s
+            )
+            >= recovered_at_Bps
+        ):
+            stop = STOP_BEFORE
+            break
         # -- what the tick will start, known before anything is drawn: else Python runs it
         n_bulk = 0
         if bulk_at >= 0 and bulk_running and bulk_owed:
@@ -411,9 +490,18 @@ def busy_ticks(
             batches += 1
         if stop == STOP_ERROR:
             break
-        # -- 3. (fault tracking) on RoCE, until routing knows of a dead link: what was queued for it lost,
-        # its flows held for their ACK timeout (``recovery.track``'s ``_blackhole``); the
-        # next resend is Python's (``FlowTable.resend_due``): the run stops before it
+        # -- 3. (fault tracking) the flows whose ACK timeout is up sent again
+        # (``FlowTable.resend_due``); on RoCE, until routing knows of a dead link, what was
+        # queued for it lost and its flows held for their ACK timeout (``recovery.track``'s
+        # ``_blackhole``)
+        if n_waiting > 0 and now >= next_resend_s - RESEND_EPS_S:
+            n_due, last_due, next_resend_s = _resend_due(
+                resend_s, active_all, held, now, next_resend_s
+            )
+            if n_due > 0:
+                n_waiting -= n_due
+                version += 1
+                live_end = max(live_end, last_due + 1)
         if any_dead:
             resend_at = now + ack_timeout_s
             lost, lost_by_link, held_slots = lose_at_dead_links(
@@ -424,7 +512,6 @@ def busy_ticks(
             if held_slots.size > 0:
                 n_waiting += held_slots.size
                 next_resend_s = min(next_resend_s, resend_at)
-                horizon_s = min(horizon_s, next_resend_s - RESEND_EPS_S)
                 version += 1
                 live_end = slots_live_end(active_all, live_end)
             for j in range(fault_ptr.size - 1):
