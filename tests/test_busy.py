@@ -2,12 +2,14 @@
 exactly as the same ticks run one by one through ``Fabric.step``: the flow table, the link
 book, the totals, the histograms, the workloads' state (their tags, counts, arrivals and
 generators) and the events, bit for bit. And they are run: most ticks of the default
-scenario go through the kernel, and none while a fault is open."""
+scenario go through the kernel, and on a credit fabric none while a fault is still being
+followed (on RoCE, the kernel follows a link-down itself)."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -16,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fabric_core.commands import ClearFault, InjectFault
+from fabric_core.faults import recovery
 from fabric_core.faults.admission import AdmissionLimits
 from fabric_core.net.profiles import NATIVE_400G, ROCE_400G
 from fabric_core.net.topology import leaf_spine
@@ -432,3 +435,31 @@ def test_a_roce_link_down_is_followed_in_the_kernel_through_its_timeline(
     assert [getattr(at_once, t) for t in timeline] == [getattr(one_by_one, t) for t in timeline]
     assert at_once.recovered_at_s is not None  # rerouted at 400 µs, the run went on past it
     assert min(calls.values()) > 0, calls
+
+
+@pytest.mark.parametrize("split", [0, 3, 7, 12])
+@pytest.mark.parametrize("kept", [5, 9, 64])
+def test_the_kernels_recovery_rate_reads_what_the_fault_trackings_history_keeps(
+    split: int, kept: int
+) -> None:
+    """``busy._delivered_rate`` sees the history as the fault tracking's deque holds it at
+    each tick, whatever part of it came before the call (``split`` entries) or from the
+    call's own ticks, and however few entries the deque keeps: the rate is
+    ``recovery.delivered_rate``'s, bit for bit. (A window longer than the deque: the
+    first entry it keeps is the start.)"""
+    rng = np.random.default_rng(kept + split)
+    t = np.cumsum(rng.uniform(8e-6, 12e-6, 14))
+    d = np.cumsum(rng.uniform(0.0, 5e4, 14))
+    for window_s in (30e-6, 1e-3):
+        history: deque[tuple[float, float]] = deque(
+            zip(t.tolist(), d.tolist(), strict=True), maxlen=kept
+        )
+        expected = recovery.delivered_rate(history, float(t[-1]), window_s / 4)
+        tail = np.array(list(deque(zip(t[: split + 1], d[: split + 1], strict=True), maxlen=kept)))
+        own_t, own_d = t[split + 1 : -1], d[split + 1 : -1]
+        got = busy_kernels._delivered_rate(
+            tail[:, 0].copy(), tail[:, 1].copy(), own_t.copy(), own_d.copy(), own_t.size,
+            float(t[-1]), float(d[-1]), recovery.recovery_window_s(window_s / 4),
+            recovery.TIME_EPS_S, kept,
+        )  # fmt: skip
+        assert got == expected, (window_s, got, expected)

@@ -359,7 +359,7 @@ def route_hops(topo: Topology) -> int:
     return min(2 * topo.tiers, MAX_HOPS) if topo.updown is None else MAX_HOPS
 
 
-@dataclass(frozen=True)
+@dataclass
 class DeadLinks:
     """What ``busy_ticks`` loses at links down that routing does not know of yet, on
     RoCE (``faults.recovery._blackhole``): per link, whether it is one, and the faults
@@ -404,17 +404,20 @@ class DeadLinks:
 
 def recovery_arguments(
     fabric: BusyHost,
-) -> tuple[float, NDArray[np.float64], NDArray[np.float64], float, float]:
+) -> tuple[float, NDArray[np.float64], NDArray[np.float64], float, float, int]:
     """What ``busy_ticks`` measures a rerouted link-down's recovery with (``faults.recovery``
     ``delivered_rate``): the rate at which the first recovers (inf: none to measure), the
-    history back over the window, the window and the slack of a time reached."""
+    history back over the window, the window, the slack of a time reached and the entries
+    the history keeps."""
+    history = fabric.faults.delivered_history
     at_Bps = recovery.recovered_at_Bps(fabric.faults)
     dt = float(fabric.dt_s)
+    kept = history.maxlen or 2**62  # (an unbounded history: all it holds)
     if at_Bps == np.inf:
         empty = np.zeros(0)
-        return at_Bps, empty, empty, recovery.recovery_window_s(dt), recovery.TIME_EPS_S
-    hist_t, hist_d = recovery.history_tail(fabric.faults.delivered_history, fabric.sim_time_s, dt)
-    return at_Bps, hist_t, hist_d, recovery.recovery_window_s(dt), recovery.TIME_EPS_S
+        return at_Bps, empty, empty, recovery.recovery_window_s(dt), recovery.TIME_EPS_S, kept
+    hist_t, hist_d = recovery.history_tail(history, fabric.sim_time_s, dt)
+    return at_Bps, hist_t, hist_d, recovery.recovery_window_s(dt), recovery.TIME_EPS_S, kept
 
 
 def kernel_arguments(
@@ -467,7 +470,7 @@ def kernel_arguments(
         b_fixed, b_rng, b_running, b_owed, b_seq, b_delivered, cw.rpc_at, r_fixed, r_rng,
         r_running, r_seq, r_sent, r_rate, r_places, ARRIVALS_BLOCK, *r_block,
         cw.alltoall_at, *alltoall_arguments(cw.alltoall, *lane_cls(cw.alltoall)), dead.dead,
-        bool(dead.dead.any()), fl.rate, fl.resend_s, float(fabric.profile.local_ack_timeout_s),
+        fl.rate, fl.resend_s, float(fabric.profile.local_ack_timeout_s),
         fl.n_waiting, float(fl.next_resend_s), dead.ptr, dead.links, dead.lost,
         *recovery_arguments(fabric),
     ]  # fmt: skip

@@ -639,14 +639,15 @@ class Fabric:
         if conditions is None:
             return 0
         goodput, cap, stormed = conditions
+        if not self._faults_at_rest() and self.flows.live_end > 0:
+            return 0  # (a RoCE link-down followed tick by tick: the busy kernel's)
         idx = self._current_index()
         if idx.size == 0:
             # (nothing in flight, so nothing lost at a dead link either)
             return self._pass_idle_ticks(most, horizon)
         assert isinstance(layout, _tick_kernels.CompiledTick)
         if (
-            not self._faults_at_rest()  # (links down on RoCE, unknown: the busy kernel's)
-            or idx.size >= _tick_kernels.parallel_from_entries()
+            idx.size >= _tick_kernels.parallel_from_entries()
             or not layout._sums
             or not layout._solved
             or (self.roce is None and not layout._free)
@@ -712,7 +713,8 @@ class Fabric:
     ) -> int:
         """The busy ticks to ``horizon`` in one compiled call, and what ``step`` would
         have left written back; the last tick, when flows of another workload ended in
-        it, is finished here as ``step`` finishes it."""
+        it or (RoCE) a PFC watchdog fired or a paused queue's sender is stopped, is
+        finished here as ``step`` finishes it."""
         dt = self.dt_s
         groups = self._kernel_groups(layout, idx, most, horizon, goodput, cap, stormed)
         dead = busy.DeadLinks.of(self)

@@ -115,22 +115,26 @@ def _delivered_rate(
     delivered: float,
     window_s: float,
     time_eps_s: float,
+    kept: int,
 ) -> float:
     """``faults.recovery.delivered_rate`` at the start of the tick at ``now``, its history
     being ``hist_*`` (the fault tracking's, from before the call), then this call's ticks
-    (``t_start``, ``d_start``, ``started`` of them), then (now, delivered): the same
-    entries looked at in the same order, the same arithmetic."""
+    (``t_start``, ``d_start``, ``started`` of them), then (now, delivered), of which the
+    history keeps the last ``kept`` (its deque's length): the same entries looked at in
+    the same order, the same arithmetic."""
     start_at = now - window_s + time_eps_s
     found = False
     reached = False
     t0 = d0 = 0.0
-    for i in range(started - 1, -1, -1):
+    older = kept - 1  # (the entries before (now, delivered) the history still holds)
+    for i in range(started - 1, max(started - 1 - older, -1), -1):
         t0, d0, found = t_start[i], d_start[i], True
         if t0 <= start_at:
             reached = True
             break
+    older -= started
     if not reached:
-        for j in range(hist_t.size - 1, -1, -1):
+        for j in range(hist_t.size - 1, max(hist_t.size - 1 - older, -1), -1):
             t0, d0, found = hist_t[j], hist_d[j], True
             if t0 <= start_at:
                 break
@@ -259,12 +263,11 @@ def busy_ticks(
     a_last_round_s: float,
     a_round: int,
     # on RoCE, links down that routing does not know of yet (``recovery._blackhole``):
-    # per link, whether any is, the flow table's 2-D rates and resend times, the local
+    # per link, the flow table's 2-D rates and resend times, the local
     # ACK timeout, the flows waiting for theirs and the earliest resend, and the faults
     # that count their lost bytes (their links, as offsets into ``fault_links``, and
     # their bytes lost so far, in place)
     dead: NDArray[np.bool_],
-    any_dead: bool,
     rate2d: NDArray[np.float64],
     resend_s: _F,
     ack_timeout_s: float,
@@ -275,13 +278,14 @@ def busy_ticks(
     fault_lost: _F,
     # a link-down rerouted and not recovered yet: the delivered rate at which one counts
     # as recovered (inf: none), the fault tracking's history back over the window it is
-    # measured over (times, bytes delivered by then) and that window, and the slack of a
-    # time reached (``faults.recovery``'s ``delivered_rate``)
+    # measured over (times, bytes delivered by then), that window, the slack of a time
+    # reached and the entries the history keeps (``faults.recovery``'s ``delivered_rate``)
     recovered_at_Bps: float,
     hist_t: _F,
     hist_d: _F,
     window_s: float,
     time_eps_s: float,
+    history_kept: int,
 ) -> Any:
     """Run at most ``most`` ticks from ``now`` (tick ``tick``), stopping before a tick
     whose start is within half a tick of ``horizon_s`` (when a workload not compiled
@@ -333,6 +337,9 @@ def busy_ticks(
     started = 0
     batches = 0  # started: each admitted whole by the fabric-wide cap, which then has room
     cnps = 0  # sent (RoCE's DCQCN)
+    any_dead = False
+    for li in range(dead.size):
+        any_dead = any_dead or dead[li]
     # a result of the type the loop's ticks give, for a call that runs none: numba needs
     # the name bound on every path (a call that runs no tick: its arguments, once a call)
     one = uneventful_ticks(
@@ -355,14 +362,14 @@ def busy_ticks(
     )  # fmt: skip
     while started < most and now + 0.5 * dt < horizon_s:
         # -- a fault that this tick's tracking finds recovered: Python's (its event)
-        if recovered_at_Bps < np.inf and (
-            _delivered_rate(
-                hist_t, hist_d, t_start, d_start, started, now, delivered, window_s, time_eps_s
-            )
-            >= recovered_at_Bps
-        ):
-            stop = STOP_BEFORE
-            break
+        if recovered_at_Bps < np.inf:
+            rate_now = _delivered_rate(
+                hist_t, hist_d, t_start, d_start, started, now, delivered, window_s,
+                time_eps_s, history_kept,
+            )  # fmt: skip
+            if rate_now >= recovered_at_Bps:
+                stop = STOP_BEFORE
+                break
         # -- what the tick will start, known before anything is drawn: else Python runs it
         n_bulk = 0
         if bulk_at >= 0 and bulk_running and bulk_owed:
@@ -541,7 +548,9 @@ def busy_ticks(
             n_entries = index[0].size
             if n_entries == 0:
                 # (the index handed in was older than the last flows' end, and nothing
-                # started: an idle tick, which Python passes; it has changed nothing)
+                # started: an idle tick, which Python passes. Its fault tracking may have
+                # held the flows still in flight at a dead link: the caller writes that
+                # back, and Python's step of the tick finds nothing more to lose)
                 started -= 1
                 stop = STOP_BEFORE
                 break
