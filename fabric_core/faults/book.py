@@ -453,12 +453,16 @@ class FaultBook:
         (``next_end_s``)."""
         if self.settled():
             return True
+        if not self.downs_only() or any(f.recovered_at_s is None for f in self.open.values()):
+            return False
+        return not bool((self.seen_down & ~known_down).any())
+
+    def downs_only(self) -> bool:
+        """The open faults are links or switches down, none cleared (its recovery not
+        measured yet); no buffer left scaled, no incast left to cancel."""
         if self.buffer_base is not None or self.cleared_incasts:
             return False
-        for f in self.open.values():
-            if f.kind not in DOWN_KINDS or f.cleared_at_s is not None or f.recovered_at_s is None:
-                return False
-        return not bool((self.seen_down & ~known_down).any())
+        return all(f.kind in DOWN_KINDS and f.cleared_at_s is None for f in self.open.values())
 
     def _undo(self, f: Fault, now_s: float) -> None:
         f.cleared_at_s = now_s

@@ -172,7 +172,7 @@ def track(fabric: RecoveryHost, status: NDArray[np.int8], now: float) -> None:
     _leak_credits(fabric, book)
     _apply_buffer_factor(fabric, book)
     _incasts(fabric, book, now)
-    _progress(fabric, book, status, now, detect_s, newly_known, moved, resent)
+    _progress(fabric, book, now, detect_s, newly_known, moved, resent)
 
 
 def blackholing(fabric: RecoveryHost, recovering: bool = False) -> bool:
@@ -186,11 +186,11 @@ def blackholing(fabric: RecoveryHost, recovering: bool = False) -> bool:
     measures recovery tick by tick (``_check_recovered``; ``kernels.busy`` stops before
     the tick at which it would find one recovered, ``recovered_at_Bps``)."""
     book = fabric.faults
-    if fabric.pfc is None or book.buffer_base is not None or book.cleared_incasts:
+    if fabric.pfc is None or not book.downs_only():
         return False
     known = fabric.link_book.known_down
     for f in book.open.values():
-        if f.kind not in DOWN_KINDS or f.cleared_at_s is not None or f.baseline_Bps is None:
+        if f.baseline_Bps is None:
             return False
         if f.recovered_at_s is not None:
             continue
@@ -251,16 +251,20 @@ def next_step_s(fabric: RecoveryHost) -> float:
     first = float(book.down_since_s[unknown].min()) + reroute_s if unknown.any() else np.inf
     for f in book.open.values():
         if f.kind in DOWN_KINDS and f.cleared_at_s is None and f.detected_at_s is None:
-            since = book.down_since_s[f.links][book.seen_down[f.links]]
-            if since.size:
-                first = min(first, float(since.min()) + detect_s)
+            first = min(first, _detection_due_s(book, f, detect_s))
     return first - TIME_EPS_S
+
+
+def _detection_due_s(book: FaultBook, f: Fault, detect_s: float) -> float:
+    """When a link or switch down ``f`` is detected: ``detect_s`` after the first of its
+    links that is down went down (``FaultBook.seen_down``); inf while none is."""
+    since = book.down_since_s[f.links][book.seen_down[f.links]]
+    return float(since.min()) + detect_s if since.size else np.inf
 
 
 def _progress(
     fabric: RecoveryHost,
     book: FaultBook,
-    status: NDArray[np.int8],
     now: float,
     detect_s: float,
     newly_known: NDArray[np.bool_],
@@ -272,7 +276,7 @@ def _progress(
         if f.baseline_Bps is None:
             f.baseline_Bps = delivered_rate(book.delivered_history, f.injected_at_s, fabric.dt_s)
         if f.cleared_at_s is None:
-            _advance(fabric, book, f, status, now, detect_s, p)
+            _advance(fabric, book, f, now, detect_s, p)
             if f.kind in ("link_down", "switch_down", "link_flap") and newly_known[f.links].any():
                 lost = float(resent[f.links].sum()) if resent.size else 0.0
                 f.lost_bytes += lost
@@ -291,7 +295,6 @@ def _advance(
     fabric: RecoveryHost,
     book: FaultBook,
     f: Fault,
-    status: NDArray[np.int8],
     now: float,
     detect_s: float,
     p: Profile,
@@ -300,11 +303,9 @@ def _advance(
     age = now - f.injected_at_s
     kind = f.kind
     if kind in ("link_down", "switch_down", "link_flap"):
-        if f.detected_at_s is None:
-            links_down = status[f.links] == _DOWN
-            since = book.down_since_s[f.links][links_down]
-            if since.size and now >= since.min() + detect_s - TIME_EPS_S:
-                _detected(fabric, f, now, f"by {recovery_mode(p)}")
+        # (``track`` has just made ``book.seen_down`` this tick's ``status``)
+        if f.detected_at_s is None and now >= _detection_due_s(book, f, detect_s) - TIME_EPS_S:
+            _detected(fabric, f, now, f"by {recovery_mode(p)}")
         if f.mitigated_at_s is None and fabric.link_book.known_down[f.links].any():
             _mitigated(fabric, f, now, "traffic rerouted")
     elif kind == "link_degraded":

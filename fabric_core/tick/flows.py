@@ -28,8 +28,10 @@ from fabric_core.net.routing import MAX_HOPS
 from fabric_core.tick.lazy import LazyModule
 
 if TYPE_CHECKING:
+    from fabric_core.tick.kernels import blackhole as blackhole_kernels
     from fabric_core.tick.kernels import slots as slots_kernels
 else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
+    blackhole_kernels = LazyModule("fabric_core.tick.kernels.blackhole")
     slots_kernels = LazyModule("fabric_core.tick.kernels.slots")
 
 #: A flow is done when what is left is at most this fraction of it plus this many
@@ -321,19 +323,16 @@ class FlowTable:
         finite ``resend_s``)."""
         return np.asarray(self.resend_s < np.inf, dtype=np.bool_)
 
-    def resend_due(self, now: float) -> NDArray[np.intp]:
-        """Put back in flight the waiting flows whose ACK timeout is up at ``now``;
-        returns their slots."""
+    def resend_due(self, now: float) -> int:
+        """Put back in flight the waiting flows whose ACK timeout is up at ``now``
+        (``kernels.blackhole.resend_due``); returns how many."""
         if self.n_waiting == 0 or now < self.next_resend_s - RESEND_EPS_S:
-            return np.zeros(0, dtype=np.intp)
-        due = np.flatnonzero(self.resend_s <= now + RESEND_EPS_S)
-        if due.size == 0:
-            return due
-        self.active[due] = True
-        self.held[due] = False
-        self.resend_s[due] = np.inf
-        self.n_waiting -= int(due.size)
-        self.next_resend_s = float(self.resend_s.min())  # inf once none waits
-        self.version += 1
-        self.live_end = max(self.live_end, int(due[-1]) + 1)
-        return due
+            return 0
+        n_due, last_due, self.next_resend_s = blackhole_kernels.resend_due(
+            self.resend_s, self.active, self.held, now, self.next_resend_s
+        )
+        if n_due:
+            self.n_waiting -= n_due
+            self.version += 1
+            self.live_end = max(self.live_end, last_due + 1)
+        return int(n_due)

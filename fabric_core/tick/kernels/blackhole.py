@@ -5,7 +5,8 @@ learns of it (``fabric_core.faults.recovery``); what it queued for that link is 
 go-back-N sends it again from the source once the sender's ACK timeout is up. The pass
 costs a read of the flow table's paths and no Python work per flow, so a fabric with
 thousands of flows stuck behind a dead link pays microseconds a tick for it, not a
-millisecond.
+millisecond. The flows that lost bytes wait out of the solve until their timeout is up
+(``lose_at_dead_links``), then are put back in flight (``resend_due``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core.tick.flows import RESEND_EPS_S
 from fabric_core.tick.kernels._jit import kernel
 from fabric_core.tick.kernels.pairwise import numpy_sum
 
@@ -132,3 +134,33 @@ def lose_at_dead_links(
         resend_s[s] = resend_at_s
         resent_by_link[path[0, s]] += in_network
     return numpy_sum(lost), lost_by_link, slots
+
+
+@kernel
+def resend_due(
+    resend_s: NDArray[np.float64],
+    active: NDArray[np.bool_],
+    held: NDArray[np.bool_],
+    now: float,
+    earliest_s: float,
+) -> tuple[int, int, float]:
+    """Put back in flight the flows whose ACK timeout is up at ``now`` (``resend_s``, per
+    slot: inf for a flow not waiting), as ``FlowTable.resend_due`` and ``kernels.busy``
+    count them. Returns how many, the last one's slot and the earliest resend left
+    (``earliest_s``, unchanged, when none was due). Reads the whole table: called only
+    when ``earliest_s`` has come."""
+    n_due = 0
+    last_due = -1
+    for s in range(resend_s.size):
+        if resend_s[s] <= now + RESEND_EPS_S:
+            active[s] = True
+            held[s] = False
+            resend_s[s] = np.inf
+            n_due += 1
+            last_due = s
+    if n_due == 0:
+        return 0, -1, earliest_s
+    left = np.inf
+    for s in range(resend_s.size):
+        left = min(left, resend_s[s])
+    return n_due, last_due, left

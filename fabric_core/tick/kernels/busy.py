@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 
 from fabric_core.tick.flows import RESEND_EPS_S
 from fabric_core.tick.kernels._jit import inline_kernel, kernel
-from fabric_core.tick.kernels.blackhole import lose_at_dead_links
+from fabric_core.tick.kernels.blackhole import lose_at_dead_links, resend_due
 from fabric_core.tick.kernels.finish import finish_flows as _finish_flows
 from fabric_core.tick.kernels.histogram import SUM, observe_values
 from fabric_core.tick.kernels.index import entry_index
@@ -141,30 +141,6 @@ def _delivered_rate(
     if not found or now <= t0:
         return 0.0
     return (delivered - d0) / (now - t0)
-
-
-@inline_kernel
-def _resend_due(
-    resend_s: _F, active: NDArray[np.bool_], held: NDArray[np.bool_], now: float, earliest: float
-) -> tuple[int, int, float]:
-    """``FlowTable.resend_due``: the flows whose ACK timeout is up at ``now`` back in flight.
-    Returns how many, the last one's slot and the earliest resend left (``earliest`` if
-    none was due)."""
-    n_due = 0
-    last_due = -1
-    for s in range(resend_s.size):
-        if resend_s[s] <= now + RESEND_EPS_S:
-            active[s] = True
-            held[s] = False
-            resend_s[s] = np.inf
-            n_due += 1
-            last_due = s
-    if n_due == 0:
-        return 0, -1, earliest
-    left = np.inf
-    for s in range(resend_s.size):
-        left = min(left, resend_s[s])
-    return n_due, last_due, left
 
 
 @kernel
@@ -502,7 +478,7 @@ def busy_ticks(
         # queued for it lost and its flows held for their ACK timeout (``recovery.track``'s
         # ``_blackhole``)
         if n_waiting > 0 and now >= next_resend_s - RESEND_EPS_S:
-            n_due, last_due, next_resend_s = _resend_due(
+            n_due, last_due, next_resend_s = resend_due(
                 resend_s, active_all, held, now, next_resend_s
             )
             if n_due > 0:
