@@ -329,7 +329,7 @@ class FlowTable:
         if self.n_waiting == 0 or now < self.next_resend_s - RESEND_EPS_S:
             return 0
         n_due, last_due, self.next_resend_s = blackhole_kernels.resend_due(
-            self.resend_s, self.active, self.held, now, self.next_resend_s
+            self.resend_s, self.active, self.held, now + RESEND_EPS_S, self.next_resend_s
         )
         if n_due:
             self.n_waiting -= n_due

@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.tick.flows import RESEND_EPS_S
 from fabric_core.tick.kernels._jit import kernel
 from fabric_core.tick.kernels.pairwise import numpy_sum
 
@@ -141,18 +140,18 @@ def resend_due(
     resend_s: NDArray[np.float64],
     active: NDArray[np.bool_],
     held: NDArray[np.bool_],
-    now: float,
+    due_by_s: float,
     earliest_s: float,
 ) -> tuple[int, int, float]:
-    """Put back in flight the flows whose ACK timeout is up at ``now`` (``resend_s``, per
-    slot: inf for a flow not waiting), as ``FlowTable.resend_due`` and ``kernels.busy``
-    count them. Returns how many, the last one's slot and the earliest resend left
+    """Put back in flight the flows whose ACK timeout is up by ``due_by_s`` (the tick's
+    start and ``flows.RESEND_EPS_S``; ``resend_s``, per slot: inf for a flow not
+    waiting), as ``FlowTable.resend_due`` and ``kernels.busy`` count them. Returns how many, the last one's slot and the earliest resend left
     (``earliest_s``, unchanged, when none was due). Reads the whole table: called only
     when ``earliest_s`` has come."""
     n_due = 0
     last_due = -1
     for s in range(resend_s.size):
-        if resend_s[s] <= now + RESEND_EPS_S:
+        if resend_s[s] <= due_by_s:
             active[s] = True
             held[s] = False
             resend_s[s] = np.inf

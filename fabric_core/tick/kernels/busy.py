@@ -479,7 +479,7 @@ def busy_ticks(
         # ``_blackhole``)
         if n_waiting > 0 and now >= next_resend_s - RESEND_EPS_S:
             n_due, last_due, next_resend_s = resend_due(
-                resend_s, active_all, held, now, next_resend_s
+                resend_s, active_all, held, now + RESEND_EPS_S, next_resend_s
             )
             if n_due > 0:
                 n_waiting -= n_due
