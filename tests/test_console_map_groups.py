@@ -7,9 +7,11 @@ fat-tree whose tiers are too large for a cell per switch.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
 
 from console.app import FabtopApp
 from console.mapgroups import TIER_CORE, TIER_ENDPOINT, node_groups
@@ -156,3 +158,38 @@ async def test_a_wide_tier_shows_a_cell_per_pod_and_enter_drills_into_one(
         assert fabric_map.drilled is None
         assert fabric_map.selected_name == "pod 4"
         assert [row.label for row in fabric_map.rows] == labels
+
+
+async def test_a_counts_row_keeps_each_count_on_the_line_of_its_name() -> None:
+    """The default scenario's 256 GPUs are a counts row; at 90 columns the map is some
+    43 wide, so the counts take two lines, each "name count" whole on one of them."""
+    src = SteppedSource(Fabric.from_scenario(load_scenario("default")))
+    src.step(400)  # (busy, hot and starved GPUs beside the idle ones)
+    app = FabtopApp(src, render_interval_s=0.05)
+    async with app.run_test(size=(90, 40)) as pilot:
+        fabric_map = app.fabric_map
+        await settle(pilot, lambda: bool(fabric_map.rows) and fabric_map.size.width > 0)
+        gpu = next(r for r in range(len(fabric_map.rows)) if fabric_map.rows[r].label == "gpu")
+        assert not fabric_map.rows[gpu].walkable
+        # the lines as drawn: Rich wraps the text to the map's width
+        width = fabric_map.size.width
+        wrapped = fabric_map.render().wrap(Console(width=width), width)
+        drawn = [ln.plain.replace("\u00a0", " ") for ln in wrapped]
+        at = next(i for i, ln in enumerate(drawn) if "256 nodes: " in ln)
+        later = [row.label for row in fabric_map.rows[gpu + 1 :]]  # the next row's label
+        end = next(
+            (i for i in range(at + 1, len(drawn)) if drawn[i].split()[:1] == later[:1]),
+            len(drawn),
+        )
+        counts_lines = drawn[at:end]
+        assert len(counts_lines) >= 2, counts_lines  # (the case this covers)
+        # each "name count" whole on one line; the lines after the first under its chips
+        names = fabric_map.severity_names
+        chips = [(name, ln) for ln in counts_lines for name in names if f" {name} " in ln]
+        assert len(chips) >= 3, counts_lines
+        for name, line in chips:
+            assert re.search(rf" {name} [\d,]+ ", line), (name, counts_lines)
+        for line in counts_lines[1:]:
+            assert line.startswith(" " * 9), counts_lines
+        for line in counts_lines:
+            assert len(line.rstrip()) <= fabric_map.size.width, line

@@ -255,13 +255,7 @@ class FabricMap(Widget, can_focus=True):
                 text.append("\n")
             text.append(f"{row.label:>{LABEL_WIDTH - 1}} ", "bold")
             if not row.walkable:
-                text.append(f"{len(row.cells):,} nodes: ")
-                for level, n in enumerate(levels[r].tolist()):
-                    if n:
-                        text.append(
-                            f" {self.severity_names[level]}\u00a0{n:,} ", SEVERITY_STYLES[level]
-                        )
-                        text.append(" ")
+                self._append_counts(text, levels[r].tolist(), len(row.cells))
                 continue
             if row.grouped:
                 text.append(f"{row.nodes.size:,} in {len(row.cells):,} groups: ", "dim")
@@ -306,6 +300,26 @@ class FabricMap(Widget, can_focus=True):
             if hint:
                 text.append(f"  ({hint})", "dim")
         return text
+
+    def _append_counts(self, text: Text, counts: list[int], n_nodes: int) -> None:
+        """A row too long to walk: its node count and how many are at each severity, each
+        "name count" kept on one line. The line breaks between them, under the first, where
+        the next would not fit: Rich wraps at any space, a no-break space included (Python
+        counts it as one), which put a count on the line below its name."""
+        head = f"{n_nodes:,} nodes: "
+        text.append(head)
+        width = self.size.width
+        column = LABEL_WIDTH + len(head)
+        for level, n in enumerate(counts):
+            if not n:
+                continue
+            chip = f" {self.severity_names[level]} {n:,} "
+            if width and column > LABEL_WIDTH and column + len(chip) + 1 > width:
+                text.append("\n" + " " * LABEL_WIDTH)
+                column = LABEL_WIDTH
+            text.append(chip, SEVERITY_STYLES[level])
+            text.append(" ")
+            column += len(chip) + 1
 
     def legend(self) -> Text:
         """The colour key."""
