@@ -83,3 +83,42 @@ def test_the_difference_table_says_stalled_instead_of_a_ratio() -> None:
     console.print(difference_table(left, right))
     row = next(line for line in console.export_text().splitlines() if line.startswith("bulk"))
     assert row.split()[-2:] == ["none", "done"] and "×0.04" not in row
+
+
+def test_a_compare_value_breaks_between_its_items_not_inside_one() -> None:
+    """The compare view's values wrap at its side's width between their " · " items, so a
+    figure stays with its name and unit; an item wider than a line wraps by words."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from console.screens.compare import wrap_value
+
+    console = Console(width=80)
+
+    def lines(value: str | Text, width: int) -> list[str]:
+        return [line.plain.rstrip() for line in wrap_value(value, width, console)]
+
+    # (the default scenario's rows at 120 columns, where words were split before)
+    assert lines("784 · down 0 · degraded 0 · starved 176", 38) == [
+        "784 · down 0 · degraded 0",
+        "starved 176",
+    ]
+    assert lines("flows in flight 128 · goodput 5.48 Tb/s", 38) == [
+        "flows in flight 128",
+        "goodput 5.48 Tb/s",
+    ]
+    assert lines("pauses/s 0 · ECN/s 10.3M · drops 0 b/s", 37) == [
+        "pauses/s 0 · ECN/s 10.3M",
+        "drops 0 b/s",
+    ]
+    assert lines("pauses/s 0 · ECN/s 0 · drops 0 b/s", 38) == ["pauses/s 0 · ECN/s 0 · drops 0 b/s"]
+    assert lines("an item longer than the line · x", 12) == [
+        "an item",
+        "longer than",
+        "the line · x",  # (its last line goes on with the items after it)
+    ]
+    # a styled value keeps its style on every line, separators included
+    dim = wrap_value(Text("p50 · p99 · p99.9", style="dim"), 9, console)
+    assert [line.plain for line in dim] == ["p50 · p99", "p99.9"]
+    assert all(line.style == "dim" for line in dim)
+    assert lines("", 38) == [""]

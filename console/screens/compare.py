@@ -126,7 +126,7 @@ def side_tables(
     every row below it). The tables do not wrap again, so the lines are known exactly."""
     label_w = max((cell_len(str(what)) for rows in sides for what, _ in rows), default=0)
     wrapped = [
-        [_wrap(value, width - label_w - 1, console) for _, value in rows]
+        [wrap_value(value, width - label_w - 1, console) for _, value in rows]
         for rows, width in zip(sides, widths, strict=True)
     ]
     left, right = sides
@@ -148,11 +148,32 @@ def side_tables(
     return tables[0], tables[1]
 
 
-def _wrap(value: str | Text, width: int, console: Console) -> list[Text]:
+#: What the values' items are joined with ("784 · down 0 · degraded 0 · starved 176")
+ITEM_SEPARATOR = " · "
+
+
+def wrap_value(value: str | Text, width: int, console: Console) -> list[Text]:
+    """``value``'s lines at ``width``: whole items (``ITEM_SEPARATOR`` between them) to a
+    line while they fit, the line broken between two, so that a figure keeps its name and
+    its unit ("starved 176", "5.48 Tb/s"); an item wider than a line is wrapped by words."""
     text = value if isinstance(value, Text) else Text(value)
     if width <= 1:  # not laid out yet: one line, wrapped at the next redraw
         return [text]
-    return list(text.wrap(console, width)) or [Text()]
+    lines: list[Text] = []
+    line: Text | None = None
+    for item in text.split(ITEM_SEPARATOR):
+        if line is not None and line.cell_len + len(ITEM_SEPARATOR) + item.cell_len <= width:
+            line.append(ITEM_SEPARATOR, style=text.style)
+            line.append_text(item)
+            continue
+        if line is not None:
+            lines.append(line)
+        parts = list(item.wrap(console, width)) or [Text()]
+        lines.extend(parts[:-1])
+        line = parts[-1]
+    if line is not None:
+        lines.append(line)
+    return lines or [Text()]
 
 
 def _since(at: float | None, injected: float) -> str:
