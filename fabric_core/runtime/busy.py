@@ -25,6 +25,7 @@ from fabric_core.net import endpoint_costs
 from fabric_core.net.routing import MAX_HOPS
 from fabric_core.runtime import uneventful
 from fabric_core.tick.histogram import Histogram, HistogramRows
+from fabric_core.tick.kernels.groups import IX_PLACES
 from fabric_core.tick.lazy import LazyModule
 from fabric_core.workloads.arrivals import BLOCK as ARRIVALS_BLOCK
 from fabric_core.workloads.base import Workload
@@ -306,33 +307,37 @@ class BusyRun:
 
 def run_kernel(args: list[Any]) -> BusyRun:
     """Call ``busy_ticks`` with its list of arguments."""
-    r = busy_kernels.busy_ticks(*args)
+    (
+        started, stop, t_start, d_start, end_s, delivered, dropped, injected, completed,
+        hop_updates, n_flows, live_end, version, built_buf, built_bounds, index_version, one,
+        bulk, rpc, r_t, r_at, r_u, stale, batches, alltoall, cnps, waiting,
+    ) = busy_kernels.busy_ticks(*args)  # fmt: skip
     return BusyRun(
-        started=int(r[0]),
-        stop=int(r[1]),
-        t_start=r[2],
-        d_start=r[3],
-        end_s=float(r[4]),
-        delivered=float(r[5]),
-        dropped=float(r[6]),
-        injected=float(r[7]),
-        completed=int(r[8]),
-        hop_updates=int(r[9]),
-        n_flows=int(r[10]),
-        live_end=int(r[11]),
-        version=int(r[12]),
-        built_buf=r[13],
-        built_bounds=r[14],
-        index_version=int(r[15]),
-        tick=uneventful.ticks_run(r[16]),
-        bulk=(bool(r[17][0]), int(r[17][1]), float(r[17][2])),
-        rpc=(int(r[18][0]), int(r[18][1])),
-        arrivals=(r[19], r[20], r[21], int(r[18][2]), float(r[18][3])),
-        stale=r[22],
-        batches=int(r[23]),
-        alltoall=_alltoall_state(r[24]),
-        cnps=int(r[25]),
-        waiting=(int(r[26][0]), float(r[26][1])),
+        started=int(started),
+        stop=int(stop),
+        t_start=t_start,
+        d_start=d_start,
+        end_s=float(end_s),
+        delivered=float(delivered),
+        dropped=float(dropped),
+        injected=float(injected),
+        completed=int(completed),
+        hop_updates=int(hop_updates),
+        n_flows=int(n_flows),
+        live_end=int(live_end),
+        version=int(version),
+        built_buf=built_buf,
+        built_bounds=built_bounds,
+        index_version=int(index_version),
+        tick=uneventful.ticks_run(one),
+        bulk=(bool(bulk[0]), int(bulk[1]), float(bulk[2])),
+        rpc=(int(rpc[0]), int(rpc[1])),
+        arrivals=(r_t, r_at, r_u, int(rpc[2]), float(rpc[3])),
+        stale=stale,
+        batches=int(batches),
+        alltoall=_alltoall_state(alltoall),
+        cnps=int(cnps),
+        waiting=(int(waiting[0]), float(waiting[1])),
     )
 
 
@@ -438,7 +443,8 @@ def kernel_arguments(
     fl = fabric.flows
     # the buffers' order where routes break up*/down*: always, so that an index rebuilt in
     # the kernel finds it (the solve reads it only there)
-    index = (*groups.entries[:23], layout.buffer_places(), groups.entries[24])
+    entries = groups.entries
+    index = (*entries[:IX_PLACES], layout.buffer_places(), *entries[IX_PLACES + 1 :])
     rebuild = (
         fl.path, fl.vl, fl.active, layout.link_rank, layout.n_ranks, layout.n_vls,
         layout.link_slot, layout.buf_slot,

@@ -33,9 +33,10 @@ from numpy.typing import NDArray
 from fabric_core.net.profiles import Profile
 from fabric_core.net.routing import MAX_HOPS
 from fabric_core.tick.flows import FlowTable
+from fabric_core.tick.kernels import groups
 from fabric_core.tick.lazy import LazyModule
 from fabric_core.tick.links import LinkBook
-from fabric_core.tick.pfc import PauseTick
+from fabric_core.tick.pfc import SENDER_FIELDS, PauseTick
 from fabric_core.tick.roce import CC_MODES, RoceFlowControl
 from fabric_core.tick.step import ENDLESS_ROOM_BYTES, EntryIndex
 
@@ -162,15 +163,12 @@ def kernel_groups(
             q.watchdog_until_s, q.buffer, q.frames_owed, q.frames_sent, q.switch_of,
             q.shared_pool, float(q.alpha), float(q.mtu), q.headroom,
         )  # fmt: skip
-        dcqcn = (
-            dc.rc, dc.rt, dc.alpha, dc.since_cut_s, dc.since_alpha_s, dc.since_dec_s,
-            dc.since_inc_s, dc.stage, dc.cwnd,
-        )  # fmt: skip
+        dcqcn = tuple(getattr(dc, name) for name in SENDER_FIELDS)
         dcqcn_params = roce.dcqcn_params(p)
     else:  # (not read on a credit fabric; typed as on RoCE)
         e, ei, eb = np.zeros(0), np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.bool_)
         pfc = (e, e, e, eb, e, e, e, e, e, e, ei, e, 0.0, 0.0, e)
-        dcqcn = (e,) * 9
+        dcqcn = (e,) * len(SENDER_FIELDS)
         dcqcn_params = e
     cc = CC_MODES[p.congestion_control]
     scalars = (
@@ -179,6 +177,11 @@ def kernel_groups(
         dcqcn_params, cc, cc == CC_MODES["dcqcn"], p.swift_target_delay_s,
         float(p.swift_ai_packets), p.swift_beta, p.swift_max_mdf, MAX_HOPS,
     )  # fmt: skip
+    rest = (*link_state, roce is not None, *pfc, *dcqcn)
+    # (the kernels read members by their place in these: ``kernels.groups``)
+    assert len(index) == len(groups.INDEX) and len(flow_table) == len(groups.FLOW_TABLE)
+    assert len(link_book) == len(groups.LINK_BOOK) and len(solved) == len(groups.SOLVED)
+    assert len(rest) == len(groups.REST)
     now, tick, epoch_tick, epoch_s, dt = clock
     return KernelGroups(
         head=(most, horizon_s, now, tick, epoch_tick, epoch_s, dt, *totals),
@@ -186,7 +189,7 @@ def kernel_groups(
         flow_table=flow_table,
         link_book=link_book,
         solved=solved,
-        rest=(*link_state, roce is not None, *pfc, *dcqcn),
+        rest=rest,
         rng=rng,
         profile=scalars,
     )

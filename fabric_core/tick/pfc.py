@@ -389,6 +389,18 @@ def binomial_draw(
     return np.where(prob >= 1, trials, k)
 
 
+#: A DCQCN sender's per-flow fields (``Dcqcn``'s arrays), in the order the kernels take
+#: them, and each one's value in a fresh flow slot; a flow that starts then has its rates
+#: set to line rate (``Dcqcn.start``, and ``kernels.pfc.start_senders`` in the busy ticks)
+SENDER_FIELDS = (
+    "rc", "rt", "alpha", "since_cut_s", "since_alpha_s", "since_dec_s", "since_inc_s",
+    "stage", "cwnd",
+)  # fmt: skip
+FRESH_SENDER = (0.0, 0.0, 1.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0)
+SENDER_RC = SENDER_FIELDS.index("rc")
+SENDER_RT = SENDER_FIELDS.index("rt")
+
+
 @dataclass
 class Dcqcn:
     """DCQCN sender state per flow slot (grows with the flow table).
@@ -421,17 +433,7 @@ class Dcqcn:
     cnps_total: float = 0.0
 
     #: each per-flow field and its value for a fresh flow slot
-    _FRESH: ClassVar[dict[str, float]] = {
-        "rc": 0.0,
-        "rt": 0.0,
-        "alpha": 1.0,
-        "since_cut_s": 0.0,
-        "since_alpha_s": 0.0,
-        "since_dec_s": 0.0,
-        "since_inc_s": -1.0,
-        "stage": 0.0,
-        "cwnd": 0.0,
-    }
+    _FRESH: ClassVar[dict[str, float]] = dict(zip(SENDER_FIELDS, FRESH_SENDER, strict=True))
 
     @classmethod
     def empty(cls, n: int) -> Dcqcn:

@@ -48,8 +48,92 @@ from fabric_core.tick.flows import RESEND_EPS_S
 from fabric_core.tick.kernels._jit import inline_kernel, kernel
 from fabric_core.tick.kernels.blackhole import lose_at_dead_links, resend_due
 from fabric_core.tick.kernels.finish import finish_flows as _finish_flows
+from fabric_core.tick.kernels.groups import (
+    FT_ACTIVE,
+    FT_AFTER_ACTIVE,
+    FT_BACKLOG2D,
+    FT_LIVE_END,
+    FT_START_S,
+    IX_BUF_PAD,
+    IX_ENT_LINK,
+    IX_FEEDFORWARD,
+    IX_FLOW,
+    IX_KEYS_PER_RANK,
+    IX_LINK_ENT,
+    IX_LINK_PTR,
+    IX_PLACES,
+    IX_POS,
+    IX_PREV_PAD,
+    IX_USED_BUFS,
+    IX_USED_LINKS,
+    LB_AFTER_DQ_OPEN,
+    LB_AFTER_DRAIN,
+    LB_DISCARDS,
+    LB_DQ_OPEN,
+    LB_DRAIN,
+    LB_DRAIN_PAD,
+    LB_OCC,
+    LB_PAUSED,
+    LB_RETRANSMITTED,
+    REST_CAP,
+    REST_CWND,
+    REST_DC_ALPHA,
+    REST_LINE_RATE,
+    REST_RC,
+    REST_ROCE,
+    REST_RT,
+    REST_SINCE_ALPHA_S,
+    REST_SINCE_CUT_S,
+    REST_SINCE_DEC_S,
+    REST_SINCE_INC_S,
+    REST_STAGE,
+    RESULT_CNPS,
+    RESULT_DELIVERED,
+    RESULT_DONE,
+    RESULT_DQ_OPEN,
+    RESULT_DROPPED,
+    RESULT_OCCUPANCY,
+    RESULT_RATE,
+    RESULT_STARVED,
+    RESULT_STOP,
+    SV_ALPHA,
+    SV_CREDIT_LEVEL,
+    SV_LEVEL,
+    SV_M_STALE_BUFS,
+    SV_M_STALE_LINKS,
+    SV_S_STALE_BUFS,
+    SV_S_STALE_LINKS,
+    SV_STALE,
+)
 from fabric_core.tick.kernels.histogram import SUM, observe_values
-from fabric_core.tick.kernels.index import entry_index
+from fabric_core.tick.kernels.index import (
+    PART_BUF,
+    PART_BUF_ENT,
+    PART_BUF_GROUP_PTR,
+    PART_BUF_PTR,
+    PART_DRAINS,
+    PART_ELINK,
+    PART_FEEDFORWARD,
+    PART_FIRST,
+    PART_FLOW,
+    PART_HEADS,
+    PART_HOP,
+    PART_KEY_PTR,
+    PART_LANE_BUF,
+    PART_LAST,
+    PART_LAST_FLOW,
+    PART_LENT,
+    PART_LINK,
+    PART_LINK_PTR,
+    PART_NXT,
+    PART_POS,
+    PART_PREV,
+    PART_QUEUE,
+    PART_RANK_PTR,
+    PART_USED_BUFS,
+    PART_USED_LINKS,
+    entry_index,
+)
 from fabric_core.tick.kernels.pairwise import numpy_sum
 from fabric_core.tick.kernels.pfc import start_senders
 from fabric_core.tick.kernels.slots import live_end as slots_live_end
@@ -92,6 +176,13 @@ def _observe_many(counts: _I64, stats: _F, ring: _F, values: _F, bounds_s: _F) -
     if values.size > 1:
         stats[SUM] += numpy_sum(values)
     observe_values(counts, stats, ring, values, bounds_s)
+
+
+@inline_kernel
+def _part(buf: _I, bounds: _I, i: int) -> _I:
+    """Part ``i`` of ``kernels.index.PARTS`` in the buffer ``entry_index`` returns, by its
+    ``bounds`` (a view)."""
+    return buf[bounds[2 * i] : bounds[2 * i + 1]]
 
 
 @inline_kernel
@@ -278,15 +369,17 @@ def busy_ticks(
     the flows waiting for their ACK timeout and the earliest resend.
     """
     # (what changes from tick to tick, or is read here, of the groups)
-    drain_pad, lb_occ, lb_drain = link_book[2], link_book[4], link_book[5]
-    dq_open, link_paused = link_book[8], link_book[29]
-    level, alpha, credit_level = solved[0], solved[3], solved[4]
-    s_stale_l, s_stale_b, m_stale_l, m_stale_b = solved[5], solved[6], solved[7], solved[8]
-    cap, line_rate, roce = rest[0], rest[5], rest[6]
-    # RoCE's DCQCN senders, per flow slot (``kernels.uneventful``'s order)
+    drain_pad, lb_occ, lb_drain = link_book[LB_DRAIN_PAD], link_book[LB_OCC], link_book[LB_DRAIN]
+    dq_open, link_paused = link_book[LB_DQ_OPEN], link_book[LB_PAUSED]
+    level, alpha, credit_level = solved[SV_LEVEL], solved[SV_ALPHA], solved[SV_CREDIT_LEVEL]
+    s_stale_l, s_stale_b = solved[SV_S_STALE_LINKS], solved[SV_S_STALE_BUFS]
+    m_stale_l, m_stale_b = solved[SV_M_STALE_LINKS], solved[SV_M_STALE_BUFS]
+    cap, line_rate, roce = rest[REST_CAP], rest[REST_LINE_RATE], rest[REST_ROCE]
+    # RoCE's DCQCN senders, per flow slot
     senders = (
-        rest[22], rest[23], rest[24], rest[25], rest[26], rest[27], rest[28], rest[29],
-        rest[30],
+        rest[REST_RC], rest[REST_RT], rest[REST_DC_ALPHA], rest[REST_SINCE_CUT_S],
+        rest[REST_SINCE_ALPHA_S], rest[REST_SINCE_DEC_S], rest[REST_SINCE_INC_S],
+        rest[REST_STAGE], rest[REST_CWND],
     )  # fmt: skip
     # the finish times' credit levels: none on RoCE, whose solve keeps none (``Solution``)
     finish_levels = np.zeros(0) if roce else credit_level
@@ -308,7 +401,7 @@ def busy_ticks(
     d_start = np.empty(most)
     built_buf = np.zeros(0, dtype=np.intp)
     built_bounds = np.zeros(0, dtype=np.intp)
-    n_entries = index[0].size
+    n_entries = index[IX_POS].size
     stop = STOP_HORIZON
     started = 0
     batches = 0  # started: each admitted whole by the fabric-wide cap, which then has room
@@ -465,7 +558,7 @@ def busy_ticks(
                 first_rate = np.empty(n)
                 for i in range(n):
                     first_rate[i] = line_rate[path[0, slots[i]]]
-                start_senders(slots, first_rate, *senders)
+                start_senders(slots, first_rate, senders)
             version += 1
             n_flows += n
             live_end = max(live_end, slots[n - 1] + 1)
@@ -488,8 +581,8 @@ def busy_ticks(
         if any_dead:
             resend_at = now + ack_timeout_s
             lost, lost_by_link, held_slots = lose_at_dead_links(
-                path, active_all[:live_end], flow_table[8], rate2d, held, resend_s, dead,
-                resend_at, link_book[22], link_book[18],
+                path, active_all[:live_end], flow_table[FT_BACKLOG2D], rate2d, held, resend_s,
+                dead, resend_at, link_book[LB_DISCARDS], link_book[LB_RETRANSMITTED],
             )  # fmt: skip
             dropped += lost
             if held_slots.size > 0:
@@ -506,22 +599,25 @@ def busy_ticks(
             built_buf, built_bounds = entry_index(
                 path, vl, active_all[:live_end], link_rank, n_ranks, n_vls, link_slot, buf_slot
             )
-            at_ = built_bounds
-            b = built_buf
+            # (in ``groups.INDEX``'s order; copies of the two lists the next tick clears)
+            b, at_ = built_buf, built_bounds
             index = (
-                b[at_[0] : at_[1]], b[at_[2] : at_[3]], b[at_[4] : at_[5]],
-                b[at_[6] : at_[7]], b[at_[8] : at_[9]], b[at_[10] : at_[11]],
-                b[at_[12] : at_[13]], b[at_[14] : at_[15]], b[at_[16] : at_[17]],
-                b[at_[18] : at_[19]], b[at_[26] : at_[27]], b[at_[32] : at_[33]],
-                b[at_[34] : at_[35]].copy(), b[at_[36] : at_[37]], b[at_[38] : at_[39]],
-                b[at_[20] : at_[21]], b[at_[22] : at_[23]], b[at_[40] : at_[41]].copy(),
-                b[at_[42] : at_[43]], b[at_[44] : at_[45]], b[at_[24] : at_[25]],
-                b[at_[46] : at_[47]], b[at_[48]] != 0, index[23], index[24],
+                _part(b, at_, PART_POS), _part(b, at_, PART_HOP), _part(b, at_, PART_FLOW),
+                _part(b, at_, PART_LINK), _part(b, at_, PART_QUEUE), _part(b, at_, PART_PREV),
+                _part(b, at_, PART_NXT), _part(b, at_, PART_BUF), _part(b, at_, PART_DRAINS),
+                _part(b, at_, PART_FIRST), _part(b, at_, PART_HEADS),
+                _part(b, at_, PART_KEY_PTR), _part(b, at_, PART_USED_LINKS).copy(),
+                _part(b, at_, PART_RANK_PTR), _part(b, at_, PART_LINK_PTR),
+                _part(b, at_, PART_LENT), _part(b, at_, PART_ELINK),
+                _part(b, at_, PART_USED_BUFS).copy(), _part(b, at_, PART_BUF_GROUP_PTR),
+                _part(b, at_, PART_BUF_PTR), _part(b, at_, PART_BUF_ENT),
+                _part(b, at_, PART_LANE_BUF), _part(b, at_, PART_FEEDFORWARD)[0] != 0,
+                index[IX_PLACES], index[IX_KEYS_PER_RANK],
             )  # fmt: skip
-            last = b[at_[28] : at_[29]]
-            last_flow = b[at_[30] : at_[31]]
+            last = _part(b, at_, PART_LAST)
+            last_flow = _part(b, at_, PART_LAST_FLOW)
             index_version = version
-            n_entries = index[0].size
+            n_entries = index[IX_POS].size
             if n_entries == 0:
                 # (the index handed in was older than the last flows' end, and nothing
                 # started: an idle tick, which Python passes. Its fault tracking may have
@@ -530,40 +626,45 @@ def busy_ticks(
                 started -= 1
                 stop = STOP_BEFORE
                 break
-            if not index[22]:
+            if not index[IX_FEEDFORWARD]:
                 stop = STOP_ERROR  # (a generated topology's routes climb the ranks)
                 break
         # -- 5-7. the rates, the bytes, the flow control: one tick of ``uneventful_ticks``
         # (tuples joined with ``+``: numba's reading of a loop cannot take ``(*a, b)``
         # into a name it had already)
-        flow_table = flow_table[:6] + (active_all[:live_end],) + flow_table[7:10] + (live_end,)
+        flow_table = (
+            flow_table[:FT_ACTIVE]
+            + (active_all[:live_end],)
+            + flow_table[FT_AFTER_ACTIVE:FT_LIVE_END]
+            + (live_end,)
+        )
         link_book = (
-            link_book[:4]
+            link_book[:LB_OCC]
             + (lb_occ, lb_drain)
-            + link_book[6:8]
+            + link_book[LB_AFTER_DRAIN:LB_DQ_OPEN]
             + (dq_open,)
-            + link_book[9:29]
+            + link_book[LB_AFTER_DQ_OPEN:LB_PAUSED]
             + (link_paused,)
         )
-        solved = solved[:5] + (s_stale_l, s_stale_b, m_stale_l, m_stale_b)
+        solved = solved[:SV_STALE] + (s_stale_l, s_stale_b, m_stale_l, m_stale_b)
         one = uneventful_ticks(
             1, np.inf, now, tick, epoch_tick, epoch_s, dt, delivered, dropped, *index,
             *flow_table, *link_book, *solved, *rest, rng, *profile,
         )  # fmt: skip
-        delivered, dropped = one[5], one[6]
-        cnps += one[7]
-        lb_occ = one[16]  # the move's, or PFC's after its drops
+        delivered, dropped = one[RESULT_DELIVERED], one[RESULT_DROPPED]
+        cnps += one[RESULT_CNPS]
+        lb_occ = one[RESULT_OCCUPANCY]  # the move's, or PFC's after its drops
         lb_drain = drain_pad[: drain_pad.size - 1]
-        dq_open = one[17]
-        link_paused = one[18]
-        s_stale_l = m_stale_l = index[12]
-        s_stale_b = m_stale_b = index[17]
+        dq_open = one[RESULT_DQ_OPEN]
+        link_paused = one[RESULT_STARVED]
+        s_stale_l = m_stale_l = index[IX_USED_LINKS]
+        s_stale_b = m_stale_b = index[IX_USED_BUFS]
         hop_updates += n_entries
-        if one[1] == ONE_STOP_PFC:
+        if one[RESULT_STOP] == ONE_STOP_PFC:
             stop = STOP_REPORT  # a PFC watchdog fired or a sender is blocked: Python reports
             break
         # -- 8. the flows whose bytes have all arrived
-        done = one[10]
+        done = one[RESULT_DONE]
         if done.size > 0:
             for i in range(done.size):
                 w = workload_of[done[i]]
@@ -572,8 +673,9 @@ def busy_ticks(
             if stop == STOP_REPORT:
                 break
             whole, finish, rounding, end, filed = finish_flows(
-                one[8], level, alpha, finish_levels, index[7], index[2], index[5], last,
-                last_flow, index[12], index[14], index[15], index[16], cap, done, now, dt,
+                one[RESULT_RATE], level, alpha, finish_levels, index[IX_BUF_PAD],
+                index[IX_FLOW], index[IX_PREV_PAD], last, last_flow, index[IX_USED_LINKS],
+                index[IX_LINK_PTR], index[IX_LINK_ENT], index[IX_ENT_LINK], cap, done, now, dt,
                 *finish_fixed, live_end, *class_hist, bounds_s,
             )  # fmt: skip
             if not filed:
@@ -600,7 +702,7 @@ def busy_ticks(
                 for i in range(whole.size):
                     if workload_of[whole[i]] == at:
                         heads[k] = whole[i]
-                        latency[k] = finish[i] - finish_fixed[6][whole[i]]
+                        latency[k] = finish[i] - flow_table[FT_START_S][whole[i]]
                         last_s = max(last_s, finish[i])
                         k += 1
                 if at == bulk_at:

@@ -75,11 +75,33 @@ PARTS = (
     "lane_buf",
     "feedforward",
 )
-# (each part's place in ``PARTS``, as numba reads a module's integers: by name)
-_POS, _HOP, _FLOW, _LINK, _QUEUE, _PREV, _NXT, _BUF, _DRAINS, _FIRST, _LENT, _ELINK = range(12)
-_BUF_ENT, _HEADS, _LAST, _LAST_FLOW, _KEY_PTR, _USED_LINKS, _RANK_PTR = range(12, 19)
-_LINK_PTR, _USED_BUFS, _BUF_GROUP_PTR, _BUF_PTR, _LANE_BUF, _FEEDFORWARD = range(19, 25)
-_N_ROWS = _HEADS  # the per-entry rows, first in ``PARTS``
+# each part's place in ``PARTS`` (numba reads a module's integers as constants)
+PART_POS = PARTS.index("pos")
+PART_HOP = PARTS.index("hop")
+PART_FLOW = PARTS.index("flow")
+PART_LINK = PARTS.index("link")
+PART_QUEUE = PARTS.index("queue")
+PART_PREV = PARTS.index("prev_pad")
+PART_NXT = PARTS.index("nxt_pad")
+PART_BUF = PARTS.index("buf_pad")
+PART_DRAINS = PARTS.index("drains_pad")
+PART_FIRST = PARTS.index("first")
+PART_LENT = PARTS.index("link_ent")
+PART_ELINK = PARTS.index("ent_link")
+PART_BUF_ENT = PARTS.index("buf_ent")
+PART_HEADS = PARTS.index("heads")
+PART_LAST = PARTS.index("last")
+PART_LAST_FLOW = PARTS.index("last_flow")
+PART_KEY_PTR = PARTS.index("key_ptr")
+PART_USED_LINKS = PARTS.index("used_links")
+PART_RANK_PTR = PARTS.index("rank_ptr")
+PART_LINK_PTR = PARTS.index("link_ptr")
+PART_USED_BUFS = PARTS.index("used_bufs")
+PART_BUF_GROUP_PTR = PARTS.index("buf_group_ptr")
+PART_BUF_PTR = PARTS.index("buf_ptr")
+PART_LANE_BUF = PARTS.index("lane_buf")
+PART_FEEDFORWARD = PARTS.index("feedforward")
+PART_N_ROWS = PART_HEADS  # the per-entry rows, first in ``PARTS``
 
 
 @inline_kernel
@@ -299,44 +321,44 @@ def entry_index(
     # the buffer: every part at its place, with room for its most (a used link, buffer or
     # group per entry at most); the places a part leaves unused are never written
     room = np.empty(len(PARTS), dtype=np.intp)
-    for i in range(_N_ROWS):
+    for i in range(PART_N_ROWS):
         room[i] = n
-    room[_HEADS] = room[_LAST] = room[_LAST_FLOW] = n_live
-    room[_KEY_PTR] = n_keys + 1
-    room[_USED_LINKS] = room[_USED_BUFS] = n
-    room[_RANK_PTR] = n_ranks + 1
-    room[_LINK_PTR] = room[_BUF_GROUP_PTR] = room[_BUF_PTR] = n + 1
-    room[_LANE_BUF] = n * n_vls
-    room[_FEEDFORWARD] = 1
+    room[PART_HEADS] = room[PART_LAST] = room[PART_LAST_FLOW] = n_live
+    room[PART_KEY_PTR] = n_keys + 1
+    room[PART_USED_LINKS] = room[PART_USED_BUFS] = n
+    room[PART_RANK_PTR] = n_ranks + 1
+    room[PART_LINK_PTR] = room[PART_BUF_GROUP_PTR] = room[PART_BUF_PTR] = n + 1
+    room[PART_LANE_BUF] = n * n_vls
+    room[PART_FEEDFORWARD] = 1
     at = np.empty(len(PARTS) + 1, dtype=np.intp)
     at[0] = 0
     for i in range(len(PARTS)):
         at[i + 1] = at[i] + room[i]
     buf = np.empty(at[len(PARTS)], dtype=np.intp)
-    pos = _part(buf, at, _POS)
-    hop = _part(buf, at, _HOP)
-    flow = _part(buf, at, _FLOW)
-    link = _part(buf, at, _LINK)
-    queue = _part(buf, at, _QUEUE)
-    prev_pad = _part(buf, at, _PREV)
-    nxt_pad = _part(buf, at, _NXT)
-    buf_pad = _part(buf, at, _BUF)
-    drains_pad = _part(buf, at, _DRAINS)
-    first = _part(buf, at, _FIRST)
-    link_ent = _part(buf, at, _LENT)
-    ent_link = _part(buf, at, _ELINK)
-    buf_ent = _part(buf, at, _BUF_ENT)
-    heads = _part(buf, at, _HEADS)
-    last = _part(buf, at, _LAST)
-    last_flow = _part(buf, at, _LAST_FLOW)
-    key_ptr = _part(buf, at, _KEY_PTR)
-    used_links = _part(buf, at, _USED_LINKS)
-    rank_ptr = _part(buf, at, _RANK_PTR)
-    link_ptr = _part(buf, at, _LINK_PTR)
-    used_bufs = _part(buf, at, _USED_BUFS)
-    buf_group_ptr = _part(buf, at, _BUF_GROUP_PTR)
-    buf_ptr = _part(buf, at, _BUF_PTR)
-    lane_buf = _part(buf, at, _LANE_BUF)
+    pos = _part(buf, at, PART_POS)
+    hop = _part(buf, at, PART_HOP)
+    flow = _part(buf, at, PART_FLOW)
+    link = _part(buf, at, PART_LINK)
+    queue = _part(buf, at, PART_QUEUE)
+    prev_pad = _part(buf, at, PART_PREV)
+    nxt_pad = _part(buf, at, PART_NXT)
+    buf_pad = _part(buf, at, PART_BUF)
+    drains_pad = _part(buf, at, PART_DRAINS)
+    first = _part(buf, at, PART_FIRST)
+    link_ent = _part(buf, at, PART_LENT)
+    ent_link = _part(buf, at, PART_ELINK)
+    buf_ent = _part(buf, at, PART_BUF_ENT)
+    heads = _part(buf, at, PART_HEADS)
+    last = _part(buf, at, PART_LAST)
+    last_flow = _part(buf, at, PART_LAST_FLOW)
+    key_ptr = _part(buf, at, PART_KEY_PTR)
+    used_links = _part(buf, at, PART_USED_LINKS)
+    rank_ptr = _part(buf, at, PART_RANK_PTR)
+    link_ptr = _part(buf, at, PART_LINK_PTR)
+    used_bufs = _part(buf, at, PART_USED_BUFS)
+    buf_group_ptr = _part(buf, at, PART_BUF_GROUP_PTR)
+    buf_ptr = _part(buf, at, PART_BUF_PTR)
+    lane_buf = _part(buf, at, PART_LANE_BUF)
     # where each (block, hop, key)'s entries go: by key, then hop, then block (whose flows
     # come in the order of their slots), which is the order by key and ``h * cap + f``
     fill = np.empty((n_blocks * max_hops, n_keys), dtype=np.intp)
@@ -416,23 +438,23 @@ def entry_index(
         link_slot[used_links[k]] = -1
     for kb in range(n_ub):
         buf_slot[used_bufs[kb]] = -1
-    buf[at[_FEEDFORWARD]] = feedforward
+    buf[at[PART_FEEDFORWARD]] = feedforward
     # each part's bounds: its place, and as long as it came out
     used = np.empty(len(PARTS), dtype=np.intp)
-    for i in range(_N_ROWS):
+    for i in range(PART_N_ROWS):
         used[i] = n
-    used[_BUF_ENT] = buf_ptr[n_ub]  # the entries that feed a buffer
-    used[_HEADS] = n_heads
-    used[_LAST] = used[_LAST_FLOW] = n_last
-    used[_KEY_PTR] = n_keys + 1
-    used[_USED_LINKS] = n_ul
-    used[_RANK_PTR] = n_ranks + 1
-    used[_LINK_PTR] = n_ul + 1
-    used[_USED_BUFS] = n_ub
-    used[_BUF_GROUP_PTR] = n_groups + 1
-    used[_BUF_PTR] = n_ub + 1
-    used[_LANE_BUF] = n_ul * n_vls
-    used[_FEEDFORWARD] = 1
+    used[PART_BUF_ENT] = buf_ptr[n_ub]  # the entries that feed a buffer
+    used[PART_HEADS] = n_heads
+    used[PART_LAST] = used[PART_LAST_FLOW] = n_last
+    used[PART_KEY_PTR] = n_keys + 1
+    used[PART_USED_LINKS] = n_ul
+    used[PART_RANK_PTR] = n_ranks + 1
+    used[PART_LINK_PTR] = n_ul + 1
+    used[PART_USED_BUFS] = n_ub
+    used[PART_BUF_GROUP_PTR] = n_groups + 1
+    used[PART_BUF_PTR] = n_ub + 1
+    used[PART_LANE_BUF] = n_ul * n_vls
+    used[PART_FEEDFORWARD] = 1
     bounds = np.empty(2 * len(PARTS), dtype=np.intp)
     for i in range(len(PARTS)):
         bounds[2 * i] = at[i]

@@ -15,7 +15,15 @@ from numpy.typing import NDArray
 
 from fabric_core.net.profiles import Profile
 from fabric_core.tick.kernels._jit import inline_kernel, kernel
-from fabric_core.tick.pfc import PAUSE_QUANTA, QUANTUM_BITS, STOP_EPS, SWIFT_MIN_RATE_FRACTION
+from fabric_core.tick.pfc import (
+    FRESH_SENDER,
+    PAUSE_QUANTA,
+    QUANTUM_BITS,
+    SENDER_RC,
+    SENDER_RT,
+    STOP_EPS,
+    SWIFT_MIN_RATE_FRACTION,
+)
 from fabric_core.tick.step import ENDLESS_ROOM_BYTES
 
 _F = NDArray[np.float64]
@@ -24,32 +32,16 @@ _B = NDArray[np.bool_]
 
 
 @kernel
-def start_senders(
-    slots: _I,
-    line_rate_Bps: _F,
-    rc: _F,
-    rt: _F,
-    alpha: _F,
-    since_cut_s: _F,
-    since_alpha_s: _F,
-    since_dec_s: _F,
-    since_inc_s: _F,
-    stage: _F,
-    cwnd: _F,
-) -> None:
-    """New flows' senders in ``slots`` start at their first hop's line rate with alpha = 1,
-    the rest of their state fresh: ``pfc.Dcqcn.start`` (and its ``_FRESH``) per slot."""
+def start_senders(slots: _I, line_rate_Bps: _F, senders: tuple[_F, ...]) -> None:
+    """New flows' DCQCN senders in ``slots`` (``senders``: ``pfc.Dcqcn``'s arrays in the
+    order of ``pfc.SENDER_FIELDS``) start fresh (``pfc.FRESH_SENDER``) at their first hop's
+    line rate: ``pfc.Dcqcn.start`` per slot."""
     for i in range(slots.size):
         s = slots[i]
-        rc[s] = line_rate_Bps[i]
-        rt[s] = line_rate_Bps[i]
-        alpha[s] = 1.0
-        since_cut_s[s] = 0.0
-        since_alpha_s[s] = 0.0
-        since_dec_s[s] = 0.0
-        since_inc_s[s] = -1.0
-        stage[s] = 0.0
-        cwnd[s] = 0.0
+        for j in range(len(FRESH_SENDER)):
+            senders[j][s] = FRESH_SENDER[j]
+        senders[SENDER_RC][s] = line_rate_Bps[i]
+        senders[SENDER_RT][s] = line_rate_Bps[i]
 
 
 @kernel
