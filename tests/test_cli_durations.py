@@ -55,6 +55,31 @@ def test_a_negative_or_zero_duration_must_be_positive(
     assert "expected one argument" not in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["run", "tiny", "--duration", "1e400s"], "--duration: duration must be a finite number"),
+        (["run", "tiny", "--duration", "nan"], "--duration: duration must be a finite number"),
+        (["run", "tiny", "--dt", "-1us"], "--dt: duration must be positive"),
+        (["storage-report", "--scale", "inf"], "--scale: must be a finite number above 0"),
+        (["storage-report", "--scale", "-1"], "--scale: must be a finite number above 0"),
+        (["check", "ibgda", "tiny", "--size", "0"], "--size: a message is 1 B to 2 GiB"),
+        (["check", "ibgda", "tiny", "--size", "3000000000"], "--size: a message is 1 B to 2 GiB"),
+        (["check", "ibgda", "tiny", "--size", "4x"], "--size: bad size '4x'"),
+        (["check", "ibgda", "tiny", "--rounds", "0"], "--rounds: must be at least 1"),
+        (["check", "ibgda", "tiny", "--rounds", "-2"], "--rounds: must be at least 1"),
+    ],
+)
+def test_out_of_range_numbers_are_usage_errors_that_say_why(
+    capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    """Each is refused before any work (a traceback, a run with no end, a check of nothing
+    that passed, or a hang before session 41)."""
+    err = _usage_error(capsys, argv)
+    assert says in err, err
+    assert "Traceback" not in err
+
+
 def test_run_shows_progress_on_a_terminal_and_nothing_in_a_pipe(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

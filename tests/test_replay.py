@@ -169,8 +169,14 @@ def test_fabtop_run_record_then_replay(tmp_path: Path, capsys: pytest.CaptureFix
     out = capsys.readouterr().out
     assert "replay OK: 300 ticks" in out and "report match" in out
     replayed = json.loads(report.read_text())
+    assert replayed["run"]["ticks"] == 300 and replayed["run"]["sim_seconds_per_wall_second"] > 0
     replayed.pop("run")
     assert replayed == data["report"]
+    # without --quiet: the run's summary (as ``fabtop run`` prints it), then the verdict
+    assert _cli("replay", str(rec)) == 0
+    out = capsys.readouterr().out
+    assert "simulated 300 µs in 300 ticks" in out and "simulated s per wall s" in out
+    assert "replay OK: 300 ticks" in out
 
 
 def test_fabtop_replay_reports_divergence_and_bad_files(

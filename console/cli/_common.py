@@ -13,7 +13,7 @@ from fabric_core.commands import MAX_TICK_S, MIN_TICK_S, speed_problem
 from fabric_core.net.profiles import PROFILES
 from fabric_core.runtime.fabric import Fabric, Solver
 from fabric_core.runtime.scenario import Scenario, ScenarioError, load_scenario
-from fabric_core.units import parse_duration
+from fabric_core.units import format_bytes, parse_duration, parse_size
 
 if TYPE_CHECKING:
     from fabric_core.planes.coordinator import PlanedFabric
@@ -35,19 +35,59 @@ def duration(text: str) -> float:
     if t.startswith("-"):
         raise argparse.ArgumentTypeError(f"duration must be positive, got {text!r}")
     try:
-        float(t)
+        bare = float(t)
     except ValueError:
         pass
     else:
+        if not math.isfinite(bare):  # ("nan", "inf": no unit makes them a duration)
+            raise argparse.ArgumentTypeError(f"duration must be a finite number, got {text!r}")
         raise argparse.ArgumentTypeError(
             f"duration {text!r} needs a unit ({DURATION_UNITS}): e.g. {t}ms or {t}s"
         )
     try:
         return parse_duration(t)
     except ValueError as exc:
-        if "must be" in str(exc):  # zero
+        if "must be >" in str(exc):  # zero (parse_duration's other "must be" is not finite)
             raise argparse.ArgumentTypeError(f"duration must be positive, got {text!r}") from None
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def count(text: str) -> int:
+    """argparse type: a whole number of at least 1 (``--rounds``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
+def message_size(text: str) -> int:
+    """argparse type: one message's bytes (``4096``, ``4KiB``), 1 B to the largest an RDMA
+    operation carries (``workloads.fields.MAX_MESSAGE_BYTES``)."""
+    from fabric_core.workloads.fields import MAX_MESSAGE_BYTES
+
+    try:
+        value = parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not 1 <= value <= MAX_MESSAGE_BYTES:
+        raise argparse.ArgumentTypeError(
+            f"a message is 1 B to {format_bytes(MAX_MESSAGE_BYTES)}, got {text!r}"
+        )
+    return int(value)
+
+
+def factor(text: str) -> float:
+    """argparse type: a finite number above 0 (``--scale``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text!r}")
+    return value
 
 
 def positive_seconds(text: str) -> float:
@@ -139,7 +179,17 @@ def add_metrics_options(parser: argparse._ActionsContainer, prefix: str = "") ->
 #: ``--duration -1ms`` is joined into ``--duration=-1ms`` before parsing, so the user
 #: hears "must be positive" instead of argparse's "expected one argument".
 VALUE_OPTIONS = frozenset(
-    {"--duration", "--timeout", "--max-tick", "--speed", "--seed", "--scale", "--size", "--rounds"}
+    {
+        "--duration",
+        "--dt",
+        "--timeout",
+        "--max-tick",
+        "--speed",
+        "--seed",
+        "--scale",
+        "--size",
+        "--rounds",
+    }
 )
 
 

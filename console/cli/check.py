@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from console.cli._common import add_scenario_options, duration, load_from_args
+from console.cli._common import (
+    add_scenario_options,
+    count,
+    duration,
+    load_from_args,
+    message_size,
+)
 from console.cli.output import refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from fabric_core.commands import CommandError, InjectFault
@@ -41,10 +47,16 @@ def register(sub: Any) -> None:
         help="inject version_mismatch on GPU before the check (':hang' = completions never "
         "come; default: WQE posts fail); repeatable",
     )
-    p.add_argument("--size", type=int, default=4096, help="message size in bytes (default 4096)")
+    p.add_argument(
+        "--size",
+        type=message_size,
+        default=4096,
+        metavar="BYTES",
+        help="message size, in bytes or with a unit such as 4KiB (default 4096; at most 2 GiB)",
+    )
     p.add_argument(
         "--rounds",
-        type=int,
+        type=count,
         default=4,
         help="all-to-all rounds per step (default 4; fewer make a large cluster's check quicker)",
     )

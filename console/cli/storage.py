@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from console.claims import spell_out_claims
+from console.cli._common import factor
 from console.cli.output import refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from fabric_core.reports.run import run_for
@@ -41,7 +42,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--scale",
-        type=float,
+        type=factor,
         default=1.0,
         help="multiply each scenario's simulated duration (e.g. 0.25 for a quick look)",
     )
@@ -73,9 +74,6 @@ def run(args: argparse.Namespace) -> int:
             f"fabtop: no storage report for {', '.join(unknown)}; known: {', '.join(CASES)}",
             file=sys.stderr,
         )
-        return 2
-    if not args.scale > 0:
-        print("fabtop: --scale must be > 0", file=sys.stderr)
         return 2
     if refuse_bad_outputs([("--write-docs", args.write_docs)]):  # before the runs
         return 2

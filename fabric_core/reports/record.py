@@ -40,7 +40,7 @@ from fabric_core.commands import (
 )
 from fabric_core.planes.coordinator import PlanedFabric
 from fabric_core.planes.pool import InProcessPool
-from fabric_core.reports.run import summarise
+from fabric_core.reports.run import report_of
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import Scenario, ScenarioError, parse_scenario
 from fabric_core.runtime.snapshot import Snapshot
@@ -466,20 +466,12 @@ def replay(
             if w != g:
                 mismatches.append((stop, w, g))
     wall = time.perf_counter() - wall0
-    report = summarise(fabric.snapshot(wall_time_s=wall, running=False))
+    # (the report ``fabtop run`` writes, its run figures over the whole replay)
+    report = report_of(fabric, fabric.tick, fabric.hop_updates, wall)
     recorded = record.get("report")
     report_matches = None
     if isinstance(recorded, dict):
         report_matches = _canon(recorded) == _canon(comparable_report(report))
-    report["run"] = {
-        "simulated_seconds": fabric.sim_time_s,
-        "ticks": fabric.tick,
-        "dt_seconds": fabric.dt_s,
-        "wall_seconds": wall,
-        "ticks_per_second": fabric.tick / wall if wall > 0 else float("inf"),
-        "hop_updates": fabric.hop_updates,
-        "hop_updates_per_second": fabric.hop_updates / wall if wall > 0 else float("inf"),
-    }
     return ReplayResult(fabric, report, checked, mismatches, report_matches, wall)
 
 
