@@ -15,7 +15,9 @@ _SIZE_UNITS = {
     "mib": 1024**2,
     "gib": 1024**3,
 }
-_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+#: A number as the parsers read it: signed, so that "-5KiB" is told it must be positive
+#: rather than that it lacks a unit
+_NUMBER = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
 
 def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> float:

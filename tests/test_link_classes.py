@@ -148,7 +148,7 @@ def test_buffer_is_the_pfc_queue_buffer_on_roce() -> None:
         ({"host": {"bandwidth": 400}}, "links.host.bandwidth", "text with a unit"),
         ({"host": {"bandwidth": "400"}}, "links.host.bandwidth", "with a unit"),
         ({"host": {"bandwidth": "0G"}}, "links.host.bandwidth", "must be > 0"),
-        ({"leaf_spine": {"delay": "-1us"}}, "links.leaf_spine.delay", "bad duration"),
+        ({"leaf_spine": {"delay": "-1us"}}, "links.leaf_spine.delay", "must be >= 0"),
         ({"leaf_spine": {"delay": "5 parsecs"}}, "links.leaf_spine.delay", "bad duration"),
         ({"host": {"buffer": "0B"}}, "links.host.buffer", "must be > 0"),
         ({"host": {"buffer": "lots"}}, "links.host.buffer", "bad size 'lots'"),

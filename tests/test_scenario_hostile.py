@@ -132,6 +132,21 @@ def _tiny_with(**changes: Any) -> dict[str, Any]:
             _tiny_with(workload=[{**TINY["workload"][0], "size": "1e400B"}]),
             "workload[0]: size must be a finite number, got '1e400B'",
         ),
+        # (session 41: the key named, a sign said to be one, a misspelt class refused)
+        (
+            _tiny_with(workload=[TINY["workload"][0], {**TINY["workload"][1], "period": "0us"}]),
+            "workload[1]: period: duration must be > 0, got '0us'",
+        ),
+        (
+            _tiny_with(workload=[{**TINY["workload"][0], "size": "-5KiB"}]),
+            "workload[0]: size must be >= 0, got '-5KiB'",
+        ),
+        (_tiny_with(dt="-1us"), "dt: duration must be > 0, got '-1us'"),
+        (
+            _tiny_with(workload=[{**TINY["workload"][0], "class": "bluk"}]),
+            "workload[0].class: 'bluk' is not one of the scenario's [classes] (bulk, alltoall, "
+            "rpc)",
+        ),
     ],
 )
 def test_scenario_tables_are_refused_by_key(data: dict[str, Any], message: str) -> None:
@@ -143,4 +158,8 @@ def test_scenario_tables_are_refused_by_key(data: dict[str, Any], message: str) 
 def test_a_seed_given_on_the_command_line_is_checked_as_such() -> None:
     result = fabtop("run", "tiny", "--duration", "10us", "--seed", "-1")
     assert result.returncode == 2
-    assert "the seed given (--seed) must be a non-negative integer, got -1" in result.stderr
+    assert "argument --seed: must be 0 or more, got '-1'" in result.stderr
+    assert "tiny.toml" not in result.stderr  # (the file is not what is wrong)
+    # and given in code, the scenario says which seed it refuses
+    with pytest.raises(ScenarioError, match=r"the seed given \(--seed\) must be a non-negative"):
+        load_scenario("tiny", seed=-1)

@@ -52,6 +52,17 @@ def duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def seed_number(text: str) -> int:
+    """argparse type: ``--seed``, a whole number of 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
+    return value
+
+
 def count(text: str) -> int:
     """argparse type: a whole number of at least 1 (``--rounds``)."""
     try:
@@ -291,7 +302,9 @@ def add_scenario_options(parser: argparse.ArgumentParser, *, positional: bool = 
     parser.add_argument(
         "--profile", choices=sorted(PROFILES), help="override the scenario's fabric profile"
     )
-    parser.add_argument("--seed", type=int, help="override the scenario's random seed")
+    parser.add_argument(
+        "--seed", type=seed_number, help="override the scenario's random seed (0 or more)"
+    )
     parser.add_argument(
         "--dt",
         type=tick_length,

@@ -450,6 +450,12 @@ def _parse(
                 f"workload[{named[workload.name]}]; each workload needs a name of its own"
             )
         named[workload.name] = i
+        if classes and workload.traffic_class not in classes:
+            # (a class of its own gets a lane of its own: a misspelt one would go unnoticed)
+            raise ValueError(
+                f"workload[{i}].class: {workload.traffic_class!r} is not one of the scenario's "
+                f"[classes] ({', '.join(classes)})"
+            )
     faults = [_scheduled_fault(f, f"fault[{i}]") for i, f in enumerate(_tables(data, "fault"))]
     routes = []
     for i, r in enumerate(_tables(data, "route")):

@@ -10,11 +10,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fabric_core.textfile import plain_text
-from fabric_core.units import parse_duration, parse_size
+from fabric_core.units import parse_size
 from fabric_core.workloads.base import Completions, FlowRequests, Workload
 from fabric_core.workloads.fields import (
     MAX_MESSAGE_RATE_PER_S,
     MAX_OUTSTANDING,
+    duration,
     number,
     size,
     whole,
@@ -43,8 +44,8 @@ def _incast(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         senders_spec=t.get("senders", 8),
         target_index=whole(t, "target", 0),
         size_bytes=size(t, "size", "256KiB"),
-        period_s=parse_duration(t.get("period", "100us")),
-        start_s=parse_duration(t["start"]) if "start" in t else 0.0,
+        period_s=duration(t, "period", "100us"),
+        start_s=duration(t, "start", "0s", allow_zero=True),
         count=whole(t, "count", 0),
     )
 
@@ -55,7 +56,7 @@ def _alltoall(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         traffic_class=cls,
         ranks_spec=t.get("ranks", 8),
         size_bytes=size(t, "size", "64KiB"),
-        period_s=parse_duration(t.get("period", "50us")),
+        period_s=duration(t, "period", "50us"),
     )
 
 
@@ -81,8 +82,8 @@ def _pairs(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         pair_names=[(a, b) for a, b in pairs],
         size_bytes=size(t, "size", "1MiB"),
         outstanding=whole(t, "outstanding", 1, maximum=MAX_OUTSTANDING),
-        start_s=parse_duration(t["start"]) if "start" in t else 0.0,
-        until_s=parse_duration(t["until"]) if "until" in t else float("inf"),
+        start_s=duration(t, "start", "0s", allow_zero=True),
+        until_s=duration(t, "until") if "until" in t else float("inf"),
     )
 
 
@@ -164,8 +165,8 @@ def _moe(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         experts=whole(t, "experts", 0),
         dispatch_dtype=str(t.get("dispatch_dtype", "fp8")),
         layers=whole(t, "layers", 0),
-        expert_compute_s=parse_duration(t.get("expert_compute", "20us")),
-        attention_compute_s=parse_duration(t.get("attention_compute", "50us")),
+        expert_compute_s=duration(t, "expert_compute", "20us"),
+        attention_compute_s=duration(t, "attention_compute", "50us"),
         endpoint=_endpoint_params(t),
     )
 

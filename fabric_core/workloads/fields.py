@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fabric_core.endpoints.params import EndpointParams
-from fabric_core.units import format_bytes, parse_size
+from fabric_core.units import format_bytes, parse_duration, parse_size
 
 #: Work requests a queue pair's send queue holds at most (ConnectX ``max_qp_wr``, as
 #: ``ibv_devinfo -v`` reports it): a sender cannot keep more messages outstanding.
@@ -46,6 +46,21 @@ def size(
             f"{key}: must be 1 B to {format_bytes(maximum)} ({most}), got {t.get(key)!r}"
         )
     return value
+
+
+def duration(
+    t: Mapping[str, Any], key: str, default: str | None = None, *, allow_zero: bool = False
+) -> float:
+    """``t[key]`` (or ``default``) as a duration in seconds (``parse_duration``: ``100us``),
+    above 0 (or at least 0 with ``allow_zero``).
+
+    Raises:
+        ValueError: not a duration, or out of range, named by its key.
+    """
+    try:
+        return parse_duration(t.get(key, default), allow_zero=allow_zero)
+    except ValueError as exc:
+        raise ValueError(f"{key}: {exc}") from None
 
 
 def whole(

@@ -10,12 +10,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fabric_core.storage.model import get_path, parse_params
-from fabric_core.units import parse_duration, parse_size
+from fabric_core.units import parse_size
 from fabric_core.workloads.base import Workload
 from fabric_core.workloads.checkpoint import Checkpoint
 from fabric_core.workloads.fields import (
     MAX_MESSAGE_RATE_PER_S,
     MAX_OUTSTANDING,
+    duration,
     number,
     size,
     whole,
@@ -35,13 +36,6 @@ _COMMON = frozenset({"path", "storage"})
 #: The largest checkpoint a GPU writes (``size``, split into ``io_size`` writes): 1 TiB,
 #: more than any GPU holds (192 GB of HBM3e on a B200).
 MAX_CHECKPOINT_BYTES = float(1 << 40)
-
-
-def _dur0(value: Any) -> float:
-    """A duration that may be zero (``parse_duration`` wants > 0)."""
-    if value in (0, 0.0, "0", "0s"):
-        return 0.0
-    return parse_duration(value)
 
 
 def _path(t: Mapping[str, Any], default: str) -> str:
@@ -71,7 +65,7 @@ def _training(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         params=parse_params(t.get("storage")),
         gpus_spec=t.get("gpus", "all"),
         batch_bytes=parse_size(t.get("batch", "128MiB")),
-        compute_s=parse_duration(t.get("compute", "30ms")),
+        compute_s=duration(t, "compute", "30ms"),
         io_bytes=parse_size(t.get("io_size", "1MiB")),
         prefetch=whole(t, "prefetch", 2, maximum=MAX_PREFETCH),
     )
@@ -87,8 +81,8 @@ def _checkpoint(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         size_bytes=size(t, "size", "64MiB", maximum=MAX_CHECKPOINT_BYTES),
         io_bytes=parse_size(t.get("io_size", "1MiB")),
         depth=whole(t, "depth", 8, minimum=1, maximum=MAX_OUTSTANDING),
-        start_s=_dur0(t.get("start", 0)),
-        period_s=_dur0(t.get("period", 0)),
+        start_s=duration(t, "start", "0s", allow_zero=True),
+        period_s=duration(t, "period", "0s", allow_zero=True),
     )
 
 
@@ -108,7 +102,7 @@ def _kvcache(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         mfu=number(t, "mfu", MFU, maximum=1.0, positive=True),
         hit_rate=number(t, "hit_rate", 0.5, maximum=1.0),
         prefill_tokens_per_s=number(t, "prefill_tokens_per_s", 0.0),
-        first_decode_s=_dur0(t.get("first_decode", 0)),
+        first_decode_s=duration(t, "first_decode", "0s", allow_zero=True),
         io_bytes=parse_size(t.get("io_size", "1MiB")),
         offload=bool(t.get("offload", True)),
     )
