@@ -58,6 +58,15 @@ async def test_filter_keeps_matching_links_and_refuses_bad_ones() -> None:
         await pilot.pause()
         assert app.link_filter.text == "leaf01"  # the bad filter was not applied
         assert any("unknown state 'bogus'" in n.message for n in app._notifications)
+        # Esc closes the line and leaves the filter as it was (README); an empty line and
+        # Enter shows every link again
+        await pilot.press("escape")
+        await pilot.press("slash", "backspace", "backspace", "escape")
+        await pilot.pause()
+        assert app.link_filter.text == "leaf01" and len(table.links_shown) == 12
+        await pilot.press("slash", *["backspace"] * 8, "enter")
+        await pilot.pause()
+        assert app.link_filter.text == "" and len(table.links_shown) > 12
 
 
 async def test_cursor_stays_on_its_link_when_rows_move() -> None:

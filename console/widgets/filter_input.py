@@ -11,7 +11,8 @@ from textual.widgets import Input
 class FilterInput(Input):
     """An input that hides itself on Escape; the app applies it on Enter."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Cancel filter")]
+    #: (Esc leaves the filter as it was: an empty line and Enter shows every link)
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close, filter unchanged")]
     DEFAULT_CSS = """
     FilterInput { display: none; }
     FilterInput.open { display: block; }
