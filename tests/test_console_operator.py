@@ -20,6 +20,7 @@ from console.screens.fault_form import FaultFormScreen
 from console.screens.help import HelpScreen
 from console.screens.link_detail import spark_rows
 from console.stepped import SteppedSource
+from console.widgets.faults_panel import PANEL_WIDTH, FaultsPanel
 from console.widgets.links_table import LinksTable
 from fabric_core.commands import Command, CommandResult
 from fabric_core.runtime.fabric import Fabric
@@ -222,7 +223,12 @@ async def test_the_layout_uses_the_terminal(size: tuple[int, int]) -> None:
         assert used >= min(0.85 * width, 2 * sum(WIDTHS.values()))
         faults = app.query_one("#faults-box")
         events = app.query_one("#events-box")
-        assert faults.size.width <= 95 and events.size.width >= width - 95 - 2
+        # the faults' whole timeline from 120 columns on; the events take the rest
+        assert faults.outer_size.width == PANEL_WIDTH
+        assert events.outer_size.width == width - PANEL_WIDTH
+        panel = app.query_one(FaultsPanel)
+        used = sum(col.get_render_width(panel) for col in panel.columns.values())
+        assert used <= panel.size.width
         app.open_link("leaf00->spine01")
         await pilot.pause()
         app.refresh_view(force=True)  # draw the detail now (not on the timer's schedule)

@@ -8,16 +8,22 @@ from textual.widgets import DataTable
 from console.fmt import fmt_seconds
 from fabric_core.runtime.snapshot import FaultView, Snapshot
 
+#: (key, label, width): each width is its longest value's ("version_mismatch" aside,
+#: "leaf00->spine01", "recovered", "+2.02 ms") and a space before the next column, the
+#: table's only padding, so that the whole timeline fits the panel from 120 columns on
+#: (``app.tcss`` sizes the panel to ``PANEL_WIDTH``)
 COLUMNS = (
     ("id", "id", 4),
-    ("kind", "kind", 13),
+    ("kind", "kind", 14),
     ("target", "target", 16),
-    ("state", "state", 9),
-    ("detected", "detected", 8),
-    ("rerouted", "rerouted", 8),
-    ("recovered", "recovered", 9),
+    ("state", "state", 10),
+    ("detected", "detected", 9),
+    ("rerouted", "rerouted", 9),
+    ("recovered", "recovered", 10),
     ("elapsed", "elapsed", 8),
 )
+#: The columns and the panel's border and leading space
+PANEL_WIDTH = sum(width for _, _, width in COLUMNS) + 3
 STATE_STYLES = {
     "active": "bold red",
     "detected": "dark_orange",
@@ -68,11 +74,11 @@ class FaultsPanel(DataTable[Text]):
     """See the module docstring."""
 
     DEFAULT_CSS = """
-    FaultsPanel { height: auto; max-height: 9; }
+    FaultsPanel { height: auto; max-height: 9; padding-left: 1; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", show_cursor=False)
+        super().__init__(id=id, cursor_type="row", show_cursor=False, cell_padding=0)
         self._cells: dict[str, tuple[str, ...]] = {}
         self._order: list[str] = []
 
