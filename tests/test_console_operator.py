@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
+from textual.widgets.data_table import ColumnKey
 
 from console.app import FabtopApp
 from console.linkview import WIDTHS
@@ -21,7 +22,7 @@ from console.screens.help import HelpScreen
 from console.screens.link_detail import spark_rows
 from console.stepped import SteppedSource
 from console.widgets.faults_panel import PANEL_WIDTH, FaultsPanel
-from console.widgets.links_table import LinksTable
+from console.widgets.links_table import MIN_LINK_WIDTH, LinksTable
 from fabric_core.commands import Command, CommandResult
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
@@ -302,6 +303,18 @@ async def test_tab_completes_a_gpu_kinds_target_to_a_gpu_not_a_link() -> None:
         await pilot.press("tab")  # nothing of the GPU's sort to complete: the next field
         assert target.value == "gpu0001"
         assert app.focused is not target
+
+
+async def test_the_links_table_fits_a_100_column_terminal() -> None:
+    """At 100 columns the table was wider than its box: the last column's header showed and
+    its right-aligned figures were past the edge. The link names give up room first."""
+    app = FabtopApp(source(), render_interval_s=0.05)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.3)
+        table = app.query_one(LinksTable)
+        used = sum(col.get_render_width(table) for col in table.columns.values())
+        assert used <= table.size.width
+        assert table.columns[ColumnKey("link")].width >= MIN_LINK_WIDTH
 
 
 @pytest.mark.parametrize("size", [(80, 24), (140, 44)])

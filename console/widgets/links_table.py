@@ -88,6 +88,11 @@ def row_texts(snap: Snapshot, rates: LinkRates, idx: NDArray[np.intp]) -> list[t
     ]
 
 
+#: The narrowest the link names' column gets on a narrow terminal: "leaf00->spine01" and a
+#: space (longer names are cut there)
+MIN_LINK_WIDTH = 16
+
+
 class LinksTable(DataTable[Text]):
     """See the module docstring; Enter opens the link under the cursor."""
 
@@ -137,6 +142,12 @@ class LinksTable(DataTable[Text]):
         pad = 2 * self.cell_padding * len(WIDTHS) + 2  # cell padding and the scrollbar
         spare = max(0, self.size.width - natural - pad)
         widths = dict(WIDTHS)
+        if self.size.width and natural + pad > self.size.width:
+            # a narrow terminal: the link names give up their spare room first, so that the
+            # last column's figures are not pushed past the edge (at 100 columns the header
+            # "drops" showed and its right-aligned values did not)
+            short = natural + pad - self.size.width
+            widths["link"] = max(MIN_LINK_WIDTH, WIDTHS["link"] - short)
         grow_link = min(spare, WIDTHS["link"] // 2)
         widths["link"] += grow_link
         spare -= grow_link
