@@ -122,3 +122,15 @@ def test_a_compare_value_breaks_between_its_items_not_inside_one() -> None:
     assert [line.plain for line in dim] == ["p50 · p99", "p99.9"]
     assert all(line.style == "dim" for line in dim)
     assert lines("", 38) == [""]
+
+
+def test_a_class_line_keeps_every_unit_in_a_100_column_terminals_panel() -> None:
+    """At 100 columns the panel holds 47 characters a class: the p99.9 lost its unit
+    ("p99.9  1.25") when each figure took 8 and the line 50."""
+    from console.latency import ClassLatency
+    from console.widgets.latency_panel import LINE_WIDTH, class_line
+
+    for p50, p99, p999 in ((12.8e-6, 17.6e-6, 19.8e-6), (77.9e-6, 1.34e-3, 1.25e-3), (1, 10, 999)):
+        line = class_line(ClassLatency("alltoall", p50, p99, p999, 5, ())).plain
+        assert len(line) <= LINE_WIDTH <= 47, line
+        assert line.count("µs") + line.count("ms") + line.count(" s") == 3, line

@@ -15,13 +15,20 @@ from console.widgets.text_view import TextView
 from fabric_core.runtime.snapshot import WorkloadView
 
 
+#: A latency's width (three figures and a unit: "12.8 µs", "1.34 ms")
+FIGURE_WIDTH = 7
+#: A class's line: its name, then p50, p99 and p99.9 with their labels (47 columns, which
+#: a 100-column terminal's panel holds; the sparkline takes what is left)
+LINE_WIDTH = 9 + 3 * (FIGURE_WIDTH + 2) + len("p50p99p99.9")
+
+
 def class_line(lat: ClassLatency) -> Text:
     """``bulk      p50 3.1 µs  p99 12 µs  p99.9 40 µs``."""
     text = Text(no_wrap=True)
     text.append(f"{lat.name:<9.9}", "bold")
     for label, value in (("p50", lat.p50_s), ("p99", lat.p99_s), ("p99.9", lat.p999_s)):
         text.append(f" {label} ", "dim")
-        text.append(f"{fmt_seconds(value):>8}", "dim" if lat.stalled else "")
+        text.append(f"{fmt_seconds(value):>{FIGURE_WIDTH}}", "dim" if lat.stalled else "")
     if lat.stalled:
         text.append("  none done lately", "bold yellow")
     return text
@@ -49,7 +56,7 @@ class ClassRow(Horizontal):
 
     DEFAULT_CSS = """
     ClassRow { height: 1; }
-    ClassRow > TextView { width: 58; height: 1; }
+    ClassRow > TextView { width: 48; height: 1; }
     ClassRow > Sparkline { width: 1fr; }
     """
 
