@@ -134,3 +134,12 @@ def test_a_class_line_keeps_every_unit_in_a_100_column_terminals_panel() -> None
         line = class_line(ClassLatency("alltoall", p50, p99, p999, 5, ())).plain
         assert len(line) <= LINE_WIDTH <= 47, line
         assert line.count("µs") + line.count("ms") + line.count(" s") == 3, line
+
+
+def test_a_workloads_goodput_says_it_is_since_the_start() -> None:
+    """Its KPI is bytes delivered over the run's time: after a fault it stayed above the
+    fabric's throughput now (a window), with nothing to tell the two apart."""
+    from console.fmt import fmt_kpi, kpi_label
+
+    assert kpi_label("goodput_bytes_per_second") == "goodput since start"
+    assert fmt_kpi("goodput_bytes_per_second", 5.48e12 / 8) == "5.48 Tb/s"
