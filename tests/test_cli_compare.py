@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -83,3 +85,12 @@ def test_compare_rejects_an_unknown_profile() -> None:
         timeout=60,
     )
     assert out.returncode == 2 and "invalid choice: 'ib-9000'" in out.stderr
+
+
+def test_compare_refuses_one_profile_twice(capsys: pytest.CaptureFixture[str]) -> None:
+    """Two identically named columns compared nothing; refused before any run."""
+    from console.cli import main
+
+    assert main(["compare", "tiny", "--profiles", "native-400g", "native-400g"]) == 2
+    err = capsys.readouterr().err
+    assert "the two profiles are both native-400g; give two different ones" in err

@@ -108,3 +108,12 @@ def test_compare_and_storage_report_show_progress_on_a_terminal(
     assert main(["storage-report", "storage-random-read", "--scale", "0.02"]) == 0
     assert "storage-random-read nvmeof [" in term.getvalue()
     capsys.readouterr()
+
+
+def test_a_one_tick_run_says_one_tick(capsys: pytest.CaptureFixture[str]) -> None:
+    from console.cli import main
+
+    assert main(["run", "tiny", "--duration", "1us"]) == 0
+    out = capsys.readouterr().out
+    assert "simulated 1 µs in 1 tick of 1 µs" in out
+    assert "1 ticks" not in out

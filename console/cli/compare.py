@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from console.cli._common import duration
+from console.cli._common import duration, seed_number
 from console.cli.output import refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from fabric_core.net.profiles import PROFILES
@@ -41,14 +41,16 @@ def register(sub: Any) -> None:
         default=duration("1ms"),
         help="simulated time per profile (default 1ms)",
     )
-    p.add_argument("--seed", type=int, help="override the scenario's seed (the same for both runs)")
+    p.add_argument(
+        "--seed", type=seed_number, help="override the scenario's seed (the same for both runs)"
+    )
     p.add_argument(
         "--profiles",
         nargs=2,
         metavar=("A", "B"),
         default=list(DEFAULT_PROFILES),
         choices=sorted(PROFILES),
-        help="the two profiles",
+        help=f"the two profiles, different ones (default {' '.join(DEFAULT_PROFILES)})",
     )
     p.add_argument("--json", type=Path, metavar="FILE", help="write the comparison as JSON")
     p.add_argument("--no-sizes", action="store_true", help="skip the latency-by-size table")
@@ -61,6 +63,13 @@ def _d(x: float | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run both profiles, print the tables, write JSON."""
+    if args.profiles[0] == args.profiles[1]:
+        print(
+            f"fabtop compare: --profiles: the two profiles are both {args.profiles[0]}; "
+            "give two different ones",
+            file=sys.stderr,
+        )
+        return 2
     if refuse_bad_outputs([("--json", args.json)]):  # before both runs, not after them
         return 2
     bar = ProgressBar()

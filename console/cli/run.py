@@ -156,6 +156,11 @@ def compile_progress_note(kernel: str | None) -> str | None:
     return f"compiling {kernel} {ONCE}"
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 tick``, ``2,000 ticks``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def print_summary(report: dict[str, Any]) -> None:
     """Human-readable summary of a run report."""
     r = report["run"]
@@ -169,7 +174,7 @@ def print_summary(report: dict[str, Any]) -> None:
             f"batches of {planes['batch_ticks']} ticks"
         )
     print(
-        f"simulated {format_duration(r['simulated_seconds'])} in {r['ticks']:,} ticks of {format_duration(r['dt_seconds'])}; "
+        f"simulated {format_duration(r['simulated_seconds'])} in {_count(r['ticks'], 'tick')} of {format_duration(r['dt_seconds'])}; "
         f"wall {r['wall_seconds']:.2f} s ({r['sim_seconds_per_wall_second']:.3g} simulated s per "
         f"wall s, {r['hop_updates_per_second']:.3g} hop-updates/s)"
     )
@@ -185,7 +190,7 @@ def print_summary(report: dict[str, Any]) -> None:
         )
     print(
         f"delivered {format_bytes(t['delivered_bytes'])} ({format_rate(t['throughput_bytes_per_second'])}), "
-        f"{t['completed_flows']:,} flows completed, in flight {format_bytes(t['in_flight_bytes'])}, "
+        f"{_count(t['completed_flows'], 'flow')} completed, in flight {format_bytes(t['in_flight_bytes'])}, "
         f"dropped {format_bytes(t['dropped_bytes'])}"
     )
     print(

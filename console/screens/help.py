@@ -16,7 +16,8 @@ FILTER_HELP = (
     "Filter (/): words match link names (leaf03 shows leaf03's ports), "
     "is:down, is:degraded, is:hot, is:up match states, is:starved the credit links waiting "
     "for credit (native fabric), is:paused the links stopped by PFC pause frames (RoCE); "
-    "words combine with AND. An empty filter shows all links; Esc cancels the filter line."
+    "words combine with AND. An empty filter shows all links; Esc closes the filter line "
+    "and leaves the filter as it was."
 )
 
 #: Textual's key names -> what the operator types.

@@ -14,7 +14,6 @@ from console.latency import ClassLatency
 from console.widgets.text_view import TextView
 from fabric_core.runtime.snapshot import WorkloadView
 
-
 #: A latency's width (three figures and a unit: "12.8 µs", "1.34 ms")
 FIGURE_WIDTH = 7
 #: A class's line: its name, then p50, p99 and p99.9 with their labels (47 columns, which
