@@ -57,9 +57,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_max_tick_option(p)
     add_planes_options(p)
     add_broker_options(p, cluster_help="topic level fabtop/<NAME> (default: the scenario's)")
-    p.add_argument("--telemetry-hz", type=float, default=4.0, metavar="HZ", help="default 4")
     p.add_argument(
-        "--top-links", type=int, default=32, metavar="K", help="links per telemetry message"
+        "--telemetry-hz",
+        type=float,
+        default=4.0,
+        metavar="HZ",
+        help="telemetry messages a second (default 4)",
+    )
+    p.add_argument(
+        "--top-links",
+        type=int,
+        default=32,
+        metavar="K",
+        help="the hottest links in each telemetry message (default 32)",
     )
     add_metrics_options(p)
     p.add_argument(
@@ -73,7 +83,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="comma-separated command kinds accepted, e.g. pause,resume,clear (default: all);"
         f" known: {', '.join(COMMAND_NAMES)}",
     )
-    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=("debug", "info", "warning", "error"),
+        help="what the server logs to standard error (default info)",
+    )
     p.set_defaults(func=main)
 
 
