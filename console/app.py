@@ -27,7 +27,7 @@ from console.messages import (
     SwitchSelected,
 )
 from console.palette import FabricCommands
-from console.readonly import refuse_if_read_only
+from console.readonly import hidden_if_read_only, refuse_if_read_only
 from console.screens.compare import CompareScreen
 from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
@@ -317,7 +317,9 @@ class FabtopApp(App[None]):
         dialog (the fault form over the compare view showed them in its footer, and a key
         pressed on its buttons sorted the hidden main table), and only freeze and speed
         work on the link detail screen (sorting or filtering the hidden table would
-        surprise)."""
+        surprise). A read-only console has no keys that change the emulation."""
+        if hidden_if_read_only(action, self.read_only):
+            return False
         if action not in self.MAIN_VIEW_ACTIONS:
             return True
         if isinstance(self.screen, CompareScreen | ModalScreen):

@@ -29,7 +29,7 @@ from console.compiling import compiling_note
 from console.fmt import fmt_bitrate, fmt_bytes, fmt_rate, fmt_seconds, fmt_speed, kpi_text
 from console.latency import ClassLatency
 from console.linkview import stalled_word
-from console.readonly import refuse_if_read_only
+from console.readonly import hidden_if_read_only, refuse_if_read_only
 from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
 from console.source import FabricSource, compiling_note_of, compiling_of, submit_together
@@ -402,6 +402,10 @@ class CompareScreen(Screen[None]):
         self._described = ["", ""]  # each source's description as last shown
         self._compile_notes: list[str | None] = [None, None]  # what each side compiled
         self._heights: dict[str, _Sized] = {}  # by panel id: what it was sized for
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A read-only console has no keys that change the emulation."""
+        return not hidden_if_read_only(action, self.read_only)
 
     def compose(self) -> ComposeResult:
         with Horizontal():
