@@ -21,3 +21,11 @@ def normalise_target(text: str) -> str:
         return t
     m = _SHELL_SAFE.fullmatch(t)
     return f"{m.group(1)}->{m.group(2)}" if m else t
+
+
+def typed_spellings(names: list[str]) -> list[str]:
+    """``names`` and, for each link ``a->b``, ``a:b`` and ``a-b`` after them: what Tab may
+    complete a target to as the operator is typing it (``leaf00:sp`` -> ``leaf00:spine00``,
+    which ``normalise_target`` reads as the link)."""
+    links = [name.split("->", 1) for name in names if "->" in name]
+    return [*names, *(f"{a}:{b}" for a, b in links), *(f"{a}-{b}" for a, b in links)]

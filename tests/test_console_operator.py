@@ -70,6 +70,21 @@ async def test_tab_completes_the_fault_target_then_moves_on() -> None:
         assert app.focused is not target
 
 
+@pytest.mark.parametrize(
+    ("typed", "completed"),
+    [("leaf00:spine0", "leaf00:spine00"), ("leaf00-spine0", "leaf00-spine00")],
+)
+async def test_tab_completes_a_target_typed_the_shell_safe_way(typed: str, completed: str) -> None:
+    """The README's ``leaf00:spine01`` form: Tab completed nothing and moved on."""
+    app = FabtopApp(source(), render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        form = await open_form(pilot, app, typed)
+        target = form.query_one("#target", Input)
+        await pilot.pause()
+        await pilot.press("tab")
+        assert target.value == completed and app.focused is target
+
+
 async def test_a_colon_target_injects_on_the_link_and_the_form_says_what_it_takes() -> None:
     src = source()
     app = FabtopApp(src, render_interval_s=0.05)

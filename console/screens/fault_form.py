@@ -20,7 +20,7 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Select, Static
 
 from console.faultkinds import FaultKind, fault_kinds, kind_named
-from console.targets import normalise_target
+from console.targets import normalise_target, typed_spellings
 from fabric_core.commands import Command, CommandError, CommandResult, InjectFault, shown, unknown
 from fabric_core.runtime.snapshot import Snapshot
 from fabric_core.units import parse_duration as parse_quantity
@@ -238,7 +238,7 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
         kind = kind_named(kind_name)
         wanted = "node" if kind is None else kind.target
         if wanted == "link":
-            return list(snap.links.name)
+            return typed_spellings(list(snap.links.name))
         return [
             name
             for name, sort in zip(snap.nodes.name, snap.nodes.kind, strict=True)
