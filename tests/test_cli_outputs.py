@@ -112,3 +112,15 @@ def test_a_write_that_fails_leaves_the_file_before_whole(
     assert out.read_text() == '{"old": 1}\n'
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
     assert "No space left on device" in capsys.readouterr().err
+
+
+def test_a_directory_where_no_file_can_be_made_is_refused_though_access_allows_it(
+    tmp_path: Path,
+) -> None:
+    """``/proc`` passes ``os.access`` for root, and no file can be made there: ``--json
+    /proc/version`` ran the whole run and then failed to write. The check makes a file
+    beside the path (and removes it), as the write will."""
+    problem = output_problem(Path("/proc/version"))
+    assert problem is not None and problem.startswith("cannot create a file in /proc")
+    assert output_problem(tmp_path / "report.json") is None
+    assert list(tmp_path.iterdir()) == []  # (the probe is gone)

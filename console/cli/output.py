@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -35,6 +36,15 @@ def output_problem(path: Path, make_parents: bool = False) -> str | None:
     elif not os.access(parent, os.W_OK | os.X_OK):
         # a new file, or a regular one replaced by a file written beside it and renamed
         return f"cannot create a file in {parent} (permission denied or a read-only file system)"
+    else:
+        # (access() passes for root where no file can be made: /proc, say. So one is made
+        # beside the path, as the writing will, and removed)
+        try:
+            fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".check")
+        except OSError as exc:
+            return f"cannot create a file in {parent} ({exc.strerror or exc})"
+        os.close(fd)
+        os.unlink(probe)
     return None
 
 
