@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
@@ -134,7 +134,7 @@ class FabtopApp(App[None]):
         self.event_log = EventLogView(id="events")
         yield self.header_bar
         with Horizontal(id="top"):
-            with Vertical(id="map-box"):
+            with VerticalScroll(id="map-box"):  # (scrolls to the map's cursor)
                 yield self.fabric_map
             yield self.latency_panel
         with self.links_box:

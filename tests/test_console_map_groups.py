@@ -193,3 +193,23 @@ async def test_a_counts_row_keeps_each_count_on_the_line_of_its_name() -> None:
             assert line.startswith(" " * 9), counts_lines
         for line in counts_lines:
             assert len(line.rstrip()) <= fabric_map.size.width, line
+
+
+async def test_the_map_scrolls_to_its_cursor_on_a_short_terminal() -> None:
+    """At 100x30 the map's box shows 5 of the default scenario's 10 lines: the cursor
+    walked onto the GPU and storage rows below its edge, unseen. The box now scrolls."""
+    src = SteppedSource(Fabric.from_scenario(load_scenario("default")))
+    src.step(50)
+    app = FabtopApp(src, render_interval_s=0.05)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("shift+tab")
+        fabric_map = app.fabric_map
+        box = app.query_one("#map-box")
+        assert app.focused is fabric_map and box.max_scroll_y > 0
+        for _ in range(len(fabric_map.rows) - 1):  # down to the last tier, storage
+            await pilot.press("down")
+            await pilot.pause(0.1)
+            line = fabric_map._cursor_line
+            await settle(pilot, lambda: box.scroll_y <= line < box.scroll_y + box.size.height)
+        assert fabric_map.rows[fabric_map.cursor[0]].label == "storage" and box.scroll_y > 0

@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.geometry import Region
 from textual.reactive import reactive
 from textual.widget import Widget
 
@@ -55,7 +56,7 @@ class FabricMap(Widget, can_focus=True):
     """
 
     DEFAULT_CSS = """
-    FabricMap { height: auto; max-height: 12; padding: 0 1; }
+    FabricMap { height: auto; padding: 0 1; }
     FabricMap:focus { background: $boost; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -81,6 +82,8 @@ class FabricMap(Widget, can_focus=True):
         #: the group drilled into (None: the whole fabric), and the cursor to go back to
         self.drilled: int | None = None
         self._cursor_above: tuple[int, int] = (0, 0)
+        self._cursor_line = 0  # the line of the map the cursor is on, as last drawn
+        self._scroll_pending = False  # the cursor moved: scroll its line into view
         self.severity_names: tuple[str, ...] = SEVERITY_NAMES
         #: what the last render drew, row by row (see ``_row_levels``)
         self._drawn: tuple[bytes, ...] | None = None
@@ -241,8 +244,28 @@ class FabricMap(Widget, can_focus=True):
         known = row.nodes[row.nodes < self._severity.size]
         return np.bincount(self._severity[known], minlength=len(SEVERITY_NAMES))
 
+    def watch_cursor(self) -> None:
+        """Keep the cursor's line in view: the map's box scrolls where the terminal is too
+        short for every tier (at 100x30 the cursor walked onto nodes below the box's edge).
+        The line is known once the map is drawn again (``render``)."""
+        self._scroll_pending = True
+
+    def _scroll_to_cursor(self) -> None:
+        box = self.parent
+        if isinstance(box, Widget) and box.allow_vertical_scroll:
+            line = self.virtual_region.y + self._cursor_line
+            box.scroll_to_region(Region(0, line, 1, 1), animate=False, immediate=True)
+
     def render(self) -> Text:
         """One line (wrapped) per tier; the focused cell is underlined and bold."""
+        text = self._draw()
+        if self._scroll_pending:
+            self._scroll_pending = False
+            self.call_after_refresh(self._scroll_to_cursor)
+        return text
+
+    def _draw(self) -> Text:
+        self._cursor_line = 0
         levels = self._levels_now()
         self._drawn = tuple(a.tobytes() for a in levels)
         text = Text()
@@ -253,6 +276,8 @@ class FabricMap(Widget, can_focus=True):
         for r, row in enumerate(self.rows):
             if r:
                 text.append("\n")
+            if r == cur_r:
+                self._cursor_line = text.plain.count("\n")  # (a counts row has no cell)
             text.append(f"{row.label:>{LABEL_WIDTH - 1}} ", "bold")
             if not row.walkable:
                 self._append_counts(text, levels[r].tolist(), len(row.cells))
@@ -273,6 +298,7 @@ class FabricMap(Widget, can_focus=True):
                 style = SEVERITY_STYLES[level]
                 if c == at:
                     style += " bold underline reverse"
+                    self._cursor_line = text.plain.count("\n")
                 if compact:
                     # a run of cells alike is one span (a map of thousands of nodes draws
                     # a few dozen spans, not a span per cell): to the end of the line, the
