@@ -210,6 +210,8 @@ async def test_the_map_scrolls_to_its_cursor_on_a_short_terminal() -> None:
         for _ in range(len(fabric_map.rows) - 1):  # down to the last tier, storage
             await pilot.press("down")
             await pilot.pause(0.1)
-            line = fabric_map._cursor_line
-            await settle(pilot, lambda: box.scroll_y <= line < box.scroll_y + box.size.height)
+            await settle(
+                pilot,
+                lambda: box.scroll_y <= fabric_map._cursor_line < box.scroll_y + box.size.height,
+            )
         assert fabric_map.rows[fabric_map.cursor[0]].label == "storage" and box.scroll_y > 0
