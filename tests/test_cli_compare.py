@@ -94,3 +94,42 @@ def test_compare_refuses_one_profile_twice(capsys: pytest.CaptureFixture[str]) -
     assert main(["compare", "tiny", "--profiles", "native-400g", "native-400g"]) == 2
     err = capsys.readouterr().err
     assert "the two profiles are both native-400g; give two different ones" in err
+
+
+def test_the_class_table_puts_each_quantile_over_its_two_profiles() -> None:
+    """One header of "native-400g p50  roce-400g p50 native-400g p99 ..." ran its labels
+    together, 113 columns wide."""
+    from console.cli.compare import class_table
+
+    classes = {
+        "bulk": {
+            "native-400g": {"p50_seconds": 26.3e-6, "p99_seconds": 27.1e-6, "p999_seconds": 3e-5},
+            "roce-400g": {"p50_seconds": 26.5e-6, "p99_seconds": 1.2e-3, "p999_seconds": None},
+        }
+    }
+    quantiles, profiles, bulk = class_table(classes, "native-400g", "roce-400g")
+    assert quantiles.split() == ["p50", "p99", "p99.9"]
+    assert profiles.split() == ["class", *["native-400g", "roce-400g"] * 3]
+    assert bulk.split() == [
+        "bulk",
+        "26.3",
+        "µs",
+        "26.5",
+        "µs",
+        "27.1",
+        "µs",
+        "1.2",
+        "ms",
+        "30",
+        "µs",
+        "—",
+    ]
+    assert max(len(line) for line in (quantiles, profiles, bulk)) < 100
+    # each figure ends under its profile's name, each quantile sits over its pair
+    for name in ("native-400g", "roce-400g"):
+        ends = [i + len(name) for i in range(len(profiles)) if profiles.startswith(name, i)]
+        assert all(bulk[end - 1] in "s—" for end in ends), (ends, bulk)
+    starts = [i for i in range(len(profiles)) if profiles.startswith("native-400g", i)]
+    for start, q in zip(starts, ("p50", "p99", "p99.9"), strict=True):
+        at = quantiles.index(q)
+        assert start <= at < start + len("native-400g  roce-400g"), (start, at)

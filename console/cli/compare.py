@@ -103,22 +103,36 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The latency quantiles of the class table, and their keys in a run's report
+QUANTILES = (("p50", "p50_seconds"), ("p99", "p99_seconds"), ("p99.9", "p999_seconds"))
+
+
+def class_table(classes: dict[str, Any], a: str, b: str) -> list[str]:
+    """Latency per class on the two profiles: a quantile over each pair of columns, the
+    profiles' names under it (one header of "native-400g p50  roce-400g p50 ..." ran its
+    labels together)."""
+    w = max(len(a), len(b), 9) + 1
+    pair = 2 * w + 1
+    lines = [
+        (f"{'':<12}" + "".join(f"  {q:^{pair}}" for q, _ in QUANTILES)).rstrip(),
+        f"{'class':<12}" + f"  {a:>{w}} {b:>{w}}" * len(QUANTILES),
+    ]
+    for cls, row in classes.items():
+        ra, rb = row.get(a, {}), row.get(b, {})
+        lines.append(
+            f"{cls:<12}"
+            + "".join(f"  {_d(ra.get(key)):>{w}} {_d(rb.get(key)):>{w}}" for _, key in QUANTILES)
+        )
+    return lines
+
+
 def render(result: dict[str, Any], a: str, b: str) -> str:
     """The comparison as plain-text tables (also used to write docs)."""
     lines = [
         f"scenario {result['scenario']}, {format_duration(result['duration_seconds'])} simulated on each profile",
         "",
     ]
-    lines.append(
-        f"{'class':<12} {'':<6} {a + ' p50':>14} {b + ' p50':>14} {a + ' p99':>14} {b + ' p99':>14} {a + ' p99.9':>14} {b + ' p99.9':>14}"
-    )
-    for cls, row in result["classes"].items():
-        ra, rb = row.get(a, {}), row.get(b, {})
-        lines.append(
-            f"{cls:<12} {'':<6} {_d(ra.get('p50_seconds')):>14} {_d(rb.get('p50_seconds')):>14} "
-            f"{_d(ra.get('p99_seconds')):>14} {_d(rb.get('p99_seconds')):>14} "
-            f"{_d(ra.get('p999_seconds')):>14} {_d(rb.get('p999_seconds')):>14}"
-        )
+    lines += class_table(result["classes"], a, b)
     lines.append("")
     fa, fb = result["fabric"][a], result["fabric"][b]
     lines.append(f"{'':<24} {a:>16} {b:>16}")
