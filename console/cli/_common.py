@@ -52,26 +52,26 @@ def duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def seed_number(text: str) -> int:
-    """argparse type: ``--seed``, a whole number of 0 or more."""
+def _whole_number(text: str, least: int, says: str) -> int:
+    """``text`` as a whole number of at least ``least``, else a usage error that ``says``
+    what it must be."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be {says}, got {text!r}")
     return value
+
+
+def seed_number(text: str) -> int:
+    """argparse type: ``--seed``, a whole number of 0 or more."""
+    return _whole_number(text, 0, "0 or more")
 
 
 def count(text: str) -> int:
     """argparse type: a whole number of at least 1 (``--rounds``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
+    return _whole_number(text, 1, "at least 1")
 
 
 def message_size(text: str) -> int:
