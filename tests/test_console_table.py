@@ -7,6 +7,7 @@ chooses which link is hottest; the keys are pressed through Pilot.
 from __future__ import annotations
 
 from console.app import FabtopApp
+from console.linkview import COLUMNS
 from console.widgets.links_table import LinksTable
 from tests.console_synthetic import StubSource, snapshot, tables
 from tests.helpers import settle
@@ -109,3 +110,23 @@ async def test_cursor_on_the_top_row_watches_the_hottest_link() -> None:
         await settle(pilot, lambda: table.links_shown[0] == BASE[1].name[1])  # re-sorted
         assert table.cursor_row == 0
         assert table.cursor_link == BASE[1].name[1]  # the new hottest, not the old one
+
+
+async def test_the_sort_arrow_moves_on_an_empty_table_too() -> None:
+    """A filter that matched nothing kept the header's arrow on the column sorted by
+    before (its drawn line was cached until a row changed), under a title saying another."""
+    src = StubSource(snapshot(utilisation=[0.5] * 8, base=BASE))
+    app = app_for(src)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.query_one(LinksTable)
+        await pilot.press("slash", *"is:down", "enter")
+        await pilot.pause()
+        assert table.row_count == 0
+        for _ in range(3):
+            await pilot.press("s")
+            await pilot.pause()
+        drawn = "".join(segment.text for segment in table.render_line(0))
+        sorted_by = COLUMNS[table.sort_column][0]
+        assert f"{sorted_by} ▼" in drawn or f"{sorted_by} ▲" in drawn, drawn
+        assert drawn.count("▼") + drawn.count("▲") == 1, drawn

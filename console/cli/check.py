@@ -37,7 +37,7 @@ def register(sub: Any) -> None:
         "completed for a window; slow: progress, but past the deadline) and on which GPU. "
         "Exit status 0 when every step passes, 1 otherwise.",
     )
-    p.add_argument("what", choices=["ibgda"], help="which check to run")
+    p.add_argument("what", metavar="CHECK", choices=["ibgda"], help="which check to run: ibgda")
     add_scenario_options(p)
     p.add_argument(
         "--mismatch",

@@ -179,6 +179,9 @@ class LinksTable(DataTable[Text]):
                 down = hotter_is_bigger != self.sort_reverse
                 text = Text(f"{label} {'▼' if down else '▲'}", style="bold")
             self.columns[key].label = text  # type: ignore[index]
+        # the header's drawn lines are cached until a row changes: an empty table (a filter
+        # that matches nothing) kept the arrow on the column sorted by before
+        self._clear_caches()
         self.refresh()
 
     @property
