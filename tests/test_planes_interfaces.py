@@ -95,6 +95,19 @@ def test_a_scenario_that_cannot_run_one_engine_per_plane_is_refused_clearly() ->
     assert bad.returncode == 2 and "the batch must be between 1 and" in bad.stderr
 
 
+@pytest.mark.parametrize("argv", [["run", "planes-2", "--duration", "10us"], ["--no-metrics"]])
+def test_a_plane_batch_without_engines_per_plane_is_a_usage_error(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was ignored silently: the run went on in one process."""
+    from console.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--plane-batch", "4"] if argv[0] == "run" else ["--plane-batch", "4", *argv])
+    assert exc.value.code == 2
+    assert "--plane-batch needs --planes-distributed" in capsys.readouterr().err
+
+
 async def test_a_fault_from_the_console_lands_on_its_plane() -> None:
     fabric = PlanedFabric(load_scenario("planes-2"), InProcessPool)
     src = SteppedSource(fabric, description="planes-2, one engine per plane")  # type: ignore[arg-type]

@@ -51,10 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fabtop`` console script."""
-    from console.cli._common import join_negative_values
+    from console.cli._common import join_negative_values, planes_problem
 
     parser = build_parser()
     args = parser.parse_args(join_negative_values(list(sys.argv[1:] if argv is None else argv)))
+    problem = planes_problem(args)
+    if problem is not None:
+        parser.error(problem)
     func = getattr(args, "func", None)
     if func is None:
         default = getattr(args, "default_func", None)

@@ -369,7 +369,7 @@ def add_planes_options(parser: argparse._ActionsContainer, *, prefix: str = "") 
     parser.add_argument(
         "--plane-batch",
         type=plane_batch,
-        default=DEFAULT_PLANE_BATCH,
+        default=None,  # (given without --planes-distributed: a usage error, see planes_problem)
         metavar="TICKS",
         help=f"{prefix}with --planes-distributed: ticks the planes run per round trip; a "
         "workload hears of its completions at a batch's end (default "
@@ -377,8 +377,17 @@ def add_planes_options(parser: argparse._ActionsContainer, *, prefix: str = "") 
     )
 
 
+def planes_problem(args: argparse.Namespace) -> str | None:
+    """Why the plane options cannot be taken as given (None: they can): ``--plane-batch``
+    alone would be ignored."""
+    if getattr(args, "plane_batch", None) is not None and not args.planes_distributed:
+        return "--plane-batch needs --planes-distributed (it sets the batch of the planes' engines)"
+    return None
+
+
 def planes_from_args(args: argparse.Namespace) -> PlaneOptions | None:
     """The plane options the command line asked for (None: one process)."""
     if not getattr(args, "planes_distributed", False):
         return None
-    return PlaneOptions(batch_ticks=args.plane_batch)
+    batch = args.plane_batch
+    return PlaneOptions(batch_ticks=DEFAULT_PLANE_BATCH if batch is None else batch)
