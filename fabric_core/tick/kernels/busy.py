@@ -76,17 +76,10 @@ from fabric_core.tick.kernels.groups import (
     LB_PAUSED,
     LB_RETRANSMITTED,
     REST_CAP,
-    REST_CWND,
-    REST_DC_ALPHA,
     REST_LINE_RATE,
     REST_RC,
     REST_ROCE,
-    REST_RT,
-    REST_SINCE_ALPHA_S,
-    REST_SINCE_CUT_S,
-    REST_SINCE_DEC_S,
-    REST_SINCE_INC_S,
-    REST_STAGE,
+    REST_SENDERS_END,
     RESULT_CNPS,
     RESULT_DELIVERED,
     RESULT_DONE,
@@ -103,7 +96,6 @@ from fabric_core.tick.kernels.groups import (
     SV_M_STALE_LINKS,
     SV_S_STALE_BUFS,
     SV_S_STALE_LINKS,
-    SV_STALE,
 )
 from fabric_core.tick.kernels.histogram import SUM, observe_values
 from fabric_core.tick.kernels.index import (
@@ -375,12 +367,7 @@ def busy_ticks(
     s_stale_l, s_stale_b = solved[SV_S_STALE_LINKS], solved[SV_S_STALE_BUFS]
     m_stale_l, m_stale_b = solved[SV_M_STALE_LINKS], solved[SV_M_STALE_BUFS]
     cap, line_rate, roce = rest[REST_CAP], rest[REST_LINE_RATE], rest[REST_ROCE]
-    # RoCE's DCQCN senders, per flow slot
-    senders = (
-        rest[REST_RC], rest[REST_RT], rest[REST_DC_ALPHA], rest[REST_SINCE_CUT_S],
-        rest[REST_SINCE_ALPHA_S], rest[REST_SINCE_DEC_S], rest[REST_SINCE_INC_S],
-        rest[REST_STAGE], rest[REST_CWND],
-    )  # fmt: skip
+    senders = rest[REST_RC:REST_SENDERS_END]  # RoCE's DCQCN senders, per flow slot
     # the finish times' credit levels: none on RoCE, whose solve keeps none (``Solution``)
     finish_levels = np.zeros(0) if roce else credit_level
     path, vl, active_all, link_rank, n_ranks, n_vls, link_slot, buf_slot = rebuild
@@ -646,7 +633,7 @@ def busy_ticks(
             + link_book[LB_AFTER_DQ_OPEN:LB_PAUSED]
             + (link_paused,)
         )
-        solved = solved[:SV_STALE] + (s_stale_l, s_stale_b, m_stale_l, m_stale_b)
+        solved = solved[:SV_S_STALE_LINKS] + (s_stale_l, s_stale_b, m_stale_l, m_stale_b)
         one = uneventful_ticks(
             1, np.inf, now, tick, epoch_tick, epoch_s, dt, delivered, dropped, *index,
             *flow_table, *link_book, *solved, *rest, rng, *profile,

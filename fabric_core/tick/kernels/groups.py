@@ -89,8 +89,7 @@ LB_PAUSED = LINK_BOOK.index("link_paused")
 SV_LEVEL = SOLVED.index("level")
 SV_ALPHA = SOLVED.index("alpha")
 SV_CREDIT_LEVEL = SOLVED.index("credit_level")
-SV_STALE = SOLVED.index("s_stale_links")  # the first of the four stale lists
-SV_S_STALE_LINKS = SV_STALE
+SV_S_STALE_LINKS = SOLVED.index("s_stale_links")  # (the first of the four stale lists)
 SV_S_STALE_BUFS = SOLVED.index("s_stale_bufs")
 SV_M_STALE_LINKS = SOLVED.index("m_stale_links")
 SV_M_STALE_BUFS = SOLVED.index("m_stale_bufs")
@@ -98,15 +97,12 @@ SV_M_STALE_BUFS = SOLVED.index("m_stale_bufs")
 REST_CAP = REST.index("cap")
 REST_LINE_RATE = REST.index("line_rate")
 REST_ROCE = REST.index("roce")
-REST_RC = REST.index("rc")  # the first of the DCQCN senders' nine per-slot arrays
-REST_RT = REST.index("rt")
+#: RoCE's DCQCN senders' per-slot arrays, in ``pfc.SENDER_FIELDS``' order, are
+#: ``rest[REST_RC:REST_SENDERS_END]``, from ``rc`` to ``cwnd``
+REST_RC = REST.index("rc")
 REST_DC_ALPHA = REST.index("dc_alpha")
-REST_SINCE_CUT_S = REST.index("since_cut_s")
-REST_SINCE_ALPHA_S = REST.index("since_alpha_s")
-REST_SINCE_DEC_S = REST.index("since_dec_s")
-REST_SINCE_INC_S = REST.index("since_inc_s")
-REST_STAGE = REST.index("stage")
 REST_CWND = REST.index("cwnd")
+REST_SENDERS_END = REST_CWND + 1
 
 RESULT_STOP = RESULT.index("stop")
 RESULT_DELIVERED = RESULT.index("delivered")
