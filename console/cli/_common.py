@@ -90,26 +90,25 @@ def message_size(text: str) -> int:
     return int(value)
 
 
-def factor(text: str) -> float:
-    """argparse type: a finite number above 0 (``--scale``)."""
+def _number_above_zero(text: str, noun: str) -> float:
+    """``text`` as a finite number above 0, else a usage error naming it ``noun``."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
     if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {noun} above 0, got {text!r}")
     return value
+
+
+def factor(text: str) -> float:
+    """argparse type: a finite number above 0 (``--scale``)."""
+    return _number_above_zero(text, "a finite number")
 
 
 def positive_seconds(text: str) -> float:
     """argparse type: a number of seconds above 0 (``--timeout 2.5``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text!r}")
-    return value
+    return _number_above_zero(text, "a number of seconds")
 
 
 def tick_length(text: str) -> float:
