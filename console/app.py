@@ -38,7 +38,7 @@ from console.speed import SpeedSteps
 from console.viewstate import FabricView
 from console.widgets.event_log_view import EventLogView
 from console.widgets.fabric_map import FabricMap
-from console.widgets.faults_panel import FaultsPanel
+from console.widgets.faults_panel import PANEL_WIDTH, FaultsPanel
 from console.widgets.filter_input import FilterInput
 from console.widgets.latency_panel import LatencyPanel
 from console.widgets.links_table import LinksTable
@@ -154,7 +154,9 @@ class FabtopApp(App[None]):
     def on_mount(self) -> None:
         self.set_class(self.size.height < SHORT_ROWS, "-short")
         self.query_one("#map-box").border_title = "Fabric map (worst port)"
-        self.query_one("#faults-box").border_title = "Faults"
+        faults_box = self.query_one("#faults-box")
+        faults_box.border_title = "Faults"
+        faults_box.styles.width = PANEL_WIDTH  # (its columns', read from the panel)
         self.query_one("#events-box").border_title = "Events"
         self._start_engines()
         self.set_interval(self.render_interval_s, self._on_timer)

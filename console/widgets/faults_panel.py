@@ -11,7 +11,7 @@ from fabric_core.runtime.snapshot import FaultView, Snapshot
 #: (key, label, width): each width is its longest value's ("version_mismatch" aside,
 #: "leaf00->spine01", "recovered", "+2.02 ms") and a space before the next column, the
 #: table's only padding, so that the whole timeline fits the panel from 120 columns on
-#: (``app.tcss`` sizes the panel to ``PANEL_WIDTH``)
+#: (``FabtopApp`` sizes the panel's box to ``PANEL_WIDTH``)
 COLUMNS = (
     ("id", "id", 4),
     ("kind", "kind", 14),

@@ -53,10 +53,10 @@ def kpi_lines(workloads: dict[str, WorkloadView] | None) -> Text:
 class ClassRow(Horizontal):
     """One traffic class: its quantiles and a sparkline of p99."""
 
-    DEFAULT_CSS = """
-    ClassRow { height: 1; }
-    ClassRow > TextView { width: 48; height: 1; }
-    ClassRow > Sparkline { width: 1fr; }
+    DEFAULT_CSS = f"""
+    ClassRow {{ height: 1; }}
+    ClassRow > TextView {{ width: {LINE_WIDTH + 1}; height: 1; }}
+    ClassRow > Sparkline {{ width: 1fr; }}
     """
 
     def __init__(self, name: str) -> None:
