@@ -90,7 +90,9 @@ def _message_latency(dt: float, loaded: bool, solver: Solver = "compiled") -> fl
     prof = profile()
     topo = small_leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=2)
     background = [("gpu0001", "gpu0003", 256 * 1024**2, 0.0)] if loaded else []
-    t_msg = 2e-3  # long after the background flow reached its steady state
+    # long after the background flow reached its steady state (its first microseconds),
+    # and at least two ticks in
+    t_msg = max(200e-6, 2 * dt)
     fabric, (_, probe) = scripted_fabric(
         topo,
         prof,
@@ -142,12 +144,16 @@ def _latency_beside_a_held_flow(dt: float, loaded: bool, solver: Solver) -> floa
     background = (
         [(s, "gpu0004", size, 0.0) for s in ("gpu0001", "gpu0005", "gpu0006")] if loaded else []
     )
+    # the held flow is steady within microseconds (its buffers fill at 800 Gb/s of excess);
+    # 200 µs, or two ticks where that is longer, leaves the reference's 100 ns case 2,000
+    # ticks to run before the message, not 20,000 (the same figure to the picosecond)
+    start = max(200e-6, 2 * dt)
     fabric, (_, probe) = scripted_fabric(
         topo,
         prof,
         background,
         dt_s=dt,
-        extra=[("probe", "rpc", [("gpu0000", "gpu0007", 4096, 2e-3)])],
+        extra=[("probe", "rpc", [("gpu0000", "gpu0007", 4096, start)])],
         solver=solver,
     )
     while not probe.finished:
