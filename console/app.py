@@ -15,7 +15,6 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from console.linkview import COLUMNS, SORT_ORDER, LinkFilter
@@ -40,6 +39,7 @@ from console.widgets.event_log_view import EventLogView
 from console.widgets.fabric_map import FabricMap
 from console.widgets.faults_panel import PANEL_WIDTH, FaultsPanel
 from console.widgets.filter_input import FilterInput
+from console.widgets.key_footer import SPEED, KeyFooter
 from console.widgets.latency_panel import LatencyPanel
 from console.widgets.links_table import LinksTable
 from console.widgets.status_header import StatusHeader
@@ -68,18 +68,19 @@ class FabtopApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "fabtop"
     COMMANDS = App.COMMANDS | {FabricCommands}
+    #: The footer's order: Help first, as in htop, so that it shows on any width
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "Help", key_display="?"),
         Binding("p", "toggle_pause", "Pause"),
         Binding("f", "toggle_freeze", "Freeze"),
-        Binding("plus,equals_sign", "speed(2.0)", "Faster", key_display="+"),
-        Binding("minus", "speed(0.5)", "Slower", key_display="-"),
+        Binding("plus,equals_sign", "speed(2.0)", "Faster", key_display="+", group=SPEED),
+        Binding("minus", "speed(0.5)", "Slower", key_display="-", group=SPEED),
         Binding("s", "cycle_sort", "Sort"),
         Binding("r", "reverse_sort", "Reverse"),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("i", "inject", "Inject"),
         Binding("x", "clear_all", "Clear"),
         Binding("c", "compare", "Compare"),
-        Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
         # as in any terminal program (Textual's own ctrl+c only says to press ctrl+q); in
         # a text field it copies the selection, as the field's own binding says
@@ -145,7 +146,7 @@ class FabtopApp(App[None]):
                 yield self.faults_panel
             with Vertical(id="events-box"):
                 yield self.event_log
-        yield Footer(compact=True)
+        yield KeyFooter()
 
     def on_resize(self, event: events.Resize) -> None:
         """Give every panel some rows on a short terminal (``.-short`` in app.tcss)."""

@@ -23,7 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from console.compiling import compiling_note
 from console.fmt import fmt_bitrate, fmt_bytes, fmt_rate, fmt_seconds, fmt_speed, kpi_text
@@ -36,6 +36,7 @@ from console.source import FabricSource, compiling_note_of, compiling_of, submit
 from console.speed import SharedWindow, SpeedSteps
 from console.viewstate import FabricView
 from console.widgets.faults_panel import faults_to_show
+from console.widgets.key_footer import KeyFooter
 from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
 from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume
 from fabric_core.runtime.snapshot import FaultView, Snapshot
@@ -365,16 +366,20 @@ def _show_sized(panel: Static, table: Table, height: int) -> None:
     panel.update(table, layout=False)
 
 
+#: + and - in the footer, as one ("+ - Speed (both)")
+BOTH = Binding.Group("Speed (both)")
+
+
 class CompareScreen(Screen[None]):
     """See the module docstring."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,c", "app.pop_screen", "Back"),
+        Binding("p", "toggle_pause", "Pause both"),
+        Binding("plus,equals_sign", "speed(2.0)", "Faster (both)", key_display="+", group=BOTH),
+        Binding("minus", "speed(0.5)", "Slower (both)", key_display="-", group=BOTH),
         Binding("i", "inject", "Inject on both"),
-        Binding("x", "clear_all", "Clear all on both"),
-        Binding("p", "toggle_pause", "Pause/Resume both"),
-        Binding("plus,equals_sign", "speed(2.0)", "Faster (both)", key_display="+"),
-        Binding("minus", "speed(0.5)", "Slower (both)", key_display="-"),
+        Binding("x", "clear_all", "Clear both"),
     ]
     DEFAULT_CSS = """
     CompareScreen Horizontal { height: auto; }
@@ -414,7 +419,7 @@ class CompareScreen(Screen[None]):
         yield Static(id="delta")
         yield Static(id="faults-both")
         yield Static(id="speed-line")
-        yield Footer(compact=True)
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#delta", Static).border_title = "difference (right / left; red = worse)"

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from console.eventlog import EventLog
 from console.fmt import fmt_bitrate, fmt_bytes, fmt_pct, fmt_rate, fmt_seconds
@@ -18,6 +18,7 @@ from console.linkhistory import LinkHistory
 from console.linkview import LinkRates, stalled_word
 from console.messages import InjectRequested, RedrawRequested
 from console.widgets.event_log_view import entry_line
+from console.widgets.key_footer import KeyFooter
 from console.widgets.links_table import link_state_name
 from console.widgets.scaled_sparkline import scaled_sparkline
 from fabric_core.runtime.snapshot import Snapshot
@@ -134,7 +135,7 @@ class LinkDetailScreen(Screen[None]):
                 yield Static(id="counters")
             with Vertical(id="events"):
                 yield Static(id="event-lines")
-        yield Footer(compact=True)
+        yield KeyFooter()
 
     def show(self, snap: Snapshot, rates: LinkRates, history: LinkHistory, log: EventLog) -> None:
         """Redraw for this link from the app's current view."""

@@ -1,0 +1,70 @@
+"""The footer of keys at the widths terminals have: every key of the screen shows from 100
+columns on, Help first, and the command palette's key only where it fits beside them
+(``console.widgets.key_footer``)."""
+
+from __future__ import annotations
+
+from textual.widgets._footer import FooterKey
+
+from console.app import FabtopApp
+from console.screens.compare import CompareScreen
+from console.stepped import SteppedSource
+from console.widgets.key_footer import PALETTE_CLASS, KeyFooter
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
+from tests.helpers import settle
+
+
+def source(profile: str | None = None) -> SteppedSource:
+    return SteppedSource(Fabric.from_scenario(load_scenario("tiny", profile=profile)))
+
+
+def footer_line(footer: KeyFooter) -> tuple[list[str], bool] | None:
+    """The footer's keys as drawn, left to right, and whether the palette's key is there;
+    None while it composes them or lays them out."""
+    keys = [key for key in footer.query(FooterKey) if not key.has_class(PALETTE_CLASS)]
+    actions = {b.binding.action for b in footer.screen.active_bindings.values() if b.binding.show}
+    places = {key.region.x for key in keys if key.region.width > 0}
+    if len(places) < len(actions):  # (keys not placed yet share x = 0)
+        return None
+    keys.sort(key=lambda key: key.region.x)
+    return [key.key_display for key in keys], bool(footer.query(f".{PALETTE_CLASS}"))
+
+
+def drawn(footer: KeyFooter, palette: bool) -> bool:
+    line = footer_line(footer)
+    return line is not None and line[1] == palette
+
+
+async def test_the_palette_key_gives_way_to_the_screens_keys() -> None:
+    """At 100 columns the palette's key was docked over Help and Quit, with a letter of a
+    covered key showing beside it; it now goes, and comes back on a wider terminal."""
+    app = FabtopApp(source(), render_interval_s=0.05)
+    async with app.run_test(size=(100, 30)) as pilot:
+        footer = app.query_one(KeyFooter)
+        await settle(pilot, lambda: drawn(footer, palette=False))
+        keys, _ = footer_line(footer) or ([], False)
+        assert keys[0] == "?" and keys[-1] == "q"  # Help first, Quit last
+        assert {"+", "-", "/", "i", "c"} <= set(keys)
+        assert footer.keys_width() <= 100
+
+        await pilot.resize_terminal(140, 30)
+        await settle(pilot, lambda: drawn(footer, palette=True))
+        palette = footer.query_one(f".{PALETTE_CLASS}")
+        assert palette.region.x >= footer.keys_width()  # beside the keys, not over them
+        assert footer_line(footer) == (keys, True)
+
+        await pilot.resize_terminal(80, 30)  # narrower than the keys: Help still shows
+        await settle(pilot, lambda: drawn(footer, palette=False))
+        assert (footer_line(footer) or ([""], False))[0][0] == "?"
+
+
+async def test_the_compare_views_keys_fit_in_100_columns() -> None:
+    left, right = source("native-400g"), source("roce-400g")
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("c")
+        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
+        footer = app.screen.query_one(KeyFooter)
+        await settle(pilot, lambda: drawn(footer, palette=True))  # it fits beside them
+        assert footer_line(footer) == (["esc", "p", "+", "-", "i", "x", "?", "q"], True)
