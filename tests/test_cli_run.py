@@ -48,6 +48,7 @@ def test_run_every_bundled_scenario_writes_a_valid_report(name: str, tmp_path: P
     # every bundled tick (250 ns .. 40 µs) divides 40 µs: the run is exactly 40 µs long
     run = data["run"]
     assert run["simulated_seconds"] == pytest.approx(40e-6, rel=1e-9)
+    assert "whole ticks" not in out.stderr  # (no note of a rounded duration)
     assert run["ticks"] == round(40e-6 / run["dt_seconds"]) >= 1
     assert run["hop_updates_per_second"] > 0
     # the first tick (where a new process loads the compiled kernels) timed on its own too
@@ -225,6 +226,19 @@ def test_unknown_scenario_and_bad_duration_are_clear_errors() -> None:
     assert out.returncode != 0 and "no bundled scenario 'no-such-scenario'" in out.stderr
     out = fabtop("run", "tiny", "--duration", "5 parsecs")
     assert out.returncode != 0 and "bad duration" in out.stderr
+
+
+def test_a_duration_that_is_not_whole_ticks_is_said_to_be_rounded_up(tmp_path: Path) -> None:
+    """``--duration 1ns`` ran a whole tick and said so only in the summary's tick count."""
+    report = tmp_path / "r.json"
+    out = fabtop("run", "tiny", "--duration", "1ns", "--json", str(report))
+    assert out.returncode == 0, out.stderr
+    run = json.loads(report.read_text())["run"]
+    assert run["ticks"] == 1 and run["simulated_seconds"] == run["dt_seconds"] > 1e-9
+    assert (
+        "--duration 1 ns runs as 1 tick of " in out.stderr
+        and "(a run is whole ticks)" in out.stderr
+    )
 
 
 def test_a_scenario_with_no_workload_counts_a_fault_incast_under_bulk(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from console.cli.progress import ProgressBar
 from console.compiling import ONCE
 from console.fabrics import close_fabric
 from fabric_core.reports.record import Recorder, RecordError, save_run
-from fabric_core.reports.run import run_for
+from fabric_core.reports.run import run_for, ticks_for
 from fabric_core.runtime.engine import RunEndedError
 from fabric_core.runtime.fabric import SOLVERS
 from fabric_core.units import format_bytes, format_duration, format_rate
@@ -88,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
     fabric = build_fabric(scn, args.solver, planes_from_args(args))
     if fabric is None:
         return 2
+    if not args.quiet and (note := whole_ticks_note(args.duration, fabric.dt_s)):
+        print(f"fabtop: {note}", file=sys.stderr)
     try:
         bar = ProgressBar(f"run {scn.name}", total_s=args.duration)
         if args.quiet:
@@ -154,6 +156,17 @@ def compile_progress_note(kernel: str | None) -> str | None:
     if kernel is None:
         return None
     return f"compiling {kernel} {ONCE}"
+
+
+def whole_ticks_note(duration_s: float, dt_s: float) -> str | None:
+    """What a ``--duration`` that is not whole ticks runs instead (None where it is)."""
+    ticks = ticks_for(duration_s, dt_s)
+    if math.isclose(ticks * dt_s, duration_s, rel_tol=1e-9):
+        return None
+    return (
+        f"--duration {format_duration(duration_s)} runs as {_count(ticks, 'tick')} of "
+        f"{format_duration(dt_s)}, {format_duration(ticks * dt_s)} (a run is whole ticks)"
+    )
 
 
 def _count(n: int, noun: str) -> str:

@@ -17,6 +17,12 @@ from fabric_core.runtime.snapshot import Snapshot
 ProgressFn = Callable[[float, float], None]  # (simulated so far, total)
 
 
+def ticks_for(duration_s: float, dt_s: float) -> int:
+    """The ticks ``run_for`` runs for ``duration_s``: whole ticks, at least one, rounded up
+    (a duration a billionth of a tick over a whole number is not a tick more)."""
+    return max(1, math.ceil(duration_s / dt_s - 1e-9))
+
+
 def run_for(
     fabric: Fabric | PlanedFabric, duration_s: float, progress: ProgressFn | None = None
 ) -> dict[str, Any]:
@@ -24,7 +30,7 @@ def run_for(
 
     The first tick is timed on its own as well: in a fresh process it loads the compiled
     kernels from numba's cache (some 0.4 s), which would hide the speed of a short run."""
-    ticks = max(1, math.ceil(duration_s / fabric.dt_s - 1e-9))
+    ticks = ticks_for(duration_s, fabric.dt_s)
     wall0 = time.perf_counter()
     hop0 = fabric.hop_updates
     fabric.run_ticks(1)
