@@ -48,8 +48,9 @@ def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> floa
     return value
 
 
-def parse_size(text: str | float | int) -> float:
-    """Bytes from ``"4KiB"``, ``"1 MB"``, ``"7408"`` or a plain number."""
+def parse_size(text: str | float | int, *, signed: bool = False) -> float:
+    """Bytes from ``"4KiB"``, ``"1 MB"``, ``"7408"`` or a plain number; a negative size is
+    refused unless ``signed`` (for a caller that says its own range)."""
     if isinstance(text, int | float) and not isinstance(text, bool):
         value = float(text)
     else:  # as in parse_duration: a bool or a list is refused with the text's message
@@ -65,7 +66,7 @@ def parse_size(text: str | float | int) -> float:
         value = float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "b").lower()]
     if not math.isfinite(value):
         raise ValueError(f"size must be a finite number, got {text!r}")
-    if value < 0:
+    if value < 0 and not signed:
         raise ValueError(f"size must be >= 0, got {text!r}")
     return value
 

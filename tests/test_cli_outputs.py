@@ -57,6 +57,26 @@ def test_an_output_that_is_a_directory_is_refused(
     assert capsys.readouterr().err == f"fabtop: --json {tmp_path}: is a directory\n"
 
 
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["run", "tiny", "--json"], "--json"),
+        (["run", "tiny", "--record"], "--record"),
+        (["claims", "--markdown"], "--markdown"),
+        (["storage-report", "--write-docs"], "--write-docs"),
+        (["replay"], "FILE"),
+    ],
+)
+def test_an_empty_file_name_is_refused_as_one(
+    argv: list[str], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--json ''`` was reported as the directory ``.`` (``Path("")``)."""
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, ""])
+    assert exit_.value.code == 2
+    assert f"argument {option}: expected a file name, got ''" in capsys.readouterr().err
+
+
 def test_claims_markdown_and_plots_may_name_directories_still_to_be_made(tmp_path: Path) -> None:
     """--markdown and --plots make their directories, so a new one is not refused; a
     --plots that is a file is, since no plot can go in it."""

@@ -139,7 +139,11 @@ def _tiny_with(**changes: Any) -> dict[str, Any]:
         ),
         (
             _tiny_with(workload=[{**TINY["workload"][0], "size": "-5KiB"}]),
-            "workload[0]: size must be >= 0, got '-5KiB'",
+            "workload[0]: size: must be 1 B to 2 GiB (one message's most), got '-5KiB'",
+        ),
+        (  # (session 42: a negative size in the words of a zero one)
+            _tiny_with(workload=[{**TINY["workload"][0], "size": 0}]),
+            "workload[0]: size: must be 1 B to 2 GiB (one message's most), got 0",
         ),
         (_tiny_with(dt="-1us"), "dt: duration must be > 0, got '-1us'"),
         (

@@ -6,7 +6,6 @@ import argparse
 import json
 import math
 import sys
-from pathlib import Path
 from typing import Any
 
 from console.cli._common import (
@@ -16,7 +15,7 @@ from console.cli._common import (
     load_from_args,
     message_size,
 )
-from console.cli.output import refuse_bad_outputs, write_output
+from console.cli.output import file_path, refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from fabric_core.commands import CommandError, InjectFault
 from fabric_core.reports.bringup import DEADLINE_MARGIN, StepProgress, check_ibgda
@@ -68,7 +67,7 @@ def register(sub: Any) -> None:
         help="simulated time after which a step that is still making progress is 'slow' "
         f"(default: {DEADLINE_MARGIN:g}x the step's expected time, computed from the cluster)",
     )
-    p.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
+    p.add_argument("--json", type=file_path, metavar="FILE", help="write the results as JSON")
     p.set_defaults(func=run)
 
 

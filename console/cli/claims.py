@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from console.cli.output import output_problem, refuse_bad_outputs, write_output
+from console.cli.output import file_path, output_problem, refuse_bad_outputs, write_output
 
 
 def register(sub: Any) -> None:
@@ -35,16 +35,16 @@ def register(sub: Any) -> None:
         action="store_true",
         help="fewer sweep points and shorter runs (under a minute; figures are rougher)",
     )
-    p.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
+    p.add_argument("--json", type=file_path, metavar="FILE", help="write the results as JSON")
     p.add_argument(
         "--markdown",
-        type=Path,
+        type=file_path,
         metavar="FILE",
         help="write the results as markdown (docs/CLAIMS.md is made this way)",
     )
     p.add_argument(
         "--plots",
-        type=Path,
+        type=file_path,
         metavar="DIR",
         help="write an SVG plot of every sweep into DIR (needs matplotlib: "
         "pip install -e '.[plots]')",

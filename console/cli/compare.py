@@ -6,11 +6,10 @@ import argparse
 import json
 import math
 import sys
-from pathlib import Path
 from typing import Any
 
 from console.cli._common import duration, seed_number
-from console.cli.output import refuse_bad_outputs, write_output
+from console.cli.output import file_path, refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from fabric_core.net.profiles import PROFILES
 from fabric_core.reports.compare import DEFAULT_PROFILES, compare_scenario, latency_by_size
@@ -52,7 +51,7 @@ def register(sub: Any) -> None:
         choices=sorted(PROFILES),
         help=f"the two profiles, different ones (default {' '.join(DEFAULT_PROFILES)})",
     )
-    p.add_argument("--json", type=Path, metavar="FILE", help="write the comparison as JSON")
+    p.add_argument("--json", type=file_path, metavar="FILE", help="write the comparison as JSON")
     p.add_argument("--no-sizes", action="store_true", help="skip the latency-by-size table")
     p.set_defaults(func=run)
 

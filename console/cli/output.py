@@ -5,6 +5,7 @@ was there."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
@@ -12,6 +13,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from fabric_core.textfile import write_text
+
+
+def file_path(text: str) -> Path:
+    """An argparse type: ``text`` as a path to a file, refused when empty (``Path("")`` is
+    ``.``, the working directory, which the errors then named instead of the empty
+    name)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a file name, got {text!r}")
+    return Path(text)
 
 
 def output_problem(path: Path, make_parents: bool = False) -> str | None:

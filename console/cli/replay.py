@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-from console.cli.output import refuse_bad_outputs, write_output
+from console.cli.output import file_path, refuse_bad_outputs, write_output
 from console.cli.run import print_summary
 from fabric_core.reports.record import MAX_RECORD_BYTES, RecordError, load_record, replay
 
@@ -24,9 +23,12 @@ def register(sub: Any) -> None:
         f"record cannot be read (not a regular file, over {MAX_RECORD_BYTES >> 20} MiB, or a "
         "field malformed). Records come from `fabtop run --record FILE`.",
     )
-    p.add_argument("record", type=Path, metavar="FILE", help="a record written with --record")
+    p.add_argument("record", type=file_path, metavar="FILE", help="a record written with --record")
     p.add_argument(
-        "--json", type=Path, metavar="FILE", help="write the replayed run's report as JSON to FILE"
+        "--json",
+        type=file_path,
+        metavar="FILE",
+        help="write the replayed run's report as JSON to FILE",
     )
     p.add_argument("--quiet", action="store_true", help="print nothing but the verdict and errors")
     p.set_defaults(func=run)

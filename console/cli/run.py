@@ -19,7 +19,7 @@ from console.cli._common import (
     load_from_args,
     planes_from_args,
 )
-from console.cli.output import refuse_bad_outputs, write_output
+from console.cli.output import file_path, refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from console.compiling import ONCE
 from console.fabrics import close_fabric
@@ -46,7 +46,7 @@ def register(sub: Any) -> None:
         help="simulated time to run, with a unit (default 1ms; units ns, us, ms, s)",
     )
     p.add_argument(
-        "--json", type=Path, metavar="FILE", help="write the full report as JSON to FILE"
+        "--json", type=file_path, metavar="FILE", help="write the full report as JSON to FILE"
     )
     p.add_argument(
         "--solver",
@@ -65,7 +65,9 @@ def register(sub: Any) -> None:
     )
     add_planes_options(p)
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    p.add_argument("--record", type=Path, metavar="FILE", help="record the run for `fabtop replay`")
+    p.add_argument(
+        "--record", type=file_path, metavar="FILE", help="record the run for `fabtop replay`"
+    )
     p.set_defaults(func=run)
 
 

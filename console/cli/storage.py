@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from console.claims import spell_out_claims
 from console.cli._common import factor
-from console.cli.output import refuse_bad_outputs, write_output
+from console.cli.output import file_path, refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from fabric_core.reports.run import run_for
 from fabric_core.reports.storage import (
@@ -48,7 +47,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--write-docs",
-        type=Path,
+        type=file_path,
         metavar="FILE",
         help="splice the markdown tables into FILE between the storage-report markers",
     )

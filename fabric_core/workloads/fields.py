@@ -37,7 +37,7 @@ def size(
         ValueError: not a size, or out of range.
     """
     try:
-        value = parse_size(t.get(key, default))
+        value = parse_size(t.get(key, default), signed=True)  # (-5 B: the range below)
     except ValueError as exc:  # ("size must be ...": named by its key)
         raise ValueError(str(exc).replace("size", key, 1)) from None
     if not 1 <= value <= maximum:
