@@ -11,13 +11,41 @@ from console.widgets.text_view import TextView
 SEVERITY_STYLES = {"info": "", "warning": "yellow", "error": "bold red"}
 
 
+#: Columns of an entry's time, kind and target, each with its space after it
+TIME_WIDTH, KIND_WIDTH, TARGET_WIDTH = 10, 17, 19
+#: A panel narrower than an entry's time, kind and target shows each entry on two lines:
+#: the target and the message go under the kind (at 120 columns the panel has 33, and
+#: every target was cut to "leaf00-…")
+TWO_LINES_BELOW = TIME_WIDTH + KIND_WIDTH + TARGET_WIDTH
+
+
 def entry_line(entry: LogEntry) -> Text:
     """``  12.5 ms  warning  rerouted       leaf00->spine01  traffic moved ×3``."""
+    return _when_and_kind(entry).append_text(_what(entry))
+
+
+def entry_lines(entry: LogEntry, width: int) -> list[Text]:
+    """``entry_line`` where ``width`` holds its time, kind and target; two lines where it
+    does not, the second under the kind."""
+    if width >= TWO_LINES_BELOW:
+        return [entry_line(entry)]
+    return [_when_and_kind(entry), Text(" " * TIME_WIDTH).append_text(_what(entry))]
+
+
+def _when_and_kind(entry: LogEntry) -> Text:
     e = entry.event
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f"{fmt_seconds(e.time_s):>9} ", "dim")
-    text.append(f"{e.kind:<16.16} ", SEVERITY_STYLES.get(e.severity, ""))
-    text.append(f"{e.target:<18} ", "bold")
+    text.append(f"{fmt_seconds(e.time_s):>{TIME_WIDTH - 1}} ", "dim")
+    text.append(
+        f"{e.kind:<{KIND_WIDTH - 1}.{KIND_WIDTH - 1}} ", SEVERITY_STYLES.get(e.severity, "")
+    )
+    return text
+
+
+def _what(entry: LogEntry) -> Text:
+    e = entry.event
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(f"{e.target:<{TARGET_WIDTH - 1}} ", "bold")
     text.append(e.message)
     if entry.count > 1:
         text.append(f" ×{entry.count}", "bold cyan")
@@ -25,7 +53,7 @@ def entry_line(entry: LogEntry) -> Text:
 
 
 class EventLogView(TextView):
-    """Shows the tail of an ``EventLog``; redraws only when the log changed."""
+    """Shows the tail of an ``EventLog``; redraws only when the log or the width changed."""
 
     DEFAULT_CSS = """
     EventLogView { height: 1fr; min-height: 3; text-wrap: nowrap; text-overflow: ellipsis; }
@@ -34,18 +62,33 @@ class EventLogView(TextView):
     def __init__(self, *, lines: int = 40, id: str | None = None) -> None:
         super().__init__(id=id)
         self.lines = lines
-        self._version = -1
+        self._drawn: tuple[int, int, int] | None = None  # the log's version, width, height
+        self._log: EventLog | None = None  # as last shown
+
+    def on_resize(self) -> None:
+        """Lay the entries out for the new width (a paused console gets no new snapshot)."""
+        if self._log is not None:
+            self.show(self._log)
 
     def show(self, log: EventLog) -> None:
-        """Redraw from ``log`` if it changed."""
-        if log.version == self._version:
+        """Redraw from ``log`` if it or the panel's size changed."""
+        self._log = log
+        width, height = self.size.width, self.size.height or self.lines
+        if self._drawn == (log.version, width, height):
             return
-        self._version = log.version
-        # Only the newest lines that fit (the log itself keeps more, for the detail screen).
-        entries = list(log.entries)[-(self.size.height or self.lines) :]
-        if not entries:
+        self._drawn = (log.version, width, height)
+        # Only the newest entries that fit whole (the log itself keeps more, for the detail
+        # screen), or the first line of the newest where none does
+        lines: list[Text] = []
+        for entry in reversed(log.entries):
+            more = entry_lines(entry, width)
+            if len(lines) + len(more) > height:
+                lines = lines or more[:height]
+                break
+            lines[:0] = more
+        if not lines:
             self.show_text(Text("no events yet", style="dim"))
             return
-        text = Text("\n").join(entry_line(e) for e in entries)
+        text = Text("\n").join(lines)
         text.no_wrap, text.overflow = True, "ellipsis"
         self.show_text(text)
