@@ -205,15 +205,28 @@ def test_credit_loss_leaks_with_traffic_then_the_link_retrains() -> None:
     assert f.state in ("mitigated", "recovered")
 
 
-def test_pfc_storm_is_ignored_by_a_credit_fabric() -> None:
+def test_a_pfc_storm_on_a_credit_fabric_stalls_the_stuck_nic_until_it_is_cleared() -> None:
+    """No pause frames (no PFC), but the stuck NIC returns no credits: nothing comes into
+    it, and nothing mitigates that (its timeline said "pause frames ignored" and
+    "recovered" at +16 µs while the NIC's flows stood still)."""
     fabric = tiny()
     fabric.run_ticks(20)
+    gpu = fabric.topo.nodes.index["gpu0003"]
+    into = int(np.flatnonzero(fabric.topo.links.dst == gpu)[0])
     fabric.apply(InjectFault(kind="pfc_storm", target="gpu0003"))
+    fabric.run_ticks(5)  # the bytes on the wire into it land
+    before = int(fabric.snapshot().link_state.tx_bytes_total[into])
     fabric.run_ticks(50)
     snap = fabric.snapshot()
     assert snap.link_state.pause_frames_total.sum() == 0
-    assert fabric.faults.pfc_storm_nodes().tolist() == [fabric.topo.nodes.index["gpu0003"]]
-    assert any("no PFC on a credit fabric" in e.message for e in snap.events)
+    assert fabric.faults.pfc_storm_nodes().tolist() == [gpu]
+    assert int(snap.link_state.tx_bytes_total[into]) == before  # the NIC takes nothing
+    f = fabric.faults.faults["f0"]
+    assert f.detected_at_s is not None and f.mitigated_at_s is None
+    assert any("no credits come back from the stuck NIC" in e.message for e in snap.events)
+    fabric.apply(ClearFault(fault_id="f0"))
+    fabric.run_ticks(20)
+    assert int(fabric.snapshot().link_state.tx_bytes_total[into]) > before
 
 
 @pytest.mark.parametrize("solver", SOLVERS)

@@ -118,7 +118,7 @@ def test_a_degraded_link_is_detected_and_mitigated_at_the_detection_time() -> No
     assert fault.mitigated_at_s == fault.detected_at_s  # the retries absorb the errors
 
 
-def test_a_pfc_storm_on_a_credit_fabric_is_ignored_after_the_detection_time() -> None:
+def test_a_pfc_storm_on_a_credit_fabric_is_detected_at_the_detection_time_not_mitigated() -> None:
     fabric = one_flow(fault_detect_s=40e-6)
     fabric.apply(InjectFault(kind="pfc_storm", target="gpu0001"))
     fabric.run_ticks(20)
@@ -127,7 +127,7 @@ def test_a_pfc_storm_on_a_credit_fabric_is_ignored_after_the_detection_time() ->
     fault = fabric.snapshot().faults[0]
     # 40 µs is a whole number of ticks after the injection: on that very tick, not the next
     assert fault.time_to_detect_s == pytest.approx(40e-6, abs=0.5 * DT)
-    assert fault.mitigated_at_s == fault.detected_at_s
+    assert fault.mitigated_at_s is None  # the stuck NIC returns no credits until cleared
 
 
 def test_an_incast_is_detected_when_more_than_a_buffer_waits_for_its_target() -> None:

@@ -116,8 +116,9 @@ FAULT_KINDS: dict[str, FaultKind] = {
             "pfc_storm",
             "gpu",
             {},
-            "the GPU's NIC is stuck sending PFC pause frames (a credit fabric ignores them; "
-            "on RoCE the PFC watchdog stops honouring them)",
+            "the GPU's NIC is stuck sending PFC pause frames (on RoCE the PFC watchdog "
+            "stops honouring them; a credit fabric has no PFC, but the stuck NIC returns no "
+            "credits: the flows into it wait until it is cleared)",
             "watchdog",
         ),
         FaultKind(

@@ -323,11 +323,17 @@ def _advance(
             _mitigated(fabric, f, now, "link retrained, credits restored")
             book.mark_retrained(f)
     elif kind == "pfc_storm" and f.detected_at_s is None:
-        if fabric.pfc is None:  # a credit fabric: the port drops the pause frames
+        if fabric.pfc is None:
+            # A credit fabric has no PFC, but the NIC behind a storm is stuck: it takes no
+            # data and so returns no credits (``Fabric._rates``). Its port sees that; no
+            # watchdog then drops the flows' bytes (InfiniBand's head-of-queue lifetime,
+            # which would, is not modelled), so nothing mitigates it until it is cleared.
             if age >= p.fault_detect_s - TIME_EPS_S:
-                how = "pause frames ignored: no PFC on a credit fabric"
+                how = (
+                    "by the port: no credits come back from the stuck NIC (no PFC here, "
+                    "so no watchdog): flows into it wait until it is cleared"
+                )
                 _detected(fabric, f, now, how)
-                _mitigated(fabric, f, now, how)
         else:
             # measured: the PFC model's watchdog fired on a queue into the storming NIC
             v = fabric.n_vls
