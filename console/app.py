@@ -151,6 +151,9 @@ class FabtopApp(App[None]):
     def on_resize(self, event: events.Resize) -> None:
         """Give every panel some rows on a short terminal (``.-short`` in app.tcss)."""
         self.set_class(event.size.height < SHORT_ROWS, "-short")
+        main = self.screen_stack[0]
+        if main is not self.screen:  # (a class of the app's restyles only the screen shown:
+            self.update_styles(main)  # the main view came back from compare in its old rows)
 
     def on_mount(self) -> None:
         self.set_class(self.size.height < SHORT_ROWS, "-short")

@@ -231,3 +231,20 @@ async def test_rendering_is_throttled_while_the_terminal_is_unfocused() -> None:
         src.step(5)
         app._on_timer()
         assert app.view.snapshot is src.latest()
+
+
+async def test_a_resize_under_the_compare_view_reaches_the_main_view() -> None:
+    """Resized to 80x24 while the compare view was up, the main view came back in its tall
+    layout: its faults and events panels below the terminal's last row."""
+    left, right = source("native-400g"), source("roce-400g")
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("c")
+        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        await pilot.press("escape")
+        faults = app.query_one("#faults-box")
+        await settle(pilot, lambda: not isinstance(app.screen, CompareScreen))
+        await settle(pilot, lambda: faults.region.bottom <= 24 - 1)  # above the footer
+        assert app.query_one("#links-box").region.height > 0
