@@ -133,3 +133,21 @@ def test_the_class_table_puts_each_quantile_over_its_two_profiles() -> None:
     for start, q in zip(starts, ("p50", "p99", "p99.9"), strict=True):
         at = quantiles.index(q)
         assert start <= at < start + len("native-400g  roce-400g"), (start, at)
+
+
+def test_a_duration_that_is_not_whole_ticks_says_what_ran(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--duration 0.5us`` on a 1 µs tick said "500 ns simulated on each profile" (and the
+    JSON 5e-07) after one whole tick on each."""
+    from console.cli import main
+
+    out_file = tmp_path / "cmp.json"
+    argv = ["compare", "tiny", "--duration", "0.5us", "--no-sizes", "--json", str(out_file)]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "fabtop: --duration 500 ns runs as 1 tick of 1 µs, 1 µs (a run is whole ticks)" in err
+    assert "1 µs simulated on each profile" in out
+    data = json.loads(out_file.read_text())
+    assert data["duration_seconds"] == pytest.approx(1e-6)
+    assert {r["run"]["ticks"] for r in data["reports"].values()} == {1}

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 from console.fabrics import DEFAULT_PLANE_BATCH, PlaneOptions, make_fabric
 from fabric_core.commands import MAX_TICK_S, MIN_TICK_S, speed_problem
 from fabric_core.net.profiles import PROFILES
+from fabric_core.reports.run import ticks_for
 from fabric_core.runtime.fabric import Fabric, Solver
 from fabric_core.runtime.scenario import Scenario, ScenarioError, load_scenario
-from fabric_core.units import format_bytes, parse_duration, parse_size
+from fabric_core.units import format_bytes, format_duration, parse_duration, parse_size
 
 if TYPE_CHECKING:
     from fabric_core.planes.coordinator import PlanedFabric
@@ -390,3 +391,19 @@ def planes_from_args(args: argparse.Namespace) -> PlaneOptions | None:
         return None
     batch = args.plane_batch
     return PlaneOptions(batch_ticks=DEFAULT_PLANE_BATCH if batch is None else batch)
+
+
+def whole_ticks_note(duration_s: float, dt_s: float) -> str | None:
+    """What a ``--duration`` that is not whole ticks runs instead (None where it is)."""
+    ticks = ticks_for(duration_s, dt_s)
+    if math.isclose(ticks * dt_s, duration_s, rel_tol=1e-9):
+        return None
+    return (
+        f"--duration {format_duration(duration_s)} runs as {count_of(ticks, 'tick')} of "
+        f"{format_duration(dt_s)}, {format_duration(ticks * dt_s)} (a run is whole ticks)"
+    )
+
+
+def count_of(n: int, noun: str) -> str:
+    """``1 tick``, ``2,000 ticks``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"

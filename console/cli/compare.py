@@ -8,7 +8,7 @@ import math
 import sys
 from typing import Any
 
-from console.cli._common import duration, seed_number
+from console.cli._common import duration, seed_number, whole_ticks_note
 from console.cli.output import file_path, refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from fabric_core.net.profiles import PROFILES
@@ -87,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"fabtop: {exc}", file=sys.stderr)
         return 2
     bar.close()
+    first = next(iter(result["reports"].values()))["run"]
+    if note := whole_ticks_note(args.duration, first["dt_seconds"]):
+        print(f"fabtop: {note}", file=sys.stderr)
     a, b = args.profiles
     if not args.no_sizes:
         result["latency_by_size"] = latency_by_size(args.profiles)

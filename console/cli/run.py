@@ -15,16 +15,18 @@ from console.cli._common import (
     add_planes_options,
     add_scenario_options,
     build_fabric,
+    count_of,
     duration,
     load_from_args,
     planes_from_args,
+    whole_ticks_note,
 )
 from console.cli.output import file_path, refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from console.compiling import ONCE
 from console.fabrics import close_fabric
 from fabric_core.reports.record import Recorder, RecordError, save_run
-from fabric_core.reports.run import run_for, ticks_for
+from fabric_core.reports.run import run_for
 from fabric_core.runtime.engine import RunEndedError
 from fabric_core.runtime.fabric import SOLVERS
 from fabric_core.units import format_bytes, format_duration, format_rate
@@ -160,22 +162,6 @@ def compile_progress_note(kernel: str | None) -> str | None:
     return f"compiling {kernel} {ONCE}"
 
 
-def whole_ticks_note(duration_s: float, dt_s: float) -> str | None:
-    """What a ``--duration`` that is not whole ticks runs instead (None where it is)."""
-    ticks = ticks_for(duration_s, dt_s)
-    if math.isclose(ticks * dt_s, duration_s, rel_tol=1e-9):
-        return None
-    return (
-        f"--duration {format_duration(duration_s)} runs as {_count(ticks, 'tick')} of "
-        f"{format_duration(dt_s)}, {format_duration(ticks * dt_s)} (a run is whole ticks)"
-    )
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 tick``, ``2,000 ticks``."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
 def print_summary(report: dict[str, Any]) -> None:
     """Human-readable summary of a run report."""
     r = report["run"]
@@ -189,7 +175,7 @@ def print_summary(report: dict[str, Any]) -> None:
             f"batches of {planes['batch_ticks']} ticks"
         )
     print(
-        f"simulated {format_duration(r['simulated_seconds'])} in {_count(r['ticks'], 'tick')} of {format_duration(r['dt_seconds'])}; "
+        f"simulated {format_duration(r['simulated_seconds'])} in {count_of(r['ticks'], 'tick')} of {format_duration(r['dt_seconds'])}; "
         f"wall {r['wall_seconds']:.2f} s ({r['sim_seconds_per_wall_second']:.3g} simulated s per "
         f"wall s, {r['hop_updates_per_second']:.3g} hop-updates/s)"
     )
@@ -205,7 +191,7 @@ def print_summary(report: dict[str, Any]) -> None:
         )
     print(
         f"delivered {format_bytes(t['delivered_bytes'])} ({format_rate(t['throughput_bytes_per_second'])}), "
-        f"{_count(t['completed_flows'], 'flow')} completed, in flight {format_bytes(t['in_flight_bytes'])}, "
+        f"{count_of(t['completed_flows'], 'flow')} completed, in flight {format_bytes(t['in_flight_bytes'])}, "
         f"dropped {format_bytes(t['dropped_bytes'])}"
     )
     print(

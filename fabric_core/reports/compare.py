@@ -45,9 +45,11 @@ def compare_scenario(
 
         reports[name] = run_for(fabric, duration_s, step)
         reports[name]["deadlocks"] = fabric.deadlocks
+    # what ran: whole ticks (``run_for``), the same on both where their ticks are
+    simulated = {r["run"]["simulated_seconds"] for r in reports.values()}
     return {
         "scenario": scenario,
-        "duration_seconds": duration_s,
+        "duration_seconds": simulated.pop() if len(simulated) == 1 else duration_s,
         "profiles": list(profiles),
         "reports": reports,
         "classes": _class_table(reports),
