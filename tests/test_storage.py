@@ -131,6 +131,21 @@ def test_small_random_reads_nvmeof_close_to_local_far_below_tcp() -> None:
     assert nvmeof / local < 1.4
 
 
+@pytest.mark.parametrize("path", ["local-nvme", "nvmeof"])
+def test_an_io_counts_once_it_has_landed(path: str) -> None:
+    """A run shorter than one read (a drive's read alone is tens of µs) completes none,
+    and says so: it counted each I/O when scheduled, so 50 µs showed 6.67e4 IOPS with no
+    latency sample. Longer, every completed I/O has its latency sample."""
+    short = probe_kpis(path, duration=10e-6)
+    assert short["ios_completed"] == 0 and short["iops"] == 0
+    assert short["storage_bytes_per_second"] == 0 and short["io_latency_p50_seconds"] is None
+    fabric = probe_fabric(path)
+    run_for(fabric, 1e-3)
+    (probe,) = fabric.workloads
+    assert isinstance(probe, StorageProbe)
+    assert probe.io.ios_done == probe.histograms["io_seconds"].freeze().count > 0
+
+
 def test_tcp_latency_grows_when_client_cpu_saturates() -> None:
     """Under load the TCP stack's CPU queue, not the drive, sets the latency."""
     light = probe_kpis("nvme-tcp", depth=1)

@@ -201,10 +201,8 @@ class StorageClient:
         self._land(ids, t)
 
     def _land(self, ids: I64, t: F64) -> None:
-        size = self.io["size"][ids]
-        self.bytes_done += float(size.sum())
-        self.ios_done += ids.size
-        self.host_memory_bytes += float(size.sum()) * self.path.host_passes()
+        """Schedule I/Os ``ids`` to land at times ``t``: counted done when they have
+        (``pop_landed``), not here, where ``t`` may be past the end of the run."""
         self._landed = [np.r_[self._landed[0], ids], np.r_[self._landed[1], t]]
 
     def pop_landed(self, upto_s: float) -> tuple[I64, F64]:
@@ -221,6 +219,10 @@ class StorageClient:
             return np.zeros(0, np.int64), np.zeros(0)
         self._landed = [ids[~due], t[~due]]
         ids, t = ids[due], t[due]
+        size = float(self.io["size"][ids].sum())
+        self.bytes_done += size
+        self.ios_done += ids.size
+        self.host_memory_bytes += size * self.path.host_passes()
         order = np.argsort(t, kind="stable")
         self._popped = ids[order]
         return ids[order], t[order]
