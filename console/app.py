@@ -319,16 +319,22 @@ class FabtopApp(App[None]):
     DETAIL_VIEW_ACTIONS = frozenset({"toggle_freeze", "speed"})
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Main-view keys do nothing on the compare screen (which has its own) or under a
-        dialog (the fault form over the compare view showed them in its footer, and a key
-        pressed on its buttons sorted the hidden main table), and only freeze and speed
+        """No key of the app's works under a dialog (the fault form over the
+        compare view showed them in its footer, and a key pressed on its buttons sorted
+        the hidden main table); main-view keys do nothing on the compare screen (which has
+        its own), and only freeze and speed
         work on the link detail screen (sorting or filtering the hidden table would
         surprise). A read-only console has no keys that change the emulation."""
         if hidden_if_read_only(action, self.read_only):
             return False
+        if isinstance(self.screen, ModalScreen):
+            # a dialog (help, the fault form, a confirmation) takes its own keys only; the
+            # main view's footer under it listed Pause, Inject, Clear and Quit, which do
+            # nothing there (Ctrl+C there is the screen's copy, as it was)
+            return False
         if action not in self.MAIN_VIEW_ACTIONS:
             return True
-        if isinstance(self.screen, CompareScreen | ModalScreen):
+        if isinstance(self.screen, CompareScreen):
             return False
         if isinstance(self.screen, LinkDetailScreen):
             return action in self.DETAIL_VIEW_ACTIONS

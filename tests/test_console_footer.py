@@ -68,3 +68,27 @@ async def test_the_compare_views_keys_fit_in_100_columns() -> None:
         footer = app.screen.query_one(KeyFooter)
         await settle(pilot, lambda: drawn(footer, palette=True))  # it fits beside them
         assert footer_line(footer) == (["esc", "p", "+", "-", "i", "x", "?", "q"], True)
+
+
+async def test_a_dialog_takes_its_own_keys_only() -> None:
+    """The footer under the fault form (the main view's, dimmed) listed Pause, Inject, Clear
+    and Quit, which do nothing there; it now lists nothing, and they still do nothing."""
+    from textual.widgets import Button
+
+    from console.screens.fault_form import FaultFormScreen
+
+    app = FabtopApp(source(), render_interval_s=0.05)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("i")
+        await settle(pilot, lambda: isinstance(app.screen, FaultFormScreen))
+        shown = {b.binding.action for b in app.screen.active_bindings.values() if b.binding.show}
+        assert shown == {"cancel"}  # Esc
+        # the footer seen under the dialog is the main view's, dimmed: it offers nothing
+        behind = app.screen_stack[0].query_one(KeyFooter)
+        await settle(pilot, lambda: not behind.query(FooterKey))
+        app.screen.query(Button).first().focus()
+        await pilot.press("p", "x", "q")
+        await pilot.pause(0.2)
+        assert app.is_running and isinstance(app.screen, FaultFormScreen)
+        snap = app.source.latest()
+        assert snap is not None and snap.running  # not paused
