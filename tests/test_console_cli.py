@@ -35,6 +35,13 @@ def fabtop(*args: str) -> subprocess.CompletedProcess[str]:
         (("--max-tick", "3y"), "max tick must be a duration (100us) or a multiple"),
         (("--max-tick=-2x",), "max tick must be a duration (100us) or a multiple"),
         (("--max-tick", "1s"), "max tick must be 0 (fixed) or between 1e-09 and 0.01 s"),
+        # (session 42: a negative seed blamed default.toml; a compare view of one profile
+        # twice started two engines of it)
+        (("--seed", "-3"), "argument --seed: must be 0 or more, got '-3'"),
+        (
+            ("--compare", "native-400g", "--no-metrics"),
+            "--compare native-400g: the scenario already runs on native-400g",
+        ),
     ],
 )
 def test_bad_options_say_why(args: tuple[str, ...], message: str) -> None:

@@ -76,6 +76,15 @@ def test_inject_without_emulator_or_broker_exits_three(broker: Mosquitto) -> Non
     assert r.returncode == 3 and "connection refused" in r.stderr
 
 
+def test_watch_of_a_cluster_that_never_ran_says_so(broker: Mosquitto) -> None:  # noqa: F811
+    """It printed nothing and exited 0, as a watch of a quiet cluster would."""
+    r = fabtop("watch", "--mqtt", broker.url, "--cluster", "ghost", "--timeout", "1")
+    assert r.returncode == 3 and r.stdout == ""
+    assert "nothing from fabtop/ghost in 1 s: no emulator of that name" in r.stderr
+    r = fabtop("watch", "--mqtt", broker.url, "--count", "0")
+    assert r.returncode == 2 and "--count: must be at least 1, got '0'" in r.stderr
+
+
 def test_watch_prints_status_results_and_events(broker: Mosquitto, served: Served) -> None:  # noqa: F811
     with subprocess.Popen(
         [sys.executable, "-m", "console.cli", "watch", "--mqtt", broker.url, "--timeout", "60"],

@@ -16,6 +16,7 @@ from console.cli._common import (
     build_fabric,
     load_from_args,
     planes_from_args,
+    seed_number,
     speed_value,
     tick_length,
 )
@@ -51,7 +52,9 @@ def register(sub: Any) -> None:
         help="console: a bundled scenario or a TOML file (default: default)",
     )
     main.add_argument("--profile", choices=sorted(PROFILES), help="console: override the profile")
-    main.add_argument("--seed", type=int, help="console: override the scenario's seed")
+    main.add_argument(
+        "--seed", type=seed_number, help="console: override the scenario's seed (0 or more)"
+    )
     main.add_argument("--dt", type=tick_length, help=argparse.SUPPRESS)
     main.add_argument(
         "--speed",
@@ -116,6 +119,14 @@ def run_console(args: argparse.Namespace) -> int:
     if scn is None:
         return 2
     scenarios = [(scn, scn.name)]
+    if args.compare == scn.profile.name:  # (the compare view's two sides would be one)
+        print(
+            f"fabtop: --compare {args.compare}: the scenario already runs on {args.compare}; "
+            "name another profile (e.g. "
+            f"{'roce-400g' if args.compare != 'roce-400g' else 'native-400g'})",
+            file=sys.stderr,
+        )
+        return 2
     if args.compare:
         other_args = argparse.Namespace(**{**vars(args), "profile": args.compare})
         other_scn = load_from_args(other_args, args.scenario)

@@ -25,7 +25,7 @@ import time
 import aiomqtt
 import msgspec
 
-from console.cli._common import positive_seconds
+from console.cli._common import count, positive_seconds
 from exporters.mqtt.client import Backoff, explain, make_client, printable
 from exporters.mqtt.options import (
     CliError,
@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--telemetry", action="store_true", help="also a summary line each second")
     p.add_argument("--json", action="store_true", help="print JSON lines (topic and payload)")
-    p.add_argument("--count", type=int, metavar="N", help="exit after N lines")
+    p.add_argument("--count", type=count, metavar="N", help="exit after N lines (1 or more)")
     p.add_argument("--timeout", type=positive_seconds, metavar="S", help="exit after S seconds")
     add_broker_options(p, cluster_help="cluster to watch (default: the one online)")
     p.set_defaults(func=main)
@@ -128,15 +128,26 @@ def main(args: argparse.Namespace) -> int:
 
 async def _watch(args: argparse.Namespace) -> int:
     config = broker_config(args)
-    topics = Topics(await resolve_cluster(config, cluster_name(args)))
+    cluster = await resolve_cluster(config, cluster_name(args))
+    topics = Topics(cluster)
+    printed = [0]
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(args.timeout):
-            await _stream(config, topics, args)
+            await _stream(config, topics, args, printed)
+    if printed[0] == 0:  # not even the retained status an emulator leaves: none ever ran
+        raise CliError(
+            f"nothing from {topics.root} in {args.timeout:g} s: no emulator of that name "
+            "has published on this broker (without --cluster, watch finds the one online)",
+            code=3,
+        )
     return 0
 
 
-async def _stream(config: BrokerConfig, topics: Topics, args: argparse.Namespace) -> None:
-    printed = 0
+async def _stream(
+    config: BrokerConfig, topics: Topics, args: argparse.Namespace, printed: list[int]
+) -> None:
+    """Print the cluster's messages as lines until ``--count`` of them (``printed[0]``
+    counts them, for the caller to read after a timeout)."""
     last_telemetry = 0.0
     backoff = Backoff()
     while True:
@@ -160,8 +171,8 @@ async def _stream(config: BrokerConfig, topics: Topics, args: argparse.Namespace
                     if line is None:
                         continue
                     print(line, flush=True)
-                    printed += 1
-                    if args.count is not None and printed >= args.count:
+                    printed[0] += 1
+                    if args.count is not None and printed[0] >= args.count:
                         return
         except aiomqtt.MqttError as exc:
             delay = backoff.next_delay()
