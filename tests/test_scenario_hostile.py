@@ -141,6 +141,23 @@ def _tiny_with(**changes: Any) -> dict[str, Any]:
             _tiny_with(workload=[{**TINY["workload"][0], "size": "-5KiB"}]),
             "workload[0]: size: must be 1 B to 2 GiB (one message's most), got '-5KiB'",
         ),
+        (  # (session 42: the switch-by-switch table of 100,000 leaves wanted 37 GiB)
+            _tiny_with(topology={**TINY["topology"], "leaves": 100000}),
+            "topology: 100,002 switches; at most 16,384 fit",
+        ),
+        (
+            _tiny_with(
+                topology={
+                    "kind": "fat-tree",
+                    "pods": 130,
+                    "leaves_per_pod": 64,
+                    "spines_per_pod": 64,
+                    "cores_per_spine": 1,
+                    "gpus_per_leaf": 1,
+                }
+            ),
+            "topology: 16,704 switches; at most 16,384 fit",  # 8,320 + 8,320 + 64 cores
+        ),
         (  # (session 42: a negative size in the words of a zero one)
             _tiny_with(workload=[{**TINY["workload"][0], "size": 0}]),
             "workload[0]: size: must be 1 B to 2 GiB (one message's most), got 0",

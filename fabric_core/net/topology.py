@@ -390,6 +390,11 @@ ROLES = ("gpu", "storage", "leaf", "spine", "core", "switch")
 #: "Performance", Scale), so some 7.5 GiB. A few digits more in a scenario would otherwise
 #: build for minutes and run out of memory.
 MAX_LINKS = 1 << 22
+#: Switches a topology may have at most: routing keeps a switch-by-switch table of the
+#: links between them (``Topology.switch_link``, 4 bytes a pair), 1 GiB at this many; the
+#: bundled cluster-100k has 7,296 switches (213 MB). 100,000 leaves asked for 37 GiB and
+#: failed in numpy's allocation with a traceback.
+MAX_SWITCHES = 1 << 14
 
 
 def from_cables(

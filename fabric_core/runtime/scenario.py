@@ -22,6 +22,7 @@ from fabric_core.net.scaleup import ScaleUpParams
 from fabric_core.net.topofile import TopologySpec, load_topology
 from fabric_core.net.topology import (
     MAX_LINKS,
+    MAX_SWITCHES,
     Topology,
     check_gpus_per_node,
     fat_tree,
@@ -301,7 +302,8 @@ def _int(
 
 
 def _check_size(kind: str, t: Mapping[str, int]) -> None:
-    """Refuse a generated topology too large to build (``MAX_LINKS``), before building it:
+    """Refuse a generated topology too large to build (``MAX_LINKS``, ``MAX_SWITCHES``),
+    before building it:
     each endpoint has a cable to its leaf (one per plane), every leaf one to every spine of
     its plane (pod), every spine one to each core of its group; a cable is two links."""
     if kind == "file":
@@ -311,11 +313,19 @@ def _check_size(kind: str, t: Mapping[str, int]) -> None:
         planes = t.get("planes", 1)
         endpoints = t["leaves"] * t["gpus_per_leaf"] + stor
         cables = planes * (endpoints + t["leaves"] * t["spines"])
+        switches = planes * (t["leaves"] + t["spines"])
     else:
         leaves = t["pods"] * t["leaves_per_pod"]
         endpoints = leaves * t["gpus_per_leaf"] + stor
         spines = t["pods"] * t["spines_per_pod"]
         cables = endpoints + leaves * t["spines_per_pod"] + spines * t["cores_per_spine"]
+        switches = leaves + spines + t["spines_per_pod"] * t["cores_per_spine"]
+    if switches > MAX_SWITCHES:
+        raise ValueError(
+            f"topology: {switches:,} switches; at most {MAX_SWITCHES:,} fit (routing keeps a "
+            "table of the links between every two switches; the bundled cluster-100k has "
+            "7,296)"
+        )
     if 2 * cables > MAX_LINKS:
         raise ValueError(
             f"topology: {2 * cables:,} links ({endpoints:,} endpoints); at most {MAX_LINKS:,} "
