@@ -205,6 +205,29 @@ def test_credit_loss_leaks_with_traffic_then_the_link_retrains() -> None:
     assert f.state in ("mitigated", "recovered")
 
 
+@pytest.mark.parametrize(
+    ("kind", "target", "cut"),
+    [
+        ("link_down", "gpu0000->leaf00", "gpu0000 has no other link"),
+        ("switch_down", "leaf01", "gpu0004, gpu0005, gpu0006 and 1 more have no other link"),
+        ("link_down", "leaf00->spine01", None),
+    ],
+)
+def test_a_fault_that_cuts_an_endpoint_off_says_so(kind: str, target: str, cut: str | None) -> None:
+    """A GPU's only cable down was "mitigated: traffic rerouted" ("95 flows rerouted
+    around gpu0000->leaf00"), while nothing could reach it."""
+    fabric = tiny()
+    fabric.run_ticks(20)
+    fabric.apply(InjectFault(kind=kind, target=target))
+    fabric.run_ticks(2500)  # past the reroute (2 ms)
+    messages = [e.message for e in fabric.snapshot().events if e.kind == "fault_mitigated"]
+    assert len(messages) == 1
+    if cut is None:
+        assert messages[0].endswith("traffic rerouted")
+    else:
+        assert f"routing knows, but {cut}: cut off until it is back" in messages[0]
+
+
 def test_a_pfc_storm_on_a_credit_fabric_stalls_the_stuck_nic_until_it_is_cleared() -> None:
     """No pause frames (no PFC), but the stuck NIC returns no credits: nothing comes into
     it, and nothing mitigates that (its timeline said "pause frames ignored" and

@@ -45,6 +45,7 @@ from fabric_core.net.profiles import RECOVERY_MODES, Profile
 from fabric_core.net.route_rules import FLOW_KEY_STRIDE
 from fabric_core.net.routing import route
 from fabric_core.net.tables import LinkStatus
+from fabric_core.net.topology import TIER_ENDPOINT
 from fabric_core.tick.host import FlowControlHost
 from fabric_core.tick.lazy import LazyModule
 from fabric_core.tick.pfc import PfcQueues
@@ -255,6 +256,26 @@ def next_step_s(fabric: RecoveryHost) -> float:
     return first - TIME_EPS_S
 
 
+def cut_off_endpoints(fabric: RecoveryHost, f: Fault) -> list[str]:
+    """The endpoints ``f``'s links leave with no link up to the fabric (a GPU's only cable,
+    in a fabric of one plane): no reroute reaches them, whatever routing does."""
+    topo = fabric.topo
+    src, dst = np.asarray(topo.links.src), np.asarray(topo.links.dst)
+    tier = np.asarray(topo.nodes.tier)
+    ends = np.unique(np.r_[src[f.links], dst[f.links]])
+    down = fabric.link_book.known_down
+    return [
+        topo.nodes.name[end]
+        for end in ends
+        if tier[end] == TIER_ENDPOINT and down[src == end].all()
+    ]
+
+
+def _cut_off_words(names: list[str]) -> str:
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"{shown} {'has' if len(names) == 1 else 'have'} no other link: cut off until it is back"
+
+
 def _detection_due_s(book: FaultBook, f: Fault, detect_s: float) -> float:
     """When a link or switch down ``f`` is detected: ``detect_s`` after the first of its
     links that is down went down (``FaultBook.seen_down``); inf while none is."""
@@ -280,12 +301,14 @@ def _progress(
             if f.kind in ("link_down", "switch_down", "link_flap") and newly_known[f.links].any():
                 lost = float(resent[f.links].sum()) if resent.size else 0.0
                 f.lost_bytes += lost
+                cut = cut_off_endpoints(fabric, f)
                 fabric.emit(
-                    "info",
+                    "warning" if cut else "info",
                     "rerouted",
                     f.target,
                     f"{moved} flows rerouted around {f.target} ({recovery_mode(p)}, {f.id}); "
-                    f"{format_bytes(f.lost_bytes)} lost and resent so far",
+                    f"{format_bytes(f.lost_bytes)} lost and resent so far"
+                    + (f"; {_cut_off_words(cut)}" if cut else ""),
                 )
         if f.recovered_at_s is None:
             _check_recovered(fabric, book, f, now)
@@ -307,7 +330,9 @@ def _advance(
         if f.detected_at_s is None and now >= _detection_due_s(book, f, detect_s) - TIME_EPS_S:
             _detected(fabric, f, now, f"by {recovery_mode(p)}")
         if f.mitigated_at_s is None and fabric.link_book.known_down[f.links].any():
-            _mitigated(fabric, f, now, "traffic rerouted")
+            cut = cut_off_endpoints(fabric, f)
+            how = f"routing knows, but {_cut_off_words(cut)}" if cut else "traffic rerouted"
+            _mitigated(fabric, f, now, how)
     elif kind == "link_degraded":
         if f.detected_at_s is None and age >= p.fault_detect_s - TIME_EPS_S:
             _detected(fabric, f, now, "symbol errors seen by the port")
