@@ -158,6 +158,10 @@ def _tiny_with(**changes: Any) -> dict[str, Any]:
             ),
             "topology: 16,704 switches; at most 16,384 fit",  # 8,320 + 8,320 + 64 cores
         ),
+        (  # (session 42: a bulk workload of no message in flight sent nothing, silently)
+            _tiny_with(workload=[{**TINY["workload"][0], "outstanding": 0}]),
+            "workload[0]: outstanding: expected a whole number in 1..32768, got 0",
+        ),
         (  # (session 42: a negative size in the words of a zero one)
             _tiny_with(workload=[{**TINY["workload"][0], "size": 0}]),
             "workload[0]: size: must be 1 B to 2 GiB (one message's most), got 0",

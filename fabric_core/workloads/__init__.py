@@ -31,7 +31,7 @@ def _bulk(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         traffic_class=cls,
         senders_spec=t.get("senders", "all"),
         size_bytes=size(t, "size", "4MiB"),
-        outstanding=whole(t, "outstanding", 1, maximum=MAX_OUTSTANDING),
+        outstanding=whole(t, "outstanding", 1, minimum=1, maximum=MAX_OUTSTANDING),
         hotspots=whole(t, "hotspots", 0),
         hotspot_fraction=number(t, "hotspot_fraction", 0.0, maximum=1.0),
     )
@@ -81,7 +81,7 @@ def _pairs(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         traffic_class=cls,
         pair_names=[(a, b) for a, b in pairs],
         size_bytes=size(t, "size", "1MiB"),
-        outstanding=whole(t, "outstanding", 1, maximum=MAX_OUTSTANDING),
+        outstanding=whole(t, "outstanding", 1, minimum=1, maximum=MAX_OUTSTANDING),
         start_s=duration(t, "start", "0s", allow_zero=True),
         until_s=duration(t, "until") if "until" in t else float("inf"),
     )
