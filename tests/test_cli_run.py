@@ -139,7 +139,7 @@ def test_a_profile_override_of_the_wrong_kind_or_range_is_a_clear_error(
         ),
         (
             '[[workload]]\nkind = "bulk"\noutstanding = true\n',
-            "workload[0]: outstanding: expected a whole number in 0..32768, got True",
+            "workload[0]: outstanding: expected a whole number in 1..32768, got True",
         ),
         (
             '[[workload]]\nkind = "bulk"\nhotspot_fraction = 2\n',
@@ -152,7 +152,7 @@ def test_a_profile_override_of_the_wrong_kind_or_range_is_a_clear_error(
         # 10^12 outstanding flows asked numpy for 14.6 TiB; 10^12 messages/s froze the run
         (
             '[[workload]]\nkind = "bulk"\noutstanding = 1e12\n',
-            "workload[0]: outstanding: expected a whole number in 0..32768",
+            "workload[0]: outstanding: expected a whole number in 1..32768",
         ),
         (
             '[[workload]]\nkind = "rpc"\nrate_per_s = 1e12\n',
@@ -239,6 +239,25 @@ def test_a_duration_that_is_not_whole_ticks_is_said_to_be_rounded_up(tmp_path: P
         "--duration 1 ns runs as 1 tick of " in out.stderr
         and "(a run is whole ticks)" in out.stderr
     )
+
+
+def test_a_scheduled_fault_the_core_refuses_is_said_in_the_summary_and_report(
+    tmp_path: Path,
+) -> None:
+    """A second link_down of one link, scheduled, was dropped without a word."""
+    scenario = tmp_path / "dup.toml"
+    down = '[[fault]]\nat = "{}"\nkind = "link_down"\ntarget = "leaf00->spine01"\n'
+    scenario.write_text(
+        'name = "dup"\ndt = "1us"\n[topology]\nkind = "leaf-spine"\nleaves = 2\n'
+        "spines = 2\ngpus_per_leaf = 2\n" + down.format("5us") + down.format("10us")
+    )
+    report = tmp_path / "r.json"
+    out = fabtop("run", str(scenario), "--duration", "20us", "--json", str(report))
+    assert out.returncode == 0, out.stderr
+    refused = "leaf00->spine01: link_down is already active on leaf00->spine01 (f0)"
+    assert f"scheduled fault skipped, the core refused it: {refused}" in out.stdout
+    (skipped,) = json.loads(report.read_text())["schedule_skipped"]
+    assert skipped.startswith(refused)
 
 
 def test_a_scenario_with_no_workload_counts_a_fault_incast_under_bulk(tmp_path: Path) -> None:

@@ -208,3 +208,5 @@ def print_summary(report: dict[str, Any]) -> None:
         print(
             f"fault {f['id']} {f['kind']} on {f['target']}: {f['state']}, recovered after {_fmt(f['time_to_recover_seconds'])}"
         )
+    for skipped in report.get("schedule_skipped", []):
+        print(f"scheduled fault skipped, the core refused it: {skipped}")
