@@ -91,6 +91,7 @@ def test_a_scenario_that_cannot_run_one_engine_per_plane_is_refused_clearly() ->
     assert r.returncode == 2
     assert "one engine per plane: the fabric has 1 plane" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
+    assert "Ray actor" not in r.stderr  # (it said they were starting, then refused)
     bad = fabtop("run", "planes-2", "--planes-distributed", "--plane-batch", "0", timeout=60)
     assert bad.returncode == 2 and "the batch must be between 1 and" in bad.stderr
 

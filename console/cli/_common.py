@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from console.fabrics import DEFAULT_PLANE_BATCH, PlaneOptions, make_fabric
 from fabric_core.commands import MAX_TICK_S, MIN_TICK_S, speed_problem
 from fabric_core.net.profiles import PROFILES
+from fabric_core.planes.split import plane_cut_problem
 from fabric_core.reports.run import ticks_for
 from fabric_core.runtime.fabric import Fabric, Solver
 from fabric_core.runtime.scenario import Scenario, ScenarioError, load_scenario
@@ -330,6 +331,10 @@ def build_fabric(
     """A fabric for the scenario (one engine per plane with ``planes``), or None after
     printing the error to stderr."""
     if planes is not None:
+        problem = plane_cut_problem(scn.topology)
+        if problem is not None:  # (said before the Ray actors are said to start)
+            print(f"fabtop: {scn.source}: one engine per plane: {problem}", file=sys.stderr)
+            return None
         print(
             f"fabtop: starting {scn.name}'s planes, one Ray actor each (batches of "
             f"{planes.batch_ticks} ticks)",

@@ -45,21 +45,29 @@ def plane_topology(profile: Profile, topology: dict[str, object]) -> Topology:
     Raises:
         PlaneCutError: the table is not a multi-plane leaf-spine.
     """
-    t = dict(topology)
-    kind = t.pop("kind", None)
-    planes = int(t.pop("planes", 1))  # type: ignore[call-overload]
+    problem = plane_cut_problem(topology)
+    if problem is not None:
+        raise PlaneCutError(problem)
+    t = {k: v for k, v in topology.items() if k not in ("kind", "planes", "gpus_per_node")}
+    t.pop("scaleup", None)
+    return leaf_spine(profile, planes=1, **t)  # type: ignore[arg-type]
+
+
+def plane_cut_problem(topology: dict[str, object]) -> str | None:
+    """Why the fabric a scenario's ``[topology]`` table describes cannot be cut at its
+    planes, without building it (None: it can, as far as the table says)."""
+    planes = int(topology.get("planes", 1))  # type: ignore[call-overload]
     if planes < 2:
-        raise PlaneCutError(
-            f"the fabric has {planes} plane: one engine per plane needs two or more"
-        )
-    if int(t.pop("gpus_per_node", 1)) > 1 or t.pop("scaleup", None):  # type: ignore[call-overload]
-        raise PlaneCutError(
+        return f"the fabric has {planes} plane: one engine per plane needs two or more"
+    if int(topology.get("gpus_per_node", 1)) > 1 or topology.get("scaleup"):  # type: ignore[call-overload]
+        return (
             "a fabric with scale-up domains (gpus_per_node > 1) cannot be cut at its planes: "
             "its NVLink traffic belongs to no plane"
         )
+    kind = topology.get("kind")
     if kind != "leaf-spine":
-        raise PlaneCutError(f"a {kind} topology has no planes to cut (multi-plane is leaf-spine)")
-    return leaf_spine(profile, planes=1, **t)  # type: ignore[arg-type]
+        return f"a {kind} topology has no planes to cut (multi-plane is leaf-spine)"
+    return None
 
 
 def _map_links(
