@@ -86,7 +86,25 @@ def test_progress_past_the_deadline_is_slow_not_a_hang(
     out = capsys.readouterr().out
     assert "step 1 2-GPU all-to-all     PASS" in out
     assert "failure: slow" in out and "slow, not hung" in out
+    assert "(the timeout asked for; the expected " in out  # (it said "4× the expected")
     assert "failure: hang" not in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        # a 1 ms tick against a 330 µs deadline failed a sound fabric as "slow"
+        (["--dt", "1ms"], "deadline 330 µs is less than 4 ticks of 1 ms"),
+        (["--timeout", "1ns"], "use a --timeout of at least 8 µs"),
+        # the core refused the second, and the check ran as if it were not asked for
+        (["--mismatch", "gpu0001", "--mismatch", "gpu0001:hang"], "gpu0001 given twice"),
+    ],
+)
+def test_a_check_that_could_not_judge_is_refused(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["check", "ibgda", "default", *argv]) == 2
+    assert message in capsys.readouterr().err
 
 
 def test_the_cluster_step_is_sized_from_the_cluster() -> None:

@@ -103,6 +103,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"IBGDA bring-up check on {scn.name} ({scn.profile.name})", flush=True)
     try:
         faults = [_fault(s) for s in args.mismatch]
+        gpus = [f.target for f in faults]
+        if len(set(gpus)) < len(gpus):  # (the core refused the second, and it went unsaid)
+            twice = next(g for g in gpus if gpus.count(g) > 1)
+            raise argparse.ArgumentTypeError(
+                f"--mismatch {twice} given twice: a GPU takes one version_mismatch"
+            )
         steps = check_ibgda(
             scn,
             faults=faults,

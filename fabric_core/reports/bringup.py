@@ -123,6 +123,8 @@ class ProbeAllToAll(Workload):
 
 #: A step may take this many times its expected time before it is "slow".
 DEADLINE_MARGIN = 4.0
+#: Ticks a step's deadline must be at least: a step's time is known to a tick
+DEADLINE_TICKS = 4
 #: No completion for this many expected rounds (and at least ``HANG_WINDOW_MIN_TICKS``
 #: ticks) is a hang.
 HANG_WINDOW_ROUNDS = 2.0
@@ -322,6 +324,19 @@ def run_step(
         endpoint=endpoint,
         timeout_s=timeout_s,
     )
+    if plan.deadline_s < DEADLINE_TICKS * scn.dt_s:
+        # its time is known to a tick: with fewer to the deadline, on time and late blur
+        # (a 1 ms tick against a 330 µs deadline failed a sound fabric as slow)
+        raise ValueError(
+            f"step {name!r}: its deadline {format_duration(plan.deadline_s)} is less than "
+            f"{DEADLINE_TICKS} ticks of {format_duration(scn.dt_s)}, too coarse to judge it; "
+            + (
+                f"use a --timeout of at least {format_duration(DEADLINE_TICKS * scn.dt_s)}"
+                if timeout_s is not None
+                else f"use a tick of at most {format_duration(plan.deadline_s / DEADLINE_TICKS)}"
+                " (--dt)"
+            )
+        )
     probe = ProbeAllToAll(
         name="bringup",
         traffic_class="bringup",
@@ -392,9 +407,10 @@ def run_step(
         failure = "slow"
         diagnosis.append(
             f"{probe.received:,}/{plan.messages:,} messages completed by the deadline "
-            f"{format_duration(plan.deadline_s)} ({DEADLINE_MARGIN:g}× the expected "
-            f"{format_duration(plan.expected_s)}, bound: {plan.bound}); messages kept "
-            "completing, so the fabric is slow, not hung"
+            f"{format_duration(plan.deadline_s)} ("
+            + ("the timeout asked for; " if timeout_s is not None else f"{DEADLINE_MARGIN:g}× ")
+            + f"the expected {format_duration(plan.expected_s)}, bound: {plan.bound}); "
+            "messages kept completing, so the fabric is slow, not hung"
         )
     return StepResult(
         name=name,
