@@ -49,7 +49,8 @@ def register(sub: Any) -> None:
         "--write-docs",
         type=file_path,
         metavar="FILE",
-        help="splice the markdown tables into FILE between the storage-report markers",
+        help="splice the markdown tables into FILE between the storage-report markers (a "
+        "file without them gets them, with the tables, at its end)",
     )
     p.set_defaults(func=run)
 
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         print(spell_out_claims(text_table(res)), end="\n\n", flush=True)
         results.append(res)
     if args.write_docs:
-        cmd = "python -m console.cli storage-report" + "".join(f" {n}" for n in args.scenarios)
+        cmd = "fabtop storage-report" + "".join(f" {n}" for n in args.scenarios)
         if args.scale != 1.0:
             cmd += f" --scale {args.scale:g}"
         cmd += f" --write-docs {args.write_docs}"
