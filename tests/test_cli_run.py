@@ -224,6 +224,8 @@ def test_a_topology_too_large_to_build_is_refused_before_it_is_built(tmp_path: P
 def test_unknown_scenario_and_bad_duration_are_clear_errors() -> None:
     out = fabtop("run", "no-such-scenario")
     assert out.returncode != 0 and "no bundled scenario 'no-such-scenario'" in out.stderr
+    out = fabtop("run", "")  # (it was ".: not a regular file (a directory)")
+    assert out.returncode == 2 and "no scenario named: the name is empty" in out.stderr
     out = fabtop("run", "tiny", "--duration", "5 parsecs")
     assert out.returncode != 0 and "bad duration" in out.stderr
 

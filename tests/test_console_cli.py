@@ -38,6 +38,7 @@ def fabtop(*args: str) -> subprocess.CompletedProcess[str]:
         # (session 42: a negative seed blamed default.toml; a compare view of one profile
         # twice started two engines of it)
         (("--seed", "-3"), "argument --seed: must be 0 or more, got '-3'"),
+        (("--max-tick", "0.5x"), "max tick must be a multiple of at least 1"),
         (
             ("--compare", "native-400g", "--no-metrics"),
             "--compare native-400g: the scenario already runs on native-400g",

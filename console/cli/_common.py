@@ -260,6 +260,11 @@ def max_tick(text: str) -> MaxTick:
             raise argparse.ArgumentTypeError(
                 f"max tick must be a duration (100us) or a multiple of the tick (4x), got {text!r}"
             )
+        if 0 < times < 1:  # (the tick never goes below the scenario's: it was fixed, unsaid)
+            raise argparse.ArgumentTypeError(
+                f"max tick must be a multiple of at least 1 (1x or 0 keep the tick fixed), "
+                f"got {text!r}"
+            )
         return MaxTick(times=times)
     try:
         value = parse_duration(t, allow_zero=True)

@@ -188,6 +188,9 @@ def load_scenario(
     Raises:
         ScenarioError: naming the file and the key at fault.
     """
+    if not str(name_or_path).strip():  # (Path("") is ".", which was then "a directory")
+        names = ", ".join(n for n, _ in list_scenarios())
+        raise ScenarioError(f"no scenario named: the name is empty; bundled: {names}")
     path = Path(name_or_path)
     if not path.suffix and not path.exists():
         candidate = bundled_dir() / f"{name_or_path}.toml"
