@@ -450,7 +450,7 @@ class FabtopApp(App[None]):
         """Open the side-by-side view of two fabrics."""
         if self.compare_sources is None:
             self.notify(
-                "compare needs two fabrics: start with  fabtop --compare roce-400g",
+                "compare needs two fabrics: start fabtop with --compare roce-400g",
                 severity="warning",
             )
             return

@@ -7,6 +7,7 @@ fat-tree whose tiers are too large for a cell per switch.
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -215,3 +216,29 @@ async def test_the_map_scrolls_to_its_cursor_on_a_short_terminal() -> None:
                 lambda: box.scroll_y <= fabric_map._cursor_line < box.scroll_y + box.size.height,
             )
         assert fabric_map.rows[fabric_map.cursor[0]].label == "storage" and box.scroll_y > 0
+
+
+async def test_the_gpu_counts_chips_sit_side_by_side_and_leave_room_for_storage() -> None:
+    """With a space between its chips, the GPU row took a second line whenever a count
+    had three digits, and pushed the storage row out of the map's box, so it came and
+    went from one refresh to the next."""
+    src = SteppedSource(Fabric.from_scenario(load_scenario("default")))
+    src.step(400)
+    app = FabtopApp(src, render_interval_s=0.05)
+    async with app.run_test(size=(120, 40)) as pilot:
+        fabric_map = app.fabric_map
+        await settle(pilot, lambda: bool(fabric_map.rows) and fabric_map.size.width > 0)
+        text = fabric_map.render()
+        drawn = text.plain.splitlines()
+        gpu = next(i for i, ln in enumerate(drawn) if "256 nodes: " in ln)
+        assert drawn[gpu + 1].split()[0] == "storage", drawn
+        # the chips side by side: each coloured chip ends where the next begins
+        start = text.plain.index("256 nodes: ")
+        end = text.plain.index("\n", start)
+        chips = sorted(
+            (span.start, span.end)
+            for span in text.spans
+            if start <= span.start < end and span.style in SEVERITY_STYLES
+        )
+        assert len(chips) >= 3
+        assert all(a_end == b_start for (_, a_end), (b_start, _) in itertools.pairwise(chips))

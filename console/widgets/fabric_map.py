@@ -339,13 +339,15 @@ class FabricMap(Widget, can_focus=True):
         for level, n in enumerate(counts):
             if not n:
                 continue
+            # chips side by side (their colours part them): with a space between them too,
+            # the default scenario's GPU row took a second line at 120 columns whenever a
+            # count had three digits, and pushed the storage row out of the map's box
             chip = f" {self.severity_names[level]} {n:,} "
-            if width and column > LABEL_WIDTH and column + len(chip) + 1 > width:
+            if width and column > LABEL_WIDTH and column + len(chip) > width:
                 text.append("\n" + " " * LABEL_WIDTH)
                 column = LABEL_WIDTH
             text.append(chip, SEVERITY_STYLES[level])
-            text.append(" ")
-            column += len(chip) + 1
+            column += len(chip)
 
     def legend(self) -> Text:
         """The colour key."""
