@@ -461,3 +461,26 @@ async def test_compare_measures_both_sides_speeds_over_the_same_window() -> None
         screen.refresh_sides(force=True)
         await pilot.pause()
         assert "now" not in speed_row(screen, "#left") + shown(screen.query_one("#speed-line"))
+
+
+async def test_the_form_suggests_a_target_of_the_kinds_sort_and_forgets_the_last_kinds_error() -> (
+    None
+):
+    """A GPU fault's unknown target was offered 'spine00'; the error of the kind before a
+    change of kind stayed on the form."""
+    from textual.widgets import Select, Static
+
+    app = FabtopApp(source(), render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        form = await open_form(pilot, app)
+        form.query_one("#kind", Select).value = "pfc_storm"
+        await pilot.pause()
+        form.query_one("#target", Input).value = "spine0"
+        await pilot.press("enter")
+        await pilot.pause()
+        error = form.query_one("#error", Static)
+        said = str(error.render())
+        assert "unknown gpu 'spine0'" in said and "spine00" not in said
+        form.query_one("#kind", Select).value = "link_down"
+        await pilot.pause()
+        assert str(error.render()) == ""

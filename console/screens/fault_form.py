@@ -103,6 +103,15 @@ class CompletingInput(Input):
             self.screen.focus_next()
 
 
+def nodes_of_sort(snap: Snapshot, sort: str) -> list[str]:
+    """The names of the fabric's nodes of ``sort`` (``gpu``, ``switch``, ...; ``node``: all)."""
+    return [
+        name
+        for name, kind in zip(snap.nodes.name, snap.nodes.kind, strict=True)
+        if sort in ("node", kind)
+    ]
+
+
 def check_target(
     kind: FaultKind,
     target: str,
@@ -127,8 +136,8 @@ def check_target(
                 )
             raise unknown("link", target, known)
         return
-    if target not in snap.nodes.index:
-        raise unknown(kind.target, target, snap.nodes.name)
+    if target not in snap.nodes.index:  # (suggested from its sort: a GPU, not 'spine00')
+        raise unknown(kind.target, target, nodes_of_sort(snap, kind.target))
     node_kind = snap.nodes.kind[snap.nodes.index[target]]
     if kind.target in ("switch", "gpu", "storage") and node_kind != kind.target:
         raise CommandError(f"{kind.name} needs a {kind.target}; {target!r} is a {node_kind}")
@@ -239,11 +248,7 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
         wanted = "node" if kind is None else kind.target
         if wanted == "link":
             return typed_spellings(list(snap.links.name))
-        return [
-            name
-            for name, sort in zip(snap.nodes.name, snap.nodes.kind, strict=True)
-            if wanted in ("node", sort)
-        ]
+        return nodes_of_sort(snap, wanted)
 
     def _show_hint(self, kind_name: str) -> None:
         self.query_one("#target", Input).suggester = SuggestFromList(
@@ -257,6 +262,7 @@ class FaultFormScreen(ModalScreen[CommandResult | None]):
             if kind.params:
                 hint += "; parameters: " + ", ".join(f"{n} ({h})" for n, h in kind.params)
         self.query_one("#hint", Static).update(hint)
+        self.query_one("#error", Static).update("")  # (the last kind's error)
         params = self.query_one("#params", Input)
         if kind is not None and kind.params:
             name, hint = kind.params[0]
