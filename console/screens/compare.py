@@ -72,8 +72,8 @@ def side_rows(view: FabricView, source: FabricSource, measured: float = 0.0) -> 
         ("state", state),
     ]
     speed = fmt_speed(snap.target_speed)
-    if measured > 0:
-        speed += f" (now {fmt_speed(measured)})"
+    if measured > 0:  # (an item of its own: at 80 columns "(now" and its figure parted)
+        speed += f"{ITEM_SEPARATOR}now {fmt_speed(measured)}"
     rows += [
         ("sim time", f"{fmt_seconds(snap.sim_time_s)} · tick {fmt_seconds(snap.dt_s)}"),
         ("speed", speed),
