@@ -185,7 +185,7 @@ def test_fabtop_replay_reports_divergence_and_bad_files(
     rec = tmp_path / "run.json"
     assert _cli("run", "tiny", "--duration", "50us", "--quiet", "--record", str(rec)) == 0
     data = json.loads(rec.read_text())
-    data["scenario"]["seed"] = 8  # another seed: another run
+    data["scenario"]["seed"] = data["seed"] = 8  # another seed: another run
     rec.write_text(json.dumps(data))
     capsys.readouterr()
     assert _cli("replay", str(rec), "--quiet") == 1

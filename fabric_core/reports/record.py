@@ -295,6 +295,13 @@ def _plan(record: Any) -> _Plan:
     for key, typ, null in optional:
         if key in record and not (isinstance(record[key], typ) or (null and record[key] is None)):
             raise RecordError(f"{key}: {_show(record[key])}, not {_KINDS[typ]}")
+    # the seed the run used is the scenario's (which the replay rebuilds with); the record
+    # says it at its top too, and the two must agree ("x" or [1, 2] there replayed "OK")
+    if "seed" in record and record["seed"] != record["scenario"].get("seed"):
+        raise RecordError(
+            f"seed: {_show(record['seed'])}, not the recorded scenario's seed "
+            f"{_show_field(record['scenario'], 'seed')}"
+        )
     batch: int | None = None
     if record.get("planes") is not None:
         batch = record["planes"].get("batch_ticks")
