@@ -92,7 +92,7 @@ class FabricCommands(Provider):
                     if kind.name == "link_down":
                         cmd = InjectFault(kind=kind.name, target=link)
                         action: Callable[[], object] = partial(app._send_in_background, cmd)
-                        yield f"Inject {words} on {link}", "at once", action
+                        yield f"Inject {words} on {link}", "injects now, no form", action
                     else:
                         action = partial(app.action_inject, link, kind.name)
                         yield f"Inject {words} on {link}…", "open the form", action
