@@ -257,18 +257,17 @@ def next_step_s(fabric: RecoveryHost) -> float:
 
 
 def cut_off_endpoints(fabric: RecoveryHost, f: Fault) -> list[str]:
-    """The endpoints ``f``'s links leave with no link up to the fabric (a GPU's only cable,
-    in a fabric of one plane): no reroute reaches them, whatever routing does."""
+    """The endpoints ``f``'s links leave with no uplink up (a GPU's only cable, in a fabric
+    of one plane): no reroute reaches them, whatever routing does. Read from the uplinks
+    routing itself takes, one a plane (``Topology.ep_uplink``)."""
     topo = fabric.topo
     src, dst = np.asarray(topo.links.src), np.asarray(topo.links.dst)
     tier = np.asarray(topo.nodes.tier)
     ends = np.unique(np.r_[src[f.links], dst[f.links]])
-    down = fabric.link_book.known_down
-    return [
-        topo.nodes.name[end]
-        for end in ends
-        if tier[end] == TIER_ENDPOINT and down[src == end].all()
-    ]
+    ends = ends[tier[ends] == TIER_ENDPOINT]
+    uplinks = topo.ep_uplink[ends]
+    down = fabric.link_book.known_down[np.maximum(uplinks, 0)] | (uplinks < 0)
+    return [topo.nodes.name[end] for end in ends[down.all(axis=1)]]
 
 
 def _cut_off_words(names: list[str]) -> str:
