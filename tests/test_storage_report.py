@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from console.cli import main
-from fabric_core.reports.storage import BEGIN, END, PARAMS_BEGIN, PARAMS_END, splice
+from fabric_core.reports.storage import (
+    BEGIN,
+    END,
+    PARAMS_BEGIN,
+    PARAMS_END,
+    per_second_text,
+    splice,
+)
 
 
 def test_storage_report_prints_paths_side_by_side_and_writes_docs(
@@ -31,7 +39,20 @@ def test_storage_report_prints_paths_side_by_side_and_writes_docs(
     # every storage parameter is in the generated table with its source
     assert "| `tcp_rx_cpu_s_per_byte` |" in text and "SIGCOMM 2021" in text
     assert "| xds |" in text and "| nvme-tcp |" in text
-    assert "storage-report storage-random-read --scale 0.2 --write-docs" in text
+    assert "fabtop storage-report storage-random-read --scale 0.2 --write-docs" in text
+    # IOPS grouped to 3 significant digits, as the README's counts are (not 4.48e+04)
+    local = next(line for line in text.splitlines() if line.startswith("| local-nvme |"))
+    iops = local.split("|")[5].strip()
+    assert re.fullmatch(r"\d{1,3}(,\d00)+|\d{1,3}", iops), local
+
+
+def test_iops_are_grouped_to_three_significant_digits() -> None:
+    assert [per_second_text(x) for x in (44812.0, 1_056_000.0, 386.4, 0.0)] == [
+        "44,800",
+        "1,060,000",
+        "386",
+        "0",
+    ]
 
 
 def test_storage_report_rejects_unknown_scenarios(capsys: pytest.CaptureFixture[str]) -> None:

@@ -38,6 +38,14 @@ def _num(x: float) -> str:
     return f"{x:.3g}"
 
 
+def per_second_text(x: float) -> str:
+    """A rate of I/Os to 3 significant digits, grouped as the README's counts are
+    (``44,800``; it read ``4.48e+04``)."""
+    if not math.isfinite(x) or abs(x) < 1000:
+        return _num(x)
+    return f"{float(f'{x:.3g}'):,.0f}"
+
+
 @dataclass(frozen=True)
 class Column:
     """A table column: a header and where its number is in a run report."""
@@ -115,7 +123,7 @@ CASES: dict[str, Case] = {
                 Column("p50", _wk("probe", "io_latency_p50_seconds"), _time),
                 Column("p99", _wk("probe", "io_latency_p99_seconds"), _time),
                 Column("mean", _wk("probe", "io_latency_mean_seconds"), _time),
-                Column("IOPS", _wk("probe", "iops")),
+                Column("IOPS", _wk("probe", "iops"), per_second_text),
                 *_cpu_cols("probe"),
             ),
         ),
