@@ -319,12 +319,12 @@ class FabtopApp(App[None]):
     DETAIL_VIEW_ACTIONS = frozenset({"toggle_freeze", "speed"})
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """No key of the app's works under a dialog (the fault form over the
-        compare view showed them in its footer, and a key pressed on its buttons sorted
-        the hidden main table); main-view keys do nothing on the compare screen (which has
-        its own), and only freeze and speed
-        work on the link detail screen (sorting or filtering the hidden table would
-        surprise). A read-only console has no keys that change the emulation."""
+        """No key of the app's works under a dialog (the fault form over the compare view
+        showed them in its footer, and a key pressed on its buttons sorted the hidden main
+        table); main-view keys do nothing on the compare screen (which has its own), and
+        only freeze and speed work on the link detail screen (sorting or filtering the
+        hidden table would surprise). A read-only console has no keys that change the
+        emulation."""
         if hidden_if_read_only(action, self.read_only):
             return False
         if isinstance(self.screen, ModalScreen):

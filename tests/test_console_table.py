@@ -6,6 +6,10 @@ chooses which link is hottest; the keys are pressed through Pilot.
 
 from __future__ import annotations
 
+from typing import Any
+
+from textual.pilot import Pilot
+
 from console.app import FabtopApp
 from console.linkview import COLUMNS
 from console.widgets.links_table import LinksTable
@@ -18,6 +22,17 @@ BASE = tables()
 
 def app_for(source: StubSource, **kw: object) -> FabtopApp:
     return FabtopApp(source, render_interval_s=0.05, **kw)  # type: ignore[arg-type]
+
+
+def evenly_loaded_app() -> FabtopApp:
+    """Every link at half its rate: the order is the links' own, the filter's to cut."""
+    return app_for(StubSource(snapshot(utilisation=[0.5] * 8, base=BASE)))
+
+
+async def type_filter(pilot: Pilot[Any], text: str) -> None:
+    """Open the filter line, type ``text`` and apply it."""
+    await pilot.press("slash", *text, "enter")
+    await pilot.pause()
 
 
 def util(app: FabtopApp, link: str) -> float:
@@ -45,18 +60,15 @@ async def test_sort_keys_change_the_order() -> None:
 
 
 async def test_filter_keeps_matching_links_and_refuses_bad_ones() -> None:
-    src = StubSource(snapshot(utilisation=[0.5] * 8, base=BASE))
-    app = app_for(src)
+    app = evenly_loaded_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         table = app.query_one(LinksTable)
-        await pilot.press("slash", *"leaf01", "enter")
-        await pilot.pause()
+        await type_filter(pilot, "leaf01")
         assert table.links_shown, "the filter should keep leaf01's ports"
         assert all("leaf01" in name for name in table.links_shown)
         assert len(table.links_shown) == 12  # 4 GPUs + 2 spines, both directions
-        await pilot.press("slash", *"is:bogus", "enter")
-        await pilot.pause()
+        await type_filter(pilot, "is:bogus")
         assert app.link_filter.text == "leaf01"  # the bad filter was not applied
         assert any("unknown state 'bogus'" in n.message for n in app._notifications)
         # Esc closes the line and leaves the filter as it was (README); an empty line and
@@ -115,13 +127,11 @@ async def test_cursor_on_the_top_row_watches_the_hottest_link() -> None:
 async def test_the_sort_arrow_moves_on_an_empty_table_too() -> None:
     """A filter that matched nothing kept the header's arrow on the column sorted by
     before (its drawn line was cached until a row changed), under a title saying another."""
-    src = StubSource(snapshot(utilisation=[0.5] * 8, base=BASE))
-    app = app_for(src)
+    app = evenly_loaded_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         table = app.query_one(LinksTable)
-        await pilot.press("slash", *"is:down", "enter")
-        await pilot.pause()
+        await type_filter(pilot, "is:down")
         assert table.row_count == 0
         for _ in range(3):
             await pilot.press("s")

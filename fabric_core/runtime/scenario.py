@@ -306,9 +306,9 @@ def _int(
 
 def _check_size(kind: str, t: Mapping[str, int]) -> None:
     """Refuse a generated topology too large to build (``MAX_LINKS``, ``MAX_SWITCHES``),
-    before building it:
-    each endpoint has a cable to its leaf (one per plane), every leaf one to every spine of
-    its plane (pod), every spine one to each core of its group; a cable is two links."""
+    before building it: each endpoint has a cable to its leaf (one per plane), every leaf
+    one to every spine of its plane (pod), every spine one to each core of its group; a
+    cable is two links."""
     if kind == "file":
         return  # its links are listed in the file, which counts them as it is read
     stor = t.get("storage_targets", 0)
