@@ -8,15 +8,9 @@ from textual.widgets._footer import FooterKey
 
 from console.app import FabtopApp
 from console.screens.compare import CompareScreen
-from console.stepped import SteppedSource
 from console.widgets.key_footer import PALETTE_CLASS, KeyFooter
-from fabric_core.runtime.fabric import Fabric
-from fabric_core.runtime.scenario import load_scenario
 from tests.helpers import settle
-
-
-def source(profile: str | None = None) -> SteppedSource:
-    return SteppedSource(Fabric.from_scenario(load_scenario("tiny", profile=profile)))
+from tests.test_console_screens import source
 
 
 def footer_line(footer: KeyFooter) -> tuple[list[str], bool] | None:
