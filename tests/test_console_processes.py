@@ -20,6 +20,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from console import process_source
 from console.app import FabtopApp
 from console.process_source import (
     FRESH_S,
@@ -268,9 +269,15 @@ def test_a_large_snapshot_arrives_as_read_only_shared_memory() -> None:
         group.close()
 
 
-def test_the_exporter_gets_a_fresh_snapshot_while_the_view_reads_none() -> None:
+def test_the_exporter_gets_a_fresh_snapshot_while_the_view_reads_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The exporter reads on its own (``latest_fresh``): with the view frozen, a scrape
-    does not get the snapshot sent after the view's last read but waits for a new one."""
+    does not get the snapshot sent after the view's last read but waits for a new one.
+    (The wait is the product's 1 s; here it is a bound against a hang, not a timing
+    assertion: on a CI machine with both cores busy the engine took longer to send the
+    next one, twice in session 42, and the scrape got the old snapshot.)"""
+    monkeypatch.setattr(process_source, "FRESH_WAIT_S", 60.0)
     spec = EngineSpec(load_scenario("tiny"), "engine process tiny", speed=0.0)
     group = start_engines([dataclasses.replace(spec, publish_interval_s=0.01)])
     assert group is not None
