@@ -21,7 +21,8 @@ from fabric_core.faults.book import (
     goodput_fraction,
     register_fault_kind,
 )
-from fabric_core.runtime.fabric import SOLVERS, Fabric, Solver
+from fabric_core.reports.run import report_of
+from fabric_core.runtime.fabric import MAX_EVENTS, SOLVERS, Fabric, Solver
 from fabric_core.runtime.scenario import ScenarioError, load_scenario, parse_scenario
 from fabric_core.runtime.snapshot import LinkStatus, Snapshot
 
@@ -386,6 +387,20 @@ def test_scenario_schedules_inject_and_clear() -> None:
     ]
     # a clear with nothing left to clear is logged, not fatal
     assert any(e.kind == "schedule_skipped" for e in fabric.snapshot().events)
+
+
+def test_a_refused_scheduled_fault_stays_in_the_report_after_the_log_has_moved_on() -> None:
+    """The report read the refusals from the event log, which keeps the latest 500: a
+    busy run's refusal fell out of it and the report said nothing was refused."""
+    scn = parse_scenario(_scenario([{"at": "5us", "kind": "clear", "target": "spine00"}]))
+    fabric = Fabric.from_scenario(scn)
+    fabric.run_ticks(10)
+    refusal = "spine00: no active fault on 'spine00' (no fault is active)"
+    assert fabric.schedule_skipped == [refusal]
+    for i in range(MAX_EVENTS + 1):
+        fabric.emit("info", "filler", f"x{i}", "an event of a busy run")
+    assert not [e for e in fabric.events if e.kind == "schedule_skipped"]
+    assert report_of(fabric, 10, 0, 1.0)["schedule_skipped"] == [refusal]
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from fabric_core.planes.coordinator import PlanedFabric, parts_of, spray
 from fabric_core.planes.plane import PlaneSpec
 from fabric_core.planes.pool import InProcessPool, PlaneLostError
 from fabric_core.reports.record import snapshot_digest
+from fabric_core.reports.run import report_of
 from fabric_core.runtime.engine import Engine
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import Scenario, ScenarioError, load_scenario, parse_scenario
@@ -218,6 +219,22 @@ def test_bad_fault_commands_are_refused_as_a_single_fabric_refuses_them() -> Non
         f.apply(SetTick(dt_s=1.0))
     f.run_ticks(3)  # and it runs on
     assert f.tick == 3
+    f.close()
+
+
+def test_a_scheduled_fault_the_planes_refuse_is_reported_as_a_single_fabric_reports_it() -> None:
+    """The coordinator said a refused scheduled command as "command_failed", which the run
+    report does not read: a planed run's report said nothing was refused."""
+    fault = {"at": "3us", "kind": "clear", "target": "p0spine00"}
+    scn = scenario(fault=[fault])
+    f = PlanedFabric(scn, InProcessPool)
+    single = Fabric.from_scenario(scn)
+    f.run_ticks(5)
+    single.run_ticks(5)
+    assert f.schedule_skipped == single.schedule_skipped
+    assert report_of(f, 5, 0, 1.0)["schedule_skipped"] == f.schedule_skipped
+    (event,) = [e for e in f.snapshot().events if e.severity == "warning"]
+    assert (event.kind, event.target) == ("schedule_skipped", "p0spine00")
     f.close()
 
 

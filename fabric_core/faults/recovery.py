@@ -57,6 +57,16 @@ else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
     blackhole_kernels = LazyModule("fabric_core.tick.kernels.blackhole")
 
 
+class SkipHost(Protocol):
+    """What saying a refused scheduled command needs (``skipped``): a fabric or a planed
+    fabric's coordinator."""
+
+    #: the scheduled commands refused when their time came ("target: why"), in order
+    schedule_skipped: list[str]
+
+    def emit(self, severity: str, kind: str, target: str, message: str) -> None: ...
+
+
 class RecoveryHost(FlowControlHost, Protocol):
     """What recovery reads and writes of the fabric (``runtime.fabric.Fabric`` is one):
     what flow control does (``tick.host``: the flow table, the link book, the dropped
@@ -66,6 +76,8 @@ class RecoveryHost(FlowControlHost, Protocol):
 
     #: bytes injected, then cancelled before they were sent (a cancelled incast)
     cancelled_bytes: float
+    #: the scheduled commands refused when their time came ("target: why"), in order
+    schedule_skipped: list[str]
 
     @property
     def faults(self) -> FaultBook: ...
@@ -750,7 +762,16 @@ def apply_scheduled(fabric: RecoveryHost, cmd: InjectFault | ClearFault, now: fl
         else:
             fabric.faults.clear(cmd, now)
     except CommandError as exc:
-        fabric.emit("warning", "schedule_skipped", cmd.target or "all", str(exc))
+        skipped(fabric, cmd, exc)
+
+
+def skipped(fabric: SkipHost, cmd: InjectFault | ClearFault, exc: Exception) -> None:
+    """Say that a scheduled command was refused when its time came: an event, and a line
+    in ``fabric.schedule_skipped``, which a run's report lists whole (the event log keeps
+    only the latest events)."""
+    target = cmd.target or "all"
+    fabric.emit("warning", "schedule_skipped", target, str(exc))
+    fabric.schedule_skipped.append(f"{target}: {exc}")
 
 
 __all__ = [
@@ -762,5 +783,6 @@ __all__ = [
     "recovery_mode",
     "reroute",
     "scheduled_command",
+    "skipped",
     "track",
 ]

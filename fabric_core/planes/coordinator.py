@@ -167,6 +167,7 @@ class PlanedFabric:
         #: the plane lost (the run cannot go on), once one is
         self.lost: PlaneLostError | None = None
         self.schedule: list[tuple[float, InjectFault | ClearFault]] = []
+        self.schedule_skipped: list[str] = []  # those refused when due (recovery.skipped)
         for i, f in enumerate(scn.faults):
             try:
                 cmd = recovery.scheduled_command(f.kind, f.target, dict(f.params), f.duration_s)
@@ -242,7 +243,7 @@ class PlanedFabric:
             try:
                 self.apply(cmd)
             except CommandError as exc:
-                self.emit("warning", "command_failed", cmd.target or "fabric", str(exc))
+                recovery.skipped(self, cmd, exc)
 
     def _run_batch(self, k: int) -> None:
         parts = self._generate(k)

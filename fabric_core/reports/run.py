@@ -70,9 +70,7 @@ def report_of(
     report = summarise(fabric.snapshot(wall_time_s=wall_s, running=False))
     # the scenario's scheduled faults the core refused when their time came (a second of
     # one kind on a link, a clear of nothing): said once each, beside the faults that ran
-    report["schedule_skipped"] = [
-        f"{e.target}: {e.message}" for e in fabric.events if e.kind == "schedule_skipped"
-    ]
+    report["schedule_skipped"] = list(fabric.schedule_skipped)
 
     def per(x: float, seconds: float) -> float:
         return x / seconds if seconds > 0 else float("inf")

@@ -294,6 +294,7 @@ class Fabric:
         self._window: deque[tuple[float, float]] = deque(maxlen=64)  # (time, delivered)
         self.hop_updates = 0
         self.schedule: list[tuple[float, InjectFault | ClearFault]] = []  # time order
+        self.schedule_skipped: list[str] = []  # those refused when due (recovery.skipped)
         self.static_routes = StaticRoutes(topo)
         self.spray_ways = spray_ways(topo)  # sub-flows per sprayed flow (routing "spray")
         # RoCE: PFC queues, DCQCN senders, the deadlock watch (None on a credit fabric)
