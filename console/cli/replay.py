@@ -39,10 +39,14 @@ def run(args: argparse.Namespace) -> int:
     if refuse_bad_outputs([("--json", args.json)]):  # before the replay, not after it
         return 2
     try:
-        record = load_record(args.record)
-        result = replay(record)
+        record = load_record(args.record)  # (its errors name the file)
     except RecordError as exc:
         print(f"fabtop: {exc}", file=sys.stderr)
+        return 2
+    try:
+        result = replay(record)
+    except RecordError as exc:
+        print(f"fabtop: {args.record}: {exc}", file=sys.stderr)
         return 2
     if not args.quiet:
         print_summary(result.report)

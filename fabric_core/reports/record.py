@@ -432,8 +432,9 @@ def replay(
             command of the record no longer applies.
     """
     plan = _plan(record)
+    source = str(record.get("source", "<record>"))
     try:
-        scn = parse_scenario(dict(record["scenario"]), str(record.get("source", "<record>")))
+        scn = parse_scenario(dict(record["scenario"]), source)
         fabric: Fabric | PlanedFabric
         if plan.batch_ticks is not None:
             # the planes in this process: the same results as the actors, bit for bit
@@ -441,7 +442,12 @@ def replay(
         else:
             fabric = Fabric.from_scenario(scn)
     except ScenarioError as exc:
-        raise RecordError(f"the recorded scenario does not load: {exc}") from None
+        # named as the record's field: the file it was recorded from is not what is wrong
+        where = str(exc).removeprefix(f"{source}: ")
+        raise RecordError(
+            f"the recorded scenario does not load: scenario.{where} "
+            f"(the record says it came from {source})"
+        ) from None
     pending, expected, end = plan.commands, plan.digests, plan.end
     mismatches: list[tuple[int, str, str]] = []
     checked = 0
