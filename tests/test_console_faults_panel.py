@@ -36,7 +36,14 @@ def cells(panel: FaultsPanel) -> dict[str, str]:
 
 @pytest.mark.parametrize(
     ("width", "layout"),
-    [(140, COLUMNS), (100, COMPACT_COLUMNS), (80, NARROW_COLUMNS)],
+    [
+        (140, COLUMNS),
+        (119, COLUMNS),  # (the panel's 83 columns are 70 % of 119)
+        (118, COMPACT_COLUMNS),
+        (100, COMPACT_COLUMNS),
+        (99, NARROW_COLUMNS),
+        (80, NARROW_COLUMNS),
+    ],
 )
 async def test_the_timeline_fits_the_panel(width: int, layout: Columns) -> None:
     """At 100 columns the timeline was cut after "recov" (the panel may take 70 % of the

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual import events
 from textual.widgets import DataTable
 
 from console.fmt import fmt_seconds
@@ -131,9 +130,9 @@ class FaultsPanel(DataTable[Text]):
         for key, label, width in self.layout_columns:
             self.add_column(label, key=key, width=width)
 
-    def on_resize(self, event: events.Resize) -> None:
+    def on_resize(self) -> None:
         """Take the layout that fits the new width, and draw the faults in it."""
-        columns = layout_for(event.size.width)
+        columns = layout_for(self.size.width)  # (the event's size counts the padding in)
         if columns is self.layout_columns:
             return
         self.layout_columns = columns
