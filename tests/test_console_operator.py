@@ -22,11 +22,13 @@ from console.screens.help import HelpScreen
 from console.screens.link_detail import spark_rows
 from console.stepped import SteppedSource
 from console.widgets.faults_panel import PANEL_WIDTH, FaultsPanel
+from console.widgets.latency_panel import KPI_INDENT, kpi_lines
 from console.widgets.links_table import MIN_LINK_WIDTH, LinksTable
+from console.widgets.text_view import TextView
 from fabric_core.commands import Command, CommandResult
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
-from fabric_core.runtime.snapshot import Snapshot
+from fabric_core.runtime.snapshot import Snapshot, WorkloadView
 from tests.test_console_screens import shown
 
 SIZE = (140, 44)
@@ -484,3 +486,29 @@ async def test_the_form_suggests_a_target_of_the_kinds_sort_and_forgets_the_last
         form.query_one("#kind", Select).value = "link_down"
         await pilot.pause()
         assert str(error.render()) == ""
+
+
+def test_a_workloads_kpis_go_on_under_its_name_where_the_panel_is_narrow() -> None:
+    """At 120 columns every KPI line ended in "…": the goodput, the last incast and the
+    messages sent were cut off."""
+    kpis = {"latency_p50_seconds": 3.1e-6, "latency_p99_seconds": 8.7e-6, "messages_sent": 9e4}
+    workloads = {"probe": WorkloadView("probe", "rpc", "rpc", kpis, {})}
+    assert kpi_lines(workloads).plain.count("\n") == 0  # no width: one line
+    lines = kpi_lines(workloads, 56).plain.rstrip().splitlines()
+    assert [line.strip().split("  ")[0] for line in lines] == [
+        "probe (rpc) latency p50 3.1 µs",
+        "messages sent 90,000",
+    ]
+    assert all(len(line.rstrip()) <= 56 for line in lines)
+    assert lines[1].startswith(" " * KPI_INDENT + "messages sent")
+
+
+async def test_no_kpi_is_cut_off_at_120_columns() -> None:
+    app = FabtopApp(source(), render_interval_s=0.05)
+    async with app.run_test(size=(120, 40)) as pilot:
+        kpis = app.latency_panel.query_one("#kpis", TextView)
+        await settle(pilot, lambda: "\n  messages sent" in kpis.text.plain)
+        lines = kpis.text.plain.splitlines()
+        assert all(len(line.rstrip()) <= kpis.size.width for line in lines), lines
+        await pilot.resize_terminal(240, 40)  # room again: one line a workload
+        await settle(pilot, lambda: "\n  " not in kpis.text.plain)

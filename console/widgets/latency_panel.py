@@ -33,8 +33,14 @@ def class_line(lat: ClassLatency) -> Text:
     return text
 
 
-def kpi_lines(workloads: dict[str, WorkloadView] | None) -> Text:
-    """One line per workload: its KPIs by name."""
+#: Where a workload's KPIs go on past its first line: under its name, this far in
+KPI_INDENT = 2
+
+
+def kpi_lines(workloads: dict[str, WorkloadView] | None, width: int = 0) -> Text:
+    """One line per workload: its KPIs by name. With a ``width`` (the panel's), a KPI that
+    would end past it goes on the next line, indented, so that none is cut off: a label
+    stays with its figure."""
     text = Text()
     if not workloads:
         text.append("no workloads", "dim")
@@ -44,9 +50,16 @@ def kpi_lines(workloads: dict[str, WorkloadView] | None) -> Text:
             text.append("\n")
         text.append(f"{name} ", "bold")
         text.append(f"({wl.kind}) ", "dim")
-        for key, value in sorted(wl.kpis.items()):
-            text.append(f"{kpi_label(key)} ", "dim")
-            text.append(f"{fmt_kpi(key, value)}  ")
+        column = len(name) + len(wl.kind) + 4
+        for i, (key, value) in enumerate(sorted(wl.kpis.items())):
+            label, figure = kpi_label(key), fmt_kpi(key, value)
+            size = len(label) + 1 + len(figure)
+            if width and i and column + size > width:
+                text.append("\n" + " " * KPI_INDENT)
+                column = KPI_INDENT
+            text.append(f"{label} ", "dim")
+            text.append(f"{figure}  ")
+            column += size + 2
     return text
 
 
@@ -91,6 +104,7 @@ class LatencyPanel(Vertical):
         super().__init__(id=id)
         self.border_title = "Latency now (window) · p99 history · workload KPIs"
         self._rows: dict[str, ClassRow] = {}
+        self._workloads: dict[str, WorkloadView] = {}
 
     def compose(self) -> ComposeResult:
         yield TextView(id="kpis")
@@ -109,4 +123,14 @@ class LatencyPanel(Vertical):
                 self.call_after_refresh(row.show, lat)
             else:
                 row.show(lat)
-        kpis.show_text(kpi_lines(workloads))
+        self._workloads = workloads
+        kpis.show_text(kpi_lines(workloads, kpis.size.width))
+
+    def on_resize(self) -> None:
+        """Lay the KPIs out for the new width (a paused console draws nothing else)."""
+        found = self.query("#kpis")
+        if found and self._workloads:
+            kpis = found.first(TextView)
+            self.call_after_refresh(
+                lambda: kpis.show_text(kpi_lines(self._workloads, kpis.size.width))
+            )
