@@ -501,6 +501,10 @@ def test_a_workloads_kpis_go_on_under_its_name_where_the_panel_is_narrow() -> No
     ]
     assert all(len(line.rstrip()) <= 56 for line in lines)
     assert lines[1].startswith(" " * KPI_INDENT + "messages sent")
+    assert len(kpi_lines(workloads, 56, rows=2).plain.splitlines()) == 2
+    # no room for a second line: it goes on, to be cut at the panel's edge
+    assert kpi_lines(workloads, 56, rows=1).plain == kpi_lines(workloads).plain
+    assert not kpi_lines(workloads).plain.endswith(" ")  # (a space past the edge cut it too)
 
 
 async def test_no_kpi_is_cut_off_at_120_columns() -> None:

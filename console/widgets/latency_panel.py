@@ -37,29 +37,40 @@ def class_line(lat: ClassLatency) -> Text:
 KPI_INDENT = 2
 
 
-def kpi_lines(workloads: dict[str, WorkloadView] | None, width: int = 0) -> Text:
+def kpi_lines(
+    workloads: dict[str, WorkloadView] | None, width: int = 0, rows: int | None = None
+) -> Text:
     """One line per workload: its KPIs by name. With a ``width`` (the panel's), a KPI that
-    would end past it goes on the next line, indented, so that none is cut off: a label
-    stays with its figure."""
+    would end past it goes on the next line, indented, so that none is cut off (a label
+    stays with its figure), as long as the lines stay within ``rows`` (the panel's room:
+    past it the line goes on, cut off at the panel's edge, and the workloads below keep
+    their places)."""
     text = Text()
     if not workloads:
         text.append("no workloads", "dim")
         return text
+    spare = None if rows is None else rows - len(workloads)  # lines that wraps may add
     for n, (name, wl) in enumerate(sorted(workloads.items())):
         if n:
             text.append("\n")
         text.append(f"{name} ", "bold")
-        text.append(f"({wl.kind}) ", "dim")
-        column = len(name) + len(wl.kind) + 4
-        for i, (key, value) in enumerate(sorted(wl.kpis.items())):
+        text.append(f"({wl.kind})", "dim")
+        column = len(name) + len(wl.kind) + 3
+        gap = " "  # before the next KPI: one space after the kind, two between KPIs
+        for key, value in sorted(wl.kpis.items()):
             label, figure = kpi_label(key), fmt_kpi(key, value)
-            size = len(label) + 1 + len(figure)
-            if width and i and column + size > width:
-                text.append("\n" + " " * KPI_INDENT)
-                column = KPI_INDENT
+            size = len(gap) + len(label) + 1 + len(figure)
+            fits = column + size <= width
+            if width and not fits and column > KPI_INDENT and (spare is None or spare > 0):
+                text.append("\n")
+                column, gap = 0, " " * KPI_INDENT
+                spare = None if spare is None else spare - 1
+                size = len(gap) + len(label) + 1 + len(figure)
+            text.append(gap)
             text.append(f"{label} ", "dim")
-            text.append(f"{figure}  ")
-            column += size + 2
+            text.append(figure)
+            column += size
+            gap = "  "
     return text
 
 
@@ -124,13 +135,19 @@ class LatencyPanel(Vertical):
             else:
                 row.show(lat)
         self._workloads = workloads
-        kpis.show_text(kpi_lines(workloads, kpis.size.width))
+        self._show_kpis(kpis)
+
+    def _show_kpis(self, kpis: TextView) -> None:
+        """The KPIs, laid out for the panel's width and the rows its height leaves them."""
+        rows = None
+        scalars = (self.styles.height, self.styles.max_height)
+        caps = [s.cells for s in scalars if s is not None and s.cells]
+        if caps:  # (its border, the class rows, and the margin above the KPIs)
+            rows = min(caps) - 2 - len(self._rows) - 1
+        kpis.show_text(kpi_lines(self._workloads, kpis.size.width, rows))
 
     def on_resize(self) -> None:
-        """Lay the KPIs out for the new width (a paused console draws nothing else)."""
+        """Lay the KPIs out for the new size (a paused console draws nothing else)."""
         found = self.query("#kpis")
         if found and self._workloads:
-            kpis = found.first(TextView)
-            self.call_after_refresh(
-                lambda: kpis.show_text(kpi_lines(self._workloads, kpis.size.width))
-            )
+            self.call_after_refresh(self._show_kpis, found.first(TextView))
