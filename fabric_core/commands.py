@@ -83,24 +83,26 @@ class Resume(_Command, tag="resume", frozen=True):
     """Let simulated time run again."""
 
 
-class SetSpeed(_Command, tag="speed", frozen=True):
+# (``kw_only``: a required field after the optional ``id``. The speed, the tick and a
+# parameter's value have no default: one missing is refused, not taken as 0, 1 us or 0)
+class SetSpeed(_Command, tag="speed", frozen=True, kw_only=True):
     """Simulated seconds per wall second; 0 runs flat out."""
 
-    speed: Annotated[float, msgspec.Meta(ge=0, le=MAX_SPEED)] = 0.0
+    speed: Annotated[float, msgspec.Meta(ge=0, le=MAX_SPEED)]
 
 
-class SetTick(_Command, tag="tick", frozen=True):
+class SetTick(_Command, tag="tick", frozen=True, kw_only=True):
     """Simulated time per tick, seconds. Results do not depend on it (see docs/MODEL.md,
     "Time scales"); a longer tick lets the engine keep up with a faster speed."""
 
-    dt_s: Annotated[float, msgspec.Meta(ge=MIN_TICK_S, le=MAX_TICK_S)] = 1e-6
+    dt_s: Annotated[float, msgspec.Meta(ge=MIN_TICK_S, le=MAX_TICK_S)]
 
 
-class SetParam(_Command, tag="set", frozen=True):
+class SetParam(_Command, tag="set", frozen=True, kw_only=True):
     """Set a live-tunable profile parameter (e.g. ``ecn_kmin_bytes``)."""
 
     name: str = ""
-    value: float = 0.0
+    value: float
 
 
 class StartWorkload(_Command, tag="start", frozen=True):
@@ -298,6 +300,9 @@ def _explain(msg: str, raw: bytes) -> str:
     tag = obj.get("command") if isinstance(obj, dict) else None
     if "Object missing required field 'command'" in msg:
         return f"missing field 'command'; expected one of: {', '.join(COMMAND_NAMES)}"
+    m = re.fullmatch(r"Object missing required field '(.*)'", msg)
+    if m and isinstance(tag, str):
+        return f"{tag} needs a {m.group(1)!r}"
     if "Invalid value" in msg and "$.command" in msg and isinstance(tag, str):
         return (
             f"unknown command {shown(tag)}{_suggest(tag, COMMAND_NAMES)}; "

@@ -107,6 +107,10 @@ def test_topic_supplies_the_command_name() -> None:
         ('{"command": "pause", "id": "' + "x" * 65 + '"}', "id must be a string of length <= 64"),
         ('{"command": "set", "value": 1}', "set needs a parameter 'name'"),
         ('{"command": "stop"}', "stop needs a 'workload' name"),
+        # (session 43: these were applied with a default: flat out, a 1 us tick, 0)
+        ('{"command": "speed", "id": "u6"}', "speed needs a 'speed'"),
+        ('{"command": "tick"}', "tick needs a 'dt_s'"),
+        ('{"command": "set", "name": "reroute_s"}', "set needs a 'value'"),
         ("\ufeff{}", "malformed JSON"),
     ],
 )
