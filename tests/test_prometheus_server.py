@@ -208,3 +208,21 @@ def test_every_recording_rule_returns_data(stack: Stack) -> None:
         wait_until(all_have_data, 45, "every recording rule to return data")
     except pytest.fail.Exception:
         pytest.fail(f"no data for: {missing}")
+
+
+def test_the_rate_rules_are_per_simulated_second(stack: Stack) -> None:
+    """The rules were rates per wall second: at the engine's speed (some 1e-3 simulated
+    seconds per wall second), a fabric's throughput read a thousand times too low."""
+    prom = stack.prometheus
+
+    def value(expr: str) -> float | None:
+        result = prom.query(expr)
+        return float(result[0]["value"][1]) if result else None
+
+    rule = wait_until(lambda: value("fabtop:fabric_delivered_bytes:sim_rate1m"), 45, "the rule")
+    mean = value("fabtop_delivered_bytes_total / fabtop_sim_time_seconds")
+    speed = value("fabtop_speed_measured_ratio")
+    assert mean is not None and speed is not None
+    assert speed < 0.2  # (else per wall second and per simulated second would be alike)
+    # the last minute's against the whole run's mean: alike, though the fault moved it
+    assert 0.25 < rule / mean < 4, (rule, mean, speed)

@@ -17,6 +17,10 @@ OUT = Path(__file__).with_name("fabtop-dashboard.json")
 DS = {"type": "prometheus", "uid": "${datasource}"}
 I = 'instance=~"$instance"'  # noqa: E741 - short on purpose: it is in every query
 RI = "$__rate_interval"
+#: Simulated seconds per wall second, per exporter: the counters count simulated time's
+#: bytes, frames and seconds, and the engine runs at 1e-3x real time or so, so a rate per
+#: wall second would read some thousand times too low (``per_simulated_second``)
+SIM_RATE = f"sum by (instance) (rate(fabtop_sim_time_seconds{{{I}}}[{RI}]))"
 
 _next_id = 0
 
@@ -25,6 +29,13 @@ def _id() -> int:
     global _next_id
     _next_id += 1
     return _next_id
+
+
+def per_simulated_second(expr: str) -> str:
+    """``expr`` (rates per wall second, with an ``instance`` label) per simulated second:
+    divided by how fast that exporter's simulated time ran over the same window (no value
+    while it is paused)."""
+    return f"{expr} / on (instance) group_left {SIM_RATE}"
 
 
 def target(
@@ -186,7 +197,13 @@ def panels() -> list[dict[str, Any]]:
         panel(
             "stat",
             "Delivered",
-            [target(f"sum(rate(fabtop_delivered_bytes_total{{{I}}}[{RI}]))")],
+            [
+                target(
+                    per_simulated_second(
+                        f"sum by (instance) (rate(fabtop_delivered_bytes_total{{{I}}}[{RI}]))"
+                    )
+                )
+            ],
             6,
             1,
             4,
@@ -196,7 +213,13 @@ def panels() -> list[dict[str, Any]]:
         panel(
             "stat",
             "Dropped",
-            [target(f"sum(rate(fabtop_dropped_bytes_total{{{I}}}[{RI}]))")],
+            [
+                target(
+                    per_simulated_second(
+                        f"sum by (instance) (rate(fabtop_dropped_bytes_total{{{I}}}[{RI}]))"
+                    )
+                )
+            ],
             10,
             1,
             4,
@@ -226,7 +249,7 @@ def panels() -> list[dict[str, Any]]:
         panel(
             "timeseries",
             "Throughput by link tier",
-            [target(f"fabtop:tier_data_transmitted_bytes:rate1m{{{I}}}", "{{tier}}")],
+            [target(f"fabtop:tier_data_transmitted_bytes:sim_rate1m{{{I}}}", "{{tier}}")],
             0,
             5,
             12,
@@ -272,7 +295,11 @@ def panels() -> list[dict[str, Any]]:
             "Top links by transmit wait",
             [
                 target(
-                    f"topk($topn, rate(fabtop_port_transmit_wait_seconds_total{{{ln}}}[{RI}]))",
+                    "topk($topn, "
+                    + per_simulated_second(
+                        f"rate(fabtop_port_transmit_wait_seconds_total{{{ln}}}[{RI}])"
+                    )
+                    + ")",
                     "{{link}}",
                 )
             ],
@@ -288,7 +315,7 @@ def panels() -> list[dict[str, Any]]:
             "Top switches by transmitted bytes",
             [
                 target(
-                    f"topk($topn, fabtop:switch_data_transmitted_bytes:rate1m{{{sw}}})",
+                    f"topk($topn, fabtop:switch_data_transmitted_bytes:sim_rate1m{{{sw}}})",
                     "{{switch}}",
                 )
             ],
@@ -411,7 +438,7 @@ def panels() -> list[dict[str, Any]]:
         panel(
             "timeseries",
             "PFC pause frames received",
-            [target(f"fabtop:switch_pfc_pause_frames_received:rate1m{{{sw}}}", "{{switch}}")],
+            [target(f"fabtop:switch_pfc_pause_frames_received:sim_rate1m{{{sw}}}", "{{switch}}")],
             0,
             49,
             8,
@@ -424,8 +451,11 @@ def panels() -> list[dict[str, Any]]:
             "Time paused by PFC",
             [
                 target(
-                    f"sum by (switch) (rate(fabtop_switch_pfc_pause_seconds_total{{{sw}}}[{RI}]))"
-                    f" / sum by (switch) (fabtop_switch_ports{{{sw}}})",
+                    per_simulated_second(
+                        "sum by (instance, switch) "
+                        f"(rate(fabtop_switch_pfc_pause_seconds_total{{{sw}}}[{RI}]))"
+                    )
+                    + f" / sum by (instance, switch) (fabtop_switch_ports{{{sw}}})",
                     "{{switch}}",
                 )
             ],
@@ -439,7 +469,7 @@ def panels() -> list[dict[str, Any]]:
         panel(
             "timeseries",
             "ECN-marked packets",
-            [target(f"fabtop:switch_ecn_marked_packets:rate1m{{{sw}}}", "{{switch}}")],
+            [target(f"fabtop:switch_ecn_marked_packets:sim_rate1m{{{sw}}}", "{{switch}}")],
             16,
             49,
             8,
@@ -551,10 +581,12 @@ def panels() -> list[dict[str, Any]]:
             "timeseries",
             "Discarded and retransmitted",
             [
-                target(f"fabtop:switch_discarded_bytes:rate1m{{{sw}}}", "discarded {{switch}}"),
+                target(f"fabtop:switch_discarded_bytes:sim_rate1m{{{sw}}}", "discarded {{switch}}"),
                 target(
-                    f"sum by (switch) (rate(fabtop_switch_retransmitted_bytes_total{{{sw}}}"
-                    f"[{RI}]))",
+                    per_simulated_second(
+                        "sum by (instance, switch) "
+                        f"(rate(fabtop_switch_retransmitted_bytes_total{{{sw}}}[{RI}]))"
+                    ),
                     "retransmitted {{switch}}",
                     ref="B",
                 ),
