@@ -278,3 +278,17 @@ def test_a_scenario_with_no_workload_counts_a_fault_incast_under_bulk(tmp_path: 
     classes = json.loads(report.read_text())["classes"]
     assert list(classes) == ["bulk"]
     assert classes["bulk"]["completed"] > 0
+
+
+def test_a_tick_too_long_for_a_workload_is_said_before_the_run_and_in_the_report(
+    tmp_path: Path,
+) -> None:
+    report = tmp_path / "r.json"
+    out = fabtop(
+        "run", "tiny", "--duration", "200us", "--dt", "100us", "--quiet", "--json", str(report)
+    )
+    assert out.returncode == 0, out.stderr
+    note = "workload 'moe' starts a round every 40 µs, but the tick is 100 µs"
+    assert f"fabtop: warning: {note}" in out.stderr
+    (said,) = json.loads(report.read_text())["tick_notes"]
+    assert said.startswith(note)

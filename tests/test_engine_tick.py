@@ -123,3 +123,32 @@ async def test_an_adapted_run_replays_exactly() -> None:
     result = replay(record)
     assert result.mismatches == [] and result.ok
     assert result.fabric.sim_time_s == pytest.approx(fabric.sim_time_s, rel=1e-12)
+
+
+def rounds_started(fabric: Fabric, name: str) -> float:
+    (wl,) = [w for w in fabric.snapshot().workloads.values() if w.name == name]
+    return wl.kpis["rounds_started"]
+
+
+def test_a_tick_longer_than_a_workloads_period_says_it_loses_rounds() -> None:
+    """tiny's all-to-all starts a round every 40 µs, at most one a tick: at a 100 µs tick
+    it ran 2,240 rounds' messages of 5,600 in 4 ms, and nothing said so."""
+    short = Fabric.from_scenario(load_scenario("tiny"))
+    assert short.tick_notes() == []
+    assert not [e for e in short.snapshot().events if e.kind == "tick_too_long"]
+    long = Fabric.from_scenario(load_scenario("tiny", dt=100e-6))
+    (note,) = long.tick_notes()
+    assert note == (
+        "workload 'moe' starts a round every 40 µs, but the tick is 100 µs: at most one a "
+        "tick, so some are lost, not bunched"
+    )
+    (event,) = [e for e in long.snapshot().events if e.kind == "tick_too_long"]
+    assert (event.severity, event.target, event.message) == ("warning", "moe", note)
+    short.run_ticks(400)  # 400 µs
+    long.run_ticks(4)
+    assert rounds_started(long, "moe") < rounds_started(short, "moe") / 2  # (what it says)
+    # a tick set by a command says so too, and a short one again says nothing
+    short.apply(SetTick(dt_s=50e-6))
+    assert [e.kind for e in short.snapshot().events].count("tick_too_long") == 1
+    short.apply(SetTick(dt_s=1e-6))
+    assert short.tick_notes() == []

@@ -90,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
     first = next(iter(result["reports"].values()))["run"]
     if note := whole_ticks_note(args.duration, first["dt_seconds"]):
         print(f"fabtop: {note}", file=sys.stderr)
+    for note in next(iter(result["reports"].values()))["tick_notes"]:  # (the same on both)
+        print(f"fabtop: warning: {note}", file=sys.stderr)
     a, b = args.profiles
     if not args.no_sizes:
         result["latency_by_size"] = latency_by_size(args.profiles)

@@ -94,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not args.quiet and (note := whole_ticks_note(args.duration, fabric.dt_s)):
         print(f"fabtop: {note}", file=sys.stderr)
+    for note in fabric.tick_notes():  # (figures the tick changes: said even with --quiet)
+        print(f"fabtop: warning: {note}", file=sys.stderr)
     try:
         bar = ProgressBar(f"run {scn.name}", total_s=args.duration)
         if args.quiet:

@@ -56,7 +56,7 @@ from fabric_core.runtime.snapshot import Event, LinkState, Snapshot, Totals, wor
 from fabric_core.tick.flows import Completions
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.workloads import Workload
-from fabric_core.workloads.base import workload_rngs
+from fabric_core.workloads.base import tick_notes, workload_rngs
 
 #: fault kinds on an endpoint that stop all its ports, so every plane takes them
 EVERY_PLANE_FAULTS = ("pfc_storm",)
@@ -196,6 +196,7 @@ class PlanedFabric:
         #: each plane's last state (a snapshot of a run whose plane was lost shows that
         #: plane as it was last seen, from the start on)
         self._states: list[PlaneState] = list(self.pool.call("state", [()] * self.planes))
+        self.warn_of_tick()
 
     # ---------------------------------------------------------------- the clock
     def _time_of(self, tick: int) -> float:
@@ -207,6 +208,15 @@ class PlanedFabric:
     def emit(self, severity: str, kind: str, target: str, message: str) -> None:
         """Add an event to the log the snapshot carries."""
         self.events.emit(severity, kind, target, message)
+
+    def tick_notes(self) -> list[str]:
+        """Why the tick is too long for some workloads (as ``Fabric.tick_notes``)."""
+        return [note for _, note in tick_notes(self.workloads, self.dt_s)]
+
+    def warn_of_tick(self) -> None:
+        """Say ``tick_notes`` in the event log (as ``Fabric.warn_of_tick``)."""
+        for name, note in tick_notes(self.workloads, self.dt_s):
+            self.emit("warning", "tick_too_long", name, note)
 
     # ---------------------------------------------------------------- running
     def run_ticks(self, n: int) -> None:
@@ -386,6 +396,7 @@ class PlanedFabric:
             self._on_every_plane(cmd)
             self._epoch_tick, self._epoch_s = self.tick, self.sim_time_s
             self.dt_s = float(cmd.dt_s)
+            self.warn_of_tick()
             return {"dt_s": self.dt_s}
         if isinstance(cmd, SetParam):
             details = self._on_every_plane(cmd)

@@ -71,6 +71,8 @@ def report_of(
     # the scenario's scheduled faults the core refused when their time came (a second of
     # one kind on a link, a clear of nothing): said once each, beside the faults that ran
     report["schedule_skipped"] = list(fabric.schedule_skipped)
+    # workloads the tick is too long for: their figures are the tick's, not the physics'
+    report["tick_notes"] = fabric.tick_notes()
 
     def per(x: float, seconds: float) -> float:
         return x / seconds if seconds > 0 else float("inf")

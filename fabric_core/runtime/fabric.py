@@ -63,7 +63,7 @@ from fabric_core.tick.reference import ReferenceTick
 from fabric_core.tick.roce import RoceFlowControl
 from fabric_core.tick.step import EntryIndex, Moved, RankLayout, Solution
 from fabric_core.workloads import Completions, Workload
-from fabric_core.workloads.base import workload_rngs
+from fabric_core.workloads.base import tick_notes, workload_rngs
 
 if TYPE_CHECKING:
     from fabric_core.tick.kernels import tick as _tick_kernels
@@ -348,6 +348,7 @@ class Fabric:
             except CommandError as exc:
                 raise ScenarioError(f"{scn.source}: fault[{i}]: {exc}") from None
             fabric.schedule.append((f.at_s, cmd))
+        fabric.warn_of_tick()
         return fabric
 
     # ------------------------------------------------------------------ helpers
@@ -560,7 +561,18 @@ class Fabric:
         check_tick(dt_s)
         self._epoch_tick, self._epoch_s = self.tick, self.sim_time_s
         self.dt_s = float(dt_s)
+        self.warn_of_tick()
         return self.dt_s
+
+    def tick_notes(self) -> list[str]:
+        """Why the tick is too long for some workloads (none: it is not)."""
+        return [note for _, note in tick_notes(self.workloads, self.dt_s)]
+
+    def warn_of_tick(self) -> None:
+        """Say ``tick_notes`` in the event log (from the scenario's tick on, and at each
+        change of tick: the console's and serve's operators read them there)."""
+        for name, note in tick_notes(self.workloads, self.dt_s):
+            self.emit("warning", "tick_too_long", name, note)
 
     def add_static_route(self, src: str, dst: str, via: list[str]) -> None:
         """Pin flows from ``src`` to ``dst`` to a path through the switches ``via``

@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 from fabric_core.storage.model import StorageHost
 from fabric_core.tick.flows import Completions, FlowRequests
 from fabric_core.tick.histogram import Histogram, HistogramView
+from fabric_core.units import format_duration
 
 #: The requests and completions are the flow table's (``tick.flows``); a workload finds
 #: them here.
@@ -66,6 +67,10 @@ class Workload:
         forward; both go through Python, which asks again. The base promises nothing."""
         return now_s
 
+    def tick_note(self, dt_s: float) -> str | None:
+        """Why a tick of ``dt_s`` is too long for this workload (None: it is not)."""
+        return None
+
     def on_complete(self, done: Completions, now_s: float) -> None:
         """Flows of this workload that completed."""
 
@@ -91,6 +96,23 @@ class Workload:
     def start(self) -> None:
         """Start (again)."""
         self.running = True
+
+
+def one_a_tick_note(wl: Workload, what: str, period_s: float, dt_s: float) -> str | None:
+    """The note of a workload that starts at most one ``what`` (a round, a burst) a tick,
+    every ``period_s``: a tick longer than that period loses some (it does not bunch
+    them, as it bunches random arrivals: docs/MODEL.md, "Time scales")."""
+    if not 0 < period_s < dt_s:
+        return None
+    return (
+        f"workload {wl.name!r} starts a {what} every {format_duration(period_s)}, but the tick "
+        f"is {format_duration(dt_s)}: at most one a tick, so some are lost, not bunched"
+    )
+
+
+def tick_notes(workloads: Sequence[Workload], dt_s: float) -> list[tuple[str, str]]:
+    """(workload, note) for each workload a tick of ``dt_s`` is too long for."""
+    return [(wl.name, note) for wl in workloads if (note := wl.tick_note(dt_s))]
 
 
 def pick_endpoints(

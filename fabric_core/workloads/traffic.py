@@ -21,6 +21,7 @@ from fabric_core.workloads.base import (
     FlowRequests,
     Workload,
     WorkloadHost,
+    one_a_tick_note,
     pick_endpoints,
 )
 
@@ -190,6 +191,9 @@ class Incast(Workload):
             return float("inf")
         return self._next_s  # the next burst
 
+    def tick_note(self, dt_s: float) -> str | None:
+        return one_a_tick_note(self, "burst", self.period_s, dt_s)
+
     def on_complete(self, done: Completions, now_s: float) -> None:
         self.histogram("fct_seconds").observe_many(done.latency_s)
         for burst in np.unique(done.tag):
@@ -249,6 +253,10 @@ class AllToAll(Workload):
     def quiet_until(self, now_s: float, dt_s: float) -> float:
         # a round in flight ends with a completion
         return float("inf") if not self.running or self._busy else self._next_s
+
+    def tick_note(self, dt_s: float) -> str | None:
+        # (a round also waits for the one before: it may start the tick after that ends)
+        return one_a_tick_note(self, "round", self.period_s, dt_s)
 
     def busy_state(self) -> tuple[bool, int, float, float, int]:
         """(a round in flight, its messages left, its start, the next round's start, the
