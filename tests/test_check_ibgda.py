@@ -93,8 +93,9 @@ def test_progress_past_the_deadline_is_slow_not_a_hang(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        # a 1 ms tick against a 330 µs deadline failed a sound fabric as "slow"
-        (["--dt", "1ms"], "deadline 330 µs is less than 4 ticks of 1 ms"),
+        # a 1 ms tick against a 69.3 µs deadline (330 µs when an idle round was taken to
+        # be 20 µs) failed a sound fabric as "slow"
+        (["--dt", "1ms"], "deadline 69.3 µs is less than 4 ticks of 1 ms"),
         (["--timeout", "1ns"], "use a --timeout of at least 8 µs"),
         # the core refused the second, and the check ran as if it were not asked for
         (["--mismatch", "gpu0001", "--mismatch", "gpu0001:hang"], "gpu0001 given twice"),
@@ -172,3 +173,11 @@ def test_scenario_faults_are_part_of_the_check(
     out = capsys.readouterr().out
     assert "step 1 2-GPU all-to-all     PASS" in out
     assert "gpu0007:" in out and "failure: hang" in out
+
+
+def test_step_one_expects_the_idle_fabrics_round_not_a_guess() -> None:
+    """Step 1 took a round to be 20 µs before measuring one: tiny's 2-GPU step ran in
+    8.51 µs against an "expected" 41.3 µs, so it could be called slow only at 19× its time."""
+    first, _ = check_ibgda(load_scenario("tiny"), rounds=2)
+    assert first.passed
+    assert 0.8 < first.expected_s / first.elapsed_s < 1.5, (first.expected_s, first.elapsed_s)
