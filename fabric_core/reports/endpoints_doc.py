@@ -7,7 +7,7 @@ in the tables is typed in. It takes a few minutes on one core.
 
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
 from typing import Any
 
@@ -522,8 +522,15 @@ def table_pd_load() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the document."""
-    args = sys.argv[1:] if argv is None else argv
-    out = Path(args[0] if args else "docs/ENDPOINTS.md")
+    parser = argparse.ArgumentParser(
+        prog="python -m fabric_core.reports.endpoints_doc",
+        description="Measure the endpoint model's tables and write docs/ENDPOINTS.md "
+        "(about a minute).",
+    )
+    parser.add_argument(
+        "out", nargs="?", type=Path, default=Path("docs/ENDPOINTS.md"), help="the file to write"
+    )
+    out = parser.parse_args(argv).out  # (a bare `--help` was taken for the file to write)
     head = (Path(__file__).parents[1] / "templates" / "ENDPOINTS.head.md").read_text()
     parts = [
         head,
