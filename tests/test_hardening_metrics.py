@@ -198,3 +198,33 @@ def test_a_scraper_that_hangs_up_is_not_reported_as_an_error(
         assert _get(f"http://{server.address}/metrics")[0] in (200, 503)  # still serving
     finally:
         server.close()
+
+
+def _request(url: str, method: str) -> tuple[int, dict[str, str], bytes]:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=30) as r:
+            return int(r.status), dict(r.headers), r.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+def test_head_gets_a_gets_headers_and_no_body_and_other_methods_plain_text(
+    engine: EngineThread,
+) -> None:
+    """HEAD /metrics was answered 501 with an HTML page (uptime checkers and load
+    balancers probe with HEAD)."""
+    snap = engine.wait_ticks(2)
+    with start_metrics_server(lambda: snap, port=0) as server:
+        code, headers, body = _request(server.url, "HEAD")
+        got, got_headers, got_body = _request(server.url, "GET")
+        assert (code, body) == (200, b"") and got == 200
+        assert headers["Content-Length"] == got_headers["Content-Length"] == str(len(got_body))
+        assert headers["Content-Type"] == got_headers["Content-Type"]
+        # (and the port counts' help reads: it said "Ports of the ports of the switch")
+        assert b"# HELP fabtop_switch_down_ports How many of the ports of the switch have" in (
+            got_body
+        )
+        assert _request(server.url.replace("/metrics", "/nowhere"), "HEAD")[0] == 404
+        code, headers, body = _request(server.url, "POST")
+        assert code == 501 and headers["Content-Type"].startswith("text/plain")
+        assert body.startswith(b"501 Unsupported method ('POST')")

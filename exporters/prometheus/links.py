@@ -307,15 +307,16 @@ def aggregate_families(
         ),
         (
             f"{prefix}_paused_ports",
-            f"Ports of the {what} that could not send in the last tick: starved (credit fabric) or paused (RoCE PFC).",
+            f"How many of the {what} could not send in the last tick: starved (credit "
+            "fabric) or paused (RoCE PFC).",
             groups.total(state.paused.astype(np.float64)),
         ),
         (
             f"{prefix}_down_ports",
-            f"Ports of the {what} whose link is down.",
+            f"How many of the {what} have their link down.",
             groups.total((state.status == LinkStatus.DOWN).astype(np.float64)),
         ),
-        (f"{prefix}_ports", f"Ports of the {what}.", groups.total(np.ones_like(bw))),
+        (f"{prefix}_ports", f"How many {what} there are.", groups.total(np.ones_like(bw))),
     )
     for name, doc, arr in gauges:
         yield fam.gauge(name, doc, lab, arr.tolist())

@@ -117,6 +117,15 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     timeout = 10  # a client that sends nothing does not hold a thread for ever
+    # the errors ``http.server`` answers itself (a method other than GET or HEAD, a
+    # malformed request) in plain text, as ours are, not an HTML page
+    error_message_format = "%(code)d %(message)s: %(explain)s\n"
+    error_content_type = "text/plain; charset=utf-8"
+    _head = False  # answering a HEAD: the status and headers of a GET, no body
+
+    def do_HEAD(self) -> None:
+        self._head = True
+        self.do_GET()
 
     def do_GET(self) -> None:
         if self.path.split("?", 1)[0] not in ("/metrics", "/"):
@@ -145,7 +154,8 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.end_headers()
-        self.wfile.write(body)
+        if not self._head:
+            self.wfile.write(body)
 
     def log_message(self, format: str, *args: object) -> None:
         """Quiet: no line per scrape on stderr."""
