@@ -311,8 +311,18 @@ def test_overlapping_faults_on_one_link_keep_it_down_until_both_clear() -> None:
     [
         (InjectFault(kind="link_dwn", target="leaf00->spine00"), "did you mean 'link_down'"),
         (InjectFault(kind="link_down", target="leaf00-spine00"), "did you mean 'leaf00->spine00'"),
-        (InjectFault(kind="switch_down", target="gpu0001"), "targets a switch; 'gpu0001' is a gpu"),
-        (InjectFault(kind="incast", target="spine00"), "targets a gpu; 'spine00' is a switch"),
+        (InjectFault(kind="switch_down", target="gpu0001"), "targets a switch; 'gpu0001' is a GPU"),
+        (InjectFault(kind="incast", target="spine00"), "targets a GPU; 'spine00' is a switch"),
+        # (session 43: "unknown link 'leaf00'", as if it were a typo)
+        (
+            InjectFault(kind="link_down", target="leaf00"),
+            "link_down targets a link; 'leaf00' is a switch: name a link, e.g. 'leaf00->",
+        ),
+        # (a count given as JSON's 100000 arrives as a float: it said "got 100000.0")
+        (
+            InjectFault(kind="incast", target="gpu0000", params={"senders": 100000.0}),
+            "incast: senders must be in [1, 4096], got 100000",
+        ),
         (InjectFault(kind="pfc_storm", target="gpu9"), "unknown gpu 'gpu9'"),
         (
             InjectFault(kind="link_flap", target="leaf00->spine00", params={"period_s": 0.0}),

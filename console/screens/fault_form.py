@@ -11,6 +11,7 @@ import math
 from collections.abc import Awaitable, Callable, Collection
 from typing import ClassVar
 
+import numpy as np
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -22,6 +23,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 from console.faultkinds import FaultKind, fault_kinds, kind_named
 from console.targets import normalise_target, typed_spellings
 from fabric_core.commands import Command, CommandError, CommandResult, InjectFault, shown, unknown
+from fabric_core.faults.book import not_of_sort
 from fabric_core.runtime.snapshot import Snapshot
 from fabric_core.units import parse_duration as parse_quantity
 
@@ -130,9 +132,12 @@ def check_target(
     if kind.target == "link":
         known = link_names if link_names else snap.links.index
         if target not in known:
-            if target in snap.nodes.index:
+            ni = snap.nodes.index.get(target)
+            if ni is not None:  # a node where a link is needed: one of its links
+                (first, *_) = np.flatnonzero(snap.links.src == ni)
+                found = snap.nodes.kind[ni]
                 raise CommandError(
-                    f"{kind.name} needs a link such as {snap.links.name[0]}; {target!r} is a node"
+                    not_of_sort(kind.name, target, "link", found, snap.links.name[first])
                 )
             raise unknown("link", target, known)
         return
@@ -140,7 +145,7 @@ def check_target(
         raise unknown(kind.target, target, nodes_of_sort(snap, kind.target))
     node_kind = snap.nodes.kind[snap.nodes.index[target]]
     if kind.target in ("switch", "gpu", "storage") and node_kind != kind.target:
-        raise CommandError(f"{kind.name} needs a {kind.target}; {target!r} is a {node_kind}")
+        raise CommandError(not_of_sort(kind.name, target, kind.target, node_kind))
 
 
 def build_inject(

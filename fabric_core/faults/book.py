@@ -28,6 +28,21 @@ from fabric_core.faults.admission import Admission
 from fabric_core.net.tables import LinkStatus, LinkTable, NodeTable
 
 TARGET_KINDS = ("link", "switch", "gpu", "storage", "node")
+#: A target sort (``TARGET_KINDS``, a node's kind) as a message says it: "a GPU"
+_SORT_WORDS = {"gpu": "GPU", "storage": "storage target"}
+
+
+def sort_word(sort: str) -> str:
+    """``sort`` (a target sort or a node's kind) with its article: "a GPU", "a switch",
+    "a storage target"."""
+    return f"a {_SORT_WORDS.get(sort, sort)}"
+
+
+def not_of_sort(kind: str, target: str, wanted: str, found: str, example: str = "") -> str:
+    """Why ``target`` (a ``found``, a node's kind) does not fit a fault ``kind`` that
+    targets a ``wanted``; with ``example``, a target that would (a link from it)."""
+    text = f"{kind} targets {sort_word(wanted)}; {target!r} is {sort_word(found)}"
+    return f"{text}: name a link, e.g. {example!r}" if example else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,6 +308,12 @@ class FaultBook:
         if kind.target == "link":
             li = self.links.index.get(cmd.target)
             if li is None:
+                ni = self.nodes.index.get(cmd.target)
+                if ni is not None:  # a node where a link is needed: one of its links
+                    (first, *_) = np.flatnonzero(self.links.src == ni)
+                    example = self.links.name[first]
+                    found = self.nodes.kind[ni]
+                    raise CommandError(not_of_sort(cmd.kind, cmd.target, "link", found, example))
                 raise unknown("link", cmd.target, self.links.index)
             one_way = kind.name == "credit_loss"  # credits of one direction
             ids = np.array([li] if one_way else [li, self.links.reverse[li]], dtype=np.int64)
@@ -308,7 +329,7 @@ class FaultBook:
                 err = unknown(wanted, cmd.target, names)
                 if ni is not None:
                     err = CommandError(
-                        f"{cmd.kind} targets a {wanted}; {cmd.target!r} is a {self.nodes.kind[ni]}"
+                        not_of_sort(cmd.kind, cmd.target, wanted, self.nodes.kind[ni])
                     )
                 raise err
             node = ni
@@ -333,7 +354,7 @@ class FaultBook:
                     f"{cmd.kind}: parameter {name!r} must be a number, got {value!r}"
                 )
             if not lo <= float(value) <= hi:
-                raise CommandError(f"{cmd.kind}: {name} must be in [{lo:g}, {hi:g}], got {value!r}")
+                raise CommandError(f"{cmd.kind}: {name} must be in [{lo:g}, {hi:g}], got {value:g}")
             params[name] = float(value)
         if kind.name == "incast":
             self._check_incast(node, params)
