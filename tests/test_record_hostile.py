@@ -216,6 +216,9 @@ BROKEN: list[tuple[str, Any, str]] = [
     ("planes", {}, "planes.batch_ticks: missing, not a whole number >= 1"),
     ("ended", None, "ended: null, not a string"),
     ("report", [], "report: [], not an object"),
+    # (session 44: a record without its report replayed "OK", having checked less; the
+    # recorder always writes it, null when it has none)
+    ("report", DELETE, "report: missing, not an object (or null: a run recorded without"),
     ("source", 5, "source: 5, not a string"),
     ("report", {"t": float("nan")}, "report.t: NaN, not a finite number"),
     ("scenario.seed", float("inf"), "scenario.seed: Infinity, not a finite number"),
@@ -234,6 +237,34 @@ BROKEN: list[tuple[str, Any, str]] = [
         [{"at": "1us", "kind": "link_down", "target": "nowhere"}],
         "scenario.fault[0]: unknown link 'nowhere'",
     ),
+    # (it read "scenario.unknown key(s) bogus")
+    ("scenario.bogus", 1, "does not load: scenario: unknown key(s) bogus; accepted: "),
+    # (session 44: a command without its digest, or a digest without its command, replayed
+    # as "DIVERGED ... recorded digest -", blaming the run for a broken record)
+    (
+        "digests.0",
+        DELETE,
+        "commands[0]: at tick 5, but the record has no digest at tick 5; a record has a "
+        "digest after each command that changes the fabric (all but pause, resume and speed)",
+    ),
+    (
+        "commands.1.tick",
+        5,
+        "commands[1]: at tick 5, but the record has 1 digest at tick 5 for 2 commands that "
+        "change the fabric there",
+    ),
+    (
+        "digests.0.tick",
+        3,
+        "digests[0]: at tick 3, but the record has no command that changes the fabric at "
+        "tick 3, so no digest there, not 1",
+    ),
+    (
+        "commands.1.tick",
+        15,
+        "digests[1]: at tick 10, but the record has no command that changes the fabric at "
+        "tick 10, so no digest there, not 1",
+    ),
 ]
 
 
@@ -248,11 +279,66 @@ def test_a_malformed_field_is_named(
 ) -> None:
     data = copy.deepcopy(good)
     _set(data, where, value)
+    _assert_refused(data, message, tmp_path, capsys)
+
+
+def _assert_refused(
+    data: dict[str, Any], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``fabtop replay`` refuses ``data`` with ``message``, and so does replay() in memory."""
     assert message in _replay_cli(_write(tmp_path, data), capsys)
     # the same from a record in memory, handed to replay() unread
     with pytest.raises(RecordError) as caught:
         replay(data)
     assert message in str(caught.value)
+
+
+def _insert(entries: list[dict[str, Any]], entry: dict[str, Any]) -> None:
+    """Put ``entry`` after the entries of its tick and those before, as the recorder does."""
+    entries.insert(sum(e["tick"] <= entry["tick"] for e in entries), entry)
+
+
+LINK_DOWN = {"command": "inject", "kind": "link_down", "target": "leaf00->spine00"}
+
+
+def test_a_command_added_without_its_digest_is_refused(
+    good: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = copy.deepcopy(good)
+    _insert(data["commands"], {"tick": 12, "command": LINK_DOWN})
+    _assert_refused(
+        data, "commands[2]: at tick 12, but the record has no digest at tick 12;", tmp_path, capsys
+    )
+    # at the end tick, one digest there is the end's or the command's: one is missing
+    data = copy.deepcopy(good)
+    _insert(data["commands"], {"tick": 15, "command": LINK_DOWN})
+    _assert_refused(
+        data,
+        "end_tick: 15, but the record has 1 digest at tick 15 for 1 command that changes the "
+        "fabric there and none for the end",
+        tmp_path,
+        capsys,
+    )
+
+
+def test_pacing_commands_have_no_digest_after_them(
+    good: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pause, resume and speed do not change the fabric: the recorder takes no digest after
+    them, so a record has none there (and one there is refused)."""
+    data = copy.deepcopy(good)
+    for command in ({"command": "pause"}, {"command": "speed", "speed": 0.5}):
+        _insert(data["commands"], {"tick": 7, "command": command})
+    assert load_record(_write(tmp_path, data)) == data
+    assert replay(copy.deepcopy(data)).ok
+    _insert(data["digests"], {"tick": 7, "digest": good["digests"][0]["digest"]})
+    _assert_refused(
+        data,
+        "digests[1]: at tick 7, but the record has no command that changes the fabric at "
+        "tick 7, so no digest there, not 1",
+        tmp_path,
+        capsys,
+    )
 
 
 def test_end_tick_moved_with_the_final_digest_is_bounded(

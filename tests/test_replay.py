@@ -23,6 +23,7 @@ from fabric_core.commands import (
     Resume,
     SetParam,
     SetSpeed,
+    SetTick,
     StopWorkload,
 )
 from fabric_core.reports.record import (
@@ -33,6 +34,7 @@ from fabric_core.reports.record import (
     replay,
     snapshot_digest,
 )
+from fabric_core.reports.run import report_of
 from fabric_core.runtime.engine import Engine
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
@@ -47,8 +49,11 @@ def _cli(*argv: str) -> int:
     return int(args.func(args))
 
 
-def _record(name: str, steps: list[tuple[int, Command]], tail: int = 20) -> dict[str, Any]:
-    """Run ``name``, applying each command through an engine after ``ticks`` more ticks."""
+def _record(
+    name: str, steps: list[tuple[int, Command]], tail: int = 20, with_report: bool = False
+) -> dict[str, Any]:
+    """Run ``name``, applying each command through an engine after ``ticks`` more ticks
+    (``with_report``: and record the run's report, as ``fabtop run`` does)."""
     scn = load_scenario(name)
     fabric = Fabric.from_scenario(scn)
     rec = Recorder.start(scn, fabric)
@@ -57,7 +62,9 @@ def _record(name: str, steps: list[tuple[int, Command]], tail: int = 20) -> dict
         fabric.run_ticks(ticks)
         engine.apply(cmd)
     fabric.run_ticks(tail)
-    return json.loads(json.dumps(rec.to_dict()))  # as written to and read from a file
+    report = report_of(fabric, fabric.tick, fabric.hop_updates, 0.0) if with_report else None
+    out: dict[str, Any] = json.loads(json.dumps(rec.to_dict(report)))  # as a file reads back
+    return out
 
 
 STEPS: list[tuple[int, Command]] = [
@@ -87,12 +94,159 @@ def test_a_recorded_engine_run_replays_exactly() -> None:
 
 def test_replay_names_the_first_tick_that_diverges() -> None:
     record = _record("tiny", STEPS)
-    record["commands"][5]["tick"] = 101  # the incast one tick later
+    # the incast at tick 100 on another GPU (moved to another tick, the command would be
+    # without its digest: a malformed record, tests/test_record_hostile.py)
+    record["commands"][5]["command"]["target"] = "gpu0005"
     result = replay(record)
     assert not result.ok
     # the state recorded after the incast at tick 100 is not there at 100 any more
     assert result.mismatches[0][0] == 100
     assert all(t >= 100 for t, _, _ in result.mismatches)
+
+
+def test_every_kind_of_command_the_engine_records_replays(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pacing commands (no digest after them) beside the others, at one tick and at the end
+    tick, with a tick change (a command the engine makes itself): as recorded, the record
+    passes every check and replays, digests and report."""
+    steps: list[tuple[int, Command]] = [
+        (5, Pause()),
+        (0, InjectFault(kind="link_down", target="leaf00->spine01")),
+        (0, SetSpeed(speed=0.5)),
+        (0, SetTick(dt_s=2e-6)),
+        (0, Resume()),
+        (10, ClearFault(all=True)),
+        (0, Pause()),
+    ]
+    record = _record("tiny", steps, tail=0, with_report=True)
+    assert [d["tick"] for d in record["digests"]] == [5, 5, 15, 15]  # (the last: the end's)
+    path = tmp_path / "engine.rec"
+    path.write_text(json.dumps(record))
+    capsys.readouterr()
+    assert _cli("replay", str(path), "--quiet") == 0
+    assert capsys.readouterr().out == (
+        "replay OK: 15 ticks, 7 commands (3 of which change the fabric); 4 state digests "
+        "(one after each command that changes the fabric, one at the end) and the report "
+        "match\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def run_record(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """``fabtop run tiny --duration 50us --record``: no commands, a digest, a report."""
+    path = tmp_path_factory.mktemp("run") / "run.rec"
+    assert _cli("run", "tiny", "--duration", "50us", "--quiet", "--record", str(path)) == 0
+    return load_record(path)
+
+
+def _replay_quiet(
+    record: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    """``fabtop replay FILE --quiet`` of ``record``: (status, stdout, stderr)."""
+    path = tmp_path / "r.rec"
+    path.write_text(json.dumps(record))
+    capsys.readouterr()
+    status = _cli("replay", str(path), "--quiet")
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_replay_names_the_report_fields_that_differ(
+    run_record: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = json.loads(json.dumps(run_record))
+    delivered = record["report"]["totals"]["delivered_bytes"]
+    record["report"]["totals"]["delivered_bytes"] = 1.0
+    record["report"]["seed"] = 9
+    assert _replay_quiet(record, tmp_path, capsys) == (
+        1,
+        "",
+        "replay DIVERGED: the digests match but the report differs in 2 fields:\n"
+        "  report.seed: recorded 9, replayed 7\n"
+        f"  report.totals.delivered_bytes: recorded 1.0, replayed {json.dumps(delivered)}\n",
+    )
+
+
+def test_replay_names_five_report_fields_and_counts_the_rest(
+    run_record: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In the order of their paths, compared exactly as the whole is (327.0 is not 327),
+    a field on one side only said "missing"; the wall-clock figures are never compared."""
+    record = json.loads(json.dumps(run_record))
+    report = record["report"]
+    flows = report["totals"]["completed_flows"]
+    report["totals"]["completed_flows"] = float(flows)
+    del report["cluster"]
+    report["added"] = [1]
+    report["links"]["count"] = {"x": 1}
+    report["faults"] = [*report["faults"], "late"]
+    report["profile"] = "roce-400g"
+    report["scenario"] = "other"
+    result = replay(record)
+    assert result.mismatches == [] and result.report_matches is False
+    n_faults = len(run_record["report"]["faults"])
+    assert [(d.path, d.recorded, d.replayed) for d in result.report_differences] == [
+        ("report.added", "[1]", "missing"),
+        ("report.cluster", "missing", '"tiny"'),
+        (f"report.faults[{n_faults}]", '"late"', "missing"),
+        ("report.links.count", '{"x": 1}', "24"),
+        ("report.profile", '"roce-400g"', '"native-400g"'),
+        ("report.scenario", '"other"', '"tiny"'),
+        ("report.totals.completed_flows", f"{flows}.0", f"{flows}"),
+    ]
+    status, out, err = _replay_quiet(record, tmp_path, capsys)
+    assert status == 1 and out == ""
+    assert err.splitlines() == [
+        "replay DIVERGED: the digests match but the report differs in 7 fields:",
+        "  report.added: recorded [1], replayed missing",
+        '  report.cluster: recorded missing, replayed "tiny"',
+        f'  report.faults[{n_faults}]: recorded "late", replayed missing',
+        '  report.links.count: recorded {"x": 1}, replayed 24',
+        '  report.profile: recorded "roce-400g", replayed "native-400g"',
+        "  and 2 more",
+    ]
+
+
+def test_the_ok_line_says_what_was_compared(
+    run_record: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One command, not "1 commands"; and the digests it names are the ones compared: none
+    after a pacing command, none at the end of a run that stopped early."""
+
+    def ok_line(record: dict[str, Any]) -> str:
+        status, out, err = _replay_quiet(record, tmp_path, capsys)
+        assert (status, err) == (0, ""), err
+        return out.rstrip("\n")
+
+    ok = "replay OK: 50 ticks, "
+    assert ok_line(run_record) == (
+        f"{ok}no commands; 1 state digest (one at the end) and the report match"
+    )
+    paced = json.loads(json.dumps(run_record))
+    paced["commands"] = [{"tick": 5, "command": {"command": "speed", "speed": 0.5}}]
+    assert ok_line(paced) == (
+        f"{ok}1 command (it does not change the fabric); 1 state digest (one at the end) "
+        "and the report match"
+    )
+    no_report = "; the record has no report, so none was compared"
+    fabric_only = _record("tiny", [(5, STEPS[0][1]), (5, ClearFault(all=True))], tail=0)
+    assert ok_line(fabric_only) == (
+        "replay OK: 10 ticks, 2 commands; 3 state digests (one after each command, one at "
+        f"the end) match{no_report}"
+    )
+    mixed = _record("tiny", STEPS)
+    assert ok_line(mixed) == (
+        "replay OK: 190 ticks, 9 commands (6 of which change the fabric); 7 state digests "
+        f"(one after each command that changes the fabric, one at the end) match{no_report}"
+    )
+    mixed["ended"] = "plane 1's engine was lost"  # (its recorder took no final digest)
+    mixed["digests"].pop()
+    assert ok_line(mixed) == (
+        "replay OK: 190 ticks, 9 commands (6 of which change the fabric); 6 state digests "
+        "(one after each command that changes the fabric, none at the end: the run stopped "
+        f"early) match{no_report}"
+    )
 
 
 def test_digest_ignores_the_wall_clock_but_not_the_state() -> None:

@@ -9,7 +9,18 @@ from typing import Any
 
 from console.cli.output import file_path, refuse_bad_outputs, write_output
 from console.cli.run import print_summary
-from fabric_core.reports.record import MAX_RECORD_BYTES, RecordError, load_record, replay
+from fabric_core.reports.record import (
+    MAX_RECORD_BYTES,
+    RecordError,
+    ReplayResult,
+    ReportDifference,
+    load_record,
+    replay,
+)
+
+#: The differing fields of a report the verdict names (in order of their paths); it
+#: counts the rest (another seed changes hundreds).
+MAX_NAMED_DIFFERENCES = 5
 
 
 def register(sub: Any) -> None:
@@ -54,23 +65,80 @@ def run(args: argparse.Namespace) -> int:
         args.json, json.dumps(result.report, indent=2, allow_nan=False) + "\n"
     ):
         return 1
-    n_cmd = len(record["commands"])
     if result.ok:
-        report = "" if result.report_matches is None else " and the report"
-        digests = "digest" if result.checked == 1 else "digests"
-        print(
-            f"replay OK: {result.fabric.tick:,} ticks, {n_cmd:,} commands; "
-            f"{result.checked:,} state {digests} (one after each command, one at the end)"
-            f"{report} match"
-        )
+        print(_ok_line(result))
         return 0
+    print(_diverged(result), file=sys.stderr)
+    return 1
+
+
+def _ok_line(result: ReplayResult) -> str:
+    """``replay OK: ...``: the ticks and commands replayed and exactly what was compared."""
+    compared = []
+    if result.checked:
+        compared.append(_digests_compared(result))
+    if result.report_matches:
+        compared.append("the report")
+    line = f"replay OK: {result.fabric.tick:,} ticks, {_commands_replayed(result)}; "
+    line += f"{' and '.join(compared)} match" if compared else "nothing to compare"
+    if result.report_matches is None:
+        line += "; the record has no report, so none was compared"
+    return line
+
+
+def _commands_replayed(result: ReplayResult) -> str:
+    """``3 commands (2 of which change the fabric)``: the pacing ones have no digest."""
+    total, changing = result.commands, result.fabric_commands
+    if total == 0:
+        return "no commands"
+    text = _count(total, "command")
+    if changing == total:
+        return text
+    if changing == 0:
+        return f"{text} ({'it does not' if total == 1 else 'none of which'} change the fabric)"
+    return f"{text} ({changing:,} of which change{'s' if changing == 1 else ''} the fabric)"
+
+
+def _digests_compared(result: ReplayResult) -> str:
+    """``2 state digests (one after each command, one at the end)``: which ones."""
+    where = []
+    if result.fabric_commands:
+        every = result.fabric_commands == result.commands
+        where.append(f"one after each command{'' if every else ' that changes the fabric'}")
+    where.append(
+        "one at the end" if result.final_digest else "none at the end: the run stopped early"
+    )
+    return f"{_count(result.checked, 'state digest')} ({', '.join(where)})"
+
+
+def _diverged(result: ReplayResult) -> str:
+    """``replay DIVERGED ...``: the first digest that differs, else the report's fields."""
     if result.mismatches:
         tick, want, got = result.mismatches[0]
-        print(
+        return (
             f"replay DIVERGED at tick {tick}: recorded digest {want}, replayed {got} "
-            f"({len(result.mismatches)} of {result.checked} digests differ)",
-            file=sys.stderr,
+            f"({len(result.mismatches)} of {result.checked} digests differ)"
         )
-    else:
-        print("replay DIVERGED: the digests match but the report differs", file=sys.stderr)
-    return 1
+    return _report_diverged(result.report_differences)
+
+
+def _report_diverged(differences: list[ReportDifference]) -> str:
+    """The verdict's first line, then the first differing fields, one a line."""
+    if not differences:  # (the comparison of the whole found what the fields did not)
+        return "replay DIVERGED: the digests match but the report differs"
+    lines = [
+        "replay DIVERGED: the digests match but the report differs in "
+        f"{_count(len(differences), 'field')}:"
+    ]
+    lines += [
+        f"  {d.path}: recorded {d.recorded}, replayed {d.replayed}"
+        for d in differences[:MAX_NAMED_DIFFERENCES]
+    ]
+    if len(differences) > MAX_NAMED_DIFFERENCES:
+        lines.append(f"  and {len(differences) - MAX_NAMED_DIFFERENCES:,} more")
+    return "\n".join(lines)
+
+
+def _count(n: int, what: str) -> str:
+    """``1 command``, ``2 commands``."""
+    return f"{n:,} {what}{'' if n == 1 else 's'}"

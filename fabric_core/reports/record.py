@@ -2,11 +2,13 @@
 
 A ``Recorder`` keeps the scenario table as loaded (with the seed, tick and
 profile actually used), every command applied with the tick it was applied at
-(``Engine(on_command=recorder.on_command)``), and snapshot digests: one after
-each command and one at the end. ``replay`` rebuilds the fabric from the
-record, applies the commands at the same ticks, runs to the same final tick and
-compares every digest, so a replay either reproduces the run exactly or says
-at which tick it first diverged.
+(``Engine(on_command=recorder.on_command)``), snapshot digests: one after each
+command that changes the fabric (all but the pacing ones: pause, resume, speed)
+and one at the end, and the run's report (null when there is none: a run that
+stopped early, or one recorded without it). ``replay`` rebuilds the fabric from the record, applies the
+commands at the same ticks, runs to the same final tick and compares every
+digest and the report, so a replay either reproduces the run exactly or says at
+which tick it first diverged (or which fields of the report differ).
 
 A digest covers everything in a snapshot that the simulation determines (link
 state, totals, histograms, KPIs, faults and their timelines, events, params),
@@ -66,6 +68,19 @@ _DIGEST = re.compile(r"[0-9a-f]{32}")  # snapshot_digest's: 16 bytes in hex
 
 class RecordError(ValueError):
     """A record file that cannot be read or replayed; the message says why."""
+
+
+#: Commands that only pace the engine: the fabric never sees them, so the recorder takes
+#: no digest after them (and a replay does not apply them).
+_PACING = (Pause, Resume, SetSpeed)
+_WHAT_HAS_A_DIGEST = (
+    "a record has a digest after each command that changes the fabric (all but pause, "
+    "resume and speed) and, for a whole run, one at its end_tick"
+)
+
+
+def _changes_fabric(command: Command) -> bool:
+    return not isinstance(command, _PACING)
 
 
 # ---------------------------------------------------------------------- digests
@@ -138,7 +153,7 @@ class Recorder:
     def on_command(self, tick: int, command: Command) -> None:
         """``Engine(on_command=...)``: a command was applied before tick ``tick``."""
         self.commands.append({"tick": tick, "command": json.loads(encode_command(command))})
-        if not isinstance(command, Pause | Resume | SetSpeed):
+        if _changes_fabric(command):
             self.digests.append({"tick": tick, "digest": fabric_digest(self.fabric)})
 
     def to_dict(self, report: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -207,6 +222,15 @@ def save_run(
 
 
 # ---------------------------------------------------------------------- replay
+@dataclass(frozen=True)
+class ReportDifference:
+    """A field of the recorded report that the replay did not reproduce."""
+
+    path: str  # as ``report.totals.delivered_bytes``
+    recorded: str  # the value as JSON spells it (cut short), or "missing"
+    replayed: str
+
+
 @dataclass
 class ReplayResult:
     """What a replay found."""
@@ -217,6 +241,11 @@ class ReplayResult:
     mismatches: list[tuple[int, str, str]]  # (tick, recorded, replayed)
     report_matches: bool | None  # None when the record has no report
     wall_s: float
+    commands: int  # commands in the record
+    fabric_commands: int  # those that change the fabric: each has a digest after it
+    final_digest: bool  # a digest at the end was compared (none when the run stopped early)
+    # every field of the report that differs, by path (sorted; [] when the report matches)
+    report_differences: list[ReportDifference]
 
     @property
     def ok(self) -> bool:
@@ -268,6 +297,8 @@ class _Plan:
     digests: dict[int, list[str]]
     end: int
     batch_ticks: int | None  # one engine per plane, in batches of this many ticks
+    fabric_commands: int  # the commands that change the fabric (each has a digest after it)
+    whole: bool  # a whole run, with a digest at its end (not one that stopped early)
 
 
 def _plan(record: Any) -> _Plan:
@@ -276,6 +307,37 @@ def _plan(record: Any) -> _Plan:
     Raises:
         RecordError: naming the first field missing or malformed.
     """
+    _check_top_fields(record)
+    batch = _batch_ticks(record)
+    # end_tick bounds the replay's work, so it must be what the record itself implies: a
+    # whole run ends with the digest the recorder took at its end_tick (so a larger
+    # end_tick contradicts the digests), and a run that ended early (a plane lost: "ended",
+    # no final digest) ran at least to its last command and digest. MAX_REPLAY_TICKS
+    # bounds the rest (a record whose final digest was moved along with its end_tick).
+    end = _tick(record, "end_tick", "", None)
+    commands = _read_commands(record["commands"], end)
+    digests = _read_digests(record["digests"], end)
+    whole = "ended" not in record
+    if whole:
+        _check_final_digest(digests, end)
+    if end > MAX_REPLAY_TICKS:
+        raise RecordError(
+            f"end_tick: {end:,}; a replay runs at most {MAX_REPLAY_TICKS:,} ticks "
+            "(hours of wall time on the smallest fabric)"
+        )
+    _check_a_digest_after_each_command(commands, digests, end if whole else None)
+    commands_at: dict[int, list[Command]] = {}
+    for tick, cmd in commands:
+        commands_at.setdefault(tick, []).append(cmd)
+    digests_at: dict[int, list[str]] = {}
+    for tick, digest in digests:
+        digests_at.setdefault(tick, []).append(digest)
+    changing = sum(_changes_fabric(cmd) for _, cmd in commands)
+    return _Plan(commands_at, digests_at, end, batch, changing, whole)
+
+
+def _check_top_fields(record: Any) -> None:
+    """Check the record's format, version, nesting and the kind of each top-level field."""
     if not isinstance(record, dict) or record.get("format") != FORMAT:
         raise RecordError(f'not a fabtop record (no "format": "{FORMAT}")')
     _check_tree(record)
@@ -285,11 +347,17 @@ def _plan(record: Any) -> _Plan:
     for key, kind in (("scenario", dict), ("commands", list), ("digests", list)):
         if not isinstance(record.get(key), kind):
             raise RecordError(f"{key}: {_show_field(record, key)}, not {_KINDS[kind]}")
-    # optional: "report" and "planes" may be null, "source" and "ended" only absent
+    # the recorder always writes "report", null when it has none (a run that stopped
+    # early): one missing was deleted, and a replay without it would check less than it says
+    if "report" not in record or not isinstance(record["report"], dict | None):
+        raise RecordError(
+            f"report: {_show_field(record, 'report')}, not an object "
+            "(or null: a run recorded without a report)"
+        )
+    # optional: "planes" may be null, "source" and "ended" only absent
     optional: tuple[tuple[str, type, bool], ...] = (
         ("source", str, False),
         ("ended", str, False),
-        ("report", dict, True),
         ("planes", dict, True),
     )
     for key, typ, null in optional:
@@ -302,22 +370,25 @@ def _plan(record: Any) -> _Plan:
             f"seed: {_show(record['seed'])}, not the recorded scenario's seed "
             f"{_show_field(record['scenario'], 'seed')}"
         )
-    batch: int | None = None
-    if record.get("planes") is not None:
-        batch = record["planes"].get("batch_ticks")
-        if type(batch) is not int or batch < 1:
-            raise RecordError(
-                f"planes.batch_ticks: {_show_field(record['planes'], 'batch_ticks')}, "
-                "not a whole number >= 1"
-            )
-    # end_tick bounds the replay's work, so it must be what the record itself implies: a
-    # whole run ends with the digest the recorder took at its end_tick (so a larger
-    # end_tick contradicts the digests), and a run that ended early (a plane lost: "ended",
-    # no final digest) ran at least to its last command and digest. MAX_REPLAY_TICKS
-    # bounds the rest (a record whose final digest was moved along with its end_tick).
-    end = _tick(record, "end_tick", "", None)
-    commands: dict[int, list[Command]] = {}
-    for i, entry in enumerate(record["commands"]):
+
+
+def _batch_ticks(record: dict[str, Any]) -> int | None:
+    """The batch of a run with one engine per plane (None: one engine for the fabric)."""
+    if record.get("planes") is None:
+        return None
+    batch = record["planes"].get("batch_ticks")
+    if type(batch) is not int or batch < 1:
+        raise RecordError(
+            f"planes.batch_ticks: {_show_field(record['planes'], 'batch_ticks')}, "
+            "not a whole number >= 1"
+        )
+    return batch
+
+
+def _read_commands(entries: list[Any], end: int) -> list[tuple[int, Command]]:
+    """The recorded commands as (tick, command), in the record's order."""
+    out: list[tuple[int, Command]] = []
+    for i, entry in enumerate(entries):
         where = f"commands[{i}]"
         if not isinstance(entry, dict):
             raise RecordError(f'{where}: {_show(entry)}, not an object {{"tick", "command"}}')
@@ -328,9 +399,14 @@ def _plan(record: Any) -> _Plan:
             cmd = parse_command(json.dumps(entry["command"]))
         except CommandError as exc:
             raise RecordError(f"{where}.command: {exc}") from None
-        commands.setdefault(tick, []).append(cmd)
-    digests: dict[int, list[str]] = {}
-    for i, entry in enumerate(record["digests"]):
+        out.append((tick, cmd))
+    return out
+
+
+def _read_digests(entries: list[Any], end: int) -> list[tuple[int, str]]:
+    """The recorded digests as (tick, digest), in the record's order."""
+    out: list[tuple[int, str]] = []
+    for i, entry in enumerate(entries):
         where = f"digests[{i}]"
         if not isinstance(entry, dict):
             raise RecordError(f'{where}: {_show(entry)}, not an object {{"tick", "digest"}}')
@@ -341,21 +417,67 @@ def _plan(record: Any) -> _Plan:
                 f"{where}.digest: {_show_field(entry, 'digest')}, not a snapshot digest "
                 "(32 hex digits)"
             )
-        digests.setdefault(tick, []).append(digest)
-    if "ended" not in record:
-        last = record["digests"][-1]["tick"] if record["digests"] else None
-        if last != end:
-            at = "no digest" if last is None else f"its last digest at tick {last}"
-            raise RecordError(
-                f"end_tick: {end}, but the record has {at}; a whole run's record ends with "
-                "the digest of the state at its end_tick"
-            )
-    if end > MAX_REPLAY_TICKS:
+        out.append((tick, digest))
+    return out
+
+
+def _check_final_digest(digests: list[tuple[int, str]], end: int) -> None:
+    """A whole run's record ends with the digest the recorder took at its end_tick."""
+    last = digests[-1][0] if digests else None
+    if last != end:
+        at = "no digest" if last is None else f"its last digest at tick {last}"
         raise RecordError(
-            f"end_tick: {end:,}; a replay runs at most {MAX_REPLAY_TICKS:,} ticks "
-            "(hours of wall time on the smallest fabric)"
+            f"end_tick: {end}, but the record has {at}; a whole run's record ends with "
+            "the digest of the state at its end_tick"
         )
-    return _Plan(commands, digests, end, batch)
+
+
+def _check_a_digest_after_each_command(
+    commands: list[tuple[int, Command]], digests: list[tuple[int, str]], end: int | None
+) -> None:
+    """Refuse digests that are not where the recorder takes them: at each tick, one after
+    each command there that changes the fabric, and (``end``: a whole run's) one more at
+    the end. Replayed, a command without its digest, or a digest without a command, would
+    be called a divergence of the run, when it is the record that is wrong."""
+    changes: dict[int, list[int]] = {}  # tick: indices of its commands that change the fabric
+    for i, (tick, cmd) in enumerate(commands):
+        if _changes_fabric(cmd):
+            changes.setdefault(tick, []).append(i)
+    taken: dict[int, list[int]] = {}  # tick: indices of its digests
+    for j, (tick, _) in enumerate(digests):
+        taken.setdefault(tick, []).append(j)
+    for tick in sorted(changes.keys() | taken.keys()):
+        cmds, dgs = changes.get(tick, []), taken.get(tick, [])
+        expected = len(cmds) + (tick == end)
+        if len(dgs) > expected:
+            raise RecordError(
+                f"digests[{dgs[expected]}]: at tick {tick}, but the record has "
+                f"{_commands_that_change(len(cmds))} the fabric at tick {tick}"
+                f"{' (its end_tick)' if tick == end else ''}, so {_count(expected, 'digest')} "
+                f"there, not {len(dgs)}; {_WHAT_HAS_A_DIGEST}"
+            )
+        if len(dgs) < len(cmds):
+            among = f" for {_commands_that_change(len(cmds))} the fabric there" if dgs else ""
+            raise RecordError(
+                f"commands[{cmds[len(dgs)]}]: at tick {tick}, but the record has "
+                f"{_count(len(dgs), 'digest')} at tick {tick}{among}; {_WHAT_HAS_A_DIGEST}"
+            )
+        if len(dgs) < expected:  # (only the end's is missing)
+            raise RecordError(
+                f"end_tick: {tick}, but the record has {_count(len(dgs), 'digest')} at tick "
+                f"{tick} for {_commands_that_change(len(cmds))} the fabric there and none for "
+                f"the end; {_WHAT_HAS_A_DIGEST}"
+            )
+
+
+def _count(n: int, what: str) -> str:
+    """``no digest``, ``1 digest``, ``2 digests``."""
+    return f"no {what}" if n == 0 else f"{n:,} {what}{'s' if n > 1 else ''}"
+
+
+def _commands_that_change(n: int) -> str:
+    """``no command that changes``, ``2 commands that change`` (then: the fabric)."""
+    return f"{_count(n, 'command')} that change{'s' if n <= 1 else ''}"
 
 
 _KINDS: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
@@ -443,10 +565,12 @@ def replay(
             fabric = Fabric.from_scenario(scn)
     except ScenarioError as exc:
         # named as the record's field: the file it was recorded from is not what is wrong
-        where = str(exc).removeprefix(f"{source}: ")
+        why = str(exc).removeprefix(f"{source}: ")
+        key, _, _ = why.partition(":")  # (a key's path, or words: "unknown key(s) x; ...")
+        field = f"scenario.{why}" if key and " " not in key else f"scenario: {why}"
         raise RecordError(
-            f"the recorded scenario does not load: scenario.{where} "
-            f"(the record says it came from {source})"
+            f"the recorded scenario does not load: {field} (the record says it came from "
+            f"{source})"
         ) from None
     pending, expected, end = plan.commands, plan.digests, plan.end
     mismatches: list[tuple[int, str, str]] = []
@@ -460,7 +584,7 @@ def replay(
                 progress(fabric.tick, end)
         got: list[str] = []
         for cmd in pending.get(stop, []):
-            if isinstance(cmd, Pause | Resume | SetSpeed):
+            if not _changes_fabric(cmd):
                 continue  # pacing only: the fabric does not see them
             try:
                 fabric.apply(cmd)
@@ -469,7 +593,7 @@ def replay(
                     f"tick {stop}: recorded command no longer applies: {exc}"
                 ) from None
             got.append(fabric_digest(fabric))
-        if stop == end and "ended" not in record:  # (a run that ended early has none)
+        if stop == end and plan.whole:  # (a run that ended early has none)
             got.append(fabric_digest(fabric))
         want = expected.get(stop, [])
         checked += len(want)
@@ -481,11 +605,70 @@ def replay(
     wall = time.perf_counter() - wall0
     # (the report ``fabtop run`` writes, its run figures over the whole replay)
     report = report_of(fabric, fabric.tick, fabric.hop_updates, wall)
-    recorded = record.get("report")
-    report_matches = None
-    if isinstance(recorded, dict):
-        report_matches = _canon(recorded) == _canon(comparable_report(report))
-    return ReplayResult(fabric, report, checked, mismatches, report_matches, wall)
+    report_matches, differences = _compare_reports(record["report"], report)
+    return ReplayResult(
+        fabric,
+        report,
+        checked,
+        mismatches,
+        report_matches,
+        wall,
+        commands=len(record["commands"]),
+        fabric_commands=plan.fabric_commands,
+        final_digest=plan.whole,
+        report_differences=differences,
+    )
+
+
+def _compare_reports(
+    recorded: dict[str, Any] | None, replayed: dict[str, Any]
+) -> tuple[bool | None, list[ReportDifference]]:
+    """Whether the replayed report is the recorded one, byte for byte as canonical JSON and
+    without its wall-clock figures (None: the record has none), and the fields that differ."""
+    if recorded is None:
+        return None, []
+    want, got = _canon(recorded), _canon(comparable_report(replayed))
+    if want == got:
+        return True, []
+    return False, _differences(json.loads(want), json.loads(got), "report")
+
+
+_ABSENT = object()  # a key or an item one side of a comparison has and the other has not
+
+
+def _differences(recorded: Any, replayed: Any, where: str) -> list[ReportDifference]:
+    """Where two JSON trees differ, keys sorted and items by index: each value that is not
+    an object or array on both sides, compared as canonical JSON (so 1 is not 1.0, as in
+    the comparison of the whole)."""
+    if isinstance(recorded, dict) and isinstance(replayed, dict):
+        return [
+            difference
+            for k in sorted(recorded.keys() | replayed.keys())
+            for difference in _differences(
+                recorded.get(k, _ABSENT), replayed.get(k, _ABSENT), _key(where, k)
+            )
+        ]
+    if isinstance(recorded, list) and isinstance(replayed, list):
+        return [
+            difference
+            for i in range(max(len(recorded), len(replayed)))
+            for difference in _differences(_item(recorded, i), _item(replayed, i), f"{where}[{i}]")
+        ]
+    if _canon_leaf(recorded) == _canon_leaf(replayed):
+        return []
+    return [ReportDifference(where, _show_leaf(recorded), _show_leaf(replayed))]
+
+
+def _item(items: list[Any], i: int) -> Any:
+    return items[i] if i < len(items) else _ABSENT
+
+
+def _canon_leaf(x: Any) -> bytes | None:
+    return None if x is _ABSENT else msgspec.json.encode(x, order="sorted")
+
+
+def _show_leaf(x: Any) -> str:
+    return "missing" if x is _ABSENT else _show(x)
 
 
 def _canon(x: Any) -> bytes:
