@@ -569,8 +569,7 @@ def replay(
         key, _, _ = why.partition(":")  # (a key's path, or words: "unknown key(s) x; ...")
         field = f"scenario.{why}" if key and " " not in key else f"scenario: {why}"
         raise RecordError(
-            f"the recorded scenario does not load: {field} (the record says it came from "
-            f"{source})"
+            f"the recorded scenario does not load: {field} (the record says it came from {source})"
         ) from None
     pending, expected, end = plan.commands, plan.digests, plan.end
     mismatches: list[tuple[int, str, str]] = []
