@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -127,7 +129,7 @@ def test_form_accepts_a_link_the_remote_snapshot_does_not_hold() -> None:
 def test_form_rejects_a_node_where_a_link_is_needed() -> None:
     with pytest.raises(
         CommandError,
-        match="link_down targets a link; 'leaf00' is a switch: name a link, e.g. 'leaf00->",
+        match=re.escape("link_down targets a link; 'leaf00' is a switch: name a link, e.g. 'leaf00->"),
     ):
         build_inject("link_down", "leaf00", "", "", snapshot())
     with pytest.raises(CommandError, match="targets a switch; 'gpu0001' is a GPU"):

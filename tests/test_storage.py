@@ -196,7 +196,9 @@ def test_slow_target_raises_read_latency_and_clears() -> None:
 
 def test_slow_target_rejects_non_storage_nodes_and_bad_params() -> None:
     fabric = probe_fabric("nvmeof")
-    with pytest.raises(CommandError, match="slow_target targets a storage target; 'gpu0000' is a GPU"):
+    with pytest.raises(
+        CommandError, match="slow_target targets a storage target; 'gpu0000' is a GPU"
+    ):
         inject_slow_target(fabric, "gpu0000")
     with pytest.raises(CommandError, match="latency_factor"):
         inject_slow_target(fabric, "stor00", latency_factor=0.5)
