@@ -129,7 +129,9 @@ def test_form_accepts_a_link_the_remote_snapshot_does_not_hold() -> None:
 def test_form_rejects_a_node_where_a_link_is_needed() -> None:
     with pytest.raises(
         CommandError,
-        match=re.escape("link_down targets a link; 'leaf00' is a switch: name a link, e.g. 'leaf00->"),
+        match=re.escape(
+            "link_down targets a link; 'leaf00' is a switch: name a link, e.g. 'leaf00->"
+        ),
     ):
         build_inject("link_down", "leaf00", "", "", snapshot())
     with pytest.raises(CommandError, match="targets a switch; 'gpu0001' is a GPU"):
