@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,5 +129,17 @@ def test_operator_commands_and_viewer_only_watches(secured: Mosquitto) -> None:
         # and the viewer cannot forge the status either
         _pub(port, "viewer", f"fabtop/{CLUSTER}/status", "offline")
         assert _sub(port, "viewer", f"fabtop/{CLUSTER}/status", count=1, wait_s=5) == [b"online"]
+        # a second emulator on the cluster is refused: the shipped ACL lets the emulator
+        # read its status (it granted write only, and the second one saw nothing)
+        serve = ["serve", "tiny", "--mqtt", url, "--cluster", CLUSTER, "--no-metrics"]
+        second = subprocess.run(
+            [sys.executable, "-m", "console.cli", *serve],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert second.returncode == 1, second.stderr
+        assert f"cluster '{CLUSTER}' is served already" in second.stderr
     finally:
         assert s.stop() == 0

@@ -7,23 +7,40 @@ In-process so that the test can look at the engine while the broker is away
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
 
-from exporters.mqtt.bridge import MqttBridge
+from exporters.mqtt import bridge as bridge_module
+from exporters.mqtt.bridge import ClusterTakenError, MqttBridge
+from exporters.mqtt.client import make_client
 from exporters.mqtt.remote import MqttSource
+from exporters.mqtt.schema import EventStatsMsg
 from exporters.mqtt.url import parse_broker_url
-from fabric_core.commands import InjectFault
+from fabric_core.commands import Command, CommandResult, InjectFault
+from fabric_core.runtime.bus import SnapshotBus
 from fabric_core.runtime.engine import Engine
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
+from fabric_core.runtime.snapshot import Event
 from tests._mosquitto import Mosquitto, mosquitto  # noqa: F401  (fixture)
 from tests.helpers import until
 
 pytestmark = pytest.mark.integration
+
+
+class Recorder:
+    """Stands in for ``Engine.submit``: records the commands, applies none."""
+
+    def __init__(self) -> None:
+        self.submitted: list[Command] = []
+
+    async def __call__(self, command: Command) -> CommandResult:
+        self.submitted.append(command)
+        return CommandResult(id=command.id, ok=True)
 
 
 @dataclass
@@ -126,3 +143,103 @@ async def test_remote_source_says_why_without_an_emulator(mosquitto: Mosquitto) 
         result = await source.submit(InjectFault(kind="link_down", target="x->y"))
         assert not result.ok and result.error is not None
         assert result.error.startswith("no broker connection: ")
+
+
+async def test_a_burst_of_events_reaches_the_event_topic_whole(
+    mosquitto: Mosquitto,  # noqa: F811
+) -> None:
+    """200 ``set`` commands sent at once make a ``param_set`` event each applied, more
+    than a snapshot's window of 100 between two telemetry messages: every one is
+    published (the bridge reads every snapshot, not only those telemetry samples)."""
+    engine = Engine(Fabric.from_scenario(load_scenario("tiny")))
+    config = parse_broker_url(mosquitto.url)
+    bridge = MqttBridge(config, engine.bus, engine.submit, cluster="burst", telemetry_hz=4)
+    tasks = [asyncio.create_task(engine.run()), asyncio.create_task(bridge.run())]
+    try:
+        await until(lambda: bridge.connected, "connected")
+        async with make_client(config, role="test") as client:
+            await client.subscribe("fabtop/burst/event", qos=1)
+            await client.subscribe("fabtop/burst/result/#", qos=1)
+            for i in range(200):
+                body = json.dumps({"id": f"ev{i}", "name": "reroute_s", "value": 0.001})
+                await client.publish("fabtop/burst/cmd/set", body, qos=1)
+            events = results = applied = 0
+            async with asyncio.timeout(60):  # a bound against a hang
+                async for message in client.messages:
+                    got = json.loads(bytes(message.payload))
+                    if str(message.topic) == "fabtop/burst/event":
+                        events += got["kind"] == "param_set"
+                    else:
+                        results += 1
+                        applied += got["ok"]  # (a few may be "busy")
+                    if results == 200:
+                        break
+            # the events of the last commands follow their results; until the engine has
+            # published a few more snapshots (a bound: lost events never come)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(5):
+                    async for message in client.messages:
+                        if str(message.topic) == "fabtop/burst/event":
+                            events += json.loads(bytes(message.payload))["kind"] == "param_set"
+                        if events == applied:
+                            break
+        assert applied > 100, "the burst must not fit in a snapshot's window"
+        assert events == applied
+        assert bridge.event_stats().gaps == 0
+    finally:
+        bridge.stop()
+        engine.stop()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_second_bridge_on_a_served_cluster_is_refused(
+    mosquitto: Mosquitto,  # noqa: F811
+    served: Served,
+) -> None:
+    """It answered the same command ids and, on its exit, left the status offline and
+    its own meta behind while the first kept serving."""
+    cli = mosquitto.cli()
+    await asyncio.to_thread(cli.wait_for, "fabtop/ip/status", lambda _t, p: p == b"online")
+    bus = SnapshotBus()
+    bus.publish(Fabric.from_scenario(load_scenario("tiny")).snapshot())
+    recorder = Recorder()
+    second = MqttBridge(parse_broker_url(mosquitto.url), bus, recorder, cluster="ip")
+    with pytest.raises(
+        ClusterTakenError, match=f"'ip' is served already .*run {served.bridge.run_id}"
+    ):
+        await asyncio.wait_for(second.run(), 60)
+    assert not second.said_offline and recorder.submitted == []
+    # the first one's retained status and meta are untouched
+    assert await asyncio.to_thread(cli.sub, "fabtop/ip/status") == [("fabtop/ip/status", b"online")]
+    ((_, meta),) = await asyncio.to_thread(cli.sub, "fabtop/ip/meta")
+    assert json.loads(meta)["run_id"] == served.bridge.run_id
+
+
+async def test_a_served_cluster_takes_back_its_overwritten_status_and_meta(
+    mosquitto: Mosquitto,  # noqa: F811
+    served: Served,
+) -> None:
+    """What a second emulator left behind on its exit (before it was refused): the
+    retained status offline and its own meta, while the first kept publishing."""
+    cli = mosquitto.cli()
+    run_id = served.bridge.run_id
+    await asyncio.to_thread(cli.wait_for, "fabtop/ip/status", lambda _t, p: p == b"online")
+    await asyncio.to_thread(cli.pub, "fabtop/ip/meta", '{"run_id": "gone"}', retain=True)
+    await asyncio.to_thread(cli.pub, "fabtop/ip/status", "offline", retain=True)
+    await asyncio.to_thread(cli.wait_for, "fabtop/ip/status", lambda _t, p: p == b"online")
+    await asyncio.to_thread(
+        cli.wait_for, "fabtop/ip/meta", lambda _t, p: json.loads(p)["run_id"] == run_id
+    )
+    assert served.bridge.reasserted >= 1
+
+
+def test_events_past_the_bridges_queue_are_dropped_and_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The broker slow or away: the queue of events to publish keeps the newest."""
+    monkeypatch.setattr(bridge_module, "QUEUED_EVENTS", 3)
+    bridge = MqttBridge(parse_broker_url("mqtt://127.0.0.1"), SnapshotBus(), Recorder())
+    events = tuple(Event(float(i), "info", "k", "t", f"m{i}") for i in range(5))
+    bridge._queue_events(events)
+    assert list(bridge._events) == list(events[2:])
+    assert bridge.event_stats() == EventStatsMsg(sent=0, dropped=2, gaps=0)

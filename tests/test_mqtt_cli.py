@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
 
+import msgspec
 import pytest
 
+from console.cli.inject import check_fault
 from console.cli.watch import format_line, json_line
+from exporters.mqtt._tasks import cancel_and_wait
+from exporters.mqtt.client import make_client
+from exporters.mqtt.oneshot import NoAnswerError, send_command
 from exporters.mqtt.topics import Topics
+from exporters.mqtt.url import parse_broker_url
+from fabric_core.commands import CommandError, CommandResult, InjectFault
+from fabric_core.runtime.engine import Engine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
 from tests._mosquitto import (  # noqa: F401  (fixtures)
     REPO,
     Mosquitto,
@@ -18,6 +30,7 @@ from tests._mosquitto import (  # noqa: F401  (fixtures)
     mosquitto,
 )
 from tests._ports import free_port
+from tests.helpers import until
 
 pytestmark = pytest.mark.integration
 
@@ -137,3 +150,107 @@ def test_watch_lines_for_scripts() -> None:
     assert (
         json_line("fabtop/c/status", b"online") == '{"topic":"fabtop/c/status","payload":"online"}'
     )
+
+
+class Responder:
+    """Stands in for a served emulator: records the commands on ``cmd/#`` and answers
+    each with ``ok``, after publishing ``say_first`` (topic, payload, retained) if given."""
+
+    def __init__(self, url: str, cluster: str, say_first: tuple[str, str] | None = None) -> None:
+        self.config = parse_broker_url(url)
+        self.topics = Topics(cluster)
+        self.say_first = say_first
+        self.received: list[str] = []
+        self.subscribed = asyncio.Event()
+
+    async def run(self) -> None:
+        async with make_client(self.config, role="responder") as client:
+            await client.subscribe(self.topics.cmd_filter, qos=1)
+            self.subscribed.set()
+            async for message in client.messages:
+                body = json.loads(bytes(message.payload))
+                self.received.append(body["id"])
+                if self.say_first is not None:
+                    await client.publish(*self.say_first, qos=1, retain=True)
+                reply = CommandResult(id=body["id"], ok=True, detail={"fault_id": "f0"})
+                await client.publish(self.topics.result(body["id"]), reply.to_json(), qos=1)
+
+
+async def responding(responder: Responder) -> asyncio.Task[None]:
+    task = asyncio.create_task(responder.run())
+    await asyncio.wait_for(responder.subscribed.wait(), 30)
+    return task
+
+
+INJECT = InjectFault(kind="link_down", target="leaf00->spine01")
+
+
+async def test_inject_sends_nothing_to_an_offline_cluster(mosquitto: Mosquitto) -> None:  # noqa: F811
+    """It sent the command, then said offline: a stale offline (an emulator serving all
+    the same) applied it while the script heard "unreachable" and retried."""
+    await asyncio.to_thread(mosquitto.cli().pub, "fabtop/stale/status", "offline", retain=True)
+    responder = Responder(mosquitto.url, "stale")
+    task = await responding(responder)
+    try:
+        with pytest.raises(NoAnswerError) as refused:
+            await send_command(parse_broker_url(mosquitto.url), "stale", INJECT, timeout_s=5)
+        # a command sent after it reaches the responder after anything sent before it
+        await asyncio.to_thread(mosquitto.cli().pub, "fabtop/stale/cmd/pause", '{"id": "after"}')
+        await until(lambda: responder.received != [], "the later command")
+        assert responder.received == ["after"]
+        assert str(refused.value) == "fabtop/stale is offline: no emulator is serving it (not sent)"
+    finally:
+        await cancel_and_wait([task])
+
+
+async def test_inject_waits_for_the_result_whatever_the_status_says_after(
+    mosquitto: Mosquitto,  # noqa: F811
+) -> None:
+    await asyncio.to_thread(mosquitto.cli().pub, "fabtop/late/status", "online", retain=True)
+    responder = Responder(mosquitto.url, "late", say_first=("fabtop/late/status", "offline"))
+    task = await responding(responder)
+    try:
+        command = msgspec.structs.replace(INJECT, id="op-late")
+        result = await send_command(parse_broker_url(mosquitto.url), "late", command, timeout_s=30)
+        assert result.ok and result.detail == {"fault_id": "f0"}
+        assert responder.received == ["op-late"]
+    finally:
+        await cancel_and_wait([task])
+
+
+FAULTS_REFUSED_WITHOUT_A_FABRIC = [
+    ("link_degraded", "leaf00->spine01", {"ber": "abc"}),
+    ("link_degraded", "leaf00->spine01", {"ber": 0.5}),
+    ("link_degraded", "leaf00->spine01", {"bogus": 1.0}),
+    ("link_flap", "leaf00->spine01", {"down_fraction": 2.0}),
+    ("incast", "gpu0001", {"senders": 0.5}),
+    ("link_melt", "leaf00->spine01", {}),
+]
+
+
+@pytest.mark.parametrize(("kind", "target", "params"), FAULTS_REFUSED_WITHOUT_A_FABRIC)
+def test_inject_checks_a_fault_as_the_emulator_does(
+    kind: str, target: str, params: dict[str, float | str]
+) -> None:
+    """The local check refuses what the core refuses, in its words (the core's check
+    needs a fabric: it looks at the target first)."""
+    command = InjectFault(id="c", kind=kind, target=target, params=params)
+    core = Engine(Fabric.from_scenario(load_scenario("tiny"))).apply(command)
+    with pytest.raises(CommandError) as local:
+        check_fault(command)
+    assert not core.ok and str(local.value) == core.error
+
+
+def test_inject_refuses_bad_parameters_before_sending() -> None:
+    """They were sent and refused by the emulator (exit 1), but for NaN (exit 2): the
+    broker here is a port nobody listens on, so a command sent would exit 3."""
+    url = f"mqtt://127.0.0.1:{free_port()}"
+    target = ["link_degraded", "leaf00:spine01", "--mqtt", url, "--cluster", "c"]
+    r = fabtop("inject", *target, "-p", "ber=0.5")
+    assert r.returncode == 2
+    assert "fabtop inject: error: link_degraded: ber must be in [1e-15, 0.001], got 0.5" in r.stderr
+    r = fabtop("inject", *target, "-p", "ber=1e-6", "-p", "ber=1e-5")
+    assert r.returncode == 2
+    assert "--param 'ber=1e-5': ber is given twice; give each parameter once" in r.stderr
+    r = fabtop("inject", *target, "-p", "bogus=1")
+    assert r.returncode == 2 and "link_degraded takes no parameter(s) 'bogus'" in r.stderr

@@ -111,3 +111,30 @@ def test_lenient_id() -> None:
     assert lenient_id(b'{"id": "has space"}') is None
     assert lenient_id(b"not json") is None
     assert lenient_id(b'{"id": "big", "pad": "' + b"x" * 100_000 + b'"}') == "big"
+
+
+async def test_a_key_given_twice_is_refused_naming_it() -> None:
+    """The parser kept the last value: ``"speed": 0.001, "speed": 5`` applied 5."""
+    rec = Recorder()
+    inbox = CommandInbox(T, rec)
+    topic, r = await inbox.handle(T.cmd("speed"), b'{"id": "v3", "speed": 0.001, "speed": 5}')
+    assert topic == "fabtop/t/result/v3" and not r.ok
+    assert r.error == "duplicate key 'speed': each key may appear once"
+    body = b'{"id": "p1", "kind": "link_degraded", "target": "a->b", "params": {"ber": 1e-6, "ber": 1}}'
+    _, r = await inbox.handle(T.cmd("inject"), body)
+    assert r.error == "duplicate key 'ber': each key may appear once"
+    assert rec.applied == [] and inbox.refused == 2
+
+
+async def test_two_ids_are_answered_on_the_bare_result_topic() -> None:
+    """It was answered only on the last id's topic, the first's sender waiting in vain."""
+    rec = Recorder()
+    inbox = CommandInbox(T, rec)
+    topic, r = await inbox.handle(T.cmd("pause"), b'{"id": "w24", "id": "w25"}')
+    assert topic == "fabtop/t/result" and r.id is None
+    assert r.error == "duplicate key 'id': each key may appear once"
+    # the same id twice is one id: the refusal goes to it
+    topic, _ = await inbox.handle(T.cmd("pause"), b'{"id": "w26", "id": "w26"}')
+    assert topic == "fabtop/t/result/w26"
+    assert rec.applied == []
+    assert lenient_id(b'{"id": {"x": 1}, "id": "w27"}') is None

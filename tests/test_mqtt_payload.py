@@ -13,7 +13,7 @@ import pytest
 
 from exporters.mqtt.decode import node_table, snapshot_from
 from exporters.mqtt.encode import EventCursor, encode_meta, encode_telemetry, top_links
-from exporters.mqtt.schema import encoder, meta_decoder, telemetry_decoder
+from exporters.mqtt.schema import EventStatsMsg, encoder, meta_decoder, telemetry_decoder
 from fabric_core.commands import InjectFault
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
@@ -99,4 +99,12 @@ def test_event_cursor_sends_each_event_once() -> None:
     assert cur.new_events(tuple(e[:3])) == tuple(e[:3])
     assert cur.new_events(tuple(e[:3])) == ()
     assert cur.new_events(tuple(e[1:5])) == tuple(e[3:5])  # window moved on
+    assert cur.gaps == 0
     assert cur.new_events(tuple(e[5:])) == (e[5],)  # last sent scrolled out
+    assert cur.gaps == 1  # e[4] is lost unseen: the cursor can only count the occasion
+
+
+def test_telemetry_carries_the_bridges_event_counters(snap: Snapshot) -> None:
+    stats = EventStatsMsg(sent=7, dropped=2, gaps=1)
+    tm = telemetry_decoder.decode(encoder.encode(encode_telemetry(snap, run_id="r", events=stats)))
+    assert tm.events == stats

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests._mosquitto import REPO, Mosquitto, Served, broker  # noqa: F401  (fixture)
+from tests._mosquitto import REPO, Mosquitto, Served, broker, mosquitto  # noqa: F401  (fixtures)
 from tests._ports import free_port
 
 pytestmark = pytest.mark.integration
@@ -254,3 +254,40 @@ def test_serve_started_before_the_broker_goes_online_when_it_comes(tmp_path: Pat
     finally:
         s.stop()
         later.stop()
+
+
+def serve_tiny(url: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``fabtop serve tiny --mqtt URL ...`` run to its end (for the ones that refuse)."""
+    return subprocess.run(
+        [sys.executable, "-m", "console.cli", "serve", "tiny", "--mqtt", url, *extra],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_serve_refuses_a_cluster_another_emulator_serves(mosquitto: Mosquitto) -> None:  # noqa: F811
+    """A second serve answered the same commands as the first and, on its exit, left the
+    status offline and its meta behind. Here the first is its retained status and meta
+    (the scenario's cluster, no --cluster: the banner names it, not a placeholder)."""
+    cli = mosquitto.cli()
+    cli.pub("fabtop/tiny/meta", '{"run_id": "5f0c2a9e41b7", "scenario": "tiny"}', retain=True)
+    cli.pub("fabtop/tiny/status", "online", retain=True)
+    r = serve_tiny(mosquitto.url, "--no-metrics")
+    assert r.returncode == 1, r.stderr
+    assert "(topics fabtop/tiny/...)" in r.stderr
+    assert (
+        "error: cluster 'tiny' is served already by another emulator (run 5f0c2a9e41b7, "
+        "scenario tiny): stop it first, or serve this one under another name with --cluster NAME"
+    ) in r.stderr
+    # nothing published: the first one's status and meta are as they were
+    assert cli.sub("fabtop/tiny/status") == [("fabtop/tiny/status", b"online")]
+    ((_, meta),) = cli.sub("fabtop/tiny/meta")
+    assert json.loads(meta)["run_id"] == "5f0c2a9e41b7"
+
+
+def test_serve_refuses_an_empty_allow_list(mosquitto: Mosquitto) -> None:  # noqa: F811
+    r = serve_tiny(mosquitto.url, "--no-metrics", "--allow", "")
+    assert r.returncode == 2
+    assert "--allow '' names no command kind; to refuse every command use --read-only" in r.stderr

@@ -2,6 +2,11 @@
 
 Prints the result; exit status 0 when applied, 1 when refused (the message says
 why), 2 for a usage error, 3 when the broker or the emulator cannot be reached.
+
+What the emulator would refuse without looking at its fabric (the command's form,
+the fault's kind, its parameters' names, types and ranges) is refused here, exit
+status 2, before anything is sent and in the emulator's words; the target, and
+what depends on the fabric, only the emulator can check (exit status 1).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import sys
 import aiomqtt
 import msgspec
 
+import fabric_core.runtime.fabric  # noqa: F401  (registers every kind a served fabric knows)
 from console.cli._common import duration, positive_seconds
 from console.targets import normalise_target
 from exporters.mqtt.client import explain
@@ -25,7 +31,8 @@ from exporters.mqtt.options import (
     cluster_name,
     resolve_cluster,
 )
-from fabric_core.commands import CommandError, CommandResult, parse_command
+from fabric_core.commands import CommandError, CommandResult, InjectFault, parse_command
+from fabric_core.faults.book import checked_params, fault_kind
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -73,12 +80,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def parse_params(items: list[str]) -> dict[str, float | str]:
-    """``["ber=1e-6", "mode=x"]`` → ``{"ber": 1e-6, "mode": "x"}``."""
+    """``["ber=1e-6", "mode=x"]`` → ``{"ber": 1e-6, "mode": "x"}``; a key given twice is
+    refused (which value was meant is unknown)."""
     params: dict[str, float | str] = {}
     for item in items:
         key, eq, value = item.partition("=")
         if not eq or not key:
             raise CliError(f"--param {item!r}: expected KEY=VALUE")
+        if key in params:
+            raise CliError(f"--param {item!r}: {key} is given twice; give each parameter once")
         try:
             number = float(value)
         except ValueError:
@@ -88,6 +98,17 @@ def parse_params(items: list[str]) -> dict[str, float | str]:
             raise CliError(f"--param {item!r}: {key} must be a finite number")
         params[key] = number
     return params
+
+
+def check_fault(cmd: InjectFault) -> None:
+    """Refuse what the emulator would refuse in ``cmd`` without its fabric (an unknown
+    kind, a parameter the kind does not take, one that is not a number or out of its
+    range), with the core's own checks and words.
+
+    Raises:
+        CommandError: the emulator's message.
+    """
+    checked_params(fault_kind(cmd.kind), cmd.params)
 
 
 def describe(result: CommandResult) -> str:
@@ -114,8 +135,10 @@ async def _inject(args: argparse.Namespace) -> int:
         body["duration_s"] = args.duration
     if args.id is not None:
         body["id"] = args.id
-    try:  # the same validation the bridge applies, before anything is sent
+    try:  # the checks the emulator makes without its fabric, before anything is sent
         command = parse_command(msgspec.json.encode(body), command="inject")
+        assert isinstance(command, InjectFault)
+        check_fault(command)
     except CommandError as exc:
         raise CliError(str(exc)) from None
     config = broker_config(args)

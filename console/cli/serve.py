@@ -2,7 +2,8 @@
 
 Runs the engine, the MQTT bridge (telemetry and events out, commands in) and
 the Prometheus exporter (``--metrics``, on 127.0.0.1:9464 unless told
-otherwise). Stops cleanly on SIGINT/SIGTERM, saying ``offline`` first.
+otherwise). Stops cleanly on SIGINT/SIGTERM, saying ``offline`` first. Refuses
+(exit status 1, nothing published) a cluster that another emulator serves.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from console.cli._common import (
     speed_value,
 )
 from console.fabrics import close_fabric
-from exporters.mqtt.bridge import MqttBridge
+from exporters.mqtt.bridge import ClusterTakenError, MqttBridge
 from exporters.mqtt.inbox import check_allowed
 from exporters.mqtt.options import CliError, add_broker_options, broker_config, cluster_name
 from fabric_core.commands import COMMAND_NAMES
@@ -80,8 +81,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--allow",
         metavar="KINDS",
-        help="comma-separated command kinds accepted, e.g. pause,resume,clear (default: all);"
-        f" known: {', '.join(COMMAND_NAMES)}",
+        help="comma-separated command kinds accepted, e.g. pause,resume,clear (default: all;"
+        f" none: --read-only); known: {', '.join(COMMAND_NAMES)}",
     )
     p.add_argument(
         "--log-level",
@@ -105,14 +106,15 @@ def main(args: argparse.Namespace) -> int:
         return exc.code
 
 
-def _build_engine(args: argparse.Namespace) -> Engine:
+def _build_engine(args: argparse.Namespace) -> tuple[Engine, str]:
+    """The engine, and the scenario's cluster name (the topic level by default)."""
     scn = load_from_args(args)
     fabric = build_fabric(scn, planes=planes_from_args(args)) if scn is not None else None
-    if fabric is None:  # the reason is printed already
+    if scn is None or fabric is None:  # the reason is printed already
         raise CliError("", code=2)
     kwargs = {} if args.speed is None else {"speed": args.speed}
     try:
-        return Engine(fabric, max_tick_s=args.max_tick.resolve(fabric.dt_s), **kwargs)
+        return Engine(fabric, max_tick_s=args.max_tick.resolve(fabric.dt_s), **kwargs), scn.cluster
     except ValueError as exc:
         close_fabric(fabric)
         raise CliError(str(exc)) from None
@@ -145,13 +147,28 @@ async def _start_metrics(args: argparse.Namespace, engine: Engine) -> Any:
 
 
 def _allowed(text: str | None) -> frozenset[str] | None:
-    """``--allow`` as a set of command kinds (None when not given)."""
+    """``--allow`` as a set of command kinds (None when not given); an empty list is
+    refused: serving without any command is ``--read-only``, which says so."""
     if text is None:
         return None
+    kinds = frozenset(w.strip() for w in text.split(",") if w.strip())
+    if not kinds:
+        raise CliError(
+            f"--allow {text!r} names no command kind; to refuse every command use --read-only"
+        )
     try:
-        return check_allowed(frozenset(w.strip() for w in text.split(",") if w.strip()))
+        return check_allowed(kinds)
     except ValueError as exc:
         raise CliError(f"--allow {text!r}: {exc}") from None
+
+
+def _taken(exc: ClusterTakenError, cluster: str) -> str:
+    """What to do when another emulator serves the cluster."""
+    return (
+        f"{exc}: stop it first, or serve this one under another name with --cluster NAME."
+        " If it stopped without saying so (its retained status is stale), clear the status:"
+        f" mosquitto_pub -r -n -t fabtop/{cluster}/status"
+    )
 
 
 def _address(address: Any) -> str:
@@ -169,9 +186,9 @@ async def _serve(args: argparse.Namespace) -> int:
     if args.top_links < 1:
         raise CliError(f"--top-links must be at least 1, got {args.top_links}")
     allowed = _allowed(args.allow)
-    engine = _build_engine(args)
+    engine, scenario_cluster = _build_engine(args)
     try:
-        return await _serve_engine(args, engine, config, cluster, allowed)
+        return await _serve_engine(args, engine, config, cluster or scenario_cluster, allowed)
     finally:
         close_fabric(engine.fabric)
 
@@ -180,7 +197,7 @@ async def _serve_engine(
     args: argparse.Namespace,
     engine: Engine,
     config: Any,
-    cluster: str | None,
+    cluster: str,
     allowed: frozenset[str] | None,
 ) -> int:
     metrics = await _start_metrics(args, engine)
@@ -198,7 +215,7 @@ async def _serve_engine(
     if args.read_only:
         log.info("read-only: commands are refused")
     elif allowed is not None:
-        log.info("commands allowed: %s", ", ".join(sorted(allowed)) or "none")
+        log.info("commands allowed: %s", ", ".join(sorted(allowed)))
     loop = asyncio.get_running_loop()
 
     def on_signal(sig: signal.Signals) -> None:
@@ -210,13 +227,12 @@ async def _serve_engine(
     engine_task = asyncio.create_task(engine.run(), name="fabtop-engine")
     engine_task.add_done_callback(lambda _: bridge.stop())
     log.info(
-        "serving scenario %r on %s (topics fabtop/%s/...)",
-        args.scenario,
-        config.display(),
-        cluster or "<scenario cluster>",
+        "serving scenario %r on %s (topics fabtop/%s/...)", args.scenario, config.display(), cluster
     )
     try:
         await bridge.run()
+    except ClusterTakenError as exc:
+        raise CliError(_taken(exc, cluster), code=1) from None
     finally:
         engine.stop()
         await asyncio.gather(engine_task, return_exceptions=True)

@@ -9,6 +9,15 @@ When the broker goes away the bridge reconnects with exponential backoff; the
 engine keeps running, nothing is queued meanwhile (telemetry resumes from the
 latest snapshot; events still in the snapshot's window are sent on reconnect).
 
+Events are read from every snapshot the engine publishes, not only from those
+telemetry samples, and published from a bounded queue of their own: a burst of
+events between two telemetry messages is sent whole, unless more than a
+snapshot's window of them happen between two snapshots (counted, ``EventCursor``).
+
+One cluster, one emulator: at its first connection the bridge refuses to serve a
+cluster whose retained status says ``online`` (``ClusterTakenError``), and while it
+serves it publishes its status and meta again when another client overwrites them.
+
 Hardening (docs/MQTT.md, "Limits"): each command is handled in a task of its own,
 so one message can neither block the others nor end the bridge (an exception is
 logged and answered "internal error"); ``offline`` is published on every exit
@@ -32,6 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 import aiomqtt
+import msgspec
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
@@ -41,13 +51,13 @@ from exporters.mqtt.client import Backoff, explain, make_client, printable
 from exporters.mqtt.encode import EventCursor, encode_event, encode_meta, encode_telemetry
 from exporters.mqtt.inbox import OPERATOR_COMMANDS, CommandInbox, Submit, lenient_id
 from exporters.mqtt.logbudget import LogBudget
-from exporters.mqtt.schema import CommandStatsMsg, encoder
+from exporters.mqtt.schema import CommandStatsMsg, EventStatsMsg, encoder
 from exporters.mqtt.topics import Topics
 from exporters.mqtt.url import BrokerConfig
 from fabric_core.commands import CommandResult
 from fabric_core.runtime.bus import SnapshotBus
 from fabric_core.runtime.engine import EngineHealth
-from fabric_core.runtime.snapshot import NodeTable, Snapshot
+from fabric_core.runtime.snapshot import Event, NodeTable, Snapshot
 
 log = logging.getLogger("fabtop.mqtt")
 
@@ -64,6 +74,59 @@ URGENT_QUEUE = 256
 #: ("busy" if need be) instead of being discarded; its bytes bound the memory it takes.
 QUEUED_MESSAGES = 100_000
 QUEUED_BYTES = 32 * 2**20
+#: Events taken from snapshots and waiting to be published (the broker slow or away);
+#: past it the oldest are dropped, and counted.
+QUEUED_EVENTS = 10_000
+#: How long the event reader waits for a newer tick before it looks at the latest
+#: snapshot again: a paused engine publishes the events of the commands it applies
+#: in snapshots of the same tick.
+EVENT_POLL_S = 0.1
+#: Least time between two re-publications of the status and meta: two emulators that
+#: each re-assert their own would otherwise overwrite each other as fast as the broker goes.
+REASSERT_PAUSE_S = 1.0
+
+
+class ClusterTakenError(Exception):
+    """Another emulator's retained status says it serves this cluster (``str`` names
+    the cluster and the other run; ``cluster`` and ``run_id`` hold them)."""
+
+    def __init__(self, cluster: str, run_id: str | None, scenario: str | None) -> None:
+        run = f"run {run_id}" if run_id else "its run unknown"
+        of = f", scenario {scenario}" if scenario else ""
+        super().__init__(f"cluster {cluster!r} is served already by another emulator ({run}{of})")
+        self.cluster = cluster
+        self.run_id = run_id
+
+
+def _claim_options() -> SubscribeOptions:
+    # no local: the bridge's own status and meta need not come back to it
+    return SubscribeOptions(qos=1, noLocal=True)
+
+
+def _payload(message: aiomqtt.Message) -> bytes:
+    payload = message.payload
+    if isinstance(payload, str):
+        return payload.encode(errors="surrogateescape")
+    return bytes(payload) if isinstance(payload, bytes | bytearray) else b""
+
+
+class _RunOf(msgspec.Struct):
+    """The fields of a ``meta`` that name its run (read from any fabtop's meta)."""
+
+    run_id: str | None = None
+    scenario: str | None = None
+
+
+_run_decoder = msgspec.json.Decoder(_RunOf)
+
+
+def _meta_run(data: bytes) -> tuple[str | None, str | None]:
+    """(run_id, scenario) of a meta payload; None for what cannot be read."""
+    try:
+        run = _run_decoder.decode(data)
+    except msgspec.DecodeError:  # (a ValidationError is one)
+        return None, None
+    return run.run_id, run.scenario
 
 
 def _receive_all() -> Properties:
@@ -219,6 +282,15 @@ class MqttBridge:
         self._stop = asyncio.Event()
         self._cursor = EventCursor()
         self._meta_nodes: NodeTable | None = None
+        #: events read from snapshots, not yet published (``QUEUED_EVENTS`` at most)
+        self._events: deque[Event] = deque()
+        self._events_waiting = asyncio.Event()
+        self.events_dropped = 0
+        #: set when another client overwrote the retained status or meta
+        self._overwritten = asyncio.Event()
+        self._claim_checked = False  # the first connection looked for another emulator
+        #: times the status and meta were published again after being overwritten
+        self.reasserted = 0
 
     def stop(self) -> None:
         """Ask ``run`` to say ``offline`` and return."""
@@ -257,6 +329,9 @@ class MqttBridge:
                     self.connections += 1
                     backoff.reset()
                     log.info("connected to %s as %s", self.config.display(), topics.root)
+                    # before anything is published: a refusal leaves the broker as it was
+                    # (the clean disconnect suppresses the will)
+                    await self._watch_claim(client, topics)
                     try:
                         await self._serve(client, topics)
                     finally:
@@ -280,6 +355,66 @@ class MqttBridge:
             )
             self.said_offline = True
 
+    async def _watch_claim(self, client: aiomqtt.Client, topics: Topics) -> None:
+        """Subscribe to the cluster's status and meta; at the first connection, refuse a
+        cluster that another emulator serves.
+
+        Raises:
+            ClusterTakenError: its retained status says ``online``.
+        """
+        wanted = [(topics.status, _claim_options()), (topics.meta, _claim_options())]
+        granted = await client.subscribe(wanted)
+        if any(getattr(code, "is_failure", False) for code in granted):
+            log.warning(
+                "the broker does not let this emulator read %s (its ACL): another emulator "
+                "serving the same cluster would go unnoticed",
+                topics.status,
+            )
+        if self._claim_checked:
+            return  # a reconnection: the retained status may be this bridge's own will
+        # a second round trip: the retained messages come with the first SUBACK
+        # (mosquitto: just before it), so they are all in by the answer to the next request
+        await client.subscribe(wanted)
+        retained: dict[str, bytes] = {}
+        while len(client.messages):
+            message = await anext(client.messages)
+            retained[str(message.topic)] = _payload(message)
+        if retained.get(topics.status) == ONLINE:
+            run_id, scenario = _meta_run(retained.get(topics.meta, b""))
+            raise ClusterTakenError(topics.cluster, run_id, scenario)
+        self._claim_checked = True
+
+    def _note_claim(self, topics: Topics, topic: str, data: bytes, retained: bool) -> None:
+        """Mark the status or meta as overwritten when another client changed them."""
+        if retained:
+            return  # the state when the bridge subscribed: its own follows at once
+        ours = data == ONLINE if topic == topics.status else _meta_run(data)[0] == self.run_id
+        if not ours:
+            self._overwritten.set()
+
+    async def _keep_claim(self, client: aiomqtt.Client, topics: Topics) -> None:
+        """Publish the status and meta again whenever another client overwrites them.
+
+        Watching the topics (rather than re-publishing them on a timer) costs nothing
+        while nobody interferes, and a subscriber sees each change once; the pause
+        after each re-publication bounds the traffic when two emulators disagree.
+        """
+        while True:
+            await self._overwritten.wait()
+            self._overwritten.clear()
+            self.reasserted += 1
+            log.warning(
+                "another client overwrote %s/status or meta: published this emulator's again"
+                " (is a second emulator serving this cluster?)",
+                topics.root,
+            )
+            snap = self.bus.latest
+            if snap is not None:
+                self._meta_nodes = None
+                await self._publish_meta(client, topics, snap)
+            await client.publish(topics.status, ONLINE, qos=1, retain=True)
+            await asyncio.sleep(REASSERT_PAUSE_S)
+
     async def _serve(self, client: aiomqtt.Client, topics: Topics) -> None:
         """One connection's life: returns on stop, raises MqttError if the broker goes."""
         snap = self.bus.latest
@@ -293,9 +428,13 @@ class MqttBridge:
         # online only once the SUBACK is in: a client that sends a command as soon as
         # it sees online must not lose it to a subscription still on its way
         await client.publish(topics.status, ONLINE, qos=1, retain=True)
+        self._overwritten.clear()  # what the retained state said before is overwritten now
         tasks = [
             asyncio.create_task(self._telemetry(client, topics)),
+            asyncio.create_task(self._follow_events()),
+            asyncio.create_task(self._publish_events(client, topics)),
             asyncio.create_task(self._commands(client, topics)),
+            asyncio.create_task(self._keep_claim(client, topics)),
             asyncio.create_task(self._stop.wait()),
         ]
         try:
@@ -328,23 +467,62 @@ class MqttBridge:
                 top_k=self.top_links,
                 health=None if self.health is None else self.health(),
                 commands=self.command_stats(),
+                events=self.event_stats(),
             )
             await client.publish(topics.telemetry, encoder.encode(msg), qos=0)
             self.telemetry_sent += 1
-            for event in self._cursor.new_events(snap.events):
-                payload = encoder.encode(encode_event(event, run_id=self.run_id))
-                await client.publish(topics.event, payload, qos=1)
-                self.events_sent += 1
             await asyncio.sleep(1.0 / self.telemetry_hz)
 
-    async def _next_snapshot(self, tick: int) -> Snapshot | None:
-        """A snapshot newer than ``tick``, or after ``HEARTBEAT_S`` the latest one again.
+    async def _follow_events(self) -> None:
+        """Queue the new events of every snapshot the engine publishes.
+
+        Telemetry samples a few snapshots a second; a burst of events between two of
+        them would overflow a snapshot's window of 100. Reading every snapshot (the
+        engine publishes one per batch that applied commands, and ten a second
+        otherwise) loses events only when more than 100 happen between two of them.
+        """
+        tick = -1
+        while True:
+            snap = await self._next_snapshot(tick, EVENT_POLL_S)
+            if snap is None:  # the engine stopped: so does the bridge
+                self._stop.set()
+                return
+            tick = snap.tick
+            self._queue_events(self._cursor.new_events(snap.events))
+
+    def _queue_events(self, events: tuple[Event, ...]) -> None:
+        for event in events:
+            if len(self._events) >= QUEUED_EVENTS:
+                self._events.popleft()
+                self.events_dropped += 1
+            self._events.append(event)
+        if events:
+            self._events_waiting.set()
+
+    async def _publish_events(self, client: aiomqtt.Client, topics: Topics) -> None:
+        """Publish the queued events, oldest first (QoS 1: each waits for the broker);
+        those a lost connection left queued go first."""
+        while True:
+            while self._events:
+                event = self._events.popleft()
+                payload = encoder.encode(encode_event(event, run_id=self.run_id))
+                try:
+                    await client.publish(topics.event, payload, qos=1)
+                except BaseException:
+                    self._events.appendleft(event)  # the next connection sends it
+                    raise
+                self.events_sent += 1
+            self._events_waiting.clear()  # (nothing was queued since the check above)
+            await self._events_waiting.wait()
+
+    async def _next_snapshot(self, tick: int, wait_s: float = HEARTBEAT_S) -> Snapshot | None:
+        """A snapshot newer than ``tick``, or after ``wait_s`` the latest one again.
 
         The engine publishes nothing new while paused; repeating the latest state
         lets a console that attaches meanwhile see the fabric (and that it is paused).
         """
         waiter = asyncio.ensure_future(self.bus.next_after(tick))
-        done, _ = await asyncio.wait([waiter], timeout=HEARTBEAT_S)
+        done, _ = await asyncio.wait([waiter], timeout=wait_s)
         if waiter in done:
             return waiter.result()
         await cancel_and_wait([waiter])
@@ -367,24 +545,29 @@ class MqttBridge:
             allowed=None if self.allowed is None else sorted(self.allowed),
         )
 
+    def event_stats(self) -> EventStatsMsg:
+        """The bridge's event counters (see ``EventStatsMsg``)."""
+        return EventStatsMsg(
+            sent=self.events_sent, dropped=self.events_dropped, gaps=self._cursor.gaps
+        )
+
     async def _commands(self, client: aiomqtt.Client, topics: Topics) -> None:
-        """Read commands and hand each to a task of its own (at most ``MAX_HANDLERS``)."""
+        """Read commands and hand each to a task of its own (at most ``MAX_HANDLERS``);
+        the cluster's status and meta go to ``_note_claim``."""
         places = asyncio.Semaphore(MAX_HANDLERS)
         handlers: set[asyncio.Task[None]] = set()
         try:
             async for message in client.messages:
-                payload = message.payload
-                if isinstance(payload, str):
-                    data = payload.encode(errors="surrogateescape")
-                elif isinstance(payload, bytes | bytearray):
-                    data = bytes(payload)
-                else:
-                    data = b""
+                data = _payload(message)
+                topic = str(message.topic)
+                if topic in (topics.status, topics.meta):
+                    self._note_claim(topics, topic, data, bool(message.retain))
+                    continue
                 if message.retain and not data:
                     continue  # a retained command being cleared: nothing to answer
                 await places.acquire()
                 task = asyncio.create_task(
-                    self._handle(client, topics, str(message.topic), data, bool(message.retain))
+                    self._handle(client, topics, topic, data, bool(message.retain))
                 )
                 handlers.add(task)
                 task.add_done_callback(handlers.discard)

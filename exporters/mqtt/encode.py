@@ -11,6 +11,7 @@ from exporters.mqtt.schema import (
     SCHEMA_VERSION,
     CommandStatsMsg,
     EventMsg,
+    EventStatsMsg,
     FaultMsg,
     HealthMsg,
     HistogramLayoutMsg,
@@ -144,9 +145,10 @@ def encode_telemetry(
     top_k: int = 32,
     health: EngineHealth | None = None,
     commands: CommandStatsMsg | None = None,
+    events: EventStatsMsg | None = None,
 ) -> TelemetryMsg:
     """The telemetry message for one snapshot (with the engine's pacing and the
-    bridge's command counters when given)."""
+    bridge's command and event counters when given)."""
     t = snap.totals
     return TelemetryMsg(
         v=SCHEMA_VERSION,
@@ -196,6 +198,7 @@ def encode_telemetry(
             flows_refused_total=health.flows_refused_total,
         ),
         commands=commands,
+        events=events,
     )
 
 
@@ -243,15 +246,20 @@ def encode_event(event: Event, *, run_id: str) -> EventMsg:
 class EventCursor:
     """Finds the events of a snapshot that were not sent yet.
 
-    A snapshot holds a bounded window of recent events (newest last). The
-    cursor remembers the last event sent; events after it in the next window
-    are new. If that event scrolled out of the window (the broker was away
-    for long), the events newer than it are sent and the ones that scrolled
-    out are lost: nothing queues up without bound.
+    A snapshot holds the latest 100 events of its run (newest last); an event carries
+    no sequence number. The cursor remembers the last event it returned; the events
+    after it in the next window are new. When that event is no longer in the window,
+    at least a window's worth of events happened between the two snapshots (a burst
+    between two snapshots the bridge read, or the broker away for long): the events
+    in the window newer than it are returned, those that scrolled out in between are
+    lost, and ``gaps`` counts the occasion (how many were lost is unknown, possibly
+    none). Nothing queues up without bound.
     """
 
     def __init__(self) -> None:
         self._last: Event | None = None
+        #: times the last event returned had scrolled out of the next window
+        self.gaps = 0
 
     def new_events(self, events: tuple[Event, ...]) -> tuple[Event, ...]:
         """The events after the last one returned before; advances the cursor."""
@@ -261,6 +269,7 @@ class EventCursor:
             if pos is not None:
                 start = pos + 1
             else:
+                self.gaps += 1
                 last_time = self._last.time_s
                 start = next((i for i, e in enumerate(events) if e.time_s > last_time), len(events))
         new = events[start:]

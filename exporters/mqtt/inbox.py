@@ -3,10 +3,12 @@
 Pure logic with no broker in it (the bridge feeds it messages and publishes
 its replies), so every rule is visible here:
 
-* the command name comes from the topic ``cmd/<command>``; the body is JSON;
+* the command name comes from the topic ``cmd/<command>``; the body is JSON, with
+  each key once per object (a parser keeps one of two values silently: which one
+  the sender meant is unknown, so such a command is refused, naming the key);
 * every command needs an ``id``: it names the reply topic ``result/<id>`` and
-  makes a retry safe. A command without a usable id is refused, and the
-  refusal goes to ``result`` (no id to name a topic after);
+  makes a retry safe. A command without a usable id (or with two different
+  ones) is refused, and the refusal goes to ``result`` (no id to name a topic after);
 * retained messages are refused: a retained command would be applied again by
   every bridge that subscribes later (the bridge then clears it, see ``bridge``);
 * ``read_only`` refuses every command ("read-only"); ``allowed`` names the only
@@ -23,6 +25,7 @@ its replies), so every rule is visible here:
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -39,6 +42,7 @@ from fabric_core.commands import (
     check_bounds,
     encode_command,
     parse_command,
+    shown,
 )
 
 Submit = Callable[[Command], Awaitable[CommandResult]]
@@ -53,7 +57,8 @@ _ID_IN_HEAD = re.compile(rb'"id"\s*:\s*"(' + COMMAND_ID_CHARS.encode() + rb'{1,6
 
 
 def lenient_id(payload: bytes) -> str | None:
-    """The command id if one can be read, even from an invalid command."""
+    """The command id if one can be read, even from an invalid command (None when the
+    body gives two different ones)."""
     try:
         check_bounds(payload)  # size, depth, UTF-8: before any parsing
         obj = msgspec.json.decode(payload)
@@ -61,7 +66,48 @@ def lenient_id(payload: bytes) -> str | None:
         match = _ID_IN_HEAD.search(payload[:4096])
         return match.group(1).decode() if match else None
     cid = obj.get("id") if isinstance(obj, dict) else None
-    return cid if isinstance(cid, str) and _ID.fullmatch(cid) else None
+    if not (isinstance(cid, str) and _ID.fullmatch(cid)):
+        return None
+    # msgspec keeps the last of two "id"s: the first may have been meant
+    return cid if all(given == cid for given in _top_level_ids(payload)) else None
+
+
+def _top_level_ids(payload: bytes) -> list[object]:
+    """The value of every top-level ``"id"`` key, in order (none when the standard parser
+    cannot read the text). Call after ``check_bounds``."""
+    try:
+        pairs = json.loads(payload, object_pairs_hook=list)
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(pairs, list):
+        return []
+    return [pair[1] for pair in pairs if isinstance(pair, tuple) and pair[0] == "id"]
+
+
+class _DuplicateKeyError(ValueError):
+    """An object of the JSON text holds a key twice (``args[0]``: the key)."""
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    obj: dict[str, object] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKeyError(key)
+        obj[key] = value
+    return obj
+
+
+def duplicate_key(payload: bytes) -> str | None:
+    """The first key an object of the JSON text holds twice, or None (also for a text
+    too big, too deep or not JSON: ``parse_command`` says what is wrong with it)."""
+    try:
+        check_bounds(payload)  # the standard parser recurses once per level of nesting
+        json.loads(payload, object_pairs_hook=_unique_keys)
+    except _DuplicateKeyError as exc:
+        return str(exc.args[0])
+    except (ValueError, RecursionError):  # CommandError is a ValueError
+        return None
+    return None
 
 
 def check_allowed(names: frozenset[str]) -> frozenset[str]:
@@ -129,6 +175,9 @@ class CommandInbox:
             return self._refuse(
                 cid, f"command {name!r} is not allowed on this emulator (allowed: {accepted})"
             )
+        key = duplicate_key(payload)
+        if key is not None:
+            return self._refuse(cid, f"duplicate key {shown(key)}: each key may appear once")
         try:
             cmd = parse_command(payload, command=name)
         except CommandError as exc:

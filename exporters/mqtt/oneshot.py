@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 
+import aiomqtt
 import msgspec
 
 from exporters.mqtt.client import make_client
@@ -13,9 +15,12 @@ from exporters.mqtt.topics import Topics
 from exporters.mqtt.url import BrokerConfig
 from fabric_core.commands import Command, CommandResult, encode_command
 
+_decoder = msgspec.json.Decoder(CommandResult)
+
 
 class NoAnswerError(Exception):
-    """The command was sent but nobody answered (the message says why)."""
+    """The emulator is offline (nothing was sent) or did not answer in time (the message
+    says which)."""
 
 
 async def send_command(
@@ -23,35 +28,61 @@ async def send_command(
 ) -> CommandResult:
     """Publish ``command`` (an id is generated if it has none) and return its result.
 
+    Nothing is sent to a cluster whose retained status says ``offline``. Once sent, the
+    command may be applied: its result is awaited up to ``timeout_s`` whatever the status
+    says meanwhile (a stale ``offline`` must not turn an applied command into an error
+    that a script retries under a new id, applying it twice).
+
     Raises:
         aiomqtt.MqttError: the broker cannot be reached.
-        NoAnswerError: the emulator is offline, or no result came within ``timeout_s``.
+        NoAnswerError: the emulator is offline (nothing sent), or no result came within
+            ``timeout_s``.
     """
     if command.id is None:
         command = msgspec.structs.replace(command, id=f"cli-{secrets.token_hex(6)}")
     cid = command.id
     assert cid is not None
     topics = Topics(cluster)
-    decoder = msgspec.json.Decoder(CommandResult)
-    status: str | None = None
     async with make_client(config, role="inject") as client:
-        await client.subscribe(topics.result(cid), qos=1)
         await client.subscribe(topics.status, qos=1)
+        # the retained status comes with (mosquitto: just before) the first SUBACK: by the
+        # answer to this second request it is in
+        await client.subscribe(topics.result(cid), qos=1)
+        status = await _queued_status(client, topics)
+        if status == "offline":
+            raise NoAnswerError(f"{topics.root} is offline: no emulator is serving it (not sent)")
         await client.publish(topics.cmd(command_name(command)), encode_command(command), qos=1)
-        try:
-            async with asyncio.timeout(timeout_s):
-                async for message in client.messages:
-                    payload = message.payload
-                    data = payload if isinstance(payload, bytes | bytearray) else b""
-                    if str(message.topic) == topics.status:
-                        status = bytes(data).decode(errors="replace")
-                        if status == "offline":
-                            raise NoAnswerError(
-                                f"{topics.root} is offline: no emulator is serving it"
-                            )
-                    elif str(message.topic) == topics.result(cid):
-                        return decoder.decode(data)
-        except TimeoutError:
-            pass
+        result, status = await _result(client, topics, cid, timeout_s, status)
+    if result is not None:
+        return result
     heard = f"its status is {status!r}" if status else "it has never announced a status"
     raise NoAnswerError(f"no result from {topics.root} within {timeout_s:g} s ({heard})")
+
+
+def _text(message: aiomqtt.Message) -> bytes:
+    payload = message.payload
+    return bytes(payload) if isinstance(payload, bytes | bytearray) else b""
+
+
+async def _queued_status(client: aiomqtt.Client, topics: Topics) -> str | None:
+    """The cluster's status among the messages received so far (None: none yet)."""
+    status = None
+    while len(client.messages):
+        message = await anext(client.messages)
+        if str(message.topic) == topics.status:
+            status = _text(message).decode(errors="replace")
+    return status
+
+
+async def _result(
+    client: aiomqtt.Client, topics: Topics, cid: str, timeout_s: float, status: str | None
+) -> tuple[CommandResult | None, str | None]:
+    """The result of command ``cid`` (None after ``timeout_s``), and the last status heard."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout_s):
+            async for message in client.messages:
+                if str(message.topic) == topics.status:
+                    status = _text(message).decode(errors="replace")
+                elif str(message.topic) == topics.result(cid):
+                    return _decoder.decode(_text(message)), status
+    return None, status

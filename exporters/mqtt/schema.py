@@ -127,6 +127,20 @@ class CommandStatsMsg(msgspec.Struct, frozen=True):
     allowed: list[str] | None
 
 
+class EventStatsMsg(msgspec.Struct, frozen=True):
+    """What became of the events the bridge read (counters since it started).
+
+    ``dropped``: taken from snapshots but discarded, the bridge's queue of events to
+    publish being full (the broker slow or away). ``gaps``: times more events happened
+    between two snapshots the bridge read than a snapshot carries (100), so that some,
+    an unknown number (events carry no sequence number), were never seen.
+    """
+
+    sent: int
+    dropped: int
+    gaps: int
+
+
 class TelemetryMsg(msgspec.Struct, frozen=True):
     """``fabtop/<cluster>/telemetry``: one consistent tick, a few times a second."""
 
@@ -152,6 +166,7 @@ class TelemetryMsg(msgspec.Struct, frozen=True):
     params: dict[str, float | None]
     health: HealthMsg | None = None  # absent from emulators older than this field
     commands: CommandStatsMsg | None = None
+    events: EventStatsMsg | None = None  # absent from emulators older than this field
 
 
 class NodesMsg(msgspec.Struct, frozen=True):
