@@ -159,6 +159,38 @@ DOWN_KINDS = ("link_down", "switch_down")
 ON_OFF_KINDS = (*DOWN_KINDS, "pfc_storm")
 
 
+def fault_kind(name: str) -> FaultKind:
+    """The fault kind called ``name`` (raises ``CommandError`` for none, with the known)."""
+    kind = FAULT_KINDS.get(name)
+    if kind is None:
+        raise CommandError(
+            f"{unknown('fault kind', name, FAULT_KINDS)}; known: {', '.join(FAULT_KINDS)}"
+        )
+    return kind
+
+
+def checked_params(kind: FaultKind, given: Mapping[str, float | str]) -> dict[str, float | str]:
+    """A fault's parameters, the kind's defaults filled in, as floats; what needs no fabric
+    to check (``FaultBook.check`` checks its target first, ``fabtop inject`` before it
+    sends anything). Raises ``CommandError`` for a parameter the kind does not take, or one
+    that is not a number or out of its range."""
+    extra = sorted(set(given) - set(kind.params))
+    if extra:
+        accepted = ", ".join(kind.params) or "none"
+        raise CommandError(
+            f"{kind.name} takes no parameter(s) {', '.join(map(repr, extra))}; accepted: {accepted}"
+        )
+    params: dict[str, float | str] = {}
+    for name, (default, lo, hi) in kind.params.items():
+        value = given.get(name, default)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise CommandError(f"{kind.name}: parameter {name!r} must be a number, got {value!r}")
+        if not lo <= float(value) <= hi:
+            raise CommandError(f"{kind.name}: {name} must be in [{lo:g}, {hi:g}], got {value:g}")
+        params[name] = float(value)
+    return params
+
+
 def register_fault_kind(kind: FaultKind) -> None:
     """Add a fault kind (modules that model its effect register it on import)."""
     if kind.target not in TARGET_KINDS:
@@ -294,11 +326,7 @@ class FaultBook:
             math.isfinite(cmd.duration_s) and cmd.duration_s > 0
         ):
             raise CommandError(f"duration_s must be a number > 0, got {cmd.duration_s!r}")
-        kind = FAULT_KINDS.get(cmd.kind)
-        if kind is None:
-            raise CommandError(
-                f"{unknown('fault kind', cmd.kind, FAULT_KINDS)}; known: {', '.join(FAULT_KINDS)}"
-            )
+        kind = fault_kind(cmd.kind)
         if self.flow_control not in kind.fabrics:
             raise CommandError(
                 f"{kind.name} needs a {' or '.join(kind.fabrics)} fabric; this one uses "
@@ -340,22 +368,7 @@ class FaultBook:
             else:
                 ids = np.zeros(0, dtype=np.int64)
         self._refuse_a_second(kind, ids, node, cmd.target)
-        params: dict[str, float | str] = {}
-        extra = sorted(set(cmd.params) - set(kind.params))
-        if extra:
-            accepted = ", ".join(kind.params) or "none"
-            raise CommandError(
-                f"{cmd.kind} takes no parameter(s) {', '.join(map(repr, extra))}; accepted: {accepted}"
-            )
-        for name, (default, lo, hi) in kind.params.items():
-            value = cmd.params.get(name, default)
-            if not isinstance(value, int | float) or isinstance(value, bool):
-                raise CommandError(
-                    f"{cmd.kind}: parameter {name!r} must be a number, got {value!r}"
-                )
-            if not lo <= float(value) <= hi:
-                raise CommandError(f"{cmd.kind}: {name} must be in [{lo:g}, {hi:g}], got {value:g}")
-            params[name] = float(value)
+        params = checked_params(kind, cmd.params)
         if kind.name == "incast":
             self._check_incast(node, params)
         return kind, ids, node, params
