@@ -7,12 +7,19 @@ for every link telemetry reports.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from exporters.mqtt.decode import node_table, snapshot_from
-from exporters.mqtt.encode import EventCursor, encode_meta, encode_telemetry, top_links
+from exporters.mqtt.encode import (
+    EventCursor,
+    encode_event,
+    encode_meta,
+    encode_telemetry,
+    top_links,
+)
 from exporters.mqtt.schema import EventStatsMsg, encoder, meta_decoder, telemetry_decoder
 from fabric_core.commands import InjectFault
 from fabric_core.runtime.fabric import Fabric
@@ -108,3 +115,10 @@ def test_telemetry_carries_the_bridges_event_counters(snap: Snapshot) -> None:
     stats = EventStatsMsg(sent=7, dropped=2, gaps=1)
     tm = telemetry_decoder.decode(encoder.encode(encode_telemetry(snap, run_id="r", events=stats)))
     assert tm.events == stats
+
+
+def test_an_events_time_is_sent_to_the_picosecond() -> None:
+    """Simulated time, a sum of ticks, was sent with its float noise: 0.06675099999999999."""
+    event = Event(0.06675099999999999, "info", "param_set", "fabric", "reroute_s = 0.001")
+    assert encode_event(event, run_id="r").time_s == 0.066751
+    assert encode_event(replace(event, time_s=0.1 + 0.2), run_id="r").time_s == 0.3
