@@ -42,3 +42,19 @@ async def test_a_narrow_events_panel_puts_the_target_under_the_kind() -> None:
             lambda: all(LINK in line for line in view.text.plain.splitlines() if "fault_" in line),
         )
         assert LINK not in view.text.plain.splitlines()[1].split()[:1]  # no second lines
+
+
+async def test_a_narrow_panels_second_line_gives_the_message_room() -> None:
+    """At 100 columns the second line put the target under the kind, padded to 18: the
+    message had no room left, and every entry ended in "…" after its target."""
+    app = FabtopApp(faulted_source(), render_interval_s=0.05)
+    async with app.run_test(size=(100, 40)) as pilot:
+        view = app.event_log
+        await settle(pilot, lambda: "fault_detected" in view.text.plain)
+        lines = view.text.plain.splitlines()
+        (head,) = [i for i, line in enumerate(lines) if "fault_detected" in line]
+        second = lines[head + 1]
+        assert second.startswith(f"  {LINK}  ")
+        (event,) = [e for e in app.source.latest().events if e.kind == "fault_detected"]  # type: ignore[union-attr]
+        shown = second.removeprefix(f"  {LINK}  ").rstrip("…")
+        assert len(shown) >= 5 and event.message.startswith(shown)

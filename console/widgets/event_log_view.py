@@ -14,9 +14,11 @@ SEVERITY_STYLES = {"info": "", "warning": "yellow", "error": "bold red"}
 #: Columns of an entry's time, kind and target, each with its space after it
 TIME_WIDTH, KIND_WIDTH, TARGET_WIDTH = 10, 17, 19
 #: A panel narrower than an entry's time, kind and target shows each entry on two lines:
-#: the target and the message go under the kind (at 120 columns the panel has 33, and
-#: every target was cut to "leaf00-…")
+#: the target and the message go on the second, ``SECOND_LINE_INDENT`` in (at 120 columns
+#: the panel has 33, and every target was cut to "leaf00-…"; under the kind, at column
+#: 10 and padded to 18, the message then had no room left at 100 columns)
 TWO_LINES_BELOW = TIME_WIDTH + KIND_WIDTH + TARGET_WIDTH
+SECOND_LINE_INDENT = 2
 
 
 def entry_line(entry: LogEntry) -> Text:
@@ -26,10 +28,11 @@ def entry_line(entry: LogEntry) -> Text:
 
 def entry_lines(entry: LogEntry, width: int) -> list[Text]:
     """``entry_line`` where ``width`` holds its time, kind and target; two lines where it
-    does not, the second under the kind."""
+    does not, the target and the message on the second."""
     if width >= TWO_LINES_BELOW:
         return [entry_line(entry)]
-    return [_when_and_kind(entry), Text(" " * TIME_WIDTH).append_text(_what(entry))]
+    second = Text(" " * SECOND_LINE_INDENT).append_text(_what(entry, target_width=0))
+    return [_when_and_kind(entry), second]
 
 
 def _when_and_kind(entry: LogEntry) -> Text:
@@ -42,10 +45,11 @@ def _when_and_kind(entry: LogEntry) -> Text:
     return text
 
 
-def _what(entry: LogEntry) -> Text:
+def _what(entry: LogEntry, target_width: int = TARGET_WIDTH) -> Text:
+    """The target (padded to ``target_width`` with its space), the message, the repeats."""
     e = entry.event
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f"{e.target:<{TARGET_WIDTH - 1}} ", "bold")
+    text.append(f"{e.target:<{target_width - 1}} " if target_width else f"{e.target}  ", "bold")
     text.append(e.message)
     if entry.count > 1:
         text.append(f" ×{entry.count}", "bold cyan")
