@@ -145,7 +145,7 @@ def test_clearing_the_fault_makes_the_check_pass() -> None:
 
 def test_bad_targets_are_refused() -> None:
     fabric = Fabric.from_scenario(load_scenario("tiny"))
-    with pytest.raises(CommandError, match="version_mismatch targets a GPU; .leaf00. is a switch"):
+    with pytest.raises(CommandError, match=r"version_mismatch targets a GPU; 'leaf00' is a switch"):
         fabric.apply(InjectFault(kind="version_mismatch", target="leaf00"))
     assert main(["check", "ibgda", "tiny", "--mismatch", "gpu9999"]) == 2
 

@@ -50,11 +50,12 @@ class Served:
     tasks: list[asyncio.Task[None]]
 
 
-@pytest.fixture
-async def served(mosquitto: Mosquitto) -> AsyncIterator[Served]:  # noqa: F811
+@contextlib.asynccontextmanager
+async def serving(url: str, cluster: str, telemetry_hz: float) -> AsyncIterator[Served]:
+    """``tiny``'s engine and a bridge to the broker at ``url``, running until the end."""
     engine = Engine(Fabric.from_scenario(load_scenario("tiny")))
     bridge = MqttBridge(
-        parse_broker_url(mosquitto.url), engine.bus, engine.submit, cluster="ip", telemetry_hz=10
+        parse_broker_url(url), engine.bus, engine.submit, cluster=cluster, telemetry_hz=telemetry_hz
     )
     tasks = [asyncio.create_task(engine.run()), asyncio.create_task(bridge.run())]
     try:
@@ -63,6 +64,12 @@ async def served(mosquitto: Mosquitto) -> AsyncIterator[Served]:  # noqa: F811
         bridge.stop()
         engine.stop()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@pytest.fixture
+async def served(mosquitto: Mosquitto) -> AsyncIterator[Served]:  # noqa: F811
+    async with serving(mosquitto.url, "ip", telemetry_hz=10) as running:
+        yield running
 
 
 async def test_broker_restart_reconnects_and_telemetry_resumes(
@@ -151,11 +158,9 @@ async def test_a_burst_of_events_reaches_the_event_topic_whole(
     """200 ``set`` commands sent at once make a ``param_set`` event each applied, more
     than a snapshot's window of 100 between two telemetry messages: every one is
     published (the bridge reads every snapshot, not only those telemetry samples)."""
-    engine = Engine(Fabric.from_scenario(load_scenario("tiny")))
     config = parse_broker_url(mosquitto.url)
-    bridge = MqttBridge(config, engine.bus, engine.submit, cluster="burst", telemetry_hz=4)
-    tasks = [asyncio.create_task(engine.run()), asyncio.create_task(bridge.run())]
-    try:
+    async with serving(mosquitto.url, "burst", telemetry_hz=4) as running:
+        bridge = running.bridge
         await until(lambda: bridge.connected, "connected")
         async with make_client(config, role="test") as client:
             await client.subscribe("fabtop/burst/event", qos=1)
@@ -186,10 +191,6 @@ async def test_a_burst_of_events_reaches_the_event_topic_whole(
         assert applied > 100, "the burst must not fit in a snapshot's window"
         assert events == applied
         assert bridge.event_stats().gaps == 0
-    finally:
-        bridge.stop()
-        engine.stop()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def test_a_second_bridge_on_a_served_cluster_is_refused(
