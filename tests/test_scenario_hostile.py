@@ -19,6 +19,7 @@ import pytest
 
 from fabric_core.net import topofile
 from fabric_core.runtime import scenario as scenario_module
+from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import ScenarioError, bundled_dir, load_scenario, parse_scenario
 from tests.test_console_cli import fabtop
 
@@ -141,6 +142,20 @@ def _tiny_with(**changes: Any) -> dict[str, Any]:
             _tiny_with(workload=[{**TINY["workload"][0], "size": "-5KiB"}]),
             "workload[0]: size: must be 1 B to 2 GiB (one message's most), got '-5KiB'",
         ),
+        # (session 43: "false" ran as true; a rails that does not divide the leaves ended in
+        # a traceback)
+        (
+            _tiny_with(workload=[{**TINY["workload"][0], "start_stopped": "false"}]),
+            "workload[0].start_stopped: expected true or false, got 'false'",
+        ),
+        (
+            _tiny_with(topology={**TINY["topology"], "rails": 3}),
+            "topology.rails: the leaves (2) must be a multiple of rails (3)",
+        ),
+        (
+            _tiny_with(workload=[{k: v for k, v in TINY["workload"][0].items() if k != "kind"}]),
+            "workload[0].kind: missing; known: ",
+        ),
         (  # (session 42: the switch-by-switch table of 100,000 leaves wanted 37 GiB)
             _tiny_with(topology={**TINY["topology"], "leaves": 100000}),
             "topology: 100,002 switches; at most 16,384 fit",
@@ -178,6 +193,15 @@ def test_scenario_tables_are_refused_by_key(data: dict[str, Any], message: str) 
     with pytest.raises(ScenarioError) as info:
         parse_scenario(data, "x.toml")
     assert message in str(info.value)
+
+
+def test_a_fabric_of_one_gpu_is_refused_before_its_traffic_runs() -> None:
+    """Its bulk and RPC workloads found no peer in the first tick: a traceback."""
+    topology = {**TINY["topology"], "leaves": 1, "gpus_per_leaf": 1}
+    for workload in ({**TINY["workload"][0], "senders": "all"}, TINY["workload"][2]):
+        one = _tiny_with(topology=topology, workload=[workload])
+        with pytest.raises(ScenarioError, match="needs at least 2 GPUs, the fabric has 1"):
+            Fabric.from_scenario(parse_scenario(one, "x.toml"))
 
 
 def test_a_seed_given_on_the_command_line_is_checked_as_such() -> None:

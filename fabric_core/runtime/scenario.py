@@ -354,6 +354,12 @@ def _check_scaleup(
             raise ValueError(f"topology.scaleup: {exc.args[0]}") from None
         checked["scaleup"] = dict(table)
     g = checked.get("gpus_per_node", 1)
+    rails = checked.get("rails", 0)
+    if rails and checked["kind"] == "leaf-spine" and checked["leaves"] % rails:
+        raise ValueError(
+            f"topology.rails: the leaves ({checked['leaves']}) must be a multiple of rails "
+            f"({rails}): GPU r of each server hangs off the rail-r leaf of its group"
+        )
     if spec is not None:
         n_gpus = sum(1 for _, role in spec.nodes if role == "gpu")
         what = "the gpu nodes of the file"
@@ -366,8 +372,10 @@ def _check_scaleup(
             f"{checked['pods']} pods x {checked['leaves_per_pod']} leaves_per_pod x "
             f"{checked['gpus_per_leaf']} gpus_per_leaf"
         )
+    if n_gpus < 1:
+        raise ValueError(f"topology: {what} make no GPU; a fabric needs at least 1")
     try:
-        check_gpus_per_node(g, n_gpus, checked.get("rails", 0), counted=what)
+        check_gpus_per_node(g, n_gpus, rails, counted=what)
     except ValueError as exc:
         raise ValueError(f"topology.gpus_per_node: {exc.args[0]}") from None
 

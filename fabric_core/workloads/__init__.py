@@ -111,6 +111,8 @@ MAX_WORKLOAD_NAME_CHARS = 64
 def build_workload(table: Mapping[str, Any], where: str) -> Workload:
     """A workload from its scenario table; errors name the key at fault (``where``)."""
     kind = table.get("kind")
+    if kind is None:
+        raise ValueError(f"{where}.kind: missing; known: {', '.join(WORKLOAD_KINDS)}")
     if kind not in WORKLOAD_KINDS:
         raise ValueError(
             f"{where}.kind: unknown workload kind {kind!r}; known: {', '.join(WORKLOAD_KINDS)}"
@@ -128,7 +130,10 @@ def build_workload(table: Mapping[str, Any], where: str) -> Workload:
         wl = builder(name, traffic_class, table)
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{where}: {exc}") from None
-    if table.get("start_stopped"):
+    stopped = table.get("start_stopped", False)
+    if not isinstance(stopped, bool):  # ("false", a string, was taken as true)
+        raise ValueError(f"{where}.start_stopped: expected true or false, got {stopped!r}")
+    if stopped:
         wl.running = False
     return wl
 

@@ -94,6 +94,10 @@ class Bulk(Workload):
         self.in_flight = np.zeros(int(gpus.max()) + 1 if gpus.size else 0, dtype=np.int64)
         if self.hotspots > gpus.size:
             raise ValueError(f"workload {self.name!r}: hotspots={self.hotspots} > {gpus.size} GPUs")
+        if self.senders.size and gpus.size < 2:  # (it sends to a GPU other than its own)
+            raise ValueError(
+                f"workload {self.name!r}: a bulk workload needs at least 2 GPUs, the fabric has 1"
+            )
 
     def generate(self, now_s: float, dt_s: float, rng: np.random.Generator) -> FlowRequests:
         if not self.running or not self._owed:
@@ -314,7 +318,9 @@ class Rpc(Workload):
         )
         self.pool = gpus
         if self.senders.size and self.rate_per_s > 0 and self.pool.size < 2:
-            raise ValueError(f"workload {self.name!r}: needs at least two endpoints")
+            raise ValueError(
+                f"workload {self.name!r}: an rpc workload needs at least 2 GPUs, the fabric has 1"
+            )
 
     def stop(self) -> None:
         super().stop()
