@@ -318,6 +318,9 @@ class FabtopApp(App[None]):
     #: Of those, the ones that still make sense on the link detail screen.
     DETAIL_VIEW_ACTIONS = frozenset({"toggle_freeze", "speed"})
 
+    #: The app's actions a dialog keeps: Textual's Tab and Shift+Tab between its fields.
+    DIALOG_ACTIONS = frozenset({"focus_next", "focus_previous"})
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """No key of the app's works under a dialog (the fault form over the compare view
         showed them in its footer, and a key pressed on its buttons sorted the hidden main
@@ -330,8 +333,10 @@ class FabtopApp(App[None]):
         if isinstance(self.screen, ModalScreen):
             # a dialog (help, the fault form, a confirmation) takes its own keys only; the
             # main view's footer under it listed Pause, Inject, Clear and Quit, which do
-            # nothing there (Ctrl+C there is the screen's copy, as it was)
-            return False
+            # nothing there (Ctrl+C there is the screen's copy, as it was). Tab and
+            # Shift+Tab are the app's too, and move between the dialog's fields: refused,
+            # the fault form's kind and buttons could not be reached from the keyboard
+            return action in self.DIALOG_ACTIONS
         if action not in self.MAIN_VIEW_ACTIONS:
             return True
         if isinstance(self.screen, CompareScreen):

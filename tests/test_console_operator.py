@@ -516,3 +516,20 @@ async def test_no_kpi_is_cut_off_at_120_columns() -> None:
         assert all(len(line.rstrip()) <= kpis.size.width for line in lines), lines
         await pilot.resize_terminal(240, 40)  # room again: one line a workload
         await settle(pilot, lambda: "\n  " not in kpis.text.plain)
+
+
+async def test_tab_and_shift_tab_reach_every_field_of_the_fault_form() -> None:
+    """Tab stopped at the duration and Shift+Tab at the target: under a dialog the app
+    refused its own actions, Textual's focus_next among them, so the kind and the buttons
+    could not be reached, nor a GPU or storage fault injected, from the keyboard."""
+    app = FabtopApp(source(), render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_form(pilot, app)
+        reached: list[str | None] = []
+        for key in ["tab"] * 5 + ["shift+tab"] * 5:
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.focused is not None
+            reached.append(app.focused.id)
+        forward = ["duration", "inject", "cancel", None, "kind"]  # (None: the form's scroll)
+        assert reached == [*forward, None, "cancel", "inject", "duration", "target"]
