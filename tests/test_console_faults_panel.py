@@ -3,6 +3,8 @@ fits, so a fault's timeline is never cut off (``console.widgets.faults_panel``).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from console.app import FabtopApp
@@ -14,8 +16,10 @@ from console.widgets.faults_panel import (
     STATE_STYLES,
     Columns,
     FaultsPanel,
+    fault_cells,
     layout_for,
 )
+from fabric_core.runtime.snapshot import FaultView
 from tests.helpers import settle
 from tests.test_console_events import LINK, faulted_source
 
@@ -80,3 +84,17 @@ async def test_a_resize_lays_the_faults_out_again() -> None:
         await pilot.pause()
         assert panel.row_count == 1 and "elapsed" not in cells(panel)
         assert cells(panel)["target"] == LINK
+
+
+def test_a_step_a_cleared_fault_never_reached_is_a_dash_not_pending() -> None:
+    """A switch_down cleared before it was rerouted read "…" under rerouted, as if that
+    were still to come."""
+    fault = FaultView(
+        id="f1", kind="switch_down", target="spine00", params={}, state="detected",
+        injected_at_s=0.0, detected_at_s=16e-6, mitigated_at_s=None, recovered_at_s=None,
+        cleared_at_s=None,
+    )  # fmt: skip
+    assert fault_cells(fault, 1e-3, COLUMNS)["rerouted"] == "…"
+    cleared = replace(fault, state="cleared", cleared_at_s=2e-3)
+    cells = fault_cells(cleared, 3e-3, COLUMNS)
+    assert (cells["detected"], cells["rerouted"], cells["recovered"]) == ("+16 µs", "—", "—")

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import re
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from console.eventlog import EventLog
 from console.linkview import LinkFilter, LinkRates, top_links
 from console.screens.fault_form import build_inject, parse_duration, parse_params
+from console.screens.link_detail import counters_table
 from console.widgets.scaled_sparkline import scaled_sparkline
 from fabric_core.commands import CommandError
+from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
 from fabric_core.runtime.snapshot import Event, LinkStatus
 from tests.console_synthetic import snapshot
@@ -259,3 +263,18 @@ def test_a_shared_window_of_no_wall_time_says_no_speed() -> None:
         [replace(a, sim_time_s=a.sim_time_s + 2e-3), replace(b, sim_time_s=b.sim_time_s + 1e-3)]
     )
     assert window.speeds() == pytest.approx((2e-3, 1e-3))
+
+
+@pytest.mark.parametrize(("profile", "paused_row"), [("native-400g", False), ("roce-400g", True)])
+def test_the_link_counters_show_pfcs_paused_time_only_where_there_is_pfc(
+    profile: str, paused_row: bool
+) -> None:
+    """On the credit fabric PFC's paused time (always 0) was shown as "starved for 0 s"
+    beside a starved link's 9.53 s of transmit wait."""
+    fabric = Fabric.from_scenario(load_scenario("tiny", profile=profile))
+    fabric.run_ticks(5)
+    console = Console(width=80, file=io.StringIO(), record=True)
+    console.print(counters_table(fabric.snapshot(), 0))
+    text = console.export_text()
+    assert "transmit wait" in text
+    assert ("paused for" in text) is paused_row and "starved for" not in text

@@ -35,7 +35,7 @@ from console.screens.fault_form import FaultFormScreen
 from console.source import FabricSource, compiling_note_of, compiling_of, submit_together
 from console.speed import SharedWindow, SpeedSteps
 from console.viewstate import FabricView
-from console.widgets.faults_panel import faults_to_show
+from console.widgets.faults_panel import faults_to_show, since
 from console.widgets.key_footer import KeyFooter
 from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
 from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume
@@ -177,10 +177,6 @@ def wrap_value(value: str | Text, width: int, console: Console) -> list[Text]:
     return lines or [Text()]
 
 
-def _since(at: float | None, injected: float) -> str:
-    return "…" if at is None else f"+{fmt_seconds(at - injected)}"
-
-
 def faults_table(left: FabricView, right: FabricView) -> Table:
     """Every fault of either side, one row each, with both sides' timelines in full
     (state, then detected / rerouted / recovered relative to the injection)."""
@@ -211,12 +207,11 @@ def faults_table(left: FabricView, right: FabricView) -> Table:
             if fv is None:
                 cells += ["—", "", "", ""]
                 continue
-            t0 = fv.injected_at_s
             cells += [
                 fv.state,
-                _since(fv.detected_at_s, t0),
-                _since(fv.mitigated_at_s, t0),
-                _since(fv.recovered_at_s, t0),
+                since(fv, fv.detected_at_s),
+                since(fv, fv.mitigated_at_s),
+                since(fv, fv.recovered_at_s),
             ]
         table.add_row(*cells)
     return table

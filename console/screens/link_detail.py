@@ -15,7 +15,7 @@ from textual.widgets import Static
 from console.eventlog import EventLog
 from console.fmt import fmt_bitrate, fmt_bytes, fmt_pct, fmt_rate, fmt_seconds
 from console.linkhistory import LinkHistory
-from console.linkview import LinkRates, stalled_word
+from console.linkview import LinkRates
 from console.messages import InjectRequested, RedrawRequested
 from console.widgets.event_log_view import entry_line
 from console.widgets.key_footer import KeyFooter
@@ -82,8 +82,10 @@ def counters_table(snap: Snapshot, i: int) -> Table:
     table.add_column("total", justify="right")
     ls = snap.link_state
     for field, label, fmt in COUNTERS:
-        if field == "pause_seconds_total":
-            label = f"{stalled_word(snap.flow_control)} for"
+        if field == "pause_seconds_total" and snap.flow_control == "credit":
+            # PFC's paused time, 0 on a credit fabric: there a port waits for credits,
+            # which "transmit wait" counts ("starved for 0 s" sat beside a starved state)
+            continue
         table.add_row(label, fmt(float(getattr(ls, field)[i])))
     return table
 

@@ -52,8 +52,12 @@ STATE_STYLES = {
 KEEP_CLEARED = 5
 
 
-def _since(fault: FaultView, at_s: float | None, sign: str = "+") -> str:
-    return "…" if at_s is None else sign + fmt_seconds(at_s - fault.injected_at_s)
+def since(fault: FaultView, at_s: float | None, sign: str = "+") -> str:
+    """When a step was reached after the injection; "…" while it may still come, "—" for
+    a fault cleared without it (a cleared switch never rerouted: "…" read as pending)."""
+    if at_s is None:
+        return "—" if fault.cleared_at_s is not None else "…"
+    return sign + fmt_seconds(at_s - fault.injected_at_s)
 
 
 def fault_cells(fault: FaultView, now_s: float, columns: Columns) -> dict[str, str]:
@@ -68,9 +72,9 @@ def fault_cells(fault: FaultView, now_s: float, columns: Columns) -> dict[str, s
         "kind": fault.kind,
         "target": fault.target,
         "state": fault.state,
-        "detected": _since(fault, fault.detected_at_s, sign),
-        "rerouted": _since(fault, fault.mitigated_at_s, sign),
-        "recovered": _since(fault, fault.recovered_at_s, sign),
+        "detected": since(fault, fault.detected_at_s, sign),
+        "rerouted": since(fault, fault.mitigated_at_s, sign),
+        "recovered": since(fault, fault.recovered_at_s, sign),
         "elapsed": fmt_seconds(end - fault.injected_at_s),
     }
     if "stage" in keys:
@@ -80,7 +84,7 @@ def fault_cells(fault: FaultView, now_s: float, columns: Columns) -> dict[str, s
             "recovered": fault.recovered_at_s,
             "cleared": fault.cleared_at_s,
         }.get(fault.state)
-        every["stage"] = fault.state + ("" if reached is None else " " + _since(fault, reached))
+        every["stage"] = fault.state + ("" if reached is None else " " + since(fault, reached))
     return {key: every[key] for key in keys}
 
 
