@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
+from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import Input
 from textual.widgets.data_table import ColumnKey
@@ -533,3 +534,15 @@ async def test_tab_and_shift_tab_reach_every_field_of_the_fault_form() -> None:
             reached.append(app.focused.id)
         forward = ["duration", "inject", "cancel", None, "kind"]  # (None: the form's scroll)
         assert reached == [*forward, None, "cancel", "inject", "duration", "target"]
+
+
+async def test_the_help_fits_an_80_column_terminal() -> None:
+    """Its box kept the 90 columns it has on a wider terminal: at 80 its right border was
+    off screen and every long line ended mid-word."""
+    app = FabtopApp(source(), render_interval_s=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        box = app.screen.query_one(VerticalScroll)
+        assert box.region.right <= 80 and box.region.x >= 0

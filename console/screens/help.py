@@ -74,7 +74,8 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
-        width: 90; height: 80%; border: thick $primary; background: $surface; padding: 1 2;
+        width: 90; max-width: 100%; height: 80%; border: thick $primary; background: $surface;
+        padding: 1 2;
     }
     """
 
