@@ -22,6 +22,7 @@ from fabric_core.reports.storage import (
     text_table,
 )
 from fabric_core.runtime.scenario import ScenarioError
+from fabric_core.units import format_duration
 
 
 def register(sub: Any) -> None:
@@ -87,7 +88,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"fabtop: {exc}", file=sys.stderr)
             return 2
         bar.close()
-        print(spell_out_claims(text_table(res)), end="\n\n", flush=True)
+        print(spell_out_claims(text_table(res)), end="\n", flush=True)
+        if args.scale < 1:  # (--scale 0.05 showed empty tables with no word of why)
+            full = format_duration(CASES[name].duration_s)
+            print(
+                f"note: --scale {args.scale:g} ran {format_duration(res.duration_s)} of the "
+                f"case's {full}: a figure that needs a whole step, burst or request reads — "
+                "(or 0) where none completed in that time",
+                flush=True,
+            )
+        print(flush=True)
         results.append(res)
     if args.write_docs:
         cmd = "fabtop storage-report" + "".join(f" {n}" for n in args.scenarios)
