@@ -546,3 +546,21 @@ async def test_the_help_fits_an_80_column_terminal() -> None:
         assert isinstance(app.screen, HelpScreen)
         box = app.screen.query_one(VerticalScroll)
         assert box.region.right <= 80 and box.region.x >= 0
+
+
+async def test_the_compare_view_scrolls_to_its_difference_and_timelines_on_a_short_terminal() -> (
+    None
+):
+    """At 100x30 the difference and both fault timelines were below the last row, and no
+    key brought them up."""
+    left, right = source("native-400g"), source("roce-400g")
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+        timelines = app.screen.query_one("#faults-both")
+        await settle(pilot, lambda: timelines.region.bottom > 30)  # (the case: below the fold)
+        await pilot.press("end")
+        await settle(pilot, lambda: timelines.region.bottom <= 29)
+        assert app.screen.query_one("#delta").region.y >= 0

@@ -21,7 +21,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -408,15 +408,19 @@ class CompareScreen(Screen[None]):
         return not hidden_if_read_only(action, self.read_only)
 
     def compose(self) -> ComposeResult:
-        with Horizontal():
-            yield Static(id="left", classes="side")
-            yield Static(id="right", classes="side")
-        yield Static(id="delta")
-        yield Static(id="faults-both")
+        # scrolled by the keys where the terminal is shorter than the panels (100x30: the
+        # difference and the timelines were below the last row, and no key reached them)
+        with VerticalScroll(id="compare-body"):
+            with Horizontal():
+                yield Static(id="left", classes="side")
+                yield Static(id="right", classes="side")
+            yield Static(id="delta")
+            yield Static(id="faults-both")
         yield Static(id="speed-line")
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        self.query_one("#compare-body").focus()  # (so that PageDown, End and the arrows scroll)
         self.query_one("#delta", Static).border_title = "difference (right / left; red = worse)"
         self.query_one(
             "#faults-both", Static
