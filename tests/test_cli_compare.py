@@ -151,3 +151,23 @@ def test_a_duration_that_is_not_whole_ticks_says_what_ran(
     data = json.loads(out_file.read_text())
     assert data["duration_seconds"] == pytest.approx(1e-6)
     assert {r["run"]["ticks"] for r in data["reports"].values()} == {1}
+
+
+def test_compare_says_each_profiles_faults_as_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run`` said the faults and the scheduled ones the core refused; ``compare`` on the
+    same file said neither."""
+    from console.cli import main
+
+    scenario = tmp_path / "dup.toml"
+    down = '[[fault]]\nat = "{}"\nkind = "link_down"\ntarget = "leaf00->spine01"\n'
+    scenario.write_text(
+        'name = "dup"\ndt = "1us"\n[topology]\nkind = "leaf-spine"\nleaves = 2\n'
+        "spines = 2\ngpus_per_leaf = 2\n" + down.format("5us") + down.format("10us")
+    )
+    assert main(["compare", str(scenario), "--duration", "20us", "--no-sizes"]) == 0
+    out = capsys.readouterr().out
+    for profile in ("native-400g", "roce-400g"):
+        assert f"{profile}: fault f0 link_down on leaf00->spine01: " in out
+        assert f"{profile}: scheduled fault skipped, the core refused it: leaf00->spine01: " in out

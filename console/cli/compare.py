@@ -157,6 +157,16 @@ def render(result: dict[str, Any], a: str, b: str) -> str:
         f"{'ECN-marked packets':<24} {fa['ecn_marked_packets']:>16,.0f} {fb['ecn_marked_packets']:>16,.0f}"
     )
     lines.append(f"{'deadlocks':<24} {fa['deadlocks']:>16} {fb['deadlocks']:>16}")
+    # the faults as `fabtop run` says them, on each profile (compare left them out)
+    for name in (a, b):
+        report = result.get("reports", {}).get(name, {})
+        for f in report.get("faults", []):
+            lines.append(
+                f"{name}: fault {f['id']} {f['kind']} on {f['target']}: {f['state']}, "
+                f"recovered after {_d(f['time_to_recover_seconds'])}"
+            )
+        for skipped in report.get("schedule_skipped", []):
+            lines.append(f"{name}: scheduled fault skipped, the core refused it: {skipped}")
     if "latency_by_size" in result:
         lines.append("")
         lines.append(f"{'message':>10} {'switches':>8} {a:>14} {b:>14} {'lower by':>9}")
