@@ -204,6 +204,13 @@ def test_a_fabric_of_one_gpu_is_refused_before_its_traffic_runs() -> None:
             Fabric.from_scenario(parse_scenario(one, "x.toml"))
 
 
+def test_a_sender_given_twice_is_refused_when_the_fabric_is_built() -> None:
+    """``senders = [0, 0, 0]`` made three senders of one GPU, without a word."""
+    twice = _tiny_with(workload=[{**TINY["workload"][0], "senders": [0, 0, 0]}])
+    with pytest.raises(ScenarioError, match=r"senders: indices \[0\] given more than once"):
+        Fabric.from_scenario(parse_scenario(twice, "x.toml"))
+
+
 def test_a_seed_given_on_the_command_line_is_checked_as_such() -> None:
     result = fabtop("run", "tiny", "--duration", "10us", "--seed", "-1")
     assert result.returncode == 2

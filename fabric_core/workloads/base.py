@@ -128,12 +128,19 @@ def pick_endpoints(
         return np.sort(rng.choice(pool, size=n, replace=False)).astype(np.int32)
     if isinstance(spec, int):
         if not 1 <= spec <= pool.size:
-            raise ValueError(f"{what}: {spec} endpoints asked for, the fabric has {pool.size}")
+            raise ValueError(
+                f"{what}: {spec} endpoints asked for, the fabric has {pool.size}: give a "
+                f"count of 1 to {pool.size}, a fraction in (0, 1], 'all' or a list of indices"
+            )
         return np.sort(rng.choice(pool, size=spec, replace=False)).astype(np.int32)
     if isinstance(spec, list) and all(isinstance(i, int) for i in spec):
         bad = [i for i in spec if not 0 <= i < pool.size]
         if bad:
             raise ValueError(f"{what}: indices {bad} out of range 0..{pool.size - 1}")
+        given, times = np.unique(np.array(spec, dtype=np.int64), return_counts=True)
+        twice = given[times > 1].tolist()
+        if twice:  # ([0, 0, 0] made three senders of one GPU)
+            raise ValueError(f"{what}: indices {twice} given more than once; give each once")
         return pool[np.array(spec, dtype=np.intp)]
     raise ValueError(
         f"{what}: expected 'all', a count, a fraction or a list of indices, got {spec!r}"
