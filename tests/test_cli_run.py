@@ -292,3 +292,18 @@ def test_a_tick_too_long_for_a_workload_is_said_before_the_run_and_in_the_report
     assert f"fabtop: warning: {note}" in out.stderr
     (said,) = json.loads(report.read_text())["tick_notes"]
     assert said.startswith(note)
+
+
+def test_a_scheduled_fault_past_the_runs_end_is_said_not_reached(tmp_path: Path) -> None:
+    """A [[fault]] at 1 s in a 100 µs run ran as if it were not there, without a word."""
+    scenario = tmp_path / "late.toml"
+    scenario.write_text(
+        'name = "late"\ndt = "1us"\n[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 2\n'
+        'gpus_per_leaf = 2\n[[fault]]\nat = "1s"\nkind = "link_down"\ntarget = "leaf00->spine01"\n'
+    )
+    out = fabtop("run", str(scenario), "--duration", "100us")
+    assert out.returncode == 0, out.stderr
+    assert (
+        "scheduled fault not reached: link_down on leaf00->spine01 at 1 s, after the run's 100 µs"
+        in out.stdout
+    )

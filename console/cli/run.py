@@ -25,6 +25,7 @@ from console.cli.output import file_path, refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from console.compiling import ONCE
 from console.fabrics import close_fabric
+from fabric_core.commands import InjectFault
 from fabric_core.reports.record import Recorder, RecordError, save_run
 from fabric_core.reports.run import run_for
 from fabric_core.runtime.engine import RunEndedError
@@ -112,6 +113,12 @@ def run(args: argparse.Namespace) -> int:
         bar.close()
         if not args.quiet:
             print_summary(report)
+            for at_s, cmd in fabric.schedule:  # (a fault past the end ran as if not there)
+                what = f"{cmd.kind} on {cmd.target}" if isinstance(cmd, InjectFault) else "clear"
+                print(
+                    f"scheduled fault not reached: {what} at {format_duration(at_s)}, after the "
+                    f"run's {format_duration(fabric.sim_time_s)}"
+                )
         status = 0
         if args.json and not write_output(
             args.json, json.dumps(report, indent=2, allow_nan=False) + "\n"
