@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -253,13 +254,21 @@ def test_a_scheduled_fault_the_core_refuses_is_said_in_the_summary_and_report(
         'name = "dup"\ndt = "1us"\n[topology]\nkind = "leaf-spine"\nleaves = 2\n'
         "spines = 2\ngpus_per_leaf = 2\n" + down.format("5us") + down.format("10us")
     )
-    report = tmp_path / "r.json"
-    out = fabtop("run", str(scenario), "--duration", "20us", "--json", str(report))
-    assert out.returncode == 0, out.stderr
+    out, report = run_with_report(tmp_path, str(scenario), "--duration", "20us")
     refused = "leaf00->spine01: link_down is already active on leaf00->spine01 (f0)"
     assert f"scheduled fault skipped, the core refused it: {refused}" in out.stdout
-    (skipped,) = json.loads(report.read_text())["schedule_skipped"]
+    (skipped,) = report["schedule_skipped"]
     assert skipped.startswith(refused)
+
+
+def run_with_report(
+    tmp_path: Path, *args: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """``fabtop run ARGS --json F``, which must succeed: what it printed, and the report."""
+    path = tmp_path / "r.json"
+    out = fabtop("run", *args, "--json", str(path))
+    assert out.returncode == 0, out.stderr
+    return out, json.loads(path.read_text())
 
 
 def test_a_scenario_with_no_workload_counts_a_fault_incast_under_bulk(tmp_path: Path) -> None:
@@ -283,14 +292,10 @@ def test_a_scenario_with_no_workload_counts_a_fault_incast_under_bulk(tmp_path: 
 def test_a_tick_too_long_for_a_workload_is_said_before_the_run_and_in_the_report(
     tmp_path: Path,
 ) -> None:
-    report = tmp_path / "r.json"
-    out = fabtop(
-        "run", "tiny", "--duration", "200us", "--dt", "100us", "--quiet", "--json", str(report)
-    )
-    assert out.returncode == 0, out.stderr
+    out, report = run_with_report(tmp_path, "tiny", "--duration", "200us", "--dt", "100us")
     note = "workload 'moe' starts a round every 40 µs, but the tick is 100 µs"
     assert f"fabtop: warning: {note}" in out.stderr
-    (said,) = json.loads(report.read_text())["tick_notes"]
+    (said,) = report["tick_notes"]
     assert said.startswith(note)
 
 
