@@ -61,7 +61,7 @@ def parse_size(text: str | float | int, *, signed: bool = False) -> float:
         )
         if not m:
             raise ValueError(
-                f"bad size {text!r}: expected bytes with a unit (B, KB, KiB, MB, MiB, GB)"
+                f"bad size {text!r}: expected bytes with a unit (B, KB, KiB, MB, MiB, GB, GiB)"
             )
         value = float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "b").lower()]
     if not math.isfinite(value):

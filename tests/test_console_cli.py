@@ -39,6 +39,8 @@ def fabtop(*args: str) -> subprocess.CompletedProcess[str]:
         # twice started two engines of it)
         (("--seed", "-3"), "argument --seed: must be 0 or more, got '-3'"),
         (("--max-tick", "0.5x"), "max tick must be a multiple of at least 1"),
+        # (session 43: said the range, where --dt 5 says it needs a unit)
+        (("--max-tick", "5"), "max tick '5' needs a unit (ns, us, ms, s), e.g. 5us, or an x"),
         (
             ("--compare", "native-400g", "--no-metrics"),
             "--compare native-400g: the scenario already runs on native-400g",

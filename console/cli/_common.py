@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -272,6 +273,11 @@ def max_tick(text: str) -> MaxTick:
         raise argparse.ArgumentTypeError(
             f"max tick must be a duration (100us) or a multiple of the tick (4x), got {text!r}"
         ) from None
+    if value != 0 and re.fullmatch(r"[-+]?[0-9.eE+-]+", t):  # (as --duration: 5 is 5 s)
+        raise argparse.ArgumentTypeError(
+            f"max tick {text!r} needs a unit (ns, us, ms, s), e.g. {t}us, or an x for a "
+            f"multiple of the tick, e.g. {t}x"
+        )
     if value != 0 and not MIN_TICK_S <= value <= MAX_TICK_S:
         raise argparse.ArgumentTypeError(
             f"max tick must be 0 (fixed) or between {MIN_TICK_S:g} and {MAX_TICK_S:g} s, "
