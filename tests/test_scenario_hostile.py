@@ -156,6 +156,10 @@ def _tiny_with(**changes: Any) -> dict[str, Any]:
             _tiny_with(workload=[{k: v for k, v in TINY["workload"][0].items() if k != "kind"}]),
             "workload[0].kind: missing; known: ",
         ),
+        (
+            _tiny_with(classes={"bulk": 99}),
+            "classes.bulk: virtual lane must be in 0..3 (the profile's 4), got 99",
+        ),
         (  # (session 42: the switch-by-switch table of 100,000 leaves wanted 37 GiB)
             _tiny_with(topology={**TINY["topology"], "leaves": 100000}),
             "topology: 100,002 switches; at most 16,384 fit",

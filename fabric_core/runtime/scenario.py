@@ -460,7 +460,10 @@ def _parse(
         raise ValueError("classes: must map class names to virtual lane numbers")
     for name, vl in classes.items():
         if not 0 <= vl < prof.virtual_lanes:
-            raise ValueError(f"classes.{name}: virtual lane must be in 0..{prof.virtual_lanes - 1}")
+            raise ValueError(
+                f"classes.{name}: virtual lane must be in 0..{prof.virtual_lanes - 1} (the "
+                f"profile's {prof.virtual_lanes}), got {vl}"
+            )
     named: dict[str, int] = {}
     for i, table in enumerate(_tables(data, "workload")):
         workload = build_workload(table, f"workload[{i}]")  # validates
