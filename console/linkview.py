@@ -19,9 +19,9 @@ WIDTHS = {
     "util": 7,
     "queue": 9,
     "credits": 9,
-    "pauses": 9,
+    "pauses": 10,  # ("pauses/s ▼": the sort's arrow was cut off at 9)
     "ecn": 9,
-    "drops": 10,
+    "drops": 11,  # ("drops b/s ▼")
 }
 #: Sortable columns: key -> (header, True when bigger is hotter).
 COLUMNS: dict[str, tuple[str, bool]] = {

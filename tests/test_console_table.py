@@ -140,3 +140,12 @@ async def test_the_sort_arrow_moves_on_an_empty_table_too() -> None:
         sorted_by = COLUMNS[table.sort_column][0]
         assert f"{sorted_by} ▼" in drawn or f"{sorted_by} ▲" in drawn, drawn
         assert drawn.count("▼") + drawn.count("▲") == 1, drawn
+
+
+def test_every_columns_header_has_room_for_the_sort_arrow() -> None:
+    """Sorted by pauses/s or drops b/s, the header's arrow was cut off: "pauses/s ▼" is 10
+    characters, and the column was 9."""
+    from console.linkview import WIDTHS
+
+    for key, (label, _) in COLUMNS.items():
+        assert len(f"{label} ▼") <= WIDTHS[key], key
