@@ -10,6 +10,7 @@ import pytest
 from console.cli import main
 from fabric_core.reports.storage import (
     BEGIN,
+    CPU_LEGEND,
     END,
     PARAMS_BEGIN,
     PARAMS_END,
@@ -44,6 +45,9 @@ def test_storage_report_prints_paths_side_by_side_and_writes_docs(
     local = next(line for line in text.splitlines() if line.startswith("| local-nvme |"))
     iops = local.split("|")[5].strip()
     assert re.fullmatch(r"\d{1,3}(,\d00)+|\d{1,3}", iops), local
+    # the CPU columns are said under the table, on the terminal and in the docs (a time
+    # beside a share, and a bare ratio, were read as neither)
+    assert CPU_LEGEND in out and f"{CPU_LEGEND}." in text
 
 
 def test_iops_are_grouped_to_three_significant_digits() -> None:

@@ -240,6 +240,18 @@ def _cells(res: CaseResult) -> list[list[str]]:
     return out
 
 
+#: What the CPU columns (``_cpu_cols``) are, said under each table that has them: "copy
+#: CPU", a time beside "client CPU"'s share, and "host bytes/B", a ratio, read as neither
+CPU_LEGEND = (
+    "client CPU: the clients' cores busy, a share; copy CPU: the CPU time spent copying "
+    "through host memory, in all; host bytes/B: bytes through host memory per byte delivered"
+)
+
+
+def _legend(res: CaseResult) -> list[str]:
+    return [CPU_LEGEND] if any(c.header == "copy CPU" for c in res.case.columns) else []
+
+
 def text_table(res: CaseResult) -> str:
     """A fixed-width table for a terminal."""
     head = [res.case.row_header, *(c.header for c in res.case.columns)]
@@ -254,7 +266,7 @@ def text_table(res: CaseResult) -> str:
                 for i, (c, w) in enumerate(zip(r, widths, strict=True))
             )
         )
-    return "\n".join(lines)
+    return "\n".join(lines + _legend(res))
 
 
 def markdown(results: Sequence[CaseResult], command: str) -> str:
@@ -273,6 +285,7 @@ def markdown(results: Sequence[CaseResult], command: str) -> str:
         for row in _cells(res):
             parts.append("| " + " | ".join(row) + " |")
         parts.append("")
+        parts += [f"{line}.\n" for line in _legend(res)]
     return "\n".join(parts)
 
 
