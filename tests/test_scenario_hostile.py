@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from fabric_core.net import topofile
+from fabric_core.reports.record import scenario_table
 from fabric_core.runtime import scenario as scenario_module
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import ScenarioError, bundled_dir, load_scenario, parse_scenario
@@ -213,6 +214,16 @@ def test_a_sender_given_twice_is_refused_when_the_fabric_is_built() -> None:
     twice = _tiny_with(workload=[{**TINY["workload"][0], "senders": [0, 0, 0]}])
     with pytest.raises(ScenarioError, match=r"senders: indices \[0\] given more than once"):
         Fabric.from_scenario(parse_scenario(twice, "x.toml"))
+
+
+def test_a_storage_workloads_bad_figure_is_named_by_its_key() -> None:
+    """"depth, size and io_size must be > 0" named three keys for one."""
+    scn = load_scenario("checkpoint-burst")
+    table = scenario_table(scn)
+    (ckpt,) = [w for w in table["workload"] if w["kind"] == "checkpoint"]
+    ckpt["io_size"] = "0B"
+    with pytest.raises(ScenarioError, match=r"workload 'checkpoint': io_size must be > 0, got 0"):
+        Fabric.from_scenario(parse_scenario(table, "x.toml"))
 
 
 def test_a_seed_given_on_the_command_line_is_checked_as_such() -> None:

@@ -110,6 +110,13 @@ def one_a_tick_note(wl: Workload, what: str, period_s: float, dt_s: float) -> st
     )
 
 
+def require_positive(workload: str, values: Mapping[str, float]) -> None:
+    """Raise ``ValueError`` naming the first of ``values`` (by scenario key) not > 0."""
+    for key, value in values.items():
+        if not value > 0:
+            raise ValueError(f"workload {workload!r}: {key} must be > 0, got {value:g}")
+
+
 def tick_notes(workloads: Sequence[Workload], dt_s: float) -> list[tuple[str, str]]:
     """(workload, note) for each workload a tick of ``dt_s`` is too long for."""
     return [(wl.name, note) for wl in workloads if (note := wl.tick_note(dt_s))]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.workloads.base import FlowRequests
+from fabric_core.workloads.base import FlowRequests, require_positive
 from fabric_core.workloads.storage_io import StorageWorkload
 
 I64 = NDArray[np.int64]
@@ -59,8 +59,9 @@ class Checkpoint(StorageWorkload):
         self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
     ) -> None:
         self.gpus = self.bind_clients(self.gpus_spec, "gpus", gpus, storage, rng)
-        if self.depth < 1 or self.size_bytes <= 0 or self.io_bytes <= 0:
-            raise ValueError(f"workload {self.name!r}: depth, size and io_size must be > 0")
+        require_positive(
+            self.name, {"depth": self.depth, "size": self.size_bytes, "io_size": self.io_bytes}
+        )
         G = self.gpus.size
         self.todo = np.zeros(G, dtype=np.int64)  # writes not started
         self.inflight = np.zeros(G, dtype=np.int64)

@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.workloads.arrivals import PoissonArrivals
-from fabric_core.workloads.base import FlowRequests
+from fabric_core.workloads.base import FlowRequests, require_positive
 from fabric_core.workloads.pd_presets import (
     GPUS,
     MFU,
@@ -181,9 +181,11 @@ class KvCache(StorageWorkload):
         self.gpus = self.bind_clients(self.gpus_spec, "gpus", gpus, storage, rng)
         if not 0.0 <= self.hit_rate <= 1.0:
             raise ValueError(f"workload {self.name!r}: hit_rate must be in [0, 1]")
-        if self.context_tokens < 1 or self.prefill_tokens_per_s < 0 or self.tp < 1:
+        require_positive(self.name, {"context_tokens": self.context_tokens, "tp": self.tp})
+        if self.prefill_tokens_per_s < 0:
             raise ValueError(
-                f"workload {self.name!r}: context_tokens and tp must be > 0, the prefill rate >= 0"
+                f"workload {self.name!r}: the prefill rate must be >= 0, "
+                f"got {self.prefill_tokens_per_s:g}"
             )
 
     @property

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fabric_core.workloads.base import FlowRequests
+from fabric_core.workloads.base import FlowRequests, require_positive
 from fabric_core.workloads.storage_io import StorageWorkload
 
 I64 = NDArray[np.int64]
@@ -49,8 +49,10 @@ class Training(StorageWorkload):
         self.gpus = self.bind_clients(self.gpus_spec, "gpus", gpus, storage, rng)
         if self.prefetch < 1:
             raise ValueError(f"workload {self.name!r}: prefetch must be >= 1")
-        if self.batch_bytes <= 0 or self.io_bytes <= 0 or self.compute_s <= 0:
-            raise ValueError(f"workload {self.name!r}: batch, io_size and compute must be > 0")
+        require_positive(
+            self.name,
+            {"batch": self.batch_bytes, "io_size": self.io_bytes, "compute": self.compute_s},
+        )
         G = self.gpus.size
         self._ring = self.prefetch + 1
         self.left = np.zeros((G, self._ring), dtype=np.int64)  # I/Os of a batch not landed yet
