@@ -14,6 +14,8 @@ _SIZE_UNITS = {
     "kib": 1024,
     "mib": 1024**2,
     "gib": 1024**3,
+    "tb": 1000**4,
+    "tib": 1024**4,
 }
 #: A number as the parsers read it: signed, so that "-5KiB" is told it must be positive
 #: rather than that it lacks a unit
@@ -55,13 +57,13 @@ def parse_size(text: str | float | int, *, signed: bool = False) -> float:
         value = float(text)
     else:  # as in parse_duration: a bool or a list is refused with the text's message
         m = (
-            re.fullmatch(_NUMBER + r"\s*([kKmMgG]?i?[bB])?", text.strip())
+            re.fullmatch(_NUMBER + r"\s*([kKmMgGtT]?i?[bB])?", text.strip())
             if isinstance(text, str)
             else None
         )
         if not m:
             raise ValueError(
-                f"bad size {text!r}: expected bytes with a unit (B, KB, KiB, MB, MiB, GB, GiB)"
+                f"bad size {text!r}: expected bytes with a unit (B, KB, KiB, MB, MiB, GB, GiB, TB, TiB)"
             )
         value = float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "b").lower()]
     if not math.isfinite(value):
@@ -123,7 +125,7 @@ def format_rate(bytes_per_s: float) -> str:
 
 def format_bytes(n: float) -> str:
     """``1.5 MiB``."""
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+    for unit, scale in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if abs(n) >= scale:
             return f"{n / scale:.3g} {unit}"
     return f"{n:.0f} B"

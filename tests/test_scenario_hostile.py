@@ -226,6 +226,15 @@ def test_a_storage_workloads_bad_figure_is_named_by_its_key() -> None:
         Fabric.from_scenario(parse_scenario(table, "x.toml"))
 
 
+def test_a_checkpoints_size_is_given_and_bounded_in_tebibytes() -> None:
+    """Its bound read "1.02e+03 GiB", and "2TiB" was no size at all."""
+    table = scenario_table(load_scenario("checkpoint-burst"))
+    (ckpt,) = [w for w in table["workload"] if w["kind"] == "checkpoint"]
+    ckpt["size"] = "2TiB"
+    with pytest.raises(ScenarioError, match=r"size: must be 1 B to 1 TiB .*, got '2TiB'"):
+        parse_scenario(table, "x.toml")
+
+
 def test_a_seed_given_on_the_command_line_is_checked_as_such() -> None:
     result = fabtop("run", "tiny", "--duration", "10us", "--seed", "-1")
     assert result.returncode == 2
