@@ -217,7 +217,7 @@ def test_a_sender_given_twice_is_refused_when_the_fabric_is_built() -> None:
 
 
 def test_a_storage_workloads_bad_figure_is_named_by_its_key() -> None:
-    """"depth, size and io_size must be > 0" named three keys for one."""
+    """ "depth, size and io_size must be > 0" named three keys for one."""
     scn = load_scenario("checkpoint-burst")
     table = scenario_table(scn)
     (ckpt,) = [w for w in table["workload"] if w["kind"] == "checkpoint"]
