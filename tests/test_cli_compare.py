@@ -168,6 +168,7 @@ def test_compare_says_each_profiles_faults_as_run_does(
     )
     assert main(["compare", str(scenario), "--duration", "20us", "--no-sizes"]) == 0
     out = capsys.readouterr().out
+    assert out.startswith("scenario dup, 20 µs simulated on each profile")  # (not its path)
     for profile in ("native-400g", "roce-400g"):
         assert f"{profile}: fault f0 link_down on leaf00->spine01: " in out
         assert f"{profile}: scheduled fault skipped, the core refused it: leaf00->spine01: " in out

@@ -132,8 +132,10 @@ def class_table(classes: dict[str, Any], a: str, b: str) -> list[str]:
 
 def render(result: dict[str, Any], a: str, b: str) -> str:
     """The comparison as plain-text tables (also used to write docs)."""
+    # the scenario's name, as `run` says it (not the path it was given as)
+    name = result.get("reports", {}).get(a, {}).get("scenario", result["scenario"])
     lines = [
-        f"scenario {result['scenario']}, {format_duration(result['duration_seconds'])} simulated on each profile",
+        f"scenario {name}, {format_duration(result['duration_seconds'])} simulated on each profile",
         "",
     ]
     lines += class_table(result["classes"], a, b)
