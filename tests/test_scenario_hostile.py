@@ -87,6 +87,10 @@ def test_a_topology_file_that_is_a_device_is_refused(tmp_path: Path) -> None:
         load_scenario(scn)
 
 
+#: One message from gpu0000 to gpu0004, a workload of kind "pairs"
+ONE_PAIR = {"name": "p", "kind": "pairs", "class": "bulk", "pairs": [["gpu0000", "gpu0004"]]}
+
+
 def _tiny_with(**changes: Any) -> dict[str, Any]:
     data = copy.deepcopy(TINY)
     data.update(changes)
@@ -156,6 +160,15 @@ def _tiny_with(**changes: Any) -> dict[str, Any]:
         (
             _tiny_with(workload=[{k: v for k, v in TINY["workload"][0].items() if k != "kind"}]),
             "workload[0].kind: missing; known: ",
+        ),
+        # (both ran, sending nothing, without a word)
+        (
+            _tiny_with(workload=[{**ONE_PAIR, "pairs": []}]),
+            "workload[0]: pairs: names no pair; give at least one [src, dst]",
+        ),
+        (
+            _tiny_with(workload=[{**ONE_PAIR, "start": "10us", "until": "5us"}]),
+            "workload[0]: until: '5us' is not after start ('10us')",
         ),
         (
             _tiny_with(classes={"bulk": 99}),

@@ -76,14 +76,20 @@ def _pairs(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         isinstance(p, list) and len(p) == 2 and all(isinstance(n, str) for n in p) for p in pairs
     ):
         raise ValueError("pairs: must be a list of [src, dst] endpoint names")
+    if not pairs:  # (it ran, sending nothing, without a word)
+        raise ValueError("pairs: names no pair; give at least one [src, dst]")
+    start_s = duration(t, "start", "0s", allow_zero=True)
+    until_s = duration(t, "until") if "until" in t else float("inf")
+    if until_s <= start_s:
+        raise ValueError(f"until: {t['until']!r} is not after start ({t.get('start', '0s')!r})")
     return Pairs(
         name=name,
         traffic_class=cls,
         pair_names=[(a, b) for a, b in pairs],
         size_bytes=size(t, "size", "1MiB"),
         outstanding=whole(t, "outstanding", 1, minimum=1, maximum=MAX_OUTSTANDING),
-        start_s=duration(t, "start", "0s", allow_zero=True),
-        until_s=duration(t, "until") if "until" in t else float("inf"),
+        start_s=start_s,
+        until_s=until_s,
     )
 
 
