@@ -10,7 +10,7 @@ import pytest
 from console.cli import main
 from fabric_core.reports.run import run_for
 from fabric_core.runtime.fabric import Fabric
-from fabric_core.runtime.scenario import parse_scenario
+from fabric_core.runtime.scenario import ScenarioError, parse_scenario
 from fabric_core.workloads.pd import MODELS, decode_step_s, prefill_s
 
 
@@ -86,3 +86,16 @@ def test_pd_runs_under_fabtop_run_and_any_profile() -> None:
     for profile in ("native-800g", "roce-400g"):
         assert _pd(1024, model="deepseek-v3", profile=profile)["requests_completed"] >= 1
     assert main(["run", "pd-llama70b", "--duration", "200ms", "--quiet"]) == 0
+
+
+def test_a_context_median_above_the_max_is_refused() -> None:
+    """Every context drawn was cut to the max, so the median said nothing, unsaid."""
+    data = {
+        "name": "pd",
+        "topology": {"kind": "leaf-spine", "leaves": 2, "spines": 2, "gpus_per_leaf": 4},
+        "workload": [
+            {"name": "pd", "kind": "pd", "context_median": 65536, "context_max": 1024},
+        ],
+    }
+    with pytest.raises(ScenarioError, match=r"context_median: 65536 is above context_max \(1024\)"):
+        parse_scenario(data)

@@ -207,6 +207,12 @@ def _pd(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
     from fabric_core.workloads.pd_presets import MFU, resolve_gpu, resolve_model
 
     model = resolve_model(t)
+    median, most = (
+        number(t, "context_median", 2048, positive=True),
+        whole(t, "context_max", 131072, minimum=1),
+    )
+    if median > most:  # (every drawn context was cut to the max: the median said nothing)
+        raise ValueError(f"context_median: {median:g} is above context_max ({most})")
     return PDDisagg(
         name=name,
         traffic_class=cls,
@@ -214,9 +220,9 @@ def _pd(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         decode_spec=t.get("decode", "all"),
         rate_per_s=number(t, "rate_per_s", 20.0, maximum=MAX_MESSAGE_RATE_PER_S),
         context_tokens=whole(t, "context_tokens", 0),
-        context_median=number(t, "context_median", 2048, positive=True),
+        context_median=median,
         context_sigma=number(t, "context_sigma", 1.0),
-        context_max=whole(t, "context_max", 131072, minimum=1),
+        context_max=most,
         preset=model,
         gpu=resolve_gpu(t, model),
         tp=whole(t, "tp", 8, minimum=1),
