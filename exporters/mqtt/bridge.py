@@ -47,7 +47,7 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from exporters.mqtt._tasks import cancel_and_wait
-from exporters.mqtt.client import Backoff, explain, make_client, printable
+from exporters.mqtt.client import Backoff, explain, make_client, payload_bytes, printable
 from exporters.mqtt.encode import EventCursor, encode_event, encode_meta, encode_telemetry
 from exporters.mqtt.inbox import OPERATOR_COMMANDS, CommandInbox, Submit, lenient_id
 from exporters.mqtt.logbudget import LogBudget
@@ -101,13 +101,6 @@ class ClusterTakenError(Exception):
 def _claim_options() -> SubscribeOptions:
     # no local: the bridge's own status and meta need not come back to it
     return SubscribeOptions(qos=1, noLocal=True)
-
-
-def _payload(message: aiomqtt.Message) -> bytes:
-    payload = message.payload
-    if isinstance(payload, str):
-        return payload.encode(errors="surrogateescape")
-    return bytes(payload) if isinstance(payload, bytes | bytearray) else b""
 
 
 class _RunOf(msgspec.Struct):
@@ -378,7 +371,7 @@ class MqttBridge:
         retained: dict[str, bytes] = {}
         while len(client.messages):
             message = await anext(client.messages)
-            retained[str(message.topic)] = _payload(message)
+            retained[str(message.topic)] = payload_bytes(message)
         if retained.get(topics.status) == ONLINE:
             run_id, scenario = _meta_run(retained.get(topics.meta, b""))
             raise ClusterTakenError(topics.cluster, run_id, scenario)
@@ -558,7 +551,7 @@ class MqttBridge:
         handlers: set[asyncio.Task[None]] = set()
         try:
             async for message in client.messages:
-                data = _payload(message)
+                data = payload_bytes(message)
                 topic = str(message.topic)
                 if topic in (topics.status, topics.meta):
                     self._note_claim(topics, topic, data, bool(message.retain))

@@ -15,6 +15,14 @@ from paho.mqtt.properties import Properties
 from exporters.mqtt.url import BrokerConfig
 
 
+def payload_bytes(message: aiomqtt.Message) -> bytes:
+    """A received message's payload as bytes (b"" for none)."""
+    payload = message.payload
+    if isinstance(payload, str):
+        return payload.encode(errors="surrogateescape")
+    return bytes(payload) if isinstance(payload, bytes | bytearray) else b""
+
+
 def printable(text: str) -> str:
     """``text`` safe to print as one terminal line: every character ``str.isprintable``
     rejects (ESC and the other controls, newlines, bidi overrides) is escaped as

@@ -9,7 +9,7 @@ import secrets
 import aiomqtt
 import msgspec
 
-from exporters.mqtt.client import make_client
+from exporters.mqtt.client import make_client, payload_bytes
 from exporters.mqtt.remote import command_name
 from exporters.mqtt.topics import Topics
 from exporters.mqtt.url import BrokerConfig
@@ -59,18 +59,13 @@ async def send_command(
     raise NoAnswerError(f"no result from {topics.root} within {timeout_s:g} s ({heard})")
 
 
-def _text(message: aiomqtt.Message) -> bytes:
-    payload = message.payload
-    return bytes(payload) if isinstance(payload, bytes | bytearray) else b""
-
-
 async def _queued_status(client: aiomqtt.Client, topics: Topics) -> str | None:
     """The cluster's status among the messages received so far (None: none yet)."""
     status = None
     while len(client.messages):
         message = await anext(client.messages)
         if str(message.topic) == topics.status:
-            status = _text(message).decode(errors="replace")
+            status = payload_bytes(message).decode(errors="replace")
     return status
 
 
@@ -82,7 +77,7 @@ async def _result(
         async with asyncio.timeout(timeout_s):
             async for message in client.messages:
                 if str(message.topic) == topics.status:
-                    status = _text(message).decode(errors="replace")
+                    status = payload_bytes(message).decode(errors="replace")
                 elif str(message.topic) == topics.result(cid):
-                    return _decoder.decode(_text(message)), status
+                    return _decoder.decode(payload_bytes(message)), status
     return None, status
