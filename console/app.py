@@ -39,7 +39,7 @@ from console.widgets.event_log_view import EventLogView
 from console.widgets.fabric_map import FabricMap
 from console.widgets.faults_panel import PANEL_WIDTH, FaultsPanel
 from console.widgets.filter_input import FilterInput
-from console.widgets.key_footer import SPEED, KeyFooter
+from console.widgets.key_footer import SPEED, KeyFooter, drop_order
 from console.widgets.latency_panel import LatencyPanel
 from console.widgets.links_table import LinksTable
 from console.widgets.status_header import StatusHeader
@@ -86,6 +86,11 @@ class FabtopApp(App[None]):
         # a text field it copies the selection, as the field's own binding says
         Binding("ctrl+c", "quit", "Quit", show=False),
     ]
+    #: The keys the footer leaves out, first to last, where the line has no room for all
+    #: (93 columns): those a user reaches for least, or finds in the help
+    FOOTER_DROP_ORDER = drop_order(
+        BINDINGS, "reverse_sort", "toggle_freeze", "filter", "cycle_sort", "clear_all"
+    )
 
     def __init__(
         self,
@@ -146,7 +151,7 @@ class FabtopApp(App[None]):
                 yield self.faults_panel
             with Vertical(id="events-box"):
                 yield self.event_log
-        yield KeyFooter()
+        yield KeyFooter(self.FOOTER_DROP_ORDER)
 
     def on_resize(self, event: events.Resize) -> None:
         """Give every panel some rows on a short terminal (``.-short`` in app.tcss)."""

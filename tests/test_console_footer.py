@@ -15,9 +15,10 @@ from tests.test_console_screens import source
 
 def footer_line(footer: KeyFooter) -> tuple[list[str], bool] | None:
     """The footer's keys as drawn, left to right, and whether the palette's key is there;
-    None while it composes them or lays them out."""
+    None while it composes them or lays them out (those it leaves out for room aside)."""
     keys = [key for key in footer.query(FooterKey) if not key.has_class(PALETTE_CLASS)]
     actions = {b.binding.action for b in footer.screen.active_bindings.values() if b.binding.show}
+    actions -= footer.dropped
     places = {key.region.x for key in keys if key.region.width > 0}
     if len(places) < len(actions):  # (keys not placed yet share x = 0)
         return None
@@ -48,9 +49,26 @@ async def test_the_palette_key_gives_way_to_the_screens_keys() -> None:
         assert palette.region.x >= footer.keys_width()  # beside the keys, not over them
         assert footer_line(footer) == (keys, True)
 
-        await pilot.resize_terminal(80, 30)  # narrower than the keys: Help still shows
-        await settle(pilot, lambda: drawn(footer, palette=False))
-        assert (footer_line(footer) or ([""], False))[0][0] == "?"
+
+async def test_at_80_columns_the_keys_used_least_give_way_to_quit() -> None:
+    """At 80 columns the main view's keys (93 columns) were cut after "c C" and Quit did not
+    show. The footer now leaves out the keys of ``FOOTER_DROP_ORDER``, first to last, until
+    the rest fit, and puts them back on a wider terminal."""
+    app = FabtopApp(source(), render_interval_s=0.05)
+    async with app.run_test(size=(80, 30)) as pilot:
+        footer = app.query_one(KeyFooter)
+        await settle(pilot, lambda: drawn(footer, palette=False) and bool(footer.dropped))
+        keys, _ = footer_line(footer) or ([], False)
+        assert keys[0] == "?" and keys[-1] == "q"
+        assert footer.keys_width() <= 80
+        assert footer.dropped == {"reverse_sort", "toggle_freeze"}  # the first two suffice
+        assert "r" not in keys and "f" not in keys and {"+", "-", "/", "i", "c"} <= set(keys)
+        await pilot.press("r")  # a key left out still works
+        await settle(pilot, lambda: app.links_table.sort_reverse)
+
+        await pilot.resize_terminal(140, 30)
+        await settle(pilot, lambda: drawn(footer, palette=True))
+        assert not footer.dropped and {"r", "f"} <= set((footer_line(footer) or ([], 0))[0])
 
 
 async def test_the_compare_views_keys_fit_in_100_columns() -> None:
@@ -62,6 +80,10 @@ async def test_the_compare_views_keys_fit_in_100_columns() -> None:
         footer = app.screen.query_one(KeyFooter)
         await settle(pilot, lambda: drawn(footer, palette=True))  # it fits beside them
         assert footer_line(footer) == (["esc", "p", "+", "-", "i", "x", "?", "q"], True)
+
+        await pilot.resize_terminal(80, 30)  # 84 columns of keys: Clear both gives way
+        await settle(pilot, lambda: drawn(footer, palette=False) and bool(footer.dropped))
+        assert footer_line(footer) == (["esc", "p", "+", "-", "i", "?", "q"], False)
 
 
 async def test_a_dialog_takes_its_own_keys_only() -> None:

@@ -36,7 +36,7 @@ from console.source import FabricSource, compiling_note_of, compiling_of, submit
 from console.speed import SharedWindow, SpeedSteps
 from console.viewstate import FabricView
 from console.widgets.faults_panel import faults_to_show, since
-from console.widgets.key_footer import KeyFooter
+from console.widgets.key_footer import KeyFooter, drop_order
 from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
 from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume
 from fabric_core.runtime.snapshot import FaultView, Snapshot
@@ -376,6 +376,8 @@ class CompareScreen(Screen[None]):
         Binding("i", "inject", "Inject on both"),
         Binding("x", "clear_all", "Clear both"),
     ]
+    #: The keys the footer leaves out, first to last, where the line has no room for all
+    FOOTER_DROP_ORDER = drop_order(BINDINGS, "clear_all", "toggle_pause")
     DEFAULT_CSS = """
     CompareScreen Horizontal { height: auto; }
     CompareScreen #delta { height: auto; border: round $primary; padding: 0 1; }
@@ -417,7 +419,7 @@ class CompareScreen(Screen[None]):
             yield Static(id="delta")
             yield Static(id="faults-both")
         yield Static(id="speed-line")
-        yield KeyFooter()
+        yield KeyFooter(self.FOOTER_DROP_ORDER)
 
     def on_mount(self) -> None:
         self.query_one("#compare-body").focus()  # (so that PageDown, End and the arrows scroll)
