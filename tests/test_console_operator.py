@@ -519,6 +519,29 @@ async def test_no_kpi_is_cut_off_at_120_columns() -> None:
         await settle(pilot, lambda: "\n  " not in kpis.text.plain)
 
 
+async def test_at_80_columns_every_class_shows_its_three_latencies() -> None:
+    """At 80x24 the latency panel holds 38 characters a class, and the line with labels
+    (47) was cut in p99.9's label. Narrower than a line and a sparkline, the panel drops
+    the labels and its title names the figures; wider, the labels come back."""
+    from console.widgets.latency_panel import COMPACT_TITLE, COMPACT_WIDTH, TITLE, ClassRow
+
+    app = FabtopApp(source(), render_interval_s=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.latency_panel
+
+        def lines() -> list[str]:
+            return [row.query_one("#figures", TextView).text.plain for row in panel.query(ClassRow)]
+
+        await settle(pilot, lambda: len(lines()) >= 3 and all("µs" in line for line in lines()))
+        assert panel.border_title == COMPACT_TITLE
+        for row, line in zip(panel.query(ClassRow), lines(), strict=True):
+            assert len(line) <= COMPACT_WIDTH <= row.query_one(TextView).size.width, line
+            assert "p99" not in line and sum(line.count(u) for u in ("µs", "ms", " s")) == 3
+        await pilot.resize_terminal(140, 40)
+        await settle(pilot, lambda: all("p99.9" in line for line in lines()))
+        assert panel.border_title == TITLE
+
+
 async def test_tab_and_shift_tab_reach_every_field_of_the_fault_form() -> None:
     """Tab stopped at the duration and Shift+Tab at the target: under a dialog the app
     refused its own actions, Textual's focus_next among them, so the kind and the buttons

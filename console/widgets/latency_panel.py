@@ -19,14 +19,24 @@ FIGURE_WIDTH = 7
 #: A class's line: its name, then p50, p99 and p99.9 with their labels (47 columns, which
 #: a 100-column terminal's panel holds; the sparkline takes what is left)
 LINE_WIDTH = 9 + 3 * (FIGURE_WIDTH + 2) + len("p50p99p99.9")
+#: The same without the labels (33 columns), where the panel is narrower than a line and
+#: the smallest sparkline: the border title names the three figures instead (at 80
+#: columns the panel holds 38 characters a class, and p99.9 was cut off)
+COMPACT_WIDTH = 9 + 3 * (FIGURE_WIDTH + 1)
+#: The fewest columns a class's sparkline is worth drawing in
+MIN_SPARKLINE = 4
+#: The panel's title, in full and over compact lines
+TITLE = "Latency now (window) · p99 history · workload KPIs"
+COMPACT_TITLE = "Latency p50 p99 p99.9 · p99 history · KPIs"
 
 
-def class_line(lat: ClassLatency) -> Text:
-    """``bulk      p50 3.1 µs  p99 12 µs  p99.9 40 µs``."""
+def class_line(lat: ClassLatency, *, labels: bool = True) -> Text:
+    """``bulk      p50 3.1 µs  p99 12 µs  p99.9 40 µs``, or without ``labels``
+    ``bulk       3.1 µs   12 µs   40 µs``."""
     text = Text(no_wrap=True)
     text.append(f"{lat.name:<9.9}", "bold")
     for label, value in (("p50", lat.p50_s), ("p99", lat.p99_s), ("p99.9", lat.p999_s)):
-        text.append(f" {label} ", "dim")
+        text.append(f" {label} " if labels else " ", "dim")
         text.append(f"{fmt_seconds(value):>{FIGURE_WIDTH}}", "dim" if lat.stalled else "")
     if lat.stalled:
         text.append("  none done lately", "bold yellow")
@@ -80,12 +90,14 @@ class ClassRow(Horizontal):
     DEFAULT_CSS = f"""
     ClassRow {{ height: 1; }}
     ClassRow > TextView {{ width: {LINE_WIDTH + 1}; height: 1; }}
+    ClassRow.-compact > TextView {{ width: {COMPACT_WIDTH + 1}; }}
     ClassRow > Sparkline {{ width: 1fr; }}
     """
 
-    def __init__(self, name: str) -> None:
-        super().__init__(id=f"latency-{name}")
+    def __init__(self, name: str, *, compact: bool = False) -> None:
+        super().__init__(id=f"latency-{name}", classes="-compact" if compact else "")
         self.class_name = name
+        self.latest: ClassLatency | None = None  # as last shown, to redraw on a resize
 
     def compose(self) -> ComposeResult:
         yield TextView(id="figures")
@@ -96,7 +108,9 @@ class ClassRow(Horizontal):
         figures, sparks = self.query("#figures"), self.query(Sparkline)
         if not figures or not sparks:
             return  # mounted but not composed yet: the next refresh draws it
-        figures.first(TextView).show_text(class_line(lat))
+        self.latest = lat
+        labels = not self.has_class("-compact")
+        figures.first(TextView).show_text(class_line(lat, labels=labels))
         data = [v * 1e6 for v in lat.p99_history_s if math.isfinite(v)]
         spark = sparks.first(Sparkline)
         if data != spark.data:
@@ -113,7 +127,8 @@ class LatencyPanel(Vertical):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.border_title = "Latency now (window) · p99 history · workload KPIs"
+        self.border_title = TITLE
+        self.compact = False  # lines without labels (``COMPACT_WIDTH``)
         self._rows: dict[str, ClassRow] = {}
         self._workloads: dict[str, WorkloadView] = {}
 
@@ -129,7 +144,7 @@ class LatencyPanel(Vertical):
         for name, lat in latency.items():
             row = self._rows.get(name)
             if row is None:
-                row = self._rows[name] = ClassRow(name)
+                row = self._rows[name] = ClassRow(name, compact=self.compact)
                 self.mount(row, before=kpis)
                 self.call_after_refresh(row.show, lat)
             else:
@@ -147,7 +162,16 @@ class LatencyPanel(Vertical):
         kpis.show_text(kpi_lines(self._workloads, kpis.size.width, rows))
 
     def on_resize(self) -> None:
-        """Lay the KPIs out for the new size (a paused console draws nothing else)."""
+        """Lay the lines and the KPIs out for the new size (a paused console draws nothing
+        else): compact lines where full ones leave no room for a sparkline."""
+        compact = self.content_size.width < LINE_WIDTH + 1 + MIN_SPARKLINE
+        if compact != self.compact:
+            self.compact = compact
+            self.border_title = COMPACT_TITLE if compact else TITLE
+            for row in self._rows.values():
+                row.set_class(compact, "-compact")
+                if row.latest is not None:
+                    row.show(row.latest)
         found = self.query("#kpis")
         if found and self._workloads:
             self.call_after_refresh(self._show_kpis, found.first(TextView))
