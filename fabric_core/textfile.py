@@ -72,15 +72,22 @@ def read_bytes(path: Path, limit_bytes: int) -> bytes:
     return data
 
 
+#: The byte-order mark some editors (Windows' Notepad among them) put before UTF-8 text
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def read_text(path: Path, limit_bytes: int) -> str:
-    """The UTF-8 text of the regular file at ``path``, of at most ``limit_bytes`` bytes.
+    """The UTF-8 text of the regular file at ``path``, of at most ``limit_bytes`` bytes,
+    less a byte-order mark it starts with: it marks the encoding, and TOML's and JSON's
+    parsers, which take no mark, refused the file for its first character ("Invalid
+    statement (at line 1, column 1)").
 
     Raises:
         TextFileError: as ``read_bytes``, or its bytes are not UTF-8.
     """
     data = read_bytes(path, limit_bytes)
     try:
-        return data.decode("utf-8")
+        return data.removeprefix(UTF8_BOM).decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise TextFileError(

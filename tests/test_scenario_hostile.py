@@ -56,6 +56,20 @@ def test_bytes_that_are_not_utf8_are_named_by_line(tmp_path: Path) -> None:
         load_scenario(path)
 
 
+def test_a_byte_order_mark_before_the_text_is_read_past(tmp_path: Path) -> None:
+    """A file saved by an editor that marks UTF-8 (Notepad) was refused as "not valid TOML:
+    Invalid statement (at line 1, column 1)", for a character nobody sees."""
+    text = (bundled_dir() / "tiny.toml").read_text()
+    path = tmp_path / "marked.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert scenario_table(load_scenario(path)) == scenario_table(
+        parse_scenario(tomllib.loads(text))
+    )
+    path.write_bytes(b'name = "x"\n\xef\xbb\xbf')  # elsewhere it is a character, as TOML says
+    with pytest.raises(ScenarioError, match="not valid TOML"):
+        load_scenario(path)
+
+
 def _topology_file(tmp_path: Path, cables: int) -> Path:
     lines = ["node s0 switch"]
     for i in range(cables):
