@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -285,6 +286,23 @@ def test_serve_refuses_a_cluster_another_emulator_serves(mosquitto: Mosquitto) -
     assert cli.sub("fabtop/tiny/status") == [("fabtop/tiny/status", b"online")]
     ((_, meta),) = cli.sub("fabtop/tiny/meta")
     assert json.loads(meta)["run_id"] == "5f0c2a9e41b7"
+
+
+def test_a_metrics_port_in_use_says_what_to_do() -> None:
+    """A second serve with the default options stops at the exporter's port; it said
+    "[Errno 98] cannot serve metrics on 127.0.0.1:9464: Address already in use" and no more."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = serve_tiny("mqtt://127.0.0.1:1", "--metrics", f"127.0.0.1:{port}")
+    assert r.returncode == 2, r.stderr
+    assert (
+        f"error: cannot serve metrics on 127.0.0.1:{port}: Address already in use; choose "
+        "another address with --metrics HOST:PORT (port 0: any free one) or serve without "
+        "it with --no-metrics"
+    ) in r.stderr
+    assert "Errno" not in r.stderr
 
 
 def test_serve_refuses_an_empty_allow_list(mosquitto: Mosquitto) -> None:  # noqa: F811

@@ -140,7 +140,12 @@ async def _start_metrics(args: argparse.Namespace, engine: Engine) -> Any:
         )
         if inspect.isawaitable(server):
             server = await server
-    except (OSError, ValueError) as exc:
+    except OSError as exc:  # (its strerror is the server's whole message, without "[Errno 98]")
+        raise CliError(
+            f"{exc.strerror or exc}; choose another address with --metrics HOST:PORT"
+            " (port 0: any free one) or serve without it with --no-metrics"
+        ) from None
+    except ValueError as exc:
         raise CliError(str(exc)) from None
     log.info("metrics on http://%s/metrics", _address(server.address))
     return server
