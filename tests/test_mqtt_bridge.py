@@ -11,6 +11,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -232,6 +233,62 @@ async def test_a_served_cluster_takes_back_its_overwritten_status_and_meta(
         cli.wait_for, "fabtop/ip/meta", lambda _t, p: json.loads(p)["run_id"] == run_id
     )
     assert served.bridge.reasserted >= 1
+
+
+class _GatedClient:
+    """An MQTT client whose connection waits for ``gate`` (the rest is the client's)."""
+
+    def __init__(self, client: Any, gate: asyncio.Event) -> None:
+        self._client, self._gate = client, gate
+
+    async def __aenter__(self) -> Any:
+        await self._gate.wait()
+        await self._client.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> Any:
+        return await self._client.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+async def test_a_cluster_taken_while_the_bridge_was_away_is_given_up(
+    mosquitto: Mosquitto,  # noqa: F811
+    served: Served,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While the broker was away the bridge's will said offline, so a second emulator
+    could take the cluster. Back, the bridge did not look: the two re-published their
+    status and meta over each other once a second, for as long as both ran. It now gives
+    the cluster up to the one that took it while it was free."""
+    await until(lambda: served.bridge.connections == 1, "first connection")
+    gate = asyncio.Event()  # the bridge reconnects once the second emulator is in place
+    make = bridge_module.make_client
+    monkeypatch.setattr(
+        bridge_module, "make_client", lambda *a, **k: _GatedClient(make(*a, **k), gate)
+    )
+    await asyncio.to_thread(mosquitto.stop)
+    await until(lambda: not served.bridge.connected, "the bridge notices the broker is gone")
+    await asyncio.to_thread(mosquitto.start)
+    cli = mosquitto.cli()
+    other = '{"run_id": "9d1e07c3b2aa", "scenario": "default"}'
+    await asyncio.to_thread(cli.pub, "fabtop/ip/meta", other, retain=True)
+    await asyncio.to_thread(cli.pub, "fabtop/ip/status", "online", retain=True)
+    gate.set()
+    bridge_task = served.tasks[1]
+    await asyncio.wait_for(asyncio.gather(bridge_task, return_exceptions=True), 120)
+    taken = bridge_task.exception()
+    assert isinstance(taken, ClusterTakenError) and taken.while_away
+    assert str(taken) == (
+        "cluster 'ip' was taken by another emulator while this one was away from the broker"
+        " (run 9d1e07c3b2aa, scenario default)"
+    )
+    assert served.bridge.connections == 2
+    # the other one's status and meta are as it left them
+    assert await asyncio.to_thread(cli.sub, "fabtop/ip/status") == [("fabtop/ip/status", b"online")]
+    ((_, meta),) = await asyncio.to_thread(cli.sub, "fabtop/ip/meta")
+    assert json.loads(meta)["run_id"] == "9d1e07c3b2aa"
 
 
 def test_events_past_the_bridges_queue_are_dropped_and_counted(

@@ -90,12 +90,20 @@ class ClusterTakenError(Exception):
     """Another emulator's retained status says it serves this cluster (``str`` names
     the cluster and the other run; ``cluster`` and ``run_id`` hold them)."""
 
-    def __init__(self, cluster: str, run_id: str | None, scenario: str | None) -> None:
+    def __init__(
+        self, cluster: str, run_id: str | None, scenario: str | None, *, while_away: bool = False
+    ) -> None:
         run = f"run {run_id}" if run_id else "its run unknown"
         of = f", scenario {scenario}" if scenario else ""
-        super().__init__(f"cluster {cluster!r} is served already by another emulator ({run}{of})")
+        taken = (
+            "was taken by another emulator while this one was away from the broker"
+            if while_away
+            else "is served already by another emulator"
+        )
+        super().__init__(f"cluster {cluster!r} {taken} ({run}{of})")
         self.cluster = cluster
         self.run_id = run_id
+        self.while_away = while_away
 
 
 def _claim_options() -> SubscribeOptions:
@@ -349,11 +357,16 @@ class MqttBridge:
             self.said_offline = True
 
     async def _watch_claim(self, client: aiomqtt.Client, topics: Topics) -> None:
-        """Subscribe to the cluster's status and meta; at the first connection, refuse a
-        cluster that another emulator serves.
+        """Subscribe to the cluster's status and meta; refuse a cluster that another
+        emulator serves: at the first connection, one whose retained status says
+        ``online``; at a reconnection, one whose retained status says ``online`` under
+        another run's meta. While this bridge was away its will said ``offline``, so a
+        second emulator could take the cluster; the two then re-published their status
+        and meta over each other once a second, each with a warning, for as long as both
+        ran. The one that took the cluster while it was free keeps it.
 
         Raises:
-            ClusterTakenError: its retained status says ``online``.
+            ClusterTakenError: as above.
         """
         wanted = [(topics.status, _claim_options()), (topics.meta, _claim_options())]
         granted = await client.subscribe(wanted)
@@ -363,8 +376,6 @@ class MqttBridge:
                 "serving the same cluster would go unnoticed",
                 topics.status,
             )
-        if self._claim_checked:
-            return  # a reconnection: the retained status may be this bridge's own will
         # a second round trip: the retained messages come with the first SUBACK
         # (mosquitto: just before it), so they are all in by the answer to the next request
         await client.subscribe(wanted)
@@ -374,7 +385,12 @@ class MqttBridge:
             retained[str(message.topic)] = payload_bytes(message)
         if retained.get(topics.status) == ONLINE:
             run_id, scenario = _meta_run(retained.get(topics.meta, b""))
-            raise ClusterTakenError(topics.cluster, run_id, scenario)
+            # (at a reconnection, an online status under this run's meta is this bridge's
+            # own, kept by a broker that keeps retained messages across its restarts)
+            if not self._claim_checked or run_id != self.run_id:
+                raise ClusterTakenError(
+                    topics.cluster, run_id, scenario, while_away=self._claim_checked
+                )
         self._claim_checked = True
 
     def _note_claim(self, topics: Topics, topic: str, data: bytes, retained: bool) -> None:
