@@ -27,6 +27,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from prometheus_client.parser import text_string_to_metric_families as text_families
 
 from exporters.prometheus import start_metrics_server
+from exporters.prometheus.bridge_metrics import BridgeCounters
 from fabric_core.commands import InjectFault
 from fabric_core.runtime.engine import Engine
 from fabric_core.runtime.fabric import Fabric
@@ -135,8 +136,15 @@ def run_and_scrape(scenario: Path, ticks: int) -> tuple[str, str]:
     assert result
     fabric.run_ticks(ticks)
     snap = engine.snapshot()
+    # the bridge's counters as ``fabtop serve`` gives them (there from a real bridge:
+    # tests/test_mqtt_serve.py); here their families' names, types and labels
+    counters = BridgeCounters(True, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     server = start_metrics_server(
-        lambda: snap, port=0, link_metrics="all", health=lambda: engine.health
+        lambda: snap,
+        port=0,
+        link_metrics="all",
+        health=lambda: engine.health,
+        bridge=lambda: counters,
     )
     try:
         return scrape(server.url, openmetrics=True), scrape(server.url)

@@ -231,6 +231,27 @@ def test_serve_also_serves_prometheus_metrics(broker: Mosquitto) -> None:  # noq
         with urllib.request.urlopen(said[1], timeout=10) as r:
             body = r.read().decode()
         assert "fabtop_fabric_info" in body
+        assert "fabtop_mqtt_connected 1.0" in body
+        assert 'fabtop_mqtt_commands_total{outcome="refused"} 0.0' in body
+        # the bridge's counters, as Grafana reads them: a refused command and its event
+        reply = send(
+            broker,
+            "fabtop/metrics/cmd/explode",
+            b'{"id": "m-1"}',
+            "fabtop/metrics/result/m-1",
+        )
+        assert reply["ok"] is False
+
+        def scraped() -> str:
+            with urllib.request.urlopen(said[1], timeout=10) as r:
+                return str(r.read().decode())
+
+        deadline = time.monotonic() + 60  # (a bound against a hang: the engine runs on)
+        while 'fabtop_mqtt_commands_total{outcome="refused"} 1.0' not in (body := scraped()):
+            assert time.monotonic() < deadline, body
+            time.sleep(0.1)
+        assert 'fabtop_mqtt_commands_total{outcome="applied"} 0.0' in body
+        assert "fabtop_mqtt_connections_total 1.0" in body
     finally:
         assert s.stop() == 0, s.output()
 

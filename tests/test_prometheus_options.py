@@ -113,6 +113,38 @@ def test_before_the_first_snapshot_only_exporter_metrics_and_they_lint() -> None
     assert lint.returncode == 0 and not lint.stdout.strip(), lint.stdout + lint.stderr
 
 
+@pytest.mark.integration  # runs promtool
+def test_the_mqtt_bridges_counters_are_exported_by_outcome_and_lint() -> None:
+    from exporters.prometheus.bridge_metrics import BridgeCounters
+
+    counters = BridgeCounters(
+        connected=False, connections=3, telemetry_sent=40, applied=7, refused=2, busy=1,
+        duplicates=4, internal_errors=0, discarded=5, replies_lost=6, events_sent=90,
+        events_dropped=8, event_gaps=9,
+    )  # fmt: skip
+    with start_metrics_server(lambda: None, port=0, bridge=lambda: counters) as server:
+        text = scrape(server.url)
+    values = samples(text)
+    commands = {
+        dict(labels)["outcome"]: v
+        for (name, labels), v in values.items()
+        if name == "fabtop_mqtt_commands_total"
+    }
+    assert commands == {
+        "applied": 7, "refused": 2, "duplicate": 4, "internal_error": 0, "discarded": 5
+    }  # fmt: skip
+    assert values[("fabtop_mqtt_connected", ())] == 0
+    assert values[("fabtop_mqtt_connections_total", ())] == 3
+    assert values[("fabtop_mqtt_commands_busy_total", ())] == 1
+    assert values[("fabtop_mqtt_replies_lost_total", ())] == 6
+    assert values[("fabtop_mqtt_events_total", (("outcome", "dropped"),))] == 8
+    assert values[("fabtop_mqtt_events_total", (("outcome", "sent"),))] == 90
+    assert values[("fabtop_mqtt_event_gaps_total", ())] == 9
+    assert values[("fabtop_mqtt_telemetry_messages_total", ())] == 40
+    lint = promtool("check", "metrics", stdin=text)
+    assert lint.returncode == 0 and not lint.stdout.strip(), lint.stdout + lint.stderr
+
+
 def parser() -> argparse.ArgumentParser:
     """The exporter's options as ``fabtop`` (the console) and ``fabtop serve`` add them."""
     p = argparse.ArgumentParser(prog="fabtop")

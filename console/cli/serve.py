@@ -120,15 +120,35 @@ def _build_engine(args: argparse.Namespace) -> tuple[Engine, str]:
         raise CliError(str(exc)) from None
 
 
-async def _start_metrics(args: argparse.Namespace, engine: Engine) -> Any:
+async def _start_metrics(args: argparse.Namespace, engine: Engine, bridge: MqttBridge) -> Any:
     """The Prometheus exporter, or None (``--no-metrics`` or not in this build)."""
     if args.no_metrics:
         return None
     try:
         from exporters.prometheus import start_metrics_server
+        from exporters.prometheus.bridge_metrics import BridgeCounters
     except ImportError:
         log.warning("Prometheus exporter unavailable in this build; serving without /metrics")
         return None
+
+    def counters() -> BridgeCounters:
+        commands, events = bridge.command_stats(), bridge.event_stats()
+        return BridgeCounters(
+            connected=bridge.connected,
+            connections=bridge.connections,
+            telemetry_sent=bridge.telemetry_sent,
+            applied=commands.applied,
+            refused=commands.refused,
+            busy=commands.busy,
+            duplicates=commands.duplicates,
+            internal_errors=commands.internal_errors,
+            discarded=commands.discarded,
+            replies_lost=commands.replies_lost,
+            events_sent=events.sent,
+            events_dropped=events.dropped,
+            event_gaps=events.gaps,
+        )
+
     host, port = args.metrics
     try:
         server = start_metrics_server(
@@ -137,6 +157,7 @@ async def _start_metrics(args: argparse.Namespace, engine: Engine) -> Any:
             port,
             link_metrics=args.link_metrics,
             health=lambda: engine.health,
+            bridge=counters,
         )
         if inspect.isawaitable(server):
             server = await server
@@ -205,7 +226,6 @@ async def _serve_engine(
     cluster: str,
     allowed: frozenset[str] | None,
 ) -> int:
-    metrics = await _start_metrics(args, engine)
     bridge = MqttBridge(
         config,
         engine.bus,
@@ -217,6 +237,7 @@ async def _serve_engine(
         allowed=allowed,
         health=lambda: engine.health,
     )
+    metrics = await _start_metrics(args, engine, bridge)
     if args.read_only:
         log.info("read-only: commands are refused")
     elif allowed is not None:

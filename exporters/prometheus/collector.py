@@ -17,6 +17,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from exporters.prometheus import families as fam
+from exporters.prometheus.bridge_metrics import BridgeCounters, bridge_families
 from exporters.prometheus.links import (
     LinkLabels,
     aggregate_families,
@@ -54,6 +55,7 @@ class FabtopCollector(Collector):
         hold_s: float = DEFAULT_HOLD_S,
         health: Callable[[], EngineHealth] | None = None,
         scrape_stats: Callable[[], dict[str, float]] | None = None,
+        bridge: Callable[[], BridgeCounters] | None = None,
     ) -> None:
         """Create the collector.
 
@@ -63,11 +65,13 @@ class FabtopCollector(Collector):
             hold_s: how long a link stays exported after it left the top N.
             health: the engine's pacing figures (``Engine.health``), if known.
             scrape_stats: the HTTP server's counters (``encodes``, ``refused``).
+            bridge: the MQTT bridge's counters, where the process runs one.
         """
         self._get_snapshot = get_snapshot
         self.link_metrics = link_metrics
         self._health = health
         self._scrape_stats = scrape_stats
+        self._bridge = bridge
         self._selector = LinkSelector(link_metrics, hold_s)
         self._labels: LinkLabels | None = None
         self._exported = 0  # links with per-link series in the last scrape
@@ -219,6 +223,8 @@ class FabtopCollector(Collector):
                 [{}],
                 [float(h.flows_refused_total)],
             )
+        if self._bridge is not None:
+            yield from bridge_families(self._bridge())
         yield fam.gauge(
             "fabtop_exporter_series",
             "Samples in this scrape before the exporter's own metrics.",

@@ -27,6 +27,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from exporters.prometheus.bridge_metrics import BridgeCounters
 from exporters.prometheus.collector import FabtopCollector
 from exporters.prometheus.exposition import choose
 from exporters.prometheus.options import (
@@ -213,6 +214,7 @@ def start_metrics_server(
     link_metrics: str = DEFAULT_LINK_METRICS,
     *,
     health: Callable[[], EngineHealth] | None = None,
+    bridge: Callable[[], BridgeCounters] | None = None,
     max_concurrent: int = MAX_CONCURRENT_SCRAPES,
     max_rate: float = MAX_SCRAPES_PER_S,
 ) -> MetricsServer:
@@ -225,6 +227,7 @@ def start_metrics_server(
         port: TCP port; 0 picks a free one (see ``MetricsServer.address``).
         link_metrics: ``all``, ``top:N`` or ``switch`` (see docs/METRICS.md).
         health: the engine's pacing figures (``Engine.health``), exported when given.
+        bridge: the MQTT bridge's counters (``fabtop serve``), exported when given.
         max_concurrent: scrapes served at once; more get 503.
         max_rate: most responses a second in all (0: no pacing); faster scrapers wait.
 
@@ -240,6 +243,7 @@ def start_metrics_server(
         policy,
         health=health,
         scrape_stats=lambda: cache_box[0].stats(),
+        bridge=bridge,
     )
     registry.register(collector)
     cache = ExpositionCache(registry, get_snapshot)
