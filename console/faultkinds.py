@@ -1,15 +1,16 @@
 """Fault kinds the console offers, and what each one targets.
 
-The core owns the list (``fabric_core.faults.book``); until it publishes one the
-console offers the kinds every scenario supports. The core checks every
-injection anyway, so an unsupported kind gets the core's own error message.
+The core owns the list (``fabric_core.faults.book.FAULT_KINDS``, the kinds its modules
+registered); the console offers those, with their targets and parameters. The core checks
+every injection anyway, so a bad one gets the core's own error message.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any
+
+from fabric_core.faults.book import FAULT_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,34 +24,9 @@ class FaultKind:
     help: str = ""
 
 
-#: What the console knows about kinds (target, parameters), whether or not the core has them yet.
-KNOWN_KINDS: dict[str, FaultKind] = {
-    k.name: k
-    for k in (
-        FaultKind("link_down", "link"),
-        FaultKind("link_degraded", "link", (("ber", "bit error rate, e.g. 1e-6"),)),
-        FaultKind("link_flap", "link", (("period_s", "seconds between flaps"),)),
-        FaultKind("credit_loss", "link", (("rate", "fraction of credit updates lost"),)),
-        FaultKind("switch_down", "switch", destructive=True),
-        FaultKind("pfc_storm", "gpu"),
-        FaultKind("gpu_straggler", "gpu", (("slowdown", "compute time factor, e.g. 2"),)),
-        FaultKind("slow_storage", "storage", (("factor", "latency factor, e.g. 10"),)),
-    )
-}
-#: Kinds every scenario supports (offered until the core publishes its list).
-BUILTIN_KINDS: tuple[str, ...] = ("link_down", "link_degraded", "switch_down")
-
-
 def fault_kinds() -> tuple[FaultKind, ...]:
-    """The core's ``fabric_core.faults.book.FAULT_KINDS`` when it exists, else the built-ins."""
-    try:
-        faults = importlib.import_module("fabric_core.faults.book")  # the core's registry
-        core: dict[str, Any] = dict(getattr(faults, "FAULT_KINDS", {}))
-    except ImportError:
-        core = {}
-    if not core:
-        return tuple(KNOWN_KINDS[n] for n in BUILTIN_KINDS)
-    return tuple(_from_core(name, kind) for name, kind in core.items())
+    """The core's fault kinds (``fabric_core.faults.book.FAULT_KINDS``), in its order."""
+    return tuple(_from_core(name, kind) for name, kind in FAULT_KINDS.items())
 
 
 def _from_core(name: str, kind: Any) -> FaultKind:

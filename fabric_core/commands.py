@@ -99,7 +99,7 @@ class SetTick(_Command, tag="tick", frozen=True, kw_only=True):
 
 
 class SetParam(_Command, tag="set", frozen=True, kw_only=True):
-    """Set a live-tunable profile parameter (e.g. ``ecn_kmin_bytes``)."""
+    """Set a live-tunable profile parameter (e.g. ``ecn_kmin_s``)."""
 
     name: str = ""
     value: float

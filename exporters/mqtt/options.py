@@ -39,7 +39,7 @@ def add_broker_options(parser: argparse.ArgumentParser, *, cluster_help: str) ->
         "--cluster",
         metavar="NAME",
         default=os.environ.get(CLUSTER_ENV),
-        help=cluster_help,
+        help=cluster_help.replace("(default: ", f"(default: ${CLUSTER_ENV}, else ", 1),
     )
 
 

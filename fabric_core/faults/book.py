@@ -6,8 +6,8 @@ per-node state: ``pfc_storm_nodes()``). Detection, mitigation and the measured
 recovery follow the profile's recovery mechanism and live in
 ``fabric_core.faults.recovery``. Timestamps are simulated seconds.
 
-Other modules add fault kinds with ``register_fault_kind`` (slow storage target,
-GPU straggler, IBGDA version mismatch land with their models); a kind whose
+Other modules add fault kinds with ``register_fault_kind`` (the slow storage target and
+the IBGDA version mismatch land with their models); a kind whose
 target is ``"gpu"``, ``"storage"``, ``"switch"`` or ``"node"`` is validated
 against the topology here, so its module only has to read ``active(kind)``.
 """
