@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import math
 
-_TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
-_BYTE_UNITS = ((1024.0**4, "TiB"), (1024.0**3, "GiB"), (1024.0**2, "MiB"), (1024.0, "KiB"))
-_BIT_RATE_UNITS = ((1e12, "Tb/s"), (1e9, "Gb/s"), (1e6, "Mb/s"), (1e3, "kb/s"))
+from fabric_core.units import BIT_RATE_UNITS, BYTE_UNITS, TIME_UNITS, in_unit
 
 
 def fmt_seconds(value_s: float | None) -> str:
@@ -23,28 +21,14 @@ def fmt_seconds(value_s: float | None) -> str:
         return "—"
     if value_s == 0:
         return "0 s"
-    return _in_unit(value_s, _TIME_UNITS) or f"{value_s / 1e-9:.3g} ns"
-
-
-def _in_unit(value: float, units: tuple[tuple[float, str], ...]) -> str | None:
-    """``value`` in the largest of ``units`` (largest first) it reaches, to 3 significant
-    digits, or None below the smallest. A value that rounds up to 1000 of one unit is
-    given in the next (999.99 ms is ``1 s``, not ``1e+03 ms``)."""
-    for i, (scale, unit) in enumerate(units):
-        if abs(value) >= scale:
-            text = f"{value / scale:.3g}"
-            if i > 0 and abs(float(text)) >= 1000:
-                scale, unit = units[i - 1]
-                text = f"{value / scale:.3g}"
-            return f"{text} {unit}"
-    return None
+    return in_unit(value_s, TIME_UNITS) or f"{value_s / 1e-9:.3g} ns"
 
 
 def fmt_bytes(value: float) -> str:
     """``12.3 MiB``, ``512 B`` (binary prefixes, as buffers and messages are sized)."""
     if not math.isfinite(value):
         return "—"
-    return _in_unit(value, _BYTE_UNITS) or f"{value:.0f} B"
+    return in_unit(value, BYTE_UNITS) or f"{value:.0f} B"
 
 
 def fmt_bitrate(bytes_per_s: float) -> str:
@@ -54,7 +38,7 @@ def fmt_bitrate(bytes_per_s: float) -> str:
     bits = bytes_per_s * 8
     if bits == 0:
         return "0 b/s"
-    return _in_unit(bits, _BIT_RATE_UNITS) or f"{bits:.3g} b/s"
+    return in_unit(bits, BIT_RATE_UNITS) or f"{bits:.3g} b/s"
 
 
 def fmt_rate(per_s: float) -> str:

@@ -103,29 +103,44 @@ def parse_rate(text: str) -> float:
     return value
 
 
+def in_unit(value: float, units: tuple[tuple[float, str], ...]) -> str | None:
+    """``value`` in the largest of ``units`` (scale, name; largest first) it reaches, to 3
+    significant digits, or None below the smallest. A value that rounds up to 1000 of one
+    unit is given in the next (999.99 ms is ``1 s``, 1,000 KiB ``0.977 MiB``), and one of
+    1000 or more of the largest in whole numbers (``2,020 Tb/s``: ``.3g`` wrote
+    ``2.02e+03 Tb/s``)."""
+    for i, (scale, unit) in enumerate(units):
+        if abs(value) >= scale:
+            text = f"{value / scale:.3g}"
+            if abs(float(text)) >= 1000:
+                if i > 0:
+                    scale, unit = units[i - 1]
+                    text = f"{value / scale:.3g}"
+                else:
+                    text = f"{value / scale:,.0f}"
+            return f"{text} {unit}"
+    return None
+
+
+#: Units of time, bytes and bit rates, largest first (``in_unit``)
+TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+BYTE_UNITS = ((1024.0**4, "TiB"), (1024.0**3, "GiB"), (1024.0**2, "MiB"), (1024.0, "KiB"))
+BIT_RATE_UNITS = ((1e12, "Tb/s"), (1e9, "Gb/s"), (1e6, "Mb/s"), (1e3, "kb/s"))
+
+
 def format_duration(seconds: float) -> str:
     """``1.25 µs``, ``3.10 ms``: three significant digits in the closest unit."""
     if not math.isfinite(seconds):
         return "—"
-    a = abs(seconds)
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if a >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+    return in_unit(seconds, TIME_UNITS) or f"{seconds / 1e-9:.3g} ns"
 
 
 def format_rate(bytes_per_s: float) -> str:
     """A byte rate in bits per second, as network people read it (``400 Gb/s``)."""
     bits = bytes_per_s * 8
-    for unit, scale in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
-        if abs(bits) >= scale:
-            return f"{bits / scale:.3g} {unit}"
-    return f"{bits:.3g} b/s"
+    return in_unit(bits, BIT_RATE_UNITS) or f"{bits:.3g} b/s"
 
 
 def format_bytes(n: float) -> str:
     """``1.5 MiB``."""
-    for unit, scale in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if abs(n) >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n:.0f} B"
+    return in_unit(n, BYTE_UNITS) or f"{n:.0f} B"

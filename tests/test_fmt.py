@@ -43,6 +43,19 @@ def test_fmt_bytes(size: float, text: str) -> None:
 def test_fmt_bitrate_goes_up_a_unit_at_a_rounded_thousand() -> None:
     assert fmt_bitrate(400e9 / 8) == "400 Gb/s"
     assert fmt_bitrate(999.99e9 / 8) == "1 Tb/s"
+    # past the largest unit: whole numbers, not 2.02e+03 (cluster-100k-4plane's throughput)
+    assert fmt_bitrate(2.02e15 / 8) == "2,020 Tb/s"
+
+
+def test_the_cli_reports_and_events_format_a_thousand_of_a_unit_as_the_console_does() -> None:
+    """``fabtop run`` printed "(2.02e+03 Tb/s)" and a reroute event "1.01e+03 KiB lost and
+    resent": the core's formats lacked the console's step up to the next unit."""
+    from fabric_core.units import format_bytes, format_duration, format_rate
+
+    assert format_bytes(1010 * 1024) == fmt_bytes(1010 * 1024) == "0.986 MiB"
+    assert format_rate(2.02e15 / 8) == "2,020 Tb/s"
+    assert format_duration(999.99e-3) == "1 s" and format_duration(999.7e-9) == "1 µs"
+    assert format_bytes(5000 * 1024**4) == "5,000 TiB"
 
 
 def test_the_compare_views_ratio_drops_its_decimals_from_a_hundred_on() -> None:
