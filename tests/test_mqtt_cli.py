@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -82,11 +83,27 @@ def test_inject_without_emulator_or_broker_exits_three(broker: Mosquitto) -> Non
         "inject", "link_down", "a->b", "--mqtt", broker.url, "--cluster", "ghost", "--timeout", "1"
     )
     assert r.returncode == 3 and "no result from fabtop/ghost" in r.stderr
+    assert re.search(r"command cli-[0-9a-f]{12} was sent", r.stderr), r.stderr
     # a port nobody listens on
     r = fabtop(
         "inject", "link_down", "a->b", "--mqtt", f"mqtt://127.0.0.1:{free_port()}", "--cluster", "c"
     )
     assert r.returncode == 3 and "connection refused" in r.stderr
+
+
+def test_inject_says_a_command_an_online_cluster_did_not_answer_may_be_applied(
+    broker: Mosquitto,  # noqa: F811
+) -> None:
+    """It exited 3 ("unreachable") and never named the generated id, so a script retried
+    under a new id and applied the fault twice. A cluster whose status says online here
+    answers nothing (no emulator behind it): exit 4, naming the id to send it again under."""
+    broker.cli().pub("fabtop/mute/status", "online", retain=True)
+    r = fabtop("inject", "link_down", "a->b", "--mqtt", broker.url, "--cluster", "mute",
+               "--timeout", "0.5")  # fmt: skip
+    said = re.search(r"command (cli-[0-9a-f]{12}) was sent and may have been applied", r.stderr)
+    assert r.returncode == 4 and said is not None, r.stderr
+    assert f"send it again under its id (--id {said[1]})" in r.stderr
+    broker.cli().pub("fabtop/mute/status", "", retain=True)
 
 
 def test_watch_of_a_cluster_that_never_ran_says_so(broker: Mosquitto) -> None:  # noqa: F811

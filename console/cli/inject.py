@@ -1,7 +1,9 @@
 """``fabtop inject KIND TARGET --mqtt URL``: inject a fault into a served emulator.
 
 Prints the result; exit status 0 when applied, 1 when refused (the message says
-why), 2 for a usage error, 3 when the broker or the emulator cannot be reached.
+why), 2 for a usage error, 3 when the broker or the emulator cannot be reached, 4 when
+the command went to a cluster that said it was online but no result came in time (it may
+have been applied: the message names its id, under which sending it again is safe).
 
 What the emulator would refuse without looking at its fabric (the command's form,
 the fault's kind, its parameters' names, types and ranges) is refused here, exit
@@ -34,6 +36,9 @@ from exporters.mqtt.options import (
 from fabric_core.commands import CommandError, CommandResult, InjectFault, parse_command
 from fabric_core.faults.book import checked_params, fault_kind
 
+#: Exit status of a command sent to an online cluster whose result did not come in time
+MAYBE_APPLIED = 4
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``fabtop inject``."""
@@ -42,7 +47,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="inject a fault into an emulator served over MQTT",
         description=(
             "Inject a fault into a running `fabtop serve` through the broker and print "
-            "the result. Exit status: 0 applied, 1 refused, 2 usage error, 3 unreachable."
+            "the result. Exit status: 0 applied, 1 refused, 2 usage error, 3 unreachable "
+            "(nothing applied), 4 sent but no result in time (it may have been applied: "
+            "send it again with the --id the message names)."
         ),
     )
     p.add_argument("kind", metavar="KIND", help="fault kind, e.g. link_down, link_degraded")
@@ -148,6 +155,6 @@ async def _inject(args: argparse.Namespace) -> int:
     except aiomqtt.MqttError as exc:
         raise CliError(explain(exc, config), code=3) from None
     except NoAnswerError as exc:
-        raise CliError(str(exc), code=3) from None
+        raise CliError(str(exc), code=MAYBE_APPLIED if exc.maybe_applied else 3) from None
     print(result.to_json().decode() if args.json else describe(result))
     return 0 if result.ok else 1

@@ -20,7 +20,15 @@ _decoder = msgspec.json.Decoder(CommandResult)
 
 class NoAnswerError(Exception):
     """The emulator is offline (nothing was sent) or did not answer in time (the message
-    says which)."""
+    says which). ``maybe_applied``: the command was sent to a cluster that said it was
+    online, so it may have been applied; ``command_id`` is its id, to send it again under."""
+
+    def __init__(
+        self, message: str, *, command_id: str | None = None, maybe_applied: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.command_id = command_id
+        self.maybe_applied = maybe_applied
 
 
 async def send_command(
@@ -56,7 +64,16 @@ async def send_command(
     if result is not None:
         return result
     heard = f"its status is {status!r}" if status else "it has never announced a status"
-    raise NoAnswerError(f"no result from {topics.root} within {timeout_s:g} s ({heard})")
+    said = f"no result from {topics.root} within {timeout_s:g} s ({heard})"
+    if status != "online":
+        raise NoAnswerError(f"{said}; command {cid} was sent", command_id=cid)
+    raise NoAnswerError(
+        f"{said}: command {cid} was sent and may have been applied. To find out, send it"
+        f" again under its id (--id {cid}): an id the emulator has answered is answered"
+        " again, not applied twice",
+        command_id=cid,
+        maybe_applied=True,
+    )
 
 
 async def _queued_status(client: aiomqtt.Client, topics: Topics) -> str | None:
