@@ -79,6 +79,18 @@ def test_the_same_fault_again_on_a_link_it_holds_is_refused_naming_the_first() -
     assert engine.apply(InjectFault(kind="link_down", target=LINK)).ok
 
 
+def test_a_second_version_mismatch_on_a_gpu_is_refused() -> None:
+    """Four on one GPU (fail and hang) were all active at once: the GPU both failed its
+    posts and hung, and each clear left the others."""
+    engine = _engine()
+    assert engine.apply(InjectFault(kind="version_mismatch", target="gpu0003")).ok
+    hang = InjectFault(kind="version_mismatch", target="gpu0003", params={"hang": 1})
+    assert engine.apply(hang).error == (
+        "version_mismatch is already active on gpu0003 (f0): clear it first"
+    )
+    assert engine.apply(InjectFault(kind="version_mismatch", target="gpu0002")).ok
+
+
 def test_a_fault_scheduled_where_the_same_one_ends_follows_it() -> None:
     """The faults that expire end before the schedule's are applied: a link_down scheduled
     at the end of another on the same link was refused as "already active"."""

@@ -155,8 +155,10 @@ CORE_FAULT_KINDS: tuple[str, ...] = tuple(FAULT_KINDS)
 
 #: Kinds whose links are held down while they are active.
 DOWN_KINDS = ("link_down", "switch_down")
-#: Kinds whose second fault on a link or node an active one holds is refused
-ON_OFF_KINDS = (*DOWN_KINDS, "pfc_storm")
+#: Kinds whose second fault on a link or node an active one holds is refused (a GPU runs
+#: one driver and library stack: a second version mismatch on it, fail or hang, is not
+#: a second fault; registered by ``faults.ibgda``)
+ON_OFF_KINDS = (*DOWN_KINDS, "pfc_storm", "version_mismatch")
 
 
 def fault_kind(name: str) -> FaultKind:
@@ -377,7 +379,7 @@ class FaultBook:
         self, kind: FaultKind, ids: NDArray[np.int64], node: int, target: str
     ) -> None:
         """A second fault of a kind that is on or off (a link or switch down, a GPU stuck
-        sending pause frames) on a link (either direction) or node an active one holds
+        sending pause frames or with mismatched IBGDA versions) on a link (either direction) or node an active one holds
         changes nothing, so its timeline would say it recovered at once: refused, naming
         the first. Kinds with a degree or a rhythm (a bit error rate, a credit loss that
         retraining ends, a flap's period, a slowdown, an incast's traffic) may stack."""
