@@ -312,3 +312,37 @@ def test_a_scheduled_fault_past_the_runs_end_is_said_not_reached(tmp_path: Path)
         "scheduled fault not reached: link_down on leaf00->spine01 at 1 s, after the run's 100 µs"
         in out.stdout
     )
+
+
+def test_a_run_on_roce_says_its_deadlock_and_its_pauses(tmp_path: Path) -> None:
+    """pfc-deadlock on RoCE printed "dropped 163 MiB" and "credit wait 69.1 ms" and not a
+    word of the deadlock its events named, nor that the wait was PFC's pauses."""
+    out, report = run_with_report(
+        tmp_path, "pfc-deadlock", "--profile", "roce-400g", "--duration", "200us"
+    )
+    (deadlock, *_) = [e for e in report["notable_events"] if e["kind"] == "deadlock"]
+    assert deadlock["severity"] == "error" and "cyclic buffer dependency" in deadlock["message"]
+    lines = out.stdout.splitlines()
+    links = next(line for line in lines if line.startswith("links:"))
+    assert "in all (PFC)" in links and "pause frames" in links and "credit" not in links
+    at = lines.index(next(line for line in lines if line.startswith("warnings and errors")))
+    assert lines[at + 1].startswith("  error at ") and "PFC deadlock" in lines[at + 1]
+
+
+def test_the_summary_lists_each_kind_of_warning_once_errors_first() -> None:
+    from console.cli.run import NOTABLE_LISTED, notable_lines
+
+    def event(severity: str, kind: str, t: float) -> dict[str, Any]:
+        return {"time_seconds": t, "severity": severity, "kind": kind, "target": "x",
+                "message": f"{kind} {t:g}"}  # fmt: skip
+
+    events = [event("warning", "pfc_watchdog", 1e-6), event("error", "deadlock", 2e-6)]
+    events += [event("warning", "pfc_watchdog", 3e-6), event("warning", "fault_injected", 4e-6)]
+    assert notable_lines(events) == [
+        "warnings and errors (3, of the run's latest events):",
+        "  error at 2 µs: deadlock 2e-06",
+        "  warning at 1 µs: pfc_watchdog 1e-06 (and 1 more)",
+    ]  # (a fault's own timeline is on its line above)
+    many = [event("warning", f"kind{i}", 1e-6) for i in range(NOTABLE_LISTED + 2)]
+    assert notable_lines(many)[-1] == "  and 2 more kinds: --json F lists them all"
+    assert notable_lines([]) == []

@@ -171,6 +171,45 @@ def compile_progress_note(kernel: str | None) -> str | None:
     return f"compiling {kernel} {ONCE}"
 
 
+def _waiting(report: dict[str, Any]) -> str:
+    """The links' time held back, summed over the links, by what holds them: PFC's pauses
+    on RoCE, credits on the credit fabric (the same counter, port_xmit_wait's); and on
+    RoCE its pause frames and ECN marks."""
+    links = report["links"]
+    waited = format_duration(links["transmit_wait_seconds"])
+    if report.get("flow_control") == "pfc":
+        return (
+            f"paused {waited} in all (PFC), {links['pause_frames']:,.0f} pause frames, "
+            f"{links['ecn_marked_packets']:,.0f} ECN marks"
+        )
+    return f"credit wait {waited} in all"
+
+
+#: Notable events listed one by one in a run's summary; past these, by kind with a count
+NOTABLE_LISTED = 5
+
+
+def notable_lines(events: list[dict[str, Any]]) -> list[str]:
+    """The summary's lines for a report's warnings and errors: the first of each kind
+    (time, target, message) with how many more of it there were, errors first. A fault's
+    own timeline is left out: the lines of the faults above say it."""
+    events = [e for e in events if not e["kind"].startswith("fault_")]
+    if not events:
+        return []
+    by_kind: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for e in events:
+        by_kind.setdefault((e["severity"], e["kind"]), []).append(e)
+    lines = [f"warnings and errors ({len(events)}, of the run's latest events):"]
+    order = sorted(by_kind, key=lambda k: (k[0] != "error", events.index(by_kind[k][0])))
+    for severity, kind in order[:NOTABLE_LISTED]:
+        first, *more = by_kind[(severity, kind)]
+        again = f" (and {len(more)} more)" if more else ""
+        lines.append(f"  {severity} at {_fmt(first['time_seconds'])}: {first['message']}{again}")
+    if len(order) > NOTABLE_LISTED:
+        lines.append(f"  and {len(order) - NOTABLE_LISTED} more kinds: --json F lists them all")
+    return lines
+
+
 def print_summary(report: dict[str, Any]) -> None:
     """Human-readable summary of a run report."""
     r = report["run"]
@@ -206,7 +245,7 @@ def print_summary(report: dict[str, Any]) -> None:
     print(
         f"links: {links['count']:,}, mean utilisation {links['mean_utilisation']:.1%} "
         f"(switch-to-switch {links['fabric_mean_utilisation']:.1%}), retransmitted "
-        f"{format_bytes(links['retransmitted_bytes'])}, credit wait {format_duration(links['transmit_wait_seconds'])}"
+        f"{format_bytes(links['retransmitted_bytes'])}, {_waiting(report)}"
     )
     print(f"{'class':<12} {'flows':>8} {'p50':>10} {'p99':>10} {'p99.9':>10}")
     for name, c in report["classes"].items():
@@ -219,3 +258,5 @@ def print_summary(report: dict[str, Any]) -> None:
         )
     for skipped in report.get("schedule_skipped", []):
         print(f"scheduled fault skipped, the core refused it: {skipped}")
+    for line in notable_lines(report.get("notable_events", [])):
+        print(line)

@@ -57,6 +57,10 @@ class FirstTick:
     hop_updates: int
 
 
+#: The severities of the events a report lists (``notable_events``)
+NOTABLE_SEVERITIES = ("warning", "error")
+
+
 def report_of(
     fabric: Fabric | PlanedFabric,
     ticks: int,
@@ -192,4 +196,17 @@ def summarise(snap: Snapshot) -> dict[str, Any]:
             for f in snap.faults
         ],
         "events": len(snap.events),
+        # what an operator must hear of (a deadlock, a PFC watchdog's drops, a fault's
+        # timeline): the warnings and errors among the snapshot's latest events
+        "notable_events": [
+            {
+                "time_seconds": e.time_s,
+                "severity": e.severity,
+                "kind": e.kind,
+                "target": e.target,
+                "message": e.message,
+            }
+            for e in snap.events
+            if e.severity in NOTABLE_SEVERITIES
+        ],
     }
