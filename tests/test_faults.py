@@ -229,6 +229,27 @@ def test_a_fault_that_cuts_an_endpoint_off_says_so(kind: str, target: str, cut: 
         assert f"routing knows, but {cut}: cut off until it is back" in messages[0]
 
 
+def test_a_leaf_whose_spines_are_all_down_says_its_gpus_reach_only_each_other() -> None:
+    """A spine down, then the leaf's link to the other: the second fault said "mitigated:
+    traffic rerouted" and "226 flows rerouted", while leaf00's GPUs could reach no other
+    leaf and the fabric's throughput stayed at 0 (a review of `fabtop inject`)."""
+    fabric = tiny()
+    fabric.run_ticks(20)
+    fabric.apply(InjectFault(kind="switch_down", target="spine01"))
+    fabric.run_ticks(100)
+    fabric.apply(InjectFault(kind="link_down", target="leaf00->spine00"))
+    fabric.run_ticks(2500)  # past the reroute
+    mitigated = {
+        e.target: e.message for e in fabric.snapshot().events if e.kind == "fault_mitigated"
+    }
+    assert mitigated["spine01"].endswith("traffic rerouted")  # leaf00 still had spine00
+    assert mitigated["leaf00->spine00"].endswith(
+        "routing knows, but leaf00 has no link up to a higher tier: gpu0000, gpu0001, gpu0002"
+        " and 1 more reach only the endpoints below leaf00 until one is back"
+    )
+    assert fabric.faults.faults["f1"].recovered_at_s is None
+
+
 def test_a_pfc_storm_on_a_credit_fabric_stalls_the_stuck_nic_until_it_is_cleared() -> None:
     """No pause frames (no PFC), but the stuck NIC returns no credits: nothing comes into
     it, and nothing mitigates that (its timeline said "pause frames ignored" and

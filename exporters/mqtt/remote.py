@@ -4,7 +4,9 @@
 ``event`` and ``result/+`` topics, rebuilds a real ``Snapshot`` from each
 telemetry message (see ``decode`` for what a remote snapshot lacks: links
 beyond the reported top links, events from before attaching) and sends
-commands to ``cmd/<command>``, waiting for ``result/<id>``.
+commands to ``cmd/<command>``, waiting for ``result/<id>``. ``link_loss`` says when
+its view no longer follows the emulator: the broker is gone, the emulator said
+``offline``, or nothing was heard from it.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import time
 from collections import deque
 from types import TracebackType
-from typing import Self
+from typing import NamedTuple, Self
 
 import aiomqtt
 import msgspec
@@ -34,6 +37,34 @@ log = logging.getLogger("fabtop.mqtt")
 
 _result_decoder = msgspec.json.Decoder(CommandResult)
 
+#: Seconds subscribed without the emulator's status before the source says nothing was
+#: heard from it: the status is retained, so a broker that has one sends it at once.
+UNHEARD_AFTER_S = 3.0
+
+#: ``LinkLoss.state``: the broker cannot be reached, the emulator said it is offline (its
+#: retained status, or its will), nothing was heard from it on this connection.
+NO_BROKER, OFFLINE, UNHEARD = "no broker", "offline", "unheard"
+
+#: What ``description`` adds for each ``LinkLoss.state``: (with a snapshot, without one).
+_LOSS_NOTES = {
+    NO_BROKER: ("broker unreachable: showing the last state received", "broker unreachable"),
+    OFFLINE: ("emulator offline: showing its last state", "emulator offline (its status)"),
+    UNHEARD: (
+        "nothing heard from the emulator: showing the last state received",
+        "nothing heard from the emulator: is `fabtop serve` running?",
+    ),
+}
+
+
+class LinkLoss(NamedTuple):
+    """Why the view no longer follows the emulator (``MqttSource.link_loss``)."""
+
+    #: ``NO_BROKER``, ``OFFLINE`` or ``UNHEARD``: the state the console's header shows
+    state: str
+    #: the same in a few words naming the broker or the cluster, for a console that has
+    #: no snapshot to show (and so no cluster name of its own)
+    note: str
+
 
 def command_name(cmd: Command) -> str:
     """The ``cmd/<command>`` topic level of a command (its JSON tag)."""
@@ -50,14 +81,22 @@ class MqttSource:
         *,
         submit_timeout_s: float = 10.0,
         max_events: int = 500,
+        unheard_after_s: float = UNHEARD_AFTER_S,
     ) -> None:
         self.config = config
         self.topics = Topics(cluster)
         self.submit_timeout_s = submit_timeout_s
+        self.unheard_after_s = unheard_after_s
         self._where = f"{config.display()} {self.topics.root}"
         #: "online" / "offline" as the served emulator last said; None = not heard yet.
+        #: (Forgotten at each connection: a restarted broker may not have it any more.)
         self.status: str | None = None
         self.connected = False
+        #: A connection failed or was lost (until the next one is made: ``NO_BROKER``);
+        #: False while the first one is under way.
+        self._lost = False
+        #: ``time.monotonic()`` when the current connection subscribed.
+        self._subscribed_at: float | None = None
         #: The last connection or decoding problem, for the operator.
         self.problem: str | None = None
         #: (``_kind`` of its topic, why) of the last message refused, until a good one
@@ -78,12 +117,13 @@ class MqttSource:
     @property
     def description(self) -> str:
         """Broker and cluster, plus what is wrong when something is (for the header):
-        the connection, and the last message refused until a good one replaces it."""
+        the link (``link_loss``), and the last message refused until a good one replaces
+        it."""
         notes = []
-        if not self.connected:
-            notes.append("broker unreachable: showing the last state received")
-        elif self.status == "offline":
-            notes.append("emulator offline: showing its last state")
+        loss = self.link_loss
+        if loss is not None:
+            with_snapshot, without = _LOSS_NOTES[loss.state]
+            notes.append(with_snapshot if self._latest is not None else without)
         if self._refused is not None:
             notes.append(self._refused[1])
         return f"{self._where} ({'; '.join(notes)})" if notes else self._where
@@ -91,6 +131,25 @@ class MqttSource:
     @description.setter
     def description(self, text: str) -> None:
         self._where = text  # the base text; the state notes are still added
+
+    @property
+    def link_loss(self) -> LinkLoss | None:
+        """Why the view no longer follows the emulator, None while it does (and while the
+        first connection is under way): the broker cannot be reached, the emulator said
+        ``offline``, or subscribed ``unheard_after_s`` without hearing its status."""
+        cluster = self.topics.cluster
+        if not self.connected:
+            return LinkLoss(NO_BROKER, f"no broker at {self.config.display()}") if self._lost else None
+        if self.status == "offline":
+            return LinkLoss(OFFLINE, f"emulator {cluster} offline (its status)")
+        if self.status is None and self._subscribed_for() >= self.unheard_after_s:
+            return LinkLoss(UNHEARD, f"nothing heard from emulator {cluster}")
+        return None
+
+    def _subscribed_for(self) -> float:
+        """Seconds since the current connection subscribed (0 when there is none)."""
+        since = self._subscribed_at
+        return 0.0 if since is None else time.monotonic() - since
 
     def latest(self) -> Snapshot | None:
         """The snapshot rebuilt from the latest telemetry (None before the first)."""
@@ -190,6 +249,8 @@ class MqttSource:
                         await client.subscribe(topic, qos=1)
                     await client.subscribe(t.telemetry, qos=0)
                     self._client, self.connected, self.problem = client, True, None
+                    # heard again on this connection, or not at all (see ``link_loss``)
+                    self.status, self._subscribed_at = None, time.monotonic()
                     backoff.reset()
                     self._ready.set()
                     async for message in client.messages:
@@ -198,7 +259,8 @@ class MqttSource:
                 self.problem = explain(exc, self.config)
                 log.warning("%s", self.problem)
             finally:
-                self._client, self.connected = None, False
+                self._client, self.connected, self._lost = None, False, True
+                self._subscribed_at = None
                 self._ready.clear()
             await asyncio.sleep(backoff.next_delay())
 

@@ -282,9 +282,74 @@ def cut_off_endpoints(fabric: RecoveryHost, f: Fault) -> list[str]:
     return [topo.nodes.name[end] for end in ends[down.all(axis=1)]]
 
 
+def isolated_switches(fabric: RecoveryHost, f: Fault) -> list[tuple[str, list[str]]]:
+    """The switches at ``f``'s links that every link to a higher tier is known down for (a
+    leaf whose spines are down or out of reach: with another fault, two spines of two),
+    each with the endpoints that reach the fabric only through it and its like: those
+    reach only the endpoints below it, whatever routing does. A top-tier switch has no
+    such link and is never isolated; an endpoint with an uplink (another plane) to a
+    switch still connected is not cut off."""
+    topo = fabric.topo
+    src, dst = np.asarray(topo.links.src), np.asarray(topo.links.dst)
+    tier = np.asarray(topo.nodes.tier)
+    known = fabric.link_book.known_down
+    climbs = tier[dst] > tier[src]
+    n = tier.size
+    climbs_at_all = np.bincount(src[climbs], minlength=n) > 0
+    climbs_now = np.bincount(src[climbs & ~known], minlength=n) > 0
+    ends = np.unique(np.r_[src[f.links], dst[f.links]])
+    isolated = ends[(tier[ends] > TIER_ENDPOINT) & climbs_at_all[ends] & ~climbs_now[ends]]
+    if not isolated.size:
+        return []
+    cut = np.zeros(n, dtype=np.bool_)
+    cut[isolated] = True
+    out: list[tuple[str, list[str]]] = []
+    endpoints = np.flatnonzero(tier == TIER_ENDPOINT)
+    uplinks = topo.ep_uplink[endpoints]
+    up = (uplinks >= 0) & ~known[np.maximum(uplinks, 0)]
+    to = dst[np.maximum(uplinks, 0)]
+    # every uplink that is up leads to an isolated switch (and one does)
+    stuck = (up & cut[to]).any(axis=1) & ~(up & ~cut[to]).any(axis=1)
+    for switch in isolated:
+        below = endpoints[stuck & (up & (to == switch)).any(axis=1)]
+        if below.size:
+            out.append((topo.nodes.name[switch], [topo.nodes.name[e] for e in below]))
+    return out
+
+
 def _cut_off_words(names: list[str]) -> str:
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    return f"{shown} {'has' if len(names) == 1 else 'have'} no other link: cut off until it is back"
+    return f"{_some(names)} {'has' if len(names) == 1 else 'have'} no other link: cut off until it is back"
+
+
+def _isolated_words(isolated: list[tuple[str, list[str]]]) -> str:
+    if not isolated:
+        return ""
+    if len(isolated) > 1:  # (a switch down that was the only one above its neighbours)
+        switches = _some([switch for switch, _ in isolated])
+        return (
+            f"{switches} have no link up to a higher tier: their endpoints reach only those "
+            "below the same switch until one is back"
+        )
+    ((switch, below),) = isolated
+    return (
+        f"{switch} has no link up to a higher tier: {_some(below)} reach only the endpoints "
+        f"below {switch} until one is back"
+    )
+
+
+def _some(names: list[str]) -> str:
+    """Up to three names, and how many more."""
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _unreachable_words(fabric: RecoveryHost, f: Fault) -> str:
+    """What no reroute reaches after ``f`` (endpoints cut off, switches isolated from above),
+    in words; empty when every endpoint still reaches every other."""
+    cut = cut_off_endpoints(fabric, f)
+    isolated = isolated_switches(fabric, f)
+    return "; ".join(
+        part for part in (_cut_off_words(cut) if cut else "", _isolated_words(isolated)) if part
+    )
 
 
 def _detection_due_s(book: FaultBook, f: Fault, detect_s: float) -> float:
@@ -312,14 +377,14 @@ def _progress(
             if f.kind in ("link_down", "switch_down", "link_flap") and newly_known[f.links].any():
                 lost = float(resent[f.links].sum()) if resent.size else 0.0
                 f.lost_bytes += lost
-                cut = cut_off_endpoints(fabric, f)
+                unreachable = _unreachable_words(fabric, f)
                 fabric.emit(
-                    "warning" if cut else "info",
+                    "warning" if unreachable else "info",
                     "rerouted",
                     f.target,
                     f"{moved} flows rerouted around {f.target} ({recovery_mode(p)}, {f.id}); "
                     f"{format_bytes(f.lost_bytes)} lost and resent so far"
-                    + (f"; {_cut_off_words(cut)}" if cut else ""),
+                    + (f"; {unreachable}" if unreachable else ""),
                 )
         if f.recovered_at_s is None:
             _check_recovered(fabric, book, f, now)
@@ -341,8 +406,8 @@ def _advance(
         if f.detected_at_s is None and now >= _detection_due_s(book, f, detect_s) - TIME_EPS_S:
             _detected(fabric, f, now, f"by {recovery_mode(p)}")
         if f.mitigated_at_s is None and fabric.link_book.known_down[f.links].any():
-            cut = cut_off_endpoints(fabric, f)
-            how = f"routing knows, but {_cut_off_words(cut)}" if cut else "traffic rerouted"
+            unreachable = _unreachable_words(fabric, f)
+            how = f"routing knows, but {unreachable}" if unreachable else "traffic rerouted"
             _mitigated(fabric, f, now, how)
     elif kind == "link_degraded":
         if f.detected_at_s is None and age >= p.fault_detect_s - TIME_EPS_S:

@@ -34,11 +34,20 @@ from numpy.typing import NDArray
 
 from fabric_core.commands import InjectFault
 from fabric_core.endpoints.model import EndpointModel, EndpointParams, fault_masks
+from fabric_core.net.topology import Topology
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import Scenario
 from fabric_core.units import format_duration
 from fabric_core.workloads.base import Completions, FlowRequests, Workload, WorkloadHost
 from fabric_core.workloads.moe import nic_payload_Bps
+
+
+def peer_offsets(n: int, peers: int) -> NDArray[np.int64]:
+    """How far along the ``n`` ranks each rank's ``peers`` destinations are (1 .. n-1),
+    spread evenly: every other rank for ``n - 1`` peers, the rank half-way round for one
+    (so a scaled-down step still crosses the fabric rather than staying under a leaf)."""
+    k = np.arange(peers, dtype=np.int64)
+    return ((2 * k + 1) * (n - 1)) // (2 * peers) + 1
 
 
 @dataclass
@@ -51,6 +60,8 @@ class ProbeAllToAll(Workload):
     size_bytes: float = 4096.0
     rounds: int = 4
     burst: int = 8  # messages to each peer per round (a message-rate test, not ping-pong)
+    #: peers each rank sends to, spread over the ranks (``peer_offsets``); 0: every other rank
+    peers: int = 0
     endpoint: EndpointParams = field(default_factory=EndpointParams)
     ep: EndpointModel | None = None
     round: int = 0
@@ -62,6 +73,10 @@ class ProbeAllToAll(Workload):
     _round_due: bool = True
     _request_s: float = 0.0
     recv_from: dict[int, int] = field(default_factory=dict)
+    #: completions count as on time when they finish by this (the step's deadline): the
+    #: fabric reports a message in the tick its bytes arrive, before its finish time
+    count_until_s: float = math.inf
+    on_time: int = 0
 
     def bind(
         self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
@@ -83,10 +98,11 @@ class ProbeAllToAll(Workload):
         if self._round_due and self.round < self.rounds:
             self._round_due = False
             n = self.ranks.size
-            src = np.repeat(self.ranks, n - 1)
-            dst_idx = (np.repeat(np.arange(n), n - 1) + np.tile(np.arange(1, n), n)) % n
-            dst = self.ranks[dst_idx]
-            src, dst = np.tile(src, self.burst), np.tile(dst, self.burst)
+            offsets = peer_offsets(n, self.peers or n - 1)
+            src_idx = np.repeat(np.arange(n), offsets.size)
+            dst_idx = (src_idx + np.tile(offsets, n)) % n
+            src = np.tile(self.ranks[src_idx], self.burst)
+            dst = np.tile(self.ranks[dst_idx], self.burst)
             at = max(now_s, self._request_s)
             if self.round == 0:
                 self.start_s = at
@@ -113,6 +129,7 @@ class ProbeAllToAll(Workload):
         assert self.ep is not None
         self.ep.complete(done.src)
         self.received += done.tag.size
+        self.on_time += int((done.finish_s <= self.count_until_s).sum())
         self.left -= done.tag.size
         self.histogram("message_seconds").observe_many(done.finish_s - self._last_request_s)
         if self.left == 0:
@@ -134,10 +151,78 @@ HANG_WINDOW_MIN_TICKS = 20
 #: The most ticks the idle round that step 1 expects (``idle_round_latency``) may take:
 #: one message on an idle, healthy fabric lands in microseconds
 IDLE_ROUND_MAX_TICKS = 100_000
-#: The cluster step sends at most about this many messages in all (fewer rounds, then
-#: fewer messages per peer, on a large cluster): enough to load every link and every
-#: GPU's queue pair, while a 256-GPU fabric still finishes in seconds of wall time.
+#: The cluster step sends at most about this many messages in all: enough to load every
+#: link and every GPU's queue pair, while a 256-GPU fabric still finishes in seconds of
+#: wall time. A larger all-to-all is scaled down (``size_step``), and the step says so.
 CLUSTER_MESSAGE_BUDGET = 1 << 17
+#: A time within this fraction of a tick of a tick boundary is on it: ``10us`` is
+#: 9.999999999999999e-06 s and ``1e-5s`` is 1e-05 s, and both must end a step on tick 10
+TICK_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class StepSize:
+    """A step's messages: ``rounds`` rounds, in each of which every GPU sends ``burst``
+    messages to each of its ``peers`` peers."""
+
+    rounds: int
+    burst: int
+    peers: int
+
+    def messages(self, gpus: int) -> int:
+        """Messages in all, on ``gpus`` GPUs."""
+        return self.rounds * self.burst * self.peers * gpus
+
+
+def size_step(gpus: int, rounds: int, burst: int) -> StepSize:
+    """The all-to-all asked for on ``gpus`` GPUs, scaled down to ``CLUSTER_MESSAGE_BUDGET``
+    messages when it is larger: fewer rounds first, then fewer messages per peer, then
+    fewer peers per GPU, each at least 1, so that every GPU still posts and receives (a
+    GPU left out could be the one with the fault the check looks for). The 2-GPU step is
+    never scaled: it is what the user asked for."""
+    asked = StepSize(rounds, burst, max(1, gpus - 1))
+    budget = CLUSTER_MESSAGE_BUDGET
+    if gpus <= 2 or asked.messages(gpus) <= budget:
+        return asked
+    rounds = max(1, min(asked.rounds, budget // (burst * asked.peers * gpus)))
+    burst = max(1, min(burst, budget // (rounds * asked.peers * gpus)))
+    peers = max(1, min(asked.peers, budget // (rounds * burst * gpus)))
+    return StepSize(rounds, burst, peers)
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def describe_scaling(gpus: int, asked: StepSize, run: StepSize) -> str:
+    """What a scaled-down step runs instead of what was asked, and why ("" when it runs
+    as asked)."""
+    if run == asked:
+        return ""
+    changes = []
+    if run.rounds < asked.rounds:
+        changes.append(f"{_plural(run.rounds, 'round')} of the {asked.rounds:,} asked (--rounds)")
+    if run.burst < asked.burst:
+        changes.append(f"{_plural(run.burst, 'message')} to each peer a round, not {asked.burst}")
+    if run.peers < asked.peers:
+        spread = "half-way round" if run.peers == 1 else "spread evenly round"
+        changes.append(
+            f"each GPU sends to {run.peers:,} of its {asked.peers:,} peers ({spread} the GPUs: "
+            "every GPU still posts and receives)"
+        )
+    return (
+        "; ".join(changes) + f": the full all-to-all is {asked.messages(gpus):,} messages, "
+        f"over the check's budget of {CLUSTER_MESSAGE_BUDGET:,} (which keeps a large "
+        "fabric's step to minutes of wall time)"
+    )
+
+
+def ticks_in(seconds: float, dt_s: float) -> float:
+    """``seconds`` in ticks of ``dt_s``, a whole number when within ``TICK_TOLERANCE`` of
+    one (so ``10us``, ``0.01ms`` and ``1e-5s`` are all 10 ticks of 1 µs)."""
+    ticks = seconds / dt_s
+    nearest = round(ticks)
+    return float(nearest) if abs(ticks - nearest) <= TICK_TOLERANCE else ticks
 
 
 @dataclass(frozen=True)
@@ -151,6 +236,10 @@ class StepPlan:
     deadline_s: float
     hang_window_s: float
     bound: str  # what limits a round: "posting", "NIC line rate", "leaf uplinks", "latency"
+    peers: int = 1  # each GPU's peers (all the others unless the step was scaled down)
+    deadline_ticks: int = 0  # the tick by whose end the deadline has come
+    asked: StepSize | None = None  # the step the user asked for
+    scaled: str = ""  # how and why the step is smaller than asked ("": it is not)
 
     def describe(self) -> str:
         """``expected 1.2 ms (bound: leaf uplinks), deadline 4.8 ms, hang after 0.6 ms``."""
@@ -175,6 +264,49 @@ class StepProgress:
 ProgressFn = Callable[[StepProgress], None]
 
 
+def _posting_s(endpoint: EndpointParams, posts: int) -> float:
+    """A GPU posting ``posts`` WQEs (over its parallel posters with IBGDA, through the
+    CPU proxy otherwise)."""
+    if endpoint.control == "ibgda":
+        return posts * endpoint.gpu_wqe_post_s / max(1, endpoint.ibgda_posters)
+    return posts * (endpoint.gpu_request_s + endpoint.cpu_post_s)
+
+
+def _nic_line_rate_s(topo: Topology, gpus: NDArray[np.int64], gpu_bytes: float) -> float:
+    """The slowest GPU's NIC sending ``gpu_bytes``: at all its ports together, one per
+    plane, as the endpoint model sends (``nic_payload_Bps``)."""
+    up = topo.ep_uplink[gpus]
+    bw = np.where(up >= 0, topo.links.bandwidth_Bps[np.maximum(up, 0)], 0.0).sum(axis=1)
+    slowest = float(bw.min())
+    return gpu_bytes / slowest if slowest > 0 else 0.0
+
+
+def _leaf_uplinks_s(
+    topo: Topology, gpus: NDArray[np.int64], offsets: NDArray[np.int64], peer_bytes: float
+) -> float:
+    """The busiest leaf carrying, over its uplinks, a round's bytes (``peer_bytes`` from
+    each GPU to each of its peers) from its GPUs to peers under other leaves. The fabric
+    hashes each message onto one plane, so a leaf of each plane carries its GPUs' share
+    (1/planes) over that plane's uplinks."""
+    n = gpus.size
+    src = np.repeat(gpus, offsets.size)
+    dst = gpus[(np.repeat(np.arange(n), offsets.size) + np.tile(offsets, n)) % n]
+    links, n_nodes = topo.links, len(topo.nodes.name)
+    to_switch = topo.switch_index[links.dst] >= 0
+    cap = np.bincount(
+        links.src[to_switch], weights=links.bandwidth_Bps[to_switch], minlength=n_nodes
+    )
+    worst = 0.0
+    for plane in range(topo.planes):
+        leaf_src, leaf_dst = topo.ep_leaf[src, plane], topo.ep_leaf[dst, plane]
+        leaving = (leaf_src >= 0) & (leaf_src != leaf_dst)
+        out = np.bincount(leaf_src[leaving], minlength=n_nodes) * peer_bytes / topo.planes
+        busy = (out > 0) & (cap > 0)
+        if busy.any():
+            worst = max(worst, float((out[busy] / cap[busy]).max()))
+    return worst
+
+
 def plan_step(
     scn: Scenario,
     gpus: NDArray[np.int64],
@@ -188,55 +320,43 @@ def plan_step(
 ) -> StepPlan:
     """The step's size and time budget from the cluster's bounds.
 
-    Per round every GPU posts ``burst`` messages to each of its ``n - 1`` peers. A round
-    cannot be faster than posting them (``gpu_wqe_post_s`` per WQE over the parallel
-    posters), than the GPU's NIC link sending them, or than the busiest leaf's uplinks
-    carrying the part that leaves the leaf; on top of that comes the latency of one
-    message (measured on two GPUs in step 1).
+    Per round every GPU posts ``burst`` messages to each of its peers (``size_step``: all
+    the others, unless that is over the budget). A round cannot be faster than posting
+    them (``gpu_wqe_post_s`` per WQE over the parallel posters), than the GPU's NIC ports
+    sending them, or than the busiest leaf's uplinks (of every plane) carrying the part
+    that leaves the leaf; on top of that comes the latency of one message (measured on
+    two GPUs in step 1).
     """
     topo = scn.build_topology()
     n = int(gpus.size)
-    msg_bytes = float(size_bytes)
-    per_round = burst * n * (n - 1)
-    if per_round * rounds > CLUSTER_MESSAGE_BUDGET and n > 2:
-        rounds = max(1, min(rounds, CLUSTER_MESSAGE_BUDGET // (burst * n * (n - 1))))
-        burst = max(1, min(burst, CLUSTER_MESSAGE_BUDGET // (rounds * n * (n - 1))))
-        per_round = burst * n * (n - 1)
-    posts = burst * (n - 1)
-    if endpoint.control == "ibgda":
-        post_s = posts * endpoint.gpu_wqe_post_s / max(1, endpoint.ibgda_posters)
-    else:
-        post_s = posts * (endpoint.gpu_request_s + endpoint.cpu_post_s)
-    links = topo.links
-    up = topo.ep_uplink[gpus, 0]
-    nic_s = posts * msg_bytes / float(links.bandwidth_Bps[up].min())
-    # the busiest leaf: bytes to GPUs under other leaves over its switch uplinks
-    leaf = topo.ep_leaf[gpus, 0]
-    uplink_s = 0.0
-    is_switch = topo.switch_index >= 0
-    for lf in np.unique(leaf).tolist():
-        under = int((leaf == lf).sum())
-        out_bytes = under * (n - under) * burst * msg_bytes
-        ups = (links.src == lf) & is_switch[links.dst]
-        cap = float(links.bandwidth_Bps[ups].sum())
-        if out_bytes > 0 and cap > 0:
-            uplink_s = max(uplink_s, out_bytes / cap)
-    bounds = {"posting": post_s, "NIC line rate": nic_s, "leaf uplinks": uplink_s}
+    asked = StepSize(rounds, burst, max(1, n - 1))
+    size = size_step(n, rounds, burst)
+    posts = size.burst * size.peers
+    peer_bytes = size.burst * float(size_bytes)
+    bounds = {
+        "posting": _posting_s(endpoint, posts),
+        "NIC line rate": _nic_line_rate_s(topo, gpus, posts * float(size_bytes)),
+        "leaf uplinks": _leaf_uplinks_s(topo, gpus, peer_offsets(n, size.peers), peer_bytes),
+    }
     bound = max(bounds, key=lambda k: bounds[k])
     round_s = bounds[bound] + round_latency_s
     if bounds[bound] < round_latency_s:
         bound = "latency"
-    expected = rounds * round_s
+    expected = size.rounds * round_s
     window = max(HANG_WINDOW_ROUNDS * round_s, HANG_WINDOW_MIN_TICKS * scn.dt_s)
     deadline = timeout_s if timeout_s is not None else DEADLINE_MARGIN * expected
     return StepPlan(
-        rounds=rounds,
-        burst=burst,
-        messages=per_round * rounds,
+        rounds=size.rounds,
+        burst=size.burst,
+        messages=size.messages(n),
         expected_s=expected,
         deadline_s=deadline,
         hang_window_s=window,
         bound=bound,
+        peers=size.peers,
+        deadline_ticks=math.ceil(ticks_in(deadline, scn.dt_s)),
+        asked=asked,
+        scaled=describe_scaling(n, asked, size),
     )
 
 
