@@ -32,7 +32,14 @@ from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
 from console.screens.help import MAIN_NAVIGATION, MAIN_NOTES, HelpScreen, describe
 from console.screens.link_detail import LinkDetailScreen
-from console.source import EngineSource, FabricSource, compiling_note_of, compiling_of
+from console.source import (
+    EngineSource,
+    FabricSource,
+    compiling_note_of,
+    compiling_of,
+    link_loss_of,
+    served_elsewhere,
+)
 from console.speed import SpeedSteps
 from console.viewstate import FabricView
 from console.widgets.event_log_view import EventLogView
@@ -81,6 +88,10 @@ class FabtopApp(App[None]):
         Binding("i", "inject", "Inject"),
         Binding("x", "clear_all", "Clear"),
         Binding("c", "compare", "Compare"),
+        # the same key, hidden: where there is no compare view (a remote console) the one
+        # above is left out of the footer and the help, and this one says why (the
+        # parameter tells them apart in ``check_action``)
+        Binding("c", "compare(True)", "Compare", show=False),
         Binding("q", "quit", "Quit"),
         # as in any terminal program (Textual's own ctrl+c only says to press ctrl+q); in
         # a text field it copies the selection, as the field's own binding says
@@ -282,6 +293,7 @@ class FabtopApp(App[None]):
             read_only=self.read_only,
             compiling=compiling_of(self.source),
             source_stopped=getattr(self.source, "failure", None) is not None,
+            link_loss=link_loss_of(self.source),
         )
         if snap is None:
             return
@@ -348,6 +360,8 @@ class FabtopApp(App[None]):
             return False
         if isinstance(self.screen, LinkDetailScreen):
             return action in self.DETAIL_VIEW_ACTIONS
+        if action == "compare" and served_elsewhere(self.source):
+            return bool(parameters)  # only the hidden key that says why (see BINDINGS)
         return True
 
     # --------------------------------------------------------------- commands
@@ -456,8 +470,16 @@ class FabtopApp(App[None]):
 
         self.push_screen(ConfirmScreen(f"Clear all {n} active fault(s)?"), confirmed)
 
-    def action_compare(self) -> None:
-        """Open the side-by-side view of two fabrics."""
+    def action_compare(self, _hidden_key: bool = False) -> None:
+        """Open the side-by-side view of two fabrics (``_hidden_key``: pressed where there
+        is none, see BINDINGS)."""
+        if served_elsewhere(self.source):
+            self.notify(
+                "the compare view needs a local run (`fabtop --compare PROFILE`): this "
+                "console shows one emulator served over MQTT",
+                severity="warning",
+            )
+            return
         if self.compare_sources is None:
             self.notify(
                 "compare needs two fabrics: start fabtop with --compare roce-400g",

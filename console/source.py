@@ -8,7 +8,7 @@ all look like this to the console, so the screens are the same for all.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from console.compiling import Compiling, compiling_note
 from console.process_source import ProcessSource
@@ -28,6 +28,18 @@ class FabricSource(Protocol):
 
     async def submit(self, command: Command) -> CommandResult:
         """Send a command and wait for its result."""
+
+
+@runtime_checkable
+class RemoteSource(FabricSource, Protocol):
+    """An emulator served elsewhere (``exporters.mqtt.remote.MqttSource``): the broker or
+    the emulator can go away while the console shows its last state."""
+
+    @property
+    def link_loss(self) -> tuple[str, str] | None:
+        """(state, note) when the view no longer follows the emulator, else None: the state
+        is ``"no broker"``, ``"offline"`` or ``"unheard"`` (nothing heard from it), the note
+        says it in a few words naming the broker or the cluster."""
 
 
 class EngineSource:
@@ -58,6 +70,18 @@ def compiling_note_of(source: FabricSource) -> str | None:
     a view compares with the note it last drew, to draw again as the seconds count."""
     compiling = compiling_of(source)
     return None if compiling is None else compiling_note(compiling)
+
+
+def served_elsewhere(source: FabricSource) -> bool:
+    """Whether the source is an emulator served elsewhere (``fabtop console``), not one
+    this fabtop runs."""
+    return isinstance(source, RemoteSource)
+
+
+def link_loss_of(source: FabricSource) -> tuple[str, str] | None:
+    """``RemoteSource.link_loss`` of a remote source; None for an engine this fabtop runs
+    (it cannot go away unheard: its stop is the source's ``failure``)."""
+    return source.link_loss if isinstance(source, RemoteSource) else None
 
 
 async def submit_together(sources: Sequence[FabricSource], command: Command) -> list[CommandResult]:

@@ -71,6 +71,29 @@ def test_inject_refused_exits_one_with_the_reason(broker: Mosquitto, served: Ser
     assert "unknown link 'leaf01->spine99'" in r.stdout
 
 
+def test_clear_clears_a_fault_by_id_target_or_all(broker: Mosquitto, served: Served) -> None:  # noqa: F811
+    """A refusal said "clear it first", and no command of fabtop's could."""
+    url = ("--mqtt", broker.url, "--cluster", "clitest")
+    r = fabtop("inject", "link_down", "leaf00:spine00", *url)
+    assert r.returncode == 0, r.stderr
+    fault = json.loads(fabtop("inject", "link_down", "leaf01:spine00", *url, "--json").stdout)
+    first, second = (
+        r.stdout.split("fault_id=")[1].split()[0].rstrip(","),
+        fault["detail"]["fault_id"],
+    )
+    r = fabtop("clear", first, *url)
+    assert r.returncode == 0 and r.stdout.startswith("ok [id cli-"), r.stderr
+    r = fabtop("clear", first, *url)  # cleared already
+    assert r.returncode == 1 and f"fault {first!r} is already cleared" in r.stdout
+    r = fabtop("clear", "--target", "leaf01:spine00", *url)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = fabtop("clear", second, *url)
+    assert r.returncode == 1  # the --target clear took it
+    assert fabtop("clear", "--all", *url).returncode == 0
+    r = fabtop("clear", "f0", "--target", "x", *url)
+    assert r.returncode == 2 and "not allowed with" in r.stderr
+
+
 def test_inject_usage_errors_exit_two_before_sending(broker: Mosquitto) -> None:  # noqa: F811
     r = fabtop("inject", "link_down", "x", "-p", "novalue", "--mqtt", broker.url)
     assert r.returncode == 2 and "expected KEY=VALUE" in r.stderr

@@ -21,6 +21,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "serve",
     "remote_console",
     "inject",
+    "clear",
     "watch",
     "tui",
 )

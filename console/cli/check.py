@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
+import re
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from console.cli._common import (
@@ -18,9 +21,15 @@ from console.cli._common import (
 from console.cli.output import file_path, refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from fabric_core.commands import CommandError, InjectFault
-from fabric_core.reports.bringup import DEADLINE_MARGIN, StepProgress, check_ibgda
-from fabric_core.runtime.scenario import ScenarioError
-from fabric_core.units import format_duration
+from fabric_core.reports.bringup import (
+    CLUSTER_MESSAGE_BUDGET,
+    DEADLINE_MARGIN,
+    StepProgress,
+    check_ibgda,
+)
+from fabric_core.runtime.scenario import Scenario, ScenarioError
+from fabric_core.units import format_bytes, format_duration, parse_size
+from fabric_core.workloads.fields import MAX_MESSAGE_BYTES
 
 
 def register(sub: Any) -> None:
@@ -42,13 +51,14 @@ def register(sub: Any) -> None:
         "--mismatch",
         action="append",
         default=[],
-        metavar="GPU[:hang]",
-        help="inject version_mismatch on GPU before the check (':hang' = completions never "
-        "come; default: WQE posts fail); repeatable",
+        metavar="GPU[:MODE]",
+        help="inject version_mismatch on GPU (a name such as gpu0003) before the check; MODE "
+        "'fail' (the default): its WQE posts fail; 'hang': its posts succeed and their "
+        "completions never come; repeatable",
     )
     p.add_argument(
         "--size",
-        type=message_size,
+        type=_message_bytes,
         default=4096,
         metavar="BYTES",
         help="message size, in bytes or with a unit such as 4KiB (default 4096; at most 2 GiB)",
@@ -57,7 +67,9 @@ def register(sub: Any) -> None:
         "--rounds",
         type=count,
         default=4,
-        help="all-to-all rounds per step (default 4; fewer make a large cluster's check quicker)",
+        help="all-to-all rounds per step (default 4; fewer make a large cluster's check "
+        f"quicker). A cluster step over {CLUSTER_MESSAGE_BUDGET:,} messages is scaled down "
+        "(fewer rounds, then messages per peer, then peers per GPU), and says so",
     )
     p.add_argument(
         "--timeout",
@@ -71,6 +83,20 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _message_bytes(text: str) -> int:
+    """argparse type for ``--size``: ``message_size``, whose range a negative size gets
+    too (``parse_size`` alone said "must be >= 0", and 0 is refused as well)."""
+    try:
+        negative = parse_size(text, signed=True) < 0
+    except ValueError:
+        negative = False  # message_size says what is wrong with it
+    if negative:
+        raise argparse.ArgumentTypeError(
+            f"a message is 1 B to {format_bytes(MAX_MESSAGE_BYTES)}, got {text!r}"
+        )
+    return message_size(text)
+
+
 def _fault(spec: str) -> InjectFault:
     gpu, _, mode = spec.partition(":")
     if mode not in ("", "hang", "fail"):
@@ -78,6 +104,51 @@ def _fault(spec: str) -> InjectFault:
     return InjectFault(
         kind="version_mismatch", target=gpu, params={"hang": 1.0 if mode == "hang" else 0.0}
     )
+
+
+#: GPU names a refused --mismatch suggests at most
+MAX_SUGGESTED_GPUS = 3
+
+
+def _numbered(name: str) -> tuple[str, int] | None:
+    """``("gpu", 7)`` for ``gpu0007`` (any case), None for a name not ending in digits."""
+    m = re.fullmatch(r"(.*?)(\d+)", name)
+    return (m.group(1).lower(), int(m.group(2))) if m else None
+
+
+def _closest_gpus(name: str, gpus: Sequence[str]) -> list[str]:
+    """The GPU names ``name`` most likely meant: the same name in another case or with
+    other zero-padding (``gpu7``, ``GPU0007``: gpu0007), else the closest spellings."""
+    wanted = _numbered(name)
+    same = [g for g in gpus if g.lower() == name.lower() or (wanted and _numbered(g) == wanted)]
+    if same:
+        return same[:MAX_SUGGESTED_GPUS]
+    return difflib.get_close_matches(name, gpus, n=MAX_SUGGESTED_GPUS, cutoff=0.6)
+
+
+def _unknown_gpu(name: str, gpus: Sequence[str]) -> str:
+    """Why ``name`` is no GPU of the scenario: the closest names, and the GPUs there are."""
+    close = _closest_gpus(name, gpus)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    return (
+        f"--mismatch {name!r}: no such GPU in the scenario ({hint}its {len(gpus):,} GPUs are "
+        f"{gpus[0]}..{gpus[-1]})"
+    )
+
+
+def _refuse_unknown_gpus(scn: Scenario, faults: Sequence[InjectFault]) -> None:
+    """Raises ArgumentTypeError for a --mismatch GPU the scenario does not have (before
+    the check runs; a node that is no GPU is left to the core, which says what it is)."""
+    if not faults:
+        return
+    topo = scn.build_topology()
+    names = topo.nodes.name
+    known = set(names)
+    for f in faults:
+        if f.target not in known:
+            raise argparse.ArgumentTypeError(
+                _unknown_gpu(f.target, [names[i] for i in topo.gpus.tolist()])
+            )
 
 
 def _t(x: float) -> str:
@@ -109,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
             raise argparse.ArgumentTypeError(
                 f"--mismatch {twice} given twice: a GPU takes one version_mismatch"
             )
+        _refuse_unknown_gpus(scn, faults)
         steps = check_ibgda(
             scn,
             faults=faults,
@@ -131,6 +203,8 @@ def run(args: argparse.Namespace) -> int:
             f"rate {st.message_rate_per_s / 1e6:.3g} M msg/s per GPU  "
             f"latency p50 {_t(st.latency_p50_s)} p99 {_t(st.latency_p99_s)}"
         )
+        if st.scaled:
+            print(f"  scaled down: {st.scaled}")
         if not st.passed:
             print(f"  failure: {st.failure}")
             for line in st.diagnosis:

@@ -33,7 +33,13 @@ from exporters.mqtt.options import (
     cluster_name,
     resolve_cluster,
 )
-from fabric_core.commands import CommandError, CommandResult, InjectFault, parse_command
+from fabric_core.commands import (
+    Command,
+    CommandError,
+    CommandResult,
+    InjectFault,
+    parse_command,
+)
 from fabric_core.faults.book import checked_params, fault_kind
 
 #: Exit status of a command sent to an online cluster whose result did not come in time
@@ -148,6 +154,13 @@ async def _inject(args: argparse.Namespace) -> int:
         check_fault(command)
     except CommandError as exc:
         raise CliError(str(exc)) from None
+    return await deliver(args, command)
+
+
+async def deliver(args: argparse.Namespace, command: Command) -> int:
+    """Send ``command`` to the cluster of ``args`` (``--mqtt``, ``--cluster``), wait
+    ``--timeout`` for its result, print it (``--json``: as JSON) and return the exit
+    status: 0 applied, 1 refused; CliError with 3 (unreachable) or ``MAYBE_APPLIED``."""
     config = broker_config(args)
     cluster = await resolve_cluster(config, cluster_name(args))
     try:

@@ -55,13 +55,16 @@ def describe(bindings: list[BindingType]) -> list[tuple[str, str]]:
     """(keys as typed, description) of ``Binding`` objects, in order.
 
     ``plus,equals_sign`` with ``key_display="+"`` reads ``+``: the display wins when
-    given (an alias such as ``=`` for an unshifted ``+`` is not worth a line).
+    given (an alias such as ``=`` for an unshifted ``+`` is not worth a line). A key bound
+    twice with one description (a hidden second binding, such as the main view's ``c``)
+    is listed once.
     """
-    out = []
+    out: list[tuple[str, str]] = []
     for b in bindings:
         if isinstance(b, Binding) and b.description:
             keys = b.key_display or " / ".join(typed(k.strip()) for k in b.key.split(","))
-            out.append((keys, b.description))
+            if (keys, b.description) not in out:
+                out.append((keys, b.description))
     return out
 
 

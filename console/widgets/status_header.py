@@ -4,6 +4,10 @@ The line fits the terminal's width: what does not fit is left out, the least nee
 first (``COMPACT``), so that an 80-column terminal still shows the state, the faults,
 the simulated time, the speed asked, the cluster and the profile (it used to cut the
 end of the line, where the cluster and profile are).
+
+A remote console whose view no longer follows its emulator (``link_loss``: the broker
+is gone, the emulator is offline or not heard) says so in the state itself, at any
+width, and marks the figures it still shows stale: they stopped changing.
 """
 
 from __future__ import annotations
@@ -40,12 +44,28 @@ _FLOW_CONTROL, _EXPORTER, _TICK, _MEASURED, _ONCE, _KERNEL = range(1, len(COMPAC
 #: Why a compile happens once, said shorter (``COMPACT``'s third step).
 ONCE_SHORT = "(the first run after an install)"
 
+#: (label, style) of the state for each ``link_loss`` state of a remote source
+#: (``console.source.RemoteSource``); another state reads as offline.
+LINK_LOSS_LABELS = {
+    "no broker": ("✕ no broker", "bold white on red"),
+    "offline": ("⏹ offline", "bold black on dark_orange"),
+    "unheard": ("✕ not heard", "bold black on dark_orange"),
+}
+#: What the figures of a view that no longer follows its emulator are drawn in
+STALE_STYLE = "dim"
+
 
 def state_label(
-    snap: Snapshot | None, *, frozen: bool, compiling: Compiling | None = None
+    snap: Snapshot | None,
+    *,
+    frozen: bool,
+    compiling: Compiling | None = None,
+    link_loss: tuple[str, str] | None = None,
 ) -> tuple[str, str]:
-    """(label, style) of the run state: frozen view wins over compiling, compiling over
-    running / paused."""
+    """(label, style) of the run state: a lost link wins over the rest (what the view
+    shows stopped changing), frozen view over compiling, compiling over running / paused."""
+    if link_loss is not None:
+        return LINK_LOSS_LABELS.get(link_loss[0], LINK_LOSS_LABELS["offline"])
     if frozen:
         return "❄ frozen view", "bold black on cyan"
     if compiling is not None:
@@ -69,6 +89,8 @@ class HeaderState:
     compiling: Compiling | None = None
     #: the source stopped (its ``description`` says why): never left out
     source_stopped: bool = False
+    #: a remote source's (state, note) when its view no longer follows the emulator
+    link_loss: tuple[str, str] | None = None
 
 
 def header_text(state: HeaderState, compact: int = 0) -> Text:
@@ -77,9 +99,14 @@ def header_text(state: HeaderState, compact: int = 0) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
     if compact < _TICK:
         text.append(" fabtop ", "bold reverse")
-    label, style = state_label(snap, frozen=state.frozen, compiling=state.compiling)
+    label, style = state_label(
+        snap, frozen=state.frozen, compiling=state.compiling, link_loss=state.link_loss
+    )
     # the state first: if even the most compact line is too wide, its end is cut
     text.append(f" {label} ", style)
+    if state.link_loss is not None:
+        # never left out: without a snapshot, nothing else names the cluster
+        text.append(f" {state.link_loss[1]} " if snap is None else " stale:", "bold")
     if state.compiling is not None and not state.frozen and compact < _KERNEL:
         note = compiling_note(state.compiling)
         if compact >= _TICK:
@@ -87,18 +114,7 @@ def header_text(state: HeaderState, compact: int = 0) -> Text:
         text.append(f" {note.rstrip()} ", "magenta")
     fields: list[Text] = []
     if snap is not None:
-        # what changes and what an operator acts on first (faults, time, speed), then
-        # the fabric's names
-        n_faults = len(snap.active_faults)
-        fields.append(Text(f"faults {n_faults}", "bold red" if n_faults else ""))
-        sim = f"sim {fmt_seconds(snap.sim_time_s)}"
-        if compact < _TICK:
-            sim += f" · tick {fmt_seconds(snap.dt_s)}"
-        fields.append(Text(sim))
-        speed = f"speed {fmt_speed(snap.target_speed)}"
-        if snap.measured_speed > 0 and compact < _MEASURED:
-            speed += f" (now {fmt_speed(snap.measured_speed)})"
-        fields.append(Text(speed))
+        fields += figures(snap, compact, stale=state.link_loss is not None)
         fields.append(Text(snap.cluster, "bold"))
         profile = snap.profile
         if compact < _FLOW_CONTROL:
@@ -113,6 +129,25 @@ def header_text(state: HeaderState, compact: int = 0) -> Text:
     text.append(" ")
     text.append(Text(" │ ").join(fields))
     return text
+
+
+def figures(snap: Snapshot, compact: int, *, stale: bool) -> list[Text]:
+    """Faults, simulated time and speed: what changes and what an operator acts on first.
+    ``stale``: they stopped changing (``STALE_STYLE``, and no measured speed, which is
+    not "now" any more)."""
+    n_faults = len(snap.active_faults)
+    faults = Text(f"faults {n_faults}", "bold red" if n_faults else "")
+    sim = f"sim {fmt_seconds(snap.sim_time_s)}"
+    if compact < _TICK:
+        sim += f" · tick {fmt_seconds(snap.dt_s)}"
+    speed = f"speed {fmt_speed(snap.target_speed)}"
+    if snap.measured_speed > 0 and compact < _MEASURED and not stale:
+        speed += f" (now {fmt_speed(snap.measured_speed)})"
+    shown = [faults, Text(sim), Text(speed)]
+    if stale:
+        for text in shown:
+            text.stylize(STALE_STYLE)
+    return shown
 
 
 def fitted(state: HeaderState, width: int) -> Text:
@@ -145,12 +180,21 @@ class StatusHeader(TextView):
         read_only: bool,
         compiling: Compiling | None = None,
         source_stopped: bool = False,
+        link_loss: tuple[str, str] | None = None,
     ) -> None:
         """Redraw from ``snap`` (None before the first snapshot); ``compiling``: what the
         engine's numba compiles now, if anything; ``source_stopped``: the source's engine
-        stopped (``source`` says why)."""
+        stopped (``source`` says why); ``link_loss``: a remote source's (state, note)
+        when its view no longer follows the emulator."""
         self._state = HeaderState(
-            snap, frozen, metrics_address, source, read_only, compiling, source_stopped
+            snap,
+            frozen,
+            metrics_address,
+            source,
+            read_only,
+            compiling,
+            source_stopped,
+            link_loss,
         )
         self.show_text(fitted(self._state, self.size.width))
 

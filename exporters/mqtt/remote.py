@@ -139,17 +139,19 @@ class MqttSource:
         ``offline``, or subscribed ``unheard_after_s`` without hearing its status."""
         cluster = self.topics.cluster
         if not self.connected:
-            return LinkLoss(NO_BROKER, f"no broker at {self.config.display()}") if self._lost else None
+            lost = LinkLoss(NO_BROKER, f"no broker at {self.config.display()}")
+            return lost if self._lost else None
         if self.status == "offline":
             return LinkLoss(OFFLINE, f"emulator {cluster} offline (its status)")
-        if self.status is None and self._subscribed_for() >= self.unheard_after_s:
+        if self._unheard():
             return LinkLoss(UNHEARD, f"nothing heard from emulator {cluster}")
         return None
 
-    def _subscribed_for(self) -> float:
-        """Seconds since the current connection subscribed (0 when there is none)."""
+    def _unheard(self) -> bool:
+        """No status heard in the ``unheard_after_s`` or more since subscribing."""
         since = self._subscribed_at
-        return 0.0 if since is None else time.monotonic() - since
+        waited = since is not None and time.monotonic() - since >= self.unheard_after_s
+        return self.status is None and waited
 
     def latest(self) -> Snapshot | None:
         """The snapshot rebuilt from the latest telemetry (None before the first)."""

@@ -381,6 +381,10 @@ class StepResult:
     deadline_s: float = float("nan")
     hang_window_s: float = float("nan")
     bound: str = ""
+    peers: int = 0  # each GPU's peers (all the others unless the step was scaled down)
+    rounds_asked: int = 0
+    burst_asked: int = 0
+    scaled: str = ""  # how and why the step is smaller than asked ("": it is not)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -419,6 +423,24 @@ PROGRESS_EVERY_TICKS = 5
 STEP_ENDPOINT = EndpointParams(control="ibgda", data_path="gdr")
 
 
+def _refuse_a_coarse_deadline(name: str, plan: StepPlan, dt_s: float, asked: bool) -> None:
+    """Raises ValueError when the step's deadline is under ``DEADLINE_TICKS`` ticks: its
+    time is known to a tick, so with fewer on time and late blur (a 1 ms tick against a
+    330 µs deadline failed a sound fabric as slow)."""
+    if ticks_in(plan.deadline_s, dt_s) >= DEADLINE_TICKS:
+        return
+    finest = format_duration(plan.deadline_s / DEADLINE_TICKS)
+    fix = (
+        f"use a --timeout of at least {format_duration(DEADLINE_TICKS * dt_s)}"
+        if asked
+        else f"use a tick of at most {finest} (--dt)"
+    )
+    raise ValueError(
+        f"step {name!r}: its deadline {format_duration(plan.deadline_s)} is less than "
+        f"{DEADLINE_TICKS} ticks of {format_duration(dt_s)}, too coarse to judge it; {fix}"
+    )
+
+
 def run_step(
     scn: Scenario,
     name: str,
@@ -435,7 +457,8 @@ def run_step(
 ) -> StepResult:
     """Run one all-to-all step on ``gpus`` (node ids) and judge it.
 
-    ``timeout_s`` overrides the deadline computed from the cluster (``plan_step``).
+    ``timeout_s`` overrides the deadline computed from the cluster (``plan_step``). A
+    message counts as completed by the deadline when it finished at or before it.
     """
     endpoint = endpoint or STEP_ENDPOINT
     plan = plan_step(
@@ -448,19 +471,7 @@ def run_step(
         endpoint=endpoint,
         timeout_s=timeout_s,
     )
-    if plan.deadline_s < DEADLINE_TICKS * scn.dt_s:
-        # its time is known to a tick: with fewer to the deadline, on time and late blur
-        # (a 1 ms tick against a 330 µs deadline failed a sound fabric as slow)
-        raise ValueError(
-            f"step {name!r}: its deadline {format_duration(plan.deadline_s)} is less than "
-            f"{DEADLINE_TICKS} ticks of {format_duration(scn.dt_s)}, too coarse to judge it; "
-            + (
-                f"use a --timeout of at least {format_duration(DEADLINE_TICKS * scn.dt_s)}"
-                if timeout_s is not None
-                else f"use a tick of at most {format_duration(plan.deadline_s / DEADLINE_TICKS)}"
-                " (--dt)"
-            )
-        )
+    _refuse_a_coarse_deadline(name, plan, scn.dt_s, asked=timeout_s is not None)
     probe = ProbeAllToAll(
         name="bringup",
         traffic_class="bringup",
@@ -468,7 +479,9 @@ def run_step(
         size_bytes=size_bytes,
         rounds=plan.rounds,
         burst=plan.burst,
+        peers=plan.peers,
         endpoint=endpoint,
+        count_until_s=plan.deadline_s + TICK_TOLERANCE * scn.dt_s,
     )
     fabric, scheduled = _fabric_for(scn, probe)
     for cmd in [*scheduled, *faults]:
@@ -488,9 +501,11 @@ def run_step(
         if now - last_progress_s >= plan.hang_window_s:
             outcome = "hang"
             break
-        if now >= plan.deadline_s and probe.received > 0:
+        if fabric.tick >= plan.deadline_ticks and probe.received > 0:
             outcome = "slow"  # still completing messages (else the window above decides)
             break
+    if probe.done and probe.on_time < probe.received:
+        outcome = "slow"  # all came, some finishing after the deadline
     if progress is not None:
         progress(StepProgress(name, probe.received, plan.messages, fabric.sim_time_s, plan))
     ep = probe.ep
@@ -500,27 +515,11 @@ def run_step(
     elapsed = (probe.end_s if probe.done else fabric.sim_time_s) - (
         probe.start_s if np.isfinite(probe.start_s) else 0.0
     )
-    rate = probe.received / elapsed / gpus.size if elapsed > 0 else 0.0
-    diagnosis: list[str] = []
-    failure = ""
-    errs = ep.post_errors[idx]
-    if errs.any():
-        failure = "post_error"
-        for g in np.flatnonzero(errs):
-            diagnosis.append(
-                f"{names[idx[g]]}: {int(errs[g])} WQE post(s) failed (version_mismatch: "
-                "driver / CUDA / NVSHMEM versions do not match)"
-            )
-    stuck = ep.stuck[idx]
+    # stopped at the deadline: the messages reported that finish after it do not count
+    counted = probe.received if probe.done else probe.on_time
+    rate = counted / elapsed / gpus.size if elapsed > 0 else 0.0
     silent = fabric.sim_time_s - last_progress_s
-    if stuck.any():
-        failure = failure or "hang"
-        for g in np.flatnonzero(stuck):
-            diagnosis.append(
-                f"{names[idx[g]]}: {int(stuck[g])} WQE(s) posted, no completion for "
-                f"{format_duration(silent)}: stuck in the send queue (doorbell rung, "
-                "the NIC never executed the WQE)"
-            )
+    failure, diagnosis = _diagnose(ep, idx, names, silent)
     if not failure and outcome == "hang":
         failure = "hang"
         diagnosis.append(
@@ -529,19 +528,13 @@ def run_step(
         )
     elif not failure and outcome == "slow":
         failure = "slow"
-        diagnosis.append(
-            f"{probe.received:,}/{plan.messages:,} messages completed by the deadline "
-            f"{format_duration(plan.deadline_s)} ("
-            + ("the timeout asked for; " if timeout_s is not None else f"{DEADLINE_MARGIN:g}× ")
-            + f"the expected {format_duration(plan.expected_s)}, bound: {plan.bound}); "
-            "messages kept completing, so the fabric is slow, not hung"
-        )
+        diagnosis.append(_slow(probe, plan, elapsed, asked=timeout_s is not None))
     return StepResult(
         name=name,
         gpus=[names[i] for i in idx],
         passed=not failure,
         messages=plan.messages,
-        completed=probe.received,
+        completed=probe.on_time,
         message_rate_per_s=rate,
         latency_p50_s=view.quantile(0.5),
         latency_p99_s=view.quantile(0.99),
@@ -554,6 +547,48 @@ def run_step(
         deadline_s=plan.deadline_s,
         hang_window_s=plan.hang_window_s,
         bound=plan.bound,
+        peers=plan.peers,
+        rounds_asked=rounds,
+        burst_asked=burst,
+        scaled=plan.scaled,
+    )
+
+
+def _diagnose(
+    ep: EndpointModel, idx: NDArray[np.intp], names: Sequence[str], silent_s: float
+) -> tuple[str, list[str]]:
+    """The failure the endpoints show ("" | "post_error" | "hang") and a line per GPU."""
+    diagnosis: list[str] = []
+    failure = ""
+    errs = ep.post_errors[idx]
+    if errs.any():
+        failure = "post_error"
+        for g in np.flatnonzero(errs):
+            diagnosis.append(
+                f"{names[idx[g]]}: {int(errs[g])} WQE post(s) failed (version_mismatch: "
+                "driver / CUDA / NVSHMEM versions do not match)"
+            )
+    stuck = ep.stuck[idx]
+    if stuck.any():
+        failure = failure or "hang"
+        for g in np.flatnonzero(stuck):
+            diagnosis.append(
+                f"{names[idx[g]]}: {int(stuck[g])} WQE(s) posted, no completion for "
+                f"{format_duration(silent_s)}: stuck in the send queue (doorbell rung, "
+                "the NIC never executed the WQE)"
+            )
+    return failure, diagnosis
+
+
+def _slow(probe: ProbeAllToAll, plan: StepPlan, elapsed_s: float, *, asked: bool) -> str:
+    """The diagnosis of a slow step: how much finished by the deadline, against what."""
+    late = f"; all completed in {format_duration(elapsed_s)}" if probe.done else ""
+    return (
+        f"{probe.on_time:,}/{plan.messages:,} messages completed by the deadline "
+        f"{format_duration(plan.deadline_s)} ("
+        + ("the timeout asked for; " if asked else f"{DEADLINE_MARGIN:g}× ")
+        + f"the expected {format_duration(plan.expected_s)}, bound: {plan.bound}){late}; "
+        "messages kept completing, so the fabric is slow, not hung"
     )
 
 
