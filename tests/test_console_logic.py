@@ -140,6 +140,14 @@ def test_form_rejects_a_node_where_a_link_is_needed() -> None:
         build_inject("link_down", "leaf00", "", "", snapshot())
     with pytest.raises(CommandError, match="targets a switch; 'gpu0001' is a GPU"):
         build_inject("switch_down", "gpu0001", "", "", snapshot())
+    # and a link where a node is: the form said "unknown gpu 'leaf00->gpu0001'"
+    with pytest.raises(
+        CommandError,
+        match=re.escape(
+            "pfc_storm targets a GPU; 'leaf00->gpu0001' is a link: name a GPU, e.g. 'gpu0001'"
+        ),
+    ):
+        build_inject("pfc_storm", "leaf00->gpu0001", "", "", snapshot())
 
 
 def test_form_builds_the_command() -> None:

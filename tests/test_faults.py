@@ -345,6 +345,11 @@ def test_overlapping_faults_on_one_link_keep_it_down_until_both_clear() -> None:
             "incast: senders must be in [1, 4096], got 100000",
         ),
         (InjectFault(kind="pfc_storm", target="gpu9"), "unknown gpu 'gpu9'"),
+        # (session 44: "unknown gpu 'leaf00->gpu0001'", as if it were a typo of a GPU's name)
+        (
+            InjectFault(kind="pfc_storm", target="leaf00->gpu0001"),
+            "pfc_storm targets a GPU; 'leaf00->gpu0001' is a link: name a GPU, e.g. 'gpu0001'",
+        ),
         (
             InjectFault(kind="link_flap", target="leaf00->spine00", params={"period_s": 0.0}),
             "period_s must be in",

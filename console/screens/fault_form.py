@@ -23,7 +23,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 from console.faultkinds import FaultKind, fault_kinds, kind_named
 from console.targets import normalise_target, typed_spellings
 from fabric_core.commands import Command, CommandError, CommandResult, InjectFault, shown, unknown
-from fabric_core.faults.book import not_of_sort
+from fabric_core.faults.book import link_not_node, not_of_sort
 from fabric_core.runtime.snapshot import Snapshot
 from fabric_core.units import parse_duration as parse_quantity
 
@@ -142,7 +142,11 @@ def check_target(
             raise unknown("link", target, known)
         return
     if target not in snap.nodes.index:  # (suggested from its sort: a GPU, not 'spine00')
-        raise unknown(kind.target, target, nodes_of_sort(snap, kind.target))
+        of_sort = nodes_of_sort(snap, kind.target)
+        if target in (link_names or snap.links.index) and of_sort:  # a link, not a node
+            ends = [n for n in target.split("->") if n in of_sort]
+            raise CommandError(link_not_node(kind.name, target, kind.target, (ends or of_sort)[0]))
+        raise unknown(kind.target, target, of_sort)
     node_kind = snap.nodes.kind[snap.nodes.index[target]]
     if kind.target in ("switch", "gpu", "storage") and node_kind != kind.target:
         raise CommandError(not_of_sort(kind.name, target, kind.target, node_kind))

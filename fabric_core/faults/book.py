@@ -45,6 +45,16 @@ def not_of_sort(kind: str, target: str, wanted: str, found: str, example: str = 
     return f"{text}: name a link, e.g. {example!r}" if example else text
 
 
+def link_not_node(kind: str, link: str, wanted: str, example: str) -> str:
+    """Why the link ``link`` does not fit a fault ``kind`` that targets a node of sort
+    ``wanted``, with ``example``, one that would ("pfc_storm targets a GPU;
+    'gpu0000->leaf00' is a link: name a GPU, e.g. 'gpu0000'")."""
+    return (
+        f"{kind} targets {sort_word(wanted)}; {link!r} is a link: name {sort_word(wanted)},"
+        f" e.g. {example!r}"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class FaultView:
     """One fault and its timeline (simulated seconds; ``None`` = not reached yet)."""
@@ -361,6 +371,8 @@ class FaultBook:
                     err = CommandError(
                         not_of_sort(cmd.kind, cmd.target, wanted, self.nodes.kind[ni])
                     )
+                elif cmd.target in self.links.index and names:
+                    err = CommandError(self._link_for_node(cmd.kind, cmd.target, wanted, names))
                 raise err
             node = ni
             if kind.target == "switch":
@@ -374,6 +386,14 @@ class FaultBook:
         if kind.name == "incast":
             self._check_incast(node, params)
         return kind, ids, node, params
+
+    def _link_for_node(self, kind: str, link: str, wanted: str, names: list[str]) -> str:
+        """``link_not_node`` with an end of ``link`` of sort ``wanted`` as the example, or
+        the first of ``names`` (the nodes of that sort)."""
+        li = self.links.index[link]
+        ends = (self.links.src[li], self.links.dst[li])
+        fits = [self.nodes.name[n] for n in ends if wanted in ("node", self.nodes.kind[n])]
+        return link_not_node(kind, link, wanted, fits[0] if fits else names[0])
 
     def _refuse_a_second(
         self, kind: FaultKind, ids: NDArray[np.int64], node: int, target: str
