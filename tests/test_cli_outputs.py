@@ -77,6 +77,18 @@ def test_an_empty_file_name_is_refused_as_one(
     assert f"argument {option}: expected a file name, got ''" in capsys.readouterr().err
 
 
+def test_a_dash_is_refused_not_written_as_a_file_named_dash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--json -`` wrote a file named "-" where a pipe was meant."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "tiny", "--duration", "1us", "--json", "-"])
+    assert exit_.value.code == 2
+    assert "argument --json: '-' is no file here" in capsys.readouterr().err
+    assert not (tmp_path / "-").exists()
+
+
 def test_claims_markdown_and_plots_may_name_directories_still_to_be_made(tmp_path: Path) -> None:
     """--markdown and --plots make their directories, so a new one is not refused; a
     --plots that is a file is, since no plot can go in it."""

@@ -18,9 +18,14 @@ from fabric_core.textfile import write_text
 def file_path(text: str) -> Path:
     """An argparse type: ``text`` as a path to a file, refused when empty (``Path("")`` is
     ``.``, the working directory, which the errors then named instead of the empty
-    name)."""
+    name) or ``-``, which other tools read as standard output."""
     if not text.strip():
         raise argparse.ArgumentTypeError(f"expected a file name, got {text!r}")
+    if text == "-":  # (a file named "-" was written, where a pipe was meant)
+        raise argparse.ArgumentTypeError(
+            "'-' is no file here (standard input and output are not read or written as "
+            "'-'): name a file; to write to standard output, /dev/stdout"
+        )
     return Path(text)
 
 
