@@ -309,7 +309,7 @@ def test_a_scheduled_fault_past_the_runs_end_is_said_not_reached(tmp_path: Path)
     out = fabtop("run", str(scenario), "--duration", "100us")
     assert out.returncode == 0, out.stderr
     assert (
-        "scheduled fault not reached: link_down on leaf00->spine01 at 1 s, after the run's 100 µs"
+        "scheduled fault not reached: link_down on leaf00->spine01 at 1 s; the run ended at 100 µs"
         in out.stdout
     )
 

@@ -197,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
     for i, st in enumerate(steps, 1):
         verdict = "PASS" if st.passed else "FAIL"
         print(
-            f"step {i} {st.name:<20} {verdict}  {len(st.gpus)} GPUs  "
+            f"step {i} {st.name:<20} {verdict}  {len(st.gpus):,} GPUs  "
             f"{st.completed:,}/{st.messages:,} messages in {_t(st.elapsed_s)} "
             f"(expected {_t(st.expected_s)}, bound: {st.bound})  "
             f"rate {st.message_rate_per_s / 1e6:.3g} M msg/s per GPU  "

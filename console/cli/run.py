@@ -115,9 +115,10 @@ def run(args: argparse.Namespace) -> int:
             print_summary(report)
             for at_s, cmd in fabric.schedule:  # (a fault past the end ran as if not there)
                 what = f"{cmd.kind} on {cmd.target}" if isinstance(cmd, InjectFault) else "clear"
+                # (a fault due at the run's end would apply at the start of the next tick)
                 print(
-                    f"scheduled fault not reached: {what} at {format_duration(at_s)}, after the "
-                    f"run's {format_duration(fabric.sim_time_s)}"
+                    f"scheduled fault not reached: {what} at {format_duration(at_s)}; the run "
+                    f"ended at {format_duration(fabric.sim_time_s)}"
                 )
         status = 0
         if args.json and not write_output(

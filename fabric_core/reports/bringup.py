@@ -178,8 +178,9 @@ def size_step(gpus: int, rounds: int, burst: int) -> StepSize:
     """The all-to-all asked for on ``gpus`` GPUs, scaled down to ``CLUSTER_MESSAGE_BUDGET``
     messages when it is larger: fewer rounds first, then fewer messages per peer, then
     fewer peers per GPU, each at least 1, so that every GPU still posts and receives (a
-    GPU left out could be the one with the fault the check looks for). The 2-GPU step is
-    never scaled: it is what the user asked for."""
+    GPU left out could be the one with the fault the check looks for; past
+    ``CLUSTER_MESSAGE_BUDGET`` GPUs that is one message each, over the budget). The 2-GPU
+    step is never scaled: it is what the user asked for."""
     asked = StepSize(rounds, burst, max(1, gpus - 1))
     budget = CLUSTER_MESSAGE_BUDGET
     if gpus <= 2 or asked.messages(gpus) <= budget:
@@ -213,7 +214,7 @@ def describe_scaling(gpus: int, asked: StepSize, run: StepSize) -> str:
     return (
         "; ".join(changes) + f": the full all-to-all is {asked.messages(gpus):,} messages, "
         f"over the check's budget of {CLUSTER_MESSAGE_BUDGET:,} (which keeps a large "
-        "fabric's step to minutes of wall time)"
+        "fabric's step to seconds of wall time)"
     )
 
 
