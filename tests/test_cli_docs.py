@@ -114,6 +114,22 @@ def test_scenarios_spell_out_the_claims_they_show(capsys: pytest.CaptureFixture[
     assert "article claims: what a vendor article on scaleFabric" in out
 
 
+def test_scenarios_name_prints_the_file_that_runs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`fabtop scenarios show tiny` was a usage error: a bundled scenario could be read
+    only by finding the package's directory."""
+    from console.cli import main
+    from fabric_core.runtime.scenario import load_scenario
+
+    assert main(["scenarios", "tiny"]) == 0
+    copy = tmp_path / "mine.toml"
+    copy.write_text(capsys.readouterr().out)
+    assert load_scenario(copy).raw == load_scenario("tiny").raw
+    assert main(["scenarios", "tinny"]) == 2
+    assert "unknown scenario 'tinny' (did you mean 'tiny'?)" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("doc", sorted(p.name for p in (ROOT / "docs").glob("*.md")))
 def test_docs_name_nothing_a_newcomer_cannot_find(doc: str) -> None:
     text = (ROOT / "docs" / doc).read_text()
