@@ -60,6 +60,10 @@ def test_the_default_fabric_passes_and_shows_progress_on_a_terminal(
     captured = capsys.readouterr()
     assert "step 2 cluster all-to-all   PASS  256 GPUs" in captured.out
     assert "bound: leaf uplinks" in captured.out  # the 2:1 oversubscribed uplinks limit it
+    # 256 x 255 peers x 8 x 4 rounds is over the budget, and the output says what ran instead
+    assert "scaled down: 1 round of the 4 asked (--rounds); 2 messages to each peer" in (
+        captured.out
+    )
     assert captured.err == ""  # not a terminal: no progress bar
     term = _Terminal()
     monkeypatch.setattr(sys, "stderr", term)
@@ -143,11 +147,14 @@ def test_clearing_the_fault_makes_the_check_pass() -> None:
     assert fail.sum() == hang.sum() == 0
 
 
-def test_bad_targets_are_refused() -> None:
+def test_bad_targets_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     fabric = Fabric.from_scenario(load_scenario("tiny"))
     with pytest.raises(CommandError, match=r"version_mismatch targets a GPU; 'leaf00' is a switch"):
         fabric.apply(InjectFault(kind="version_mismatch", target="leaf00"))
     assert main(["check", "ibgda", "tiny", "--mismatch", "gpu9999"]) == 2
+    assert "its 8 GPUs are gpu0000..gpu0007" in capsys.readouterr().err
+    assert main(["check", "ibgda", "tiny", "--mismatch", "leaf00"]) == 2  # the core says why
+    assert "'leaf00' is a switch" in capsys.readouterr().err
 
 
 def test_version_mismatch_through_fabric_apply() -> None:

@@ -105,6 +105,8 @@ def test_rule_reports_the_conditions_that_fail() -> None:
     assert [c.metric for c in rule.failing({"a": 2.0, "b": 1.5})] == ["b"]
     assert "a ≥ 1 → reproduced, ≥ 0.5 → partly" in rule.describe()
     assert Rule(()).verdict({}) is N
+    # all or nothing: it read "≤ 0 → reproduced, ≤ 0 → partly", a partly that never is
+    assert at_most("d", 0.0, 0.0, "drops").describe() == "drops ≤ 0 → reproduced, else not"
 
 
 def test_every_claim_has_rows_rules_and_sentences() -> None:

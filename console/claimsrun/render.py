@@ -71,7 +71,8 @@ def text(report: Report) -> str:
         lines.append("")
     counts = {v: sum(r.verdict is v for r in report.rows) for v in Verdict}
     lines.append(
-        f"{len(report.rows)} rows: {counts[Verdict.REPRODUCED]} reproduced, "
+        f"{len(report.rows)} row{'' if len(report.rows) == 1 else 's'}: "
+        f"{counts[Verdict.REPRODUCED]} reproduced, "
         f"{counts[Verdict.PARTLY]} partly, {counts[Verdict.NOT_REPRODUCED]} not reproduced "
         f"({'quick' if report.settings.quick else 'full'} run, wall {report.wall_s:.0f} s)"
     )

@@ -75,6 +75,8 @@ class Condition:
     def describe(self) -> str:
         """The condition in words."""
         name = self.what or self.metric
+        if self.partly == self.reproduced:  # (all or nothing: "≤ 0 → reproduced, ≤ 0 → partly")
+            return f"{name} {self.reproduced.describe(self.fmt)} → reproduced, else not"
         return (
             f"{name} {self.reproduced.describe(self.fmt)} → reproduced, "
             f"{self.partly.describe(self.fmt)} → partly"
