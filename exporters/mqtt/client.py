@@ -39,6 +39,15 @@ MAX_QUEUED_OUTGOING = 1000
 MAX_QUEUED_INCOMING = 1000
 
 
+#: Where the MQTT library's own log goes by default: nowhere. Its errors ("failed to
+#: receive on socket: [Errno 104] Connection reset by peer") reached a user's terminal
+#: through logging's last resort, beside the sentence the caller prints for the same
+#: failure (``explain``); a caller that wants them passes a logger of its own (the bridge).
+QUIET_LOG = logging.getLogger("fabtop.mqtt.library")
+QUIET_LOG.addHandler(logging.NullHandler())
+QUIET_LOG.propagate = False
+
+
 def make_client(
     config: BrokerConfig,
     *,
@@ -52,6 +61,7 @@ def make_client(
     properties: Properties | None = None,
 ) -> aiomqtt.Client:
     """A new (not yet connected) client; ``role`` prefixes the generated client id.
+    ``logger`` takes the MQTT library's log; by default it goes nowhere (``QUIET_LOG``).
 
     Raises:
         BrokerUrlError: the TLS files cannot be read.
@@ -71,7 +81,7 @@ def make_client(
         properties=properties,
         protocol=protocol,
         queue_type=queue_type,
-        logger=logger,
+        logger=logger or QUIET_LOG,
     )
 
 

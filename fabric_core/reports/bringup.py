@@ -10,11 +10,16 @@ slowest of its bounds (WQE posting, the NIC's line rate, each leaf's uplinks)
 plus the latency of a round: for step 1 one message each way between its two GPUs on
 the idle, healthy fabric (``idle_round_latency``), for step 2 step 1's measured round;
 the step may take
-``DEADLINE_MARGIN`` times the expected time. A step that stops making progress
+``DEADLINE_MARGIN`` times the expected time (or ``--timeout``; a message counts as
+completed by the deadline when it finished at or before it). A step that stops making progress
 (no message completes for a window of ``HANG_WINDOW_ROUNDS`` expected rounds)
 is a **hang**; one that keeps completing messages but overruns its deadline is
 **slow**. On failure the check says which (post error, hang, slow) and on which
 GPU, and for a hang where it stuck (posted, never completed).
+
+The cluster step sends at most about ``CLUSTER_MESSAGE_BUDGET`` messages: a larger
+all-to-all is scaled down (fewer rounds, then messages per peer, then peers per GPU, so
+that every GPU still posts and receives), and the step says what it ran instead and why.
 
 Each step builds a fresh fabric from the scenario with the probe as its only
 workload (the scenario's background traffic is left out: a bring-up check runs
@@ -239,7 +244,6 @@ class StepPlan:
     bound: str  # what limits a round: "posting", "NIC line rate", "leaf uplinks", "latency"
     peers: int = 1  # each GPU's peers (all the others unless the step was scaled down)
     deadline_ticks: int = 0  # the tick by whose end the deadline has come
-    asked: StepSize | None = None  # the step the user asked for
     scaled: str = ""  # how and why the step is smaller than asked ("": it is not)
 
     def describe(self) -> str:
@@ -330,7 +334,6 @@ def plan_step(
     """
     topo = scn.build_topology()
     n = int(gpus.size)
-    asked = StepSize(rounds, burst, max(1, n - 1))
     size = size_step(n, rounds, burst)
     posts = size.burst * size.peers
     peer_bytes = size.burst * float(size_bytes)
@@ -356,8 +359,7 @@ def plan_step(
         bound=bound,
         peers=size.peers,
         deadline_ticks=math.ceil(ticks_in(deadline, scn.dt_s)),
-        asked=asked,
-        scaled=describe_scaling(n, asked, size),
+        scaled=describe_scaling(n, StepSize(rounds, burst, max(1, n - 1)), size),
     )
 
 
