@@ -199,6 +199,7 @@ def test_a_negative_size_is_given_the_range(capsys: pytest.CaptureFixture[str]) 
         ("GPU0001:fail", "gpu0001"),
         ("gpu7", "gpu0007"),
         ("gpu00004", "gpu0004"),
+        ("gpx5", "gpu0005"),
     ],
 )
 def test_an_unknown_gpu_gets_the_closest_name_and_the_range(

@@ -83,7 +83,7 @@ def message_size(text: str) -> int:
     from fabric_core.workloads.fields import MAX_MESSAGE_BYTES
 
     try:
-        value = parse_size(text)
+        value = parse_size(text, signed=True)  # (a negative one: the range below says it)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     if not 1 <= value <= MAX_MESSAGE_BYTES:

@@ -28,8 +28,7 @@ from fabric_core.reports.bringup import (
     check_ibgda,
 )
 from fabric_core.runtime.scenario import Scenario, ScenarioError
-from fabric_core.units import format_bytes, format_duration, parse_size
-from fabric_core.workloads.fields import MAX_MESSAGE_BYTES
+from fabric_core.units import format_duration
 
 
 def register(sub: Any) -> None:
@@ -58,7 +57,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--size",
-        type=_message_bytes,
+        type=message_size,
         default=4096,
         metavar="BYTES",
         help="message size, in bytes or with a unit such as 4KiB (default 4096; at most 2 GiB)",
@@ -83,20 +82,6 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _message_bytes(text: str) -> int:
-    """argparse type for ``--size``: ``message_size``, whose range a negative size gets
-    too (``parse_size`` alone said "must be >= 0", and 0 is refused as well)."""
-    try:
-        negative = parse_size(text, signed=True) < 0
-    except ValueError:
-        negative = False  # message_size says what is wrong with it
-    if negative:
-        raise argparse.ArgumentTypeError(
-            f"a message is 1 B to {format_bytes(MAX_MESSAGE_BYTES)}, got {text!r}"
-        )
-    return message_size(text)
-
-
 def _fault(spec: str) -> InjectFault:
     gpu, _, mode = spec.partition(":")
     if mode not in ("", "hang", "fail"):
@@ -118,12 +103,17 @@ def _numbered(name: str) -> tuple[str, int] | None:
 
 def _closest_gpus(name: str, gpus: Sequence[str]) -> list[str]:
     """The GPU names ``name`` most likely meant: the same name in another case or with
-    other zero-padding (``gpu7``, ``GPU0007``: gpu0007), else the closest spellings."""
+    other zero-padding (``gpu7``, ``GPU0007``: gpu0007), else the GPU of that number
+    (``gpx7``: gpu0007), else the closest spellings (difflib: ``gpu0`` got gpu0007)."""
     wanted = _numbered(name)
-    same = [g for g in gpus if g.lower() == name.lower() or (wanted and _numbered(g) == wanted)]
-    if same:
-        return same[:MAX_SUGGESTED_GPUS]
-    return difflib.get_close_matches(name, gpus, n=MAX_SUGGESTED_GPUS, cutoff=0.6)
+    if wanted is not None:
+        numbered = [(g, _numbered(g)) for g in gpus]
+        same = [g for g, n in numbered if n == wanted]
+        same_number = [g for g, n in numbered if n is not None and n[1] == wanted[1]]
+        if same or same_number:
+            return (same or same_number)[:MAX_SUGGESTED_GPUS]
+    same_case = [g for g in gpus if g.lower() == name.lower()]
+    return same_case or difflib.get_close_matches(name, gpus, n=MAX_SUGGESTED_GPUS, cutoff=0.6)
 
 
 def _unknown_gpu(name: str, gpus: Sequence[str]) -> str:

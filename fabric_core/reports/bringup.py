@@ -49,16 +49,17 @@ from fabric_core.workloads.moe import nic_payload_Bps
 
 def peer_offsets(n: int, peers: int) -> NDArray[np.int64]:
     """How far along the ``n`` ranks each rank's ``peers`` destinations are (1 .. n-1),
-    spread evenly: every other rank for ``n - 1`` peers, the rank half-way round for one
-    (so a scaled-down step still crosses the fabric rather than staying under a leaf)."""
+    spread evenly: all the other ranks for ``n - 1`` peers, the rank half-way round for
+    one (so a scaled-down step still crosses the fabric rather than staying under a leaf)."""
     k = np.arange(peers, dtype=np.int64)
-    return ((2 * k + 1) * (n - 1)) // (2 * peers) + 1
+    return ((2 * k + 1) * (n - 1)) // max(1, 2 * peers) + 1
 
 
 @dataclass
 class ProbeAllToAll(Workload):
     """``rounds`` all-to-all rounds of ``size_bytes`` among ``ranks`` (node ids) through the
-    endpoint model; a round starts when the previous one completes."""
+    endpoint model, each rank sending ``burst`` messages to each of its ``peers``; a round
+    starts when the previous one completes."""
 
     kind: str = "probe-alltoall"
     ranks: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -79,7 +80,8 @@ class ProbeAllToAll(Workload):
     _request_s: float = 0.0
     recv_from: dict[int, int] = field(default_factory=dict)
     #: completions count as on time when they finish by this (the step's deadline): the
-    #: fabric reports a message in the tick its bytes arrive, before its finish time
+    #: fabric reports a message in the tick its last bytes arrive, which can be a tick or
+    #: more before it finishes (its fixed latencies come on top)
     count_until_s: float = math.inf
     on_time: int = 0
 
@@ -156,9 +158,10 @@ HANG_WINDOW_MIN_TICKS = 20
 #: The most ticks the idle round that step 1 expects (``idle_round_latency``) may take:
 #: one message on an idle, healthy fabric lands in microseconds
 IDLE_ROUND_MAX_TICKS = 100_000
-#: The cluster step sends at most about this many messages in all: enough to load every
-#: link and every GPU's queue pair, while a 256-GPU fabric still finishes in seconds of
-#: wall time. A larger all-to-all is scaled down (``size_step``), and the step says so.
+#: The cluster step sends at most this many messages in all (but one from every GPU):
+#: enough to load every link and every GPU's queue pair, while a 256-GPU fabric still
+#: finishes in seconds of wall time. A larger all-to-all is scaled down (``size_step``),
+#: and the step says so.
 CLUSTER_MESSAGE_BUDGET = 1 << 17
 #: A time within this fraction of a tick of a tick boundary is on it: ``10us`` is
 #: 9.999999999999999e-06 s and ``1e-5s`` is 1e-05 s, and both must end a step on tick 10
@@ -186,7 +189,7 @@ def size_step(gpus: int, rounds: int, burst: int) -> StepSize:
     GPU left out could be the one with the fault the check looks for; past
     ``CLUSTER_MESSAGE_BUDGET`` GPUs that is one message each, over the budget). The 2-GPU
     step is never scaled: it is what the user asked for."""
-    asked = StepSize(rounds, burst, max(1, gpus - 1))
+    asked = StepSize(rounds, burst, gpus - 1)
     budget = CLUSTER_MESSAGE_BUDGET
     if gpus <= 2 or asked.messages(gpus) <= budget:
         return asked
@@ -218,8 +221,8 @@ def describe_scaling(gpus: int, asked: StepSize, run: StepSize) -> str:
         )
     return (
         "; ".join(changes) + f": the full all-to-all is {asked.messages(gpus):,} messages, "
-        f"over the check's budget of {CLUSTER_MESSAGE_BUDGET:,} (which keeps a large "
-        "fabric's step to seconds of wall time)"
+        f"over the check's budget of {CLUSTER_MESSAGE_BUDGET:,} (which bounds a large "
+        "fabric's step in wall time and memory)"
     )
 
 
@@ -359,7 +362,7 @@ def plan_step(
         bound=bound,
         peers=size.peers,
         deadline_ticks=math.ceil(ticks_in(deadline, scn.dt_s)),
-        scaled=describe_scaling(n, StepSize(rounds, burst, max(1, n - 1)), size),
+        scaled=describe_scaling(n, StepSize(rounds, burst, n - 1), size),
     )
 
 

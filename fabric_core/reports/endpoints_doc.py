@@ -593,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
         "`memory` hold the backlog stays in the transfer until the HBM fills (435 GB here: "
         "minutes at these rates; `tests/test_pd_transport.py` shows it with a small `kv_memory`).\n",
         *table_pd_load(),
-        "\n## Measured: the IBGDA bring-up check (`fabtop check ibgda tiny [--mismatch GPU[:hang]]`)\n",
+        "\n## Measured: the IBGDA bring-up check (`fabtop check ibgda tiny [--mismatch GPU[:fail|:hang]]`)\n",
         *table_check(),
         "",
     ]
