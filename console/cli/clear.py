@@ -13,10 +13,9 @@ import sys
 
 import msgspec
 
-from console.cli._common import positive_seconds
-from console.cli.inject import deliver
+from console.cli.inject import add_sending_options, deliver
 from console.targets import normalise_target
-from exporters.mqtt.options import CliError, add_broker_options
+from exporters.mqtt.options import CliError
 from fabric_core.commands import ClearFault, CommandError, parse_command
 
 
@@ -41,16 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(a link as leaf01:spine00 or 'leaf01->spine00')",
     )
     which.add_argument("--all", action="store_true", help="every active fault")
-    p.add_argument("--id", metavar="ID", help="command id (default: generated); retries reuse it")
-    p.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        default=10.0,
-        metavar="S",
-        help="seconds to wait for the result (default 10)",
-    )
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    add_broker_options(p, cluster_help="cluster to clear faults of (default: the one online)")
+    add_sending_options(p, cluster_help="cluster to clear faults of (default: the one online)")
     p.set_defaults(func=main)
 
 

@@ -79,6 +79,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="DURATION",
         help="clear after this much simulated time (e.g. 5ms)",
     )
+    add_sending_options(p, cluster_help="cluster to inject into (default: the one online)")
+    p.set_defaults(func=main)
+
+
+def add_sending_options(p: argparse.ArgumentParser, *, cluster_help: str) -> None:
+    """The options of a command sent to a served emulator (``deliver``): ``--id``,
+    ``--timeout``, ``--json`` and the broker's."""
     p.add_argument("--id", metavar="ID", help="command id (default: generated); retries reuse it")
     p.add_argument(
         "--timeout",
@@ -88,8 +95,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="seconds to wait for the result (default 10)",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    add_broker_options(p, cluster_help="cluster to inject into (default: the one online)")
-    p.set_defaults(func=main)
+    add_broker_options(p, cluster_help=cluster_help)
 
 
 def parse_params(items: list[str]) -> dict[str, float | str]:
