@@ -38,8 +38,9 @@ class RemoteSource(FabricSource, Protocol):
     @property
     def link_loss(self) -> tuple[str, str] | None:
         """(state, note) when the view no longer follows the emulator, else None: the state
-        is ``"no broker"``, ``"offline"`` or ``"unheard"`` (nothing heard from it), the note
-        says it in a few words naming the broker or the cluster."""
+        is ``"no broker"``, ``"offline"``, ``"unheard"`` (nothing heard from it) or
+        ``"silent"`` (its status says online, its telemetry stopped), the note says it in
+        a few words naming the broker or the cluster."""
 
 
 class EngineSource:

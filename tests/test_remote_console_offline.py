@@ -23,7 +23,7 @@ from console.screens.help import HelpScreen
 from console.source import link_loss_of, served_elsewhere
 from console.widgets.status_header import HeaderState, fitted
 from exporters.mqtt.client import make_client
-from exporters.mqtt.remote import NO_BROKER, OFFLINE, UNHEARD, LinkLoss, MqttSource
+from exporters.mqtt.remote import NO_BROKER, OFFLINE, SILENT, UNHEARD, LinkLoss, MqttSource
 from exporters.mqtt.url import parse_broker_url
 from fabric_core.runtime.snapshot import Snapshot
 from tests._mosquitto import Mosquitto, mosquitto  # noqa: F401  (fixture)
@@ -34,6 +34,7 @@ LOSSES = {
     NO_BROKER: ("✕ no broker", LinkLoss(NO_BROKER, "no broker at mqtt://127.0.0.1:1883")),
     OFFLINE: ("⏹ offline", LinkLoss(OFFLINE, "emulator tiny offline (its status)")),
     UNHEARD: ("✕ not heard", LinkLoss(UNHEARD, "nothing heard from emulator tiny")),
+    SILENT: ("✕ silent", LinkLoss(SILENT, "no telemetry from emulator tiny for 6 s")),
 }
 WHERE = "mqtt://127.0.0.1:1883 fabtop/tiny"
 
@@ -116,6 +117,29 @@ async def test_the_source_says_offline_no_broker_and_unheard_and_back(
         assert source.link_loss in (None, (UNHEARD, "nothing heard from emulator gone"))
         await until(lambda: source.link_loss is not None, "nothing heard after the restart")
         assert source.link_loss == (UNHEARD, "nothing heard from emulator gone")
+
+
+@pytest.mark.integration
+async def test_an_online_emulator_whose_telemetry_stops_is_called_silent(
+    mosquitto: Mosquitto,  # noqa: F811
+) -> None:
+    """A stopped or hung `fabtop serve` (SIGSTOP) keeps its status online until the broker
+    gives up on its connection and sends its will, some 15 s: the header said running,
+    over figures that did not move. Its telemetry, at least one message a second, stops."""
+    from tests.test_mqtt_bridge import serving
+
+    async with serving(mosquitto.url, "frozen", telemetry_hz=10) as served:
+        source = MqttSource(parse_broker_url(mosquitto.url), "frozen", silent_after_s=1.0)
+        async with source:
+            await until(lambda: source.latest() is not None, "the first telemetry", 60)
+            assert source.link_loss is None
+            served.bridge.stop()  # (its status stays online: a clean stop says offline,
+            await until(lambda: not served.bridge.connected, "the bridge to stop", 60)
+            await status(mosquitto.url, "frozen", b"online")  # put back, as a hung one)
+            await until(lambda: source.link_loss is not None, "the telemetry to stop", 60)
+            loss = source.link_loss
+            assert loss is not None and loss.state == SILENT, loss
+            assert loss.note.startswith("no telemetry from emulator frozen for ")
 
 
 def test_only_a_remote_source_is_served_elsewhere() -> None:

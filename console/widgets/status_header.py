@@ -50,6 +50,7 @@ LINK_LOSS_LABELS = {
     "no broker": ("✕ no broker", "bold white on red"),
     "offline": ("⏹ offline", "bold black on dark_orange"),
     "unheard": ("✕ not heard", "bold black on dark_orange"),
+    "silent": ("✕ silent", "bold black on dark_orange"),
 }
 #: What the figures of a view that no longer follows its emulator are drawn in
 STALE_STYLE = "dim"

@@ -41,9 +41,18 @@ _result_decoder = msgspec.json.Decoder(CommandResult)
 #: heard from it: the status is retained, so a broker that has one sends it at once.
 UNHEARD_AFTER_S = 3.0
 
+#: Seconds without telemetry from an emulator whose status says online before the source
+#: says it has gone silent (a hung or stopped process: its will says offline only when
+#: the broker gives up on its connection, some 15 s later), and the most telemetry
+#: intervals (as measured) it may miss: a bridge sends at least one message a second, a
+#: paused engine's too, unless its ``--telemetry-hz`` is lower.
+SILENT_AFTER_S = 5.0
+SILENT_INTERVALS = 4.0
+
 #: ``LinkLoss.state``: the broker cannot be reached, the emulator said it is offline (its
-#: retained status, or its will), nothing was heard from it on this connection.
-NO_BROKER, OFFLINE, UNHEARD = "no broker", "offline", "unheard"
+#: retained status, or its will), nothing was heard from it on this connection, it says
+#: it is online but its telemetry stopped.
+NO_BROKER, OFFLINE, UNHEARD, SILENT = "no broker", "offline", "unheard", "silent"
 
 #: What ``description`` adds for each ``LinkLoss.state``: (with a snapshot, without one).
 _LOSS_NOTES = {
@@ -52,6 +61,10 @@ _LOSS_NOTES = {
     UNHEARD: (
         "nothing heard from the emulator: showing the last state received",
         "nothing heard from the emulator: is `fabtop serve` running?",
+    ),
+    SILENT: (
+        "the emulator's telemetry stopped: showing the last state received",
+        "no telemetry from the emulator, though its status says online",
     ),
 }
 
@@ -82,11 +95,17 @@ class MqttSource:
         submit_timeout_s: float = 10.0,
         max_events: int = 500,
         unheard_after_s: float = UNHEARD_AFTER_S,
+        silent_after_s: float = SILENT_AFTER_S,
     ) -> None:
         self.config = config
         self.topics = Topics(cluster)
         self.submit_timeout_s = submit_timeout_s
         self.unheard_after_s = unheard_after_s
+        self.silent_after_s = silent_after_s
+        #: ``time.monotonic()`` of the last telemetry message on this connection, and the
+        #: usual interval between two (an average), for ``SILENT``
+        self._telemetry_at: float | None = None
+        self._telemetry_interval_s = 0.0
         self._where = f"{config.display()} {self.topics.root}"
         #: "online" / "offline" as the served emulator last said; None = not heard yet.
         #: (Forgotten at each connection: a restarted broker may not have it any more.)
@@ -145,7 +164,31 @@ class MqttSource:
             return LinkLoss(OFFLINE, f"emulator {cluster} offline (its status)")
         if self._unheard():
             return LinkLoss(UNHEARD, f"nothing heard from emulator {cluster}")
+        quiet_s = self._silent_for()
+        if quiet_s is not None:
+            return LinkLoss(SILENT, f"no telemetry from emulator {cluster} for {quiet_s:.0f} s")
         return None
+
+    def _silent_for(self) -> float | None:
+        """Seconds since the last telemetry (or since subscribing, before any) when it is
+        longer than an emulator that says it is online leaves between two: at least
+        ``silent_after_s`` and ``SILENT_INTERVALS`` of its usual interval; else None."""
+        last = self._telemetry_at if self._telemetry_at is not None else self._subscribed_at
+        if self.status != "online" or last is None:
+            return None
+        quiet_s = time.monotonic() - last
+        limit = max(self.silent_after_s, SILENT_INTERVALS * self._telemetry_interval_s)
+        return quiet_s if quiet_s >= limit else None
+
+    def _heard_telemetry(self) -> None:
+        """Note a telemetry message's arrival (whether or not it could be shown: the
+        emulator is alive either way)."""
+        now = time.monotonic()
+        if self._telemetry_at is not None:
+            gap = now - self._telemetry_at
+            usual = self._telemetry_interval_s
+            self._telemetry_interval_s = gap if usual == 0 else 0.8 * usual + 0.2 * gap
+        self._telemetry_at = now
 
     def _unheard(self) -> bool:
         """No status heard in the ``unheard_after_s`` or more since subscribing."""
@@ -253,6 +296,7 @@ class MqttSource:
                     self._client, self.connected, self.problem = client, True, None
                     # heard again on this connection, or not at all (see ``link_loss``)
                     self.status, self._subscribed_at = None, time.monotonic()
+                    self._telemetry_at = None
                     backoff.reset()
                     self._ready.set()
                     async for message in client.messages:
@@ -286,6 +330,7 @@ class MqttSource:
     def _handle(self, topic: str, data: bytes) -> None:
         t = self.topics
         if topic == t.telemetry:
+            self._heard_telemetry()
             tm = _telemetry_decoder.decode(data)
             # kept only once a snapshot was built from it: a refused message leaves the
             # last good telemetry (and snapshot) in place
