@@ -249,6 +249,25 @@ def test_the_ok_line_says_what_was_compared(
     )
 
 
+def test_a_record_from_before_a_report_section_was_added_replays_without_it(
+    run_record: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every record made before the report gained `notable_events` (or `tick_notes`)
+    failed its replay with "report.notable_events: recorded missing"; such a section is
+    left out and said so. A section that was always there is still compared."""
+    older = json.loads(json.dumps(run_record))
+    del older["report"]["notable_events"], older["report"]["tick_notes"]
+    status, out, err = _replay_quiet(older, tmp_path, capsys)
+    assert (status, err) == (0, ""), err
+    assert out.rstrip("\n").endswith(
+        "and the report match (the report's tick_notes, notable_events excepted: this "
+        "record, from an older fabtop, has none)"
+    )
+    del older["report"]["totals"]
+    status, _, err = _replay_quiet(older, tmp_path, capsys)
+    assert status == 1 and "report.totals: recorded missing, replayed {" in err
+
+
 def test_digest_ignores_the_wall_clock_but_not_the_state() -> None:
     fabric = Fabric.from_scenario(load_scenario("tiny"))
     fabric.run_ticks(5)

@@ -83,6 +83,11 @@ def _ok_line(result: ReplayResult) -> str:
     line += f"{' and '.join(compared)} match" if compared else "nothing to compare"
     if result.report_matches is None:
         line += "; the record has no report, so none was compared"
+    if result.report_not_recorded:
+        line += (
+            f" (the report's {', '.join(result.report_not_recorded)} excepted: this record, "
+            "from an older fabtop, has none)"
+        )
     return line
 
 

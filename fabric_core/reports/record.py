@@ -246,6 +246,9 @@ class ReplayResult:
     final_digest: bool  # a digest at the end was compared (none when the run stopped early)
     # every field of the report that differs, by path (sorted; [] when the report matches)
     report_differences: list[ReportDifference]
+    # sections of the report the record has not, made by a fabtop from before they were
+    # added (``LATER_REPORT_SECTIONS``): not compared
+    report_not_recorded: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -604,7 +607,7 @@ def replay(
     wall = time.perf_counter() - wall0
     # (the report ``fabtop run`` writes, its run figures over the whole replay)
     report = report_of(fabric, fabric.tick, fabric.hop_updates, wall)
-    report_matches, differences = _compare_reports(record["report"], report)
+    report_matches, differences, not_recorded = _compare_reports(record["report"], report)
     return ReplayResult(
         fabric,
         report,
@@ -616,20 +619,30 @@ def replay(
         fabric_commands=plan.fabric_commands,
         final_digest=plan.whole,
         report_differences=differences,
+        report_not_recorded=not_recorded,
     )
+
+
+#: Sections added to the run report after records were first made, in the order they came
+#: (``fabtop run``'s report): a record made before one was added lacks it, and its replay
+#: compares the rest. Any other section a record lacks is a difference.
+LATER_REPORT_SECTIONS = ("schedule_skipped", "tick_notes", "notable_events")
 
 
 def _compare_reports(
     recorded: dict[str, Any] | None, replayed: dict[str, Any]
-) -> tuple[bool | None, list[ReportDifference]]:
+) -> tuple[bool | None, list[ReportDifference], tuple[str, ...]]:
     """Whether the replayed report is the recorded one, byte for byte as canonical JSON and
-    without its wall-clock figures (None: the record has none), and the fields that differ."""
+    without its wall-clock figures (None: the record has none), the fields that differ,
+    and the sections left out for the record's lacking them (``LATER_REPORT_SECTIONS``)."""
     if recorded is None:
-        return None, []
-    want, got = _canon(recorded), _canon(comparable_report(replayed))
+        return None, [], ()
+    not_recorded = tuple(k for k in LATER_REPORT_SECTIONS if k in replayed and k not in recorded)
+    compared = {k: v for k, v in comparable_report(replayed).items() if k not in not_recorded}
+    want, got = _canon(recorded), _canon(compared)
     if want == got:
-        return True, []
-    return False, _differences(json.loads(want), json.loads(got), "report")
+        return True, [], not_recorded
+    return False, _differences(json.loads(want), json.loads(got), "report"), not_recorded
 
 
 _ABSENT = object()  # a key or an item one side of a comparison has and the other has not
