@@ -124,9 +124,10 @@ def summarise(snap: Snapshot) -> dict[str, Any]:
     ls = snap.link_state
     util = np.asarray(ls.utilisation)
     elapsed = snap.sim_time_s
-    fabric_links = np.array(
-        [not (t.startswith("gpu") or t.endswith("gpu")) for t in snap.links.tier]
-    )
+    # switch to switch: neither end an endpoint (a GPU or a storage target; the tier's
+    # names counted storage cables, ``stor-leaf``, as the fabric's own)
+    switch = np.asarray(snap.nodes.tier) > 0
+    fabric_links = switch[np.asarray(snap.links.src)] & switch[np.asarray(snap.links.dst)]
     classes = {}
     for name, h in snap.latency.items():
         classes[name] = {
