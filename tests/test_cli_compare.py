@@ -34,6 +34,10 @@ def test_compare_prints_both_profiles_and_writes_json(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "native-400g" in out.stdout and "roce-400g" in out.stdout
     assert "pause frames" in out.stdout and "lower by" in out.stdout
+    # the sizes' table is a stock fabric's, and says so (it read as the scenario's own)
+    assert "on each profile's stock idle fabric (2 leaves, 1 spine), not this scenario's" in (
+        out.stdout
+    )
     data = json.loads(out_file.read_text())
     assert set(data["reports"]) == {"native-400g", "roce-400g"}
     assert data["reports"]["native-400g"]["seed"] == data["reports"]["roce-400g"]["seed"]

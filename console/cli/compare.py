@@ -171,6 +171,11 @@ def render(result: dict[str, Any], a: str, b: str) -> str:
             lines.append(f"{name}: scheduled fault skipped, the core refused it: {skipped}")
     if "latency_by_size" in result:
         lines.append("")
+        # (the same on every scenario: a reader took it for their own cluster's latency)
+        lines.append(
+            "one message alone on each profile's stock idle fabric (2 leaves, 1 spine), not "
+            "this scenario's: its links, latencies and topology do not enter"
+        )
         lines.append(f"{'message':>10} {'switches':>8} {a:>14} {b:>14} {'lower by':>9}")
         for row in result["latency_by_size"]:
             lat = row["latency_seconds"]
