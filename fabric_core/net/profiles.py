@@ -142,11 +142,6 @@ class Profile:
     virtual_lanes: int = param(
         4, "IB has up to 15 data VLs (IBTA); 4 used here: classes + a reroute lane"
     )
-    credit_update_s: float = param(
-        0.0,
-        "credit return delay is carried by the per-hop latency (fluid model); 0 = none extra",
-        "s",
-    )
     routing: str = param(
         "adaptive",
         "native: adaptive routing (least-loaded uplink), article C10; one of ecmp, adaptive, "
