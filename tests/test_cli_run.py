@@ -89,6 +89,19 @@ def test_broken_scenario_names_the_bad_key(tmp_path: Path) -> None:
 _TWO_LEAVES = '[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\ngpus_per_leaf = 2\n'
 
 
+def test_an_mtu_override_on_roce_says_what_sets_it(tmp_path: Path) -> None:
+    """On RoCE the MTU is derived from the Ethernet MTU: an override, even 100 (below any
+    IB MTU), ran as if not given."""
+    scn = tmp_path / "mtu.toml"
+    scn.write_text(_TWO_LEAVES + "[profile_overrides]\nmtu_bytes = 100\n")
+    out = fabtop("run", str(scn), "--profile", "roce-400g", "--duration", "10us")
+    assert out.returncode == 2, out.stderr
+    assert (
+        "mtu_bytes: a RoCE profile's MTU follows roce_mtu_bytes and ethernet_mtu_bytes "
+        "(the largest IB MTU their frame fits: 4096 B here); set those instead"
+    ) in out.stderr
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [

@@ -452,6 +452,13 @@ class Profile:
         if bad:
             raise KeyError(f"unknown profile parameter(s): {', '.join(bad)}")
         new = with_checked_overrides(self, overrides, label="profile")
+        if "mtu_bytes" in overrides and new.flow_control == "pfc":
+            # (``__post_init__`` set it again from those: the value given was dropped unread)
+            raise ValueError(
+                f"mtu_bytes: a RoCE profile's MTU follows roce_mtu_bytes and "
+                f"ethernet_mtu_bytes (the largest IB MTU their frame fits: "
+                f"{new.mtu_bytes:g} B here); set those instead"
+            )
         for name in overrides:
             check_value(name, getattr(new, name))
         return new
