@@ -163,6 +163,21 @@ def _endpoint_params(t: Mapping[str, Any]) -> Any:
     return EndpointParams().with_overrides(**over)
 
 
+#: The dispatch's number formats (``moe.dispatch_bytes``)
+DISPATCH_DTYPES = ("fp8", "bf16")
+
+
+def _dispatch_dtype(t: Mapping[str, Any]) -> str:
+    """``dispatch_dtype``, one of ``DISPATCH_DTYPES`` (named by its key: the error said
+    "dtype", when the fabric was built)."""
+    value = t.get("dispatch_dtype", "fp8")
+    if value not in DISPATCH_DTYPES:
+        raise ValueError(
+            f"dispatch_dtype: expected {' or '.join(map(repr, DISPATCH_DTYPES))}, got {value!r}"
+        )
+    return str(value)
+
+
 def _moe(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
     from fabric_core.workloads.moe import MoEAllToAll
 
@@ -174,7 +189,7 @@ def _moe(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         top_k=whole(t, "top_k", 8, minimum=1),
         hidden=whole(t, "hidden", 7168, minimum=1),
         experts=whole(t, "experts", 0),
-        dispatch_dtype=str(t.get("dispatch_dtype", "fp8")),
+        dispatch_dtype=_dispatch_dtype(t),
         layers=whole(t, "layers", 0),
         expert_compute_s=duration(t, "expert_compute", "20us"),
         attention_compute_s=duration(t, "attention_compute", "50us"),
