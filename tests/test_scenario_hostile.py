@@ -257,6 +257,19 @@ def test_a_storage_workloads_bad_figure_is_named_by_its_key() -> None:
         Fabric.from_scenario(parse_scenario(table, "x.toml"))
 
 
+def test_storage_workloads_that_disagree_on_their_parameters_are_named() -> None:
+    """It said "storage workloads of one fabric must share the same storage parameters",
+    naming neither the workload nor the parameter."""
+    table = scenario_table(load_scenario("storage-random-read"))
+    other = {**table["workload"][0], "name": "other", "storage": {"client_cores": 2}}
+    table["workload"].append(other)
+    with pytest.raises(
+        ScenarioError,
+        match=r"workload 'other': .* \(their `storage` tables\): client_cores 2 here, 1 before",
+    ):
+        Fabric.from_scenario(parse_scenario(table, "x.toml"))
+
+
 def test_a_checkpoints_size_is_given_and_bounded_in_tebibytes() -> None:
     """Its bound read "1.02e+03 GiB", and "2TiB" was no size at all."""
     table = scenario_table(load_scenario("checkpoint-burst"))

@@ -15,6 +15,7 @@ A batch of items is placed with one grouped cumulative max, no Python loop.
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -390,7 +391,15 @@ def storage_system(fabric: StorageHost, params: StorageParams) -> StorageSystem:
     if sys_ is None:
         sys_ = _SYSTEMS[fabric] = StorageSystem(fabric, params)
     elif sys_.params != params:
-        raise ValueError("storage workloads of one fabric must share the same storage parameters")
+        differ = [
+            f"{f.name} {getattr(params, f.name):g} here, {getattr(sys_.params, f.name):g} before"
+            for f in dataclasses.fields(params)
+            if getattr(params, f.name) != getattr(sys_.params, f.name)
+        ]
+        raise ValueError(
+            "storage workloads of one fabric must share the same storage parameters "
+            f"(their `storage` tables): {', '.join(differ)}"
+        )
     return sys_
 
 

@@ -287,7 +287,11 @@ class StorageWorkload(Workload):
 
     def attach(self, fabric: Any) -> None:
         super().attach(fabric)
-        self.client = StorageClient(storage_system(fabric, self.params), get_path(self.path_name))
+        try:
+            system = storage_system(fabric, self.params)
+        except ValueError as exc:  # (which workload: the first to differ)
+            raise ValueError(f"workload {self.name!r}: {exc}") from None
+        self.client = StorageClient(system, get_path(self.path_name))
 
     @property
     def io(self) -> StorageClient:
