@@ -378,3 +378,22 @@ def test_a_record_whose_commands_no_longer_apply_is_refused() -> None:
         RecordError, match="tick 5: recorded command no longer applies: unknown link"
     ):
         replay(record)
+
+
+def test_a_record_of_a_scenario_with_its_own_topology_file_replays_from_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Recorded as `fabtop run lab.toml` beside its `lab.topo`, it replayed only from that
+    directory: "scenario.topology.path: lab.topo: cannot read" anywhere else."""
+    bundled = Path(__file__).resolve().parents[1] / "fabric_core" / "scenarios"
+    lab = tmp_path / "lab"
+    lab.mkdir()
+    (lab / "lab.topo").write_text((bundled / "express-lab.topo").read_text())
+    scenario = (bundled / "express-lab.toml").read_text().replace("express-lab.topo", "lab.topo")
+    (lab / "lab.toml").write_text(scenario)
+    record = tmp_path / "rec.json"
+    monkeypatch.chdir(lab)
+    assert _cli("run", "lab.toml", "--duration", "5us", "--record", str(record), "--quiet") == 0
+    monkeypatch.chdir(tmp_path.parent)
+    assert _cli("replay", str(record), "--quiet") == 0, capsys.readouterr().err
+    assert "replay OK" in capsys.readouterr().out

@@ -147,8 +147,13 @@ class Recorder:
 
     @classmethod
     def start(cls, scn: Scenario, fabric: Fabric | PlanedFabric) -> Recorder:
-        """Start recording a fabric built from ``scn`` (before its first tick)."""
-        return cls(scenario_table(scn), scn.source, fabric)
+        """Start recording a fabric built from ``scn`` (before its first tick). Its source
+        is kept as an absolute path: a topology file the scenario names is found beside
+        it, and a replay from another directory found neither."""
+        source = Path(scn.source)
+        return cls(
+            scenario_table(scn), str(source.resolve()) if source.exists() else scn.source, fabric
+        )
 
     def on_command(self, tick: int, command: Command) -> None:
         """``Engine(on_command=...)``: a command was applied before tick ``tick``."""
