@@ -388,3 +388,17 @@ def test_switch_to_switch_utilisation_leaves_storage_cables_out() -> None:
     want = tx[inner].sum() / (bw[inner].sum() * snap.sim_time_s)
     assert summarise(snap)["links"]["fabric_mean_utilisation"] == pytest.approx(want, rel=1e-12)
     assert want > 0
+
+
+def test_the_summary_gives_each_workloads_own_results() -> None:
+    """storage-random-read's summary showed "storage p50 7.27 µs", the fabric's leg of an
+    I/O, and not the I/O's 104 µs, which only --json had (a review)."""
+    from console.cli.run import workload_lines
+
+    workloads = {
+        "probe": {"kind": "storage_io", "kpis": {"io_latency_p50_seconds": 104e-6, "iops": 36e3}},
+        "idle": {"kind": "bulk", "kpis": {}},
+    }
+    assert workload_lines(workloads) == [
+        "workload probe (storage_io): I/O latency p50 104 µs, iops 36,000"
+    ]

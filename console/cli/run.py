@@ -211,6 +211,20 @@ def notable_lines(events: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def workload_lines(workloads: dict[str, dict[str, Any]]) -> list[str]:
+    """A line for each workload's own results (its KPIs, as the console shows them): the
+    class table above has the fabric's latency of its messages, not, say, a storage I/O's
+    (104 µs where its fabric leg is 7 µs), a training step's GPU utilisation or a TTFT."""
+    from console.fmt import fmt_kpi, kpi_label  # (the console's own words and units)
+
+    lines = []
+    for name, w in workloads.items():
+        kpis = [f"{kpi_label(k)} {fmt_kpi(k, v)}" for k, v in sorted(w["kpis"].items())]
+        if kpis:
+            lines.append(f"workload {name} ({w['kind']}): {', '.join(kpis)}")
+    return lines
+
+
 def print_summary(report: dict[str, Any]) -> None:
     """Human-readable summary of a run report."""
     r = report["run"]
@@ -259,5 +273,7 @@ def print_summary(report: dict[str, Any]) -> None:
         )
     for skipped in report.get("schedule_skipped", []):
         print(f"scheduled fault skipped, the core refused it: {skipped}")
+    for line in workload_lines(report.get("workloads", {})):
+        print(line)
     for line in notable_lines(report.get("notable_events", [])):
         print(line)
