@@ -398,7 +398,9 @@ def test_the_summary_gives_each_workloads_own_results() -> None:
     workloads = {
         "probe": {"kind": "storage_io", "kpis": {"io_latency_p50_seconds": 104e-6, "iops": 36e3}},
         "idle": {"kind": "bulk", "kpis": {}},
+        "moe": {"kind": "moe", "kpis": {"dispatch_p50_seconds": None}},  # none done yet
     }
     assert workload_lines(workloads) == [
-        "workload probe (storage_io): I/O latency p50 104 µs, iops 36,000"
+        "workload probe (storage_io): I/O latency p50 104 µs, iops 36,000",
+        "workload moe (moe): dispatch p50 —",
     ]

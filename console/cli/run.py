@@ -219,7 +219,11 @@ def workload_lines(workloads: dict[str, dict[str, Any]]) -> list[str]:
 
     lines = []
     for name, w in workloads.items():
-        kpis = [f"{kpi_label(k)} {fmt_kpi(k, v)}" for k, v in sorted(w["kpis"].items())]
+        # (a KPI not measured yet is null in the report: NaN has no JSON)
+        kpis = [
+            f"{kpi_label(k)} {'—' if v is None else fmt_kpi(k, v)}"
+            for k, v in sorted(w["kpis"].items())
+        ]
         if kpis:
             lines.append(f"workload {name} ({w['kind']}): {', '.join(kpis)}")
     return lines
