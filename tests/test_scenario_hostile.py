@@ -184,6 +184,10 @@ def _tiny_with(**changes: Any) -> dict[str, Any]:
             _tiny_with(workload=[{**ONE_PAIR, "start": "10us", "until": "5us"}]),
             "workload[0]: until: '5us' is not after start ('10us')",
         ),
+        (  # (session 44: accepted, and did nothing)
+            _tiny_with(workload=[{**TINY["workload"][0], "hotspot_fraction": 0.9}]),
+            "workload[0]: hotspot_fraction: 0.9 of the flows go to hot spots, but hotspots is 0",
+        ),
         (  # (session 44: said "dtype: expected ...", a key no file has)
             _tiny_with(workload=[{"name": "m", "kind": "moe", "dispatch_dtype": "fp16"}]),
             "workload[0]: dispatch_dtype: expected 'fp8' or 'bf16', got 'fp16'",

@@ -26,14 +26,21 @@ __all__ = ["WORKLOAD_KINDS", "Completions", "FlowRequests", "Workload", "build_w
 
 
 def _bulk(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
+    hotspots = whole(t, "hotspots", 0)
+    fraction = number(t, "hotspot_fraction", 0.0, maximum=1.0)
+    if fraction > 0 and hotspots == 0:  # (it was accepted, and sent nothing to a hot spot)
+        raise ValueError(
+            f"hotspot_fraction: {fraction:g} of the flows go to hot spots, but hotspots is 0;"
+            " give hotspots = N (the GPUs that are hot)"
+        )
     return Bulk(
         name=name,
         traffic_class=cls,
         senders_spec=t.get("senders", "all"),
         size_bytes=size(t, "size", "4MiB"),
         outstanding=whole(t, "outstanding", 1, minimum=1, maximum=MAX_OUTSTANDING),
-        hotspots=whole(t, "hotspots", 0),
-        hotspot_fraction=number(t, "hotspot_fraction", 0.0, maximum=1.0),
+        hotspots=hotspots,
+        hotspot_fraction=fraction,
     )
 
 
