@@ -65,7 +65,13 @@ def parse_size(text: str | float | int, *, signed: bool = False) -> float:
             raise ValueError(
                 f"bad size {text!r}: expected bytes with a unit (B, KB, KiB, MB, MiB, GB, GiB, TB, TiB)"
             )
-        value = float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "b").lower()]
+        unit = m.group(2) or ""
+        if unit.endswith("b"):  # (read as bytes, "4Mb" was 4 MB: a rate's b is bits)
+            raise ValueError(
+                f"bad size {text!r}: {unit!r} reads as bits; a size is in bytes, a capital B "
+                f"({unit[:-1]}B{' or ' + unit[:1] + 'iB' if unit[:-1] and 'i' not in unit else ''})"
+            )
+        value = float(m.group(1)) * _SIZE_UNITS[(unit or "b").lower()]
     if not math.isfinite(value):
         raise ValueError(f"size must be a finite number, got {text!r}")
     if value < 0 and not signed:

@@ -184,6 +184,11 @@ def _tiny_with(**changes: Any) -> dict[str, Any]:
             _tiny_with(workload=[{**ONE_PAIR, "start": "10us", "until": "5us"}]),
             "workload[0]: until: '5us' is not after start ('10us')",
         ),
+        (  # (session 44: read as 4 MB, where rates tell Gb from GB)
+            _tiny_with(workload=[{**TINY["workload"][0], "size": "4Mb"}]),
+            "workload[0]: bad size '4Mb': 'Mb' reads as bits; a size is in bytes, a capital B "
+            "(MB or MiB)",
+        ),
         (  # (session 44: accepted, and did nothing)
             _tiny_with(workload=[{**TINY["workload"][0], "hotspot_fraction": 0.9}]),
             "workload[0]: hotspot_fraction: 0.9 of the flows go to hot spots, but hotspots is 0",
