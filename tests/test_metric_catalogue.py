@@ -26,6 +26,7 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from prometheus_client.parser import text_string_to_metric_families as text_families
 
+from exporters.mqtt.schema import CommandStatsMsg, EventStatsMsg
 from exporters.prometheus import start_metrics_server
 from exporters.prometheus.bridge_metrics import BridgeCounters
 from fabric_core.commands import InjectFault
@@ -138,7 +139,8 @@ def run_and_scrape(scenario: Path, ticks: int) -> tuple[str, str]:
     snap = engine.snapshot()
     # the bridge's counters as ``fabtop serve`` gives them (there from a real bridge:
     # tests/test_mqtt_serve.py); here their families' names, types and labels
-    counters = BridgeCounters(True, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    commands = CommandStatsMsg(0, 0, 0, 0, 0, 0, 0, 0, read_only=False, allowed=None)
+    counters = BridgeCounters(True, 1, 0, commands, EventStatsMsg(0, 0, 0))
     server = start_metrics_server(
         lambda: snap,
         port=0,

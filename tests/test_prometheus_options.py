@@ -115,13 +115,17 @@ def test_before_the_first_snapshot_only_exporter_metrics_and_they_lint() -> None
 
 @pytest.mark.integration  # runs promtool
 def test_the_mqtt_bridges_counters_are_exported_by_outcome_and_lint() -> None:
+    from exporters.mqtt.schema import CommandStatsMsg, EventStatsMsg
     from exporters.prometheus.bridge_metrics import BridgeCounters
 
-    counters = BridgeCounters(
-        connected=False, connections=3, telemetry_sent=40, applied=7, refused=2, busy=1,
-        duplicates=4, internal_errors=0, discarded=5, replies_lost=6, events_sent=90,
-        events_dropped=8, event_gaps=9,
+    commands = CommandStatsMsg(
+        applied=7, refused=2, busy=1, duplicates=4, internal_errors=0, discarded=5,
+        replies_lost=6, retained_cleared=0, read_only=False, allowed=None,
     )  # fmt: skip
+    events = EventStatsMsg(sent=90, dropped=8, gaps=9)
+    counters = BridgeCounters(
+        connected=False, connections=3, telemetry_sent=40, commands=commands, events=events
+    )
     with start_metrics_server(lambda: None, port=0, bridge=lambda: counters) as server:
         text = scrape(server.url)
     values = samples(text)

@@ -132,21 +132,12 @@ async def _start_metrics(args: argparse.Namespace, engine: Engine, bridge: MqttB
         return None
 
     def counters() -> BridgeCounters:
-        commands, events = bridge.command_stats(), bridge.event_stats()
         return BridgeCounters(
             connected=bridge.connected,
             connections=bridge.connections,
             telemetry_sent=bridge.telemetry_sent,
-            applied=commands.applied,
-            refused=commands.refused,
-            busy=commands.busy,
-            duplicates=commands.duplicates,
-            internal_errors=commands.internal_errors,
-            discarded=commands.discarded,
-            replies_lost=commands.replies_lost,
-            events_sent=events.sent,
-            events_dropped=events.dropped,
-            event_gaps=events.gaps,
+            commands=bridge.command_stats(),
+            events=bridge.event_stats(),
         )
 
     host, port = args.metrics

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from prometheus_client.metrics_core import Metric
 
 from exporters.prometheus import families as fam
+
+if TYPE_CHECKING:  # (the exporter runs without the MQTT client's packages: the console's)
+    from exporters.mqtt.schema import CommandStatsMsg, EventStatsMsg
 
 #: What became of a command (``fabtop_mqtt_commands_total{outcome}``): every message on
 #: ``cmd/#`` is counted under exactly one
@@ -18,22 +22,15 @@ COMMAND_OUTCOMES = ("applied", "refused", "duplicate", "internal_error", "discar
 
 @dataclass(frozen=True)
 class BridgeCounters:
-    """The bridge's figures since it started (``MqttBridge``'s ``command_stats``,
-    ``event_stats`` and connection counters)."""
+    """The bridge's figures since it started: its connection counters, and the command
+    and event counters its telemetry carries (``MqttBridge.command_stats``,
+    ``event_stats``)."""
 
     connected: bool
     connections: int
     telemetry_sent: int
-    applied: int
-    refused: int
-    busy: int  # (refused because the engine had too many commands in flight)
-    duplicates: int
-    internal_errors: int
-    discarded: int
-    replies_lost: int
-    events_sent: int
-    events_dropped: int
-    event_gaps: int
+    commands: CommandStatsMsg
+    events: EventStatsMsg
 
 
 def bridge_families(c: BridgeCounters) -> Iterator[Metric]:
@@ -56,7 +53,8 @@ def bridge_families(c: BridgeCounters) -> Iterator[Metric]:
         [{}],
         [float(c.telemetry_sent)],
     )
-    outcomes = (c.applied, c.refused, c.duplicates, c.internal_errors, c.discarded)
+    cmd = c.commands
+    outcomes = (cmd.applied, cmd.refused, cmd.duplicates, cmd.internal_errors, cmd.discarded)
     yield fam.counter(
         "fabtop_mqtt_commands_total",
         "Messages on the command topics, by what became of them: applied, refused (an "
@@ -69,25 +67,25 @@ def bridge_families(c: BridgeCounters) -> Iterator[Metric]:
         "fabtop_mqtt_commands_busy_total",
         "Commands refused because the engine had too many in flight (part of outcome=refused).",
         [{}],
-        [float(c.busy)],
+        [float(cmd.busy)],
     )
     yield fam.counter(
         "fabtop_mqtt_replies_lost_total",
         "Command replies that could not be published (the broker went away).",
         [{}],
-        [float(c.replies_lost)],
+        [float(cmd.replies_lost)],
     )
     yield fam.counter(
         "fabtop_mqtt_events_total",
         "Events the MQTT bridge read from the engine, by what became of them: sent, or "
         "dropped (its queue of events to publish was full: the broker slow or away).",
         [{"outcome": "sent"}, {"outcome": "dropped"}],
-        [float(c.events_sent), float(c.events_dropped)],
+        [float(c.events.sent), float(c.events.dropped)],
     )
     yield fam.counter(
         "fabtop_mqtt_event_gaps_total",
         "Times more events happened between two snapshots the bridge read than a "
         "snapshot holds, so that some, an unknown number, were never seen.",
         [{}],
-        [float(c.event_gaps)],
+        [float(c.events.gaps)],
     )
