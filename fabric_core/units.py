@@ -67,9 +67,11 @@ def parse_size(text: str | float | int, *, signed: bool = False) -> float:
             )
         unit = m.group(2) or ""
         if unit.endswith("b"):  # (read as bytes, "4Mb" was 4 MB: a rate's b is bits)
+            prefix = unit[:-1]  # "", "M", "Ki"
+            meant = [f"{prefix}B"] + ([f"{prefix}iB"] if prefix and "i" not in prefix else [])
             raise ValueError(
                 f"bad size {text!r}: {unit!r} reads as bits; a size is in bytes, a capital B "
-                f"({unit[:-1]}B{' or ' + unit[:1] + 'iB' if unit[:-1] and 'i' not in unit else ''})"
+                f"({' or '.join(meant)})"
             )
         value = float(m.group(1)) * _SIZE_UNITS[(unit or "b").lower()]
     if not math.isfinite(value):

@@ -201,7 +201,9 @@ def notable_lines(events: list[dict[str, Any]]) -> list[str]:
     for e in events:
         by_kind.setdefault((e["severity"], e["kind"]), []).append(e)
     lines = [f"warnings and errors ({len(events)}, of the run's latest events):"]
-    order = sorted(by_kind, key=lambda k: (k[0] != "error", events.index(by_kind[k][0])))
+    # errors first, each severity's kinds as they first came (``by_kind``'s order: the
+    # sort is stable)
+    order = sorted(by_kind, key=lambda k: k[0] != "error")
     for severity, kind in order[:NOTABLE_LISTED]:
         first, *more = by_kind[(severity, kind)]
         again = f" (and {len(more)} more)" if more else ""

@@ -170,13 +170,11 @@ def _endpoint_params(t: Mapping[str, Any]) -> Any:
     return EndpointParams().with_overrides(**over)
 
 
-#: The dispatch's number formats (``moe.dispatch_bytes``)
-DISPATCH_DTYPES = ("fp8", "bf16")
-
-
 def _dispatch_dtype(t: Mapping[str, Any]) -> str:
-    """``dispatch_dtype``, one of ``DISPATCH_DTYPES`` (named by its key: the error said
+    """``dispatch_dtype``, one of ``moe.DISPATCH_DTYPES`` (named by its key: the error said
     "dtype", when the fabric was built)."""
+    from fabric_core.workloads.moe import DISPATCH_DTYPES
+
     value = t.get("dispatch_dtype", "fp8")
     if value not in DISPATCH_DTYPES:
         raise ValueError(

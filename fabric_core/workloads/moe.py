@@ -56,13 +56,17 @@ def nic_payload_Bps(fabric: WorkloadHost) -> NDArray[np.float64]:
     return np.where(payload > 0, payload, np.inf)
 
 
+#: The dispatch's number formats (``dispatch_bytes``; a scenario's ``dispatch_dtype``)
+DISPATCH_DTYPES = ("fp8", "bf16")
+
+
 def dispatch_bytes(hidden: int, dtype: str) -> float:
     """DeepEP low-latency message per token: 16 B header + payload (+ FP8 scales per 128)."""
     if dtype == "fp8":
         return float(16 + hidden + hidden // 128 * 4)
     if dtype == "bf16":
         return float(16 + 2 * hidden)
-    raise ValueError(f"dtype: expected 'fp8' or 'bf16', got {dtype!r}")
+    raise ValueError(f"dtype: expected {' or '.join(map(repr, DISPATCH_DTYPES))}, got {dtype!r}")
 
 
 #: Random draws of one dispatch's router at most (8 bytes each: 1 GiB); DeepEP's tests
