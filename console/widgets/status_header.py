@@ -6,8 +6,8 @@ the simulated time, the speed asked, the cluster and the profile (it used to cut
 end of the line, where the cluster and profile are).
 
 A remote console whose view no longer follows its emulator (``link_loss``: the broker
-is gone, the emulator is offline or not heard) says so in the state itself, at any
-width, and marks the figures it still shows stale: they stopped changing.
+is gone, the emulator is offline, not heard or silent) says so in the state itself, at
+any width, and marks the figures it still shows stale: they stopped changing.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ telemetry message (see ``decode`` for what a remote snapshot lacks: links
 beyond the reported top links, events from before attaching) and sends
 commands to ``cmd/<command>``, waiting for ``result/<id>``. ``link_loss`` says when
 its view no longer follows the emulator: the broker is gone, the emulator said
-``offline``, or nothing was heard from it.
+``offline``, nothing was heard from it, or its telemetry stopped.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ _LOSS_NOTES = {
 class LinkLoss(NamedTuple):
     """Why the view no longer follows the emulator (``MqttSource.link_loss``)."""
 
-    #: ``NO_BROKER``, ``OFFLINE`` or ``UNHEARD``: the state the console's header shows
+    #: ``NO_BROKER``, ``OFFLINE``, ``UNHEARD`` or ``SILENT``: the state the header shows
     state: str
     #: the same in a few words naming the broker or the cluster, for a console that has
     #: no snapshot to show (and so no cluster name of its own)
@@ -155,7 +155,8 @@ class MqttSource:
     def link_loss(self) -> LinkLoss | None:
         """Why the view no longer follows the emulator, None while it does (and while the
         first connection is under way): the broker cannot be reached, the emulator said
-        ``offline``, or subscribed ``unheard_after_s`` without hearing its status."""
+        ``offline``, subscribed ``unheard_after_s`` without hearing its status, or it says
+        it is online but its telemetry stopped (``_silent_for``)."""
         cluster = self.topics.cluster
         if not self.connected:
             lost = LinkLoss(NO_BROKER, f"no broker at {self.config.display()}")

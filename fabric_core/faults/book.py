@@ -399,9 +399,9 @@ class FaultBook:
         self, kind: FaultKind, ids: NDArray[np.int64], node: int, target: str
     ) -> None:
         """A second fault of a kind that is on or off (a link or switch down, a GPU stuck
-        sending pause frames or with mismatched IBGDA versions) on a link (either direction) or node an active one holds
-        changes nothing, so its timeline would say it recovered at once: refused, naming
-        the first. Kinds with a degree or a rhythm (a bit error rate, a credit loss that
+        sending pause frames or with mismatched IBGDA versions) on a link (either
+        direction) or node an active one holds changes nothing, so its timeline would say
+        it recovered at once: refused, naming the first. Kinds with a degree or a rhythm (a bit error rate, a credit loss that
         retraining ends, a flap's period, a slowdown, an incast's traffic) may stack."""
         if kind.name not in ON_OFF_KINDS:
             return
