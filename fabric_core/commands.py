@@ -396,13 +396,71 @@ def _sharing_a_prefix(word: str, names: list[str]) -> list[str]:
     return best[:MAX_SUGGESTION_CHOICES]
 
 
-def _suggest(word: str, choices: Iterable[str]) -> str:
-    if len(word) > MAX_SHOWN_NAME:
-        return ""  # no name is that long: nothing is close
+#: A name's runs of ASCII digits and of other characters (``leaf0->spine1``: ``leaf``,
+#: ``0``, ``->spine``, ``1``)
+_RUNS = re.compile(r"[0-9]+|[^0-9]+")
+
+
+def _is_digits(run: str) -> bool:
+    """Whether ``run``, one of ``_RUNS``, is ASCII digits (``str.isdigit`` takes others)."""
+    return "0" <= run[0] <= "9"
+
+
+def _number(run: str) -> str:
+    """A pattern for the digit run ``run`` as a number, with any zero-padding (``7``,
+    ``07``, ``0007`` for ``7``; ``0``, ``00`` for ``0``): a whole run, since the pattern
+    puts a non-digit, or the name's end, on either side of it."""
+    digits = run.lstrip("0")
+    return f"0*{digits}" if digits else "0+"
+
+
+def _numbered_patterns(word: str) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
+    """Two patterns a whole name is matched against: the first, ``word``'s spelling with
+    its letters in any case and its numbers with any zero-padding (``gpu7``, ``GPU0007``
+    for ``gpu0007``); the second, only its numbers, in order, the letters around them
+    anything (``gpx7`` for ``gpu0007``), or None when ``word`` has no digits."""
+    runs = _RUNS.findall(word)
+    same = "".join(_number(r) if _is_digits(r) else re.escape(r) for r in runs)
+    numbers = [_number(r) for r in runs if _is_digits(r)]
+    if not numbers:
+        return re.compile(same, re.IGNORECASE), None
+    return re.compile(same, re.IGNORECASE), re.compile(
+        r"[^0-9]*" + r"[^0-9]+".join(numbers) + r"[^0-9]*"
+    )
+
+
+def closest_names(word: str, choices: Iterable[str], n: int = 1) -> list[str]:
+    """At most ``n`` of ``choices`` that ``word`` most likely meant, best first:
+
+    1. the names spelled as ``word`` is, letters compared in any case and numbers as
+       numbers (``gpu7``, ``GPU0007``: gpu0007; ``leaf0->spine1``: leaf00->spine01);
+    2. else the closest spellings (difflib, against at most ``MAX_SUGGESTION_CHOICES``
+       names: those sharing the longest prefix with ``word``);
+    3. else the names with ``word``'s numbers, in order, whatever their letters
+       (``gpx7``: gpu0007; ``fault3``: f3), the closest spelled first.
+
+    Nothing for a ``word`` longer than ``MAX_SHOWN_NAME``. Linear in the choices: one
+    regular-expression match a name for 1 and for 3 (some 40 ms over 300,000 names),
+    difflib over a bounded number of them for 2 and 3."""
+    if len(word) > MAX_SHOWN_NAME or n < 1:
+        return []  # no name is that long: nothing is close
     names = list(choices)
+    same, numbers = _numbered_patterns(word)
+    spelled = list(filter(same.fullmatch, names))
+    if spelled:
+        return spelled[:n]
     if len(names) > MAX_SUGGESTION_CHOICES:
-        names = _sharing_a_prefix(word, names)
-    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+        close = difflib.get_close_matches(word, _sharing_a_prefix(word, names), n=n, cutoff=0.6)
+    else:
+        close = difflib.get_close_matches(word, names, n=n, cutoff=0.6)
+    if close or numbers is None:
+        return close
+    numbered = list(filter(numbers.fullmatch, names))[:MAX_SUGGESTION_CHOICES]
+    return difflib.get_close_matches(word, numbered, n=n, cutoff=0.0)
+
+
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    close = closest_names(word, choices)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import math
-import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -20,7 +18,7 @@ from console.cli._common import (
 )
 from console.cli.output import file_path, refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
-from fabric_core.commands import CommandError, InjectFault
+from fabric_core.commands import CommandError, InjectFault, closest_names
 from fabric_core.reports.bringup import (
     CLUSTER_MESSAGE_BUDGET,
     DEADLINE_MARGIN,
@@ -95,30 +93,9 @@ def _fault(spec: str) -> InjectFault:
 MAX_SUGGESTED_GPUS = 3
 
 
-def _numbered(name: str) -> tuple[str, int] | None:
-    """``("gpu", 7)`` for ``gpu0007`` (any case), None for a name not ending in digits."""
-    m = re.fullmatch(r"(.*?)(\d+)", name)
-    return (m.group(1).lower(), int(m.group(2))) if m else None
-
-
-def _closest_gpus(name: str, gpus: Sequence[str]) -> list[str]:
-    """The GPU names ``name`` most likely meant: the same name in another case or with
-    other zero-padding (``gpu7``, ``GPU0007``: gpu0007), else the GPU of that number
-    (``gpx7``: gpu0007), else the closest spellings (difflib: ``gpu0`` got gpu0007)."""
-    wanted = _numbered(name)
-    if wanted is not None:
-        numbered = [(g, _numbered(g)) for g in gpus]
-        same = [g for g, n in numbered if n == wanted]
-        same_number = [g for g, n in numbered if n is not None and n[1] == wanted[1]]
-        if same or same_number:
-            return (same or same_number)[:MAX_SUGGESTED_GPUS]
-    same_case = [g for g in gpus if g.lower() == name.lower()]
-    return same_case or difflib.get_close_matches(name, gpus, n=MAX_SUGGESTED_GPUS, cutoff=0.6)
-
-
 def _unknown_gpu(name: str, gpus: Sequence[str]) -> str:
     """Why ``name`` is no GPU of the scenario: the closest names, and the GPUs there are."""
-    close = _closest_gpus(name, gpus)
+    close = closest_names(name, gpus, n=MAX_SUGGESTED_GPUS)
     hint = f"did you mean {' or '.join(close)}? " if close else ""
     return (
         f"--mismatch {name!r}: no such GPU in the scenario ({hint}its {len(gpus):,} GPUs are "
