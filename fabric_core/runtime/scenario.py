@@ -226,6 +226,25 @@ def parse_scenario(data: dict[str, Any], source: str = "<scenario>") -> Scenario
         raise ScenarioError(f"{source}: {msg}") from None
 
 
+def _bare_tick_hint(given: object, seconds: float) -> str:
+    """For a tick written without a unit (``dt = 5``, ``dt = "5"``), read as seconds and
+    out of range: that it was, and the tick of that number in a unit that is in range
+    (``dt = "5us"``) if one is; nothing for a tick written with a unit."""
+    if isinstance(given, bool) or not isinstance(given, int | float | str):
+        return ""
+    text = str(given).strip()
+    try:
+        float(text)
+    except ValueError:
+        return ""  # (it has a unit)
+    for unit, scale in (("us", 1e-6), ("ns", 1e-9), ("ms", 1e-3)):
+        if MIN_TICK_S <= seconds * scale <= MAX_TICK_S:
+            return (
+                f' (a duration without a unit is seconds: write the unit, e.g. dt = "{text}{unit}")'
+            )
+    return " (a duration without a unit is seconds)"
+
+
 def _tables(data: Mapping[str, Any], key: str) -> list[Any]:
     """``data[key]``, an array of tables (``[[key]]``), or none."""
     value = data.get(key, [])
@@ -447,13 +466,15 @@ def _parse(
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ValueError(f"the seed given (--seed) must be a non-negative integer, got {seed!r}")
     seed_value = seed if seed is not None else _int(data, "seed", "scenario", default=1)
+    given_dt = dt if dt is not None else data.get("dt", "1us")
     try:
-        dt_value = parse_duration(dt if dt is not None else data.get("dt", "1us"))
+        dt_value = parse_duration(given_dt)
     except ValueError as exc:
         raise ValueError(f"dt: {exc}") from None
-    if not MIN_TICK_S <= dt_value <= MAX_TICK_S:  # (a bare number is seconds: dt = 5 is 5 s)
+    if not MIN_TICK_S <= dt_value <= MAX_TICK_S:  # (dt = 5 is 5 s: it once ran one tick of 5 s)
         raise ValueError(
-            f"dt: the tick must be between {MIN_TICK_S:g} and {MAX_TICK_S:g} s, got {dt_value:g} s"
+            f"dt: the tick must be between {MIN_TICK_S:g} and {MAX_TICK_S:g} s, got "
+            f"{dt_value:g} s{_bare_tick_hint(given_dt, dt_value)}"
         )
     classes = data.get("classes", {})
     if not isinstance(classes, dict) or not all(isinstance(v, int) for v in classes.values()):
