@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SOLVERS",
+    "credit_loop_bytes",
+    "credit_loop_rate",
     "profile",
     "scenario_alone",
     "scripted_fabric",
@@ -32,6 +34,25 @@ __all__ = [
     "until",
     "with_probe",
 ]
+
+
+def credit_loop_rate(fabric: Fabric, hops: list[str]) -> float:
+    """The most a flow over ``hops`` carries by its credit loops: the least, over the
+    hops into a switch, of the buffer per round trip of the hop's cable (docs/MODEL.md,
+    "Credits"; a hop into an endpoint sinks at line rate)."""
+    links = fabric.topo.links
+    ids = [links.index[h] for h in hops if fabric.topo.nodes.tier[links.dst[links.index[h]]] > 0]
+    return min(float(links.buffer_bytes[i] / (2 * links.prop_delay_s[i])) for i in ids)
+
+
+def credit_loop_bytes(
+    fabric: Fabric, link: str, rate_in: float, rate_out: float | None = None
+) -> float:
+    """The bytes of ``link``'s credit loop with ``rate_in`` coming in over its cable and
+    ``rate_out`` (default: the same) draining, whose credits go back over it: what a
+    full buffer keeps free of its size (docs/MODEL.md, "Credits")."""
+    out = rate_in if rate_out is None else rate_out
+    return (rate_in + out) * float(fabric.topo.links.prop_delay_s[fabric.topo.links.index[link]])
 
 
 def profile(**overrides: Any) -> Profile:

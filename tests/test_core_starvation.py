@@ -56,7 +56,10 @@ def test_a_lane_credits_stop_altogether_waits_the_whole_tick(solver: Solver) -> 
     waited = fabric.counters["transmit_wait_seconds_total"] - before
     for name in ("gpu0000->leaf00", "leaf00->spine00"):
         i = topo.links.index[name]
-        assert fabric.counters["tx_bytes_total"][i] == sent[i], name  # nothing gets through
+        # nothing gets through: less than a byte in 20 ticks (the room the credit loop held
+        # for bytes on the cable while the buffer filled comes back to the sender by a
+        # factor of delay / (dt + delay) a tick, 0.13 on 30 m at 1 µs: a vanishing trickle)
+        assert fabric.counters["tx_bytes_total"][i] - sent[i] < 1.0, name
         assert waited[i] == pytest.approx(ticks * 1e-6, rel=1e-9), name
         assert fabric.link_book.paused[i], name
     for name in ("spine00->leaf00", "leaf01->gpu0002", "gpu0002->leaf01"):

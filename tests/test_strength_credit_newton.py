@@ -79,7 +79,7 @@ def _solve(kernel):  # type: ignore[no-untyped-def]
     rate = kernel(
         link, ent_link, prev_pad, nxt_pad, first, hop, key_ptr, used_links, rank_ptr, link_ptr,
         link_ent, used_bufs, buf_group_ptr, buf_ptr, buf_ent, True, buf_pos, 2, MOST_THREADS,
-        backlog, capacity, free_bytes, DT, np.arange(n, dtype=i), np.zeros(n), np.full(n, np.inf),
+        backlog, capacity, free_bytes, np.zeros(0), DT, np.arange(n, dtype=i), np.zeros(n), np.full(n, np.inf),
         True, False,
         capacity.copy(), np.full(K + 1, np.inf), np.full(K + 1, np.inf), alpha,
         np.full(K + 1, np.inf), none, none,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from fabric_core.runtime.fabric import Fabric, Solver
-from tests.helpers import SOLVERS, profile, scripted_fabric, small_leaf_spine
+from tests.helpers import SOLVERS, credit_loop_bytes, profile, scripted_fabric, small_leaf_spine
 
 BUFFER = 64 * 1024
 BIG = 1e12  # bytes: flows that outlast the test
@@ -43,9 +43,11 @@ def test_a_two_to_one_incast_shares_the_downlink_exactly_and_fills_the_buffers_e
     solver: Solver, dt: float
 ) -> None:
     """Steady state: the downlink carries its payload rate R, half to each sender; each
-    sender's ingress buffer at the leaf is exactly full (credits give each sender what
-    drains, not a byte more or less), drains at R/2, and the downlink's own buffer at
-    the NIC is empty. The credit factor that keeps a buffer exactly full is the one
+    sender's ingress buffer at the leaf is exactly full but for its credit loop's bytes
+    (credits give each sender what drains, not a byte more or less; the credits of the
+    bytes on the cable and of those on their way back, R/2 each way over 3 m, are the
+    sender's no more), drains at R/2, and the downlink's own buffer at the NIC is
+    empty. The credit factor that keeps a buffer exactly full is the one
     Newton's method must find; a factor a hair too small empties it, too large
     overfills it."""
     fabric = incast(solver, dt)
@@ -58,7 +60,9 @@ def test_a_two_to_one_incast_shares_the_downlink_exactly_and_fills_the_buffers_e
     rate = (fabric.flows.delivered[:2] - delivered) / (ticks * dt)
     assert rate == pytest.approx([r / 2, r / 2], rel=1e-9)
     ingress = [queue(fabric, "gpu0001->leaf00"), queue(fabric, "gpu0002->leaf00")]
-    assert fabric.occupancy[ingress] == pytest.approx([BUFFER, BUFFER], rel=1e-9)
+    full = BUFFER - credit_loop_bytes(fabric, "gpu0001->leaf00", r / 2)
+    assert full < BUFFER - 500  # (some 750 B in the loop)
+    assert fabric.occupancy[ingress] == pytest.approx([full, full], rel=1e-9)
     assert fabric.buffer_drain[ingress] == pytest.approx([r / 2, r / 2], rel=1e-9)
     down = queue(fabric, "leaf00->gpu0000")
     assert fabric.occupancy[down] == pytest.approx(0, abs=1e-6)
@@ -69,26 +73,31 @@ def test_a_two_to_one_incast_shares_the_downlink_exactly_and_fills_the_buffers_e
     assert carried[links["gpu0001->leaf00"]] == pytest.approx(r / 2, rel=1e-9)
     snap = fabric.snapshot().link_state
     assert snap.credits_bytes[links["gpu0001->leaf00"]] == pytest.approx(0, abs=1e-6)
-    assert snap.queue_bytes[links["gpu0001->leaf00"]] == pytest.approx(BUFFER, rel=1e-9)
+    assert snap.queue_bytes[links["gpu0001->leaf00"]] == pytest.approx(full, rel=1e-9)
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_the_ingress_buffers_fill_at_line_rate_less_the_drain(solver: Solver) -> None:
     """Before the buffers are full each sender sends at the payload rate R and the leaf
     forwards R/2 of it: each ingress buffer grows by R/2 per second, exactly, until it
-    holds 64 KiB (at 2 * 64 KiB / R, about 2.7 us); nobody waits for credit until then."""
+    holds 64 KiB less its credit loop's bytes (at 2 * 64 KiB / R, about 2.7 us); nobody
+    waits for credit until then."""
     dt = 1e-7
     fabric = incast(solver, dt)
     r = payload_rate(fabric.profile)
     ingress = [queue(fabric, "gpu0001->leaf00"), queue(fabric, "gpu0002->leaf00")]
-    full_at = BUFFER / (r / 2)
+    loop = credit_loop_bytes(fabric, "gpu0001->leaf00", r, r / 2)  # R in, R/2 out
+    full_at = (BUFFER - loop) / (r / 2)
     for tick in range(1, int(full_at / dt)):
         fabric.step()
         t = tick * dt
         assert fabric.occupancy[ingress] == pytest.approx([r / 2 * t] * 2, rel=1e-6), tick
         assert not fabric.snapshot().link_state.paused.any(), tick
-    fabric.run_ticks(3)
-    assert fabric.occupancy[ingress] == pytest.approx([BUFFER, BUFFER], rel=1e-9)
+    # (the sender's rate falls from R to R/2 as the buffer fills, and the loop's bytes
+    # with it: the room they held comes back a factor 15 ns / (dt + 15 ns) a tick)
+    fabric.run_ticks(20)
+    full = BUFFER - credit_loop_bytes(fabric, "gpu0001->leaf00", r / 2)  # R/2 in and out
+    assert fabric.occupancy[ingress] == pytest.approx([full, full], rel=1e-9)
     links = fabric.topo.links.index
     assert fabric.snapshot().link_state.paused[links["gpu0001->leaf00"]]
 
@@ -98,7 +107,8 @@ def test_when_one_incast_flow_ends_the_other_takes_the_whole_downlink(solver: So
     """The 2-to-1 incast with a short flow (1 MiB) and a long one: once the short one has
     delivered its last byte, the long one's rate is the downlink's full payload rate and
     its sender, sending at that same rate, keeps its buffer exactly full without waiting
-    for credit (what drains each tick is what arrives)."""
+    for credit (what drains each tick is what arrives), but for the credits of its loop,
+    now twice as many as at R/2."""
     dt = 1e-6
     size = 1024**2
     fabric = incast(solver, dt, sizes=(size, BIG))
@@ -114,7 +124,8 @@ def test_when_one_incast_flow_ends_the_other_takes_the_whole_downlink(solver: So
     fabric.run_ticks(10)
     assert (fabric.flows.delivered[1] - before) / (10 * dt) == pytest.approx(r, rel=1e-9)
     assert fabric.occupancy[queue(fabric, "gpu0001->leaf00")] == pytest.approx(0, abs=1e-6)
-    assert fabric.occupancy[queue(fabric, "gpu0002->leaf00")] == pytest.approx(BUFFER, rel=1e-9)
+    full = BUFFER - credit_loop_bytes(fabric, "gpu0002->leaf00", r)
+    assert fabric.occupancy[queue(fabric, "gpu0002->leaf00")] == pytest.approx(full, rel=1e-9)
     assert not fabric.snapshot().link_state.paused.any()
 
 

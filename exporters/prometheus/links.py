@@ -224,7 +224,7 @@ def per_link_families(
         ),
         (
             "fabtop_port_credits_available_bytes",
-            "Free downstream buffer: credits (native) or PFC headroom left (RoCE).",
+            "Credits the sender holds: free downstream buffer less the credit loop's bytes (native), or PFC headroom left (RoCE).",
             state.credits_bytes,
         ),
         (

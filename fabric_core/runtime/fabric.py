@@ -1215,10 +1215,13 @@ class Fabric:
         the PFC bound on RoCE; ``rate_table`` the flow table's rates, flat (last tick's,
         where each entry's solve starts)."""
         share = None if self.roce is not None or self.solution is None else self.solution.share
-        # the credit fabric's ports hand credits out flow by flow; PFC pauses them all
+        credits = self.roce is None
+        # the credit fabric's ports hand credits out flow by flow, and its credits take a
+        # round trip over the link to come back; PFC pauses them all
         return self._tick.solve(
-            idx, backlog, cap, free, dt, rate_table, entry_cap, share, max_min=self.roce is None
-        )
+            idx, backlog, cap, free, dt, rate_table, entry_cap, share, max_min=credits,
+            credit_delay=self.link_book.credit_loop_s(credits),
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ RoCE
     def _stormed_queues(self) -> NDArray[np.bool_]:
@@ -1412,7 +1415,14 @@ class Fabric:
         status = self.faults.status()
         bw = self.topo.links.bandwidth_Bps
         occ = self.occupancy.reshape(L, self.n_vls)
-        free = (self.buffer_bytes.reshape(L, self.n_vls) - occ).min(axis=1)
+        room = self.buffer_bytes - self.occupancy
+        loop = self.link_book.credit_loop_s(self.roce is None)
+        if loop.size:
+            # the credits of the bytes on the cable and of those on their way back are not
+            # the sender's: at the lane's drain rate both ways (in a steady state what
+            # comes in is what drains; docs/MODEL.md, "Credits")
+            room = room - 2.0 * self.buffer_drain * loop
+        free = room.reshape(L, self.n_vls).min(axis=1)
         free = np.where(self.to_endpoint, self.buffer_bytes.reshape(L, self.n_vls)[:, 0], free)
         c = self.counters
         return LinkState(

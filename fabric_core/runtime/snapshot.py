@@ -47,7 +47,7 @@ class LinkState:
     utilisation: NDArray[np.float64]  # carried rate / bandwidth over the last tick, 0..1
     queue_bytes: NDArray[np.float64]  # bytes waiting at the downstream ingress (all VLs)
     queue_vl_bytes: NDArray[np.float64]  # shape (links, VLs)
-    credits_bytes: NDArray[np.float64]  # free downstream buffer (credit) or PFC headroom left
+    credits_bytes: NDArray[np.float64]  # credits held: free buffer less the loop's, or PFC headroom
     paused: NDArray[np.bool_]  # credit-starved (native) or PFC-paused (RoCE) in the last tick
     # counters, cumulative since the start of the run
     tx_bytes_total: NDArray[np.float64]

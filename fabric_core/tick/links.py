@@ -27,6 +27,8 @@ F64 = NDArray[np.float64]
 #: A buffer's departure rate comes from these, per buffer: the last tick's drain, the
 #: measurement's cycle under way (seconds) and its average (``LinkBook.departures``)
 Departures = tuple[F64, F64, F64]
+#: ``LinkBook.credit_loop_s`` where there is no credit loop
+_NO_LOOP: F64 = np.zeros(0)
 
 #: The per-link counters, cumulative since the start of the run (``LinkBook.counters``;
 #: the snapshot's ``LinkBook`` fields of the same names).
@@ -53,6 +55,9 @@ class LinkBook:
 
     #: per buffer: its size (the credits of a credit link, the PFC limit on RoCE)
     buffer_bytes: F64
+    #: per buffer: the one-way delay of its credit loop, s: the propagation delay of the
+    #: link that feeds it, over which the bytes come in and their credits go back
+    credit_delay: F64
     #: per buffer: the bytes it holds
     occupancy: F64
     #: per buffer: the rate it drained at in the last tick, B/s
@@ -87,6 +92,7 @@ class LinkBook:
         n, nq = len(links), len(links) * n_vls
         return cls(
             buffer_bytes=np.repeat(links.buffer_bytes, n_vls).astype(np.float64),
+            credit_delay=np.repeat(links.prop_delay_s, n_vls).astype(np.float64),
             occupancy=np.zeros(nq),
             buffer_drain=np.zeros(nq),
             dq_bytes=np.zeros(nq),
@@ -103,6 +109,11 @@ class LinkBook:
                 "pause_seconds_vl_total": np.zeros((n, n_vls)),
             },
         )
+
+    def credit_loop_s(self, credits: bool) -> F64:
+        """``credit_delay`` where the fabric's flow control is by credits, else none
+        (an empty array: PFC has no credit loop, its headroom takes the round trip)."""
+        return self.credit_delay if credits else _NO_LOOP
 
     def set_known_down(self, down: NDArray[np.bool_]) -> None:
         """Routing knows the links ``down`` marks are down, and no others (``down`` may be

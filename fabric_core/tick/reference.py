@@ -208,9 +208,11 @@ class ReferenceTick:
         entry_cap: NDArray[np.float64] | None,
         warm_share: NDArray[np.float64] | None,
         max_min: bool = True,
+        credit_delay: NDArray[np.float64] | None = None,
     ) -> Solution:
         """The tick's rates (see ``solve``), each entry starting from last tick's rate in
-        ``rate_table`` (the flow table's, flat); ``max_min``: credits shared max-min."""
+        ``rate_table`` (the flow table's, flat); ``max_min``: credits shared max-min;
+        ``credit_delay``: each buffer's credit loop (one way), None for none."""
         warm = rate_table[idx.pos]
         return solve(
             idx,
@@ -222,6 +224,7 @@ class ReferenceTick:
             entry_cap,
             warm_share=warm_share,
             max_min=max_min,
+            credit_delay=credit_delay,
         )
 
     def start_limit(

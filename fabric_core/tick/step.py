@@ -16,7 +16,11 @@ capped at buffer/dt (see DESIGN.md, "Model notes"). The rules:
    tick never exceed its free space plus what it drains in the same tick. On the
    credit fabric the upstream port hands the credits out packet by packet, one
    flow after another, so a short buffer's inflows share what it can take max-min:
-   each gets at most one credit level ``lambda`` (``max_min``). Under PFC a pause
+   each gets at most one credit level ``lambda`` (``max_min``). A credit comes back
+   over the link after the bytes it stood for leave the buffer, so the bytes on the
+   link's way in and the credits on their way back take room too: at line rate and
+   an empty buffer a lane carries at most its buffer per round trip (``credit_levels``;
+   ``credit_delay``, the link's one-way delay). Under PFC a pause
    stops every flow of the priority for the same time, so there all inflows into
    a short buffer are scaled by one factor ``alpha`` (the upstream sends for that
    share of the tick). Either slows a victim flow that shares the VL with a
@@ -316,20 +320,27 @@ def credit_levels(
     d: NDArray[np.float64],
     room: NDArray[np.float64],
     tol: NDArray[np.float64],
+    tau: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """The credit level of each short buffer when its inflows share its credits max-min.
 
     Buffer ``k`` (of ``room.size``) is fed by the entries ``i`` with ``buf[i] == k``, at
     rates ``a`` wanted, whose next hops drain it at rate ``c`` holding ``d·dt`` bytes.
-    With every inflow capped at ``lam`` the net inflow is
-    ``g(lam) = sum(min(a, lam)) - sum(min(c, d + min(a, lam))) - room``: piecewise linear
-    and non-decreasing, each inflow adding a slope of one between ``max(c - d, 0)`` (from
-    where its drain no longer follows it) and ``a`` (its whole want), and
-    ``g(0) <= 0``. The level is the largest ``lam`` with ``g(lam) <= tol`` (the rounding
-    the shortness test allows, so that a stretch where ``g`` is flat at 0 gives its far
-    end whatever the rounding), found by walking those breakpoints in order; where ``g``
-    crosses it inside a stretch, the level is where ``g`` reaches 0. A buffer that is
-    not short within ``tol`` gets an infinite level (nothing held back).
+    With every inflow capped at ``lam``, the inflow ``x(lam) = sum(min(a, lam))`` and the
+    drain ``y(lam) = sum(min(c, d + min(a, lam)))``, the buffer's credits hold at the end
+    of the tick what it holds plus ``(x - y)·dt``, and the bytes of its credit loop: the
+    bytes on the link's way in (``x·t``, ``t`` its one-way delay) and the credits on their
+    way back for the bytes that left it (``y·t``). With ``tau = t / dt`` (per buffer; 0,
+    the default, where credits come back at once) they fit its room when
+    ``g(lam) = (1 + tau)·x - (1 - tau)·y - room <= 0``: piecewise linear and
+    non-decreasing, each inflow adding a slope of ``2·tau`` up to ``s = min(max(c - d, 0),
+    a)`` (where its drain no longer follows it), then ``1 + tau`` up to ``a`` (its whole
+    want). The level is the largest ``lam`` with ``g(lam) <= tol`` (the rounding the
+    shortness test allows, so that a stretch where ``g`` is flat at 0 gives its far end
+    whatever the rounding), found by walking those breakpoints in order; where ``g``
+    crosses it inside a stretch, the level is where ``g`` reaches 0 (0 if ``g(0)`` is
+    above it already). A buffer that is not short within ``tol`` gets an infinite level
+    (nothing held back).
 
     The sums run as the compiled solve's do (``kernels.solve.buffer_credit_level``):
     ``g(0)`` from the drains in entry order, then each stretch's rise in turn, one buffer
@@ -337,22 +348,31 @@ def credit_levels(
     small ones), so both give the same levels.
     """
     n = room.size
-    g0 = -sum_by(buf, np.minimum(c, d), n) - room
-    start = np.maximum(c - d, 0.0)
+    t = np.zeros(n) if tau is None else tau
+    t_in = t[buf]
+    g0 = -(1.0 - t) * sum_by(buf, np.minimum(c, d), n) - room
+    start = np.minimum(np.maximum(c - d, 0.0), a)
     has = start < a
-    m = int(np.count_nonzero(has))
-    ev_buf = np.concatenate([buf[has], buf[has]])
-    ev_x = np.concatenate([start[has], a[has]])
-    ev_step = np.concatenate([np.ones(m), -np.ones(m)])
+    # the breakpoints, three places per inflow: its loop from 0 (a slope of 2·tau), where
+    # its drain stops following (1 - tau more) and its want (back to 0; where the drain
+    # follows it all the way, the loop's 2·tau only). Inflow by inflow, in that order,
+    # as the compiled walk pushes them, so that a stable sort leaves equal places in the
+    # same order in both (their slopes then sum alike, to the last bit).
+    loop = (t_in > 0) & (a > 0)
+    valid = np.stack([loop, has, has | loop], axis=1).ravel()
+    ev_buf = np.repeat(buf, 3)[valid]
+    ev_x = np.stack([np.zeros(a.size), start, a], axis=1).ravel()[valid]
+    ev_step = np.stack(
+        [2.0 * t_in, 1.0 - t_in, np.where(has, -1.0 - t_in, -2.0 * t_in)], axis=1
+    ).ravel()[valid]
     order = np.lexsort((ev_x, ev_buf))
     ev_buf, ev_x, ev_step = ev_buf[order], ev_x[order], ev_step[order]
     first = np.r_[True, ev_buf[1:] != ev_buf[:-1]] if ev_buf.size else np.zeros(0, bool)
-    # the slope before each breakpoint: the steps before it in its buffer (each buffer's
-    # steps sum to zero, exactly, so the running sum restarts at 0 at every buffer)
-    slope = np.cumsum(ev_step) - ev_step
     x_before = np.where(first, 0.0, np.r_[0.0, ev_x[:-1]])
-    rise = slope * (ev_x - x_before)
-    # g at each breakpoint: a row per buffer, g(0) then the rises, summed along the row;
+    # the slope before each breakpoint (the steps before it in its buffer) and g at each
+    # (g(0), then the rises): running sums along a row per buffer, restarted at every
+    # buffer, as the compiled walk adds them (with tau a buffer's steps need not sum to
+    # exactly 0, so one running sum over all would carry a rounding from buffer to buffer);
     # the rows in blocks of buffers with about as many breakpoints (up to a power of two),
     # so that one busy buffer does not make every row as long as its own
     starts = np.flatnonzero(first)
@@ -362,6 +382,7 @@ def credit_levels(
     width = np.ones(n, dtype=np.intp) << np.ceil(
         np.log2(np.bincount(ev_buf, minlength=n) + 1.0)
     ).astype(np.intp)
+    slope = np.empty(ev_buf.size)
     g_at = np.empty(ev_buf.size)
     ev_width = width[ev_buf]
     for w in np.unique(ev_width).tolist():
@@ -369,10 +390,14 @@ def credit_levels(
         row_of = np.zeros(n, dtype=np.intp)
         row_of[bufs] = np.arange(bufs.size)
         ev = np.flatnonzero(ev_width == w)
+        at = (row_of[ev_buf[ev]], place[ev])
+        steps = np.zeros((bufs.size, w))
+        steps[at] = ev_step[ev]
+        slope[ev] = np.cumsum(steps, axis=1)[at[0], at[1] - 1]
         rows = np.zeros((bufs.size, w))
         rows[:, 0] = g0[bufs]
-        rows[row_of[ev_buf[ev]], place[ev]] = rise[ev]
-        g_at[ev] = np.cumsum(rows, axis=1)[row_of[ev_buf[ev]], place[ev]]
+        rows[at] = slope[ev] * (ev_x[ev] - x_before[ev])
+        g_at[ev] = np.cumsum(rows, axis=1)[at]
     # the first breakpoint past which g is above tol, in each buffer: g crosses it before
     over = np.flatnonzero(g_at > tol[ev_buf])
     crossing = np.full(n, -1, dtype=np.intp)
@@ -396,15 +421,18 @@ def enforce_credits(
     free_bytes: NDArray[np.float64],
     dt: float,
     max_min: bool = True,
+    credit_delay: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Hold the inflows back so no downstream buffer overfills (in place); returns, per
     buffer, the share of the wanted inflow allowed (``alpha``) and the credit level
-    (infinite where nothing was held back).
+    (infinite where nothing was held back and no credit loop bounds it: a used buffer
+    fed over a cable gets its room per round trip at most, the sub-tick finish's ceiling).
 
     For buffer ``b`` fed by entries ``e`` (rate ``a``) whose next hops drain it
     (rate ``c``, holding ``d·dt`` bytes): with ``max_min`` (the credit fabric) each
-    inflow is capped at the buffer's credit level (``credit_levels``), and ``alpha`` is
-    the share of the inflow left. Otherwise (PFC) every inflow is scaled by ``alpha``:
+    inflow is capped at the buffer's credit level (``credit_levels``, whose room counts
+    the bytes of the credit loop, ``credit_delay`` per buffer: None for none), and
+    ``alpha`` is the share of the inflow left. Otherwise (PFC) every inflow is scaled by ``alpha``:
     the net inflow is then ``alpha·sum(a) - sum(min(c, d + alpha·a))``, convex and
     piecewise linear in ``alpha``, so Newton's method from ``alpha = 1`` approaches the
     largest admissible ``alpha`` from above, exactly once every flow is in its final
@@ -413,6 +441,7 @@ def enforce_credits(
     alpha = np.ones(free_bytes.size)
     credit_level = np.full(free_bytes.size, np.inf)
     free_rate = free_bytes / dt
+    loop = max_min and credit_delay is not None and credit_delay.size > 0
     for grp in idx.buffer_groups:
         lo, hi, bufs, local = grp.lo, grp.hi, grp.bufs, grp.local
         nxt = idx.nxt_pad[lo:hi]  # all real: these entries feed a buffer
@@ -422,9 +451,20 @@ def enforce_credits(
         nb = bufs.size
         inflow = sum_by(local, a, nb)
         room = free_rate[bufs]
-        g = inflow - sum_by(local, np.minimum(c, d + a), nb) - room
+        # the credit loop's one-way delay in ticks (the compiled solve's ``tau``)
+        tau = credit_delay[bufs] / dt if loop and credit_delay is not None else np.zeros(nb)
+        g = (1.0 + tau) * inflow - (1.0 - tau) * sum_by(local, np.minimum(c, d + a), nb) - room
         tol = 1e-12 * (inflow + room) + 1e-9
         short = g > tol
+        if max_min:  # (with no inflow there is nothing to hold back)
+            short &= inflow > 0
+            # an inflow through the empty part of a buffer goes no faster than its room
+            # per round trip: a ceiling for the sub-tick finish where the tick's average fits
+            looped = (tau > 0) & (inflow > 0)
+            if looped.any():
+                lb = bufs[looped]
+                loop_rate = free_bytes[lb] / (2.0 * cast(_Floats, credit_delay)[lb])
+                credit_level[lb] = np.minimum(credit_level[lb], loop_rate)
         if not short.any():
             continue
         # the entries of the short buffers only, numbered compactly
@@ -437,7 +477,7 @@ def enforce_credits(
         n_short = sb.size
         inflow_s, room_s, g_s = inflow[sb], room[sb], g[sb]
         if max_min:
-            lam = credit_levels(sl, aa, cc, dd, room_s, tol[sb])
+            lam = credit_levels(sl, aa, cc, dd, room_s, tol[sb], tau[sb])
             allowed = np.minimum(aa, lam[sl])
             al = np.divide(
                 sum_by(sl, allowed, n_short), inflow_s, out=np.ones(n_short), where=inflow_s > 0
@@ -476,8 +516,9 @@ class Solution:
     level: NDArray[np.float64]  # per link: fair-share level of the unsatisfied entries
     alpha: NDArray[np.float64]  # per buffer: fraction of the wanted inflow credits allowed
     share: NDArray[np.float64]  # per link: first pass's level, infinite where all are satisfied
-    #: per buffer: the most an inflow may carry where credits are shared max-min (infinite
-    #: where they held nothing back); None where inflows are scaled by ``alpha`` (PFC)
+    #: per buffer: the most an inflow may carry where credits are shared max-min (at most
+    #: its room per round trip where a credit loop feeds it, infinite where neither holds
+    #: it back); None where inflows are scaled by ``alpha`` (PFC)
     credit_level: NDArray[np.float64] | None = None
 
     @property
@@ -497,6 +538,7 @@ def solve(
     credits: bool = True,
     warm_share: NDArray[np.float64] | None = None,
     max_min: bool = True,
+    credit_delay: NDArray[np.float64] | None = None,
 ) -> Solution:
     """Rates of all entries for one tick (see the module docstring).
 
@@ -514,6 +556,9 @@ def solve(
         warm_share: last tick's fair share per link (``Solution.share``):
             water-filling starts from it (the result does not depend on it, only
             the work does).
+        credit_delay: per buffer, the one-way delay of its credit loop (the link that
+            feeds it), whose bytes in flight take credits too (``credit_levels``); None
+            for none (PFC).
     """
     n = idx.size
     link = idx.link
@@ -567,7 +612,7 @@ def solve(
         before = rate[:n].copy()
         # the credit factor of the first pass is the one that held rates down; later
         # passes see those rates as caps, so keep the smallest
-        allowed, lam = enforce_credits(idx, rate, held, free_bytes, dt, max_min)
+        allowed, lam = enforce_credits(idx, rate, held, free_bytes, dt, max_min, credit_delay)
         alpha = np.minimum(alpha, allowed)
         credit_level = np.minimum(credit_level, lam)
         enforce_conservation(idx, rate, held)

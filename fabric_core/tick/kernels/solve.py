@@ -131,6 +131,7 @@ def buffer_credit_level(
     have: _F,
     k: int,
     room: float,
+    tau: float,
     tol: float,
     at: _F,
     step: _F,
@@ -139,24 +140,33 @@ def buffer_credit_level(
 ) -> float:
     """The credit level of a short buffer whose ``k`` inflows (rates ``ins``, their next
     hops' rates ``outs`` and holdings ``have``) share its ``room`` max-min: the largest
-    ``lam`` with ``sum(min(ins, lam)) - sum(min(outs, have + min(ins, lam))) - room <= tol``,
-    where the net inflow reaches 0 if it crosses ``tol`` inside a stretch; infinite if it
-    never passes ``tol`` (``fabric_core.tick.step.credit_levels``: the same breakpoints,
-    walked in order, the same sums in the same order, so the same levels). ``at``,
-    ``step``, ``order`` and ``other`` are scratch of ``2 * k`` at least. Inlined into the
-    solve: a call per buffer, its nine arrays counted up and down, made the default
-    scenario's solve twice as slow."""
+    ``lam`` with ``(1 + tau) * sum(min(ins, lam))
+    - (1 - tau) * sum(min(outs, have + min(ins, lam))) - room <= tol``, where the net
+    inflow reaches 0 if it crosses ``tol`` inside a stretch; infinite if it never passes
+    ``tol`` (``fabric_core.tick.step.credit_levels``: the same breakpoints, walked in order,
+    the same sums in the same order, so the same levels). ``tau`` is the credit loop's
+    one-way delay in ticks (``step.credit_levels``). ``at``, ``step``, ``order`` and
+    ``other`` are scratch of ``3 * k`` at least. Inlined into the solve: a call per buffer,
+    its nine arrays counted up and down, made the default scenario's solve twice as slow."""
     drained = 0.0
     m = 0
     for i in range(k):
         drained += min(outs[i], have[i])
-        start = max(outs[i] - have[i], 0.0)
+        start = min(max(outs[i] - have[i], 0.0), ins[i])  # where the drain stops following
+        if tau > 0.0 and ins[i] > 0.0:  # the loop's bytes rise with the inflow from 0
+            at[m] = 0.0
+            step[m] = 2.0 * tau
+            m += 1
         if start < ins[i]:
             at[m] = start
-            step[m] = 1.0
+            step[m] = 1.0 - tau
             at[m + 1] = ins[i]
-            step[m + 1] = -1.0
+            step[m + 1] = -1.0 - tau
             m += 2
+        elif tau > 0.0 and ins[i] > 0.0:
+            at[m] = ins[i]
+            step[m] = -2.0 * tau
+            m += 1
     if m <= INSERTION_SORT_MOST:
         for j in range(m):
             moving = j
@@ -167,7 +177,7 @@ def buffer_credit_level(
             order[i] = moving
     else:
         argsort_into(at, m, order, other)
-    g = -drained - room
+    g = -(1.0 - tau) * drained - room
     level = np.inf
     x = 0.0
     slope = 0.0
@@ -206,6 +216,7 @@ def solve_tick(
     backlog: _F,
     capacity: _F,
     free_bytes: _F,
+    credit_delay: _F,
     dt: float,
     pos: _I,
     rate_table: _F,
@@ -252,7 +263,10 @@ def solve_tick(
     buffers its entries used): those are put back first, so every link and buffer without
     entries reads as none (level the capacity it had when last used, share infinite,
     alpha 1, no credit level) and a solve costs what its entries use, not the fabric.
-    ``free_bytes`` is read at the used buffers only.
+    ``free_bytes`` is read at the used buffers only, and so is ``credit_delay``: each
+    buffer's credit loop, the one-way delay of the link that feeds it, whose bytes in
+    flight both ways take credits too (``fabric_core.tick.step.credit_levels``); empty for
+    none (PFC, which has no credit loop).
     """
     n = link.size
     n_links = capacity.size
@@ -317,7 +331,7 @@ def solve_tick(
     drains = np.empty(threads * credit_row)
     holds = np.empty(threads * credit_row)
     # (max-min credits: each inflow's two breakpoints, their slope steps and order)
-    event_row = _row_stride(2 * nb_max) if max_min else 0
+    event_row = _row_stride(3 * nb_max) if max_min else 0
     event_at = np.empty(threads * event_row)
     event_step = np.empty(threads * event_row)
     event_order = np.empty(threads * event_row, dtype=np.intp)
@@ -426,14 +440,24 @@ def solve_tick(
                         inflow += ins[i]
                         drain += min(outs[i], have[i] + ins[i])
                     room = free_bytes[b] / dt
-                    g = inflow - drain - room
+                    tau = credit_delay[b] / dt if max_min and credit_delay.size > 0 else 0.0
+                    g = (1.0 + tau) * inflow - (1.0 - tau) * drain - room
                     ctol = 1e-12 * (inflow + room) + 1e-9
-                    if g <= ctol:
+                    if tau > 0.0 and inflow > 0.0:
+                        # an inflow through the empty part of the buffer goes no faster
+                        # than its room per round trip: a ceiling for the sub-tick finish
+                        # (``finish_within_tick``) where the tick's average fits
+                        loop_rate = free_bytes[b] / (2.0 * credit_delay[b])
+                        credit_level[b] = min(credit_level[b], loop_rate)
+                    # (past one tick of delay the drain alone may pass the room: with no
+                    # inflow there is nothing to hold back)
+                    if g <= ctol or (max_min and inflow <= 0.0):
                         continue
                     if max_min:
                         lam = buffer_credit_level(
-                            ins, outs, have, k, room, ctol, ev_at, ev_step, ev_order, ev_other
-                        )
+                            ins, outs, have, k, room, tau, ctol, ev_at, ev_step, ev_order,
+                            ev_other,
+                        )  # fmt: skip
                         allowed = 0.0
                         for i in range(k):
                             ins[i] = min(ins[i], lam)

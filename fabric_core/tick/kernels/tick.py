@@ -71,6 +71,8 @@ ONLY_WAY: int | None = None
 _NO_PLACES = np.zeros(0, dtype=np.intp)
 #: the solve's entry caps when no entry has one (``kernels.solve.solve_tick``)
 _NO_CAPS = np.zeros(0)
+#: the solve's credit loops where there are none (PFC)
+_NO_DELAYS = np.zeros(0)
 #: the finish's credit levels where credits are not shared max-min (PFC: ``alpha``)
 _NO_LEVELS = np.zeros(0)
 #: ``start_routed``'s extra latencies when the batch has none of its own
@@ -442,10 +444,15 @@ class CompiledTick:
         entry_cap: NDArray[np.float64] | None,
         warm_share: NDArray[np.float64] | None = None,
         max_min: bool = True,
+        credit_delay: NDArray[np.float64] | None = None,
     ) -> Solution:
         """The tick's rates (see ``solve``; progressive filling needs no warm share);
-        ``max_min``: credits shared max-min (the credit fabric), not scaled (PFC)."""
-        return solve(idx, self, backlog, capacity, free_bytes, dt, rate_table, entry_cap, max_min)
+        ``max_min``: credits shared max-min (the credit fabric), not scaled (PFC);
+        ``credit_delay``: each buffer's credit loop (one way), None for none."""
+        return solve(
+            idx, self, backlog, capacity, free_bytes, dt, rate_table, entry_cap, max_min,
+            credit_delay,
+        )  # fmt: skip
 
     def start_limit(
         self,
@@ -834,13 +841,17 @@ def solve(
     rate_table: NDArray[np.float64],
     entry_cap: NDArray[np.float64] | None = None,
     max_min: bool = True,
+    credit_delay: NDArray[np.float64] | None = None,
 ) -> Solution:
     """The tick's rates (``fabric_core.tick.step.solve``'s contract, compiled), each entry
     starting from its rate in ``rate_table`` (the flow table's, flat), read in the kernel;
-    ``max_min``: a short buffer's credits shared max-min among its inflows."""
+    ``max_min``: a short buffer's credits shared max-min among its inflows;
+    ``credit_delay``: each buffer's credit loop (one way), None for none."""
     csr: IndexCsr = idx.csr
     if entry_cap is None:
         entry_cap = _NO_CAPS
+    if credit_delay is None:
+        credit_delay = _NO_DELAYS
     if not layout._solved:
         n_links = capacity.size
         layout._solved[:] = [
@@ -880,6 +891,7 @@ def solve(
             backlog,
             capacity,
             free_bytes,
+            credit_delay,
             dt,
             idx.pos,
             rate_table,

@@ -101,6 +101,7 @@ def uneventful_ticks(
     dq_s: _F,
     dq_avg: _F,
     free: _F,
+    credit_delay: _F,
     link_load_bytes: _F,
     track_load: bool,
     tx_bytes: _F,
@@ -243,7 +244,8 @@ def uneventful_ticks(
         rate = solve_tick_serial(
             link, ent_link, prev_pad, nxt_pad, first, hop, key_ptr, used_links, rank_ptr,
             link_ptr, link_ent, used_bufs, buf_group_ptr, buf_ptr, buf_ent, feedforward,
-            places, keys_per_rank, 1, backlog, cap, room_or_credits, dt, pos, rate_table, entry_cap,
+            places, keys_per_rank, 1, backlog, cap, room_or_credits, credit_delay, dt, pos,
+            rate_table, entry_cap,
             True, not roce, level, share, first_share, alpha, credit_level, s_stale_links,
             s_stale_bufs,
         )  # fmt: skip

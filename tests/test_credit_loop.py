@@ -1,0 +1,166 @@
+"""The credit loop's round trip (docs/MODEL.md, "Credits"): a credit link carries at most
+its downstream buffer per round trip, whatever the tick.
+
+A credit comes back over the link after the bytes it stood for have left the buffer, so
+the bytes on their way in and the credits on their way back take the buffer's room as
+much as the bytes it holds. One flow through an empty buffer then runs at
+``buffer / (2 x delay)``: a 1 KiB buffer on a 5 µs link carries about 1 KiB per 10 µs,
+where until session 45 the model ran it at line rate (396 Gb/s for any buffer).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
+from fabric_core.workloads.traffic import Scripted
+from tests.test_kernels import _lockstep
+
+KiB = 1024
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _scenario(
+    tmp_path: Path,
+    buffer: str,
+    delay: str,
+    dt: str,
+    gpus_per_leaf: int = 1,
+    profile: str = "native-400g",
+) -> Path:
+    """Two leaves under one spine, leaf-spine cables of ``delay`` with ``buffer`` a lane,
+    and one 16 MiB flow from the first GPU to the last."""
+    path = tmp_path / "loop.toml"
+    last = f"gpu{2 * gpus_per_leaf - 1:04d}"
+    path.write_text(
+        f"""
+name = "loop"
+profile = "{profile}"
+dt = "{dt}"
+[topology]
+kind = "leaf-spine"
+leaves = 2
+spines = 1
+gpus_per_leaf = {gpus_per_leaf}
+[links.leaf_spine]
+delay = "{delay}"
+buffer = "{buffer}"
+[[workload]]
+kind = "pairs"
+class = "bulk"
+pairs = [["gpu0000", "{last}"]]
+size = "16MiB"
+outstanding = 1
+"""
+    )
+    return path
+
+
+def _steady_rate(fabric: Fabric, settle_s: float, measure_s: float) -> float:
+    """Bytes delivered per second over ``measure_s`` after ``settle_s``."""
+    fabric.run_ticks(round(settle_s / fabric.dt_s))
+    before, t0 = fabric.delivered_bytes, fabric.sim_time_s
+    fabric.run_ticks(round(measure_s / fabric.dt_s))
+    return (fabric.delivered_bytes - before) / (fabric.sim_time_s - t0)
+
+
+@pytest.mark.parametrize(
+    ("buffer", "delay_s", "dt"),
+    [
+        (8 * KiB, 5e-6, "1us"),  # the loop 5 ticks each way
+        (8 * KiB, 5e-6, "20us"),  # a quarter of a tick each way
+        (32 * KiB, 2e-6, "200ns"),  # 10 ticks each way
+    ],
+)
+def test_a_lane_carries_its_buffer_per_round_trip_whatever_the_tick(
+    tmp_path: Path, buffer: int, delay_s: float, dt: str
+) -> None:
+    scn = load_scenario(str(_scenario(tmp_path, f"{buffer}B", f"{delay_s * 1e9:g}ns", dt)))
+    fabric = Fabric.from_scenario(scn)
+    rate = _steady_rate(fabric, settle_s=100e-6, measure_s=400e-6)
+    assert rate == pytest.approx(buffer / (2 * delay_s), rel=0.01)
+    # the sender waited for credits, and nothing was lost
+    up = fabric.topo.links.index["leaf00->spine00"]
+    assert fabric.paused[up] and fabric.dropped_bytes == 0
+    # the spine's buffer is empty (what comes in goes on), and its credits are all in
+    # the loop: the console's credit for the link is 0, not the empty buffer's size
+    lane = up * fabric.n_vls
+    assert fabric.occupancy[lane] == pytest.approx(0.0, abs=1e-6)
+    assert fabric.snapshot().link_state.credits_bytes[up] == pytest.approx(0.0, abs=1.0)
+
+
+def test_a_buffer_of_twice_the_round_trips_bytes_keeps_the_link_at_line_rate(
+    tmp_path: Path,
+) -> None:
+    """The bundled profile's 128 KiB on a 100 m cable (500 ns each way) lets in 131 GB/s:
+    the 400G link, not its credits, is the bound."""
+    scn = load_scenario(str(_scenario(tmp_path, "128KiB", "500ns", "1us")))
+    fabric = Fabric.from_scenario(scn)
+    _steady_rate(fabric, settle_s=20e-6, measure_s=100e-6)
+    up = fabric.topo.links.index["leaf00->spine00"]
+    line = fabric.topo.links.bandwidth_Bps[up]
+    payload = profile_payload_share(fabric)
+    assert fabric.link_rate[up] == pytest.approx(line * payload, rel=1e-9)
+    assert not fabric.paused[up]
+
+
+def test_roce_has_no_credit_loop_its_long_link_runs_at_line_rate(tmp_path: Path) -> None:
+    """PFC is no credit loop: a sender sends until it is paused, and the receiver's
+    headroom takes the round trip's bytes. One flow over 5 µs cables with 8 KiB static
+    PFC queues runs at the link's payload rate, where a credit link carries 6.55 Gb/s."""
+    path = _scenario(tmp_path, "8KiB", "5us", "1us", profile="roce-400g")
+    path.write_text(path.read_text() + '[profile_overrides]\npfc_buffer_mode = "static"\n')
+    fabric = Fabric.from_scenario(load_scenario(str(path)))
+    _steady_rate(fabric, settle_s=20e-6, measure_s=100e-6)
+    up = fabric.topo.links.index["leaf00->spine00"]
+    line = fabric.topo.links.bandwidth_Bps[up]
+    assert fabric.link_rate[up] == pytest.approx(line * profile_payload_share(fabric), rel=1e-9)
+    assert fabric.link_rate[up] > 50 * 8 * KiB / 10e-6
+
+
+def profile_payload_share(fabric: Fabric) -> float:
+    """The share of a link's bytes that are payload: an MTU over an MTU and its headers."""
+    p = fabric.profile
+    return p.mtu_bytes / (p.mtu_bytes + p.header_bytes)
+
+
+def test_both_solvers_agree_where_the_credit_loop_binds(tmp_path: Path) -> None:
+    """An incast and crossing flows over 2 µs cables with 16 KiB lanes, so that credit
+    loops bind on half-full and full buffers alike: the compiled tick and the numpy
+    reference step in lockstep (rates, buffers, completions within 1e-9)."""
+    scn = load_scenario(str(_scenario(tmp_path, "16KiB", "2us", "1us", gpus_per_leaf=4)))
+    topo, profile = scn.build_topology(), scn.profile
+    gpus = topo.gpus
+    flows = [(int(gpus[i]), int(gpus[4 + (i % 2)]), 200e3, i * 3e-6) for i in range(4)]
+    flows += [(int(gpus[5 + i % 3]), int(gpus[i % 4]), 64e3, 10e-6) for i in range(6)]
+
+    def make(solver: str) -> Fabric:
+        wl = Scripted(name="w", traffic_class="bulk", flows=flows)
+        return Fabric(topo, profile, [wl], dt_s=1e-6, seed=3, solver=solver)  # type: ignore[arg-type]
+
+    ref, comp = make("reference"), make("compiled")
+    _lockstep(ref, comp, 400)
+    assert ref.completed_flows == len(flows)
+    assert ref.paused.any() or ref.counters["transmit_wait_seconds_total"].sum() > 0
+
+
+def test_fabtop_run_reports_a_long_link_held_to_its_buffer_per_round_trip(
+    tmp_path: Path,
+) -> None:
+    path = _scenario(tmp_path, "8KiB", "5us", "1us")
+    out = subprocess.run(
+        [sys.executable, "-m", "console.cli", "run", str(path), "--duration", "500us",
+         "--json", str(tmp_path / "r.json"), "--quiet"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    expected = 8 * KiB / 10e-6  # 819 MB/s: 6.55 Gb/s, where the link is 400G
+    assert report["totals"]["throughput_bytes_per_second"] == pytest.approx(expected, rel=0.01)
+    assert report["totals"]["dropped_bytes"] == 0
