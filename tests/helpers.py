@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SOLVERS",
+    "bulk_leaf_spine",
     "credit_loop_bytes",
     "credit_loop_rate",
     "profile",
@@ -34,6 +35,20 @@ __all__ = [
     "until",
     "with_probe",
 ]
+
+
+def bulk_leaf_spine(leaves: int, spines: int, gpus_per_leaf: int) -> Fabric:
+    """A native leaf-spine fabric of that size with one bulk workload: names to look up
+    (``gpu0000``.., ``leaf00``.., ``spine00``..) for the commands' tests."""
+    topology = {"kind": "leaf-spine", "leaves": leaves, "spines": spines}
+    scn = parse_scenario(
+        {
+            "name": "names",
+            "topology": {**topology, "gpus_per_leaf": gpus_per_leaf},
+            "workload": [{"name": "bg", "kind": "bulk", "class": "bulk", "size": "64KiB"}],
+        }
+    )
+    return Fabric.from_scenario(scn)
 
 
 def credit_loop_rate(fabric: Fabric, hops: list[str]) -> float:

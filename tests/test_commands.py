@@ -34,6 +34,7 @@ from fabric_core.reports.record import fabric_digest
 from fabric_core.runtime.engine import Engine
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario, parse_scenario
+from tests.helpers import bulk_leaf_spine
 
 # ------------------------------------------------------------------ the JSON form
 ROUND_TRIP = [
@@ -125,17 +126,6 @@ def test_oversized_commands_are_refused_unread() -> None:
         parse_command(big)
 
 
-def _big_fabric() -> Fabric:
-    scn = parse_scenario(
-        {
-            "name": "names",
-            "topology": {"kind": "leaf-spine", "leaves": 8, "spines": 10, "gpus_per_leaf": 1},
-            "workload": [{"name": "bg", "kind": "bulk", "class": "bulk", "size": "64KiB"}],
-        }
-    )
-    return Fabric.from_scenario(scn)
-
-
 @pytest.mark.parametrize(
     ("cmd", "message"),
     [
@@ -168,7 +158,7 @@ def _big_fabric() -> Fabric:
     ],
 )
 def test_fabric_level_errors_are_specific(cmd: Any, message: str) -> None:
-    engine = Engine(_big_fabric())
+    engine = Engine(bulk_leaf_spine(leaves=8, spines=10, gpus_per_leaf=1))
     before = fabric_digest(engine.fabric)
     result = engine.apply(cmd)
     assert not result.ok

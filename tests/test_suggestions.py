@@ -23,9 +23,8 @@ from fabric_core.commands import (
     unknown,
 )
 from fabric_core.runtime.engine import Engine
-from fabric_core.runtime.fabric import Fabric
-from fabric_core.runtime.scenario import parse_scenario
 from tests.console_synthetic import snapshot
+from tests.helpers import bulk_leaf_spine
 
 GPUS = [f"gpu{i:04d}" for i in range(64)]
 LINKS = [f"leaf{i:02d}->spine{j:02d}" for i in range(16) for j in range(8)]
@@ -107,18 +106,6 @@ def test_matching_a_large_fabric_stays_bounded(monkeypatch: pytest.MonkeyPatch) 
 
 
 # ------------------------------------------------------------------ through the user's paths
-def _fabric() -> Fabric:
-    """64 GPUs (gpu0000..gpu0063), leaves leaf00..leaf07, spines spine00..spine03."""
-    scn = parse_scenario(
-        {
-            "name": "suggestions",
-            "topology": {"kind": "leaf-spine", "leaves": 8, "spines": 4, "gpus_per_leaf": 8},
-            "workload": [{"name": "bg", "kind": "bulk", "class": "bulk", "size": "64KiB"}],
-        }
-    )
-    return Fabric.from_scenario(scn)
-
-
 @pytest.mark.parametrize(
     ("cmd", "message"),
     [
@@ -141,13 +128,13 @@ def _fabric() -> Fabric:
     ],
 )
 def test_the_engine_suggests_the_name_meant(cmd: Any, message: str) -> None:
-    result = Engine(_fabric()).apply(cmd)
+    result = Engine(bulk_leaf_spine(leaves=8, spines=4, gpus_per_leaf=8)).apply(cmd)
     assert not result.ok and result.error is not None
     assert message in result.error
 
 
 def test_a_fault_and_its_target_are_suggested_with_their_numbers() -> None:
-    engine = Engine(_fabric())
+    engine = Engine(bulk_leaf_spine(leaves=8, spines=4, gpus_per_leaf=8))
     ids = [
         engine.apply(InjectFault(kind="link_down", target=f"leaf00->spine0{i}")).detail["fault_id"]
         for i in range(3)
