@@ -45,6 +45,9 @@ def test_a_duration_without_a_unit_is_refused(
         ["run", "tiny", "--duration=-1ms"],
         ["run", "tiny", "--duration", "0s"],
         ["compare", "tiny", "--duration", "-.5ms"],
+        # (a bare 0 said it needed a unit, "e.g. 0ms", which was then refused as not positive)
+        ["run", "tiny", "--duration", "0"],
+        ["check", "ibgda", "tiny", "--timeout", "0.0"],
     ],
 )
 def test_a_negative_or_zero_duration_must_be_positive(

@@ -44,6 +44,8 @@ def duration(text: str) -> float:
     else:
         if not math.isfinite(bare):  # ("nan", "inf": no unit makes them a duration)
             raise argparse.ArgumentTypeError(f"duration must be a finite number, got {text!r}")
+        if bare == 0:  # (no unit makes 0 positive: "e.g. 0ms" would be refused in turn)
+            raise argparse.ArgumentTypeError(f"duration must be positive, got {text!r}")
         raise argparse.ArgumentTypeError(
             f"duration {text!r} needs a unit ({DURATION_UNITS}): e.g. {t}ms or {t}s"
         )
