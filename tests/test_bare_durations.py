@@ -160,12 +160,15 @@ def test_a_refused_duration_names_its_key_and_what_it_must_be(
 
 def test_a_link_delay_is_text_its_number_without_a_unit_seconds(tmp_path: Path) -> None:
     """``[links]`` takes text only (a bandwidth without a unit could be bits or bytes);
-    a topology file's ``delay=5``, and ``[links]``'s ``"5"``, are 5 s."""
+    a topology file's ``delay=0.00005``, and ``[links]``'s ``"0.0005"``, are seconds; a
+    ``"5"`` is 5 s of cable, refused (at most 1 ms) with the unit to write."""
     base = f'name = "d"\n{_TOPOLOGY}[[workload]]\nname = "w"\nkind = "bulk"\nclass = "bulk"\n'
     with pytest.raises(ScenarioError, match=r"links\.leaf_spine\.delay: must be text with a unit"):
         _load(tmp_path, base + "[links.leaf_spine]\ndelay = 5\n")
-    scn = _load(tmp_path, base + '[links.leaf_spine]\ndelay = "5"\n')
-    assert scn.build_topology().links.prop_delay_s.max() == 5.0
+    with pytest.raises(ScenarioError, match=r"delay: '5' is 1,000,000 km .* e\.g\. '5ns'"):
+        _load(tmp_path, base + '[links.leaf_spine]\ndelay = "5"\n')
+    scn = _load(tmp_path, base + '[links.leaf_spine]\ndelay = "0.0005"\n')
+    assert scn.build_topology().links.prop_delay_s.max() == 0.0005
     (tmp_path / "lab.topo").write_text(
         "node gpu00 gpu\nnode gpu01 gpu\nnode leaf00 leaf\nnode spine00 spine\n"
         "link gpu00 leaf00\nlink gpu01 leaf00 delay=0.00005\nlink leaf00 spine00 delay=50us\n"

@@ -156,6 +156,8 @@ def test_buffer_is_the_pfc_queue_buffer_on_roce() -> None:
         ({"host": {"bandwidth": "0G"}}, "links.host.bandwidth", "must be > 0"),
         ({"leaf_spine": {"delay": "-1us"}}, "links.leaf_spine.delay", "must be >= 0"),
         ({"leaf_spine": {"delay": "5 parsecs"}}, "links.leaf_spine.delay", "bad duration"),
+        ({"leaf_spine": {"delay": "5"}}, "links.leaf_spine.delay", "without a unit is seconds"),
+        ({"leaf_spine": {"delay": "2ms"}}, "links.leaf_spine.delay", "at most 1 ms (200 km)"),
         ({"host": {"buffer": "0B"}}, "links.host.buffer", "must be > 0"),
         ({"host": {"buffer": "lots"}}, "links.host.buffer", "bad size 'lots'"),
         ({"host": {"speed": "400G"}}, "links.host", "unknown key 'speed'"),

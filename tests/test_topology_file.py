@@ -150,6 +150,8 @@ MALFORMED = [
     ("node g gpu\nnode s leaf\nlink g s speed=4\n", 3, "link: unknown key 'speed'"),
     ("node g gpu\nnode s leaf\nlink g s bandwidth=fast\n", 3, "link.bandwidth: bad rate 'fast'"),
     ("node g gpu\nnode s leaf\nlink g s delay\n", 3, "expected KEY=VALUE, got 'delay'"),
+    # (a delay without a unit is seconds: 5 s of cable, refused with the unit to write)
+    ("node g gpu\nnode s leaf\nlink g s delay=5\n", 3, "1,000,000 km of fibre; a cable's delay must be at most 1 ms (200 km); a delay without a unit is seconds: write one, e.g. '5ns'"),
     ("node g gpu\nnode s leaf\nlink g s\nlink s g\n", 4, "a second cable between s and g (first on line 3)"),
     ("node g gpu\nnode s leaf\nnode t leaf\nlink g s\nlink g t\n", 5, "endpoint g has a second cable"),
     ("node g gpu\nnode h gpu\nlink g h\n", 3, "a cable between two endpoints"),

@@ -32,6 +32,11 @@ from fabric_core.textfile import TextFileError, read_text
 from fabric_core.units import parse_duration, parse_rate, parse_size
 
 _NAME = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*")
+#: The longest cable delay a link may have: 200 km of fibre (at 5 ns/m), beyond the reach
+#: of long-haul InfiniBand (NVIDIA's MetroX-2 spans up to 40 km). A delay written without
+#: a unit is seconds (``delay = "5"``), and five seconds of cable would hold a credit link
+#: to its buffer per ten seconds: refused, with the unit to write.
+MAX_CABLE_DELAY_S = 1e-3
 
 
 class TopologyFileError(ValueError):
@@ -65,6 +70,8 @@ def parse_link_settings(values: dict[str, object], where: str) -> LinkSettings:
                 out.bandwidth_Bps = parse_rate(value)
             elif key == "delay":
                 out.prop_delay_s = parse_duration(value, allow_zero=True)
+                if out.prop_delay_s > MAX_CABLE_DELAY_S:
+                    raise ValueError(_too_long(value, out.prop_delay_s))
             else:
                 out.buffer_bytes = parse_size(value)
                 if out.buffer_bytes <= 0:
@@ -72,6 +79,20 @@ def parse_link_settings(values: dict[str, object], where: str) -> LinkSettings:
         except ValueError as exc:
             raise ValueError(f"{at}: {exc.args[0]}") from None
     return out
+
+
+def _too_long(text: str, seconds: float) -> str:
+    """Why a cable delay of ``seconds`` (written ``text``) is refused, and, for one written
+    without a unit, the unit it likely lacks."""
+    km = seconds / 5e-9 / 1e3
+    bare = re.fullmatch(r"\s*[0-9.eE+-]+\s*", text) is not None
+    hint = (
+        f"; a delay without a unit is seconds: write one, e.g. '{text.strip()}ns'" if bare else ""
+    )
+    return (
+        f"{text!r} is {km:,.0f} km of fibre; a cable's delay must be at most "
+        f"{MAX_CABLE_DELAY_S * 1e3:g} ms (200 km){hint}"
+    )
 
 
 @dataclass
