@@ -27,7 +27,10 @@ CommandId = Annotated[
     str,
     msgspec.Meta(min_length=1, max_length=64, pattern=rf"^{COMMAND_ID_CHARS}+\Z"),
 ]
-Seconds = Annotated[float, msgspec.Meta(gt=0, le=1e6)]
+#: The longest a fault may last before it clears itself (``duration_s``), simulated seconds:
+#: some 11.6 days, past any run's length
+MAX_FAULT_DURATION_S = 1e6
+Seconds = Annotated[float, msgspec.Meta(gt=0, le=MAX_FAULT_DURATION_S)]
 #: The tick lengths a fabric accepts: the model's results are tested to be the same from
 #: 100 ns to 1 ms (tests/test_core_timing.py); 1 ns and 10 ms are the outer bounds.
 MIN_TICK_S = 1e-9

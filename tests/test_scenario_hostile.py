@@ -144,6 +144,11 @@ def _tiny_with(**changes: Any) -> dict[str, Any]:
             _tiny_with(fault=[{"at": "1us", "kind": "link_down", "target": "x", "duration": -1}]),
             "fault[0].duration: duration must be > 0, got -1",
         ),
+        # (session 45: 2e6 s loaded, where the fault command it becomes takes 1e6 s at most)
+        (
+            _tiny_with(fault=[{"at": "1us", "kind": "link_down", "target": "x", "duration": 2e6}]),
+            "fault[0].duration: at most 1e+06 s, as a fault command's, got 2e+06 s",
+        ),
         (
             _tiny_with(workload=[{**TINY["workload"][0], "size": "1e300B"}]),
             "workload[0]: size: must be 1 B to 2 GiB (one message's most), got '1e300B'",

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fabric_core.commands import MAX_TICK_S, MIN_TICK_S
+from fabric_core.commands import MAX_FAULT_DURATION_S, MAX_TICK_S, MIN_TICK_S
 from fabric_core.net.link_classes import LinkConfig, apply_classes, apply_named, parse_links
 from fabric_core.net.profiles import Profile, check_pfc, check_routing, get_profile
 from fabric_core.net.scaleup import ScaleUpParams
@@ -273,12 +273,19 @@ def _scheduled_fault(f: Any, where: str) -> ScheduledFault:
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{where}.{key}: {exc}") from None
 
+    lasting = duration("duration", allow_zero=False) if "duration" in f else None
+    if lasting is not None and lasting > MAX_FAULT_DURATION_S:
+        # (the limit a fault command has: a scheduled fault is applied as one)
+        raise ValueError(
+            f"{where}.duration: at most {MAX_FAULT_DURATION_S:g} s, as a fault command's, "
+            f"got {lasting:g} s"
+        )
     return ScheduledFault(
         at_s=duration("at", allow_zero=True),
         kind=str(f["kind"]),
         target=str(f["target"]),
         params=dict(params),
-        duration_s=duration("duration", allow_zero=False) if "duration" in f else None,
+        duration_s=lasting,
     )
 
 
