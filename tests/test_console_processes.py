@@ -289,10 +289,13 @@ def test_the_exporter_gets_a_fresh_snapshot_while_the_view_reads_none(
         while (snap := src.latest()) is None or snap.tick < 100:
             assert time.monotonic() < deadline
             time.sleep(0.01)
-        while src._latest is snap:  # the one the engine sends after a read (it then waits)
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        seen = src.received
+        # the one the engine sends after a read (it then waits), waited for under the lock
+        # the receiver holds while it records one: read without it, a busy machine could
+        # show the new snapshot before its count and time were written, and the time
+        # written after the sleep below made it look fresh (session 45, under load)
+        with src._arrived:
+            assert src._arrived.wait_for(lambda: src._latest is not snap, timeout=120)
+            seen = src.received
         time.sleep(FRESH_S + 0.2)  # the view is frozen: the one sent since is old now
         old = src._latest
         assert old is not None and src.received == seen
