@@ -161,6 +161,67 @@ def test_fabtop_run_reports_a_long_link_held_to_its_buffer_per_round_trip(
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     report = json.loads((tmp_path / "r.json").read_text())
-    expected = 8 * KiB / 10e-6  # 819 MB/s: 6.55 Gb/s, where the link is 400G
+    # the buffer's 8 KiB at once (the idle loop's credits, spent at line rate), then 8 KiB
+    # per 10 µs round trip (819 MB/s: 6.55 Gb/s, where the link is 400G)
+    expected = (8 * KiB + 8 * KiB / 10e-6 * 500e-6) / 500e-6
     assert report["totals"]["throughput_bytes_per_second"] == pytest.approx(expected, rel=0.01)
     assert report["totals"]["dropped_bytes"] == 0
+
+
+def _one_flow_time(tmp_path: Path, buffer: str, dt: str, size: float) -> float:
+    """Seconds from start to finish of one flow of ``size`` across the 5 µs cables."""
+    scn = load_scenario(str(_scenario(tmp_path, buffer, "5us", dt)))
+    topo = scn.build_topology()
+    gpus = topo.gpus
+    wl = Scripted(name="w", traffic_class="bulk", flows=[(int(gpus[0]), int(gpus[1]), size, 0.0)])
+    fabric = Fabric(topo, scn.profile, [wl], dt_s=scn.dt_s, seed=1)
+    while not wl.finished:
+        fabric.step()
+    _, start, finish = wl.finished[0]
+    return float(finish - start)
+
+
+@pytest.mark.parametrize("dt", ["100ns", "1us"])
+def test_an_idle_loop_lets_its_buffer_out_at_line_rate_first(tmp_path: Path, dt: str) -> None:
+    """A sender holding a whole buffer's credits spends them at line rate and waits only
+    for those it lacks: a 4 KiB message over an idle 8 KiB lane on a 5 µs cable takes
+    what it takes with a 64 MiB buffer (to a tick: the model's resolution), not a round
+    trip more (17.7 µs against 12.8 µs while the loop's bytes were charged at the tick's
+    rate, session 45's first model); a 64 KiB flow sends its first 8 KiB so, then 8 KiB a
+    round trip."""
+    tick = 1e-7 if dt == "100ns" else 1e-6
+    for size in (4 * KiB, 8 * KiB):
+        small = _one_flow_time(tmp_path, "8KiB", dt, size)
+        large = _one_flow_time(tmp_path, "64MiB", dt, size)
+        assert large <= small <= large + tick
+    rest = (64 * KiB - 8 * KiB) / (8 * KiB / 10e-6)  # 70 µs at the loop's rate
+    small = _one_flow_time(tmp_path, "8KiB", dt, 64 * KiB)
+    large = _one_flow_time(tmp_path, "64MiB", dt, 64 * KiB)
+    assert small - large == pytest.approx(rest, rel=0.03)
+
+
+@pytest.mark.parametrize("dt", [1e-8, 1e-7, 1e-6])
+def test_a_drain_that_speeds_up_does_not_slow_its_sender(tmp_path: Path, dt: float) -> None:
+    """Two flows into gpu0003 over 2 µs cables and 128 KiB lanes; when the short one
+    ends, the long one's buffer at the far leaf drains at the whole downlink. Its loop
+    fills over a round trip, so its sender over the spine speeds up at once and never
+    dips below the rate it had (charged the loop at the tick's rate, it fell from 24.8 to
+    2.5 GB/s for a microsecond at a 100 ns tick: a session-45 review)."""
+    scn = load_scenario(str(_scenario(tmp_path, "128KiB", "2us", "1us", gpus_per_leaf=2)))
+    topo = scn.build_topology()
+    g = topo.gpus
+    flows = [(int(g[0]), int(g[3]), 1e12, 0.0), (int(g[2]), int(g[3]), 1e6, 0.0)]
+    wl = Scripted(name="w", traffic_class="bulk", flows=flows)
+    fabric = Fabric(topo, scn.profile, [wl], dt_s=dt, seed=1)
+    link = topo.links.index["spine00->leaf01"]
+    before = 0.0
+    while not wl.finished:
+        fabric.step()
+        before = fabric.link_rate[link]
+    after = []
+    while fabric.sim_time_s < 80e-6:
+        fabric.step()
+        after.append(fabric.link_rate[link])
+    assert min(after) >= before * (1 - 1e-9)
+    # and it settles at its buffer per round trip: 128 KiB / 4 µs
+    assert after[-1] == pytest.approx(128 * KiB / 4e-6, rel=1e-6)

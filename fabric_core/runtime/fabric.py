@@ -1068,10 +1068,9 @@ class Fabric:
                 entry_cap = np.minimum(entry_cap, limit)
             return self._solve(idx, backlog, cap, room, dt, rate_table, entry_cap)
         links = self.link_book
-        # the credits: each buffer's free space; a NIC sinks at line rate
-        free = self._tick.credit_room(
-            idx, links.buffer_bytes, links.occupancy, self._endpoint_queues
-        )
+        # the credits: each buffer's free space less its credit loop's; a NIC sinks at
+        # line rate
+        free = self._tick.credit_room(idx, links, self._endpoint_queues, now, dt)
         if any_stormed:
             # a NIC that stops taking data (stuck, storming) returns no credits
             base = np.full(idx.size, np.inf) if limit is None else limit
@@ -1131,6 +1130,7 @@ class Fabric:
         if self.ibcc is not None:
             self.ibcc.after_tick(self, idx, sol.rate, moved.new_backlog, dt)
         links = self.link_book
+        self._tick.credit_loop_fill(idx, moved, links)
         links.paused = self._tick.credit_wait(
             sol.alpha,
             moved.inflow,
@@ -1220,7 +1220,7 @@ class Fabric:
         # round trip over the link to come back; PFC pauses them all
         return self._tick.solve(
             idx, backlog, cap, free, dt, rate_table, entry_cap, share, max_min=credits,
-            credit_delay=self.link_book.credit_loop_s(credits),
+            loop_s=self.link_book.credit_loop_s(credits),
         )  # fmt: skip
 
     # ------------------------------------------------------------------ RoCE
@@ -1416,12 +1416,10 @@ class Fabric:
         bw = self.topo.links.bandwidth_Bps
         occ = self.occupancy.reshape(L, self.n_vls)
         room = self.buffer_bytes - self.occupancy
-        loop = self.link_book.credit_loop_s(self.roce is None)
-        if loop.size:
+        if self.roce is None:
             # the credits of the bytes on the cable and of those on their way back are not
-            # the sender's: at the lane's drain rate both ways (in a steady state what
-            # comes in is what drains; docs/MODEL.md, "Credits")
-            room = room - 2.0 * self.buffer_drain * loop
+            # the sender's (docs/MODEL.md, "Credits")
+            room = room - self.link_book.loop_bytes_at(self.sim_time_s)
         free = room.reshape(L, self.n_vls).min(axis=1)
         free = np.where(self.to_endpoint, self.buffer_bytes.reshape(L, self.n_vls)[:, 0], free)
         c = self.counters

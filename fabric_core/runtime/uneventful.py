@@ -145,8 +145,8 @@ def kernel_groups(
     link_book = (
         link_rate, occ_pad, drain_pad, inflow_pad, lb.occupancy,
         lb.buffer_drain, lb.buffer_bytes, endpoint_queues, lb.dq_open, lb.dq_seen,
-        lb.dq_bytes, lb.dq_s, lb.dq_avg_Bps, free, lb.credit_loop_s(roce is None),
-        layout.link_load_bytes,
+        lb.dq_bytes, lb.dq_s, lb.dq_avg_Bps, free, lb.credit_delay, lb.loop_bytes,
+        lb.loop_at_s, lb.credit_loop_s(roce is None), layout.link_load_bytes,
         layout.track_load, c["tx_bytes_total"], c["tx_packets_total"],
         c["retransmitted_bytes_total"], c["link_error_recovery_total"],
         c["symbol_errors_total"], c["transmit_wait_seconds_total"], c["discards_bytes_total"],

@@ -58,6 +58,12 @@ class LinkBook:
     #: per buffer: the one-way delay of its credit loop, s: the propagation delay of the
     #: link that feeds it, over which the bytes come in and their credits go back
     credit_delay: F64
+    #: per buffer (credit fabric): the bytes its credit loop holds, on the cable and in
+    #: credits on their way back, as of ``loop_at_s`` (``kernels.solve.credit_room``)
+    loop_bytes: F64
+    loop_at_s: F64
+    #: per buffer: what the current tick adds to its loop per byte/s in and out, s
+    loop_share_s: F64
     #: per buffer: the bytes it holds
     occupancy: F64
     #: per buffer: the rate it drained at in the last tick, B/s
@@ -93,6 +99,9 @@ class LinkBook:
         return cls(
             buffer_bytes=np.repeat(links.buffer_bytes, n_vls).astype(np.float64),
             credit_delay=np.repeat(links.prop_delay_s, n_vls).astype(np.float64),
+            loop_bytes=np.zeros(nq),
+            loop_at_s=np.zeros(nq),
+            loop_share_s=np.zeros(nq),
             occupancy=np.zeros(nq),
             buffer_drain=np.zeros(nq),
             dq_bytes=np.zeros(nq),
@@ -111,9 +120,18 @@ class LinkBook:
         )
 
     def credit_loop_s(self, credits: bool) -> F64:
-        """``credit_delay`` where the fabric's flow control is by credits, else none
-        (an empty array: PFC has no credit loop, its headroom takes the round trip)."""
-        return self.credit_delay if credits else _NO_LOOP
+        """``loop_share_s`` where the fabric's flow control is by credits, else none (an
+        empty array: PFC has no credit loop, its headroom takes the round trip)."""
+        return self.loop_share_s if credits else _NO_LOOP
+
+    def loop_bytes_at(self, now: float) -> F64:
+        """Every buffer's credit loop's bytes at ``now`` (each decays from when it was
+        last worked out, ``kernels.solve.credit_room``)."""
+        t = self.credit_delay
+        elapsed = np.maximum(now - self.loop_at_s, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            decay = np.where(t > 0, np.exp(-elapsed / np.where(t > 0, 2.0 * t, 1.0)), 0.0)
+        return self.loop_bytes * decay
 
     def set_known_down(self, down: NDArray[np.bool_]) -> None:
         """Routing knows the links ``down`` marks are down, and no others (``down`` may be

@@ -208,11 +208,11 @@ class ReferenceTick:
         entry_cap: NDArray[np.float64] | None,
         warm_share: NDArray[np.float64] | None,
         max_min: bool = True,
-        credit_delay: NDArray[np.float64] | None = None,
+        loop_s: NDArray[np.float64] | None = None,
     ) -> Solution:
         """The tick's rates (see ``solve``), each entry starting from last tick's rate in
         ``rate_table`` (the flow table's, flat); ``max_min``: credits shared max-min;
-        ``credit_delay``: each buffer's credit loop (one way), None for none."""
+        ``loop_s``: each buffer's credit loop (one way), None for none."""
         warm = rate_table[idx.pos]
         return solve(
             idx,
@@ -224,7 +224,7 @@ class ReferenceTick:
             entry_cap,
             warm_share=warm_share,
             max_min=max_min,
-            credit_delay=credit_delay,
+            loop_s=loop_s,
         )
 
     def start_limit(
@@ -250,14 +250,32 @@ class ReferenceTick:
     @staticmethod
     def credit_room(
         idx: EntryIndex,
-        buffer_bytes: NDArray[np.float64],
-        occupancy: NDArray[np.float64],
+        links: LinkBook,
         into_endpoint: NDArray[np.bool_],
+        now: float,
+        dt: float,
     ) -> NDArray[np.float64]:
-        """Each buffer's credits: its free space, endless for the queues into a NIC."""
-        free = np.maximum(buffer_bytes - occupancy, 0.0)
+        """Each buffer's credits for the tick from ``now``: its free space less its credit
+        loop's bytes at the tick's end, endless for the queues into a NIC; and each loop's
+        share of the tick into ``links.loop_share_s`` (``kernels.solve.credit_room``, here
+        for every buffer: one that carries nothing adds nothing to its loop)."""
+        t = links.credit_delay
+        looped = (t > 0) & ~into_endpoint
+        half_rtt = np.where(looped, 2.0 * t, 1.0)
+        links.loop_bytes[:] = np.where(
+            looped, links.loop_bytes * np.exp(-(now + dt - links.loop_at_s) / half_rtt), 0.0
+        )
+        links.loop_at_s[looped] = now + dt
+        links.loop_share_s[:] = np.where(looped, -np.expm1(-dt / half_rtt) * t, 0.0)
+        free = np.maximum(links.buffer_bytes - links.occupancy - links.loop_bytes, 0.0)
         free[into_endpoint] = ENDLESS_ROOM_BYTES
         return free
+
+    @staticmethod
+    def credit_loop_fill(idx: EntryIndex, moved: Moved, links: LinkBook) -> None:
+        """What the tick's bytes add to the credit loops: inflow and drain times the
+        loop's share of the tick."""
+        links.loop_bytes += links.loop_share_s * (moved.inflow + moved.drain)
 
     @staticmethod
     def by_workload(

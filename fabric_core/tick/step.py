@@ -18,9 +18,10 @@ capped at buffer/dt (see DESIGN.md, "Model notes"). The rules:
    flow after another, so a short buffer's inflows share what it can take max-min:
    each gets at most one credit level ``lambda`` (``max_min``). A credit comes back
    over the link after the bytes it stood for leave the buffer, so the bytes on the
-   link's way in and the credits on their way back take room too: at line rate and
-   an empty buffer a lane carries at most its buffer per round trip (``credit_levels``;
-   ``credit_delay``, the link's one-way delay). Under PFC a pause
+   link's way in and the credits on their way back take room too (the link book's
+   credit loops, ``tick.links.LinkBook``): in a steady state through an empty buffer a
+   lane carries at most its buffer per round trip (``credit_levels``; ``loop_s``, what
+   the tick adds to the loop per byte/s). Under PFC a pause
    stops every flow of the priority for the same time, so there all inflows into
    a short buffer are scaled by one factor ``alpha`` (the upstream sends for that
    share of the tick). Either slows a victim flow that shares the VL with a
@@ -328,10 +329,12 @@ def credit_levels(
     rates ``a`` wanted, whose next hops drain it at rate ``c`` holding ``d·dt`` bytes.
     With every inflow capped at ``lam``, the inflow ``x(lam) = sum(min(a, lam))`` and the
     drain ``y(lam) = sum(min(c, d + min(a, lam)))``, the buffer's credits hold at the end
-    of the tick what it holds plus ``(x - y)·dt``, and the bytes of its credit loop: the
-    bytes on the link's way in (``x·t``, ``t`` its one-way delay) and the credits on their
-    way back for the bytes that left it (``y·t``). With ``tau = t / dt`` (per buffer; 0,
-    the default, where credits come back at once) they fit its room when
+    of the tick what it holds plus ``(x - y)·dt``, and what the tick adds to its credit
+    loop: the bytes on the link's way in and the credits on their way back for the bytes
+    that left it, ``(x + y)·s`` (``s`` the loop's share of the tick, ``LinkBook``'s
+    ``loop_share_s``; the loop's older bytes are out of ``room`` already). With
+    ``tau = s / dt`` (per buffer; 0, the default, where credits come back at once) they
+    fit its room when
     ``g(lam) = (1 + tau)·x - (1 - tau)·y - room <= 0``: piecewise linear and
     non-decreasing, each inflow adding a slope of ``2·tau`` up to ``s = min(max(c - d, 0),
     a)`` (where its drain no longer follows it), then ``1 + tau`` up to ``a`` (its whole
@@ -421,17 +424,18 @@ def enforce_credits(
     free_bytes: NDArray[np.float64],
     dt: float,
     max_min: bool = True,
-    credit_delay: NDArray[np.float64] | None = None,
+    loop_s: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Hold the inflows back so no downstream buffer overfills (in place); returns, per
     buffer, the share of the wanted inflow allowed (``alpha``) and the credit level
     (infinite where nothing was held back and no credit loop bounds it: a used buffer
-    fed over a cable gets its room per round trip at most, the sub-tick finish's ceiling).
+    fed over a cable gets at most its room over twice the loop's share of the tick, the
+    sub-tick finish's ceiling).
 
     For buffer ``b`` fed by entries ``e`` (rate ``a``) whose next hops drain it
     (rate ``c``, holding ``d·dt`` bytes): with ``max_min`` (the credit fabric) each
     inflow is capped at the buffer's credit level (``credit_levels``, whose room counts
-    the bytes of the credit loop, ``credit_delay`` per buffer: None for none), and
+    what the tick adds to the credit loop, ``loop_s`` per buffer: None for none), and
     ``alpha`` is the share of the inflow left. Otherwise (PFC) every inflow is scaled by ``alpha``:
     the net inflow is then ``alpha·sum(a) - sum(min(c, d + alpha·a))``, convex and
     piecewise linear in ``alpha``, so Newton's method from ``alpha = 1`` approaches the
@@ -441,7 +445,7 @@ def enforce_credits(
     alpha = np.ones(free_bytes.size)
     credit_level = np.full(free_bytes.size, np.inf)
     free_rate = free_bytes / dt
-    loop = max_min and credit_delay is not None and credit_delay.size > 0
+    loop = max_min and loop_s is not None and loop_s.size > 0
     for grp in idx.buffer_groups:
         lo, hi, bufs, local = grp.lo, grp.hi, grp.bufs, grp.local
         nxt = idx.nxt_pad[lo:hi]  # all real: these entries feed a buffer
@@ -452,18 +456,19 @@ def enforce_credits(
         inflow = sum_by(local, a, nb)
         room = free_rate[bufs]
         # the credit loop's one-way delay in ticks (the compiled solve's ``tau``)
-        tau = credit_delay[bufs] / dt if loop and credit_delay is not None else np.zeros(nb)
+        tau = loop_s[bufs] / dt if loop and loop_s is not None else np.zeros(nb)
         g = (1.0 + tau) * inflow - (1.0 - tau) * sum_by(local, np.minimum(c, d + a), nb) - room
         tol = 1e-12 * (inflow + room) + 1e-9
         short = g > tol
         if max_min:  # (with no inflow there is nothing to hold back)
             short &= inflow > 0
-            # an inflow through the empty part of a buffer goes no faster than its room
-            # per round trip: a ceiling for the sub-tick finish where the tick's average fits
+            # an inflow through the empty part of a buffer goes no faster than its room over
+            # twice the loop's share (in a steady state its room per round trip): a
+            # ceiling for the sub-tick finish where the tick's average fits
             looped = (tau > 0) & (inflow > 0)
             if looped.any():
                 lb = bufs[looped]
-                loop_rate = free_bytes[lb] / (2.0 * cast(_Floats, credit_delay)[lb])
+                loop_rate = free_bytes[lb] / (2.0 * cast(_Floats, loop_s)[lb])
                 credit_level[lb] = np.minimum(credit_level[lb], loop_rate)
         if not short.any():
             continue
@@ -538,7 +543,7 @@ def solve(
     credits: bool = True,
     warm_share: NDArray[np.float64] | None = None,
     max_min: bool = True,
-    credit_delay: NDArray[np.float64] | None = None,
+    loop_s: NDArray[np.float64] | None = None,
 ) -> Solution:
     """Rates of all entries for one tick (see the module docstring).
 
@@ -556,9 +561,9 @@ def solve(
         warm_share: last tick's fair share per link (``Solution.share``):
             water-filling starts from it (the result does not depend on it, only
             the work does).
-        credit_delay: per buffer, the one-way delay of its credit loop (the link that
-            feeds it), whose bytes in flight take credits too (``credit_levels``); None
-            for none (PFC).
+        loop_s: per buffer, what the tick adds to its credit loop per byte/s in and out
+            (``LinkBook.loop_share_s``), whose bytes take credits too
+            (``credit_levels``); None for none (PFC).
     """
     n = idx.size
     link = idx.link
@@ -612,7 +617,7 @@ def solve(
         before = rate[:n].copy()
         # the credit factor of the first pass is the one that held rates down; later
         # passes see those rates as caps, so keep the smallest
-        allowed, lam = enforce_credits(idx, rate, held, free_bytes, dt, max_min, credit_delay)
+        allowed, lam = enforce_credits(idx, rate, held, free_bytes, dt, max_min, loop_s)
         alpha = np.minimum(alpha, allowed)
         credit_level = np.minimum(credit_level, lam)
         enforce_conservation(idx, rate, held)

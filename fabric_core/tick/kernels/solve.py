@@ -145,7 +145,7 @@ def buffer_credit_level(
     inflow reaches 0 if it crosses ``tol`` inside a stretch; infinite if it never passes
     ``tol`` (``fabric_core.tick.step.credit_levels``: the same breakpoints, walked in order,
     the same sums in the same order, so the same levels). ``tau`` is the credit loop's
-    one-way delay in ticks (``step.credit_levels``). ``at``, ``step``, ``order`` and
+    share of the tick (``step.credit_levels``). ``at``, ``step``, ``order`` and
     ``other`` are scratch of ``3 * k`` at least. Inlined into the solve: a call per buffer,
     its nine arrays counted up and down, made the default scenario's solve twice as slow."""
     drained = 0.0
@@ -216,7 +216,7 @@ def solve_tick(
     backlog: _F,
     capacity: _F,
     free_bytes: _F,
-    credit_delay: _F,
+    loop_s: _F,
     dt: float,
     pos: _I,
     rate_table: _F,
@@ -263,10 +263,10 @@ def solve_tick(
     buffers its entries used): those are put back first, so every link and buffer without
     entries reads as none (level the capacity it had when last used, share infinite,
     alpha 1, no credit level) and a solve costs what its entries use, not the fabric.
-    ``free_bytes`` is read at the used buffers only, and so is ``credit_delay``: each
-    buffer's credit loop, the one-way delay of the link that feeds it, whose bytes in
-    flight both ways take credits too (``fabric_core.tick.step.credit_levels``); empty for
-    none (PFC, which has no credit loop).
+    ``free_bytes`` is read at the used buffers only, and so is ``loop_s``: what the tick
+    adds to each buffer's credit loop per byte/s in and out (``LinkBook.loop_share_s``),
+    whose bytes take credits too (``fabric_core.tick.step.credit_levels``); empty for none
+    (PFC, which has no credit loop).
     """
     n = link.size
     n_links = capacity.size
@@ -440,14 +440,15 @@ def solve_tick(
                         inflow += ins[i]
                         drain += min(outs[i], have[i] + ins[i])
                     room = free_bytes[b] / dt
-                    tau = credit_delay[b] / dt if max_min and credit_delay.size > 0 else 0.0
+                    tau = loop_s[b] / dt if max_min and loop_s.size > 0 else 0.0
                     g = (1.0 + tau) * inflow - (1.0 - tau) * drain - room
                     ctol = 1e-12 * (inflow + room) + 1e-9
                     if tau > 0.0 and inflow > 0.0:
                         # an inflow through the empty part of the buffer goes no faster
-                        # than its room per round trip: a ceiling for the sub-tick finish
+                        # than its room over twice the loop's share (in a steady state its
+                        # room per round trip): a ceiling for the sub-tick finish
                         # (``finish_within_tick``) where the tick's average fits
-                        loop_rate = free_bytes[b] / (2.0 * credit_delay[b])
+                        loop_rate = free_bytes[b] / (2.0 * loop_s[b])
                         credit_level[b] = min(credit_level[b], loop_rate)
                     # (past one tick of delay the drain alone may pass the room: with no
                     # inflow there is nothing to hold back)
@@ -523,13 +524,49 @@ def credit_room(
     into_endpoint: NDArray[np.bool_],
     endless: float,
     free: _F,
+    delay: _F,
+    loop_bytes: _F,
+    loop_at: _F,
+    loop_share: _F,
+    now: float,
+    dt: float,
 ) -> None:
-    """The free space of the buffers ``bufs`` (never below 0), into ``free``; ``endless``
-    for the queues into an endpoint: the NIC sinks at line rate. (``credit_room_parallel``
-    shares the buffers over the cores.)"""
+    """The credits of the buffers ``bufs`` for the tick from ``now``, into ``free``: the
+    free space less what the credit loop still holds at the tick's end (never below 0);
+    ``endless`` for the queues into an endpoint (the NIC sinks at line rate, no loop). And
+    into ``loop_share`` what the tick adds to each loop per byte/s in and out.
+
+    A credit loop (``delay``, the cable's one-way delay ``t``; ``loop_bytes`` as of
+    ``loop_at``) holds the bytes on their way in and the credits on their way back,
+    ``(x + y)·t`` in a steady state. It is kept as a first-order lag of time constant
+    ``2t`` (a byte's credit is out for a round trip): what it held decays by
+    ``a = exp(-elapsed / 2t)``, and the tick adds ``(1 - a)·t`` per byte/s of inflow and
+    drain (``credit_loop_fill``), so an idle loop lets its buffer's credits out at line
+    rate first, as a real sender spends those it holds. (``credit_room_parallel`` shares
+    the buffers over the cores.)"""
     for i in prange(bufs.size):
         b = bufs[i]
-        free[b] = endless if into_endpoint[b] else max(buffer_bytes[b] - occupancy[b], 0.0)
+        if into_endpoint[b]:
+            free[b] = endless
+            loop_share[b] = 0.0
+            continue
+        t = delay[b]
+        if t > 0.0:
+            loop_bytes[b] *= np.exp(-(now + dt - loop_at[b]) / (2.0 * t))
+            loop_at[b] = now + dt
+            loop_share[b] = -np.expm1(-dt / (2.0 * t)) * t
+        else:
+            loop_share[b] = 0.0
+        free[b] = max(buffer_bytes[b] - occupancy[b] - loop_bytes[b], 0.0)
+
+
+@kernel
+def credit_loop_fill(bufs: _I, inflow: _F, drain: _F, loop_share: _F, loop_bytes: _F) -> None:
+    """What the tick's bytes add to the credit loops of the buffers ``bufs``: their inflow
+    and drain times the loop's share of the tick (``credit_room``), in place."""
+    for i in range(bufs.size):
+        b = bufs[i]
+        loop_bytes[b] += loop_share[b] * (inflow[b] + drain[b])
 
 
 #: ``credit_room`` over the cores

@@ -44,6 +44,7 @@ from fabric_core.tick.kernels.route import (
 )
 from fabric_core.tick.kernels.slots import by_workload, start_limits
 from fabric_core.tick.kernels.solve import (
+    credit_loop_fill,
     credit_room,
     credit_room_parallel,
     solve_tick_parallel,
@@ -444,14 +445,14 @@ class CompiledTick:
         entry_cap: NDArray[np.float64] | None,
         warm_share: NDArray[np.float64] | None = None,
         max_min: bool = True,
-        credit_delay: NDArray[np.float64] | None = None,
+        loop_s: NDArray[np.float64] | None = None,
     ) -> Solution:
         """The tick's rates (see ``solve``; progressive filling needs no warm share);
         ``max_min``: credits shared max-min (the credit fabric), not scaled (PFC);
-        ``credit_delay``: each buffer's credit loop (one way), None for none."""
+        ``loop_s``: each buffer's credit loop (one way), None for none."""
         return solve(
             idx, self, backlog, capacity, free_bytes, dt, rate_table, entry_cap, max_min,
-            credit_delay,
+            loop_s,
         )  # fmt: skip
 
     def start_limit(
@@ -471,22 +472,36 @@ class CompiledTick:
     def credit_room(
         self,
         idx: EntryIndex,
-        buffer_bytes: NDArray[np.float64],
-        occupancy: NDArray[np.float64],
+        links: LinkBook,
         into_endpoint: NDArray[np.bool_],
+        now: float,
+        dt: float,
     ) -> NDArray[np.float64]:
-        """The buffers' credits: their free space, endless for the queues into a NIC;
-        worked out (``kernels.solve.credit_room``) for the buffers ``idx``'s entries feed,
-        the only ones the solve reads (the others hold what they last had)."""
+        """The buffers' credits for the tick from ``now``: their free space less their
+        credit loops' bytes, endless for the queues into a NIC, and each loop's share of
+        the tick (``links.loop_share_s``); worked out (``kernels.solve.credit_room``) for
+        the buffers ``idx``'s entries feed, the only ones the solve reads (the others hold
+        what they last had)."""
         if not self._free:
-            self._free.append(np.zeros(buffer_bytes.size))
+            self._free.append(np.zeros(links.buffer_bytes.size))
         csr: IndexCsr = idx.csr
         # over the cores where the solve lately ran so (the same room either way)
         room = credit_room_parallel if self._over_cores[0] else credit_room
         room(
-            csr.used_bufs, buffer_bytes, occupancy, into_endpoint, ENDLESS_ROOM_BYTES, self._free[0]
-        )
+            csr.used_bufs, links.buffer_bytes, links.occupancy, into_endpoint,
+            ENDLESS_ROOM_BYTES, self._free[0], links.credit_delay, links.loop_bytes,
+            links.loop_at_s, links.loop_share_s, now, dt,
+        )  # fmt: skip
         return self._free[0]
+
+    @staticmethod
+    def credit_loop_fill(idx: EntryIndex, moved: Moved, links: LinkBook) -> None:
+        """What the tick's bytes add to the credit loops (``kernels.solve.credit_loop_fill``),
+        at the buffers ``idx``'s entries feed."""
+        csr: IndexCsr = idx.csr
+        credit_loop_fill(
+            csr.used_bufs, moved.inflow, moved.drain, links.loop_share_s, links.loop_bytes
+        )
 
     @staticmethod
     def by_workload(
@@ -841,17 +856,17 @@ def solve(
     rate_table: NDArray[np.float64],
     entry_cap: NDArray[np.float64] | None = None,
     max_min: bool = True,
-    credit_delay: NDArray[np.float64] | None = None,
+    loop_s: NDArray[np.float64] | None = None,
 ) -> Solution:
     """The tick's rates (``fabric_core.tick.step.solve``'s contract, compiled), each entry
     starting from its rate in ``rate_table`` (the flow table's, flat), read in the kernel;
     ``max_min``: a short buffer's credits shared max-min among its inflows;
-    ``credit_delay``: each buffer's credit loop (one way), None for none."""
+    ``loop_s``: each buffer's credit loop (one way), None for none."""
     csr: IndexCsr = idx.csr
     if entry_cap is None:
         entry_cap = _NO_CAPS
-    if credit_delay is None:
-        credit_delay = _NO_DELAYS
+    if loop_s is None:
+        loop_s = _NO_DELAYS
     if not layout._solved:
         n_links = capacity.size
         layout._solved[:] = [
@@ -891,7 +906,7 @@ def solve(
             backlog,
             capacity,
             free_bytes,
-            credit_delay,
+            loop_s,
             dt,
             idx.pos,
             rate_table,

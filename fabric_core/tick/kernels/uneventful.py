@@ -24,7 +24,7 @@ from fabric_core.tick.kernels._jit import kernel
 from fabric_core.tick.kernels.move import credit_wait, move_step
 from fabric_core.tick.kernels.pfc import entry_caps, pfc_after_tick, pfc_limits, share_buffer
 from fabric_core.tick.kernels.slots import start_limits
-from fabric_core.tick.kernels.solve import credit_room, solve_tick_serial
+from fabric_core.tick.kernels.solve import credit_loop_fill, credit_room, solve_tick_serial
 
 _F = NDArray[np.float64]
 _I = NDArray[np.intp]
@@ -102,6 +102,9 @@ def uneventful_ticks(
     dq_avg: _F,
     free: _F,
     credit_delay: _F,
+    loop_bytes: _F,
+    loop_at: _F,
+    loop_share: _F,
     link_load_bytes: _F,
     track_load: bool,
     tx_bytes: _F,
@@ -238,13 +241,16 @@ def uneventful_ticks(
                 entry_cap = np.minimum(entry_cap, limit)
             room_or_credits = room
         else:
-            credit_room(used_bufs, buffer_bytes, lb_occ, into_endpoint, endless_room, free)
+            credit_room(
+                used_bufs, buffer_bytes, lb_occ, into_endpoint, endless_room, free,
+                credit_delay, loop_bytes, loop_at, loop_share, now, dt,
+            )  # fmt: skip
             entry_cap = limit if late else no_caps
             room_or_credits = free
         rate = solve_tick_serial(
             link, ent_link, prev_pad, nxt_pad, first, hop, key_ptr, used_links, rank_ptr,
             link_ptr, link_ent, used_bufs, buf_group_ptr, buf_ptr, buf_ent, feedforward,
-            places, keys_per_rank, 1, backlog, cap, room_or_credits, credit_delay, dt, pos,
+            places, keys_per_rank, 1, backlog, cap, room_or_credits, loop_share, dt, pos,
             rate_table, entry_cap,
             True, not roce, level, share, first_share, alpha, credit_level, s_stale_links,
             s_stale_bufs,
@@ -285,6 +291,7 @@ def uneventful_ticks(
             if fired.size > 0 or blocked:
                 stop = STOP_PFC
         else:
+            credit_loop_fill(used_bufs, inflow, lb_drain, loop_share, loop_bytes)
             starved = np.zeros(transmit_wait.size, dtype=np.bool_)
             credit_wait(
                 alpha, inflow, used_links, lane_buf, buf_ptr, buf_ent, new_backlog, n_vls,
