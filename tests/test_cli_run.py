@@ -404,3 +404,26 @@ def test_the_summary_gives_each_workloads_own_results() -> None:
         "workload probe (storage_io): I/O latency p50 104 µs, iops 36,000",
         "workload moe (moe): dispatch p50 —",
     ]
+
+
+def test_the_summary_says_a_workload_started_stopped_never_ran(tmp_path: Path) -> None:
+    """A workload its scenario starts stopped (``start_stopped = true``) moves nothing in a
+    run, which sends no start command: the summary said only "flows in flight 0, goodput
+    0 b/s", and nothing why."""
+    path = tmp_path / "ss.toml"
+    path.write_text(
+        'name = "ss"\n[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\n'
+        'gpus_per_leaf = 2\n[[workload]]\nname = "bg"\nkind = "bulk"\nclass = "bulk"\n'
+        'size = "1MiB"\nstart_stopped = true\n[[workload]]\nname = "probe"\nkind = "rpc"\n'
+        'class = "rpc"\nsize = "4KiB"\nrate_per_s = 100000\n'
+    )
+    out = fabtop("run", str(path), "--duration", "100us", "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 0, out.stderr
+    lines = {ln.split(":")[0]: ln for ln in out.stdout.splitlines() if ln.startswith("workload ")}
+    assert (
+        "stopped all run: its scenario starts it stopped (start_stopped = true)"
+        in lines["workload bg (bulk)"]
+    )
+    assert "stopped" not in lines["workload probe (rpc)"]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["stopped_workloads"] == ["bg"]

@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -213,10 +213,18 @@ def notable_lines(events: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def workload_lines(workloads: dict[str, dict[str, Any]]) -> list[str]:
+#: What a run's summary says of a workload stopped all run
+NEVER_STARTED = (
+    "stopped all run: its scenario starts it stopped (start_stopped = true), and a run "
+    "sends no start command (fabtop serve or the console can start it)"
+)
+
+
+def workload_lines(workloads: dict[str, dict[str, Any]], stopped: Sequence[str] = ()) -> list[str]:
     """A line for each workload's own results (its KPIs, as the console shows them): the
     class table above has the fabric's latency of its messages, not, say, a storage I/O's
-    (104 µs where its fabric leg is 7 µs), a training step's GPU utilisation or a TTFT."""
+    (104 µs where its fabric leg is 7 µs), a training step's GPU utilisation or a TTFT.
+    A workload in ``stopped`` (stopped at the end: in a run, all run) says so first."""
     from console.fmt import fmt_kpi, kpi_label  # (the console's own words and units)
 
     lines = []
@@ -226,6 +234,8 @@ def workload_lines(workloads: dict[str, dict[str, Any]]) -> list[str]:
             f"{kpi_label(k)} {'—' if v is None else fmt_kpi(k, v)}"
             for k, v in sorted(w["kpis"].items())
         ]
+        if name in stopped:
+            kpis.insert(0, NEVER_STARTED)
         if kpis:
             lines.append(f"workload {name} ({w['kind']}): {', '.join(kpis)}")
     return lines
@@ -279,7 +289,7 @@ def print_summary(report: dict[str, Any]) -> None:
         )
     for skipped in report.get("schedule_skipped", []):
         print(f"scheduled fault skipped, the core refused it: {skipped}")
-    for line in workload_lines(report.get("workloads", {})):
+    for line in workload_lines(report.get("workloads", {}), report.get("stopped_workloads", ())):
         print(line)
     for line in notable_lines(report.get("notable_events", [])):
         print(line)

@@ -77,6 +77,9 @@ def report_of(
     report["schedule_skipped"] = list(fabric.schedule_skipped)
     # workloads the tick is too long for: their figures are the tick's, not the physics'
     report["tick_notes"] = fabric.tick_notes()
+    # workloads stopped at the end: in a run, those its scenario starts stopped
+    # (``start_stopped``), since nothing sends a run a start command
+    report["stopped_workloads"] = [wl.name for wl in fabric.workloads if not wl.running]
 
     def per(x: float, seconds: float) -> float:
         return x / seconds if seconds > 0 else float("inf")
