@@ -212,7 +212,7 @@ class ReferenceTick:
     ) -> Solution:
         """The tick's rates (see ``solve``), each entry starting from last tick's rate in
         ``rate_table`` (the flow table's, flat); ``max_min``: credits shared max-min;
-        ``loop_s``: each buffer's credit loop (one way), None for none."""
+        ``loop_s``: each buffer's credit loop's share of the tick, None for none."""
         warm = rate_table[idx.pos]
         return solve(
             idx,
@@ -261,11 +261,9 @@ class ReferenceTick:
         for every buffer: one that carries nothing adds nothing to its loop)."""
         t = links.credit_delay
         looped = (t > 0) & ~into_endpoint
-        half_rtt = np.where(looped, 2.0 * t, 1.0)
-        links.loop_bytes[:] = np.where(
-            looped, links.loop_bytes * np.exp(-(now + dt - links.loop_at_s) / half_rtt), 0.0
-        )
+        links.loop_bytes[:] = np.where(looped, links.loop_bytes_at(now + dt), 0.0)
         links.loop_at_s[looped] = now + dt
+        half_rtt = np.where(looped, 2.0 * t, 1.0)
         links.loop_share_s[:] = np.where(looped, -np.expm1(-dt / half_rtt) * t, 0.0)
         free = np.maximum(links.buffer_bytes - links.occupancy - links.loop_bytes, 0.0)
         free[into_endpoint] = ENDLESS_ROOM_BYTES

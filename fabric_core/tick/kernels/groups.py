@@ -31,8 +31,8 @@ FLOW_TABLE = (
 LINK_BOOK = (
     "link_rate", "occ_pad", "drain_pad", "inflow_pad", "lb_occ", "lb_drain", "buffer_bytes",
     "into_endpoint", "dq_open", "dq_seen", "dq_bytes", "dq_s", "dq_avg", "free",
-    "credit_delay", "loop_bytes", "loop_at", "loop_share", "link_load_bytes", "track_load", "tx_bytes", "tx_packets", "retransmitted",
-    "error_recovery", "symbol_errors", "transmit_wait", "discards", "pause_frames",
+    "credit_delay", "loop_bytes", "loop_at", "loop_share", "link_load_bytes", "track_load",
+    "tx_bytes", "tx_packets", "retransmitted", "error_recovery", "symbol_errors", "transmit_wait", "discards", "pause_frames",
     "pause_seconds", "pause_frames_vl", "pause_seconds_vl", "ecn_marked", "cnp_handled",
     "link_paused",
 )  # fmt: skip

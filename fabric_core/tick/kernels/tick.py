@@ -72,8 +72,8 @@ ONLY_WAY: int | None = None
 _NO_PLACES = np.zeros(0, dtype=np.intp)
 #: the solve's entry caps when no entry has one (``kernels.solve.solve_tick``)
 _NO_CAPS = np.zeros(0)
-#: the solve's credit loops where there are none (PFC)
-_NO_DELAYS = np.zeros(0)
+#: the solve's credit loops' shares where there are none (PFC)
+_NO_LOOPS = np.zeros(0)
 #: the finish's credit levels where credits are not shared max-min (PFC: ``alpha``)
 _NO_LEVELS = np.zeros(0)
 #: ``start_routed``'s extra latencies when the batch has none of its own
@@ -449,7 +449,7 @@ class CompiledTick:
     ) -> Solution:
         """The tick's rates (see ``solve``; progressive filling needs no warm share);
         ``max_min``: credits shared max-min (the credit fabric), not scaled (PFC);
-        ``loop_s``: each buffer's credit loop (one way), None for none."""
+        ``loop_s``: each buffer's credit loop's share of the tick, None for none."""
         return solve(
             idx, self, backlog, capacity, free_bytes, dt, rate_table, entry_cap, max_min,
             loop_s,
@@ -861,12 +861,12 @@ def solve(
     """The tick's rates (``fabric_core.tick.step.solve``'s contract, compiled), each entry
     starting from its rate in ``rate_table`` (the flow table's, flat), read in the kernel;
     ``max_min``: a short buffer's credits shared max-min among its inflows;
-    ``loop_s``: each buffer's credit loop (one way), None for none."""
+    ``loop_s``: each buffer's credit loop's share of the tick, None for none."""
     csr: IndexCsr = idx.csr
     if entry_cap is None:
         entry_cap = _NO_CAPS
     if loop_s is None:
-        loop_s = _NO_DELAYS
+        loop_s = _NO_LOOPS
     if not layout._solved:
         n_links = capacity.size
         layout._solved[:] = [
