@@ -53,21 +53,27 @@ def bulk_leaf_spine(leaves: int, spines: int, gpus_per_leaf: int) -> Fabric:
 
 def credit_loop_rate(fabric: Fabric, hops: list[str]) -> float:
     """The most a flow over ``hops`` carries by its credit loops: the least, over the
-    hops into a switch, of the buffer per round trip of the hop's cable (docs/MODEL.md,
-    "Credits"; a hop into an endpoint sinks at line rate)."""
+    hops into a switch, of the buffer per round trip of its credits, over the hop's cable
+    and back and through the switch's forwarding time (docs/MODEL.md, "Credits"; a hop
+    into an endpoint sinks at line rate)."""
     links = fabric.topo.links
     ids = [links.index[h] for h in hops if fabric.topo.nodes.tier[links.dst[links.index[h]]] > 0]
-    return min(float(links.buffer_bytes[i] / (2 * links.prop_delay_s[i])) for i in ids)
+    s = fabric.profile.switch_latency_s
+    return min(float(links.buffer_bytes[i] / (2 * links.prop_delay_s[i] + s)) for i in ids)
 
 
 def credit_loop_bytes(
     fabric: Fabric, link: str, rate_in: float, rate_out: float | None = None
 ) -> float:
-    """The bytes of ``link``'s credit loop with ``rate_in`` coming in over its cable and
-    ``rate_out`` (default: the same) draining, whose credits go back over it: what a
-    full buffer keeps free of its size (docs/MODEL.md, "Credits")."""
+    """The bytes of ``link``'s credit loop in a steady state, with ``rate_in`` coming in
+    over its cable and ``rate_out`` (default: the same) draining, whose credits go back
+    over it: what a full buffer keeps free of its size (docs/MODEL.md, "Credits"). The
+    switch's forwarding time ``s`` holds the bytes that came in, ``rate_in·s``, before
+    they can leave; the model keeps the loop as ``(x + y)·(t + s/2)``, the same bytes
+    where ``rate_in = rate_out``, so the two differ by ``(x - y)·s/2`` elsewhere."""
     out = rate_in if rate_out is None else rate_out
-    return (rate_in + out) * float(fabric.topo.links.prop_delay_s[fabric.topo.links.index[link]])
+    t = float(fabric.topo.links.prop_delay_s[fabric.topo.links.index[link]])
+    return (rate_in + out) * t + rate_in * fabric.profile.switch_latency_s
 
 
 def profile(**overrides: Any) -> Profile:

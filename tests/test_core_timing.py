@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from fabric_core.runtime.fabric import Solver
-from tests.helpers import SOLVERS, profile, scripted_fabric, small_leaf_spine, with_probe
+from tests.helpers import (
+    SOLVERS,
+    credit_loop_rate,
+    profile,
+    scripted_fabric,
+    small_leaf_spine,
+    with_probe,
+)
 
 DTS = [100e-9, 1e-6, 10e-6, 100e-6, 1e-3]
 
@@ -77,9 +84,9 @@ def test_long_flow_through_tiny_buffers_runs_at_its_credit_loops_rate(
     dt: float, buffer: int
 ) -> None:
     """Buffers of 8 and 64 KiB, far below bandwidth x dt (5 KB at 100 ns ... 50 MB at
-    1 ms): the flow runs at line rate or at its buffers' bytes per round trip of the
-    30 m leaf-spine cables (8 KiB / 300 ns: 27.3 GB/s), whichever is lower, whatever
-    the tick, not at buffer / dt."""
+    1 ms): the flow runs at line rate or at its buffers' bytes per round trip of their
+    credits, over the 30 m leaf-spine cables and through a switch (8 KiB / 575 ns:
+    14.2 GB/s), whichever is lower, whatever the tick, not at buffer / dt."""
     prof = profile(buffer_per_vl_bytes=buffer)
     topo = small_leaf_spine(prof, leaves=2, spines=1, gpus_per_leaf=1)  # 4 hops, 3 switches
     size = 64 * 1024**2
@@ -89,8 +96,9 @@ def test_long_flow_through_tiny_buffers_runs_at_its_credit_loops_rate(
         assert (fabric.occupancy <= fabric.buffer_bytes + 1e-6).all()
     _, start, finish = wl.finished[0]
     achieved = size / (finish - start)
-    round_trip = 2 * topo.links.prop_delay_s[topo.links.index["leaf00->spine00"]]
-    assert achieved == pytest.approx(min(payload_rate(prof), buffer / round_trip), rel=0.01)
+    hops = ["gpu0000->leaf00", "leaf00->spine00", "spine00->leaf01", "leaf01->gpu0001"]
+    loops = credit_loop_rate(fabric, hops)
+    assert achieved == pytest.approx(min(payload_rate(prof), loops), rel=0.01)
 
 
 def _message_latency(dt: float, loaded: bool, solver: Solver = "compiled") -> float:
@@ -217,11 +225,12 @@ def test_a_message_behind_a_starved_buffer_waits_for_the_bytes_ahead_whatever_dt
     what is left each tick (docs/MODEL.md, "Credits"; before: about 29 ticks whatever dt,
     2.7 µs at 100 ns, 29 µs at 1 µs, 290 µs at 10 µs)."""
     prof = profile()
-    # the buffer's 64 KiB less its credit loop's bytes (R/2 each way over the 3 m cable)
+    # the buffer's 64 KiB less its credit loop's bytes (R/2 each way over the 3 m cable,
+    # and R/2 through the switch's forwarding time)
     topo = small_leaf_spine(prof, leaves=1, spines=1, gpus_per_leaf=4)
     cable = float(topo.links.prop_delay_s[topo.links.index["gpu0000->leaf00"]])
     half = payload_rate(prof) / 2
-    ahead = (64 * 1024 - 2 * half * cable) / half
+    ahead = (64 * 1024 - half * (2 * cable + prof.switch_latency_s)) / half
     for dt in (100e-9, 1e-6, 10e-6):
         idle = _message_behind_a_starved_buffer(dt, solver, loaded=False)
         loaded = _message_behind_a_starved_buffer(dt, solver)

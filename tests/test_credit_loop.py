@@ -2,10 +2,12 @@
 its downstream buffer per round trip, whatever the tick.
 
 A credit comes back over the link after the bytes it stood for have left the buffer, so
-the bytes on their way in and the credits on their way back take the buffer's room as
-much as the bytes it holds. One flow through an empty buffer then runs at
-``buffer / (2 x delay)``: a 1 KiB buffer on a 5 µs link carries about 1 KiB per 10 µs,
-where until session 45 the model ran it at line rate (396 Gb/s for any buffer).
+the bytes on their way in, those the switch is still forwarding and the credits on their
+way back take the buffer's room as much as the bytes it holds. One flow through an empty
+buffer then runs at ``buffer / (2 x delay + forwarding)``: a 1 KiB buffer on a 5 µs link
+through a switch of 275 ns carries about 1 KiB per 10.3 µs, where until session 45 the
+model ran it at line rate (396 Gb/s for any buffer), and until session 46 at 1 KiB per
+10 µs (the cable's round trip alone).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from fabric_core.commands import SetParam
+from fabric_core.net.profiles import NATIVE_400G
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
 from fabric_core.workloads.traffic import Scripted
@@ -24,6 +28,8 @@ from tests.test_kernels import _lockstep
 
 KiB = 1024
 ROOT = Path(__file__).resolve().parents[1]
+#: the native profile's switch forwarding time, which a credit's round trip passes too
+FORWARDING_S = NATIVE_400G.switch_latency_s
 
 
 def _scenario(
@@ -84,7 +90,7 @@ def test_a_lane_carries_its_buffer_per_round_trip_whatever_the_tick(
     scn = load_scenario(str(_scenario(tmp_path, f"{buffer}B", f"{delay_s * 1e9:g}ns", dt)))
     fabric = Fabric.from_scenario(scn)
     rate = _steady_rate(fabric, settle_s=100e-6, measure_s=400e-6)
-    assert rate == pytest.approx(buffer / (2 * delay_s), rel=0.01)
+    assert rate == pytest.approx(buffer / (2 * delay_s + FORWARDING_S), rel=0.01)
     # the sender waited for credits, and nothing was lost
     up = fabric.topo.links.index["leaf00->spine00"]
     assert fabric.paused[up] and fabric.dropped_bytes == 0
@@ -98,8 +104,9 @@ def test_a_lane_carries_its_buffer_per_round_trip_whatever_the_tick(
 def test_a_buffer_of_twice_the_round_trips_bytes_keeps_the_link_at_line_rate(
     tmp_path: Path,
 ) -> None:
-    """The bundled profile's 128 KiB on a 100 m cable (500 ns each way) lets in 131 GB/s:
-    the 400G link, not its credits, is the bound."""
+    """The bundled profile's 128 KiB on a 100 m cable (500 ns each way, and 275 ns
+    through the switch) lets in 103 GB/s: the 400G link, not its credits, is the
+    bound."""
     scn = load_scenario(str(_scenario(tmp_path, "128KiB", "500ns", "1us")))
     fabric = Fabric.from_scenario(scn)
     _steady_rate(fabric, settle_s=20e-6, measure_s=100e-6)
@@ -162,8 +169,8 @@ def test_fabtop_run_reports_a_long_link_held_to_its_buffer_per_round_trip(
     assert out.returncode == 0, out.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     # the buffer's 8 KiB at once (the idle loop's credits, spent at line rate), then 8 KiB
-    # per 10 µs round trip (819 MB/s: 6.55 Gb/s, where the link is 400G)
-    expected = (8 * KiB + 8 * KiB / 10e-6 * 500e-6) / 500e-6
+    # per 10.275 µs round trip (797 MB/s: 6.38 Gb/s, where the link is 400G)
+    expected = (8 * KiB + 8 * KiB / (10e-6 + FORWARDING_S) * 500e-6) / 500e-6
     assert report["totals"]["throughput_bytes_per_second"] == pytest.approx(expected, rel=0.01)
     assert report["totals"]["dropped_bytes"] == 0
 
@@ -194,7 +201,7 @@ def test_an_idle_loop_lets_its_buffer_out_at_line_rate_first(tmp_path: Path, dt:
         small = _one_flow_time(tmp_path, "8KiB", dt, size)
         large = _one_flow_time(tmp_path, "64MiB", dt, size)
         assert large <= small <= large + tick
-    rest = (64 * KiB - 8 * KiB) / (8 * KiB / 10e-6)  # 70 µs at the loop's rate
+    rest = (64 * KiB - 8 * KiB) / (8 * KiB / (10e-6 + FORWARDING_S))  # 72 µs at the loop's rate
     small = _one_flow_time(tmp_path, "8KiB", dt, 64 * KiB)
     large = _one_flow_time(tmp_path, "64MiB", dt, 64 * KiB)
     assert small - large == pytest.approx(rest, rel=0.03)
@@ -214,14 +221,51 @@ def test_a_drain_that_speeds_up_does_not_slow_its_sender(tmp_path: Path, dt: flo
     wl = Scripted(name="w", traffic_class="bulk", flows=flows)
     fabric = Fabric(topo, scn.profile, [wl], dt_s=dt, seed=1)
     link = topo.links.index["spine00->leaf01"]
-    before = 0.0
-    while not wl.finished:
+    before = rate = 0.0
+    while not wl.finished:  # (the tick that finishes it already speeds the drain up)
+        before = rate
         fabric.step()
-        before = fabric.link_rate[link]
-    after = []
+        rate = fabric.link_rate[link]
+    after = [rate]
     while fabric.sim_time_s < 80e-6:
         fabric.step()
         after.append(fabric.link_rate[link])
     assert min(after) >= before * (1 - 1e-9)
-    # and it settles at its buffer per round trip: 128 KiB / 4 µs
-    assert after[-1] == pytest.approx(128 * KiB / 4e-6, rel=1e-6)
+    # and it settles at its buffer per round trip: 128 KiB / 4.275 µs
+    assert after[-1] == pytest.approx(128 * KiB / (4e-6 + FORWARDING_S), rel=1e-6)
+
+
+def test_the_switchs_forwarding_time_is_part_of_the_round_trip(tmp_path: Path) -> None:
+    """On a short cable the switch's pipeline, not the cable, makes most of the loop: a
+    byte waits its forwarding time in the buffer before it can leave, and its credit
+    goes back only then. A 2 KiB lane on a 2 m cable (10 ns each way) through a switch
+    of 275 ns carries 2 KiB per 295 ns, 6.9 GB/s (the cable's round trip alone would
+    have let in 205 GB/s, past the link). Set to 1 µs at run time (the ``set`` command),
+    the same lane carries 2 KiB per 1.02 µs."""
+    scn = load_scenario(str(_scenario(tmp_path, "2KiB", "10ns", "1us")))
+    fabric = Fabric.from_scenario(scn)
+    rate = _steady_rate(fabric, settle_s=20e-6, measure_s=100e-6)
+    assert rate == pytest.approx(2 * KiB / (20e-9 + FORWARDING_S), rel=0.01)
+    fabric.apply(SetParam(name="switch_latency_s", value=1e-6))
+    rate = _steady_rate(fabric, settle_s=20e-6, measure_s=100e-6)
+    assert rate == pytest.approx(2 * KiB / (20e-9 + 1e-6), rel=0.01)
+
+
+def test_a_full_buffer_keeps_the_bytes_its_switch_is_forwarding_free(tmp_path: Path) -> None:
+    """Two senders into one downlink, one over the spine: the far leaf's buffer of the
+    spine's link fills and keeps free what its loop holds in a steady state,
+    ``2·y·t + y·s`` for a drain ``y``: the cable's bytes both ways and those the switch
+    is forwarding. Both solvers."""
+    for solver in ("compiled", "reference"):
+        scn = load_scenario(str(_scenario(tmp_path, "64KiB", "10ns", "100ns", gpus_per_leaf=2)))
+        topo = scn.build_topology()
+        g = topo.gpus
+        flows = [(int(g[0]), int(g[3]), 1e12, 0.0), (int(g[2]), int(g[3]), 1e12, 0.0)]
+        wl = Scripted(name="w", traffic_class="bulk", flows=flows)
+        fabric = Fabric(topo, scn.profile, [wl], dt_s=1e-7, seed=1, solver=solver)  # type: ignore[arg-type]
+        fabric.run_ticks(400)
+        lane = topo.links.index["spine00->leaf01"] * fabric.n_vls
+        y = fabric.buffer_drain[lane]
+        loop = 2 * y * 10e-9 + y * FORWARDING_S
+        assert loop > 6 * KiB  # (the cable's alone: under 1 KiB)
+        assert fabric.occupancy[lane] == pytest.approx(64 * KiB - loop, rel=1e-6), solver

@@ -57,7 +57,7 @@ from fabric_core.tick.flows import RESEND_EPS_S, FlowTable, NewFlows
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.tick.ibcc import IbCongestionControl
 from fabric_core.tick.lazy import LazyModule
-from fabric_core.tick.links import LinkBook
+from fabric_core.tick.links import LinkBook, credit_loop_delay
 from fabric_core.tick.pfc import Dcqcn, PfcQueues
 from fabric_core.tick.reference import ReferenceTick
 from fabric_core.tick.roce import RoceFlowControl
@@ -285,7 +285,7 @@ class Fabric:
         #: no queue paused, for ``pfc_paused_queues`` on a credit fabric
         self._never_paused = np.zeros(0, dtype=bool)
         #: buffers, rates, the links known down, counters (the tick writes it)
-        self.link_book = LinkBook.empty(topo.links, self.n_vls)
+        self.link_book = LinkBook.empty(topo.links, self.n_vls, self.profile.switch_latency_s)
         self.injected_bytes = 0.0
         self.cancelled_bytes = 0.0  # injected, then cancelled before they were sent
         self.delivered_bytes = 0.0
@@ -1394,6 +1394,10 @@ class Fabric:
         self.profile = new
         if cmd.name == "buffer_per_vl_bytes" and self.roce is None:
             self.buffer_bytes[:] = cmd.value
+        if cmd.name == "switch_latency_s":  # the credit loops take the switch's time too
+            self.link_book.credit_delay[:] = credit_loop_delay(
+                self.topo.links, self.n_vls, cmd.value
+            )
         self.emit("info", "param_set", cmd.name, f"{cmd.name} set to {cmd.value:g}")
         return {cmd.name: cmd.value}
 

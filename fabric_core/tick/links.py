@@ -48,6 +48,22 @@ COUNTERS = (
 )
 
 
+def credit_loop_delay(links: LinkTable, n_vls: int, forwarding_s: float) -> F64:
+    """Each buffer's credit loop's one-way delay: its link's propagation delay ``t`` and
+    half the switch's forwarding time ``s``.
+
+    A byte's credit is out from when its sender spends it until it comes back: over the
+    cable (``t``), through the switch's pipeline, which holds it at least ``s`` before it
+    can leave (cut-through: its header is looked up and the crossbar scheduled), and back
+    over the cable (``t``). A round trip of ``2t + s``, so in a steady state the loop
+    holds ``x·(t + s) + y·t`` for an inflow ``x`` and a drain ``y``. The loop is kept as
+    ``(x + y)·t'`` with ``t' = t + s/2`` (``kernels.solve.credit_room``): the same round
+    trip and the same bytes wherever ``x = y``, and ``(x - y)·s/2`` off while a buffer
+    fills or drains. (A buffer into an endpoint has no loop: the NIC sinks at line
+    rate.)"""
+    return np.repeat(links.prop_delay_s + 0.5 * forwarding_s, n_vls).astype(np.float64)
+
+
 @dataclass
 class LinkBook:
     """Every link's and buffer's state at the end of the last tick (the snapshot's
@@ -55,8 +71,10 @@ class LinkBook:
 
     #: per buffer: its size (the credits of a credit link, the PFC limit on RoCE)
     buffer_bytes: F64
-    #: per buffer: the one-way delay of its credit loop, s: the propagation delay of the
-    #: link that feeds it, over which the bytes come in and their credits go back
+    #: per buffer: the one-way delay of its credit loop, s (``credit_loop_delay``): the
+    #: propagation delay of the link that feeds it, over which the bytes come in and their
+    #: credits go back, and half the switch's forwarding time, which its bytes spend in it
+    #: before they can leave
     credit_delay: F64
     #: per buffer (credit fabric): the bytes its credit loop holds, on the cable and in
     #: credits on their way back, as of ``loop_at_s`` (``kernels.solve.credit_room``)
@@ -93,12 +111,13 @@ class LinkBook:
     known_down_ids: NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, np.intp))
 
     @classmethod
-    def empty(cls, links: LinkTable, n_vls: int) -> LinkBook:
-        """Empty buffers of the links' sizes, nothing carried, every counter at 0."""
+    def empty(cls, links: LinkTable, n_vls: int, forwarding_s: float = 0.0) -> LinkBook:
+        """Empty buffers of the links' sizes, nothing carried, every counter at 0; the
+        switches forward in ``forwarding_s`` (``credit_loop_delay``)."""
         n, nq = len(links), len(links) * n_vls
         return cls(
             buffer_bytes=np.repeat(links.buffer_bytes, n_vls).astype(np.float64),
-            credit_delay=np.repeat(links.prop_delay_s, n_vls).astype(np.float64),
+            credit_delay=credit_loop_delay(links, n_vls, forwarding_s),
             loop_bytes=np.zeros(nq),
             loop_at_s=np.zeros(nq),
             loop_share_s=np.zeros(nq),
