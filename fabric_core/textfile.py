@@ -10,6 +10,7 @@ file or its bytes are not UTF-8, the error says so.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -93,6 +94,12 @@ def read_text(path: Path, limit_bytes: int) -> str:
         raise TextFileError(
             f"not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})"
         ) from None
+
+
+def text_sha256(text: str) -> str:
+    """The sha256 (hex) of ``text`` as UTF-8: of a file ``read_text`` read, what
+    ``sha256sum`` prints for it (less a byte-order mark, which ``read_text`` drops)."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def write_text(path: Path, text: str) -> None:

@@ -220,6 +220,19 @@ BROKEN: list[tuple[str, Any, str]] = [
     # recorder always writes it, null when it has none)
     ("report", DELETE, "report: missing, not an object (or null: a run recorded without"),
     ("source", 5, "source: 5, not a string"),
+    # (the sha256 of each file the scenario read, which a replay compares before it runs)
+    ("inputs", {}, "inputs: {}, not an array"),
+    ("inputs", None, "inputs: null, not an array"),
+    ("inputs.0", "tiny.toml", 'inputs[0]: "tiny.toml", not an object {"role", "path", "sha256"}'),
+    ("inputs.0.role", DELETE, "inputs[0].role: missing, not a string"),
+    ("inputs.0.path", 5, "inputs[0].path: 5, not a string"),
+    ("inputs.0.sha256", "zz", 'inputs[0].sha256: "zz", not a sha256 (64 hex digits)'),
+    ("inputs.0.sha256", DELETE, "inputs[0].sha256: missing, not a sha256"),
+    (
+        "inputs",
+        [{"role": "topology", "path": "x.topo", "sha256": "0" * 64}] * 2,
+        'inputs[1].role: "topology", already an input\'s role',
+    ),
     ("report", {"t": float("nan")}, "report.t: NaN, not a finite number"),
     ("scenario.seed", float("inf"), "scenario.seed: Infinity, not a finite number"),
     # (session 42: the top's seed went unread, so any value there replayed "OK")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -397,3 +399,153 @@ def test_a_record_of_a_scenario_with_its_own_topology_file_replays_from_anywhere
     monkeypatch.chdir(tmp_path.parent)
     assert _cli("replay", str(record), "--quiet") == 0, capsys.readouterr().err
     assert "replay OK" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ the files it read
+BUNDLED = Path(__file__).resolve().parents[1] / "fabric_core" / "scenarios"
+EXPRESS = "link leaf00 leaf01 bandwidth=800G delay=500ns"  # (express-lab.topo's express cable)
+
+
+def _sha256(path: Path) -> str:
+    """What ``sha256sum PATH`` prints first."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """Copies of express-lab.toml and its .topo, and ``fabtop run lab.toml --duration 20us
+    --record``: (scenario, topology, record), the paths resolved as the record keeps them."""
+    lab = tmp_path.resolve() / "lab"
+    lab.mkdir()
+    for name in ("express-lab.toml", "express-lab.topo"):
+        (lab / name).write_text((BUNDLED / name).read_text())
+    scenario, topology, record = lab / "express-lab.toml", lab / "express-lab.topo", lab / "r.rec"
+    args = ("run", str(scenario), "--duration", "20us", "--quiet", "--record", str(record))
+    assert _cli(*args) == 0
+    return scenario, topology, record
+
+
+def _replay_all(record: Path, *flags: str) -> tuple[int, str]:
+    """``fabtop replay RECORD``: (status, stdout and stderr in the order they were written)."""
+    both = io.StringIO()
+    with contextlib.redirect_stdout(both), contextlib.redirect_stderr(both):
+        status = _cli("replay", str(record), *flags)
+    return status, both.getvalue()
+
+
+def test_a_record_keeps_the_sha256_of_the_files_its_scenario_read(
+    lab: tuple[Path, Path, Path],
+) -> None:
+    scenario, topology, record = lab
+    assert load_record(record)["inputs"] == [
+        {"role": "scenario", "path": str(scenario), "sha256": _sha256(scenario)},
+        {"role": "topology", "path": str(topology), "sha256": _sha256(topology)},
+    ]
+    # a scenario with no topology file: its TOML alone (here the bundled one)
+    assert [i["role"] for i in _record_of_run("tiny", record.parent)["inputs"]] == ["scenario"]
+
+
+def _record_of_run(name: str, where: Path) -> dict[str, Any]:
+    path = where / f"{name}.rec"
+    assert _cli("run", name, "--duration", "5us", "--quiet", "--record", str(path)) == 0
+    return load_record(path)
+
+
+def test_a_topology_file_changed_since_the_record_is_named_before_the_replay_and_after(
+    lab: tuple[Path, Path, Path],
+) -> None:
+    """It read "replay DIVERGED at tick 20: recorded digest ..., replayed ..." and no more:
+    nothing said that the file the replay reads again was not the one recorded."""
+    _, topology, record = lab
+    was = _sha256(topology)
+    topology.write_text(topology.read_text().replace(EXPRESS, EXPRESS.replace("800G", "100G")))
+    now = _sha256(topology)
+    changed = (
+        f"the topology file {topology} changed since the record (sha256 {was[:12]} then, "
+        f"{now[:12]} now)"
+    )
+    status, out = _replay_all(record)
+    assert status == 1
+    lines = out.splitlines()
+    # first, before the run's summary: the file and what follows from it
+    assert lines[0] == f"fabtop: {changed}; the replay reads it as it is now, so it may diverge"
+    assert lines[1].startswith("scenario express-lab ")
+    assert lines[-2].startswith("replay DIVERGED at tick 20: recorded digest ")
+    assert lines[-1] == (
+        f"  the divergence is expected: {changed}, and the replay read it as it is now"
+    )
+    # --quiet: the verdict alone, still naming the file
+    status, out = _replay_all(record, "--quiet")
+    assert status == 1 and out.splitlines()[1:] == lines[-1:]
+
+
+def test_an_edit_that_does_not_change_the_run_replays_and_is_said(
+    lab: tuple[Path, Path, Path],
+) -> None:
+    """A comment added to the topology file changes its sha256 but not the run: the
+    replay is not refused, it matches, and says the file changed."""
+    _, topology, record = lab
+    was = _sha256(topology)
+    topology.write_text(topology.read_text() + "# a comment\n")
+    status, out = _replay_all(record, "--quiet")
+    assert status == 0
+    assert out == (
+        "replay OK: 20 ticks, no commands; 1 state digest (one at the end) and the report "
+        f"match; the topology file {topology} changed since the record (sha256 {was[:12]} "
+        f"then, {_sha256(topology)[:12]} now), but not in a way that changes this run\n"
+    )
+
+
+def test_a_scenario_file_changed_since_the_record_is_said_not_to_reach_the_replay(
+    lab: tuple[Path, Path, Path],
+) -> None:
+    """The record holds the scenario's table: an edit of the TOML changes nothing in the
+    replay, and the replay says so rather than leave the user to expect otherwise."""
+    scenario, _, record = lab
+    was = _sha256(scenario)
+    scenario.write_text(scenario.read_text().replace('"400Gb/s"', '"100Gb/s"'))
+    changed = (
+        f"the scenario file {scenario} changed since the record (sha256 {was[:12]} then, "
+        f"{_sha256(scenario)[:12]} now)"
+    )
+    status, out = _replay_all(record)
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0] == (
+        f"fabtop: {changed}; the replay runs the scenario table the record holds, so this "
+        "does not affect it"
+    )
+    assert lines[-1].endswith(
+        f"and the report match; {changed}, but a replay runs the table the record holds"
+    )
+
+
+def test_a_scenario_file_gone_since_the_record_is_not_needed(tmp_path: Path) -> None:
+    """The replay runs the recorded table and reads no file of tiny's: nothing to say."""
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text((BUNDLED / "tiny.toml").read_text())
+    record = tmp_path / "r.rec"
+    assert _cli("run", str(scenario), "--duration", "5us", "--quiet", "--record", str(record)) == 0
+    scenario.unlink()
+    status, out = _replay_all(record, "--quiet")
+    assert (status, out.count("\n")) == (0, 1) and out.endswith("and the report match\n")
+
+
+def test_a_record_from_before_the_sha256s_were_kept_still_replays(
+    lab: tuple[Path, Path, Path],
+) -> None:
+    """Backward compatible: a record without ``inputs`` replays as before; when it
+    diverges, the verdict says whether the topology file changed could not be told."""
+    _, topology, record = lab
+    older = load_record(record)
+    del older["inputs"]
+    record.write_text(json.dumps(older))
+    status, out = _replay_all(record, "--quiet")
+    assert status == 0 and out.count("\n") == 1 and out.endswith("and the report match\n")
+    topology.write_text(topology.read_text().replace(EXPRESS, EXPRESS.replace("800G", "100G")))
+    status, out = _replay_all(record, "--quiet")
+    assert status == 1
+    assert out.splitlines()[-1] == (
+        f"  (cannot tell whether {topology} changed since the record: this record, from an "
+        "older fabtop, has no sha256 of the files its run read)"
+    )

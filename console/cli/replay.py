@@ -11,6 +11,8 @@ from console.cli.output import file_path, refuse_bad_outputs, write_output
 from console.cli.run import print_summary
 from fabric_core.reports.record import (
     MAX_RECORD_BYTES,
+    InputChange,
+    InputCheck,
     RecordError,
     ReplayResult,
     ReportDifference,
@@ -32,7 +34,10 @@ def register(sub: Any) -> None:
         "at their ticks, run to the recorded end and compare every snapshot digest and the "
         "report. Exit status 0 when everything matches, 1 when the run diverged, 2 when the "
         f"record cannot be read (not a regular file, over {MAX_RECORD_BYTES >> 20} MiB, or a "
-        "field malformed). Records come from `fabtop run --record FILE`.",
+        "field malformed). Records come from `fabtop run --record FILE`. A topology file the "
+        "scenario names is read again: one changed since the record (its sha256 is in the "
+        "record) is named before the replay runs and in the verdict, as the expected cause "
+        "of a divergence.",
     )
     p.add_argument("record", type=file_path, metavar="FILE", help="a record written with --record")
     p.add_argument(
@@ -55,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"fabtop: {exc}", file=sys.stderr)
         return 2
     try:
-        result = replay(record)
+        result = replay(record, on_inputs=None if args.quiet else _say_changed_inputs)
     except RecordError as exc:
         print(f"fabtop: {args.record}: {exc}", file=sys.stderr)
         return 2
@@ -70,6 +75,37 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(_diverged(result), file=sys.stderr)
     return 1
+
+
+def _say_changed_inputs(check: InputCheck) -> None:
+    """Before the run: each file the scenario was loaded from that changed since the record."""
+    for change in check.changed:
+        if change.affects_replay:
+            then = "the replay reads it as it is now, so it may diverge"
+        else:
+            then = "the replay runs the scenario table the record holds, so this does not affect it"
+        print(f"fabtop: {_changed(change)}; {then}", file=sys.stderr)
+
+
+def _changed(change: InputChange) -> str:
+    """``the topology file /x/lab.topo changed since the record (sha256 ... then, ... now)``"""
+    what = f"the {change.role} file"
+    if change.path == change.recorded_path:
+        return (
+            f"{what} {change.path} changed since the record (sha256 "
+            f"{_short(change.recorded_sha256)} then, {_short(change.sha256)} now)"
+        )
+    return (  # (a scenario file gone since: its topology file is looked for elsewhere)
+        f"{what} is not the one recorded: the run read {change.recorded_path} (sha256 "
+        f"{_short(change.recorded_sha256)}), the replay reads {change.path} "
+        f"(sha256 {_short(change.sha256)})"
+    )
+
+
+def _short(sha256: str) -> str:
+    """The first 12 hex digits: enough to tell two versions of a file apart (the record
+    keeps all 64, which ``sha256sum FILE`` prints)."""
+    return sha256[:12]
 
 
 def _ok_line(result: ReplayResult) -> str:
@@ -88,6 +124,11 @@ def _ok_line(result: ReplayResult) -> str:
             f" (the report's {', '.join(result.report_not_recorded)} excepted: this record, "
             "from an older fabtop, has none)"
         )
+    for change in result.inputs.changed:
+        if change.affects_replay:
+            line += f"; {_changed(change)}, but not in a way that changes this run"
+        else:
+            line += f"; {_changed(change)}, but a replay runs the table the record holds"
     return line
 
 
@@ -117,14 +158,34 @@ def _digests_compared(result: ReplayResult) -> str:
 
 
 def _diverged(result: ReplayResult) -> str:
-    """``replay DIVERGED ...``: the first digest that differs, else the report's fields."""
+    """``replay DIVERGED ...``: the first digest that differs, else the report's fields;
+    then what changed since the record among the files the replay read (the expected
+    cause), or, for an older record, that this could not be checked."""
     if result.mismatches:
         tick, want, got = result.mismatches[0]
-        return (
+        lines = [
             f"replay DIVERGED at tick {tick}: recorded digest {want}, replayed {got} "
             f"({len(result.mismatches)} of {result.checked} digests differ)"
+        ]
+    else:
+        lines = [_report_diverged(result.report_differences)]
+    for change in result.inputs.changed:
+        if change.affects_replay:
+            lines.append(
+                f"  the divergence is expected: {_changed(change)}, and the replay read it "
+                "as it is now"
+            )
+        else:
+            lines.append(
+                f"  (not the cause: {_changed(change)}, but a replay runs the table the "
+                "record holds)"
+            )
+    for path in result.inputs.unchecked:
+        lines.append(
+            f"  (cannot tell whether {path} changed since the record: this record, from an "
+            "older fabtop, has no sha256 of the files its run read)"
         )
-    return _report_diverged(result.report_differences)
+    return "\n".join(lines)
 
 
 def _report_diverged(differences: list[ReportDifference]) -> str:

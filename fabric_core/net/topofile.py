@@ -28,7 +28,7 @@ from fabric_core.net.profiles import Profile
 from fabric_core.net.routing import MAX_HOPS
 from fabric_core.net.topology import MAX_LINKS, ROLES, Topology, from_cables
 from fabric_core.net.updown import UpDownError
-from fabric_core.textfile import TextFileError, read_text
+from fabric_core.textfile import TextFileError, read_text, text_sha256
 from fabric_core.units import parse_duration, parse_rate, parse_size
 
 _NAME = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*")
@@ -104,6 +104,9 @@ class TopologySpec:
     cables: list[tuple[int, int]] = field(default_factory=list)
     settings: list[LinkSettings] = field(default_factory=list)
     roots: list[int] | None = None
+    #: of the text parsed (UTF-8): a record keeps it, so that a replay can say the file
+    #: changed since the run (fabric_core.reports.record)
+    sha256: str = ""
 
     def build(self, profile: Profile) -> Topology:
         """The topology, with the profile's link values (``apply_settings`` adds the file's).
@@ -159,7 +162,7 @@ def parse_topology(text: str, source: str) -> TopologySpec:
     Raises:
         TopologyFileError: ``source:line: reason``.
     """
-    spec = TopologySpec(source)
+    spec = TopologySpec(source, sha256=text_sha256(text))
     index: dict[str, int] = {}
     declared: dict[str, int] = {}  # node -> line
     cabled: dict[int, int] = {}  # endpoint -> line of its cable

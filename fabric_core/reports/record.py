@@ -10,6 +10,11 @@ commands at the same ticks, runs to the same final tick and compares every
 digest and the report, so a replay either reproduces the run exactly or says at
 which tick it first diverged (or which fields of the report differ).
 
+The record also keeps the sha256 of each file the scenario was loaded from (``inputs``:
+the scenario's TOML and a topology file it names). A replay reads the topology file
+again (the record holds the scenario's table, not the file's), so before it runs it
+compares them (``check_inputs``): a file changed since the record explains a divergence.
+
 A digest covers everything in a snapshot that the simulation determines (link
 state, totals, histograms, KPIs, faults and their timelines, events, params),
 and nothing that depends on the wall clock (wall time, speeds, running).
@@ -44,9 +49,14 @@ from fabric_core.planes.coordinator import PlanedFabric
 from fabric_core.planes.pool import InProcessPool
 from fabric_core.reports.run import report_of
 from fabric_core.runtime.fabric import Fabric
-from fabric_core.runtime.scenario import Scenario, ScenarioError, parse_scenario
+from fabric_core.runtime.scenario import (
+    MAX_SCENARIO_BYTES,
+    Scenario,
+    ScenarioError,
+    parse_scenario,
+)
 from fabric_core.runtime.snapshot import Snapshot
-from fabric_core.textfile import TextFileError, read_text, write_text
+from fabric_core.textfile import TextFileError, read_text, text_sha256, write_text
 
 FORMAT = "fabtop-record"
 VERSION = 1
@@ -64,6 +74,7 @@ MAX_RECORD_DEPTH = 32
 MAX_REPLAY_TICKS = 10**9
 
 _DIGEST = re.compile(r"[0-9a-f]{32}")  # snapshot_digest's: 16 bytes in hex
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class RecordError(ValueError):
@@ -144,16 +155,18 @@ class Recorder:
     fabric: Fabric | PlanedFabric
     commands: list[dict[str, Any]] = field(default_factory=list)
     digests: list[dict[str, Any]] = field(default_factory=list)
+    # the files the scenario was loaded from: {"role", "path", "sha256"}
+    inputs: list[dict[str, str]] = field(default_factory=list)
 
     @classmethod
     def start(cls, scn: Scenario, fabric: Fabric | PlanedFabric) -> Recorder:
         """Start recording a fabric built from ``scn`` (before its first tick). Its source
         is kept as an absolute path: a topology file the scenario names is found beside
         it, and a replay from another directory found neither."""
-        source = Path(scn.source)
-        return cls(
-            scenario_table(scn), str(source.resolve()) if source.exists() else scn.source, fabric
-        )
+        inputs = [
+            {"role": f.role, "path": _absolute(f.path), "sha256": f.sha256} for f in scn.inputs
+        ]
+        return cls(scenario_table(scn), _absolute(scn.source), fabric, inputs=inputs)
 
     def on_command(self, tick: int, command: Command) -> None:
         """``Engine(on_command=...)``: a command was applied before tick ``tick``."""
@@ -185,6 +198,7 @@ class Recorder:
             "digests": [*self.digests, *final],
             "report": None if report is None else comparable_report(report),
             **({"ended": str(lost)} if lost else {}),
+            "inputs": self.inputs,
         }
 
     def save(self, path: Path, report: dict[str, Any] | None = None) -> None:
@@ -192,6 +206,11 @@ class Recorder:
         write_text(
             path, json.dumps(_jsonable(self.to_dict(report)), indent=1, allow_nan=False) + "\n"
         )
+
+
+def _absolute(path: str) -> str:
+    """``path`` made absolute when it names a file (``<scenario>`` stays as it is)."""
+    return str(Path(path).resolve()) if Path(path).exists() else path
 
 
 def scenario_table(scn: Scenario) -> dict[str, Any]:
@@ -236,6 +255,33 @@ class ReportDifference:
     replayed: str
 
 
+@dataclass(frozen=True)
+class InputChange:
+    """A file the recorded run's scenario was loaded from whose text is not the same now."""
+
+    role: str  # "scenario" (its TOML) or "topology" (the file topology.path names)
+    recorded_path: str
+    recorded_sha256: str
+    path: str  # the file the replay read (the scenario's: looked at, not read as the table)
+    sha256: str
+
+    @property
+    def affects_replay(self) -> bool:
+        """Whether the replay reads the file: not the scenario's TOML, whose table the
+        record holds, but a topology file, which the replay reads again."""
+        return self.role != "scenario"
+
+
+@dataclass(frozen=True)
+class InputCheck:
+    """The files a replay reads compared with those the recorded run read, before it runs."""
+
+    changed: tuple[InputChange, ...] = ()
+    # files the replay reads that the record has no sha256 of (one from a fabtop before
+    # records kept them): whether they changed cannot be told
+    unchecked: tuple[str, ...] = ()
+
+
 @dataclass
 class ReplayResult:
     """What a replay found."""
@@ -254,6 +300,7 @@ class ReplayResult:
     # sections of the report the record has not, made by a fabtop from before they were
     # added (``LATER_REPORT_SECTIONS``): not compared
     report_not_recorded: tuple[str, ...] = ()
+    inputs: InputCheck = field(default_factory=InputCheck)
 
     @property
     def ok(self) -> bool:
@@ -307,6 +354,7 @@ class _Plan:
     batch_ticks: int | None  # one engine per plane, in batches of this many ticks
     fabric_commands: int  # the commands that change the fabric (each has a digest after it)
     whole: bool  # a whole run, with a digest at its end (not one that stopped early)
+    inputs: dict[str, tuple[str, str]] | None  # role: (path, sha256); None: not recorded
 
 
 def _plan(record: Any) -> _Plan:
@@ -341,7 +389,7 @@ def _plan(record: Any) -> _Plan:
     for tick, digest in digests:
         digests_at.setdefault(tick, []).append(digest)
     changing = sum(_changes_fabric(cmd) for _, cmd in commands)
-    return _Plan(commands_at, digests_at, end, batch, changing, whole)
+    return _Plan(commands_at, digests_at, end, batch, changing, whole, _read_inputs(record))
 
 
 def _check_top_fields(record: Any) -> None:
@@ -362,11 +410,12 @@ def _check_top_fields(record: Any) -> None:
             f"report: {_show_field(record, 'report')}, not an object "
             "(or null: a run recorded without a report)"
         )
-    # optional: "planes" may be null, "source" and "ended" only absent
+    # optional: "planes" may be null, "source", "ended" and "inputs" only absent
     optional: tuple[tuple[str, type, bool], ...] = (
         ("source", str, False),
         ("ended", str, False),
         ("planes", dict, True),
+        ("inputs", list, False),
     )
     for key, typ, null in optional:
         if key in record and not (isinstance(record[key], typ) or (null and record[key] is None)):
@@ -378,6 +427,32 @@ def _check_top_fields(record: Any) -> None:
             f"seed: {_show(record['seed'])}, not the recorded scenario's seed "
             f"{_show_field(record['scenario'], 'seed')}"
         )
+
+
+def _read_inputs(record: dict[str, Any]) -> dict[str, tuple[str, str]] | None:
+    """The files the recorded run's scenario was loaded from, as role: (path, sha256);
+    None for a record without them (made before records kept them: still replayed)."""
+    if "inputs" not in record:
+        return None
+    out: dict[str, tuple[str, str]] = {}
+    for i, entry in enumerate(record["inputs"]):
+        where = f"inputs[{i}]"
+        if not isinstance(entry, dict):
+            raise RecordError(
+                f'{where}: {_show(entry)}, not an object {{"role", "path", "sha256"}}'
+            )
+        for key in ("role", "path"):
+            if not isinstance(entry.get(key), str):
+                raise RecordError(f"{where}.{key}: {_show_field(entry, key)}, not a string")
+        sha = entry.get("sha256")
+        if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
+            raise RecordError(
+                f"{where}.sha256: {_show_field(entry, 'sha256')}, not a sha256 (64 hex digits)"
+            )
+        if entry["role"] in out:  # (which one would the replay compare with?)
+            raise RecordError(f"{where}.role: {_show(entry['role'])}, already an input's role")
+        out[entry["role"]] = (entry["path"], sha)
+    return out
 
 
 def _batch_ticks(record: dict[str, Any]) -> int | None:
@@ -552,10 +627,39 @@ def _show_field(entry: dict[str, Any], key: str) -> str:
     return "missing" if key not in entry else _show(entry[key])
 
 
+def check_inputs(recorded: dict[str, tuple[str, str]] | None, scn: Scenario) -> InputCheck:
+    """Compare the files a recorded run read (``recorded``, role: (path, sha256); None for
+    an older record without them) with those the replay's scenario ``scn`` was built
+    from. A replay reads only the topology file again; the scenario's TOML it looks at
+    (its path as recorded), to say an edit there does not reach the replay."""
+    if recorded is None:
+        return InputCheck(unchecked=tuple(_absolute(f.path) for f in scn.inputs))
+    changed: list[InputChange] = []
+    unchecked: list[str] = []
+    for f in scn.inputs:
+        if f.role not in recorded:
+            unchecked.append(_absolute(f.path))
+        elif recorded[f.role][1] != f.sha256:
+            path = _absolute(f.path)  # (as recorded: a relative one would depend on the cwd)
+            changed.append(InputChange(f.role, *recorded[f.role], path, f.sha256))
+    if "scenario" in recorded and all(f.role != "scenario" for f in scn.inputs):
+        path, sha = recorded["scenario"]
+        try:
+            now = text_sha256(read_text(Path(path), MAX_SCENARIO_BYTES))
+        except TextFileError:
+            now = sha  # gone or unreadable: the replay does not need it, so nothing to say
+        if now != sha:
+            changed.append(InputChange("scenario", path, sha, path, now))
+    return InputCheck(tuple(changed), tuple(unchecked))
+
+
 def replay(
-    record: dict[str, Any], progress: Callable[[int, int], None] | None = None
+    record: dict[str, Any],
+    progress: Callable[[int, int], None] | None = None,
+    on_inputs: Callable[[InputCheck], None] | None = None,
 ) -> ReplayResult:
-    """Re-run a record and compare its digests (and report).
+    """Re-run a record and compare its digests (and report). ``on_inputs`` is told,
+    before the run, how the files the scenario reads compare with the recorded ones.
 
     Raises:
         RecordError: a field of the record is missing or malformed, or the scenario or a
@@ -579,6 +683,9 @@ def replay(
         raise RecordError(
             f"the recorded scenario does not load: {field} (the record says it came from {source})"
         ) from None
+    inputs = check_inputs(plan.inputs, scn)
+    if on_inputs is not None:
+        on_inputs(inputs)
     pending, expected, end = plan.commands, plan.digests, plan.end
     mismatches: list[tuple[int, str, str]] = []
     checked = 0
@@ -625,6 +732,7 @@ def replay(
         final_digest=plan.whole,
         report_differences=differences,
         report_not_recorded=not_recorded,
+        inputs=inputs,
     )
 
 

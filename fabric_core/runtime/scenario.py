@@ -29,7 +29,7 @@ from fabric_core.net.topology import (
     leaf_spine,
     with_scaleup,
 )
-from fabric_core.textfile import TextFileError, plain_text, read_text
+from fabric_core.textfile import TextFileError, plain_text, read_text, text_sha256
 from fabric_core.units import parse_duration
 from fabric_core.workloads import Workload, build_workload
 from fabric_core.workloads.fields import whole
@@ -103,6 +103,17 @@ class StaticRoute:
     via: list[str]
 
 
+@dataclass(frozen=True)
+class InputFile:
+    """A file a scenario was loaded from: its role (``scenario``: the TOML itself,
+    ``topology``: the file ``topology.path`` names), the path read and the sha256 of its
+    text (``textfile.text_sha256``)."""
+
+    role: str
+    path: str
+    sha256: str
+
+
 @dataclass
 class Scenario:
     """A parsed, validated scenario (build a fabric from it with ``Fabric.from_scenario``)."""
@@ -121,6 +132,8 @@ class Scenario:
     routes: list[StaticRoute] = field(default_factory=list)
     links: LinkConfig = field(default_factory=LinkConfig)  # [links]: per class and named
     topology_file: TopologySpec | None = None  # kind = "file": the parsed file
+    # the files read to load it, so that a record can say which changed since its run
+    inputs: list[InputFile] = field(default_factory=list)
 
     def build_topology(self) -> Topology:
         """The topology this scenario describes, its ``[links]`` settings applied.
@@ -209,12 +222,14 @@ def load_scenario(
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
     try:
-        return _parse(data, str(path), profile=profile, seed=seed, dt=dt)
+        scn = _parse(data, str(path), profile=profile, seed=seed, dt=dt)
     except ScenarioError:
         raise
     except (ValueError, KeyError, TypeError) as exc:
         msg = exc.args[0] if exc.args else str(exc)
         raise ScenarioError(f"{path}: {msg}") from None
+    scn.inputs.insert(0, InputFile("scenario", str(path), text_sha256(text)))
+    return scn
 
 
 def parse_scenario(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
@@ -532,6 +547,7 @@ def _parse(
         routes=routes,
         links=parse_links(data.get("links", {})),
         topology_file=spec,
+        inputs=[] if spec is None else [InputFile("topology", spec.source, spec.sha256)],
     )
     if scn.links or spec is not None:
         scn.build_topology()  # link names, classes and up*/down* are checked at load
