@@ -62,7 +62,9 @@ def test_congestion_spreads_upstream_and_slows_only_the_victim_on_its_lane() -> 
     hot = _run(hot=True)
     buffer = 64 * 1024
     # the hot spot's bytes fill the buffers upstream of it, one hop and two hops back
-    assert hot["queue_at_leaf02_from_spine_vl0"] > 0.9 * buffer
+    # (the first but for its credit loop's bytes: some 9 KB on the 30 m cable both ways
+    # and in the leaf's forwarding)
+    assert hot["queue_at_leaf02_from_spine_vl0"] > 0.8 * buffer
     assert hot["queue_at_spine_from_leaf00_vl0"] > 0.5 * buffer
     assert calm["queue_at_leaf02_from_spine_vl0"] < 0.01 * buffer
     # ... so the links into them wait for credits

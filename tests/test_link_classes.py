@@ -118,7 +118,7 @@ def test_named_cable_and_direction_override_the_class_in_that_order() -> None:
 
 
 def test_a_small_class_buffer_bounds_the_queue_on_the_credit_fabric() -> None:
-    scn = scenario({"leaf_spine": {"buffer": "8KiB"}}, gpus_per_leaf=3)
+    scn = scenario({"leaf_spine": {"buffer": "16KiB"}}, gpus_per_leaf=3)
     topo = scn.build_topology()
     # an incast into gpu0003 (under leaf01) from leaf01's own GPUs and one across the spine:
     # the queue builds at leaf01's ingress, in the spine00->leaf01 buffer among others
@@ -130,12 +130,14 @@ def test_a_small_class_buffer_bounds_the_queue_on_the_credit_fabric() -> None:
     while len(wl.finished) < 3:
         fabric.step()
         peak = max(peak, float(fabric.occupancy[down * n_vls : (down + 1) * n_vls].max()))
-    # the spine->leaf buffer fills, to its 8 KiB less the bytes of its credit loop: the
-    # flow across the spine drains a third of gpu0003's downlink, both ways over 30 m
+    # the spine->leaf buffer fills, to its 16 KiB less the bytes of its credit loop: the
+    # flow across the spine drains a third of gpu0003's downlink, both ways over 30 m and
+    # through the leaf's forwarding (8 KiB would not fill: its loop alone, 9.3 KB at a
+    # third of the link, holds that flow below its share)
     p = scn.profile
     third = p.link_bandwidth_Bps * p.mtu_bytes / (p.mtu_bytes + p.header_bytes) / 3
-    full = 8192 - credit_loop_bytes(fabric, "spine00->leaf01", third)
-    assert full < 4096  # (some 5 KB of the 8 in the loop)
+    full = 16384 - credit_loop_bytes(fabric, "spine00->leaf01", third)
+    assert full < 8192  # (some 9 KB of the 16 in the loop)
     assert peak == pytest.approx(full, rel=0.01)
     assert fabric.dropped_bytes == 0
 

@@ -146,12 +146,17 @@ def test_a_fault_over_mqtt_lands_on_its_plane(broker: Mosquitto) -> None:  # noq
     cli = broker.cli()
     try:
         served.wait_online(cli, timeout_s=240)
-        sub = cli.sub_start("fabtop/planes/result/op-1", count=1)
-        cli.pub(
-            "fabtop/planes/cmd/inject",
-            json.dumps({"id": "op-1", "kind": "link_down", "target": LINK}),
-        )
-        (reply,) = cli.sub_collect(sub)
+        # on a loaded machine the engines may take past the 10 s a reply waits: the reply
+        # says so, and the same id again gives the command's own result (docs/MQTT.md)
+        for _ in range(6):
+            sub = cli.sub_start("fabtop/planes/result/op-1", count=1)
+            cli.pub(
+                "fabtop/planes/cmd/inject",
+                json.dumps({"id": "op-1", "kind": "link_down", "target": LINK}),
+            )
+            (reply,) = cli.sub_collect(sub)
+            if "did not apply the command within" not in json.loads(reply[1]).get("error", ""):
+                break
         assert json.loads(reply[1])["ok"] is True, reply
         _, payload = cli.wait_for(
             "fabtop/planes/telemetry",
