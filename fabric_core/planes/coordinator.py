@@ -277,12 +277,20 @@ class PlanedFabric:
     def _count_refused(self, done: list[PlaneDone]) -> None:
         """Add what the planes' admission limits refused since the last batch to the
         coordinator's own count, which the engine exports (``fabtop_flows_refused_total``):
-        the whole fabric's refusals are those of its planes."""
+        the whole fabric's refusals are those of its planes (each workload's too, the
+        sum of its parts the planes refused)."""
         for p, d in enumerate(done):
             flows, total_bytes = self._plane_refused[p]
             if d.refused_flows > flows:
                 self.faults.admission.refuse(d.refused_flows - flows, d.refused_bytes - total_bytes)
             self._plane_refused[p] = (d.refused_flows, d.refused_bytes)
+        by_workload: dict[str, tuple[int, float]] = {}
+        for d in done:  # (each plane's counts are its whole run's: summed afresh)
+            for name, (flows, total_bytes) in d.refused_by_workload.items():
+                was = by_workload.get(name, (0, 0.0))
+                by_workload[name] = (was[0] + flows, was[1] + total_bytes)
+        if by_workload:
+            self.faults.admission.refused_by_workload = by_workload
 
     def _lose(self, lost: PlaneLostError) -> None:
         self.lost = lost

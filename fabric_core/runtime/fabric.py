@@ -401,8 +401,14 @@ class Fabric:
         n = src.size
         if n == 0:
             return
-        # the fabric-wide cap on flows in flight (fabric_core.faults.admission): the rest refused
-        keep = self.faults.admission.fabric_admit(size, self.flows.n_parents, self.emit)
+        # the fabric-wide cap on flows in flight (fabric_core.faults.admission): the rest
+        # refused, a workload's counted under its name (a fault's flows have workload < 0)
+        keep = self.faults.admission.fabric_admit(
+            size,
+            self.flows.n_parents,
+            self.emit,
+            workload=self.workloads[workload].name if workload >= 0 else None,
+        )
         if keep < n:
             if keep == 0:
                 return
