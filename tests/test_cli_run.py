@@ -427,3 +427,70 @@ def test_the_summary_says_a_workload_started_stopped_never_ran(tmp_path: Path) -
     assert "stopped" not in lines["workload probe (rpc)"]
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["stopped_workloads"] == ["bg"]
+
+
+#: A scenario whose bulk asks for more flows at once than the fabric-wide cap lets in:
+#: 10 senders x 30,000 outstanding = 300,000, past 262,144 (MAX_FLOWS_IN_FLIGHT)
+PAST_THE_CAP = (
+    'name = "flood"\ndt = "1us"\n[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\n'
+    'gpus_per_leaf = 5\n[[workload]]\nname = "flood"\nkind = "bulk"\nclass = "bulk"\n'
+    'senders = "all"\nsize = "4KiB"\noutstanding = 30000\n'
+)
+
+
+def test_flows_the_fabric_wide_cap_refused_are_said_in_the_summary_and_the_report(
+    tmp_path: Path,
+) -> None:
+    """A step past the cap of 262,144 flows in flight ran in part, and the summary said
+    only that flows completed (the refused ones were in no figure): a reader took the run
+    for the one asked for. Now the summary warns beside the totals, naming the workload,
+    the report counts them (``admission``), and --quiet says it on stderr."""
+    path = tmp_path / "flood.toml"
+    path.write_text(PAST_THE_CAP)
+    out, report = run_with_report(tmp_path, str(path), "--duration", "1us")
+    refused = 300_000 - 262_144
+    assert report["admission"] == {
+        "refused_flows": refused,
+        "refused_bytes": refused * 4096.0,
+        "max_flows_in_flight": 262_144,
+        "workloads": {"flood": {"refused_flows": refused, "refused_bytes": refused * 4096.0}},
+    }
+    lines = out.stdout.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("delivered "))
+    assert lines[at + 1] == (
+        "warning: 37,856 flows (148 MiB) refused at admission: not queued or retried, they "
+        'never ran (docs/MQTT.md, "Limits")'
+    )
+    assert lines[at + 2].startswith(
+        "  workload flood (bulk): 37,856 flows (148 MiB), past the fabric-wide cap of "
+        "262,144 flows in flight; what waits for them"
+    )
+    quiet = fabtop("run", str(path), "--duration", "1us", "--quiet")
+    assert quiet.returncode == 0 and quiet.stdout == ""
+    assert "fabtop: warning: 37,856 flows (148 MiB) refused at admission" in quiet.stderr
+
+
+def test_a_run_that_refused_nothing_says_nothing_of_it(tmp_path: Path) -> None:
+    out, report = run_with_report(tmp_path, "tiny", "--duration", "20us")
+    assert report["admission"]["refused_flows"] == 0 and report["admission"]["workloads"] == {}
+    assert "refused" not in out.stdout
+
+
+def test_an_incast_faults_refused_flows_are_said_apart_from_the_workloads(
+    tmp_path: Path,
+) -> None:
+    """An incast fault past its per-sender limit: its flows are refused by its own limits,
+    not a workload's, and the summary says whose they were."""
+    path = tmp_path / "inc.toml"
+    path.write_text(
+        'name = "inc"\ndt = "1us"\n[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\n'
+        'gpus_per_leaf = 4\n[[fault]]\nat = "5us"\nkind = "incast"\ntarget = "gpu0000"\n'
+        "params = {senders = 7, size_bytes = 4096, period_s = 1e-7}\n"
+    )
+    out, report = run_with_report(tmp_path, str(path), "--duration", "20us")
+    adm = report["admission"]
+    assert adm["refused_flows"] > 0 and adm["workloads"] == {}
+    flows = f"{adm['refused_flows']:,} flows"
+    assert f"warning: {flows} " in out.stdout
+    assert f"  incast faults: {flows} " in out.stdout
+    assert "past their own limits or the fabric-wide cap" in out.stdout
