@@ -44,3 +44,32 @@ def test_the_flows_the_cap_refuses_are_counted_under_their_workloads_name() -> N
     adm = fabric.faults.admission
     assert adm.refused_by_workload == {"moe": (8, 8000.0)}
     assert adm.refused_flows_total == 8
+
+
+def test_each_kind_says_how_many_flows_its_own_parameters_put_in_flight_at_once() -> None:
+    """What ``fabtop run`` warns of before a run (``admission_notes``): a workload's step
+    past the cap, from its parameters; a kind with no such bound (random arrivals) none."""
+    from fabric_core.workloads.base import admission_notes
+    from fabric_core.workloads.traffic import Incast, Pairs, Rpc
+
+    topo = leaf_spine(NATIVE_400G, leaves=2, spines=2, gpus_per_leaf=4)
+    pairs = Pairs(
+        name="p", traffic_class="bulk", pair_names=[("gpu0000", "gpu0004")] * 3, outstanding=5
+    )
+    burst = Incast(name="i", traffic_class="bulk", senders_spec="all")
+    a2a = AllToAll(name="a", traffic_class="bulk", ranks_spec="all")
+    rpc = Rpc(name="r", traffic_class="bulk")
+    fabric = Fabric(topo, NATIVE_400G, [pairs, burst, a2a, rpc], dt_s=1e-6, seed=1)
+    assert [wl.flows_at_once() for wl in fabric.workloads] == [
+        (15, "keeps 15 flows in flight (3 pairs x 5 outstanding)"),
+        (7, "starts 7 flows a burst (7 senders into one GPU)"),
+        (56, "starts 56 flows a round (8 ranks, each to the 7 others)"),
+        None,
+    ]
+    notes = admission_notes(fabric.workloads, 14)
+    assert [name for name, _ in notes] == ["p", "a"]  # (7 flows a burst fit in 14)
+    assert notes[0][1].startswith(
+        "workload 'p' keeps 15 flows in flight (3 pairs x 5 outstanding), more than the "
+        "fabric-wide cap of 14 flows in flight: past it new flows are refused"
+    )
+    assert admission_notes(fabric.workloads, 56) == []  # (a round of 56 is not past 56)

@@ -97,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"fabtop: {note}", file=sys.stderr)
     for note in fabric.tick_notes():  # (figures the tick changes: said even with --quiet)
         print(f"fabtop: warning: {note}", file=sys.stderr)
+    for note in fabric.admission_notes():  # (a workload that cannot run whole: likewise)
+        print(f"fabtop: warning: {note}", file=sys.stderr)
     try:
         bar = ProgressBar(f"run {scn.name}", total_s=args.duration)
         if args.quiet:

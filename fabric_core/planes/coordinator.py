@@ -56,7 +56,7 @@ from fabric_core.runtime.snapshot import Event, LinkState, Snapshot, Totals, wor
 from fabric_core.tick.flows import Completions
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.workloads import Workload
-from fabric_core.workloads.base import tick_notes, workload_rngs
+from fabric_core.workloads.base import admission_notes, tick_notes, workload_rngs
 
 #: fault kinds on an endpoint that stop all its ports, so every plane takes them
 EVERY_PLANE_FAULTS = ("pfc_storm",)
@@ -212,6 +212,16 @@ class PlanedFabric:
     def tick_notes(self) -> list[str]:
         """Why the tick is too long for some workloads (as ``Fabric.tick_notes``)."""
         return [note for _, note in tick_notes(self.workloads, self.dt_s)]
+
+    def admission_notes(self) -> list[str]:
+        """Why some workloads cannot run whole (as ``Fabric.admission_notes``: each plane
+        has the cap, and a message is a flow on each plane it is sprayed over)."""
+        return [
+            note
+            for _, note in admission_notes(
+                self.workloads, self.faults.admission.limits.fabric_flows
+            )
+        ]
 
     def warn_of_tick(self) -> None:
         """Say ``tick_notes`` in the event log (as ``Fabric.warn_of_tick``)."""

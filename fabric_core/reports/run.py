@@ -114,7 +114,9 @@ def report_of(
 def admission_of(fabric: Fabric | PlanedFabric) -> dict[str, Any]:
     """The report's ``admission``: the flows and bytes the admission limits refused in all
     (``fabtop_flows_refused_total``), those of each workload that had some refused (in the
-    scenario's order; the rest of the totals are faults' flows), and the fabric-wide cap.
+    scenario's order; the rest of the totals are faults' flows), the fabric-wide cap, and
+    the notes of the workloads whose own parameters ask for more flows at once than it
+    lets in (``Fabric.admission_notes``: said before the run, too).
 
     A refused flow is not queued or retried: it never completes, so a workload that waits
     for it (an all-to-all round, a MoE phase) waits for ever (docs/MQTT.md, "Limits")."""
@@ -129,6 +131,7 @@ def admission_of(fabric: Fabric | PlanedFabric) -> dict[str, Any]:
             for wl in fabric.workloads
             if wl.name in by_name
         },
+        "notes": fabric.admission_notes(),
     }
 
 

@@ -63,7 +63,7 @@ from fabric_core.tick.reference import ReferenceTick
 from fabric_core.tick.roce import RoceFlowControl
 from fabric_core.tick.step import EntryIndex, Moved, RankLayout, Solution
 from fabric_core.workloads import Completions, Workload
-from fabric_core.workloads.base import tick_notes, workload_rngs
+from fabric_core.workloads.base import admission_notes, tick_notes, workload_rngs
 
 if TYPE_CHECKING:
     from fabric_core.tick.kernels import tick as _tick_kernels
@@ -573,6 +573,16 @@ class Fabric:
     def tick_notes(self) -> list[str]:
         """Why the tick is too long for some workloads (none: it is not)."""
         return [note for _, note in tick_notes(self.workloads, self.dt_s)]
+
+    def admission_notes(self) -> list[str]:
+        """Why some workloads cannot run whole: their own parameters put more flows in
+        flight at once than the fabric-wide cap lets in (none: none do)."""
+        return [
+            note
+            for _, note in admission_notes(
+                self.workloads, self.faults.admission.limits.fabric_flows
+            )
+        ]
 
     def warn_of_tick(self) -> None:
         """Say ``tick_notes`` in the event log (from the scenario's tick on, and at each
