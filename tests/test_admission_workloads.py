@@ -8,7 +8,7 @@ from fabric_core.faults.admission import AdmissionLimits
 from fabric_core.net.profiles import NATIVE_400G
 from fabric_core.net.topology import leaf_spine
 from fabric_core.runtime.fabric import Fabric
-from fabric_core.workloads.traffic import Bulk
+from fabric_core.workloads.traffic import AllToAll, Bulk
 
 
 def test_workload_flows_past_the_fabric_cap_are_refused_counted_and_announced() -> None:
@@ -28,3 +28,48 @@ def test_workload_flows_past_the_fabric_cap_are_refused_counted_and_announced() 
     assert fabric.faults.admission.refused_flows_total == 32 - 10
     events = [e for e in fabric.events if e.kind == "flows_refused"]
     assert len(events) == 1 and "10 flows in flight" in events[0].message
+
+
+def test_the_flows_the_cap_refuses_are_counted_under_their_workloads_name() -> None:
+    """A run's report names the workloads that did not run whole: each workload's refused
+    flows and bytes are counted under its name, and together they are the total (no
+    fault here). The bulk asks first, so its 8 x 4 = 32 flows fit the cap of 36 (4 left);
+    the all-to-all's first round of 4 x 3 = 12 gets 4, and 8 are refused."""
+    topo = leaf_spine(NATIVE_400G, leaves=2, spines=2, gpus_per_leaf=4)
+    bulk = Bulk(name="bg", traffic_class="bulk", size_bytes=4e6, outstanding=4)
+    a2a = AllToAll(name="moe", traffic_class="bulk", ranks_spec=4, size_bytes=1000.0)
+    fabric = Fabric(topo, NATIVE_400G, [bulk, a2a], dt_s=1e-6, seed=1)
+    fabric.faults.admission.limits = AdmissionLimits(fabric_flows=36)
+    fabric.step()
+    adm = fabric.faults.admission
+    assert adm.refused_by_workload == {"moe": (8, 8000.0)}
+    assert adm.refused_flows_total == 8
+
+
+def test_each_kind_says_how_many_flows_its_own_parameters_put_in_flight_at_once() -> None:
+    """What ``fabtop run`` warns of before a run (``admission_notes``): a workload's step
+    past the cap, from its parameters; a kind with no such bound (random arrivals) none."""
+    from fabric_core.workloads.base import admission_notes
+    from fabric_core.workloads.traffic import Incast, Pairs, Rpc
+
+    topo = leaf_spine(NATIVE_400G, leaves=2, spines=2, gpus_per_leaf=4)
+    pairs = Pairs(
+        name="p", traffic_class="bulk", pair_names=[("gpu0000", "gpu0004")] * 3, outstanding=5
+    )
+    burst = Incast(name="i", traffic_class="bulk", senders_spec="all")
+    a2a = AllToAll(name="a", traffic_class="bulk", ranks_spec="all")
+    rpc = Rpc(name="r", traffic_class="bulk")
+    fabric = Fabric(topo, NATIVE_400G, [pairs, burst, a2a, rpc], dt_s=1e-6, seed=1)
+    assert [wl.flows_at_once() for wl in fabric.workloads] == [
+        (15, "keeps 15 flows in flight (3 pairs x 5 outstanding)"),
+        (7, "starts 7 flows a burst (7 senders into one GPU)"),
+        (56, "starts 56 flows a round (8 ranks, each to the 7 others)"),
+        None,
+    ]
+    notes = admission_notes(fabric.workloads, 14)
+    assert [name for name, _ in notes] == ["p", "a"]  # (7 flows a burst fit in 14)
+    assert notes[0][1].startswith(
+        "workload 'p' keeps 15 flows in flight (3 pairs x 5 outstanding), more than the "
+        "fabric-wide cap of 14 flows in flight: past it new flows are refused"
+    )
+    assert admission_notes(fabric.workloads, 56) == []  # (a round of 56 is not past 56)

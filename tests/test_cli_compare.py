@@ -176,3 +176,25 @@ def test_compare_says_each_profiles_faults_as_run_does(
     for profile in ("native-400g", "roce-400g"):
         assert f"{profile}: fault f0 link_down on leaf00->spine01: " in out
         assert f"{profile}: scheduled fault skipped, the core refused it: leaf00->spine01: " in out
+
+
+def test_compare_warns_of_each_profiles_refused_flows_as_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An incast past its per-sender limit of 16 flows in flight has the rest of its
+    rounds refused: ``run`` warns of them, and ``compare`` now does for each profile (a
+    profile that ran less than asked is no fair side of a comparison)."""
+    from console.cli import main
+
+    scenario = tmp_path / "inc.toml"
+    scenario.write_text(
+        'name = "inc"\ndt = "1us"\n[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\n'
+        'gpus_per_leaf = 4\n[[fault]]\nat = "5us"\nkind = "incast"\ntarget = "gpu0000"\n'
+        "params = {senders = 7, size_bytes = 4096, period_s = 1e-7}\n"
+    )
+    assert main(["compare", str(scenario), "--duration", "20us", "--no-sizes"]) == 0
+    out = capsys.readouterr().out
+    for profile in ("native-400g", "roce-400g"):
+        (line,) = [ln for ln in out.splitlines() if ln.startswith(f"{profile}: warning: ")]
+        assert line.endswith('refused at admission: not queued or retried, they never ran '
+                             '(docs/MQTT.md, "Limits")')  # fmt: skip

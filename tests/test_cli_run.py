@@ -50,6 +50,8 @@ def test_run_every_bundled_scenario_writes_a_valid_report(name: str, tmp_path: P
     run = data["run"]
     assert run["simulated_seconds"] == pytest.approx(40e-6, rel=1e-9)
     assert "whole ticks" not in out.stderr  # (no note of a rounded duration)
+    # no bundled workload asks for more flows at once than the fabric-wide cap lets in
+    assert data["admission"]["notes"] == [] and data["admission"]["refused_flows"] == 0
     assert run["ticks"] == round(40e-6 / run["dt_seconds"]) >= 1
     assert run["hop_updates_per_second"] > 0
     # the first tick (where a new process loads the compiled kernels) timed on its own too
@@ -427,3 +429,115 @@ def test_the_summary_says_a_workload_started_stopped_never_ran(tmp_path: Path) -
     assert "stopped" not in lines["workload probe (rpc)"]
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["stopped_workloads"] == ["bg"]
+
+
+#: A scenario whose bulk asks for more flows at once than the fabric-wide cap lets in:
+#: 10 senders x 30,000 outstanding = 300,000, past 262,144 (MAX_FLOWS_IN_FLIGHT)
+PAST_THE_CAP = (
+    'name = "flood"\ndt = "1us"\n[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\n'
+    'gpus_per_leaf = 5\n[[workload]]\nname = "flood"\nkind = "bulk"\nclass = "bulk"\n'
+    'senders = "all"\nsize = "4KiB"\noutstanding = 30000\n'
+)
+
+
+def test_flows_the_fabric_wide_cap_refused_are_said_in_the_summary_and_the_report(
+    tmp_path: Path,
+) -> None:
+    """A step past the cap of 262,144 flows in flight ran in part, and the summary said
+    only that flows completed (the refused ones were in no figure): a reader took the run
+    for the one asked for. Now the summary warns beside the totals, naming the workload,
+    the report counts them (``admission``), and --quiet says it on stderr."""
+    path = tmp_path / "flood.toml"
+    path.write_text(PAST_THE_CAP)
+    out, report = run_with_report(tmp_path, str(path), "--duration", "1us")
+    refused = 300_000 - 262_144
+    note = (
+        "workload 'flood' keeps 300,000 flows in flight (10 senders x 30,000 outstanding), "
+        "more than the fabric-wide cap of 262,144 flows in flight: past it new flows are "
+        "refused, not queued or retried, so they never run and what waits for them waits "
+        'for ever (docs/MQTT.md, "Limits")'
+    )
+    assert report["admission"] == {
+        "refused_flows": refused,
+        "refused_bytes": refused * 4096.0,
+        "max_flows_in_flight": 262_144,
+        "workloads": {"flood": {"refused_flows": refused, "refused_bytes": refused * 4096.0}},
+        "notes": [note],
+    }
+    assert out.stderr.splitlines()[0] == f"fabtop: warning: {note}"  # (before the run)
+    lines = out.stdout.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("delivered "))
+    assert lines[at + 1] == (
+        "warning: 37,856 flows (148 MiB) refused at admission: not queued or retried, they "
+        'never ran (docs/MQTT.md, "Limits")'
+    )
+    assert lines[at + 2].startswith(
+        "  workload flood (bulk): 37,856 flows (148 MiB), past the fabric-wide cap of "
+        "262,144 flows in flight; what waits for them"
+    )
+    quiet = fabtop("run", str(path), "--duration", "1us", "--quiet")
+    assert quiet.returncode == 0 and quiet.stdout == ""
+    assert "fabtop: warning: 37,856 flows (148 MiB) refused at admission" in quiet.stderr
+
+
+def test_a_run_that_refused_nothing_says_nothing_of_it(tmp_path: Path) -> None:
+    out, report = run_with_report(tmp_path, "tiny", "--duration", "20us")
+    assert report["admission"]["refused_flows"] == 0 and report["admission"]["workloads"] == {}
+    assert report["admission"]["notes"] == []
+    assert "refused" not in out.stdout + out.stderr
+
+
+def test_a_workload_that_asks_for_more_flows_at_once_than_the_cap_is_warned_of_before_the_run(
+    tmp_path: Path,
+) -> None:
+    """An all-to-all of 1,024 ranks starts 1,047,552 flows a round, four times the cap of
+    262,144 flows in flight: its rounds could never complete, and nothing said so before
+    the run. Both big workloads start stopped (they are warned of all the same: the
+    console or serve can start them), so the run itself stays small."""
+    path = tmp_path / "big.toml"
+    path.write_text(
+        'name = "big"\ndt = "1us"\n[topology]\nkind = "leaf-spine"\nleaves = 32\n'
+        "spines = 16\ngpus_per_leaf = 32\n"
+        '[[workload]]\nname = "everyone"\nkind = "alltoall"\nclass = "alltoall"\n'
+        'ranks = "all"\nsize = "4KiB"\nstart_stopped = true\n'
+        '[[workload]]\nname = "experts"\nkind = "moe"\nclass = "moe"\nranks = 512\n'
+        "experts = 512\ntokens_per_rank = 128\nstart_stopped = true\n"
+        '[[workload]]\nname = "background"\nkind = "bulk"\nclass = "bulk"\n'
+        'senders = 0.5\nsize = "1MiB"\noutstanding = 2\n'
+    )
+    out, report = run_with_report(tmp_path, str(path), "--duration", "1us")
+    past = (
+        ", more than the fabric-wide cap of 262,144 flows in flight: past it new flows are "
+        "refused, not queued or retried, so they never run and what waits for them waits "
+        'for ever (docs/MQTT.md, "Limits")'
+    )
+    notes = [
+        "workload 'everyone' starts 1,047,552 flows a round (1,024 ranks, each to the 1,023 "
+        "others)" + past,
+        "workload 'experts' posts up to 524,288 flows a dispatch (512 ranks x 128 tokens x "
+        "top-8)" + past,
+    ]
+    assert [ln for ln in out.stderr.splitlines() if "cap" in ln] == [
+        f"fabtop: warning: {n}" for n in notes
+    ]
+    assert report["admission"]["notes"] == notes  # (the bulk's 1,024 flows: no note)
+
+
+def test_an_incast_faults_refused_flows_are_said_apart_from_the_workloads(
+    tmp_path: Path,
+) -> None:
+    """An incast fault past its per-sender limit: its flows are refused by its own limits,
+    not a workload's, and the summary says whose they were."""
+    path = tmp_path / "inc.toml"
+    path.write_text(
+        'name = "inc"\ndt = "1us"\n[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\n'
+        'gpus_per_leaf = 4\n[[fault]]\nat = "5us"\nkind = "incast"\ntarget = "gpu0000"\n'
+        "params = {senders = 7, size_bytes = 4096, period_s = 1e-7}\n"
+    )
+    out, report = run_with_report(tmp_path, str(path), "--duration", "20us")
+    adm = report["admission"]
+    assert adm["refused_flows"] > 0 and adm["workloads"] == {}
+    flows = f"{adm['refused_flows']:,} flows"
+    assert f"warning: {flows} " in out.stdout
+    assert f"  incast faults: {flows} " in out.stdout
+    assert "past their own limits or the fabric-wide cap" in out.stdout

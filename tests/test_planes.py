@@ -414,3 +414,28 @@ def test_a_fault_the_workloads_read_stays_with_them() -> None:
     assert f.apply(ClearFault(target="stor00")) == {"cleared": [fid]}
     assert f.faults.active("slow_target") == []
     f.close()
+
+
+def test_each_workloads_refused_parts_are_summed_over_the_planes() -> None:
+    """The report names the workloads whose flows the fabric-wide cap refused: over the
+    planes, each workload's count is the sum of its parts the planes refused, and with no
+    fault those are every refusal (``fabtop run``'s report, ``admission``)."""
+    f = PlanedFabric(scenario(), InProcessPool)
+    engines = f.pool.engines  # type: ignore[attr-defined]
+    for e in engines:
+        e.fabric.faults.admission.limits = AdmissionLimits(fabric_flows=20)
+    f.run_ticks(20)
+    planes = [e.fabric.faults.admission.refused_by_workload for e in engines]
+    mine = f.faults.admission
+    assert "moe" in mine.refused_by_workload  # (its rounds of 56 parts)
+    assert set(mine.refused_by_workload) <= {"background", "moe", "probe"}
+    for name, (flows, total_bytes) in mine.refused_by_workload.items():
+        assert flows == sum(p[name][0] for p in planes if name in p) > 0
+        assert total_bytes == pytest.approx(sum(p[name][1] for p in planes if name in p))
+    assert mine.refused_flows_total == sum(n for n, _ in mine.refused_by_workload.values())
+    admission = report_of(f, f.tick, f.hop_updates, 1.0)["admission"]
+    assert admission["refused_flows"] == mine.refused_flows_total
+    assert {k: v["refused_flows"] for k, v in admission["workloads"].items()} == {
+        k: v[0] for k, v in mine.refused_by_workload.items()
+    }
+    f.close()

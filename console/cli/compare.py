@@ -11,6 +11,7 @@ from typing import Any
 from console.cli._common import duration, seed_number, whole_ticks_note
 from console.cli.output import file_path, refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
+from console.cli.run import refused_warning
 from fabric_core.net.profiles import PROFILES
 from fabric_core.reports.compare import DEFAULT_PROFILES, compare_scenario, latency_by_size
 from fabric_core.runtime.scenario import ScenarioError
@@ -169,6 +170,8 @@ def render(result: dict[str, Any], a: str, b: str) -> str:
             )
         for skipped in report.get("schedule_skipped", []):
             lines.append(f"{name}: scheduled fault skipped, the core refused it: {skipped}")
+        if (refused := refused_warning(report)) is not None:  # (the profile ran less)
+            lines.append(f"{name}: warning: {refused}")
     if "latency_by_size" in result:
         lines.append("")
         # (the same on every scenario: a reader took it for their own cluster's latency)

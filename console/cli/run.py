@@ -97,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"fabtop: {note}", file=sys.stderr)
     for note in fabric.tick_notes():  # (figures the tick changes: said even with --quiet)
         print(f"fabtop: warning: {note}", file=sys.stderr)
+    for note in fabric.admission_notes():  # (a workload that cannot run whole: likewise)
+        print(f"fabtop: warning: {note}", file=sys.stderr)
     try:
         bar = ProgressBar(f"run {scn.name}", total_s=args.duration)
         if args.quiet:
@@ -111,7 +113,10 @@ def run(args: argparse.Namespace) -> int:
                 _save_record(args.record, lambda: Recorder.start(scn, fabric).save(args.record))
             return 1
         bar.close()
-        if not args.quiet:
+        if args.quiet:  # (flows that never ran change every figure: said even with --quiet)
+            if (refused := refused_warning(report)) is not None:
+                print(f"fabtop: warning: {refused}", file=sys.stderr)
+        else:
             print_summary(report)
             for at_s, cmd in fabric.schedule:  # (a fault past the end ran as if not there)
                 what = f"{cmd.kind} on {cmd.target}" if isinstance(cmd, InjectFault) else "clear"
@@ -213,6 +218,47 @@ def notable_lines(events: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def refused_warning(report: dict[str, Any]) -> str | None:
+    """What the run's summary warns of the flows the admission limits refused (the
+    report's ``admission``), or None when none were: the run was not the one asked for."""
+    adm = report.get("admission")
+    if not adm or not adm["refused_flows"]:
+        return None
+    return (
+        f"{count_of(adm['refused_flows'], 'flow')} ({format_bytes(adm['refused_bytes'])}) "
+        'refused at admission: not queued or retried, they never ran (docs/MQTT.md, "Limits")'
+    )
+
+
+def refused_lines(report: dict[str, Any]) -> list[str]:
+    """The summary's lines of the flows the admission limits refused: the warning
+    (``refused_warning``), then whose they were, each workload's and the faults'."""
+    warning = refused_warning(report)
+    if warning is None:
+        return []
+    adm = report["admission"]
+    lines = [f"warning: {warning}"]
+    workloads = report.get("workloads", {})
+    named, named_bytes = 0, 0.0
+    for name, w in adm["workloads"].items():
+        named += w["refused_flows"]
+        named_bytes += w["refused_bytes"]
+        kind = workloads.get(name, {}).get("kind", "?")
+        lines.append(
+            f"  workload {name} ({kind}): {count_of(w['refused_flows'], 'flow')} "
+            f"({format_bytes(w['refused_bytes'])}), past the fabric-wide cap of "
+            f"{adm['max_flows_in_flight']:,} flows in flight; what waits for them (an "
+            "all-to-all round, a MoE phase, a bulk sender's slot) waits for ever"
+        )
+    if adm["refused_flows"] > named:  # (the rest are an incast fault's)
+        lines.append(
+            f"  incast faults: {count_of(adm['refused_flows'] - named, 'flow')} "
+            f"({format_bytes(adm['refused_bytes'] - named_bytes)}), past their own limits "
+            "or the fabric-wide cap"
+        )
+    return lines
+
+
 #: What a run's summary says of a workload stopped all run
 NEVER_STARTED = (
     "stopped all run: its scenario starts it stopped (start_stopped = true), and a run "
@@ -273,6 +319,8 @@ def print_summary(report: dict[str, Any]) -> None:
         f"{count_of(t['completed_flows'], 'flow')} completed, in flight {format_bytes(t['in_flight_bytes'])}, "
         f"dropped {format_bytes(t['dropped_bytes'])}"
     )
+    for line in refused_lines(report):  # (beside the totals: what never ran is not in them)
+        print(line)
     print(
         f"links: {links['count']:,}, mean utilisation {links['mean_utilisation']:.1%} "
         f"(switch-to-switch {links['fabric_mean_utilisation']:.1%}), retransmitted "

@@ -13,7 +13,8 @@ generated flows goes through ``admit``:
   (``MAX_FLOWS_IN_FLIGHT``), workloads included; past it new flows are refused.
 
 Refused flows are not queued: they are counted (``Admission.refused_flows_total``,
-exported as ``fabtop_flows_refused_total`` and in MQTT telemetry) and an event says
+exported as ``fabtop_flows_refused_total`` and in MQTT telemetry; a workload's also
+under its name, ``Admission.refused_by_workload``, for a run's report) and an event says
 so, once per fault (and once each time the fabric-wide cap is reached).
 
 The limits are design choices, not physics: they bound memory (a flow costs about
@@ -24,7 +25,7 @@ the largest benchmarked fabric (20,000 flows on 10,240 endpoints).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -82,6 +83,9 @@ class Admission:
     limits: AdmissionLimits = AdmissionLimits()
     refused_flows_total: int = 0
     refused_bytes_total: float = 0.0
+    #: per workload (by name), the flows and bytes of its own the fabric-wide cap refused
+    #: (part of the totals): a run's report names the workloads that did not run whole
+    refused_by_workload: dict[str, tuple[int, float]] = field(default_factory=dict)
     #: the fabric-wide cap refused something since it last had room (an event each time)
     capped: bool = False
 
@@ -95,14 +99,22 @@ class Admission:
         flows_in_flight: int,
         emit: Emit,
         target: str = "fabric",
+        workload: str | None = None,
     ) -> int:
         """How many of the new flows (``size_bytes``, one per flow) the fabric-wide cap
-        admits, the first ones; counts the rest, with an event each time the cap is
-        reached after having room."""
+        admits, the first ones; counts the rest (under ``workload`` too, when they are
+        a workload's), with an event each time the cap is reached after having room."""
         wanted = int(size_bytes.size)
         take = min(wanted, self.room(flows_in_flight))
         if take < wanted:
-            self.refuse(wanted - take, float(size_bytes[take:].sum()))
+            refused_bytes = float(size_bytes[take:].sum())
+            self.refuse(wanted - take, refused_bytes)
+            if workload is not None:
+                flows, total_bytes = self.refused_by_workload.get(workload, (0, 0.0))
+                self.refused_by_workload[workload] = (
+                    flows + wanted - take,
+                    total_bytes + refused_bytes,
+                )
             if not self.capped:
                 emit(
                     "warning",

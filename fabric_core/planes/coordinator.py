@@ -56,7 +56,7 @@ from fabric_core.runtime.snapshot import Event, LinkState, Snapshot, Totals, wor
 from fabric_core.tick.flows import Completions
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.workloads import Workload
-from fabric_core.workloads.base import tick_notes, workload_rngs
+from fabric_core.workloads.base import admission_notes, tick_notes, workload_rngs
 
 #: fault kinds on an endpoint that stop all its ports, so every plane takes them
 EVERY_PLANE_FAULTS = ("pfc_storm",)
@@ -213,6 +213,16 @@ class PlanedFabric:
         """Why the tick is too long for some workloads (as ``Fabric.tick_notes``)."""
         return [note for _, note in tick_notes(self.workloads, self.dt_s)]
 
+    def admission_notes(self) -> list[str]:
+        """Why some workloads cannot run whole (as ``Fabric.admission_notes``: each plane
+        has the cap, and a message is a flow on each plane it is sprayed over)."""
+        return [
+            note
+            for _, note in admission_notes(
+                self.workloads, self.faults.admission.limits.fabric_flows
+            )
+        ]
+
     def warn_of_tick(self) -> None:
         """Say ``tick_notes`` in the event log (as ``Fabric.warn_of_tick``)."""
         for name, note in tick_notes(self.workloads, self.dt_s):
@@ -277,12 +287,20 @@ class PlanedFabric:
     def _count_refused(self, done: list[PlaneDone]) -> None:
         """Add what the planes' admission limits refused since the last batch to the
         coordinator's own count, which the engine exports (``fabtop_flows_refused_total``):
-        the whole fabric's refusals are those of its planes."""
+        the whole fabric's refusals are those of its planes (each workload's too, the
+        sum of its parts the planes refused)."""
         for p, d in enumerate(done):
             flows, total_bytes = self._plane_refused[p]
             if d.refused_flows > flows:
                 self.faults.admission.refuse(d.refused_flows - flows, d.refused_bytes - total_bytes)
             self._plane_refused[p] = (d.refused_flows, d.refused_bytes)
+        by_workload: dict[str, tuple[int, float]] = {}
+        for d in done:  # (each plane's counts are its whole run's: summed afresh)
+            for name, (flows, total_bytes) in d.refused_by_workload.items():
+                was = by_workload.get(name, (0, 0.0))
+                by_workload[name] = (was[0] + flows, was[1] + total_bytes)
+        if by_workload:
+            self.faults.admission.refused_by_workload = by_workload
 
     def _lose(self, lost: PlaneLostError) -> None:
         self.lost = lost

@@ -10,7 +10,7 @@ another machine (``pool``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -78,6 +78,8 @@ class PlaneDone:
     #: limits, parts past the plane's cap): flows and their bytes
     refused_flows: int = 0
     refused_bytes: float = 0.0
+    #: of those, each workload's parts (by name): ``Admission.refused_by_workload``
+    refused_by_workload: Mapping[str, tuple[int, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,7 @@ class PlaneEngine:
             hop_updates=fl.hop_updates,
             refused_flows=refused.refused_flows_total,
             refused_bytes=refused.refused_bytes_total,
+            refused_by_workload=dict(refused.refused_by_workload),
         )
 
     def apply(self, command: Command) -> tuple[bool, Mapping[str, Any] | str]:

@@ -739,7 +739,13 @@ def replay(
 #: Sections added to the run report after records were first made, in the order they came
 #: (``fabtop run``'s report): a record made before one was added lacks it, and its replay
 #: compares the rest. Any other section a record lacks is a difference.
-LATER_REPORT_SECTIONS = ("schedule_skipped", "tick_notes", "notable_events", "stopped_workloads")
+LATER_REPORT_SECTIONS = (
+    "schedule_skipped",
+    "tick_notes",
+    "notable_events",
+    "stopped_workloads",
+    "admission",
+)
 
 
 def _compare_reports(

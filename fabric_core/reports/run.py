@@ -80,6 +80,8 @@ def report_of(
     # workloads stopped at the end: in a run, those its scenario starts stopped
     # (``start_stopped``), since nothing sends a run a start command
     report["stopped_workloads"] = [wl.name for wl in fabric.workloads if not wl.running]
+    # flows the admission limits refused: they never ran, so the run is not the one asked for
+    report["admission"] = admission_of(fabric)
 
     def per(x: float, seconds: float) -> float:
         return x / seconds if seconds > 0 else float("inf")
@@ -107,6 +109,30 @@ def report_of(
     if isinstance(fabric, PlanedFabric):
         report["run"]["planes"] = planes_figures(fabric)
     return report
+
+
+def admission_of(fabric: Fabric | PlanedFabric) -> dict[str, Any]:
+    """The report's ``admission``: the flows and bytes the admission limits refused in all
+    (``fabtop_flows_refused_total``), those of each workload that had some refused (in the
+    scenario's order; the rest of the totals are faults' flows), the fabric-wide cap, and
+    the notes of the workloads whose own parameters ask for more flows at once than it
+    lets in (``Fabric.admission_notes``: said before the run, too).
+
+    A refused flow is not queued or retried: it never completes, so a workload that waits
+    for it (an all-to-all round, a MoE phase) waits for ever (docs/MQTT.md, "Limits")."""
+    adm = fabric.faults.admission
+    by_name = adm.refused_by_workload
+    return {
+        "refused_flows": int(adm.refused_flows_total),
+        "refused_bytes": float(adm.refused_bytes_total),
+        "max_flows_in_flight": int(adm.limits.fabric_flows),
+        "workloads": {
+            wl.name: {"refused_flows": by_name[wl.name][0], "refused_bytes": by_name[wl.name][1]}
+            for wl in fabric.workloads
+            if wl.name in by_name
+        },
+        "notes": fabric.admission_notes(),
+    }
 
 
 def planes_figures(fabric: PlanedFabric) -> dict[str, Any]:

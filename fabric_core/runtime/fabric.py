@@ -63,7 +63,7 @@ from fabric_core.tick.reference import ReferenceTick
 from fabric_core.tick.roce import RoceFlowControl
 from fabric_core.tick.step import EntryIndex, Moved, RankLayout, Solution
 from fabric_core.workloads import Completions, Workload
-from fabric_core.workloads.base import tick_notes, workload_rngs
+from fabric_core.workloads.base import admission_notes, tick_notes, workload_rngs
 
 if TYPE_CHECKING:
     from fabric_core.tick.kernels import tick as _tick_kernels
@@ -401,8 +401,14 @@ class Fabric:
         n = src.size
         if n == 0:
             return
-        # the fabric-wide cap on flows in flight (fabric_core.faults.admission): the rest refused
-        keep = self.faults.admission.fabric_admit(size, self.flows.n_parents, self.emit)
+        # the fabric-wide cap on flows in flight (fabric_core.faults.admission): the rest
+        # refused, a workload's counted under its name (a fault's flows have workload < 0)
+        keep = self.faults.admission.fabric_admit(
+            size,
+            self.flows.n_parents,
+            self.emit,
+            workload=self.workloads[workload].name if workload >= 0 else None,
+        )
         if keep < n:
             if keep == 0:
                 return
@@ -567,6 +573,16 @@ class Fabric:
     def tick_notes(self) -> list[str]:
         """Why the tick is too long for some workloads (none: it is not)."""
         return [note for _, note in tick_notes(self.workloads, self.dt_s)]
+
+    def admission_notes(self) -> list[str]:
+        """Why some workloads cannot run whole: their own parameters put more flows in
+        flight at once than the fabric-wide cap lets in (none: none do)."""
+        return [
+            note
+            for _, note in admission_notes(
+                self.workloads, self.faults.admission.limits.fabric_flows
+            )
+        ]
 
     def warn_of_tick(self) -> None:
         """Say ``tick_notes`` in the event log (from the scenario's tick on, and at each

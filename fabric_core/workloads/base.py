@@ -71,6 +71,13 @@ class Workload:
         """Why a tick of ``dt_s`` is too long for this workload (None: it is not)."""
         return None
 
+    def flows_at_once(self) -> tuple[int, str] | None:
+        """The most flows this workload's own parameters put in flight at once (once bound
+        and attached), with how, as words after its name: ``(1047552, "starts 1,047,552
+        flows a round (1,024 ranks, each to the 1,023 others)")``. None: its parameters
+        set no such bound (random arrivals, I/O its storage model paces)."""
+        return None
+
     def on_complete(self, done: Completions, now_s: float) -> None:
         """Flows of this workload that completed."""
 
@@ -120,6 +127,27 @@ def require_positive(workload: str, values: Mapping[str, float]) -> None:
 def tick_notes(workloads: Sequence[Workload], dt_s: float) -> list[tuple[str, str]]:
     """(workload, note) for each workload a tick of ``dt_s`` is too long for."""
     return [(wl.name, note) for wl in workloads if (note := wl.tick_note(dt_s))]
+
+
+def admission_notes(workloads: Sequence[Workload], fabric_flows: int) -> list[tuple[str, str]]:
+    """(workload, note) for each workload whose own parameters put more flows in flight
+    at once (``Workload.flows_at_once``) than the fabric-wide cap of ``fabric_flows``
+    (``faults.admission``) lets in: the rest are refused and never run, so it cannot run
+    as its scenario asks."""
+    notes = []
+    for wl in workloads:
+        at_once = wl.flows_at_once()
+        if at_once is not None and at_once[0] > fabric_flows:
+            notes.append(
+                (
+                    wl.name,
+                    f"workload {wl.name!r} {at_once[1]}, more than the fabric-wide cap of "
+                    f"{fabric_flows:,} flows in flight: past it new flows are refused, not "
+                    "queued or retried, so they never run and what waits for them waits for "
+                    'ever (docs/MQTT.md, "Limits")',
+                )
+            )
+    return notes
 
 
 def pick_endpoints(

@@ -308,6 +308,15 @@ class MoEAllToAll(Workload):
             )
         return req
 
+    def flows_at_once(self) -> tuple[int, str] | None:
+        # (an upper bound: a token's expert on its own rank, or over NVLink, is no flow,
+        # and the endpoint model posts a GPU's messages one after another)
+        n = int(self.ranks.size) * self.tokens_per_rank * self.top_k
+        return n, (
+            f"posts up to {n:,} flows a dispatch ({self.ranks.size:,} ranks x "
+            f"{self.tokens_per_rank:,} tokens x top-{self.top_k})"
+        )
+
     def quiet_until(self, now_s: float, dt_s: float) -> float:
         if self.ep is None or (self._first_post_due and self.running):
             return now_s

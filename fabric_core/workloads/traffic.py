@@ -116,6 +116,13 @@ class Bulk(Workload):
         self._seq += src.size
         return _requests(src, dst, self.size_bytes, tag, now_s)
 
+    def flows_at_once(self) -> tuple[int, str] | None:
+        n = int(self.senders.size) * self.outstanding
+        return n, (
+            f"keeps {n:,} flows in flight ({self.senders.size:,} senders x "
+            f"{self.outstanding:,} outstanding)"
+        )
+
     def quiet_until(self, now_s: float, dt_s: float) -> float:
         # every sender is topped up until a completion (or ``start``) says otherwise
         return now_s if self.running and self._owed else float("inf")
@@ -198,6 +205,10 @@ class Incast(Workload):
     def tick_note(self, dt_s: float) -> str | None:
         return one_a_tick_note(self, "burst", self.period_s, dt_s)
 
+    def flows_at_once(self) -> tuple[int, str] | None:
+        n = int(self.senders.size)
+        return n, f"starts {n:,} flows a burst ({n:,} senders into one GPU)"
+
     def on_complete(self, done: Completions, now_s: float) -> None:
         self.histogram("fct_seconds").observe_many(done.latency_s)
         for burst in np.unique(done.tag):
@@ -261,6 +272,12 @@ class AllToAll(Workload):
     def tick_note(self, dt_s: float) -> str | None:
         # (a round also waits for the one before: it may start the tick after that ends)
         return one_a_tick_note(self, "round", self.period_s, dt_s)
+
+    def flows_at_once(self) -> tuple[int, str] | None:
+        n = int(self.ranks.size)
+        return n * (n - 1), (
+            f"starts {n * (n - 1):,} flows a round ({n:,} ranks, each to the {n - 1:,} others)"
+        )
 
     def busy_state(self) -> tuple[bool, int, float, float, int]:
         """(a round in flight, its messages left, its start, the next round's start, the
@@ -466,6 +483,13 @@ class Pairs(Workload):
         tag = (np.arange(self._seq, self._seq + pair.size) << 20) | pair
         self._seq += pair.size
         return _requests(self.src[pair], self.dst[pair], self.size_bytes, tag, now_s)
+
+    def flows_at_once(self) -> tuple[int, str] | None:
+        n = int(self.src.size) * self.outstanding
+        return n, (
+            f"keeps {n:,} flows in flight ({self.src.size:,} pairs x {self.outstanding:,} "
+            "outstanding)"
+        )
 
     def quiet_until(self, now_s: float, dt_s: float) -> float:
         if not self.running or now_s >= self.until_s:
