@@ -245,6 +245,54 @@ def test_scenario_tables_are_refused_by_key(data: dict[str, Any], message: str) 
     assert message in str(info.value)
 
 
+#: A fault table as a user might write it, its parameter beside its kind
+DEGRADED = {"at": "10us", "kind": "link_degraded", "target": "leaf00->spine00"}
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        (
+            {**DEGRADED, "bogus": 1},
+            "fault[0]: unknown key(s) bogus; accepted: at, kind, target, params, duration",
+        ),
+        (
+            {**DEGRADED, "kind": "link_flap", "period_s": 0.01, "down_fraction": "half"},
+            "fault[0]: unknown key(s) down_fraction, period_s; accepted: at, kind, target, "
+            "params, duration (down_fraction, period_s are parameters of link_flap: write "
+            "params = { down_fraction = …, period_s = 0.01 })",
+        ),
+        (  # (a kind misspelt: the key is a parameter of some kind)
+            {**DEGRADED, "kind": "link_dgraded", "ber": 1e-6},
+            "(ber is a parameter of a fault kind: write params = { ber = 1e-06 })",
+        ),
+    ],
+)
+def test_a_fault_tables_unknown_key_lists_the_keys_accepted(
+    fault: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(_tiny_with(fault=[fault]), "x.toml")
+    assert message in str(info.value)
+
+
+def test_a_fault_parameter_beside_its_kind_is_pointed_to_params(tmp_path: Path) -> None:
+    """``ber = 1e-6`` in a ``[[fault]]`` table, not in its ``params``: ``fabtop run`` names
+    the keys a fault table takes and where ``ber`` goes (it named neither)."""
+    path = tmp_path / "b20.toml"
+    text = (bundled_dir() / "tiny.toml").read_text()
+    path.write_text(
+        text + '\n[[fault]]\nat = "10us"\nkind = "link_degraded"\n'
+        'target = "leaf00->spine00"\nber = 1e-6\n'
+    )
+    out = fabtop("run", str(path), "--duration", "20us")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == (
+        f"fabtop: {path}: fault[0]: unknown key(s) ber; accepted: at, kind, target, params, "
+        "duration (ber is a parameter of link_degraded: write params = { ber = 1e-06 })\n"
+    )
+
+
 def test_a_fabric_of_one_gpu_is_refused_before_its_traffic_runs() -> None:
     """Its bulk and RPC workloads found no peer in the first tick: a traceback."""
     topology = {**TINY["topology"], "leaves": 1, "gpus_per_leaf": 1}

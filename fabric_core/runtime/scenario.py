@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fabric_core.commands import MAX_FAULT_DURATION_S, MAX_TICK_S, MIN_TICK_S
+from fabric_core.faults.book import FAULT_KINDS
 from fabric_core.net.link_classes import LinkConfig, apply_classes, apply_named, parse_links
 from fabric_core.net.profiles import Profile, check_pfc, check_routing, get_profile
 from fabric_core.net.scaleup import ScaleUpParams
@@ -268,13 +269,43 @@ def _tables(data: Mapping[str, Any], key: str) -> list[Any]:
     return value
 
 
+#: The keys of a ``[[fault]]`` table, in the order the docs write them
+_FAULT_KEYS = ("at", "kind", "target", "params", "duration")
+
+
+def _params_hint(f: dict[str, Any], extra: list[str]) -> str:
+    """For unknown keys of a ``[[fault]]`` table that are a fault's parameters (``ber``
+    beside ``kind``, a common slip): where they go, ``params = { ber = 1e-06 }``; the
+    kind's own parameters, or any kind's if the kind is not one."""
+    kind = FAULT_KINDS.get(str(f.get("kind")))
+    known = set(kind.params) if kind else {p for k in FAULT_KINDS.values() for p in k.params}
+    params = [key for key in extra if key in known]
+    if not params:
+        return ""
+    values = ", ".join(f"{key} = {_toml_number(f[key])}" for key in params)
+    named = ", ".join(params)
+    whose = kind.name if kind else "a fault kind"
+    are = "is a parameter" if len(params) == 1 else "are parameters"
+    return f" ({named} {are} of {whose}: write params = {{ {values} }})"
+
+
+def _toml_number(value: object) -> str:
+    """A parameter's value as the hint writes it: the number given, else an ellipsis."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return repr(value)
+    return "…"
+
+
 def _scheduled_fault(f: Any, where: str) -> ScheduledFault:
     """One ``[[fault]]`` table, its errors named ``where.key``."""
     if not isinstance(f, dict):
         raise ValueError(f"{where}: must be a table ([[fault]]), got {f!r}")
-    extra = sorted(set(f) - {"at", "kind", "target", "params", "duration"})
+    extra = sorted(set(f) - set(_FAULT_KEYS))
     if extra:
-        raise ValueError(f"{where}: unknown key(s) {', '.join(extra)}")
+        raise ValueError(
+            f"{where}: unknown key(s) {', '.join(extra)}; accepted: {', '.join(_FAULT_KEYS)}"
+            + _params_hint(f, extra)
+        )
     for key in ("at", "kind", "target"):
         if key not in f:
             raise ValueError(f"{where}.{key}: missing")
