@@ -220,6 +220,11 @@ BROKEN: list[tuple[str, Any, str]] = [
     # recorder always writes it, null when it has none)
     ("report", DELETE, "report: missing, not an object (or null: a run recorded without"),
     ("source", 5, "source: 5, not a string"),
+    # (a record with its source or its seed deleted replayed "OK": the source places the
+    # topology file the replay reads, and the seed is which run the record claims)
+    ("source", DELETE, "source: missing, not a string"),
+    ("seed", DELETE, "seed: missing, not the recorded scenario's seed 7"),
+    ("scenario.seed", DELETE, "scenario.seed: missing; a record's scenario holds the seed"),
     # (the sha256 of each file the scenario read, which a replay compares before it runs)
     ("inputs", {}, "inputs: {}, not an array"),
     ("inputs", None, "inputs: null, not an array"),

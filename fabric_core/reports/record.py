@@ -410,9 +410,14 @@ def _check_top_fields(record: Any) -> None:
             f"report: {_show_field(record, 'report')}, not an object "
             "(or null: a run recorded without a report)"
         )
-    # optional: "planes" may be null, "source", "ended" and "inputs" only absent
+    # the recorder has written "source" since its first version: the file the scenario was
+    # loaded from, beside which a topology file it names is found (without it the replay
+    # would look in the working directory, and its errors could not say where it came from)
+    if not isinstance(record.get("source"), str):
+        raise RecordError(f"source: {_show_field(record, 'source')}, not a string")
+    # optional, by design: "planes" absent or null (one engine), "ended" absent (a whole
+    # run), "inputs" absent (a record from before they were kept: the files go unchecked)
     optional: tuple[tuple[str, type, bool], ...] = (
-        ("source", str, False),
         ("ended", str, False),
         ("planes", dict, True),
         ("inputs", list, False),
@@ -420,11 +425,16 @@ def _check_top_fields(record: Any) -> None:
     for key, typ, null in optional:
         if key in record and not (isinstance(record[key], typ) or (null and record[key] is None)):
             raise RecordError(f"{key}: {_show(record[key])}, not {_KINDS[typ]}")
-    # the seed the run used is the scenario's (which the replay rebuilds with); the record
-    # says it at its top too, and the two must agree ("x" or [1, 2] there replayed "OK")
-    if "seed" in record and record["seed"] != record["scenario"].get("seed"):
+    # the seed is what makes the run the one recorded: the replay rebuilds with the
+    # scenario's (one without would run the default seed's traffic, and "replay OK" would
+    # claim another run), and the record says it at its top too, where the recorder has
+    # always written it; the two must agree ("x" or [1, 2] there replayed "OK", and so did
+    # a record with either deleted)
+    if "seed" not in record["scenario"]:
+        raise RecordError("scenario.seed: missing; a record's scenario holds the seed its run used")
+    if "seed" not in record or record["seed"] != record["scenario"]["seed"]:
         raise RecordError(
-            f"seed: {_show(record['seed'])}, not the recorded scenario's seed "
+            f"seed: {_show_field(record, 'seed')}, not the recorded scenario's seed "
             f"{_show_field(record['scenario'], 'seed')}"
         )
 
@@ -666,7 +676,7 @@ def replay(
             command of the record no longer applies.
     """
     plan = _plan(record)
-    source = str(record.get("source", "<record>"))
+    source = str(record["source"])
     try:
         scn = parse_scenario(dict(record["scenario"]), source)
         fabric: Fabric | PlanedFabric
