@@ -14,7 +14,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from console.cli.compare import render
+from console.cli.compare import lower_by, lower_by_header, render
 from fabric_core.net.profiles import NATIVE_800G_SOURCES, PROFILES, ROCE_SOURCES, Profile
 from fabric_core.reports.compare import compare_scenario, latency_by_size
 
@@ -81,7 +81,7 @@ def main() -> None:
             )
         rows = latency_by_size()
         lines = [
-            "| message | switches | native-400g | roce-400g | native lower by |",
+            f"| message | switches | native-400g | roce-400g | {lower_by_header('native-400g')} |",
             "|---:|---:|---:|---:|---:|",
         ]
         from fabric_core.units import format_bytes, format_duration
@@ -90,7 +90,7 @@ def main() -> None:
             lat = r["latency_seconds"]
             lines.append(
                 f"| {format_bytes(r['size_bytes'])} | {r['switch_hops']} | {format_duration(lat['native-400g'])} | "
-                f"{format_duration(lat['roce-400g'])} | {r['reduction']:.0%} |"
+                f"{format_duration(lat['roce-400g'])} | {lower_by(r['reduction'])} |"
             )
         text = replace_block(text, "latency-by-size", "\n".join(lines))
     MODEL_MD.write_text(text)

@@ -198,3 +198,27 @@ def test_compare_warns_of_each_profiles_refused_flows_as_run_does(
         (line,) = [ln for ln in out.splitlines() if ln.startswith(f"{profile}: warning: ")]
         assert line.endswith('refused at admission: not queued or retried, they never ran '
                              '(docs/MQTT.md, "Limits")')  # fmt: skip
+
+
+def test_the_lower_by_column_names_its_profile_and_has_no_negative_zero() -> None:
+    """``lower by`` said neither which profile is lower nor what -80% meant, and printed -0%
+    for a reduction that rounds to nothing."""
+    args = ["compare", "tiny", "--duration", "20us", "--profiles", "roce-400g", "native-800g"]
+    out = subprocess.run(
+        [sys.executable, "-m", "console.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    header = next(line for line in lines if line.lstrip().startswith("message"))
+    assert header.split()[-3:] == ["roce-400g", "lower", "by"]
+    rows = lines[lines.index(header) + 1 :]
+    big = next(r for r in rows if r.split()[:3] == ["1", "MiB", "3"])
+    # roce-400g's 24.4 µs is 80% of native-800g's 13.6 µs above it, and the table says how
+    # to read the sign
+    assert big.endswith(" -80%")
+    assert "(negative: roce-400g is higher, by that share of native-800g's latency)" in lines
+    assert "-0%" not in out.stdout and rows[0].endswith(" 0%")

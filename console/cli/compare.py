@@ -61,6 +61,19 @@ def _d(x: float | None) -> str:
     return "—" if x is None or not math.isfinite(x) else format_duration(x)
 
 
+def lower_by_header(a: str) -> str:
+    """The heading of the column of ``latency_by_size``'s "reduction": the profile it is
+    the advantage of, ``native-400g lower by`` (it said "lower by" without saying which)."""
+    return f"{a} lower by"
+
+
+def lower_by(reduction: float) -> str:
+    """A row's "reduction" (1 - the first profile's latency / the second's) as a whole
+    percentage; a reduction that rounds to nothing is 0%, not -0%."""
+    text = f"{reduction:.0%}"
+    return "0%" if text == "-0%" else text
+
+
 def run(args: argparse.Namespace) -> int:
     """Run both profiles, print the tables, write JSON."""
     if args.profiles[0] == args.profiles[1]:
@@ -179,10 +192,16 @@ def render(result: dict[str, Any], a: str, b: str) -> str:
             "one message alone on each profile's stock idle fabric (2 leaves, 1 spine), not "
             "this scenario's: its links, latencies and topology do not enter"
         )
-        lines.append(f"{'message':>10} {'switches':>8} {a:>14} {b:>14} {'lower by':>9}")
-        for row in result["latency_by_size"]:
+        # (the row's "reduction" is the first profile's: 1 - a's latency / b's)
+        header = lower_by_header(a)
+        w = len(header)
+        lines.append(f"{'message':>10} {'switches':>8} {a:>14} {b:>14}  {header:>{w}}")
+        rows = result["latency_by_size"]
+        for row in rows:
             lat = row["latency_seconds"]
             lines.append(
-                f"{format_bytes(row['size_bytes']):>10} {row['switch_hops']:>8} {_d(lat[a]):>14} {_d(lat[b]):>14} {row['reduction']:>9.0%}"
+                f"{format_bytes(row['size_bytes']):>10} {row['switch_hops']:>8} {_d(lat[a]):>14} {_d(lat[b]):>14}  {lower_by(row['reduction']):>{w}}"
             )
+        if any(lower_by(row["reduction"]).startswith("-") for row in rows):
+            lines.append(f"(negative: {a} is higher, by that share of {b}'s latency)")
     return "\n".join(lines)
