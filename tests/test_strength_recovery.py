@@ -145,7 +145,8 @@ def test_an_incast_is_detected_when_more_than_a_buffer_waits_for_its_target() ->
     _until(fabric, lambda: fabric.snapshot().faults[0].detected_at_s is not None)
     events = [e for e in fabric.snapshot().events if e.kind == "fault_detected"]
     assert events and "B queued for gpu0000" in events[-1].message  # (KiB, MiB: bytes)
-    queued = parse_size(events[-1].message.split(" detected ")[1].split(" queued")[0])
+    # ("incast on gpu0000 detected by its port after 1 µs (f0): 145 KiB queued for gpu0000")
+    queued = parse_size(events[-1].message.split("): ")[1].split(" queued")[0])
     assert queued > BUFFER
 
 

@@ -411,7 +411,7 @@ def _advance(
             _mitigated(fabric, f, now, how)
     elif kind == "link_degraded":
         if f.detected_at_s is None and age >= p.fault_detect_s - TIME_EPS_S:
-            _detected(fabric, f, now, "symbol errors seen by the port")
+            _detected(fabric, f, now, "by the port's symbol errors")
             _mitigated(fabric, f, now, "retries absorb the errors (link-level retry / go-back-N)")
     elif kind == "credit_loss":
         if f.detected_at_s is None and age >= p.credit_watchdog_s - TIME_EPS_S:
@@ -453,7 +453,7 @@ def _advance(
         fl = fabric.flows
         waiting = float(np.where(fl.path == link, fl.backlog, 0.0).sum())
         if waiting > fabric.profile.buffer_per_vl_bytes:
-            _detected(fabric, f, now, f"{format_bytes(waiting)} queued for {f.target}")
+            _detected(fabric, f, now, f"by its port: {format_bytes(waiting)} queued for {f.target}")
 
 
 def _after(f: Fault, now: float) -> str:
@@ -463,12 +463,17 @@ def _after(f: Fault, now: float) -> str:
 
 
 def _detected(fabric: RecoveryHost, f: Fault, now: float, how: str) -> None:
+    """``how``: "by" what detected it, then after ": " what it saw or does, if anything
+    ("by the PFC watchdog: its pause is ignored, the queue drops"), which the message puts
+    after the time (it read "... until it is cleared after 10 µs")."""
     f.detected_at_s = now
+    by, _, seen = how.partition(": ")
     fabric.emit(
         "warning",
         "fault_detected",
         f.target,
-        f"{f.kind} on {f.target} detected {how} after {_after(f, now)} ({f.id})",
+        f"{f.kind} on {f.target} detected {by} after {_after(f, now)} ({f.id})"
+        + (f": {seen}" if seen else ""),
     )
 
 
