@@ -174,7 +174,8 @@ def test_compare_says_each_profiles_faults_as_run_does(
     out = capsys.readouterr().out
     assert out.startswith("scenario dup, 20 µs simulated on each profile")  # (not its path)
     for profile in ("native-400g", "roce-400g"):
-        assert f"{profile}: fault f0 link_down on leaf00->spine01: " in out
+        # (the line `fabtop run` prints: console.cli.run.fault_line)
+        assert f"{profile}: fault f0 link_down on leaf00->spine01: injected at 5 µs, " in out
         assert f"{profile}: scheduled fault skipped, the core refused it: leaf00->spine01: " in out
 
 

@@ -541,3 +541,44 @@ def test_an_incast_faults_refused_flows_are_said_apart_from_the_workloads(
     assert f"warning: {flows} " in out.stdout
     assert f"  incast faults: {flows} " in out.stdout
     assert "past their own limits or the fabric-wide cap" in out.stdout
+
+
+def test_each_fault_line_says_whether_it_is_still_active_and_each_stages_time(
+    tmp_path: Path,
+) -> None:
+    """A degraded link still active at the end read "recovered, recovered after 10 µs", and
+    a link down "detected, recovered after —", its detection time in the report but not
+    said: each line now says when the fault came, whether it was cleared, and each stage's
+    time after it, "not yet" for one not reached; the event's text reads as a sentence."""
+    scenario = tmp_path / "three.toml"
+    scenario.write_text(
+        (ROOT / "fabric_core/scenarios/tiny.toml").read_text()
+        + '\n[[fault]]\nat = "150us"\nkind = "link_degraded"\ntarget = "leaf00->spine00"\n'
+        'params = { ber = 1e-6 }\nduration = "1ms"\n'
+        '\n[[fault]]\nat = "160us"\nkind = "link_down"\ntarget = "leaf01->spine01"\n'
+        '\n[[fault]]\nat = "170us"\nkind = "incast"\ntarget = "gpu0000"\nduration = "10us"\n'
+    )
+    out, report = run_with_report(tmp_path, str(scenario), "--duration", "300us")
+    degraded = report["faults"][0]
+    # "recovered" is the latest stage: the throughput came back while the fault lasts
+    assert degraded["state"] == "recovered" and degraded["cleared_at_seconds"] is None
+    assert degraded["time_to_mitigate_seconds"] == pytest.approx(10e-6)
+    assert [line for line in out.stdout.splitlines() if line.startswith("fault ")] == [
+        "fault f0 link_degraded on leaf00->spine00: injected at 150 µs, active at the run's "
+        "end; detected after 10 µs, mitigated after 10 µs, throughput ≥ 90% of its pre-fault "
+        "rate after 11 µs",
+        "fault f1 link_down on leaf01->spine01: injected at 160 µs, active at the run's end; "
+        "detected after 10 µs, rerouted: not yet, throughput ≥ 90% of its pre-fault rate: "
+        "not yet",
+        # (nothing mitigates an incast: the line has no such stage)
+        "fault f2 incast on gpu0000: injected at 170 µs, cleared after 10 µs; detected after "
+        "1 µs, throughput ≥ 90% of its pre-fault rate: not yet",
+    ]
+    messages = [e["message"] for e in report["notable_events"]]
+    assert (
+        "link_degraded on leaf00->spine00 detected by the port's symbol errors after 10 µs (f0)"
+        in messages
+    )
+    assert "incast on gpu0000 detected by its port after 1 µs (f2): 128 KiB queued for gpu0000" in (
+        messages
+    )

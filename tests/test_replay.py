@@ -39,7 +39,7 @@ from fabric_core.reports.record import (
 from fabric_core.reports.run import report_of
 from fabric_core.runtime.engine import Engine
 from fabric_core.runtime.fabric import Fabric
-from fabric_core.runtime.scenario import load_scenario
+from fabric_core.runtime.scenario import bundled_dir, load_scenario
 
 
 def _cli(*argv: str) -> int:
@@ -268,6 +268,35 @@ def test_a_record_from_before_a_report_section_was_added_replays_without_it(
     del older["report"]["totals"]
     status, _, err = _replay_quiet(older, tmp_path, capsys)
     assert status == 1 and "report.totals: recorded missing, replayed {" in err
+
+
+def test_a_record_from_before_the_faults_mitigation_and_clear_times_replays_without_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each fault of the report gained ``time_to_mitigate_seconds`` and
+    ``cleared_at_seconds``: a record whose faults lack them (an older fabtop's) replays
+    OK and says they were left out; one that has them compares them."""
+    scenario = tmp_path / "down.toml"
+    scenario.write_text(
+        (bundled_dir() / "tiny.toml").read_text()
+        + '\n[[fault]]\nat = "5us"\nkind = "link_down"\ntarget = "leaf00->spine01"\n'
+        'duration = "5us"\n'
+    )
+    path = tmp_path / "down.rec"
+    assert _cli("run", str(scenario), "--duration", "20us", "--quiet", "--record", str(path)) == 0
+    record = load_record(path)
+    (fault,) = record["report"]["faults"]
+    assert fault["cleared_at_seconds"] == pytest.approx(10e-6)
+    del fault["time_to_mitigate_seconds"], fault["cleared_at_seconds"]
+    status, out, err = _replay_quiet(record, tmp_path, capsys)
+    assert (status, err) == (0, ""), err
+    assert out.rstrip("\n").endswith(
+        "(the report's faults[].time_to_mitigate_seconds, faults[].cleared_at_seconds "
+        "excepted: this record, from an older fabtop, has none)"
+    )
+    fault["cleared_at_seconds"] = 1.0  # (a record that has it: it is compared)
+    status, _, err = _replay_quiet(record, tmp_path, capsys)
+    assert status == 1 and "report.faults[0].cleared_at_seconds: recorded 1.0, replayed" in err
 
 
 def test_digest_ignores_the_wall_clock_but_not_the_state() -> None:

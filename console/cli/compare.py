@@ -11,7 +11,7 @@ from typing import Any
 from console.cli._common import duration, seed_number, whole_ticks_note
 from console.cli.output import file_path, refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
-from console.cli.run import refused_warning
+from console.cli.run import fault_line, refused_warning
 from fabric_core.net.profiles import PROFILES
 from fabric_core.reports.compare import DEFAULT_PROFILES, compare_scenario, latency_by_size
 from fabric_core.runtime.scenario import ScenarioError
@@ -177,10 +177,7 @@ def render(result: dict[str, Any], a: str, b: str) -> str:
     for name in (a, b):
         report = result.get("reports", {}).get(name, {})
         for f in report.get("faults", []):
-            lines.append(
-                f"{name}: fault {f['id']} {f['kind']} on {f['target']}: {f['state']}, "
-                f"recovered after {_d(f['time_to_recover_seconds'])}"
-            )
+            lines.append(f"{name}: {fault_line(f)}")
         for skipped in report.get("schedule_skipped", []):
             lines.append(f"{name}: scheduled fault skipped, the core refused it: {skipped}")
         if (refused := refused_warning(report)) is not None:  # (the profile ran less)

@@ -76,8 +76,16 @@ class FaultView:
         return None if self.detected_at_s is None else self.detected_at_s - self.injected_at_s
 
     @property
+    def time_to_mitigate_s(self) -> float | None:
+        """Mitigation (reroute, retry, retrain, watchdog) time after injection, once
+        mitigated."""
+        return None if self.mitigated_at_s is None else self.mitigated_at_s - self.injected_at_s
+
+    @property
     def time_to_recover_s(self) -> float | None:
-        """Recovery time after injection, once recovered."""
+        """Recovery time after injection, once recovered: the fabric's delivered throughput
+        back to ``recovery.RECOVERED_FRACTION`` of its level before the fault, which may
+        come while the fault is still active (a degraded link whose retries absorb it)."""
         return None if self.recovered_at_s is None else self.recovered_at_s - self.injected_at_s
 
 

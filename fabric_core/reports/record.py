@@ -758,16 +758,30 @@ LATER_REPORT_SECTIONS = (
 )
 
 
+#: Fields added to each of the report's faults after records were first made: a record
+#: whose faults all lack one was made before it, and its replay compares the rest.
+LATER_FAULT_FIELDS = ("time_to_mitigate_seconds", "cleared_at_seconds")
+
+
 def _compare_reports(
     recorded: dict[str, Any] | None, replayed: dict[str, Any]
 ) -> tuple[bool | None, list[ReportDifference], tuple[str, ...]]:
     """Whether the replayed report is the recorded one, byte for byte as canonical JSON and
     without its wall-clock figures (None: the record has none), the fields that differ,
-    and the sections left out for the record's lacking them (``LATER_REPORT_SECTIONS``)."""
+    and the sections left out for the record's lacking them (``LATER_REPORT_SECTIONS``, and
+    ``LATER_FAULT_FIELDS`` as ``faults[].name``)."""
     if recorded is None:
         return None, [], ()
     not_recorded = tuple(k for k in LATER_REPORT_SECTIONS if k in replayed and k not in recorded)
     compared = {k: v for k, v in comparable_report(replayed).items() if k not in not_recorded}
+    faults = recorded.get("faults")
+    if isinstance(faults, list) and faults and all(isinstance(f, dict) for f in faults):
+        absent = tuple(k for k in LATER_FAULT_FIELDS if not any(k in f for f in faults))
+        if absent and isinstance(compared.get("faults"), list):
+            compared["faults"] = [
+                {k: v for k, v in f.items() if k not in absent} for f in compared["faults"]
+            ]
+            not_recorded += tuple(f"faults[].{k}" for k in absent)
     want, got = _canon(recorded), _canon(compared)
     if want == got:
         return True, [], not_recorded

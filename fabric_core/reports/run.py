@@ -221,7 +221,11 @@ def summarise(snap: Snapshot) -> dict[str, Any]:
                 "state": f.state,
                 "injected_at_seconds": f.injected_at_s,
                 "time_to_detect_seconds": f.time_to_detect_s,
+                "time_to_mitigate_seconds": f.time_to_mitigate_s,
                 "time_to_recover_seconds": f.time_to_recover_s,
+                # ("state" is the latest stage reached: "recovered" says nothing of whether
+                # the fault is still active; this does)
+                "cleared_at_seconds": f.cleared_at_s,
             }
             for f in snap.faults
         ],
