@@ -385,7 +385,9 @@ def _progress(
                     "rerouted",
                     f.target,
                     f"{moved} flows rerouted around {f.target} ({recovery_mode(p)}, {f.id}); "
-                    f"{format_bytes(f.lost_bytes)} lost and resent so far"
+                    # (resent when their senders send them again: on RoCE a flow waiting
+                    # for its ACK timeout has not yet)
+                    f"{format_bytes(f.lost_bytes)} lost so far, to be resent by their senders"
                     + (f"; {unreachable}" if unreachable else ""),
                 )
         if f.recovered_at_s is None:
