@@ -154,6 +154,58 @@ def test_a_link_back_before_bfd_notices_takes_the_resend_on_the_old_path() -> No
     assert fabric.delivered_bytes == pytest.approx(SIZE, rel=1e-12)
 
 
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_retransmitted_bytes_are_counted_when_the_sender_resends_them_not_when_lost(
+    solver: Solver,
+) -> None:
+    """The link table's and the run report's retransmitted bytes say what the sender sent
+    again, when it sent it: nothing while it waits for its ACK timeout (the bytes lost
+    show as discards and dropped bytes meanwhile), then, tick by tick, what its NIC
+    sends of what it goes back for, on the NIC's link. In all, that is what the NIC sent
+    past the flow's size: every byte once, and those it went back for twice."""
+    from fabric_core.reports.run import summarise
+
+    timeout = 4.096e-6 * 2**7
+    fabric, slot, uplink = one_flow(timeout, solver)
+    nic = int(fabric.flows.path[0, slot])
+    while not fabric.flows.n_waiting:
+        fabric.step()
+    lost_at_s = fabric.sim_time_s
+    while fabric.sim_time_s < lost_at_s + timeout - 2 * DT:  # waiting
+        fabric.step()
+        snap = fabric.snapshot()
+        report = summarise(snap)
+        assert float(np.sum(snap.link_state.retransmitted_bytes_total)) == 0.0
+        assert report["links"]["retransmitted_bytes"] == 0.0
+        assert snap.link_state.discards_bytes_total[uplink] > 0
+        assert report["totals"]["dropped_bytes"] > 0
+    assert fabric.flows.n_waiting == 1  # (not resent yet)
+    # the NIC's (tick start, resent, sent) in the ticks it resent in
+    ticks: list[tuple[float, float, float]] = []
+    while not fabric.completed_flows:
+        before = fabric.snapshot().link_state
+        fabric.step()
+        after = fabric.snapshot().link_state
+        sent = after.tx_bytes_total - before.tx_bytes_total
+        resent = after.retransmitted_bytes_total - before.retransmitted_bytes_total
+        # a link resends no more than it sends (no bit errors here), and only the NIC does
+        assert (resent <= sent + 1e-6).all()
+        assert np.count_nonzero(np.delete(resent, nic)) == 0
+        if resent[nic] > 0:
+            ticks.append((fabric.sim_time_s - DT, float(resent[nic]), float(sent[nic])))
+    ls = fabric.snapshot().link_state
+    # counted from the tick the timeout is up, at the NIC's rate: what it went back for
+    # is the first it sends (every tick but the last of the resend is all resent)
+    assert ticks[0][0] == pytest.approx(lost_at_s - DT + timeout, abs=DT)
+    for _, resent_b, sent_b in ticks[:-1]:
+        assert resent_b == pytest.approx(sent_b, rel=1e-9)
+    total = float(ls.retransmitted_bytes_total[nic])
+    assert total == pytest.approx(float(ls.tx_bytes_total[nic]) - SIZE, rel=1e-9)
+    # go-back-N: at least the bytes lost (and what was in flight past them)
+    assert total >= float(ls.discards_bytes_total[uplink]) > 0
+    assert summarise(fabric.snapshot())["links"]["retransmitted_bytes"] == pytest.approx(total)
+
+
 def test_the_waiting_flows_reach_the_scrape_the_telemetry_and_the_compare_view() -> None:
     """An operator sees how many flows wait for their ACK timeout: the Prometheus
     gauge, the MQTT totals a remote console decodes, and the compare view's line."""

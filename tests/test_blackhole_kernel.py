@@ -1,6 +1,7 @@
 """The dead-port drops of ``kernels.blackhole`` on tables made by hand: the bytes lost
 (``drop_at_dead_links``) and their flows held for their ACK timeout
-(``lose_at_dead_links``)."""
+(``lose_at_dead_links``), owing a resend of what they go back for (per flow slot: counted
+retransmitted when it is sent, ``kernels.move.count_resends``)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,12 @@ def test_bytes_queued_for_a_dead_link_go_back_to_the_source_and_are_counted() ->
     dead = np.zeros(9, dtype=np.bool_)
     dead[5] = True
     lost_by_link = np.zeros(9)
-    resent = np.zeros(9)
-    lost, slots = drop_at_dead_links(path, active, backlog, dead, lost_by_link, resent)
+    owed = np.array([5.0, 0.0, 0.0, 0.0])  # slot 0 already owed 5 B
+    lost, slots = drop_at_dead_links(path, active, backlog, dead, lost_by_link, owed)
     # hop-major, slot order: (hop 1, slot 0) then (hop 2, slot 1)
     assert lost.tolist() == [300.0, 40.0]
     assert lost_by_link[5] == 340.0 and lost_by_link.sum() == 340.0
-    assert resent[1] == 300.0 and resent[2] == 40.0 and resent.sum() == 340.0
+    assert owed.tolist() == [305.0, 40.0, 0.0, 0.0]
     assert backlog[:, 0].tolist() == [310.0, 0.0, 0.0]
     assert backlog[:, 1].tolist() == [60.0, 7.0, 0.0]
     assert backlog[:, 2].tolist() == [30.0, 0.0, 0.0]  # starts on the dead link: kept
@@ -40,9 +41,9 @@ def test_slots_past_the_live_ones_are_not_read() -> None:
     backlog = np.array([[0.0, 0.0], [8.0, 9.0]])
     dead = np.zeros(6, dtype=np.bool_)
     dead[5] = True
-    lost_by_link, resent = np.zeros(6), np.zeros(6)
-    lost, slots = drop_at_dead_links(path, np.array([True]), backlog, dead, lost_by_link, resent)
-    assert lost.tolist() == [8.0] and slots.tolist() == [0]
+    lost_by_link, owed = np.zeros(6), np.zeros(2)
+    lost, slots = drop_at_dead_links(path, np.array([True]), backlog, dead, lost_by_link, owed)
+    assert lost.tolist() == [8.0] and slots.tolist() == [0] and owed.tolist() == [8.0, 0.0]
     assert backlog[:, 1].tolist() == [0.0, 9.0] and lost_by_link[5] == 8.0
 
 
@@ -53,15 +54,15 @@ def test_three_losers_come_out_in_order_and_link_zero_is_a_link_like_any_other()
     backlog = np.array([[0.0, 0.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 4.0]])
     dead = np.zeros(10, dtype=np.bool_)
     dead[[0, 7]] = True
-    lost_by_link, resent = np.zeros(10), np.zeros(10)
+    lost_by_link, owed = np.zeros(10), np.zeros(3)
     lost, slots = drop_at_dead_links(
-        path, np.ones(3, dtype=np.bool_), backlog, dead, lost_by_link, resent
+        path, np.ones(3, dtype=np.bool_), backlog, dead, lost_by_link, owed
     )
     # hop-major, then slot order: (hop 1, slot 0), (hop 1, slot 1), (hop 2, slot 2)
     assert lost.tolist() == [1.0, 2.0, 4.0]
     assert slots.tolist() == [0, 1, 2]
     assert lost_by_link[0] == 1.0 and lost_by_link[7] == 6.0
-    assert resent[[3, 4, 5]].tolist() == [1.0, 2.0, 4.0]
+    assert owed.tolist() == [1.0, 2.0, 4.0]
     assert backlog[0].tolist() == [1.0, 2.0, 4.0] and not backlog[1:].any()
 
 
@@ -76,17 +77,18 @@ def test_a_flow_that_lost_bytes_goes_back_to_its_source_whole_and_waits() -> Non
     resend_s = np.full(2, np.inf)
     dead = np.zeros(8, dtype=np.bool_)
     dead[[4, 5]] = True
-    discards, resent = np.zeros(8), np.zeros(8)
+    discards, owed = np.zeros(8), np.zeros(2)
     dropped, lost_by_link, slots = lose_at_dead_links(
-        path, active, backlog, rate, held, resend_s, dead, 1.5, discards, resent
+        path, active, backlog, rate, held, resend_s, dead, 1.5, discards, owed
     )
     assert dropped == 300.0 and slots.tolist() == [0]
     assert lost_by_link[5] == 300.0 and lost_by_link.sum() == 300.0
     assert discards[5] == 300.0 and discards.sum() == 300.0
     # go-back-N: all of it is sent again from the source, the 300 B lost and the 25 B
-    # beyond, and the flow carries nothing until its ACK timeout
+    # beyond (owed a resend: the 10 B at the source are new), and the flow carries
+    # nothing until its ACK timeout
     assert backlog[:, 0].tolist() == [335.0, 0.0, 0.0]
-    assert resent[1] == 325.0 and resent.sum() == 325.0
+    assert owed.tolist() == [325.0, 0.0]
     assert rate[:, 0].tolist() == [0.0, 0.0, 0.0] and rate[:, 1].tolist() == [9.0, 9.0, 9.0]
     assert active.tolist() == [False, True] and held.tolist() == [True, False]
     assert resend_s.tolist() == [1.5, np.inf]

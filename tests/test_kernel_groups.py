@@ -54,7 +54,7 @@ def test_the_places_name_the_fabrics_own_arrays() -> None:
     assert g.flow_table[groups.FT_START_S] is fabric.flows.start_s
     assert g.flow_table[groups.FT_LIVE_END] == fabric.flows.live_end
     assert g.link_book[groups.LB_DISCARDS] is counters["discards_bytes_total"]
-    assert g.link_book[groups.LB_RETRANSMITTED] is counters["retransmitted_bytes_total"]
+    assert g.flow_table[groups.FT_RESEND_BYTES] is fabric.flows.resend_bytes
     assert g.link_book[groups.LB_OCC] is fabric.link_book.occupancy
     assert g.link_book[groups.LB_PAUSED] is fabric.link_book.paused
     assert g.rest[groups.REST_ROCE] is True

@@ -120,6 +120,7 @@ def _lockstep(ref: Fabric, comp: Fabric, ticks: int) -> None:
         _close("drain", ref.buffer_drain, comp.buffer_drain)
         _close("link rate", ref.link_rate, comp.link_rate)
         _close("delivered", ref.flows.delivered, comp.flows.delivered)
+        _close("resend owed", ref.flows.resend_bytes, comp.flows.resend_bytes)
         for name, counter in ref.counters.items():
             _close(name, counter, comp.counters[name])
         assert comp.completed_flows == ref.completed_flows

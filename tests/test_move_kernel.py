@@ -81,3 +81,33 @@ def test_the_ticks_at_once_move_as_a_tick_does(monkeypatch: pytest.MonkeyPatch) 
     assert_same_table(a.flows, b.flows)
     for name, counter in a.link_book.counters.items():
         np.testing.assert_array_equal(counter, b.link_book.counters[name], err_msg=name)
+
+
+def test_a_source_sends_what_it_owes_a_resend_first_and_counts_it_on_its_link() -> None:
+    """``count_resends`` (compiled) and the reference's: of what each hop-0 entry sent in
+    the tick, up to what its flow owes a resend is retransmitted on its link; what is
+    owed goes down by as much, and never stays above what is left at the source."""
+    from types import SimpleNamespace
+
+    from fabric_core.tick import reference
+    from fabric_core.tick.kernels.move import count_resends
+
+    # entries 0, 2 and 3 are hop 0 of slots 4, 1 and 0 (on links 5, 6, 5); entry 1 is
+    # slot 4's hop 1 (link 7): a hop past the source resends nothing
+    heads = np.array([0, 2, 3], dtype=np.intp)
+    link = np.array([5, 7, 6, 5], dtype=np.intp)
+    flow = np.array([4, 4, 1, 0], dtype=np.intp)
+    rate = np.array([100.0, 50.0, 100.0, 100.0])
+    new_backlog = np.array([500.0, 0.0, 0.0, 20.0])
+    owed = np.array([300.0, 80.0, 0.0, 0.0, 250.0])
+    want_owed = [20.0, 0.0, 0.0, 0.0, 150.0]  # slot 0: 200 owed, 20 left at its source
+    want_resent = [0, 0, 0, 0, 0, 200.0, 80.0, 0, 0]
+    compiled = np.zeros(9)
+    owed_c = owed.copy()
+    count_resends(heads, link, flow, np.append(rate, 0.0), new_backlog, 1.0, owed_c, compiled)
+    assert owed_c.tolist() == want_owed and compiled.tolist() == want_resent
+    ref = np.zeros(9)
+    idx = SimpleNamespace(heads=heads, link=link, flow=flow)
+    table = SimpleNamespace(resend_bytes=owed.copy())
+    reference.count_resends(idx, rate, new_backlog, table, 1.0, ref)  # type: ignore[arg-type]
+    assert table.resend_bytes.tolist() == want_owed and ref.tolist() == want_resent

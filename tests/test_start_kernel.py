@@ -30,7 +30,7 @@ T = TypeVar("T", bound=CompiledTick)
 TABLE = (
     "path", "vl", "backlog", "rate", "parent", "pending", "latest_finish_s", "active", "hops",
     "cls", "workload", "size", "delivered", "start_s", "extra_latency_s", "fixed_latency_s",
-    "wait_s", "parent_size", "tag", "src", "dst",
+    "wait_s", "parent_size", "tag", "src", "dst", "resend_bytes",
 )  # fmt: skip
 
 

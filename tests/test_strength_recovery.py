@@ -18,7 +18,7 @@ import pytest
 from fabric_core.commands import InjectFault
 from fabric_core.faults.recovery import RECOVERY_WINDOW_S, delivered_rate, reroute
 from fabric_core.net.profiles import get_profile
-from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.fabric import SOLVERS, Fabric, Solver
 from fabric_core.runtime.snapshot import LinkStatus
 from fabric_core.units import parse_duration, parse_size
 from tests.helpers import profile, scripted_fabric, small_leaf_spine
@@ -194,6 +194,45 @@ def test_a_spine_link_down_reroutes_without_losing_or_doubling_a_byte_and_recove
     fault = fabric.snapshot().faults[0]
     assert fault.mitigated_at_s is not None and fault.recovered_at_s is not None
     assert fault.recovered_at_s > fault.mitigated_at_s + 10e-6
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_reroute_counts_what_it_sends_again_as_the_nic_sends_it(solver: Solver) -> None:
+    """Native fast reroute: the bytes a flow had past its source go back to it and are
+    sent again. The link table counts them retransmitted as the NIC sends them, tick by
+    tick at its rate (no link resends more in a tick than it sends), not all at the
+    reroute; in all, what the NIC sent past the flow's size."""
+    prof = profile(buffer_per_vl_bytes=BUFFER, fault_detect_s=20e-6, reroute_s=30e-6)
+    topo = small_leaf_spine(prof, leaves=2, spines=2, gpus_per_leaf=1)
+    size = 40e6
+    fabric, (wl,) = scripted_fabric(
+        topo, prof, [("gpu0000", "gpu0001", size, 0.0)], dt_s=DT, solver=solver
+    )
+    fabric.run_ticks(50)
+    slot = int(np.flatnonzero(fabric.flows.active)[0])
+    nic = int(fabric.flows.path[0, slot])
+    uplink = next(
+        int(li)
+        for li in fabric.flows.path[: fabric.flows.hops[slot], slot]
+        if fabric.topo.links.name[li].startswith("leaf00->spine")
+    )
+    fabric.apply(InjectFault(kind="link_down", target=fabric.topo.links.name[uplink]))
+    resend_ticks = 0
+    while not wl.finished:
+        before = fabric.snapshot().link_state
+        fabric.step()
+        after = fabric.snapshot().link_state
+        sent = after.tx_bytes_total - before.tx_bytes_total
+        resent = after.retransmitted_bytes_total - before.retransmitted_bytes_total
+        assert (resent <= sent + 1e-6).all()
+        assert np.count_nonzero(np.delete(resent, nic)) == 0
+        resend_ticks += bool(resent[nic] > 0)
+        assert fabric.sim_time_s < 20e-3
+    assert fabric.faults.faults["f0"].mitigated_at_s is not None
+    assert resend_ticks > 1
+    ls = fabric.snapshot().link_state
+    resent_total = float(ls.retransmitted_bytes_total[nic])
+    assert 0 < resent_total == pytest.approx(float(ls.tx_bytes_total[nic]) - size, rel=1e-9)
 
 
 def test_a_nic_keeps_the_bytes_queued_for_its_own_dead_link() -> None:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fabric_core.commands import InjectFault
+from fabric_core.commands import ClearFault, InjectFault
 from fabric_core.net.profiles import ROCE_400G, Profile
 from fabric_core.net.topology import leaf_spine
 from fabric_core.runtime.fabric import Fabric, Solver
@@ -69,9 +69,11 @@ def test_a_half_byte_overflow_on_two_queues_is_dropped_and_resent(solver: Solver
     until its sender stops a reaction time (PFC reaction + the cable's round trip) after
     the queue crossed XOFF = buffer - headroom: it peaks at XOFF + A x reaction. The
     headroom is 0.5 B short of A x reaction, so each queue drops 0.5 B of what arrives,
-    once (the senders are paused afterwards), the go-back-N resends them from the
-    sender, and the queue holds its whole buffer. (A drop of at most 1 B per entry: the
-    ``share > 1`` masks of the drop hop pair up arrays of different lengths.)"""
+    once (the senders are paused afterwards), and the queue holds its whole buffer.
+    Go-back-N puts the half bytes back at their senders, which resend them (counted
+    retransmitted then) once the storm is cleared and they are let send again. (A drop
+    of at most 1 B per entry: the ``share > 1`` masks of the drop hop pair up arrays of
+    different lengths.)"""
     topo = leaf_spine(STATIC_PFC, leaves=1, spines=1, gpus_per_leaf=3)
     ingress = [int(topo.links.index[f"gpu000{k}->leaf00"]) for k in (1, 2)]
     cable = float(topo.links.prop_delay_s[ingress[0]])
@@ -85,11 +87,20 @@ def test_a_half_byte_overflow_on_two_queues_is_dropped_and_resent(solver: Solver
     assert fabric.dropped_bytes == pytest.approx(2 * SHORT, rel=1e-6)
     discards = fabric.counters["discards_bytes_total"]
     resent = fabric.counters["retransmitted_bytes_total"]
+    fl = fabric.flows
+    slots = np.flatnonzero(fl.active)
+    assert sorted(fl.path[0, slots].tolist()) == sorted(ingress)
     for link in ingress:
         assert discards[link] == pytest.approx(SHORT, rel=1e-6)
-        assert resent[link] == pytest.approx(SHORT, rel=1e-6)  # re-sent by the NIC
+        assert resent[link] == 0.0  # the senders are paused: nothing resent yet ...
         assert fabric.occupancy[link * V] == pytest.approx(STATIC_BUFFER, rel=1e-12)
+    assert fl.resend_bytes[slots] == pytest.approx([SHORT, SHORT], rel=1e-6)  # ... but owed
     assert discards.sum() == pytest.approx(2 * SHORT, rel=1e-6)
+    fabric.apply(ClearFault(all=True))
+    fabric.run_ticks(20)  # the queues drain and their senders resume (~5 us)
+    for link in ingress:
+        assert resent[link] == pytest.approx(SHORT, rel=1e-6)  # re-sent by the NIC
+    assert not fl.resend_bytes.any()
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -101,8 +112,9 @@ def test_a_half_byte_drop_upstream_discards_the_bytes_queued_past_it(solver: Sol
     last hop: nothing past it), which then holds its whole buffer, paused; then the
     spine's queue of leaf00 -> spine00 (hop 2). Go-back-N: the receiver discards what
     follows that loss, so the bytes in leaf01's queue go too, and the sender resends both
-    half bytes and the buffer leaf01 held. (A drop of at most 1 B per flow is a drop:
-    ``dropped_flow > 1`` would keep the bytes past it.)"""
+    half bytes and the buffer leaf01 held: the first half byte at once, the rest once the
+    storm is cleared and the NIC may send again. (A drop of at most 1 B per flow is a
+    drop: ``dropped_flow > 1`` would keep the bytes past it.)"""
     topo = leaf_spine(STATIC_PFC, leaves=2, spines=1, gpus_per_leaf=2)
     links = topo.links.index
     up, down = int(links["leaf00->spine00"]), int(links["spine00->leaf01"])
@@ -125,11 +137,18 @@ def test_a_half_byte_drop_upstream_discards_the_bytes_queued_past_it(solver: Sol
     assert discards[up] == pytest.approx(SHORT, rel=1e-6)
     assert fabric.dropped_bytes == pytest.approx(2 * SHORT, rel=1e-6)
     resent = fabric.counters["retransmitted_bytes_total"]
-    assert resent[nic] == pytest.approx(2 * SHORT + STATIC_BUFFER, rel=1e-9)
+    slot = int(np.flatnonzero(fabric.flows.active)[0])
+    # the first loss's half byte went out again the tick after; the second loss's, and
+    # the buffer past it, wait at the NIC, paused
+    assert resent[nic] == pytest.approx(SHORT, rel=1e-9)
+    assert fabric.flows.resend_bytes[slot] == pytest.approx(SHORT + STATIC_BUFFER, rel=1e-9)
     assert fabric.occupancy[down * V] == 0.0  # discarded: nothing past the loss is kept
     assert fabric.occupancy[up * V] == pytest.approx(STATIC_BUFFER, rel=1e-12)
-    slot = int(np.flatnonzero(fabric.flows.active)[0])
     assert fabric.flows.backlog[3, slot] == 0.0
+    fabric.apply(ClearFault(all=True))
+    fabric.run_ticks(20)
+    assert resent[nic] == pytest.approx(2 * SHORT + STATIC_BUFFER, rel=1e-9)
+    assert fabric.flows.resend_bytes[slot] == 0.0
 
 
 @pytest.mark.parametrize("solver", SOLVERS)

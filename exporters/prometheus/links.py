@@ -48,7 +48,7 @@ PORT_COUNTERS: tuple[tuple[str, str, str, bool], ...] = (
     ),
     (
         "retransmitted_bytes_total",
-        "Bytes sent again (link-level retry or go-back-N).",
+        "Bytes sent again, counted when sent (link-level retry or go-back-N).",
         "retransmitted_bytes_total",
         False,
     ),

@@ -5,9 +5,11 @@
 * follows each link's up/down state (``FaultBook.down_since_s``) and, after the
   profile's detection and mitigation delays, marks down links as known to routing
   and reroutes the flows that cross them (``reroute``): the bytes those flows had
-  past their source are sent again and counted as retransmitted;
+  past their source are sent again, and counted as retransmitted as they are sent
+  (``FlowTable.resend_bytes``);
 * on PFC fabrics discards the bytes switches forward into a dead link until the
-  link is known down (go-back-N resends them): ``discards_bytes_total``;
+  link is known down (go-back-N resends them after the sender's local ACK timeout, and
+  they are counted retransmitted then): ``discards_bytes_total``;
 * drives the time-based faults: credit leak and link retrain, incast bursts (a
   PFC storm's pauses are the PFC model's: ``Fabric._stormed_queues``);
 * moves each fault along its timeline and *measures* recovery: a fault is
@@ -383,7 +385,9 @@ def _progress(
                     "rerouted",
                     f.target,
                     f"{moved} flows rerouted around {f.target} ({recovery_mode(p)}, {f.id}); "
-                    f"{format_bytes(f.lost_bytes)} lost and resent so far"
+                    # (resent when their senders send them again: on RoCE a flow waiting
+                    # for its ACK timeout has not yet)
+                    f"{format_bytes(f.lost_bytes)} lost so far, to be resent by their senders"
                     + (f"; {unreachable}" if unreachable else ""),
                 )
         if f.recovered_at_s is None:
@@ -546,7 +550,8 @@ def _blackhole(fabric: RecoveryHost, dead: NDArray[np.bool_], now: float) -> NDA
     plus the profile's ``local_ack_timeout_s``, with the rest of what they had in the
     network put back at their source too, then resend from the first packet lost
     (``kernels.blackhole.lose_at_dead_links``, which ``kernels.busy`` runs tick by tick
-    too). ``dead``: per link, down and not yet known so.
+    too): those bytes are counted retransmitted as they are resent, after the timeout
+    (``FlowTable.resend_bytes``), not now. ``dead``: per link, down and not yet known so.
     """
     fl = fabric.flows
     counters = fabric.link_book.counters
@@ -561,7 +566,7 @@ def _blackhole(fabric: RecoveryHost, dead: NDArray[np.bool_], now: float) -> NDA
         dead,
         resend_at,
         counters["discards_bytes_total"],
-        counters["retransmitted_bytes_total"],
+        fl.resend_bytes,
     )  # fmt: skip  (no flow is in flight past live_end)
     fabric.dropped_bytes += dropped
     if slots.size:
@@ -574,10 +579,10 @@ def reroute(fabric: RecoveryHost, links: NDArray[np.int64]) -> tuple[int, NDArra
     """Give flows crossing ``links`` new paths avoiding known-down links.
 
     The bytes those flows had past their source are sent again (counted as
-    retransmitted on their first link). A sprayed flow's sub-flows that cross
-    ``links`` each get an adaptive path. Returns (flows moved, a sprayed flow counting
-    once; bytes resent per link of ``links``' fabric, indexed like the link table).
-    """
+    retransmitted on their first link as the source sends them, ``FlowTable.resend_bytes``).
+    A sprayed flow's sub-flows that cross ``links`` each get an adaptive path. Returns
+    (flows moved, a sprayed flow counting once; bytes to resend per link of ``links``'
+    fabric, indexed like the link table)."""
     fl = fabric.flows
     n_links = len(fabric.topo.links)
     resent_by_link = np.zeros(n_links)
@@ -598,8 +603,6 @@ def reroute(fabric: RecoveryHost, links: NDArray[np.int64]) -> tuple[int, NDArra
         key = key + slots.astype(np.int64) * 7_919
     path, hops = route(fabric.topo, src, dst, key, mode=mode, link_cost=cost)
     in_network = fl.restart_from_source(slots)
-    # (np.add.at: flows that share a first link each add their bytes)
-    np.add.at(fabric.link_book.counters["retransmitted_bytes_total"], fl.path[0, slots], in_network)
     # attribute the resent bytes to the failed link(s) each flow crossed
     crossing = np.isin(fl.path[:, slots], links)
     first_failed = np.where(crossing.any(axis=0), fl.path[crossing.argmax(axis=0), slots], -1)
@@ -780,6 +783,7 @@ def _cancel_incast(fabric: RecoveryHost, f: Fault) -> None:
         return
     unsent = fl.backlog[0, slots].copy()
     fl.backlog[0, slots] = 0.0
+    fl.resend_bytes[slots] = 0.0  # (a resend owed is unsent too: cancelled with the rest)
     fl.size[slots] -= unsent
     per_flow = np.zeros(fl.capacity)
     np.add.at(per_flow, fl.parent[slots], unsent)

@@ -239,7 +239,7 @@ def start_arguments(
         float(p.header_bytes), fl.path, fl.vl, fl.backlog, fl.rate, fl.parent, fl.pending,
         fl.latest_finish_s, fl.active, fl.hops, fl.cls, fl.workload, fl.size, fl.delivered,
         fl.start_s, fl.extra_latency_s, fl.fixed_latency_s, fl.wait_s, fl.parent_size,
-        fl.tag, fl.src, fl.dst,
+        fl.tag, fl.src, fl.dst, fl.resend_bytes,
     )  # fmt: skip
     return endpoint_costs.host_costs_s(p), start_a, start_b
 

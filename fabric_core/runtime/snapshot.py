@@ -61,7 +61,8 @@ class LinkState:
     pause_frames_vl_total: NDArray[np.float64]
     pause_seconds_vl_total: NDArray[np.float64]
     discards_bytes_total: NDArray[np.float64]  # dropped (buffer overflow, link down)
-    retransmitted_bytes_total: NDArray[np.float64]  # link-level retry or go-back-N
+    # sent again, counted when sent: link-level retry or go-back-N
+    retransmitted_bytes_total: NDArray[np.float64]
     link_downed_total: NDArray[np.float64]
     link_error_recovery_total: NDArray[np.float64]
     symbol_errors_total: NDArray[np.float64]

@@ -138,7 +138,7 @@ def kernel_groups(
     flow_table = (
         fl.backlog.reshape(-1), fl.rate.reshape(-1), fl.delivered, fl.size, fl.start_s,
         fl.fixed_latency_s, fl.active[: fl.live_end], fl.path, fl.backlog, fl.hops,
-        fl.live_end,
+        fl.resend_bytes, fl.live_end,
     )  # fmt: skip
     link_rate, occ_pad, drain_pad, inflow_pad = layout._sums
     free = layout._free[0] if layout._free else np.zeros(0)

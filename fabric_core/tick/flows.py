@@ -14,6 +14,12 @@ not sprayed is its own head with one sub-flow.
 A flow whose bytes a dead link swallowed waits for its RC local ACK timeout before it
 sends again (``held_for_resend``): it is held too, with the time it resends in
 ``resend_s``, and carries no entries until then (``resend_due``).
+
+Go-back-N puts a flow's lost bytes back at its source (``restart_from_source``, and the
+kernels that drop bytes: ``kernels.blackhole``, ``kernels.pfc.pfc_after_tick``) and notes
+them in ``resend_bytes``: they are the first the source sends again, and each tick's move
+counts what it sends of them as retransmitted on the flow's first link
+(``kernels.move.count_resends``), when they are sent, not when they were lost.
 """
 
 from __future__ import annotations
@@ -148,6 +154,8 @@ class FlowTable:
     latest_finish_s: NDArray[np.float64]  # on a head: latest sub-flow finish so far
     held: NDArray[np.bool_]  # a finished head waiting for its siblings, or a resend
     resend_s: NDArray[np.float64]  # when a held flow waiting for its ACK timeout resends
+    # bytes at the source that go-back-N sends again before new ones (lost, not resent yet)
+    resend_bytes: NDArray[np.float64]
 
     def __init__(self, capacity: int = 1024) -> None:
         self.capacity = 0
@@ -197,6 +205,7 @@ class FlowTable:
         self.latest_finish_s = grow(None if first else self.latest_finish_s, 0.0, np.float64)
         self.held = grow(None if first else self.held, False, bool)
         self.resend_s = grow(None if first else self.resend_s, np.inf, np.float64)
+        self.resend_bytes = grow(None if first else self.resend_bytes, 0.0, np.float64)
         self.capacity = capacity
 
     @property
@@ -224,7 +233,7 @@ class FlowTable:
             self.path, self.vl, self.backlog, self.rate, self.parent, self.pending,
             self.latest_finish_s, self.active, self.hops, self.cls, self.workload, self.size,
             self.delivered, self.start_s, self.extra_latency_s, self.fixed_latency_s,
-            self.wait_s, self.parent_size, self.tag, self.src, self.dst,
+            self.wait_s, self.parent_size, self.tag, self.src, self.dst, self.resend_bytes,
             np.asarray(new.path, np.int32), np.asarray(new.vl, np.int8), np.asarray(new.hops, np.int8),
             new.traffic_class, new.workload,
             np.asarray(new.size_bytes, np.float64), np.asarray(new.start_s, np.float64),
@@ -302,9 +311,11 @@ class FlowTable:
 
     def restart_from_source(self, slots: NDArray[np.intp]) -> NDArray[np.float64]:
         """Go-back-N: what the flows in ``slots`` had past their source goes back to it, to
-        be sent again, and their rates start from 0. Returns the bytes each put back."""
+        be sent again (``resend_bytes``), and their rates start from 0. Returns the bytes
+        each put back."""
         in_network = np.asarray(self.backlog[1:, slots].sum(axis=0), dtype=np.float64)
         self.backlog[0, slots] += in_network
+        self.resend_bytes[slots] += in_network
         self.backlog[1:, slots] = 0.0
         self.rate[:, slots] = 0.0
         return in_network

@@ -64,6 +64,26 @@ def move_bytes(
     )
 
 
+def count_resends(
+    idx: EntryIndex,
+    rate: NDArray[np.float64],
+    new_backlog: NDArray[np.float64],
+    flows: FlowTable,
+    dt: float,
+    retransmitted: NDArray[np.float64],
+) -> None:
+    """Count go-back-N's resends when they are sent: of what each hop-0 entry sent this
+    tick, up to what its flow owes a resend (``FlowTable.resend_bytes``, which goes down
+    by as much, and never above what is left at the source) is added to its link's
+    ``retransmitted``."""
+    heads = idx.heads
+    f = idx.flow[heads]
+    owed = flows.resend_bytes[f]
+    resent = np.minimum(owed, rate[heads] * dt)
+    retransmitted += sum_by(idx.link[heads], resent, retransmitted.size)
+    flows.resend_bytes[f] = np.minimum(owed - resent, new_backlog[heads])
+
+
 def flow_finish_times(
     idx: EntryIndex,
     sol: Solution,
@@ -366,13 +386,17 @@ class ReferenceTick:
     ) -> Moved:
         """Move the tick's bytes and count them in ``links``, step by step: ``move``, the
         link book's rates, occupancy and drain, its departure cycles
-        (``LinkBook.measure_departures``) and its counters (``link_counters``)."""
+        (``LinkBook.measure_departures``) and its counters (``link_counters``, then the
+        resends the sources sent: ``count_resends``)."""
         moved = self.move(idx, sol, backlog, flows, len(links.link_rate), links.occupancy.size, dt)
         links.link_rate = moved.link_rate
         links.occupancy = moved.occupancy
         links.buffer_drain = moved.drain
         links.measure_departures(moved.drain, moved.occupancy, dt, self.drained_buffers(idx))
         self.link_counters(idx, links.link_rate, goodput, ber, mtu, dt, links.counters)
+        count_resends(
+            idx, sol.rate, moved.new_backlog, flows, dt, links.counters["retransmitted_bytes_total"]
+        )
         return moved
 
     def finish_times(

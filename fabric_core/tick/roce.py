@@ -173,7 +173,8 @@ class RoceFlowControl:
             new_backlog[heads] += resent[idx.flow[heads]]
             fl.backlog.reshape(-1)[idx.pos] = new_backlog
             c["discards_bytes_total"] += sum_by(up // V, share, L + 1)[:L]
-            c["retransmitted_bytes_total"] += sum_by(idx.link[heads], resent[idx.flow[heads]], L)
+            # resent when the source sends them (``kernels.move.count_resends``)
+            fl.resend_bytes[idx.flow[heads]] += resent[idx.flow[heads]]
             f.dropped_bytes += float(share.sum())
             f.link_book.occupancy = sum_by(up, new_backlog, nq + 1)[:nq]
         # 2. pause time and frames from this tick's rates, then the transitions (frames are
@@ -295,7 +296,7 @@ class RoceFlowControl:
             f.topo.links.bandwidth_Bps, f.flows.live_end, f.flows.fixed_latency_s,
             q.buffer, q.xoff, q.xon, q.reaction_s, q.paused, q.paused_since_s, q.resume_s,
             q.watchdog_until_s, q.frames_owed, q.frames_sent,
-            c["discards_bytes_total"], c["retransmitted_bytes_total"], c["pause_frames_total"],
+            c["discards_bytes_total"], f.flows.resend_bytes, c["pause_frames_total"],
             c["pause_seconds_total"], f.link_book.pause_vl["pause_frames_vl_total"].reshape(-1),
             f.link_book.pause_vl["pause_seconds_vl_total"].reshape(-1), c["transmit_wait_seconds_total"],
             c["ecn_marked_packets_total"], c["cnp_handled_total"], f.link_book.paused,

@@ -2,7 +2,9 @@
 
 On lossy Ethernet a switch keeps forwarding into a link that has died until routing
 learns of it (``fabric_core.faults.recovery``); what it queued for that link is lost, and
-go-back-N sends it again from the source once the sender's ACK timeout is up. The pass
+go-back-N sends it again from the source once the sender's ACK timeout is up (noted in
+the flow table's ``resend_bytes``, counted retransmitted as the source sends it:
+``kernels.move.count_resends``). The pass
 costs a read of the flow table's paths and no Python work per flow, so a fabric with
 thousands of flows stuck behind a dead link pays microseconds a tick for it, not a
 millisecond. The flows that lost bytes wait out of the solve until their timeout is up
@@ -25,18 +27,18 @@ def drop_at_dead_links(
     backlog: NDArray[np.float64],
     dead: NDArray[np.bool_],
     lost_by_link: NDArray[np.float64],
-    resent_by_link: NDArray[np.float64],
+    resend_bytes: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
     """Put the bytes queued for a ``dead`` link (hop >= 1) back at their flow's source.
 
     Hop 0 keeps its bytes: a NIC knows its own link is down. Only the slots ``active``
     covers are read (the flow table's ``live_end``: no flow is in flight past it, and
     the slots past it, which the waiting flows of a long fault keep, cost nothing).
-    Adds the bytes lost per dead link to ``lost_by_link`` and per source link to
-    ``resent_by_link``, and returns the bytes of each (hop, flow) dropped, hop-major
-    and in slot order (zeros included: the order ``numpy.nonzero`` gives, so the
-    caller's sum is the one it was), and the slots of the flows that lost bytes,
-    ascending.
+    Adds the bytes lost per dead link to ``lost_by_link`` and per flow slot to
+    ``resend_bytes`` (go-back-N sends them again), and returns the bytes of each (hop,
+    flow) dropped, hop-major and in slot order (zeros included: the order
+    ``numpy.nonzero`` gives, so the caller's sum is the one it was), and the slots of
+    the flows that lost bytes, ascending.
     """
     max_hops = path.shape[0]
     cap = active.size
@@ -75,7 +77,7 @@ def drop_at_dead_links(
                         losers[f] = True
                         n_losers += 1
                     lost_by_link[li] += b
-                    resent_by_link[path[0, f]] += b
+                    resend_bytes[f] += b
                     backlog[h, f] = 0.0
                     backlog[0, f] += b
     slots = np.empty(n_losers, dtype=np.intp)
@@ -98,7 +100,7 @@ def lose_at_dead_links(
     dead: NDArray[np.bool_],
     resend_at_s: float,
     discards_by_link: NDArray[np.float64],
-    resent_by_link: NDArray[np.float64],
+    resend_bytes: NDArray[np.float64],
 ) -> tuple[float, NDArray[np.float64], NDArray[np.intp]]:
     """One tick of lossy Ethernet before routing knows of the ``dead`` links
     (``faults.recovery._blackhole``, and ``kernels.busy`` tick by tick).
@@ -109,13 +111,14 @@ def lose_at_dead_links(
     whole (go-back-N: its bytes past the source summed hop by hop, its rates 0) and is
     held, out of the solve, until ``resend_at_s``, its local ACK timeout; the table's
     counts are the caller's (``FlowTable.held_for_resend``). Adds the bytes lost per
-    link to ``discards_by_link`` and the bytes to send again to ``resent_by_link`` (per
-    source link, the dropped bytes first, then each flow's put back, in slot order).
+    link to ``discards_by_link`` and the bytes to send again to ``resend_bytes`` (per
+    flow slot, the dropped bytes first, then each flow's put back: the source sends them
+    again when its timeout is up, and they are counted retransmitted then, not here).
     Returns the bytes dropped (their numpy sum), the bytes lost per link and the slots
     held, ascending.
     """
     lost_by_link = np.zeros(dead.size)
-    lost, slots = drop_at_dead_links(path, active, backlog, dead, lost_by_link, resent_by_link)
+    lost, slots = drop_at_dead_links(path, active, backlog, dead, lost_by_link, resend_bytes)
     for li in range(dead.size):
         discards_by_link[li] += lost_by_link[li]
     max_hops = path.shape[0]
@@ -131,7 +134,7 @@ def lose_at_dead_links(
         active[s] = False
         held[s] = True
         resend_s[s] = resend_at_s
-        resent_by_link[path[0, s]] += in_network
+        resend_bytes[s] += in_network
     return numpy_sum(lost), lost_by_link, slots
 
 

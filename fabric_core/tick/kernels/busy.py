@@ -53,6 +53,7 @@ from fabric_core.tick.kernels.groups import (
     FT_AFTER_ACTIVE,
     FT_BACKLOG2D,
     FT_LIVE_END,
+    FT_RESEND_BYTES,
     FT_START_S,
     IX_BUF_PAD,
     IX_ENT_LINK,
@@ -74,7 +75,6 @@ from fabric_core.tick.kernels.groups import (
     LB_DRAIN_PAD,
     LB_OCC,
     LB_PAUSED,
-    LB_RETRANSMITTED,
     REST_CAP,
     REST_LINE_RATE,
     REST_RC,
@@ -569,7 +569,7 @@ def busy_ticks(
             resend_at = now + ack_timeout_s
             lost, lost_by_link, held_slots = lose_at_dead_links(
                 path, active_all[:live_end], flow_table[FT_BACKLOG2D], rate2d, held, resend_s,
-                dead, resend_at, link_book[LB_DISCARDS], link_book[LB_RETRANSMITTED],
+                dead, resend_at, link_book[LB_DISCARDS], flow_table[FT_RESEND_BYTES],
             )  # fmt: skip
             dropped += lost
             if held_slots.size > 0:

@@ -22,10 +22,11 @@ INDEX = (
     "ent_link", "used_bufs", "buf_group_ptr", "buf_ptr", "buf_ent", "lane_buf",
     "feedforward", "places", "keys_per_rank",
 )  # fmt: skip
-#: The flow table: flat per-hop backlog and rate, per-slot arrays, 2-D for routing's load
+#: The flow table: flat per-hop backlog and rate, per-slot arrays, 2-D for routing's load,
+#: the bytes each slot owes a resend (``FlowTable.resend_bytes``)
 FLOW_TABLE = (
     "backlog_table", "rate_table", "delivered_f", "size", "start_s", "fixed_latency_s",
-    "active", "path2d", "backlog2d", "hops", "live_end",
+    "active", "path2d", "backlog2d", "hops", "resend_bytes", "live_end",
 )  # fmt: skip
 #: The link book: the move's sums, the buffers, departures, credits and the counters
 LINK_BOOK = (
@@ -74,6 +75,7 @@ FT_START_S = FLOW_TABLE.index("start_s")
 FT_ACTIVE = FLOW_TABLE.index("active")
 FT_AFTER_ACTIVE = FT_ACTIVE + 1  # (a slice's bound must be a constant, not a sum)
 FT_BACKLOG2D = FLOW_TABLE.index("backlog2d")
+FT_RESEND_BYTES = FLOW_TABLE.index("resend_bytes")
 FT_LIVE_END = FLOW_TABLE.index("live_end")
 
 LB_DRAIN_PAD = LINK_BOOK.index("drain_pad")
@@ -82,7 +84,6 @@ LB_DRAIN = LINK_BOOK.index("lb_drain")
 LB_AFTER_DRAIN = LB_DRAIN + 1
 LB_DQ_OPEN = LINK_BOOK.index("dq_open")
 LB_AFTER_DQ_OPEN = LB_DQ_OPEN + 1
-LB_RETRANSMITTED = LINK_BOOK.index("retransmitted")
 LB_DISCARDS = LINK_BOOK.index("discards")
 LB_PAUSED = LINK_BOOK.index("link_paused")
 

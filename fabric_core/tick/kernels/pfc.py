@@ -188,9 +188,10 @@ def pfc_after_tick(
     watchdog_until_s: _F,
     frames_owed: _F,
     frames_sent: _F,
-    # per-link counters (in place)
+    # per-link counters (in place), and per flow slot the bytes at the source owed a
+    # resend (``FlowTable.resend_bytes``, in place: go-back-N's, counted as they are sent)
     discards: _F,
-    retransmitted: _F,
+    resend_bytes: _F,
     pause_frames: _F,
     pause_seconds: _F,
     pause_frames_vl: _F,
@@ -280,7 +281,7 @@ def pfc_after_tick(
                 new_backlog[e] = 0.0
         for e in heads:
             new_backlog[e] += resent[flow[e]]
-            retransmitted[link[e]] += resent[flow[e]]
+            resend_bytes[flow[e]] += resent[flow[e]]
         occupancy = np.zeros(nq + 1)
         for e in range(n):
             backlog_table[pos[e]] = new_backlog[e]

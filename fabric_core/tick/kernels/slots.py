@@ -138,6 +138,7 @@ def fill_slots(
     tag: NDArray[np.int64],
     src: NDArray[np.int64],
     dst: NDArray[np.int64],
+    resend_bytes: NDArray[np.float64],
     # the new flows, one row each
     new_path: NDArray[np.int32],
     new_vl: NDArray[np.int8],
@@ -153,7 +154,8 @@ def fill_slots(
     new_dst: NDArray[np.int64],
 ) -> None:
     """Write new flows into their slots (``FlowTable.add``): ``counts`` sub-flows per
-    flow, the first of each its head; every flow's bytes wait at hop 0."""
+    flow, the first of each its head; every flow's bytes wait at hop 0, none of them
+    owed a resend (``resend_bytes``: a slot's last flow may have ended owing a residue)."""
     row = 0
     for c in counts:
         head = slots[row]
@@ -182,6 +184,7 @@ def fill_slots(
             tag[s] = new_tag[row]
             src[s] = new_src[row]
             dst[s] = new_dst[row]
+            resend_bytes[s] = 0.0
             row += 1
 
 

@@ -99,6 +99,7 @@ def start_routed(
     tag_of: _I64,
     src_of: _I64,
     dst_of: _I64,
+    resend_bytes: _F,
 ) -> int:
     """Route the batch (adaptive routing counting what it places as it goes), give each
     flow its lanes, fixed latency and FIFO wait, and write it into its slot, its bytes
@@ -129,9 +130,9 @@ def start_routed(
     fill_slots(
         slots, np.ones(n, dtype=np.int64), path, vl, backlog, rate, parent, pending,
         latest_finish_s, active, hops, cls, workload_of, size_of, delivered, start_s,
-        extra_of, fixed_latency_s, wait_s, parent_size, tag_of, src_of, dst_of, new_path,
-        new_vl, new_hops, traffic_class, workload, size, ready_s, extra, size, tag,
-        src, dst,
+        extra_of, fixed_latency_s, wait_s, parent_size, tag_of, src_of, dst_of, resend_bytes,
+        new_path, new_vl, new_hops, traffic_class, workload, size, ready_s, extra, size,
+        tag, src, dst,
     )  # fmt: skip
     for i in range(n):
         fixed_latency_s[slots[i]] = fixed[i]

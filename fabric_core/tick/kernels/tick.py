@@ -331,7 +331,7 @@ class CompiledTick:
             fl.backlog, fl.rate, fl.parent, fl.pending, fl.latest_finish_s, fl.active,
             fl.hops, fl.cls, fl.workload, fl.size, fl.delivered, fl.start_s,
             fl.extra_latency_s, fl.fixed_latency_s, fl.wait_s, fl.parent_size, fl.tag,
-            fl.src, fl.dst,
+            fl.src, fl.dst, fl.resend_bytes,
         )  # fmt: skip
         if top >= self.n_vls:
             raise CommandError("a route turns down-up more often than there are virtual lanes")
@@ -668,7 +668,7 @@ class CompiledTick:
             links.dq_seen, links.dq_bytes, links.dq_s, links.dq_avg_Bps, csr.used_links,
             goodput, ber, float(mtu), c["tx_bytes_total"], c["tx_packets_total"],
             c["retransmitted_bytes_total"], c["link_error_recovery_total"],
-            c["symbol_errors_total"],
+            c["symbol_errors_total"], idx.heads, flows.resend_bytes,
         )  # fmt: skip
         self._stale[:] = [csr.used_links, csr.used_bufs]
         links.link_rate = link_rate

@@ -74,7 +74,8 @@ def uneventful_ticks(
     feedforward: bool,
     places: _I,
     keys_per_rank: int,
-    # the flow table: flat per-hop backlog and rate, per slot, and 2-D for routing's load
+    # the flow table: flat per-hop backlog and rate, per slot, 2-D for routing's load, and
+    # per slot the bytes owed a resend
     backlog_table: _F,
     rate_table: _F,
     delivered_f: _F,
@@ -85,6 +86,7 @@ def uneventful_ticks(
     path2d: NDArray[np.int32],
     backlog2d: NDArray[np.float64],
     hops: NDArray[np.int8],
+    resend_bytes: _F,
     live_end: int,
     # the link book and the move's sums (in place), the counters (in place)
     link_rate: _F,
@@ -263,7 +265,7 @@ def uneventful_ticks(
             drain_pad, inflow_pad, m_stale_links, m_stale_bufs, track_load, active, path2d,
             backlog2d, hops, link_load_bytes, used_bufs, dq_open, dq_seen, dq_bytes, dq_s,
             dq_avg, used_links, goodput, ber, mtu, tx_bytes, tx_packets, retransmitted,
-            error_recovery, symbol_errors,
+            error_recovery, symbol_errors, heads, resend_bytes,
         )  # fmt: skip
         m_stale_links, m_stale_bufs = used_links, used_bufs
         lb_occ = occ_pad[:n_bufs]
@@ -278,7 +280,7 @@ def uneventful_ticks(
                 hop, flow, link, queue, drains_pad, heads, inflow, lb_drain, backlog_table,
                 lb_occ, line_rate, live_end, fixed_latency_s, q_buffer, xoff, xon,
                 reaction_s, q_paused, paused_since_s, resume_s, watchdog_until_s,
-                frames_owed, frames_sent, discards, retransmitted, pause_frames,
+                frames_owed, frames_sent, discards, resend_bytes, pause_frames,
                 pause_seconds, pause_frames_vl, pause_seconds_vl, transmit_wait,
                 ecn_marked, cnp_handled, link_paused, rc, rt, dc_alpha, since_cut_s,
                 since_alpha_s, since_dec_s, since_inc_s, stage, cwnd, mtu, kmin_s,
