@@ -244,6 +244,27 @@ async def test_compare_timelines_and_latency_read_whole_at_80_and_100_columns(
         assert " ".join(drawn(speed)).split() == line.plain.split()
 
 
+@pytest.mark.parametrize(
+    ("profile", "heading"), [("roce-400g", "headroom"), ("native-400g", "credits")]
+)
+async def test_the_links_tables_credits_column_is_headed_headroom_on_roce(
+    profile: str, heading: str
+) -> None:
+    """On RoCE the column holds PFC headroom (the link detail said so; the table's
+    heading said "credits"); its heading and the sort's arrow show whole at 100 columns."""
+    app = FabtopApp(source(profile), render_interval_s=0.05)
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(LinksTable)
+        await settle(pilot, lambda: table.row_count > 0)
+        await pilot.press("s", "s")  # utilisation -> queue -> this column
+        await settle(pilot, lambda: app.sort_column == "credits")
+        await pilot.pause()
+        header = drawn(table)[0]
+        assert f" {heading} ▲ " in header or f" {heading} ▼ " in header, header
+        other = "credits" if heading == "headroom" else "headroom"
+        assert other not in header and "drops b/s" in header
+
+
 async def test_compare_without_a_second_fabric_says_how_to_get_one() -> None:
     app = FabtopApp(source(), render_interval_s=0.05)
     async with app.run_test(size=SIZE) as pilot:
