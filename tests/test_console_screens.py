@@ -131,6 +131,19 @@ async def test_help_lists_every_key_of_the_footer() -> None:
         assert not isinstance(app.screen, HelpScreen)
 
 
+async def test_help_says_what_the_links_tables_queue_and_credits_hold() -> None:
+    """A hot RoCE port read "queue 0 B": nothing on screen said that the queue is the one
+    at the link's far end."""
+    app = FabtopApp(source("roce-400g"), render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await settle(pilot, lambda: isinstance(app.screen, HelpScreen))
+        text = " ".join(shown(static) for static in app.screen.query(Static))
+        text = " ".join(text.split())
+        assert "queue is the bytes that crossed the link and wait in the ingress buffer" in text
+        assert "headroom (RoCE) the PFC headroom left" in text
+
+
 async def test_compare_shows_both_fabrics_and_injects_on_both() -> None:
     other = "roce-400g" if "roce-400g" in PROFILES else "native-800g"
     left, right = source("native-400g"), source(other)
