@@ -6,10 +6,14 @@ from __future__ import annotations
 import io
 from typing import Any
 
+import pytest
 from rich.console import Console
+from rich.text import Text
 from textual import events
 from textual.command import CommandInput, CommandList
 from textual.css.query import NoMatches
+from textual.geometry import Region
+from textual.widgets import Static
 
 from console.app import UNFOCUSED_EVERY, FabtopApp
 from console.screens.compare import CompareScreen
@@ -18,6 +22,7 @@ from console.screens.fault_form import FaultFormScreen
 from console.screens.help import HelpScreen
 from console.screens.link_detail import LinkDetailScreen
 from console.stepped import SteppedSource
+from console.widgets.faults_panel import since
 from console.widgets.links_table import LinksTable
 from fabric_core.net.profiles import PROFILES
 from fabric_core.runtime.fabric import Fabric
@@ -126,6 +131,19 @@ async def test_help_lists_every_key_of_the_footer() -> None:
         assert not isinstance(app.screen, HelpScreen)
 
 
+async def test_help_says_what_the_links_tables_queue_and_credits_hold() -> None:
+    """A hot RoCE port read "queue 0 B": nothing on screen said that the queue is the one
+    at the link's far end."""
+    app = FabtopApp(source("roce-400g"), render_interval_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await settle(pilot, lambda: isinstance(app.screen, HelpScreen))
+        text = " ".join(shown(static) for static in app.screen.query(Static))
+        text = " ".join(text.split())
+        assert "queue is the bytes that crossed the link and wait in the ingress buffer" in text
+        assert "headroom (RoCE) the PFC headroom left" in text
+
+
 async def test_compare_shows_both_fabrics_and_injects_on_both() -> None:
     other = "roce-400g" if "roce-400g" in PROFILES else "native-800g"
     left, right = source("native-400g"), source(other)
@@ -179,6 +197,85 @@ async def test_compare_sides_keep_their_rows_level_when_a_value_wraps_on_one_sid
         assert line_of(sides[1], "source") == native_profile + 2
         for label in ("source", "state", "links", "latency now", "workloads", "faults"):
             assert line_of(sides[0], label) == line_of(sides[1], label), label
+
+
+def drawn(widget: Any) -> list[str]:
+    """The lines ``widget`` draws on the screen (its border included), as plain text."""
+    size = widget.outer_size
+    strips = widget.render_lines(Region(0, 0, size.width, size.height))
+    return [strip.text for strip in strips]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+async def test_compare_timelines_and_latency_read_whole_at_80_and_100_columns(
+    size: tuple[int, int],
+) -> None:
+    """At 80 and 100 columns the sides' eight timeline cells did not fit one row: the
+    times read "+…", the target "leaf00->…"; and at 80 each latency row's p99.9 went to a
+    line of its own under a heading that named three quantiles on one."""
+    left, right = source("native-400g"), source("roce-400g")
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("c")
+        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await pilot.press("i", *"leaf00:spine01", "enter")
+        await settle(pilot, lambda: bool(right.latest().active_faults))  # type: ignore[union-attr]
+        for src in (left, right):
+            src.step(100)
+        screen.refresh_sides(force=True)
+        await pilot.pause()
+        panel = screen.query_one("#faults-both")
+        lines = drawn(panel)
+        text = "\n".join(lines)
+        assert "…" not in lines[1] and "f0 link_down leaf00->spine01" in text
+        for heading in ("state", "detected", "rerouted", "recovered"):
+            assert heading in text, heading
+        for src in (left, right):
+            snap = src.latest()
+            assert snap is not None
+            fault = snap.faults[0]
+            row = next(line for line in lines if snap.profile in line)
+            words = [fault.state]
+            words += [since(fault, at) for at in (fault.detected_at_s, fault.mitigated_at_s)]
+            for word in words:
+                assert f" {word} " in row, (word, row)
+        assert lines[-1].startswith("╰")  # the panel holds every line of the timelines
+        for side in ("#left", "#right"):
+            rows = shown(screen.query_one(side)).splitlines()
+            heading = next(line for line in rows if line.startswith("latency now"))
+            quantiles = heading.split("latency now")[1].strip().split(" · ")
+            for cls in ("alltoall", "bulk", "rpc"):
+                row = next(line for line in rows if line.startswith(cls))
+                values = row.removeprefix(cls).strip().split(" · ")
+                assert len(values) == len(quantiles), (heading, row)
+        speed = screen.query_one("#speed-line", Static)
+        line = speed.content
+        assert isinstance(line, Text) and "now" in line.plain  # (measured: the longest line)
+        # every word of the line is on the screen ("…both over" was its end at 80 columns)
+        assert " ".join(drawn(speed)).split() == line.plain.split()
+
+
+@pytest.mark.parametrize(
+    ("profile", "heading"), [("roce-400g", "headroom"), ("native-400g", "credits")]
+)
+async def test_the_links_tables_credits_column_is_headed_headroom_on_roce(
+    profile: str, heading: str
+) -> None:
+    """On RoCE the column holds PFC headroom (the link detail said so; the table's
+    heading said "credits"); its heading and the sort's arrow show whole at 100 columns."""
+    app = FabtopApp(source(profile), render_interval_s=0.05)
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(LinksTable)
+        await settle(pilot, lambda: table.row_count > 0)
+        await pilot.press("s", "s")  # utilisation -> queue -> this column
+        await settle(pilot, lambda: app.sort_column == "credits")
+        await pilot.pause()
+        header = drawn(table)[0]
+        assert f" {heading} ▲ " in header or f" {heading} ▼ " in header, header
+        other = "credits" if heading == "headroom" else "headroom"
+        assert other not in header and "drops b/s" in header
 
 
 async def test_compare_without_a_second_fabric_says_how_to_get_one() -> None:

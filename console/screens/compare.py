@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -35,7 +35,7 @@ from console.screens.fault_form import FaultFormScreen
 from console.source import FabricSource, compiling_note_of, compiling_of, submit_together
 from console.speed import SharedWindow, SpeedSteps
 from console.viewstate import FabricView
-from console.widgets.faults_panel import faults_to_show, since
+from console.widgets.faults_panel import STATE_STYLES, faults_to_show, since
 from console.widgets.key_footer import KeyFooter, drop_order
 from console.widgets.status_header import FLOW_CONTROL_NAMES, state_label
 from fabric_core.commands import ClearFault, Command, CommandResult, Pause, Resume
@@ -55,9 +55,12 @@ def dropped_line(snap: Snapshot) -> str:
     return text
 
 
-def side_rows(view: FabricView, source: FabricSource, measured: float = 0.0) -> list[Row]:
+def side_rows(
+    view: FabricView, source: FabricSource, measured: float = 0.0, *, p999: bool = True
+) -> list[Row]:
     """One side of the comparison, a (what, value) row each; ``measured``: its speed over
-    the window both sides are measured over (``SharedWindow``; 0: none)."""
+    the window both sides are measured over (``SharedWindow``; 0: none); ``p999``: the
+    latency rows give p99.9 after p50 and p99 (their heading says which they give)."""
     snap = view.snapshot
     if snap is None:
         return [(source.description, "waiting for the first snapshot…")]
@@ -98,17 +101,11 @@ def side_rows(view: FabricView, source: FabricSource, measured: float = 0.0) -> 
             f" · drops {fmt_bitrate(float(rates.drops_Bps.sum()))}",
         )
     )
-    rows += [
-        ("", ""),
-        (Text("latency now", style="bold underline"), Text("p50 · p99 · p99.9", "dim")),
-    ]
+    heading = ITEM_SEPARATOR.join(["p50", "p99", "p99.9"] if p999 else ["p50", "p99"])
+    rows += [("", ""), (Text("latency now", style="bold underline"), Text(heading, "dim"))]
     for name, lat in view.latency.items():
-        rows.append(
-            (
-                name,
-                f"{fmt_seconds(lat.p50_s)} · {fmt_seconds(lat.p99_s)} · {fmt_seconds(lat.p999_s)}",
-            )
-        )
+        quantiles = [lat.p50_s, lat.p99_s, lat.p999_s] if p999 else [lat.p50_s, lat.p99_s]
+        rows.append((name, ITEM_SEPARATOR.join(fmt_seconds(q) for q in quantiles)))
     rows += [("", ""), (Text("workloads", style="bold underline"), "")]
     for name, wl in sorted(snap.workloads.items()):
         kpis = " · ".join(kpi_text(k, v) for k, v in sorted(wl.kpis.items()))
@@ -125,7 +122,7 @@ def side_tables(
     is wrapped at its side's width and the shorter of two rows that say the same thing is
     padded to the taller one's lines (a value that wraps on one side only would shift
     every row below it). The tables do not wrap again, so the lines are known exactly."""
-    label_w = max((cell_len(str(what)) for rows in sides for what, _ in rows), default=0)
+    label_w = label_width(sides)
     wrapped = [
         [wrap_value(value, width - label_w - 1, console) for _, value in rows]
         for rows, width in zip(sides, widths, strict=True)
@@ -151,6 +148,39 @@ def side_tables(
 
 #: What the values' items are joined with ("784 · down 0 · degraded 0 · starved 176")
 ITEM_SEPARATOR = " · "
+#: A latency row's three quantiles at their widest ("12.8 µs · 17.5 µs · 23.1 µs"): a side
+#: whose values are narrower gives p50 and p99 only, rather than p99.9 on a line of its own
+#: under the heading's one, where it read as another class's figure
+LATENCY_WIDTH = 3 * len("12.8 µs") + 2 * len(ITEM_SEPARATOR)
+
+
+def label_width(sides: tuple[list[Row], list[Row]]) -> int:
+    """The width of the sides' label column: their longest label (both sides the same)."""
+    return max((cell_len(str(what)) for rows in sides for what, _ in rows), default=0)
+
+
+def both_sides(
+    views: tuple[FabricView, FabricView],
+    sources: tuple[FabricSource, FabricSource],
+    measured: tuple[float, ...],
+    widths: tuple[int, int],
+) -> tuple[list[Row], list[Row]]:
+    """Both sides' rows for panels ``widths`` wide inside (0: not laid out yet), p99.9
+    left out of the latency rows on both where either side's values are narrower than
+    ``LATENCY_WIDTH`` (as at 80 columns)."""
+
+    def rows(p999: bool) -> tuple[list[Row], list[Row]]:
+        left, right = (
+            side_rows(view, source, speed, p999=p999)
+            for view, source, speed in zip(views, sources, measured, strict=True)
+        )
+        return left, right
+
+    sides = rows(True)
+    narrowest = min(widths)
+    if narrowest > 0 and narrowest - label_width(sides) - 1 < LATENCY_WIDTH:
+        return rows(False)
+    return sides
 
 
 def wrap_value(value: str | Text, width: int, console: Console) -> list[Text]:
@@ -177,75 +207,152 @@ def wrap_value(value: str | Text, width: int, console: Console) -> list[Text]:
     return lines or [Text()]
 
 
-def faults_table(left: FabricView, right: FabricView) -> Table:
-    """Every fault of either side, one row each, with both sides' timelines in full
-    (state, then detected / rerouted / recovered relative to the injection)."""
-    table = Table(box=None, expand=True, header_style="bold", pad_edge=False)
-    a, b = left.snapshot, right.snapshot
-    table.add_column("fault", no_wrap=True)
-    for snap in (a, b):
-        name = snap.profile if snap is not None else "—"
-        table.add_column(f"{name}: state", no_wrap=True)
-        table.add_column("detected", justify="right", no_wrap=True)
-        table.add_column("rerouted", justify="right", no_wrap=True)
-        table.add_column("recovered", justify="right", no_wrap=True)
-    sides = [faults_to_show(s) if s is not None else [] for s in (a, b)]
-    keys: list[tuple[str, str, str]] = []
+#: A side's timeline after its state, times from the injection
+TIMELINE = ("detected", "rerouted", "recovered")
+#: A fault's cells on a side: its state, then ``TIMELINE``
+Timeline = list[str | Text]
+
+
+def _timeline(fv: FaultView | None) -> Timeline:
+    """A fault's state (coloured as in the main view) and times on one side; a dash for a
+    fault that side does not have."""
+    if fv is None:
+        return ["—", "", "", ""]
+    return [
+        Text(fv.state, style=STATE_STYLES.get(fv.state, "")),
+        since(fv, fv.detected_at_s),
+        since(fv, fv.mitigated_at_s),
+        since(fv, fv.recovered_at_s),
+    ]
+
+
+def fault_timelines(left: FabricView, right: FabricView) -> list[tuple[str, Timeline, Timeline]]:
+    """Every fault of either side, as shown (``faults_to_show``, left's first): its name
+    ("f0 link_down leaf00->spine01") and its timeline on each side."""
     by_side: list[dict[tuple[str, str, str], FaultView]] = [{}, {}]
-    for k, faults in enumerate(sides):
-        for f in faults:
+    keys: list[tuple[str, str, str]] = []
+    for k, view in enumerate((left, right)):
+        snap = view.snapshot
+        for f in faults_to_show(snap) if snap is not None else []:
             key = (f.id, f.kind, f.target)
             by_side[k][key] = f
             if key not in keys:
                 keys.append(key)
-    if not keys:
-        table.add_row(Text("no faults: i injects one on both fabrics", style="dim"))
-    for key in keys:
-        cells: list[str | Text] = [f"{key[0]} {key[1]} {key[2]}"]
-        for k in range(2):
-            fv = by_side[k].get(key)
-            if fv is None:
-                cells += ["—", "", "", ""]
-                continue
-            cells += [
-                fv.state,
-                since(fv, fv.detected_at_s),
-                since(fv, fv.mitigated_at_s),
-                since(fv, fv.recovered_at_s),
-            ]
-        table.add_row(*cells)
-    return table
+    return [
+        (" ".join(key), _timeline(by_side[0].get(key)), _timeline(by_side[1].get(key)))
+        for key in keys
+    ]
+
+
+def _faults_grid(expand: bool = False) -> Table:
+    """A table of the timelines' layouts: two spaces between columns, none at the edges."""
+    return Table(box=None, expand=expand, header_style="bold", pad_edge=False, padding=(0, 1))
+
+
+def _add_timeline_columns(table: Table, state: str, widths: list[int] | None = None) -> None:
+    """A side's columns: its state under ``state``, then ``TIMELINE``, right-aligned."""
+    for i, heading in enumerate((state, *TIMELINE)):
+        width = widths[i] if widths is not None else None
+        table.add_column(heading, justify="left" if i == 0 else "right", no_wrap=True, width=width)
+
+
+def natural_width(table: Table) -> int:
+    """The cells ``table`` (made by ``_faults_grid``) takes to show every cell whole."""
+    widths = [
+        max(cell_len(str(cell)) for cell in (column.header, *column.cells))
+        for column in table.columns
+    ]
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def faults_table(left: FabricView, right: FabricView, width: int = 0) -> tuple[RenderableType, int]:
+    """Every fault of either side with both sides' timelines in full (state, then detected
+    / rerouted / recovered relative to the injection), and its number of lines, in the
+    widest of three layouts that fits ``width`` (0: the widest): a row per fault, the
+    sides next to each other; a row per side, the fault named on the first; the fault on
+    a line of its own and a row per side below it. Nothing is cut where a layout fits
+    (at 80 and 100 columns the sides' eight times did not fit one row)."""
+    faults = fault_timelines(left, right)
+    if not faults:
+        return Text("no faults: i injects one on both fabrics", style="dim"), 1
+    names = [v.snapshot.profile if v.snapshot is not None else "—" for v in (left, right)]
+    wide = _faults_grid(expand=True)
+    wide.add_column("fault", no_wrap=True)
+    for name in names:
+        _add_timeline_columns(wide, f"{name}: state")
+    for fault, a, b in faults:
+        wide.add_row(fault, *a, *b)
+    if width <= 0 or natural_width(wide) <= width:
+        return wide, 1 + len(faults)
+    per_side = _faults_grid()
+    per_side.add_column("fault", no_wrap=True)
+    per_side.add_column("fabric", no_wrap=True)
+    _add_timeline_columns(per_side, "state")
+    for fault, a, b in faults:
+        per_side.add_row(fault, names[0], *a)
+        per_side.add_row("", names[1], *b)
+    if natural_width(per_side) <= width:
+        return per_side, 1 + 2 * len(faults)
+    # stacked: a table per fault, all with the same column widths so that they line up
+    headings = ["fabric", "state", *TIMELINE]
+    rows: list[list[str | Text]] = []
+    for _, a, b in faults:
+        rows += [[f"  {names[0]}", *a], [f"  {names[1]}", *b]]
+    widths = [max(cell_len(str(c)) for c in column) for column in zip(headings, *rows, strict=True)]
+
+    def grid(show_header: bool) -> Table:
+        table = _faults_grid()
+        table.show_header = show_header
+        table.add_column(headings[0], no_wrap=True, width=widths[0])
+        _add_timeline_columns(table, headings[1], widths[1:])
+        return table
+
+    parts: list[RenderableType] = [grid(show_header=True)]
+    for i, (fault, _, _) in enumerate(faults):
+        parts.append(Text(fault, style="bold", no_wrap=True, overflow="ellipsis"))
+        sides = grid(show_header=False)
+        for row in rows[2 * i : 2 * i + 2]:
+            sides.add_row(*row)
+        parts.append(sides)
+    return Group(*parts), 1 + 3 * len(faults)
 
 
 def speed_line(
-    views: tuple[FabricView, FabricView], measured: tuple[float, ...] | None, span_s: float
+    views: tuple[FabricView, FabricView],
+    measured: tuple[float, ...] | None,
+    span_s: float,
+    width: int = 0,
 ) -> Text:
-    """``speed 1e-3× on both (now 9.8e-4× native-400g · 9.8e-4× roce-400g, both over the
-    last 2.0 s) + faster ×2 · - slower ÷2``: ``measured``, each side's speed over the same
-    ``span_s`` wall seconds (``SharedWindow``), None before it has one."""
+    """``speed 1e-3× on both  (now 9.8e-4× native-400g · 9.8e-4× roce-400g, both over
+    the last 2.0 s)   + faster ×2 · - slower ÷2 (both engines)``: ``measured``, each
+    side's speed over the same ``span_s`` wall seconds (``SharedWindow``), None before it
+    has one. Narrower than ``width`` (0: any width) it leaves out the keys' hint (the
+    footer has them), then says "last 2.0 s" only; past that it wraps."""
     snaps = [v.snapshot for v in views]
-    text = Text(" ")
     if any(s is None for s in snaps):
-        return text
+        return Text(" ")
     a, b = snaps[0], snaps[1]
     assert a is not None and b is not None
+    asked = Text(" ")
     if a.target_speed == b.target_speed:
-        text.append(f"speed {fmt_speed(a.target_speed)} on both", "bold")
+        asked.append(f"speed {fmt_speed(a.target_speed)} on both", "bold")
     else:
-        text.append(
+        asked.append(
             f"speed {fmt_speed(a.target_speed)} {a.profile} · {fmt_speed(b.target_speed)} "
             f"{b.profile}",
             "bold",
         )
-    if measured is not None and any(m > 0 for m in measured):
-        now = " · ".join(
-            # (a side that did not move, an engine that stopped, read 0×, not flat out's max)
-            f"{fmt_speed(m) if m > 0 else '0×'} {s.profile}"
-            for s, m in zip((a, b), measured, strict=True)
-        )
-        text.append(f"  (now {now}, both over the last {span_s:.1f} s)")
-    text.append("   + faster ×2 · - slower ÷2 (both engines)", "dim")
-    return text
+    keys = Text("   + faster ×2 · - slower ÷2 (both engines)", "dim")
+    if measured is None or not any(m > 0 for m in measured):
+        return asked + keys
+    now = " · ".join(
+        # (a side that did not move, an engine that stopped, read 0×, not flat out's max)
+        f"{fmt_speed(m) if m > 0 else '0×'} {s.profile}"
+        for s, m in zip((a, b), measured, strict=True)
+    )
+    full = asked + Text(f"  (now {now}, both over the last {span_s:.1f} s)")
+    variants = (full + keys, full, asked + Text(f"  (now {now}, last {span_s:.1f} s)"))
+    return next((v for v in variants if width <= 0 or v.cell_len <= width), variants[-1])
 
 
 def ratio(a: float, b: float, *, larger_is_worse: bool = True) -> Text:
@@ -361,6 +468,9 @@ def _show_sized(panel: Static, table: Table, height: int) -> None:
     panel.update(table, layout=False)
 
 
+#: The fault timelines' least height, border included (one fault in the widest layout)
+FAULTS_MIN_HEIGHT = 5
+
 #: + and - in the footer, as one ("+ - Speed (both)")
 BOTH = Binding.Group("Speed (both)")
 
@@ -381,7 +491,7 @@ class CompareScreen(Screen[None]):
     DEFAULT_CSS = """
     CompareScreen Horizontal { height: auto; }
     CompareScreen #delta { height: auto; border: round $primary; padding: 0 1; }
-    CompareScreen #faults-both { height: 1fr; min-height: 5; border: round $error; padding: 0 1; }
+    CompareScreen #faults-both { height: 1fr; border: round $error; padding: 0 1; }
     CompareScreen .side { width: 1fr; height: auto; border: round $secondary; padding: 0 1; }
     """
 
@@ -404,6 +514,7 @@ class CompareScreen(Screen[None]):
         self._described = ["", ""]  # each source's description as last shown
         self._compile_notes: list[str | None] = [None, None]  # what each side compiled
         self._heights: dict[str, _Sized] = {}  # by panel id: what it was sized for
+        self._speed_lines = 1  # the speed line's lines as last shown
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A read-only console has no keys that change the emulation."""
@@ -456,11 +567,8 @@ class CompareScreen(Screen[None]):
             panels = (self.query_one("#left", Static), self.query_one("#right", Static))
             speeds = self.measured.speeds()
             measured = speeds or (0.0, 0.0)
-            rows = (
-                side_rows(self.views[0], self.sources[0], measured[0]),
-                side_rows(self.views[1], self.sources[1], measured[1]),
-            )
             widths = (panels[0].content_size.width, panels[1].content_size.width)
+            rows = both_sides(self.views, self.sources, measured, widths)
             tables = side_tables(rows, widths, self.app.console)
             for panel, view, source, (table, lines) in zip(
                 panels, self.views, self.sources, tables, strict=True
@@ -472,9 +580,25 @@ class CompareScreen(Screen[None]):
                 else:  # not laid out yet
                     panel.update(table)
             _show(self.query_one("#delta", Static), difference_table(*self.views), self._heights)
-            self.query_one("#faults-both", Static).update(faults_table(*self.views), layout=False)
-            line = speed_line(self.views, speeds, self.measured.span_s)
-            self.query_one("#speed-line", Static).update(line, layout=False)
+            self._show_faults()
+            bottom = self.query_one("#speed-line", Static)
+            width = bottom.content_size.width
+            line = speed_line(self.views, speeds, self.measured.span_s, width)
+            # a line that wraps where the last did not (or no longer does) needs a layout:
+            # without one its second line was cut ("…both over" at 80 columns)
+            lines = len(line.wrap(self.app.console, width)) if width > 0 else 1
+            bottom.update(line, layout=lines != self._speed_lines)
+            self._speed_lines = lines
+
+    def _show_faults(self) -> None:
+        """The timelines in the layout that fits the panel, which is made at least as tall
+        as they are (it fills the rest of the screen otherwise)."""
+        panel = self.query_one("#faults-both", Static)
+        table, lines = faults_table(*self.views, width=panel.content_size.width)
+        least = max(FAULTS_MIN_HEIGHT, lines + panel.styles.gutter.height)
+        if panel.styles.min_height is None or panel.styles.min_height.value != least:
+            panel.styles.min_height = least
+        panel.update(table, layout=False)
 
     async def send_both(self, command: Command) -> CommandResult:
         """Send ``command`` to both sources; the result is the first refusal, if any.

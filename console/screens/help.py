@@ -120,7 +120,15 @@ MAIN_NAVIGATION = [
     ("Ctrl+P", "command palette: inject on a link, clear, pause, sort…"),
 ]
 
+#: What the links table's less obvious columns hold (a hot RoCE port read "queue 0 B")
+LINKS_HELP = (
+    "Links table: queue is the bytes that crossed the link and wait in the ingress buffer at "
+    "its far end, so the backlog behind a congested port shows on the links into its switch, "
+    "not on the port itself; credits (native fabric) are what the sender may still send into "
+    "that buffer, headroom (RoCE) the PFC headroom left in it."
+)
+
 MAIN_NOTES = (
-    FILTER_HELP + "\n\nRates (pauses/s, ECN/s, drops) are per simulated second. Latency 'now' is "
-    "measured over the last few samples; the sparkline is p99 history."
+    FILTER_HELP + "\n\n" + LINKS_HELP + " Rates (pauses/s, ECN/s, drops) are per simulated "
+    "second. Latency 'now' is measured over the last few samples; the sparkline is p99 history."
 )

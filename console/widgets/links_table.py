@@ -88,6 +88,24 @@ def row_texts(snap: Snapshot, rates: LinkRates, idx: NDArray[np.intp]) -> list[t
     ]
 
 
+def column_label(key: str, flow_control: str) -> str:
+    """A column's heading on a fabric of ``flow_control``: the credits column holds PFC
+    headroom on RoCE (the same counter: the room left in the receiver's buffer), and says
+    so there; the others are the same on both."""
+    if key == "credits" and flow_control == "pfc":
+        return "headroom"
+    return COLUMNS[key][0]
+
+
+def natural_widths(flow_control: str) -> dict[str, int]:
+    """``WIDTHS``, with room for a heading that is longer on this fabric and its sort arrow
+    ("headroom ▲")."""
+    return {
+        key: max(width, cell_len(column_label(key, flow_control)) + 2)
+        for key, width in WIDTHS.items()
+    }
+
+
 #: The narrowest the link names' column gets on a narrow terminal: "leaf00->spine01" and a
 #: space (longer names are cut there)
 MIN_LINK_WIDTH = 16
@@ -128,6 +146,8 @@ class LinksTable(DataTable[Text]):
         self.sort_reverse = False
         #: True once the operator moved the cursor off the top row: it then sticks to its link.
         self.follow_link = False
+        #: the fabric's flow control ("credit" or "pfc"), which some headings depend on
+        self.flow_control = "credit"
 
     def on_mount(self) -> None:
         for key, (label, _) in COLUMNS.items():
@@ -138,22 +158,23 @@ class LinksTable(DataTable[Text]):
         """Spread the width over the columns (a wide terminal gets wider columns, up to
         twice their natural width, the link name column first), so the table reads
         across the screen instead of leaving half of it blank."""
-        natural = sum(WIDTHS.values())
-        pad = 2 * self.cell_padding * len(WIDTHS) + 2  # cell padding and the scrollbar
+        natural_of = natural_widths(self.flow_control)
+        natural = sum(natural_of.values())
+        pad = 2 * self.cell_padding * len(natural_of) + 2  # cell padding and the scrollbar
         spare = max(0, self.size.width - natural - pad)
-        widths = dict(WIDTHS)
+        widths = dict(natural_of)
         if self.size.width and natural + pad > self.size.width:
             # a narrow terminal: the link names give up their spare room first, so that the
             # last column's figures are not pushed past the edge (at 100 columns the header
             # "drops" showed and its right-aligned values did not)
             short = natural + pad - self.size.width
-            widths["link"] = max(MIN_LINK_WIDTH, WIDTHS["link"] - short)
-        grow_link = min(spare, WIDTHS["link"] // 2)
+            widths["link"] = max(MIN_LINK_WIDTH, natural_of["link"] - short)
+        grow_link = min(spare, natural_of["link"] // 2)
         widths["link"] += grow_link
         spare -= grow_link
-        others = [k for k in WIDTHS if k != "link"]
+        others = [k for k in natural_of if k != "link"]
         for k in others:
-            widths[k] += min(WIDTHS[k], spare // len(others))
+            widths[k] += min(natural_of[k], spare // len(others))
         changed = False
         for key, w in widths.items():
             col = self.columns.get(ColumnKey(key))
@@ -169,10 +190,19 @@ class LinksTable(DataTable[Text]):
         self.sort_column, self.sort_reverse = column, reverse
         self._label_columns()
 
+    def set_flow_control(self, flow_control: str) -> None:
+        """Head the columns for a fabric of ``flow_control`` ("credit" or "pfc")."""
+        if flow_control == self.flow_control:
+            return
+        self.flow_control = flow_control
+        self._label_columns()
+        self.on_resize()  # ("headroom ▲" is wider than "credits ▲")
+
     def _label_columns(self) -> None:
-        for key, (label, hotter_is_bigger) in COLUMNS.items():
+        for key, (_, hotter_is_bigger) in COLUMNS.items():
             if key not in self.columns:
                 continue
+            label = column_label(key, self.flow_control)
             text = Text(label)
             if key == self.sort_column:
                 # The arrow points the way the hottest-first ordering runs.
@@ -197,9 +227,14 @@ class LinksTable(DataTable[Text]):
         """Link names in display order."""
         return list(self._order)
 
-    def show(self, rows: list[tuple[str, ...]]) -> None:
+    def show(self, rows: list[tuple[str, ...]], flow_control: str | None = None) -> None:
         """Make the table show ``rows`` (first cell = link name) in that order, and
-        repaint only the rows whose link or cells changed."""
+        repaint only the rows whose link or cells changed; ``flow_control``: the fabric's,
+        for the headings (None: that of the snapshot the app shows)."""
+        if flow_control is None:
+            snap = getattr(getattr(self.app, "view", None), "snapshot", None)
+            flow_control = snap.flow_control if snap is not None else self.flow_control
+        self.set_flow_control(flow_control)
         keep_on = self.cursor_link
         before = [self._cells[name] for name in self._order]
         wanted = {row[0]: row for row in rows}
