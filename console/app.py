@@ -285,16 +285,20 @@ class FabtopApp(App[None]):
     def _render(self) -> None:
         view = self.view
         snap = view.snapshot
-        self.header_bar.show(
-            snap,
-            frozen=self.frozen,
-            metrics_address=self.metrics_address,
-            source=self.source.description,
-            read_only=self.read_only,
-            compiling=compiling_of(self.source),
-            source_stopped=getattr(self.source, "failure", None) is not None,
-            link_loss=link_loss_of(self.source),
-        )
+        # a link's detail screen has the same header, kept current under a dialog too: the
+        # run state while watching a link
+        details = [s.header_bar for s in self.screen_stack if isinstance(s, LinkDetailScreen)]
+        for header in [self.header_bar, *details]:
+            header.show(
+                snap,
+                frozen=self.frozen,
+                metrics_address=self.metrics_address,
+                source=self.source.description,
+                read_only=self.read_only,
+                compiling=compiling_of(self.source),
+                source_stopped=getattr(self.source, "failure", None) is not None,
+                link_loss=link_loss_of(self.source),
+            )
         if snap is None:
             return
         self.fabric_map.show(snap, view.node_sev)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -136,7 +137,55 @@ def test_an_embedded_console_that_crashes_does_not_exit_0(
 
     monkeypatch.setattr(console.app, "FabtopApp", _CrashingApp if crashes else _QuittingApp)
     args = argparse.Namespace(no_metrics=True, read_only=False)
-    status = tui._run_app(args, None, None, lambda: None, lambda: None)  # type: ignore[arg-type]
+    status = tui._run_app(args, None, None, None)  # type: ignore[arg-type]
     assert status == (1 if crashes else 0)
     if crashes:
         assert "ValueError: operands could not be broadcast" in capsys.readouterr().err
+
+
+def test_a_metrics_port_in_use_refuses_to_start_the_console() -> None:
+    """The console started without its exporter (header "metrics off") and said so only
+    after the operator quit, behind its screen, with the address twice ("cannot serve
+    metrics on H:P: cannot serve metrics on H:P: ...") and exit status 0; it now refuses
+    before the screen opens, as ``fabtop serve`` does."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "console.cli", "--metrics", f"127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (
+        f"fabtop: error: cannot serve metrics on 127.0.0.1:{port}: Address already in use "
+        "(by another fabtop?); choose another address with --metrics HOST:PORT (port 0: any "
+        "free one) or run the console without the exporter with --no-metrics\n"
+    )
+    assert result.stdout == ""  # no screen drawn
+
+
+def test_the_default_metrics_port_in_use_refuses_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``fabtop`` with no options (a second console, say) refuses the same way, before any
+    engine is built: its exporter would not be where the README says it is."""
+    import console.process_source
+    from console.cli import _common, main
+
+    def no_engines(*_: object, **__: object) -> None:
+        raise AssertionError("the engines started")
+
+    monkeypatch.setattr(console.process_source, "start_engines", no_engines)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setattr(_common, "DEFAULT_METRICS", ("127.0.0.1", port))
+        assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.count(f"127.0.0.1:{port}") == 1, err
+    assert "--metrics HOST:PORT" in err and "--no-metrics" in err

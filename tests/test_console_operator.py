@@ -393,7 +393,8 @@ async def test_the_header_shows_the_cluster_and_profile_at_80_columns(
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         shown_now = header_line(app)
-        needed = ["▶ running", "faults 0", "sim 200 µs", "speed 1e-3×", "tiny", "native-400g"]
+        # (at 80 columns read-only leaves no room for the speed's label whatever the time)
+        needed = ["▶ running", "faults 0", "sim 200 µs", "1e-3×", "tiny", "native-400g"]
         for part in [*needed, "read-only"]:
             assert part in shown_now, (part, shown_now)
         assert "…" not in shown_now  # nothing cut
@@ -414,6 +415,65 @@ async def test_the_header_shows_the_cluster_and_profile_at_80_columns(
             assert part in resized, (part, resized)
         for part in rest:
             assert (part in resized) == (size[0] == 80), (part, resized)
+
+
+class ClockSource(SteppedSource):
+    """A stepped fabric whose snapshots say the cluster and simulated time it is told."""
+
+    cluster = "demo"
+    sim_time_s = 0.0
+
+    def publish(self) -> Snapshot:
+        snap = super().publish()
+        self._latest = replace(snap, cluster=self.cluster, sim_time_s=self.sim_time_s)
+        return self._latest
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+async def test_read_only_stays_in_the_header_at_80_columns_whatever_the_time(
+    frozen: bool,
+) -> None:
+    """At 80 columns the header's end, read-only, was cut at ``sim 88.2 ms`` and shown at
+    ``sim 233 ms``: the width of the simulated time decided whether the operator was told
+    their keys do not change the fabric. It now leaves other things out first, the same
+    ones whatever the time says."""
+    src = ClockSource(Fabric.from_scenario(load_scenario("tiny")), speed=1e-2)
+    app = FabtopApp(src, render_interval_s=0.05, metrics_address="127.0.0.1:9464", read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        if frozen:
+            await pilot.press("f")
+        labelled: set[bool] = set()
+        for sim_time in (0.0, 15e-6, 88.2e-3, 233e-3, 1.23, 123.0):
+            src.sim_time_s = sim_time
+            src.step(1)
+            if frozen:  # (a frozen view redraws the snapshot it holds)
+                app.view.ingest(src.latest(), [])
+            app.refresh_view(force=True)
+            await pilot.pause()
+            line = header_line(app).rstrip()
+            assert line.endswith("│ read-only"), line
+            for part in ("frozen view" if frozen else "running", "demo", "native-400g"):
+                assert part in line, (part, line)
+            assert "…" not in line, line
+            labelled.add("speed" in line)
+        assert len(labelled) == 1  # the speed's label neither comes nor goes
+
+
+async def test_a_long_cluster_name_is_cut_before_read_only() -> None:
+    """Past the last step of compaction the header kept its start and the terminal cut its
+    end, read-only first; now a long cluster name is cut short, then what comes before
+    read-only."""
+    src = ClockSource(Fabric.from_scenario(load_scenario("tiny")))
+    src.cluster = "training-cluster-eu-west-rack-17"
+    src.sim_time_s = 88.2e-3
+    app = FabtopApp(src, render_interval_s=0.05, read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        src.step(1)
+        app.refresh_view(force=True)
+        await pilot.pause()
+        line = header_line(app).rstrip()
+        assert line.endswith("│ read-only"), line
+        assert "training…" in line and "sim 88.2 ms" in line, line
 
 
 def speed_row(screen: CompareScreen, side: str) -> str:

@@ -94,6 +94,37 @@ async def test_link_detail_opens_on_enter_and_injects_on_its_link() -> None:
         assert app.screen is detail
 
 
+async def test_link_detail_says_the_run_state_and_simulated_time() -> None:
+    """Watching a link, the screen showed no simulated time and no running, paused or
+    frozen state: a paused emulation looked like a quiet link. It now has the main view's
+    header, at 80 columns too."""
+    src = source()
+    app = FabtopApp(src, render_interval_s=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        detail = app.screen
+        assert isinstance(detail, LinkDetailScreen)
+
+        def header() -> str:
+            return detail.query_one("#detail-header").render_line(0).text
+
+        await settle(pilot, lambda: "▶ running" in header())
+        assert "sim 50 µs" in header() and "tiny" in header() and "native-400g" in header()
+        assert detail.query_one("#detail-header").region.y == 0  # the screen's first line
+        await pilot.press("p")
+        await settle(pilot, lambda: "⏸ paused" in header())
+        src.step(10)  # (none while paused: the time stays)
+        app.refresh_view(force=True)
+        await pilot.pause()
+        assert "sim 50 µs" in header()
+        await pilot.press("p", "f")
+        await settle(pilot, lambda: "❄ frozen view" in header())
+        await pilot.press("f")
+        await settle(pilot, lambda: "▶ running" in header())
+
+
 async def test_palette_injects_a_link_down_and_clears_all() -> None:
     src = source()
     app = FabtopApp(src, render_interval_s=0.05)

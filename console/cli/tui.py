@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 from collections.abc import Callable
@@ -84,6 +85,10 @@ def register(sub: Any) -> None:
     main.set_defaults(default_func=run_console)
 
 
+class ExporterError(Exception):
+    """The exporter cannot serve where it was asked to; the message says why and what to do."""
+
+
 def start_exporter(
     get_snapshot: Any,
     host: str,
@@ -91,7 +96,12 @@ def start_exporter(
     health: Any = None,
     link_metrics: str = DEFAULT_LINK_METRICS,
 ) -> tuple[Any, str | None]:
-    """The exporter (server, its address), or (None, None) after saying why on stderr."""
+    """The exporter (server, its address), or (None, None) after saying on stderr that
+    this build has none.
+
+    Raises:
+        ExporterError: it cannot serve on ``host:port`` (e.g. the port is in use).
+    """
     try:
         from exporters.prometheus import start_metrics_server
     except ImportError as exc:
@@ -104,17 +114,74 @@ def start_exporter(
             get_snapshot, host=host, port=port, link_metrics=link_metrics, health=health
         )
     except OSError as exc:
-        print(
-            f"fabtop: cannot serve metrics on {host}:{port}: {exc.strerror or exc}; "
-            "use --metrics HOST:PORT or --no-metrics",
-            file=sys.stderr,
-        )
-        return None, None
+        # its strerror is the server's whole message, address included ("[Errno 98]" left out)
+        taken = " (by another fabtop?)" if exc.errno == errno.EADDRINUSE else ""
+        raise ExporterError(
+            f"{exc.strerror or exc}{taken}; choose another address with --metrics HOST:PORT"
+            " (port 0: any free one) or run the console without the exporter with --no-metrics"
+        ) from None
+    except ValueError as exc:
+        raise ExporterError(str(exc)) from None
     return server, str(server.address)
 
 
+class ConsoleExporter:
+    """The console's exporter: bound before the engines are built, so that a port in use
+    is refused at once (not after a large fabric was built, nor behind the console's
+    screen, where the message went unseen until the operator quit), and pointed at the
+    engines once they run (``feed``): until then it has no snapshot and the pacing of an
+    engine starting."""
+
+    def __init__(self, server: Any = None, address: str | None = None) -> None:
+        self.server = server
+        #: where it serves, as the header shows it (None: no exporter)
+        self.address = address
+        self._latest: Callable[[], Snapshot | None] = lambda: None
+        self._health: Callable[[], EngineHealth] | None = None
+
+    @classmethod
+    def bind(cls, args: argparse.Namespace) -> ConsoleExporter:
+        """The exporter ``--metrics`` asks for (none with ``--no-metrics``).
+
+        Raises:
+            ExporterError: it cannot serve there (see ``start_exporter``).
+        """
+        exporter = cls()
+        if not args.no_metrics:
+            host, port = args.metrics
+            exporter.server, exporter.address = start_exporter(
+                exporter.latest, host, port, health=exporter.health, link_metrics=args.link_metrics
+            )
+        return exporter
+
+    def feed(
+        self, latest: Callable[[], Snapshot | None], health: Callable[[], EngineHealth]
+    ) -> None:
+        """Export ``latest()``'s snapshot and ``health()``'s pacing from now on."""
+        self._latest, self._health = latest, health
+
+    def latest(self) -> Snapshot | None:
+        """The snapshot to export (None before the engines run)."""
+        return self._latest()
+
+    def health(self) -> EngineHealth:
+        """The engine's pacing figures (an engine starting's before the engines run)."""
+        if self._health is None:
+            from console.process_source import STARTING
+
+            return STARTING
+        return self._health()
+
+    def close(self) -> None:
+        """Stop serving (nothing to do without an exporter)."""
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+
+
 def run_console(args: argparse.Namespace) -> int:
-    """Build the engine(s), start the exporter, run the app until the operator quits."""
+    """Check the options, start the exporter, build the engine(s), run the app until the
+    operator quits."""
     scn = load_from_args(args, args.scenario)
     if scn is None:
         return 2
@@ -133,8 +200,25 @@ def run_console(args: argparse.Namespace) -> int:
         if other_scn is None:
             return 2
         scenarios.append((other_scn, args.compare))
-    if args.in_process:
-        return _console_in_process(args, scenarios)
+    # a console asked for an exporter it cannot have does not start: running without
+    # it would leave whoever scrapes that address reading another process, or nothing
+    try:
+        exporter = ConsoleExporter.bind(args)
+    except ExporterError as exc:
+        print(f"fabtop: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if args.in_process:
+            return _console_in_process(args, scenarios, exporter)
+        return _console_in_processes(args, scenarios, exporter)
+    finally:
+        exporter.close()
+
+
+def _console_in_processes(
+    args: argparse.Namespace, scenarios: list[tuple[Scenario, str]], exporter: ConsoleExporter
+) -> int:
+    """The default: each fabric's engine in a process of its own."""
     from console.process_source import EngineSpec, start_engines
 
     specs = [
@@ -156,12 +240,15 @@ def run_console(args: argparse.Namespace) -> int:
         src, *others = group.sources
         compare = (src, others[0]) if others else None
         # the exporter reads on its own: fresh even while the view is frozen
-        return _run_app(args, src, compare, src.latest_fresh, lambda: src.health)
+        exporter.feed(src.latest_fresh, lambda: src.health)
+        return _run_app(args, src, compare, exporter.address)
     finally:
         group.close()
 
 
-def _console_in_process(args: argparse.Namespace, scenarios: list[tuple[Scenario, str]]) -> int:
+def _console_in_process(
+    args: argparse.Namespace, scenarios: list[tuple[Scenario, str]], exporter: ConsoleExporter
+) -> int:
     """``--in-process``: the engines as asyncio tasks of the console's process."""
     from fabric_core.runtime.engine import Engine
 
@@ -176,14 +263,17 @@ def _console_in_process(args: argparse.Namespace, scenarios: list[tuple[Scenario
             Engine(fabric, speed=args.speed, max_tick_s=args.max_tick.resolve(fabric.dt_s))
         )
     try:
-        return _run_engines_in_process(args, scenarios, engines)
+        return _run_engines_in_process(args, scenarios, engines, exporter)
     finally:
         for e in engines:
             close_fabric(e.fabric)
 
 
 def _run_engines_in_process(
-    args: argparse.Namespace, scenarios: list[tuple[Scenario, str]], engines: list[Engine]
+    args: argparse.Namespace,
+    scenarios: list[tuple[Scenario, str]],
+    engines: list[Engine],
+    exporter: ConsoleExporter,
 ) -> int:
     from console.source import EngineSource
     from fabric_core.runtime.engine import Engine
@@ -194,33 +284,23 @@ def _run_engines_in_process(
     if len(engines) > 1:
         Engine.lockstep(*engines)  # both sides at the same simulated time
         compare = (source, EngineSource(engines[1], f"embedded {scenarios[1][1]}"))
-    return _run_app(args, source, compare, lambda: engine.bus.latest, lambda: engine.health)
+    exporter.feed(lambda: engine.bus.latest, lambda: engine.health)
+    return _run_app(args, source, compare, exporter.address)
 
 
 def _run_app(
     args: argparse.Namespace,
     source: FabricSource,
     compare: tuple[FabricSource, FabricSource] | None,
-    latest: Callable[[], Snapshot | None],
-    health: Callable[[], EngineHealth],
+    metrics_address: str | None,
 ) -> int:
-    """Start the exporter (on ``latest`` and ``health``) and run the app until it quits."""
+    """Run the app until it quits (the header shows ``metrics_address``: None, off)."""
     from console.app import FabtopApp
 
-    server, address = None, None
-    if not args.no_metrics:
-        host, port = args.metrics
-        server, address = start_exporter(
-            latest, host, port, health=health, link_metrics=args.link_metrics
-        )
     app = FabtopApp(
-        source, read_only=args.read_only, metrics_address=address, compare_sources=compare
+        source, read_only=args.read_only, metrics_address=metrics_address, compare_sources=compare
     )
-    try:
-        app.run()
-    finally:
-        if server is not None:
-            server.close()
+    app.run()
     # Textual prints the traceback of an exception that ended the app and sets 1 here:
     # a crash must not look like the operator quitting
     return app.return_code or 0

@@ -1,4 +1,9 @@
-"""One link up close: credit and utilisation sparklines, queue per VL, counters, events."""
+"""One link up close: credit and utilisation sparklines, queue per VL, counters, events.
+
+The main view's status header stays on top (the same widget, fed the same state by the
+app): without it, watching a link gave no sign that the emulation was paused, the view
+frozen or the engine stopped, nor of the simulated time.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from console.widgets.event_log_view import entry_line
 from console.widgets.key_footer import KeyFooter
 from console.widgets.links_table import link_state_name
 from console.widgets.scaled_sparkline import scaled_sparkline
+from console.widgets.status_header import StatusHeader
 from fabric_core.runtime.snapshot import Snapshot
 
 COUNTERS = (
@@ -96,10 +102,11 @@ MAX_EVENTS = 12
 
 def spark_rows(height: int, n_events: int, n_vls: int) -> int:
     """How tall each sparkline can be so the screen is filled without scrolling: what is
-    left of ``height`` after the summary, the labels, the VL/counter tables, the events
-    and the footer, split between the two sparklines (3 to 16 rows each)."""
+    left of ``height`` after the status header, the summary, the labels, the VL/counter
+    tables, the events and the footer, split between the two sparklines (3 to 16 rows
+    each)."""
     tables = max(len(COUNTERS), n_vls) + 2  # rows + title + header
-    fixed = 5 + 2 + tables + (max(n_events, 1) + 3) + 1
+    fixed = 1 + 5 + 2 + tables + (max(n_events, 1) + 3) + 1
     return min(max((height - fixed) // 2, 3), 16)
 
 
@@ -124,8 +131,12 @@ class LinkDetailScreen(Screen[None]):
         super().__init__()
         self.link = link
         self._reverse_name: str | None = None
+        #: the main view's header, shown here too (the app feeds it, see the module docstring)
+        self.header_bar = StatusHeader(id="detail-header")
 
     def compose(self) -> ComposeResult:
+        # outside the scrolling part: the run state stays in sight however far it scrolls
+        yield self.header_bar
         with VerticalScroll():
             yield Static(id="summary")
             yield Static(id="credit-label", classes="spark-label")

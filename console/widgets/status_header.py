@@ -2,8 +2,10 @@
 
 The line fits the terminal's width: what does not fit is left out, the least needed
 first (``COMPACT``), so that an 80-column terminal still shows the state, the faults,
-the simulated time, the speed asked, the cluster and the profile (it used to cut the
-end of the line, where the cluster and profile are).
+the simulated time, the speed asked, the cluster, the profile and read-only (it used to
+cut the end of the line, where the cluster and profile are, and read-only came and went
+with the width of the simulated time). Past the last step a long cluster name is cut
+short, then what comes before read-only: never read-only itself.
 
 A remote console whose view no longer follows its emulator (``link_loss``: the broker
 is gone, the emulator is offline, not heard or silent) says so in the state itself, at
@@ -12,7 +14,7 @@ any width, and marks the figures it still shows stale: they stopped changing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -28,7 +30,8 @@ FLOW_CONTROL_NAMES = {"credit": "native lossless (credit)", "pfc": "RoCE (PFC+EC
 #: What each step of compaction leaves out, in order: a header too wide for the
 #: terminal takes the first step, then the next, until it fits (the cluster, the
 #: profile, the state, the faults, the simulated time, the speed asked and read-only are
-#: never left out; past the last step the end of the line is cut).
+#: never left out; past the last step the line is cut before read-only, which stays at
+#: its end: it tells the operator why their keys do not change the fabric).
 COMPACT = (
     "the flow control's name (the profile's name says it)",
     "the exporter's address and the source (unless its engine stopped)",
@@ -36,10 +39,22 @@ COMPACT = (
     "the measured speed",
     "why a compile happens once",
     "what the engine compiles (the state still says compiling)",
+    "the speed asked's label (its × says it is a speed)",
 )
 # the step of ``COMPACT`` that leaves each out (a header after ``compact`` steps keeps
 # what ``compact < STEP`` holds for)
-_FLOW_CONTROL, _EXPORTER, _TICK, _MEASURED, _ONCE, _KERNEL = range(1, len(COMPACT) + 1)
+_FLOW_CONTROL, _EXPORTER, _TICK, _MEASURED, _ONCE, _KERNEL, _SPEED_LABEL = range(
+    1, len(COMPACT) + 1
+)
+#: The columns the simulated time takes at most (``88.2 ms``; below 1000 s): ``fitted``
+#: makes room for them whatever it says now.
+SIM_ROOM = 7
+#: Past the last step of ``COMPACT``, a cluster's name is cut to no fewer columns.
+MIN_CLUSTER = 8
+#: The header's last field when the console is read-only.
+READ_ONLY = "read-only"
+#: Between the header's fields.
+SEPARATOR = " │ "
 
 #: Why a compile happens once, said shorter (``COMPACT``'s third step).
 ONCE_SHORT = "(the first run after an install)"
@@ -94,8 +109,9 @@ class HeaderState:
     link_loss: tuple[str, str] | None = None
 
 
-def header_text(state: HeaderState, compact: int = 0) -> Text:
-    """The header line after ``compact`` steps of ``COMPACT`` (0: all of it)."""
+def header_text(state: HeaderState, compact: int = 0, cluster_width: int | None = None) -> Text:
+    """The header line after ``compact`` steps of ``COMPACT`` (0: all of it), the
+    cluster's name cut to ``cluster_width`` columns if given."""
     snap = state.snap
     text = Text(no_wrap=True, overflow="ellipsis")
     if compact < _TICK:
@@ -116,7 +132,10 @@ def header_text(state: HeaderState, compact: int = 0) -> Text:
     fields: list[Text] = []
     if snap is not None:
         fields += figures(snap, compact, stale=state.link_loss is not None)
-        fields.append(Text(snap.cluster, "bold"))
+        cluster = Text(snap.cluster, "bold")
+        if cluster_width is not None:
+            cluster.truncate(cluster_width, overflow="ellipsis")
+        fields.append(cluster)
         profile = snap.profile
         if compact < _FLOW_CONTROL:
             profile += f" · {FLOW_CONTROL_NAMES.get(snap.flow_control, snap.flow_control)}"
@@ -126,9 +145,9 @@ def header_text(state: HeaderState, compact: int = 0) -> Text:
     if compact < _EXPORTER or state.source_stopped:
         fields.append(Text(state.source))
     if state.read_only:
-        fields.append(Text("read-only", "bold magenta"))
+        fields.append(Text(READ_ONLY, "bold magenta"))
     text.append(" ")
-    text.append(Text(" │ ").join(fields))
+    text.append(Text(SEPARATOR).join(fields))
     return text
 
 
@@ -141,7 +160,9 @@ def figures(snap: Snapshot, compact: int, *, stale: bool) -> list[Text]:
     sim = f"sim {fmt_seconds(snap.sim_time_s)}"
     if compact < _TICK:
         sim += f" · tick {fmt_seconds(snap.dt_s)}"
-    speed = f"speed {fmt_speed(snap.target_speed)}"
+    speed = fmt_speed(snap.target_speed)
+    if compact < _SPEED_LABEL:
+        speed = f"speed {speed}"
     if snap.measured_speed > 0 and compact < _MEASURED and not stale:
         speed += f" (now {fmt_speed(snap.measured_speed)})"
     shown = [faults, Text(sim), Text(speed)]
@@ -153,12 +174,33 @@ def figures(snap: Snapshot, compact: int, *, stale: bool) -> list[Text]:
 
 def fitted(state: HeaderState, width: int) -> Text:
     """The header line with as few steps of ``COMPACT`` as fit ``width`` columns (all of
-    it when the width is not known yet: 0)."""
+    it when the width is not known yet: 0); past the last step, cut before read-only."""
+    # measured as if the simulated time were as wide as it gets: the steps taken, and so
+    # what the line shows, do not change as it ticks from "88.2 ms" to "100 ms"
+    slack = 0 if state.snap is None else SIM_ROOM - cell_len(fmt_seconds(state.snap.sim_time_s))
+    slack = max(slack, 0)
     for compact in range(len(COMPACT) + 1):
         text = header_text(state, compact)
-        if width <= 0 or cell_len(text.plain) <= width:
+        if width <= 0 or cell_len(text.plain) + slack <= width:
             return text
-    return text
+    last = len(COMPACT)
+    if state.snap is not None:
+        # a long cluster name: shortened (to MIN_CLUSTER at least) before the profile is cut
+        over = cell_len(text.plain) + slack - width
+        name = cell_len(state.snap.cluster)
+        if name - over >= MIN_CLUSTER:
+            return header_text(state, last, name - over)
+    if not state.read_only:
+        return text  # the terminal cuts its end
+    # the end of the line is read-only, the one field a terminal's cut would hide without
+    # a trace that matters (the keys that change the fabric are gone from the footer, and
+    # the operator would not know why): cut what comes before it instead
+    tail = Text(SEPARATOR)
+    tail.append(READ_ONLY, "bold magenta")
+    head = header_text(replace(state, read_only=False), last, MIN_CLUSTER)
+    head.truncate(max(width - cell_len(tail.plain), 1), overflow="ellipsis")
+    head.append_text(tail)
+    return head
 
 
 class StatusHeader(TextView):

@@ -256,7 +256,8 @@ def start_metrics_server(
     try:
         server = _Bound((host, port), _Handler)
     except OSError as exc:
-        raise OSError(exc.errno, f"cannot serve metrics on {host}:{port}: {exc.strerror}") from exc
+        shown = f"[{host}]" if ":" in host else host  # as --metrics takes an IPv6 host
+        raise OSError(exc.errno, f"cannot serve metrics on {shown}:{port}: {exc.strerror}") from exc
     server.cache = cache
     server.slots = threading.BoundedSemaphore(max_concurrent)
     server.pacer = Pacer(max_rate)
