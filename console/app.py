@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.worker import Worker, WorkerState
 
-from console.linkview import COLUMNS, SORT_ORDER, LinkFilter
+from console.linkview import SORT_ORDER, LinkFilter
 from console.messages import (
     InjectRequested,
     LinkChosen,
@@ -48,7 +48,7 @@ from console.widgets.faults_panel import PANEL_WIDTH, FaultsPanel
 from console.widgets.filter_input import FilterInput
 from console.widgets.key_footer import SPEED, KeyFooter, drop_order
 from console.widgets.latency_panel import LatencyPanel
-from console.widgets.links_table import LinksTable
+from console.widgets.links_table import LinksTable, column_label
 from console.widgets.status_header import StatusHeader
 from fabric_core.commands import (
     ClearFault,
@@ -308,14 +308,14 @@ class FabtopApp(App[None]):
             limit=self.table_rows,
             link_filter=self.link_filter,
         )
-        self.links_table.show(rows)
+        self.links_table.show(rows, snap.flow_control)
         shown = "all" if len(rows) == matching else f"top {len(rows):,} of"
         if self.link_filter.text:
             title = f"Links: {shown} {matching:,} matching “{self.link_filter.text}”"
             title += f" ({len(snap.links):,} in all)"
         else:
             title = f"Links: {shown} {matching:,}"
-        title += f" · by {COLUMNS[self.sort_column][0]}"
+        title += f" · by {column_label(self.sort_column, snap.flow_control)}"
         if title != self._links_title:  # setting it repaints the box, even to the same
             self._links_title = title
             self.links_box.border_title = title

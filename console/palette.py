@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, cast
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from console.faultkinds import fault_kinds
-from console.linkview import COLUMNS, SORT_ORDER
+from console.linkview import SORT_ORDER
+from console.widgets.links_table import column_label
 from fabric_core.commands import ClearFault, InjectFault
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ class FabricCommands(Provider):
         freeze = "Unfreeze view" if app.frozen else "Freeze view"
         yield freeze, "the emulation keeps running", app.action_toggle_freeze
         for column in SORT_ORDER:
-            label = COLUMNS[column][0]
+            label = column_label(column, snap.flow_control if snap is not None else "credit")
             yield (
                 f"Sort links by {label}",
                 "hottest first",

@@ -16,6 +16,7 @@ from textual.geometry import Region
 from textual.widgets import Static
 
 from console.app import UNFOCUSED_EVERY, FabtopApp
+from console.palette import FabricCommands
 from console.screens.compare import CompareScreen
 from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
@@ -307,6 +308,11 @@ async def test_the_links_tables_credits_column_is_headed_headroom_on_roce(
         assert f" {heading} ▲ " in header or f" {heading} ▼ " in header, header
         other = "credits" if heading == "headroom" else "headroom"
         assert other not in header and "drops b/s" in header
+        # the panel's title and the palette's sort command name it the same way
+        assert str(app.links_box.border_title).endswith(f"· by {heading}")
+        assert f"Sort links by {heading}" in [
+            name for name, _, _ in FabricCommands(app.screen)._general()
+        ]
 
 
 async def test_compare_without_a_second_fabric_says_how_to_get_one() -> None:

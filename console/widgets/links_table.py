@@ -230,11 +230,9 @@ class LinksTable(DataTable[Text]):
     def show(self, rows: list[tuple[str, ...]], flow_control: str | None = None) -> None:
         """Make the table show ``rows`` (first cell = link name) in that order, and
         repaint only the rows whose link or cells changed; ``flow_control``: the fabric's,
-        for the headings (None: that of the snapshot the app shows)."""
-        if flow_control is None:
-            snap = getattr(getattr(self.app, "view", None), "snapshot", None)
-            flow_control = snap.flow_control if snap is not None else self.flow_control
-        self.set_flow_control(flow_control)
+        for the headings (None: as before)."""
+        if flow_control is not None:
+            self.set_flow_control(flow_control)
         keep_on = self.cursor_link
         before = [self._cells[name] for name in self._order]
         wanted = {row[0]: row for row in rows}
