@@ -189,3 +189,17 @@ def draw_flows(
     return sorted(
         ((int(gpus[s]), int(gpus[d]), size, at) for s, d, size, at in rows), key=lambda f: f[3]
     )
+
+
+def step_resending(fabric: Fabric, nic: int) -> tuple[float, float]:
+    """One tick: the bytes link ``nic`` resent and sent in it. Checks on the way that no
+    link resends more than it sends and that only ``nic`` resends (a sender goes back to
+    its own first link; no bit errors)."""
+    before = fabric.snapshot().link_state
+    fabric.step()
+    after = fabric.snapshot().link_state
+    sent = after.tx_bytes_total - before.tx_bytes_total
+    resent = after.retransmitted_bytes_total - before.retransmitted_bytes_total
+    assert (resent <= sent + 1e-6).all()
+    assert np.count_nonzero(np.delete(resent, nic)) == 0
+    return float(resent[nic]), float(sent[nic])
