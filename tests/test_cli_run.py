@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from console.cli.run import fault_line
 from fabric_core.runtime.scenario import list_scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -581,4 +582,59 @@ def test_each_fault_line_says_whether_it_is_still_active_and_each_stages_time(
     )
     assert "incast on gpu0000 detected by its port after 1 µs (f2): 128 KiB queued for gpu0000" in (
         messages
+    )
+
+
+def test_a_fault_line_leaves_out_the_stages_its_kind_does_not_reach_on_this_fabric(
+    tmp_path: Path,
+) -> None:
+    """A PFC storm on the credit fabric read "mitigated: not yet", as if a mitigation were
+    coming, though on credits nothing mitigates it until it is cleared (no PFC, so no
+    watchdog): the report's faults now carry the ``stages`` their kind reaches on this
+    fabric, and the line says "not yet" only for those. On RoCE the watchdog's mitigation
+    is still to come."""
+    base = (ROOT / "fabric_core/scenarios/tiny.toml").read_text()
+    storm = '\n[[fault]]\nat = "100us"\nkind = "pfc_storm"\ntarget = "gpu0001"\n'
+    native = tmp_path / "storm.toml"
+    native.write_text(base + storm)
+    out, report = run_with_report(tmp_path, str(native), "--duration", "200us")
+    assert report["flow_control"] == "credit"
+    (fault,) = report["faults"]
+    assert fault["stages"] == ["detected", "recovered"]
+    assert [line for line in out.stdout.splitlines() if line.startswith("fault ")] == [
+        "fault f0 pfc_storm on gpu0001: injected at 100 µs, active at the run's end; "
+        "detected after 10 µs, throughput ≥ 90% of its pre-fault rate: not yet"
+    ]
+    roce = tmp_path / "storm-roce.toml"
+    roce.write_text(base.replace('profile = "native-400g"', 'profile = "roce-400g"') + storm)
+    out, report = run_with_report(tmp_path, str(roce), "--duration", "200us")
+    assert report["faults"][0]["stages"] == ["detected", "mitigated", "recovered"]
+    (line,) = [line for line in out.stdout.splitlines() if line.startswith("fault ")]
+    assert "mitigated: not yet" in line
+
+
+def test_a_fault_line_of_a_report_without_stages_takes_them_from_its_kind() -> None:
+    """A report from before faults carried ``stages`` (a record's, ``fabtop compare`` of
+    one): the line takes them from the kind and the report's flow control, and says a
+    stage reached whatever they say."""
+    fault = {
+        "id": "f0",
+        "kind": "pfc_storm",
+        "target": "gpu0001",
+        "state": "detected",
+        "injected_at_seconds": 100e-6,
+        "time_to_detect_seconds": 10e-6,
+        "time_to_mitigate_seconds": None,
+        "time_to_recover_seconds": None,
+    }
+    assert fault_line(fault, "credit").endswith(
+        "detected after 10 µs, throughput ≥ 90% of its pre-fault rate: not yet"
+    )
+    assert "mitigated: not yet" in fault_line(fault, "pfc")
+    assert "mitigated: not yet" in fault_line(fault)  # (no flow control: either fabric's)
+    reached = {**fault, "time_to_mitigate_seconds": 20e-6, "stages": ["detected", "recovered"]}
+    assert "mitigated after 20 µs" in fault_line(reached, "credit")
+    slow = {**fault, "kind": "slow_target", "time_to_detect_seconds": None}
+    assert fault_line({**slow, "stages": ["recovered"]}).endswith(
+        "active at the run's end; throughput ≥ 90% of its pre-fault rate: not yet"
     )

@@ -299,6 +299,29 @@ def test_a_record_from_before_the_faults_mitigation_and_clear_times_replays_with
     assert status == 1 and "report.faults[0].cleared_at_seconds: recorded 1.0, replayed" in err
 
 
+def test_a_record_from_before_the_faults_stages_replays_without_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each fault of the report gained ``stages`` (those its kind reaches on the fabric):
+    a record whose faults lack it replays OK and says it was left out."""
+    scenario = tmp_path / "down.toml"
+    scenario.write_text(
+        (bundled_dir() / "tiny.toml").read_text()
+        + '\n[[fault]]\nat = "5us"\nkind = "link_down"\ntarget = "leaf00->spine01"\n'
+    )
+    path = tmp_path / "down.rec"
+    assert _cli("run", str(scenario), "--duration", "20us", "--quiet", "--record", str(path)) == 0
+    record = load_record(path)
+    (fault,) = record["report"]["faults"]
+    assert fault["stages"] == ["detected", "mitigated", "recovered"]
+    del fault["stages"]
+    status, out, err = _replay_quiet(record, tmp_path, capsys)
+    assert (status, err) == (0, ""), err
+    assert out.rstrip("\n").endswith(
+        "(the report's faults[].stages excepted: this record, from an older fabtop, has none)"
+    )
+
+
 def test_digest_ignores_the_wall_clock_but_not_the_state() -> None:
     fabric = Fabric.from_scenario(load_scenario("tiny"))
     fabric.run_ticks(5)

@@ -177,7 +177,7 @@ def render(result: dict[str, Any], a: str, b: str) -> str:
     for name in (a, b):
         report = result.get("reports", {}).get(name, {})
         for f in report.get("faults", []):
-            lines.append(f"{name}: {fault_line(f)}")
+            lines.append(f"{name}: {fault_line(f, report.get('flow_control'))}")
         for skipped in report.get("schedule_skipped", []):
             lines.append(f"{name}: scheduled fault skipped, the core refused it: {skipped}")
         if (refused := refused_warning(report)) is not None:  # (the profile ran less)

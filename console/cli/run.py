@@ -26,7 +26,7 @@ from console.cli.progress import ProgressBar
 from console.compiling import ONCE
 from console.fabrics import close_fabric
 from fabric_core.commands import InjectFault
-from fabric_core.faults.book import FAULT_KINDS
+from fabric_core.faults.book import FAULT_KINDS, STAGES, fault_stages
 from fabric_core.faults.recovery import RECOVERED_FRACTION
 from fabric_core.reports.record import Recorder, RecordError, save_run
 from fabric_core.reports.run import run_for
@@ -162,18 +162,20 @@ def _fmt(x: float | None) -> str:
     return "—" if x is None or not math.isfinite(x) else format_duration(x)
 
 
-#: What mitigating a fault is called, by its kind's mitigation (``FaultKind.mitigation``;
-#: "none": nothing mitigates it, so the line has no such stage)
+#: What mitigating a fault is called, by its kind's mitigation (``FaultKind.mitigation``)
 _MITIGATED = {"reroute": "rerouted", "retrain": "retrained"}
 
 
-def fault_line(f: dict[str, Any]) -> str:
+def fault_line(f: dict[str, Any], flow_control: str | None = None) -> str:
     """One of a report's ``faults`` as ``fabtop run`` and ``fabtop compare`` say it: when
-    it was injected, whether it was still active at the run's end, and each stage's time
-    after injection, "not yet" for one not reached. Recovery is measured, not a state of
-    the fault: the delivered throughput back to ``RECOVERED_FRACTION`` of its level before
-    the fault, which a degraded link's retries reach while it lasts (its ``state`` then
-    reads "recovered")."""
+    it was injected, whether it was still active at the run's end, and the time after
+    injection of each stage its kind reaches on this fabric (its ``stages``), "not yet"
+    for one not reached; a stage that does not apply (nothing mitigates an incast, nor a
+    PFC storm on a credit fabric) is left out. A report from before ``stages`` was in it
+    has them from its kind (``fault_stages``) on the report's ``flow_control``, if
+    given. Recovery is measured, not a state of the fault: the delivered throughput back
+    to ``RECOVERED_FRACTION`` of its level before the fault, which a degraded link's
+    retries reach while it lasts (its ``state`` then reads "recovered")."""
     injected = f["injected_at_seconds"]
     cleared = f.get("cleared_at_seconds")  # (a report from before it had it: see "state")
     if cleared is not None:
@@ -182,20 +184,28 @@ def fault_line(f: dict[str, Any]) -> str:
         end = "cleared"
     else:
         end = "active at the run's end"
-
-    def stage(name: str, seconds: float | None) -> str:
-        return f"{name}: not yet" if seconds is None else f"{name} after {_fmt(seconds)}"
-
-    stages = [stage("detected", f["time_to_detect_seconds"])]
+    applies = f.get("stages")
+    if applies is None:
+        applies = fault_stages(f["kind"], flow_control)
     kind = FAULT_KINDS.get(f["kind"])
-    mitigated = f.get("time_to_mitigate_seconds")
-    if mitigated is not None or (kind is not None and kind.mitigation != "none"):
-        word = _MITIGATED.get(kind.mitigation, "mitigated") if kind else "mitigated"
-        stages.append(stage(word, mitigated))
     share = f"{RECOVERED_FRACTION:.0%}"
-    stages.append(
-        stage(f"throughput ≥ {share} of its pre-fault rate", f["time_to_recover_seconds"])
-    )
+    names = {
+        "detected": "detected",
+        "mitigated": _MITIGATED.get(kind.mitigation, "mitigated") if kind else "mitigated",
+        "recovered": f"throughput ≥ {share} of its pre-fault rate",
+    }
+    times = {
+        "detected": f["time_to_detect_seconds"],
+        "mitigated": f.get("time_to_mitigate_seconds"),
+        "recovered": f["time_to_recover_seconds"],
+    }
+    stages = []
+    for stage in STAGES:
+        seconds = times[stage]
+        if seconds is not None:  # (reached: said, whatever ``stages`` says)
+            stages.append(f"{names[stage]} after {_fmt(seconds)}")
+        elif stage in applies:
+            stages.append(f"{names[stage]}: not yet")
     return (
         f"fault {f['id']} {f['kind']} on {f['target']}: injected at {_fmt(injected)}, "
         f"{end}; {', '.join(stages)}"
@@ -374,7 +384,7 @@ def print_summary(report: dict[str, Any]) -> None:
             f"{name:<12} {c['completed']:>8,} {_fmt(c['p50_seconds']):>10} {_fmt(c['p99_seconds']):>10} {_fmt(c['p999_seconds']):>10}"
         )
     for f in report["faults"]:
-        print(fault_line(f))
+        print(fault_line(f, report.get("flow_control")))
     for skipped in report.get("schedule_skipped", []):
         print(f"scheduled fault skipped, the core refused it: {skipped}")
     for line in workload_lines(report.get("workloads", {}), report.get("stopped_workloads", ())):

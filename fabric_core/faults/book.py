@@ -103,6 +103,9 @@ class FaultKind:
     mitigation: str = "none"
     #: flow-control families the fault exists on ("credit", "pfc")
     fabrics: tuple[str, ...] = ("credit", "pfc")
+    #: the families of ``fabrics`` on which its ``mitigation`` exists (a PFC storm's
+    #: watchdog is PFC's: on a credit fabric nothing mitigates it until it is cleared)
+    mitigated_on: tuple[str, ...] = ("credit", "pfc")
 
 
 FAULT_KINDS: dict[str, FaultKind] = {
@@ -153,6 +156,7 @@ FAULT_KINDS: dict[str, FaultKind] = {
             "stops honouring them; a credit fabric has no PFC, but the stuck NIC returns no "
             "credits: the flows into it wait until it is cleared)",
             "watchdog",
+            mitigated_on=("pfc",),
         ),
         FaultKind(
             "incast",
@@ -177,6 +181,31 @@ DOWN_KINDS = ("link_down", "switch_down")
 #: one driver and library stack: a second version mismatch on it, fail or hang, is not
 #: a second fault; registered by ``faults.ibgda``)
 ON_OFF_KINDS = (*DOWN_KINDS, "pfc_storm", "version_mismatch")
+#: Kinds whose detection ``recovery`` models (``recovery._advance``); nothing detects the
+#: others (a slow storage target, a version mismatch): their timeline has no such stage
+DETECTED_KINDS = (*DOWN_KINDS, "link_flap", "link_degraded", "credit_loss", "pfc_storm", "incast")
+#: The stages of a fault's timeline after its injection that it may reach, in order
+#: (its clear is not one: the operator's, or its duration's, not the fabric's)
+STAGES = ("detected", "mitigated", "recovered")
+
+
+def fault_stages(kind: str, flow_control: str | None = None) -> tuple[str, ...]:
+    """The stages (of ``STAGES``) a fault of ``kind`` reaches on a fabric of
+    ``flow_control`` ("credit" | "pfc"; None: either, a stage that exists on one is
+    kept) once the fabric copes with it: "detected" for ``DETECTED_KINDS``, "mitigated"
+    for a kind with a ``mitigation`` on that fabric (``FaultKind.mitigated_on``: none
+    for an incast, nor for a PFC storm on a credit fabric), "recovered" for every kind
+    (measured: after the mitigation, or after the clear when nothing mitigates it). A
+    kind this process has not registered is detected if ``DETECTED_KINDS`` says so,
+    never mitigated."""
+    k = FAULT_KINDS.get(kind)
+    mitigated = (
+        k is not None
+        and k.mitigation != "none"
+        and (flow_control is None or flow_control in k.mitigated_on)
+    )
+    applies = {"detected": kind in DETECTED_KINDS, "mitigated": mitigated, "recovered": True}
+    return tuple(stage for stage in STAGES if applies[stage])
 
 
 def fault_kind(name: str) -> FaultKind:

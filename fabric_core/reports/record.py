@@ -760,7 +760,7 @@ LATER_REPORT_SECTIONS = (
 
 #: Fields added to each of the report's faults after records were first made: a record
 #: whose faults all lack one was made before it, and its replay compares the rest.
-LATER_FAULT_FIELDS = ("time_to_mitigate_seconds", "cleared_at_seconds")
+LATER_FAULT_FIELDS = ("time_to_mitigate_seconds", "cleared_at_seconds", "stages")
 
 
 def _compare_reports(

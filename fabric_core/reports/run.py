@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from fabric_core.faults.book import fault_stages
 from fabric_core.planes.coordinator import PlanedFabric
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.snapshot import Snapshot
@@ -226,6 +227,9 @@ def summarise(snap: Snapshot) -> dict[str, Any]:
                 # ("state" is the latest stage reached: "recovered" says nothing of whether
                 # the fault is still active; this does)
                 "cleared_at_seconds": f.cleared_at_s,
+                # the stages this kind reaches on this fabric: a time still null is "not
+                # yet" only for one of these (nothing mitigates a PFC storm on credits)
+                "stages": list(fault_stages(f.kind, snap.flow_control)),
             }
             for f in snap.faults
         ],
