@@ -69,6 +69,14 @@ SHORT_ROWS = 36
 UNFOCUSED_EVERY = 8
 
 
+def _help_parameters(action: str) -> tuple[object, ...]:
+    """The parameters the help checks ``action``'s key with: none (the hidden ``c`` that
+    says why there is no compare view is left out with its twin), but ``p``'s Resume
+    key keeps its own, so that the help lists the one of Pause and Resume the footer
+    shows (without it, a paused emulation's help had no ``p`` at all)."""
+    return (True,) if action == "toggle_pause(True)" else ()
+
+
 class FabtopApp(App[None]):
     """See the module docstring."""
 
@@ -79,6 +87,9 @@ class FabtopApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("p", "toggle_pause", "Pause"),
+        # the same key while the emulation is paused: the footer said "Pause" then too.
+        # ``check_action`` shows one of the two (the parameter tells them apart)
+        Binding("p", "toggle_pause(True)", "Resume"),
         Binding("f", "toggle_freeze", "Freeze"),
         Binding("plus,equals_sign", "speed(2.0)", "Faster", key_display="+", group=SPEED),
         Binding("minus", "speed(0.5)", "Slower", key_display="-", group=SPEED),
@@ -133,6 +144,8 @@ class FabtopApp(App[None]):
         self._behind = False  # the main view skipped drawing under the compare view
         self._described = source.description  # as the header last showed it
         self._compile_note: str | None = None  # the header's note while the engine compiles
+        #: whether the emulation is paused, as last seen (the footer's p says "Resume" then)
+        self.paused = False
         self._links_title = ""  # the links box's title as last set
 
     # ------------------------------------------------------------------ layout
@@ -243,6 +256,8 @@ class FabtopApp(App[None]):
         """Read the latest snapshot (unless frozen) and redraw what changed."""
         watched = self._watched_links()
         changed = False if self.frozen else self.view.ingest(self._latest(), watched)
+        if not self.frozen and self.view.snapshot is not None:
+            self._note_paused(not self.view.snapshot.running)
         if self.source.description != self._described:  # e.g. its engine process stopped
             self._described = self.source.description
             changed = True
@@ -348,7 +363,8 @@ class FabtopApp(App[None]):
         table); main-view keys do nothing on the compare screen (which has its own), and
         only freeze and speed work on the link detail screen (sorting or filtering the
         hidden table would surprise). A read-only console has no keys that change the
-        emulation."""
+        emulation. Of ``p``'s two bindings, "Resume" is shown while the emulation is
+        paused, "Pause" otherwise."""
         if hidden_if_read_only(action, self.read_only):
             return False
         if isinstance(self.screen, ModalScreen):
@@ -358,6 +374,8 @@ class FabtopApp(App[None]):
             # Shift+Tab are the app's too, and move between the dialog's fields: refused,
             # the fault form's kind and buttons could not be reached from the keyboard
             return action in self.DIALOG_ACTIONS
+        if action == "toggle_pause":
+            return bool(parameters) == self.paused  # "Resume" while paused, else "Pause"
         if action not in self.MAIN_VIEW_ACTIONS:
             return True
         if isinstance(self.screen, CompareScreen):
@@ -378,12 +396,23 @@ class FabtopApp(App[None]):
 
     @work(exclusive=False, group="commands")
     async def _send_in_background(self, command: Command) -> None:
-        await self.send(command)
+        result = await self.send(command)
+        if result.ok and isinstance(command, Pause | Resume):
+            # a frozen view reads no snapshot: the footer's p follows the command instead
+            self._note_paused(isinstance(command, Pause))
         self.refresh_view(force=True)
 
+    def _note_paused(self, paused: bool) -> None:
+        """Remember whether the emulation is paused; when that changes, show the footer's
+        other ``p`` key (Pause or Resume, see ``check_action``)."""
+        if paused != self.paused:
+            self.paused = paused
+            self.refresh_bindings()
+
     # ---------------------------------------------------------------- actions
-    def action_toggle_pause(self) -> None:
-        """Pause or resume the emulation (simulated time)."""
+    def action_toggle_pause(self, _resume: bool = False) -> None:
+        """Pause or resume the emulation (simulated time), as the latest snapshot says;
+        the parameter only tells the footer's Pause and Resume keys apart."""
         if refuse_if_read_only(self, self.read_only, "pause/resume"):
             return
         snap = self.source.latest()
@@ -513,7 +542,7 @@ class FabtopApp(App[None]):
             for b in self.BINDINGS
             if isinstance(b, Binding)
             and not taken & {k.strip() for k in b.key.split(",")}
-            and self.check_action(b.action.split("(")[0], ())
+            and self.check_action(b.action.split("(")[0], _help_parameters(b.action))
         ]
         if isinstance(screen, CompareScreen | LinkDetailScreen):
             title = "compare view keys" if isinstance(screen, CompareScreen) else "link detail keys"

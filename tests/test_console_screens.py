@@ -158,6 +158,8 @@ async def test_help_lists_every_key_of_the_footer() -> None:
         assert isinstance(app.screen, HelpScreen)
         listed = dict(app.screen.app_bindings)
         for binding in app.BINDINGS:
+            if binding.action == "toggle_pause(True)":  # type: ignore[union-attr]
+                continue  # "Resume", in Pause's place while paused, as in the footer
             assert binding.description in listed.values()  # type: ignore[union-attr]
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
@@ -382,3 +384,66 @@ async def test_a_resize_under_the_compare_view_reaches_the_main_view() -> None:
         await settle(pilot, lambda: not isinstance(app.screen, CompareScreen))
         await settle(pilot, lambda: faults.region.bottom <= 24 - 1)  # above the footer
         assert app.query_one("#links-box").region.height > 0
+
+
+def footer_text(app: FabtopApp) -> str:
+    """The keys the footer of the screen on top draws, left to right ("? Help p Pause")."""
+    from textual.widgets._footer import FooterKey
+
+    keys = [key for key in app.screen.query(FooterKey) if key.region.width > 0]
+    keys.sort(key=lambda key: key.region.x)
+    return " ".join(f"{key.key_display} {key.description}".strip() for key in keys)
+
+
+async def test_the_footer_says_resume_while_paused_on_the_main_view_and_link_detail() -> None:
+    """The footer said "p Pause" while the emulation was paused, on the main view and on
+    the link detail screen; the compare view's "Pause both" likewise."""
+    src = source()
+    app = FabtopApp(src, render_interval_s=0.05, compare_sources=(src, source("roce-400g")))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, lambda: "p Pause" in footer_text(app))
+        assert "Resume" not in footer_text(app)
+        await pilot.press("p")
+        await settle(pilot, lambda: "p Resume" in footer_text(app))
+        assert "Pause" not in footer_text(app)
+        await pilot.press("enter")
+        await settle(pilot, lambda: isinstance(app.screen, LinkDetailScreen))
+        await settle(pilot, lambda: "p Resume" in footer_text(app))
+        await pilot.press("p")
+        await settle(pilot, lambda: "p Pause" in footer_text(app))
+        await pilot.press("escape")
+        await settle(pilot, lambda: not isinstance(app.screen, LinkDetailScreen))
+        await settle(pilot, lambda: "p Pause" in footer_text(app))
+        await pilot.press("c")
+        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
+        await settle(pilot, lambda: "p Pause both" in footer_text(app))
+        await pilot.press("p")
+        await settle(pilot, lambda: "p Resume both" in footer_text(app))
+
+
+async def test_the_compare_difference_reads_whole_at_80_columns() -> None:
+    """At 80 columns the difference cut its headings ("native-40…") and wrapped a stalled
+    class's "none done" onto two lines: there it gives a row per quantile instead."""
+    from console.latency import ClassLatency
+
+    left, right = source("native-400g"), source("roce-400g")
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("c")
+        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        for src in (left, right):
+            src.step(100)
+        screen.refresh_sides(force=True)
+        await pilot.pause()
+        screen.views[1].latency["bulk"] = ClassLatency("bulk", 80e-6, 1.35e-3, 2e-3, 0, ())
+        screen.refresh_sides(force=True)
+        await pilot.pause()
+        lines = drawn(screen.query_one("#delta"))
+        text = "\n".join(lines)
+        assert "…" not in text
+        assert "native-400g" in lines[1] and "roce-400g" in lines[1], lines[1]
+        bulk = [line for line in lines if "none done" in line]
+        assert len(bulk) == 2 and "bulk" in bulk[0] and " p99 " in bulk[1], bulk
+        assert "throughput" in text and lines[-1].startswith("╰")

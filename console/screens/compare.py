@@ -374,46 +374,67 @@ def _latency_cell(value: float, lat: ClassLatency | None) -> Text:
     return Text(fmt_seconds(value), style="dim" if lat is not None and lat.stalled else "")
 
 
-def difference_table(left: FabricView, right: FabricView) -> Table:
-    """Per class p99 (and p50) of both sides with right/left ratios; throughput and drops."""
-    table = Table(box=None, expand=True, header_style="bold", pad_edge=False)
-    a, b = left.snapshot, right.snapshot
-    name_a = a.profile if a is not None else "left"
-    name_b = b.profile if b is not None else "right"
-    table.add_column("now")
-    table.add_column(f"p50 {name_a}", justify="right")
-    table.add_column(f"p50 {name_b}", justify="right")
-    table.add_column("ratio", justify="right")
-    table.add_column(f"p99 {name_a}", justify="right")
-    table.add_column(f"p99 {name_b}", justify="right")
-    table.add_column("ratio", justify="right")
+def _difference_rows(
+    left: FabricView, right: FabricView
+) -> list[tuple[str, tuple[RenderableType, ...], tuple[RenderableType, ...]]]:
+    """Per class, then throughput: (name, its p50 cells, its p99 cells), each cells the
+    left value, the right value and their ratio (throughput: no p50, its figure as p99)."""
+    out: list[tuple[str, tuple[RenderableType, ...], tuple[RenderableType, ...]]] = []
     for cls in sorted(set(left.latency) | set(right.latency)):
         la, lb = left.latency.get(cls), right.latency.get(cls)
-        p50a, p50b = (la.p50_s if la else math.nan), (lb.p50_s if lb else math.nan)
-        p99a, p99b = (la.p99_s if la else math.nan), (lb.p99_s if lb else math.nan)
         # a side that completed nothing lately (a stall, or a sparse workload) shows its last
         # figures dimmed, and no ratio: they are not what its messages wait now
         stalled = (la is not None and la.stalled) or (lb is not None and lb.stalled)
-        table.add_row(
-            cls,
-            _latency_cell(p50a, la),
-            _latency_cell(p50b, lb),
-            Text("none done", style="bold yellow") if stalled else ratio(p50a, p50b),
-            _latency_cell(p99a, la),
-            _latency_cell(p99b, lb),
-            Text("none done", style="bold yellow") if stalled else ratio(p99a, p99b),
-        )
+        quantiles: list[tuple[RenderableType, ...]] = []
+        for q in ("p50_s", "p99_s"):
+            va = getattr(la, q) if la else math.nan
+            vb = getattr(lb, q) if lb else math.nan
+            why = Text("none done", style="bold yellow") if stalled else ratio(va, vb)
+            quantiles.append((_latency_cell(va, la), _latency_cell(vb, lb), why))
+        out.append((cls, quantiles[0], quantiles[1]))
+    a, b = left.snapshot, right.snapshot
     if a is not None and b is not None:
-        table.add_row(
-            "throughput",
-            "",
-            "",
-            "",
+        rate = (
             fmt_bitrate(a.totals.throughput_Bps),
             fmt_bitrate(b.totals.throughput_Bps),
             ratio(a.totals.throughput_Bps, b.totals.throughput_Bps, larger_is_worse=False),
         )
-    return table
+        out.append(("throughput", ("", "", ""), rate))
+    return out
+
+
+def difference_table(left: FabricView, right: FabricView, width: int = 0) -> Table:
+    """Per class p50 and p99 of both sides with right/left ratios, then throughput, in
+    the wider of two layouts that fits ``width`` (0: the wider): a row per class, a
+    column per quantile and side ("p50 native-400g"); a row per quantile under its class,
+    a column per side. At 80 columns the first cut its headings ("native-40…") and
+    wrapped "none done" onto two lines."""
+    a, b = left.snapshot, right.snapshot
+    name_a = a.profile if a is not None else "left"
+    name_b = b.profile if b is not None else "right"
+    rows = _difference_rows(left, right)
+    wide = _faults_grid(expand=True)
+    wide.add_column("now", no_wrap=True)
+    for q in ("p50", "p99"):
+        wide.add_column(f"{q} {name_a}", justify="right", no_wrap=True)
+        wide.add_column(f"{q} {name_b}", justify="right", no_wrap=True)
+        wide.add_column("ratio", justify="right", no_wrap=True)
+    for name, p50, p99 in rows:
+        wide.add_row(name, *p50, *p99)
+    if width <= 0 or natural_width(wide) <= width:
+        return wide
+    narrow = _faults_grid()
+    narrow.add_column("now", no_wrap=True)
+    narrow.add_column("", no_wrap=True)  # the quantile
+    for heading in (name_a, name_b, "ratio"):
+        narrow.add_column(heading, justify="right", no_wrap=True)
+    for name, p50, p99 in rows:
+        if name != "throughput":
+            narrow.add_row(name, "p50", *p50)
+            narrow.add_row("", "p99", *p99)
+        else:
+            narrow.add_row(name, "", *p99)
+    return narrow
 
 
 #: Least wall time between two measures of a panel whose rows only changed length.
@@ -481,13 +502,15 @@ class CompareScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,c", "app.pop_screen", "Back"),
         Binding("p", "toggle_pause", "Pause both"),
+        # while paused, in its place (``check_action``; the parameter tells them apart)
+        Binding("p", "toggle_pause(True)", "Resume both"),
         Binding("plus,equals_sign", "speed(2.0)", "Faster (both)", key_display="+", group=BOTH),
         Binding("minus", "speed(0.5)", "Slower (both)", key_display="-", group=BOTH),
         Binding("i", "inject", "Inject on both"),
         Binding("x", "clear_all", "Clear both"),
     ]
     #: The keys the footer leaves out, first to last, where the line has no room for all
-    FOOTER_DROP_ORDER = drop_order(BINDINGS, "clear_all", "toggle_pause")
+    FOOTER_DROP_ORDER = drop_order(BINDINGS, "clear_all", "toggle_pause", "toggle_pause(True)")
     DEFAULT_CSS = """
     CompareScreen Horizontal { height: auto; }
     CompareScreen #delta { height: auto; border: round $primary; padding: 0 1; }
@@ -515,10 +538,17 @@ class CompareScreen(Screen[None]):
         self._compile_notes: list[str | None] = [None, None]  # what each side compiled
         self._heights: dict[str, _Sized] = {}  # by panel id: what it was sized for
         self._speed_lines = 1  # the speed line's lines as last shown
+        #: whether the fabrics are paused, as the left one's snapshot last said
+        self.paused = False
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """A read-only console has no keys that change the emulation."""
-        return not hidden_if_read_only(action, self.read_only)
+        """A read-only console has no keys that change the emulation; ``p`` reads "Resume
+        both" while the fabrics are paused, "Pause both" otherwise."""
+        if hidden_if_read_only(action, self.read_only):
+            return False
+        if action == "toggle_pause":
+            return bool(parameters) == self.paused
+        return True
 
     def compose(self) -> ComposeResult:
         # scrolled by the keys where the terminal is shorter than the panels (100x30: the
@@ -562,6 +592,10 @@ class CompareScreen(Screen[None]):
                 self._compile_notes[k] = note
                 changed = True
         self.measured.read([view.snapshot for view in self.views])
+        first = self.views[0].snapshot
+        if first is not None and first.running == self.paused:  # the footer's p changes
+            self.paused = not first.running
+            self.refresh_bindings()
         if changed:
             # both sides at once: a row's height depends on the other side's value too
             panels = (self.query_one("#left", Static), self.query_one("#right", Static))
@@ -579,7 +613,9 @@ class CompareScreen(Screen[None]):
                     _show_sized(panel, table, lines + panel.styles.gutter.height)
                 else:  # not laid out yet
                     panel.update(table)
-            _show(self.query_one("#delta", Static), difference_table(*self.views), self._heights)
+            delta = self.query_one("#delta", Static)
+            table = difference_table(*self.views, width=delta.content_size.width)
+            _show(delta, table, self._heights)
             self._show_faults()
             bottom = self.query_one("#speed-line", Static)
             width = bottom.content_size.width
@@ -659,8 +695,9 @@ class CompareScreen(Screen[None]):
             redraw=lambda: self.refresh_sides(force=True),
         )
 
-    def action_toggle_pause(self) -> None:
-        """Pause or resume both fabrics together."""
+    def action_toggle_pause(self, _resume: bool = False) -> None:
+        """Pause or resume both fabrics together, as the left one's latest snapshot says;
+        the parameter only tells the footer's two keys apart."""
         if refuse_if_read_only(self, self.read_only, "pause/resume"):
             return
         snap = self.sources[0].latest()

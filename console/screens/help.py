@@ -57,15 +57,18 @@ def describe(bindings: list[BindingType]) -> list[tuple[str, str]]:
     ``plus,equals_sign`` with ``key_display="+"`` reads ``+``: the display wins when
     given (an alias such as ``=`` for an unshifted ``+`` is not worth a line). A key bound
     twice with one description (a hidden second binding, such as the main view's ``c``)
-    is listed once.
+    is listed once; bound twice with two (``p``'s Pause, and Resume in its place while
+    paused) once too, the two joined: ``Pause / resume``.
     """
-    out: list[tuple[str, str]] = []
+    out: dict[str, str] = {}
     for b in bindings:
         if isinstance(b, Binding) and b.description:
             keys = b.key_display or " / ".join(typed(k.strip()) for k in b.key.split(","))
-            if (keys, b.description) not in out:
-                out.append((keys, b.description))
-    return out
+            if keys not in out:
+                out[keys] = b.description
+            elif b.description not in out[keys].split(" / "):
+                out[keys] += " / " + b.description[:1].lower() + b.description[1:]
+    return list(out.items())
 
 
 class HelpScreen(ModalScreen[None]):
