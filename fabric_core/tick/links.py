@@ -76,8 +76,9 @@ class LinkBook:
     #: credits go back, and half the switch's forwarding time, which its bytes spend in it
     #: before they can leave
     credit_delay: F64
-    #: per buffer (credit fabric): the bytes its credit loop holds, on the cable and in
-    #: credits on their way back, as of ``loop_at_s`` (``kernels.solve.credit_room``)
+    #: per buffer (credit fabric): the bytes its credit loop holds, on the cable, in the
+    #: switch's forwarding and in credits on their way back, as of ``loop_at_s``
+    #: (``kernels.solve.credit_room``)
     loop_bytes: F64
     loop_at_s: F64
     #: per buffer: what the current tick adds to its loop per byte/s in and out, s
@@ -111,7 +112,7 @@ class LinkBook:
     known_down_ids: NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, np.intp))
 
     @classmethod
-    def empty(cls, links: LinkTable, n_vls: int, forwarding_s: float = 0.0) -> LinkBook:
+    def empty(cls, links: LinkTable, n_vls: int, forwarding_s: float) -> LinkBook:
         """Empty buffers of the links' sizes, nothing carried, every counter at 0; the
         switches forward in ``forwarding_s`` (``credit_loop_delay``)."""
         n, nq = len(links), len(links) * n_vls

@@ -283,8 +283,8 @@ class ReferenceTick:
         looped = (t > 0) & ~into_endpoint
         links.loop_bytes[:] = np.where(looped, links.loop_bytes_at(now + dt), 0.0)
         links.loop_at_s[looped] = now + dt
-        half_rtt = np.where(looped, 2.0 * t, 1.0)
-        links.loop_share_s[:] = np.where(looped, -np.expm1(-dt / half_rtt) * t, 0.0)
+        round_trip = np.where(looped, 2.0 * t, 1.0)  # (the lag's time constant)
+        links.loop_share_s[:] = np.where(looped, -np.expm1(-dt / round_trip) * t, 0.0)
         free = np.maximum(links.buffer_bytes - links.occupancy - links.loop_bytes, 0.0)
         free[into_endpoint] = ENDLESS_ROOM_BYTES
         return free
