@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import re
 import sys
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from console.fabrics import DEFAULT_PLANE_BATCH, PlaneOptions, make_fabric
+from exporters.mqtt.options import CliError
 from fabric_core.commands import MAX_TICK_S, MIN_TICK_S, speed_problem
 from fabric_core.net.profiles import PROFILES
 from fabric_core.planes.split import plane_cut_problem
@@ -425,3 +427,17 @@ def whole_ticks_note(duration_s: float, dt_s: float) -> str | None:
 def count_of(n: int, noun: str) -> str:
     """``1 tick``, ``2,000 ticks``."""
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def metrics_bind_error(exc: OSError | ValueError, without: str, *, who_hint: bool) -> CliError:
+    """The error for a ``--metrics`` address the exporter cannot serve on (the console's
+    and ``serve``'s): an ``OSError``'s strerror is the server's whole message, address
+    included ("[Errno 98]" left out), then what to do; ``without`` says how to run
+    without the exporter, and ``who_hint`` adds who may hold a port in use."""
+    if isinstance(exc, ValueError):
+        return CliError(str(exc))
+    taken = " (by another fabtop?)" if who_hint and exc.errno == errno.EADDRINUSE else ""
+    return CliError(
+        f"{exc.strerror or exc}{taken}; choose another address with --metrics HOST:PORT"
+        f" (port 0: any free one) or {without} with --no-metrics"
+    )

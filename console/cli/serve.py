@@ -23,6 +23,7 @@ from console.cli._common import (
     add_scenario_options,
     build_fabric,
     load_from_args,
+    metrics_bind_error,
     planes_from_args,
     speed_value,
 )
@@ -152,13 +153,8 @@ async def _start_metrics(args: argparse.Namespace, engine: Engine, bridge: MqttB
         )
         if inspect.isawaitable(server):
             server = await server
-    except OSError as exc:  # (its strerror is the server's whole message, without "[Errno 98]")
-        raise CliError(
-            f"{exc.strerror or exc}; choose another address with --metrics HOST:PORT"
-            " (port 0: any free one) or serve without it with --no-metrics"
-        ) from None
-    except ValueError as exc:
-        raise CliError(str(exc)) from None
+    except (OSError, ValueError) as exc:
+        raise metrics_bind_error(exc, "serve without it", who_hint=False) from None
     log.info("metrics on http://%s/metrics", _address(server.address))
     return server
 

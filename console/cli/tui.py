@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import importlib
 import sys
 from collections.abc import Callable
@@ -16,12 +15,14 @@ from console.cli._common import (
     add_planes_options,
     build_fabric,
     load_from_args,
+    metrics_bind_error,
     planes_from_args,
     seed_number,
     speed_value,
     tick_length,
 )
 from console.fabrics import close_fabric
+from exporters.mqtt.options import CliError
 from fabric_core.net.profiles import PROFILES
 
 if TYPE_CHECKING:
@@ -85,10 +86,6 @@ def register(sub: Any) -> None:
     main.set_defaults(default_func=run_console)
 
 
-class ExporterError(Exception):
-    """The exporter cannot serve where it was asked to; the message says why and what to do."""
-
-
 def start_exporter(
     get_snapshot: Any,
     host: str,
@@ -100,7 +97,7 @@ def start_exporter(
     this build has none.
 
     Raises:
-        ExporterError: it cannot serve on ``host:port`` (e.g. the port is in use).
+        CliError: it cannot serve on ``host:port`` (e.g. the port is in use).
     """
     try:
         from exporters.prometheus import start_metrics_server
@@ -113,15 +110,10 @@ def start_exporter(
         server = start_metrics_server(
             get_snapshot, host=host, port=port, link_metrics=link_metrics, health=health
         )
-    except OSError as exc:
-        # its strerror is the server's whole message, address included ("[Errno 98]" left out)
-        taken = " (by another fabtop?)" if exc.errno == errno.EADDRINUSE else ""
-        raise ExporterError(
-            f"{exc.strerror or exc}{taken}; choose another address with --metrics HOST:PORT"
-            " (port 0: any free one) or run the console without the exporter with --no-metrics"
+    except (OSError, ValueError) as exc:
+        raise metrics_bind_error(
+            exc, "run the console without the exporter", who_hint=True
         ) from None
-    except ValueError as exc:
-        raise ExporterError(str(exc)) from None
     return server, str(server.address)
 
 
@@ -144,7 +136,7 @@ class ConsoleExporter:
         """The exporter ``--metrics`` asks for (none with ``--no-metrics``).
 
         Raises:
-            ExporterError: it cannot serve there (see ``start_exporter``).
+            CliError: it cannot serve there (see ``start_exporter``).
         """
         exporter = cls()
         if not args.no_metrics:
@@ -204,7 +196,7 @@ def run_console(args: argparse.Namespace) -> int:
     # it would leave whoever scrapes that address reading another process, or nothing
     try:
         exporter = ConsoleExporter.bind(args)
-    except ExporterError as exc:
+    except CliError as exc:
         print(f"fabtop: error: {exc}", file=sys.stderr)
         return 2
     try:
