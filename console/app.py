@@ -303,6 +303,10 @@ class FabtopApp(App[None]):
         # a link's detail screen has the same header, kept current under a dialog too: the
         # run state while watching a link
         details = [s.header_bar for s in self.screen_stack if isinstance(s, LinkDetailScreen)]
+        # (worked out once a frame, for every header alike)
+        compiling = compiling_of(self.source)
+        source_stopped = getattr(self.source, "failure", None) is not None
+        link_loss = link_loss_of(self.source)
         for header in [self.header_bar, *details]:
             header.show(
                 snap,
@@ -310,9 +314,9 @@ class FabtopApp(App[None]):
                 metrics_address=self.metrics_address,
                 source=self.source.description,
                 read_only=self.read_only,
-                compiling=compiling_of(self.source),
-                source_stopped=getattr(self.source, "failure", None) is not None,
-                link_loss=link_loss_of(self.source),
+                compiling=compiling,
+                source_stopped=source_stopped,
+                link_loss=link_loss,
             )
         if snap is None:
             return

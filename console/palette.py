@@ -49,7 +49,7 @@ class FabricCommands(Provider):
         freeze = "Unfreeze view" if app.frozen else "Freeze view"
         yield freeze, "the emulation keeps running", app.action_toggle_freeze
         for column in SORT_ORDER:
-            label = column_label(column, snap.flow_control if snap is not None else "credit")
+            label = column_label(column, app.links_table.flow_control)
             yield (
                 f"Sort links by {label}",
                 "hottest first",

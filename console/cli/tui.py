@@ -124,10 +124,10 @@ class ConsoleExporter:
     engines once they run (``feed``): until then it has no snapshot and the pacing of an
     engine starting."""
 
-    def __init__(self, server: Any = None, address: str | None = None) -> None:
-        self.server = server
+    def __init__(self) -> None:
+        self.server: Any = None  # (``bind`` starts it)
         #: where it serves, as the header shows it (None: no exporter)
-        self.address = address
+        self.address: str | None = None
         self._latest: Callable[[], Snapshot | None] = lambda: None
         self._health: Callable[[], EngineHealth] | None = None
 

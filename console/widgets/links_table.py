@@ -227,12 +227,11 @@ class LinksTable(DataTable[Text]):
         """Link names in display order."""
         return list(self._order)
 
-    def show(self, rows: list[tuple[str, ...]], flow_control: str | None = None) -> None:
+    def show(self, rows: list[tuple[str, ...]], flow_control: str) -> None:
         """Make the table show ``rows`` (first cell = link name) in that order, and
         repaint only the rows whose link or cells changed; ``flow_control``: the fabric's,
-        for the headings (None: as before)."""
-        if flow_control is not None:
-            self.set_flow_control(flow_control)
+        for the headings."""
+        self.set_flow_control(flow_control)
         keep_on = self.cursor_link
         before = [self._cells[name] for name in self._order]
         wanted = {row[0]: row for row in rows}
