@@ -186,8 +186,9 @@ def _taken(exc: ClusterTakenError, cluster: str) -> str:
 
 def _address(address: Any) -> str:
     if isinstance(address, tuple):
-        host, port = address[0], address[1]
-        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+        from exporters.prometheus.server import host_port  # (lazily, as the exporter)
+
+        return host_port(str(address[0]), address[1])
     return str(address)
 
 

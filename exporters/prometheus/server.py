@@ -45,6 +45,11 @@ MAX_CONCURRENT_SCRAPES = 4
 MAX_SCRAPES_PER_S = 20.0
 
 
+def host_port(host: str, port: int) -> str:
+    """``host:port`` as ``--metrics`` takes it: an IPv6 host in brackets (``[::1]:9464``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 class Pacer:
     """Spaces events at least ``1 / rate`` seconds apart: ``wait`` sleeps until its turn."""
 
@@ -185,8 +190,7 @@ class MetricsServer:
     @property
     def address(self) -> str:
         """``host:port`` the server listens on (the real port when asked for port 0)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
+        return host_port(self.host, self.port)
 
     @property
     def url(self) -> str:
@@ -256,8 +260,8 @@ def start_metrics_server(
     try:
         server = _Bound((host, port), _Handler)
     except OSError as exc:
-        shown = f"[{host}]" if ":" in host else host  # as --metrics takes an IPv6 host
-        raise OSError(exc.errno, f"cannot serve metrics on {shown}:{port}: {exc.strerror}") from exc
+        where = host_port(host, port)
+        raise OSError(exc.errno, f"cannot serve metrics on {where}: {exc.strerror}") from exc
     server.cache = cache
     server.slots = threading.BoundedSemaphore(max_concurrent)
     server.pacer = Pacer(max_rate)
