@@ -7,6 +7,10 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from console.cli.unknown_args import TopLevelParser
 
 #: Subcommand modules in ``console.cli``, in the order ``fabtop --help`` lists them.
 #: Each defines ``register(subparsers)`` which adds its parser and sets ``func``.
@@ -27,9 +31,11 @@ SUBCOMMANDS: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> TopLevelParser:
     """The full argument parser (used by ``main`` and by the docs)."""
-    parser = argparse.ArgumentParser(
+    from console.cli.unknown_args import TopLevelParser
+
+    parser = TopLevelParser(
         prog="fabtop",
         description=(
             "A live emulator of an AI-cluster RDMA fabric: native credit-based lossless "
@@ -38,7 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
             "and the exporter."
         ),
     )
-    sub = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", title="subcommands")
+    sub = parser.add_subparsers(
+        dest="subcommand",
+        metavar="SUBCOMMAND",
+        title="subcommands",
+        parser_class=argparse.ArgumentParser,  # (the top level's errors are its own)
+    )
     # the console's options (no subcommand) get their own heading in --help, not
     # "positional arguments" (the group argparse puts the subcommands in)
     sub.console_group = parser.add_argument_group(  # type: ignore[attr-defined]
@@ -55,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from console.cli._common import join_negative_values, planes_problem
 
     parser = build_parser()
-    args = parser.parse_args(join_negative_values(list(sys.argv[1:] if argv is None else argv)))
+    args = parser.parse(join_negative_values(list(sys.argv[1:] if argv is None else argv)))
     problem = planes_problem(args)
     if problem is not None:
         parser.error(problem)
