@@ -29,6 +29,7 @@ from console.compiling import compiling_note
 from console.fmt import fmt_bitrate, fmt_bytes, fmt_rate, fmt_seconds, fmt_speed, kpi_text
 from console.latency import ClassLatency
 from console.linkview import stalled_word
+from console.pausing import PauseRecord
 from console.readonly import hidden_if_read_only, refuse_if_read_only
 from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
@@ -521,14 +522,18 @@ class CompareScreen(Screen[None]):
     def __init__(
         self,
         sources: tuple[FabricSource, FabricSource],
+        pauses: PauseRecord,
         *,
         views: tuple[FabricView, FabricView] | None = None,
         read_only: bool = False,
         render_interval_s: float = 0.25,
     ) -> None:
-        """``views`` lets the app keep each side's history (latency window) between visits."""
+        """``pauses`` is the app's record of which engines are paused (the one every
+        footer's p reads); ``views`` lets the app keep each side's history (latency
+        window) between visits."""
         super().__init__()
         self.sources = sources
+        self.pauses = pauses
         self.views = views or (FabricView(), FabricView())
         self.speed_steps = SpeedSteps()  # what + and - ask for, on both
         self.measured = SharedWindow()  # both sides' speeds over one window
@@ -538,16 +543,14 @@ class CompareScreen(Screen[None]):
         self._compile_notes: list[str | None] = [None, None]  # what each side compiled
         self._heights: dict[str, _Sized] = {}  # by panel id: what it was sized for
         self._speed_lines = 1  # the speed line's lines as last shown
-        #: whether the fabrics are paused, as the left one's snapshot last said
-        self.paused = False
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A read-only console has no keys that change the emulation; ``p`` reads "Resume
-        both" while the fabrics are paused, "Pause both" otherwise."""
+        both" while either fabric is paused, "Pause both" otherwise."""
         if hidden_if_read_only(action, self.read_only):
             return False
         if action == "toggle_pause":
-            return bool(parameters) == self.paused
+            return bool(parameters) == self.pauses.paused(*self.sources)
         return True
 
     def compose(self) -> ComposeResult:
@@ -592,10 +595,8 @@ class CompareScreen(Screen[None]):
                 self._compile_notes[k] = note
                 changed = True
         self.measured.read([view.snapshot for view in self.views])
-        first = self.views[0].snapshot
-        if first is not None and first.running == self.paused:  # the footer's p changes
-            self.paused = not first.running
-            self.refresh_bindings()
+        for view, source in zip(self.views, self.sources, strict=True):
+            self.pauses.read(source, view.snapshot)  # (the footer's p follows)
         if changed:
             # both sides at once: a row's height depends on the other side's value too
             panels = (self.query_one("#left", Static), self.query_one("#right", Static))
@@ -643,6 +644,8 @@ class CompareScreen(Screen[None]):
         simulated time (``console.source.submit_together``); other sources each at their
         next boundary."""
         results = await submit_together(self.sources, command)
+        for src, result in zip(self.sources, results, strict=True):
+            self.pauses.sent(src, command, result)
         for src, result in zip(self.sources, results, strict=True):
             if not result.ok:
                 return CommandResult(
@@ -696,9 +699,9 @@ class CompareScreen(Screen[None]):
         )
 
     def action_toggle_pause(self, _resume: bool = False) -> None:
-        """Pause or resume both fabrics together, as the left one's latest snapshot says;
-        the parameter only tells the footer's two keys apart."""
+        """Pause or resume both fabrics together, as the footer says: resume both while
+        either is paused (``pauses``); the parameter only tells the footer's two keys
+        apart."""
         if refuse_if_read_only(self, self.read_only, "pause/resume"):
             return
-        snap = self.sources[0].latest()
-        self._send(Pause() if snap is None or snap.running else Resume())
+        self._send(Resume() if self.pauses.paused(*self.sources) else Pause())
