@@ -476,6 +476,40 @@ async def test_the_footers_p_follows_the_engines_whichever_view_paused_them() ->
         assert all(src.latest().running for src in (left, right))  # type: ignore[union-attr]
 
 
+async def test_the_compare_differences_narrow_layout_fills_one_table_a_refresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At 80 columns each refresh filled the wide difference table, only to measure it,
+    then the narrow one: its rows were built twice. Now only the table shown is filled."""
+    from rich.table import Table
+
+    left, right = source("native-400g"), source("roce-400g")
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=60)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("c")
+        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await pilot.pause()
+        filled: list[int] = []  # the row count of each table filled with "now" rows
+        add_row = Table.add_row
+
+        def counted(table: Table, *cells: Any, **kw: Any) -> None:
+            if table.columns and str(table.columns[0].header) == "now":
+                filled.append(id(table))
+            add_row(table, *cells, **kw)
+
+        monkeypatch.setattr(Table, "add_row", counted)
+        screen.refresh_sides(force=True)
+        monkeypatch.undo()
+        delta = drawn(screen.query_one("#delta"))
+        assert any(" p99 " in line for line in delta)  # the narrow layout, a row a quantile
+        assert len(set(filled)) == 1  # one table filled (before: the wide one too)
+        assert len(filled) == sum(1 for line in delta if " p50 " in line or " p99 " in line) + (
+            1 if any("throughput" in line for line in delta) else 0
+        )
+
+
 async def test_the_compare_difference_reads_whole_at_80_columns() -> None:
     """At 80 columns the difference cut its headings ("native-40…") and wrapped a stalled
     class's "none done" onto two lines: there it gives a row per quantile instead."""
