@@ -26,6 +26,7 @@ from console.messages import (
     SwitchSelected,
 )
 from console.palette import FabricCommands
+from console.pausing import PauseRecord
 from console.readonly import hidden_if_read_only, refuse_if_read_only
 from console.screens.compare import CompareScreen
 from console.screens.confirm import ConfirmScreen
@@ -67,14 +68,6 @@ RENDER_INTERVAL_S = 0.25
 SHORT_ROWS = 36
 #: When the terminal loses focus, redraw only every this many timer ticks.
 UNFOCUSED_EVERY = 8
-
-
-def _help_parameters(action: str) -> tuple[object, ...]:
-    """The parameters the help checks ``action``'s key with: none (the hidden ``c`` that
-    says why there is no compare view is left out with its twin), but ``p``'s Resume
-    key keeps its own, so that the help lists the one of Pause and Resume the footer
-    shows (without it, a paused emulation's help had no ``p`` at all)."""
-    return (True,) if action == "toggle_pause(True)" else ()
 
 
 class FabtopApp(App[None]):
@@ -144,8 +137,8 @@ class FabtopApp(App[None]):
         self._behind = False  # the main view skipped drawing under the compare view
         self._described = source.description  # as the header last showed it
         self._compile_note: str | None = None  # the header's note while the engine compiles
-        #: whether the emulation is paused, as last seen (the footer's p says "Resume" then)
-        self.paused = False
+        #: whether each engine is paused: the one record every footer's p reads
+        self.pauses = PauseRecord(self.refresh_bindings)
         self._links_title = ""  # the links box's title as last set
 
     # ------------------------------------------------------------------ layout
@@ -256,8 +249,8 @@ class FabtopApp(App[None]):
         """Read the latest snapshot (unless frozen) and redraw what changed."""
         watched = self._watched_links()
         changed = False if self.frozen else self.view.ingest(self._latest(), watched)
-        if not self.frozen and self.view.snapshot is not None:
-            self._note_paused(not self.view.snapshot.running)
+        # (frozen too: the footer's p says what the engine does, not what the view shows)
+        self.pauses.read(self.source, self.view.snapshot if not self.frozen else self._latest())
         if self.source.description != self._described:  # e.g. its engine process stopped
             self._described = self.source.description
             changed = True
@@ -378,8 +371,8 @@ class FabtopApp(App[None]):
             # Shift+Tab are the app's too, and move between the dialog's fields: refused,
             # the fault form's kind and buttons could not be reached from the keyboard
             return action in self.DIALOG_ACTIONS
-        if action == "toggle_pause":
-            return bool(parameters) == self.paused  # "Resume" while paused, else "Pause"
+        if action == "toggle_pause":  # "Resume" while paused, else "Pause"
+            return bool(parameters) == self.pauses.paused(self.source)
         if action not in self.MAIN_VIEW_ACTIONS:
             return True
         if isinstance(self.screen, CompareScreen):
@@ -401,26 +394,16 @@ class FabtopApp(App[None]):
     @work(exclusive=False, group="commands")
     async def _send_in_background(self, command: Command) -> None:
         result = await self.send(command)
-        if result.ok and isinstance(command, Pause | Resume):
-            # a frozen view reads no snapshot: the footer's p follows the command instead
-            self._note_paused(isinstance(command, Pause))
+        self.pauses.sent(self.source, command, result)
         self.refresh_view(force=True)
-
-    def _note_paused(self, paused: bool) -> None:
-        """Remember whether the emulation is paused; when that changes, show the footer's
-        other ``p`` key (Pause or Resume, see ``check_action``)."""
-        if paused != self.paused:
-            self.paused = paused
-            self.refresh_bindings()
 
     # ---------------------------------------------------------------- actions
     def action_toggle_pause(self, _resume: bool = False) -> None:
-        """Pause or resume the emulation (simulated time), as the latest snapshot says;
+        """Pause or resume the emulation (simulated time), as the footer says (``pauses``);
         the parameter only tells the footer's Pause and Resume keys apart."""
         if refuse_if_read_only(self, self.read_only, "pause/resume"):
             return
-        snap = self.source.latest()
-        self._send_in_background(Pause() if snap is None or snap.running else Resume())
+        self._send_in_background(Resume() if self.pauses.paused(self.source) else Pause())
 
     def action_toggle_freeze(self) -> None:
         """Freeze the view (the emulation keeps running) or let it follow again."""
@@ -526,7 +509,10 @@ class FabtopApp(App[None]):
         if self._compare_views is None:
             self._compare_views = (FabricView(), FabricView())
         screen = CompareScreen(
-            self.compare_sources, views=self._compare_views, read_only=self.read_only
+            self.compare_sources,
+            self.pauses,
+            views=self._compare_views,
+            read_only=self.read_only,
         )
         self.push_screen(screen)
 
@@ -546,7 +532,7 @@ class FabtopApp(App[None]):
             for b in self.BINDINGS
             if isinstance(b, Binding)
             and not taken & {k.strip() for k in b.key.split(",")}
-            and self.check_action(b.action.split("(")[0], _help_parameters(b.action))
+            and self._in_help(b.action.split("(")[0])
         ]
         if isinstance(screen, CompareScreen | LinkDetailScreen):
             title = "compare view keys" if isinstance(screen, CompareScreen) else "link detail keys"
@@ -560,6 +546,15 @@ class FabtopApp(App[None]):
                 notes=MAIN_NOTES,
             )
         )
+
+    def _in_help(self, action: str) -> bool:
+        """Whether the help lists the app's key for ``action`` on the screen on top: as
+        the footer does, but both of ``p``'s whichever the footer shows (joined by
+        ``describe``: "Pause / resume"), as the compare view's help lists its own two:
+        the help says what a key does, not the state."""
+        if action == "toggle_pause":
+            return not hidden_if_read_only(action, self.read_only)
+        return bool(self.check_action(action, ()))
 
     # --------------------------------------------------------------- messages
     def open_link(self, name: str) -> None:

@@ -40,11 +40,11 @@ class FabricCommands(Provider):
         if writable:
             yield "Clear all faults", "asks first", app.action_clear_all
             yield "Inject a fault…", "open the fault form", app.action_inject
-            running = snap is None or snap.running
+            # (as the footer's p says: the one record, which a frozen view's snapshot is not)
             yield (
-                ("Pause emulation", "stop simulated time", app.action_toggle_pause)
-                if running
-                else ("Resume emulation", "let simulated time run", app.action_toggle_pause)
+                ("Resume emulation", "let simulated time run", app.action_toggle_pause)
+                if app.pauses.paused(app.source)
+                else ("Pause emulation", "stop simulated time", app.action_toggle_pause)
             )
         freeze = "Unfreeze view" if app.frozen else "Freeze view"
         yield freeze, "the emulation keeps running", app.action_toggle_freeze

@@ -50,6 +50,16 @@ def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> floa
     return value
 
 
+def is_unitless_duration(value: object) -> bool:
+    """Whether ``value``, a duration ``parse_duration`` reads, has no unit: a number, or
+    text that is one (``parse_duration`` reads either as seconds)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return True
+    return isinstance(value, str) and re.fullmatch(_NUMBER, value.strip()) is not None
+
+
 def parse_size(text: str | float | int, *, signed: bool = False) -> float:
     """Bytes from ``"4KiB"``, ``"1 MB"``, ``"7408"`` or a plain number; a negative size is
     refused unless ``signed`` (for a caller that says its own range)."""

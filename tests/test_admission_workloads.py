@@ -8,7 +8,7 @@ from fabric_core.faults.admission import AdmissionLimits
 from fabric_core.net.profiles import NATIVE_400G
 from fabric_core.net.topology import leaf_spine
 from fabric_core.runtime.fabric import Fabric
-from fabric_core.workloads.traffic import AllToAll, Bulk
+from fabric_core.workloads.traffic import AllToAll, Bulk, Scripted
 
 
 def test_workload_flows_past_the_fabric_cap_are_refused_counted_and_announced() -> None:
@@ -16,18 +16,49 @@ def test_workload_flows_past_the_fabric_cap_are_refused_counted_and_announced() 
     wl = Bulk(name="bulk", traffic_class="bulk", size_bytes=4e6, outstanding=4)
     fabric = Fabric(topo, NATIVE_400G, [wl], dt_s=1e-6, seed=1)
     fabric.faults.admission.limits = AdmissionLimits(fabric_flows=10)
+    fabric.step()
+    assert fabric.faults.admission.refused_flows_total == 32 - 10  # 8 senders x 4 wanted
     most = 0
-    for _ in range(30):
+    for _ in range(29):
         fabric.step()
         most = max(most, fabric.flows.n_parents)
-    assert most == 10  # 8 senders x 4 wanted: the cap lets 10 in
+    assert most == 10  # the cap lets 10 in
     fl = fabric.flows  # the kept count is the table's: live heads
     assert fl.n_parents == np.count_nonzero(
         (fl.active | fl.held) & (fl.parent == np.arange(fl.capacity))
     )
-    assert fabric.faults.admission.refused_flows_total == 32 - 10
+    # the refused flows' senders try again each tick (none of the 4 MB flows ends in
+    # 30 µs), each try counted
+    assert fabric.faults.admission.refused_flows_total == 30 * 22
+    assert int(wl.in_flight.sum()) == 10  # (the workload counts what the fabric carries)
     events = [e for e in fabric.events if e.kind == "flows_refused"]
     assert len(events) == 1 and "10 flows in flight" in events[0].message
+
+
+def test_a_bulk_sender_refused_at_the_cap_gets_its_slot_back_and_sends_once_there_is_room() -> None:
+    """A bulk counted its flows refused at admission as in flight for ever: its senders'
+    slots were lost, and a sender with one slot never sent again. Here scripted flows fill
+    the cap of 8 first; the bulk's 8 senders (one flow each) are all refused, try again
+    each tick, and start once the scripted flows are done."""
+    topo = leaf_spine(NATIVE_400G, leaves=2, spines=2, gpus_per_leaf=4)
+    gpus = topo.gpus.tolist()
+    filler = Scripted(
+        name="filler",
+        traffic_class="bulk",
+        flows=[(gpus[i], gpus[(i + 1) % 8], 2.0**20, 0.0) for i in range(8)],
+    )
+    bulk = Bulk(name="bg", traffic_class="bulk", size_bytes=4096.0, outstanding=1)
+    fabric = Fabric(topo, NATIVE_400G, [filler, bulk], dt_s=1e-6, seed=1)
+    fabric.faults.admission.limits = AdmissionLimits(fabric_flows=8)
+    fabric.step()
+    assert fabric.faults.admission.refused_by_workload == {"bg": (8, 8 * 4096.0)}
+    assert int(bulk.in_flight.sum()) == 0  # the slots are back (the old code: 8)
+    for _ in range(40):
+        fabric.step()
+    assert len(filler.finished) == 8
+    refused = fabric.faults.admission.refused_by_workload["bg"][0]
+    assert refused % 8 == 0 and refused > 8  # tried again each tick until there was room
+    assert bulk.delivered_bytes >= 8 * 4096.0  # each sender sent
 
 
 def test_the_flows_the_cap_refuses_are_counted_under_their_workloads_name() -> None:
@@ -72,4 +103,9 @@ def test_each_kind_says_how_many_flows_its_own_parameters_put_in_flight_at_once(
         "workload 'p' keeps 15 flows in flight (3 pairs x 5 outstanding), more than the "
         "fabric-wide cap of 14 flows in flight: past it new flows are refused"
     )
+    assert "its senders try again each tick" in notes[0][1]  # (pairs take slots back)
+    assert "what waits for them waits for ever" in notes[1][1]  # (a round does not)
+    # a multi-plane fabric's workloads do not hear of the parts its planes refuse
+    planed = admission_notes(fabric.workloads, 14, refusals_heard=False)
+    assert "what waits for them waits for ever" in planed[0][1]
     assert admission_notes(fabric.workloads, 56) == []  # (a round of 56 is not past 56)

@@ -5,6 +5,8 @@ rule once (it said "a bare number is seconds: `dt = 5` is five seconds, and refu
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from fabric_core.runtime.scenario import (
     load_scenario,
 )
 from fabric_core.workloads import build_workload
+from fabric_core.workloads.fields import DURATION_KEYS
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = (bundled_dir() / "tiny.toml").read_text()
@@ -58,6 +61,66 @@ def _durations_in_the_workloads() -> set[str]:
 
 def test_every_workload_duration_key_is_covered_here() -> None:
     assert _durations_in_the_workloads() == {key for _, key, _, _ in WORKLOAD_DURATIONS}
+    assert _durations_in_the_workloads() == DURATION_KEYS  # (the keys warned of)
+
+
+@pytest.mark.parametrize(("kind", "key", "attr", "more"), WORKLOAD_DURATIONS)
+def test_a_workload_duration_without_a_unit_is_warned_of_naming_its_key(
+    kind: str, key: str, attr: str, more: str, tmp_path: Path
+) -> None:
+    """``period = 100`` meant as 100 µs loaded as 100 s without a word: the loader now
+    names the key, what it was read as and the unit to write."""
+    text = (
+        f'name = "d"\n{_TOPOLOGY}[[workload]]\nname = "w"\nkind = "{kind}"\nclass = "bulk"\n'
+        f"{more}{key} = 100\n"
+    )
+    assert _load(tmp_path, text).unit_notes == [
+        f"workload[0].{key} = 100 has no unit, so it is 100 s (a duration without a unit is "
+        f'seconds): write the unit, {key} = "100s" if that is meant, or "100ms", "100us"'
+    ]
+
+
+def test_a_duration_with_its_unit_or_zero_or_a_tick_given_on_the_command_line_is_not_warned_of(
+    tmp_path: Path,
+) -> None:
+    text = TINY + (
+        '\n[[fault]]\nat = 0\nkind = "link_down"\ntarget = "leaf00->spine00"\nduration = "5ms"\n'
+    )
+    assert _load(tmp_path, text).unit_notes == []
+    path = tmp_path / "bare-tick.toml"
+    path.write_text(TINY.replace('dt = "1us"', "dt = 0.000001"))
+    assert load_scenario(path).unit_notes == [
+        "dt = 1e-06 has no unit, so it is 1 µs (a duration without a unit is seconds): write "
+        'the unit, dt = "1us"'
+    ]
+    assert load_scenario(path, dt="2us").unit_notes == []  # (the file's tick is not used)
+
+
+def test_fabtop_run_warns_of_each_duration_without_a_unit_before_the_run(tmp_path: Path) -> None:
+    """A fault's ``duration = 5`` meant as 5 ms held the link down for 5 s, unsaid; the
+    warnings come before the run, even with --quiet, and the run goes on (the file's rule
+    is kept: a number without a unit is seconds)."""
+    path = tmp_path / "lab.toml"
+    path.write_text(
+        TINY + '\n[[fault]]\nat = "1us"\nkind = "link_down"\ntarget = "leaf00->spine00"\n'
+        "duration = 5\n" + '[links.leaf_spine]\ndelay = "0.0000005"\n'
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "console.cli", "run", str(path), "--duration", "2us", "--quiet"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.splitlines() == [
+        f"fabtop: warning: {path}: fault[0].duration = 5 has no unit, so it is 5 s (a "
+        'duration without a unit is seconds): write the unit, duration = "5s" if that is '
+        'meant, or "5ms", "5us"',
+        f'fabtop: warning: {path}: links.leaf_spine.delay = "0.0000005" has no unit, so it '
+        "is 500 ns (a duration without a unit is seconds): write the unit, "
+        'delay = "500ns"',
+    ]
 
 
 @pytest.mark.parametrize("spelling", SPELLINGS)
@@ -205,7 +268,7 @@ def test_the_command_line_refuses_a_duration_without_a_unit(
 def test_the_bundled_scenarios_write_their_units(name: str) -> None:
     """Every bundled scenario loads, and gives each duration its unit (so none relies on
     a number being seconds)."""
-    load_scenario(name)
+    assert load_scenario(name).unit_notes == []
     raw = tomllib.loads((bundled_dir() / f"{name}.toml").read_text())
     keys = {"dt", "at", "duration"} | {key for _, key, _, _ in WORKLOAD_DURATIONS}
 
@@ -230,7 +293,8 @@ def test_the_docs_state_the_rule_once_with_every_key() -> None:
     rule = " ".join(text[start : text.index("\n\n", start)].split())
     doc = " ".join(text.split())
     assert "is five seconds, and refused" not in doc  # (the sentence that confused)
-    assert doc.count("a duration without a unit is seconds") == 2  # the rule and its error
-    assert rule.count("a duration without a unit is seconds") == 2  # both in one place
+    # the rule, its error and its warning, all in one place
+    assert doc.count("a duration without a unit is seconds") == 3
+    assert rule.count("a duration without a unit is seconds") == 3
     for key in ["dt", "at", "duration", "delay", *_durations_in_the_workloads()]:
         assert f"`{key}`" in rule, key

@@ -10,6 +10,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -136,3 +138,30 @@ def test_docs_name_nothing_a_newcomer_cannot_find(doc: str) -> None:
     assert "DESIGN.md" not in text  # not in the repository
     assert not doc.endswith(".head.md")  # a generator's template is not a document
     assert "the lead" not in text
+
+
+def test_the_readmes_compare_table_is_what_fabtop_compare_prints() -> None:
+    """README's "Native vs RoCE, measured" copies rows of ``fabtop compare``'s latency by
+    message size over 3 switches; it wrote "0 %" where the tool prints "0%"."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Native vs RoCE, measured") :]
+    table = section[
+        section.index("| message |") : section.index("\n\n", section.index("| message |"))
+    ]
+    head, _, *rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in table.splitlines()]
+    out = subprocess.run(
+        [sys.executable, "-m", "console.cli", "compare", "tiny", "--duration", "1us"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("message switches"))
+    # (the README leaves out the switches column: its rows are the 3-switch ones)
+    assert " ".join(head).split() == [w for w in lines[at].split() if w != "switches"]
+    printed = {tuple(re.split(r"\s{2,}", ln.strip())) for ln in lines[at + 1 :] if ln.strip()}
+    assert rows
+    for size, native, roce, lower in rows:
+        assert (size, "3", native, roce, lower) in printed, (size, native, roce, lower)

@@ -455,8 +455,8 @@ def test_flows_the_fabric_wide_cap_refused_are_said_in_the_summary_and_the_repor
     note = (
         "workload 'flood' keeps 300,000 flows in flight (10 senders x 30,000 outstanding), "
         "more than the fabric-wide cap of 262,144 flows in flight: past it new flows are "
-        "refused, not queued or retried, so they never run and what waits for them waits "
-        'for ever (docs/MQTT.md, "Limits")'
+        "refused (each try counted) and its senders try again each tick, the room going to "
+        'the flows asked for first, in sender order (docs/MQTT.md, "Limits")'
     )
     assert report["admission"] == {
         "refused_flows": refused,
@@ -472,13 +472,51 @@ def test_flows_the_fabric_wide_cap_refused_are_said_in_the_summary_and_the_repor
         "warning: 37,856 flows (148 MiB) refused at admission: not queued or retried, they "
         'never ran (docs/MQTT.md, "Limits")'
     )
-    assert lines[at + 2].startswith(
+    assert lines[at + 2] == (
         "  workload flood (bulk): 37,856 flows (148 MiB), past the fabric-wide cap of "
-        "262,144 flows in flight; what waits for them"
+        "262,144 flows in flight; its senders took the slots back and tried again the next "
+        "tick (each try counted)"
     )
     quiet = fabtop("run", str(path), "--duration", "1us", "--quiet")
     assert quiet.returncode == 0 and quiet.stdout == ""
     assert "fabtop: warning: 37,856 flows (148 MiB) refused at admission" in quiet.stderr
+
+
+#: 8 pairs x 32,768 outstanding 8-byte flows, for the first tick only (``until``): the
+#: cap of 262,144 flows in flight, full, drained in a few µs; then a bulk, one flow a GPU
+REFILL = (
+    'name = "refill"\ndt = "1us"\n[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 1\n'
+    'gpus_per_leaf = 5\n[[workload]]\nname = "burst"\nkind = "pairs"\nclass = "bulk"\n'
+    "pairs = ["
+    + ", ".join(f'["gpu{a:04d}", "gpu{b:04d}"]' for a, b in ((0, 1), (1, 2), (2, 3), (3, 4)))
+    + ", "
+    + ", ".join(f'["gpu{a:04d}", "gpu{b:04d}"]' for a, b in ((4, 0), (5, 6), (6, 7), (7, 8)))
+    + ']\nsize = "8B"\noutstanding = 32768\nuntil = "1us"\n'
+    '[[workload]]\nname = "bg"\nkind = "bulk"\nclass = "bulk"\nsenders = "all"\n'
+    'size = "64KiB"\noutstanding = 1\n'
+)
+
+
+def test_a_bulk_refused_at_the_cap_sends_once_there_is_room(tmp_path: Path) -> None:
+    """A bulk counted its flows refused at admission as in flight for ever: with the cap
+    full at its first tick, its one slot a sender was lost, and it sent nothing all run
+    ('flows in flight 10, goodput since start 0 b/s' with nothing of it in flight). Now
+    its senders take the slots back, try again each tick, and send once the burst ends."""
+    path = tmp_path / "refill.toml"
+    path.write_text(REFILL)
+    out, report = run_with_report(tmp_path, str(path), "--duration", "20us")
+    bg = report["workloads"]["bg"]["kpis"]
+    assert bg["goodput_bytes_per_second"] > 0
+    assert bg["flows_in_flight"] <= 10
+    refused = report["admission"]["workloads"]["bg"]["refused_flows"]
+    assert refused > 10 and refused % 10 == 0  # each tick's tries, until there was room
+    lines = out.stdout.splitlines()
+    assert f"  workload bg (bulk): {refused:,} flows" in "\n".join(lines)
+    assert any(
+        ln.startswith("workload bg (bulk): flows in flight")
+        and "goodput since start 0 b/s" not in ln
+        for ln in lines
+    )
 
 
 def test_a_run_that_refused_nothing_says_nothing_of_it(tmp_path: Path) -> None:

@@ -156,13 +156,38 @@ async def test_help_lists_every_key_of_the_footer() -> None:
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
-        listed = dict(app.screen.app_bindings)
+        # (a key's two descriptions on one line: "Pause / resume")
+        listed = {part.lower() for _, said in app.screen.app_bindings for part in said.split(" / ")}
         for binding in app.BINDINGS:
-            if binding.action == "toggle_pause(True)":  # type: ignore[union-attr]
-                continue  # "Resume", in Pause's place while paused, as in the footer
-            assert binding.description in listed.values()  # type: ignore[union-attr]
+            assert binding.description.lower() in listed  # type: ignore[union-attr]
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_the_help_says_what_p_does_one_way_on_every_screen_paused_or_not() -> None:
+    """The main view's help listed the one of Pause and Resume its footer showed, the
+    compare view's both joined ("Pause both / resume both"): p read two ways. Every help
+    now says what the key does, whether paused or not."""
+    src = source()
+    app = FabtopApp(src, render_interval_s=0.05, compare_sources=(src, source("roce-400g")))
+
+    async def help_says() -> str:
+        await pilot.press("question_mark")
+        await settle(pilot, lambda: isinstance(app.screen, HelpScreen))
+        assert isinstance(app.screen, HelpScreen)
+        said = dict(app.screen.app_bindings)["p"]
+        await pilot.press("escape")
+        await settle(pilot, lambda: not isinstance(app.screen, HelpScreen))
+        return said
+
+    async with app.run_test(size=SIZE) as pilot:
+        assert await help_says() == "Pause / resume"
+        await pilot.press("p")
+        await settle(pilot, lambda: "p Resume" in footer_text(app))
+        assert await help_says() == "Pause / resume"
+        await pilot.press("c")
+        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
+        assert await help_says() == "Pause both / resume both"
 
 
 async def test_help_says_what_the_links_tables_queue_and_credits_hold() -> None:
@@ -419,6 +444,70 @@ async def test_the_footer_says_resume_while_paused_on_the_main_view_and_link_det
         await settle(pilot, lambda: "p Pause both" in footer_text(app))
         await pilot.press("p")
         await settle(pilot, lambda: "p Resume both" in footer_text(app))
+
+
+async def test_the_footers_p_follows_the_engines_whichever_view_paused_them() -> None:
+    """The main view and the compare view each kept whether the emulation was paused: a
+    frozen main view reads no snapshot, so after "Pause both" on the compare view the
+    main view's footer still said "p Pause" with both engines paused; and the compare
+    view's p followed the left engine alone. One record now feeds every footer: the
+    compare view's p resumes both while either engine is paused."""
+    left, right = source(), source("roce-400g")
+    app = FabtopApp(left, render_interval_s=0.05, compare_sources=(left, right))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: "p Pause" in footer_text(app))
+        await pilot.press("f")  # the main view frozen: it reads no snapshot
+        await pilot.press("c")
+        await settle(pilot, lambda: "p Pause both" in footer_text(app))
+        await pilot.press("p")
+        await settle(pilot, lambda: "p Resume both" in footer_text(app))
+        assert not any(src.latest().running for src in (left, right))  # type: ignore[union-attr]
+        await pilot.press("escape")
+        await settle(pilot, lambda: not isinstance(app.screen, CompareScreen))
+        await settle(pilot, lambda: "p Resume" in footer_text(app))
+        await pilot.press("p")  # the main engine resumed from the (still frozen) main view
+        await settle(pilot, lambda: "p Pause" in footer_text(app))
+        assert left.latest().running and not right.latest().running  # type: ignore[union-attr]
+        await pilot.press("c")
+        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
+        await settle(pilot, lambda: "p Resume both" in footer_text(app))  # (the right paused)
+        await pilot.press("p")
+        await settle(pilot, lambda: "p Pause both" in footer_text(app))
+        assert all(src.latest().running for src in (left, right))  # type: ignore[union-attr]
+
+
+async def test_the_compare_differences_narrow_layout_fills_one_table_a_refresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At 80 columns each refresh filled the wide difference table, only to measure it,
+    then the narrow one: its rows were built twice. Now only the table shown is filled."""
+    from rich.table import Table
+
+    left, right = source("native-400g"), source("roce-400g")
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=60)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("c")
+        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await pilot.pause()
+        filled: list[int] = []  # the row count of each table filled with "now" rows
+        add_row = Table.add_row
+
+        def counted(table: Table, *cells: Any, **kw: Any) -> None:
+            if table.columns and str(table.columns[0].header) == "now":
+                filled.append(id(table))
+            add_row(table, *cells, **kw)
+
+        monkeypatch.setattr(Table, "add_row", counted)
+        screen.refresh_sides(force=True)
+        monkeypatch.undo()
+        delta = drawn(screen.query_one("#delta"))
+        assert any(" p99 " in line for line in delta)  # the narrow layout, a row a quantile
+        assert len(set(filled)) == 1  # one table filled (before: the wide one too)
+        assert len(filled) == sum(1 for line in delta if " p50 " in line or " p99 " in line) + (
+            1 if any("throughput" in line for line in delta) else 0
+        )
 
 
 async def test_the_compare_difference_reads_whole_at_80_columns() -> None:

@@ -329,15 +329,28 @@ def add_scenario_options(parser: argparse.ArgumentParser, *, positional: bool = 
     )
 
 
-def load_from_args(args: argparse.Namespace, scenario: str | None = None) -> Scenario | None:
-    """The scenario the options name, or None after printing the error to stderr."""
+def load_from_args(
+    args: argparse.Namespace, scenario: str | None = None, *, warn: bool = True
+) -> Scenario | None:
+    """The scenario the options name, or None after printing the error to stderr; with
+    ``warn``, its durations without a unit are warned of (``warn_of_units``)."""
     try:
-        return load_scenario(
+        scn = load_scenario(
             scenario or args.scenario, profile=args.profile, seed=args.seed, dt=args.dt
         )
     except ScenarioError as exc:
         print(f"fabtop: {exc}", file=sys.stderr)
         return None
+    if warn:
+        warn_of_units(scn)
+    return scn
+
+
+def warn_of_units(scn: Scenario) -> None:
+    """Say on stderr, before anything runs (even with --quiet: every figure may hang on
+    it), each duration the scenario file writes without a unit, read as seconds."""
+    for note in scn.unit_notes:
+        print(f"fabtop: warning: {scn.source}: {note}", file=sys.stderr)
 
 
 def build_fabric(

@@ -8,13 +8,13 @@ import math
 import sys
 from typing import Any
 
-from console.cli._common import duration, seed_number, whole_ticks_note
+from console.cli._common import duration, seed_number, warn_of_units, whole_ticks_note
 from console.cli.output import file_path, refuse_bad_outputs, write_output
 from console.cli.progress import ProgressBar
 from console.cli.run import fault_line, refused_warning
 from fabric_core.net.profiles import PROFILES
 from fabric_core.reports.compare import DEFAULT_PROFILES, compare_scenario, latency_by_size
-from fabric_core.runtime.scenario import ScenarioError
+from fabric_core.runtime.scenario import ScenarioError, load_scenario
 from fabric_core.units import format_bytes, format_duration, format_rate
 
 
@@ -93,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         bar.update(done, total)
 
     try:
+        # (the durations without a unit, said before the runs: both read the same file)
+        warn_of_units(load_scenario(args.scenario, profile=args.profiles[0], seed=args.seed))
         result = compare_scenario(
             args.scenario, args.duration, profiles=args.profiles, seed=args.seed, progress=progress
         )

@@ -33,6 +33,7 @@ from fabric_core.reports.run import run_for
 from fabric_core.runtime.engine import RunEndedError
 from fabric_core.runtime.fabric import SOLVERS
 from fabric_core.units import format_bytes, format_duration, format_rate
+from fabric_core.workloads import RETRYING_KINDS
 
 
 def register(sub: Any) -> None:
@@ -282,6 +283,12 @@ def refused_warning(report: dict[str, Any]) -> str | None:
     )
 
 
+#: What the summary says became of a workload's refused flows: a closed loop's senders
+#: (``RETRYING_KINDS``) took the slots back; whatever else waited for them waits still
+TRIED_AGAIN = "its senders took the slots back and tried again the next tick (each try counted)"
+WAITS_FOR_EVER = "what waits for them (an all-to-all round, a MoE phase) waits for ever"
+
+
 def refused_lines(report: dict[str, Any]) -> list[str]:
     """The summary's lines of the flows the admission limits refused: the warning
     (``refused_warning``), then whose they were, each workload's and the faults'."""
@@ -291,6 +298,8 @@ def refused_lines(report: dict[str, Any]) -> list[str]:
     adm = report["admission"]
     lines = [f"warning: {warning}"]
     workloads = report.get("workloads", {})
+    # (a multi-plane fabric's workloads do not hear of the parts its planes refuse)
+    heard = "planes" not in report.get("run", {})
     named, named_bytes = 0, 0.0
     for name, w in adm["workloads"].items():
         named += w["refused_flows"]
@@ -299,8 +308,8 @@ def refused_lines(report: dict[str, Any]) -> list[str]:
         lines.append(
             f"  workload {name} ({kind}): {count_of(w['refused_flows'], 'flow')} "
             f"({format_bytes(w['refused_bytes'])}), past the fabric-wide cap of "
-            f"{adm['max_flows_in_flight']:,} flows in flight; what waits for them (an "
-            "all-to-all round, a MoE phase, a bulk sender's slot) waits for ever"
+            f"{adm['max_flows_in_flight']:,} flows in flight; "
+            + (TRIED_AGAIN if heard and kind in RETRYING_KINDS else WAITS_FOR_EVER)
         )
     if adm["refused_flows"] > named:  # (the rest are an incast fault's)
         lines.append(

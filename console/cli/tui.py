@@ -188,7 +188,7 @@ def run_console(args: argparse.Namespace) -> int:
         return 2
     if args.compare:
         other_args = argparse.Namespace(**{**vars(args), "profile": args.compare})
-        other_scn = load_from_args(other_args, args.scenario)
+        other_scn = load_from_args(other_args, args.scenario, warn=False)  # (said once)
         if other_scn is None:
             return 2
         scenarios.append((other_scn, args.compare))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -29,6 +30,7 @@ from console.compiling import compiling_note
 from console.fmt import fmt_bitrate, fmt_bytes, fmt_rate, fmt_seconds, fmt_speed, kpi_text
 from console.latency import ClassLatency
 from console.linkview import stalled_word
+from console.pausing import PauseRecord
 from console.readonly import hidden_if_read_only, refuse_if_read_only
 from console.screens.confirm import ConfirmScreen
 from console.screens.fault_form import FaultFormScreen
@@ -258,11 +260,9 @@ def _add_timeline_columns(table: Table, state: str, widths: list[int] | None = N
 
 def natural_width(table: Table) -> int:
     """The cells ``table`` (made by ``_faults_grid``) takes to show every cell whole."""
-    widths = [
-        max(cell_len(str(cell)) for cell in (column.header, *column.cells))
-        for column in table.columns
-    ]
-    return sum(widths) + 2 * (len(widths) - 1)
+    columns = table.columns
+    rows = list(zip(*(list(column.cells) for column in columns), strict=True))
+    return cells_width([str(column.header) for column in columns], rows)
 
 
 def faults_table(left: FabricView, right: FabricView, width: int = 0) -> tuple[RenderableType, int]:
@@ -408,33 +408,54 @@ def difference_table(left: FabricView, right: FabricView, width: int = 0) -> Tab
     the wider of two layouts that fits ``width`` (0: the wider): a row per class, a
     column per quantile and side ("p50 native-400g"); a row per quantile under its class,
     a column per side. At 80 columns the first cut its headings ("native-40…") and
-    wrapped "none done" onto two lines."""
+    wrapped "none done" onto two lines.
+
+    The layout is chosen from the cells' widths, and only its table is filled: the
+    narrow one was filled after a wide one made only to be measured, every refresh."""
     a, b = left.snapshot, right.snapshot
     name_a = a.profile if a is not None else "left"
     name_b = b.profile if b is not None else "right"
     rows = _difference_rows(left, right)
-    wide = _faults_grid(expand=True)
-    wide.add_column("now", no_wrap=True)
+    headings = ["now"]
     for q in ("p50", "p99"):
-        wide.add_column(f"{q} {name_a}", justify="right", no_wrap=True)
-        wide.add_column(f"{q} {name_b}", justify="right", no_wrap=True)
-        wide.add_column("ratio", justify="right", no_wrap=True)
-    for name, p50, p99 in rows:
-        wide.add_row(name, *p50, *p99)
-    if width <= 0 or natural_width(wide) <= width:
-        return wide
-    narrow = _faults_grid()
-    narrow.add_column("now", no_wrap=True)
-    narrow.add_column("", no_wrap=True)  # the quantile
-    for heading in (name_a, name_b, "ratio"):
-        narrow.add_column(heading, justify="right", no_wrap=True)
+        headings += [f"{q} {name_a}", f"{q} {name_b}", "ratio"]
+    wide_rows = [(name, *p50, *p99) for name, p50, p99 in rows]
+    if width <= 0 or cells_width(headings, wide_rows) <= width:
+        return _grid(headings, wide_rows, labels=1, expand=True)
+    narrow_rows: list[tuple[RenderableType, ...]] = []
     for name, p50, p99 in rows:
         if name != "throughput":
-            narrow.add_row(name, "p50", *p50)
-            narrow.add_row("", "p99", *p99)
+            narrow_rows += [(name, "p50", *p50), ("", "p99", *p99)]
         else:
-            narrow.add_row(name, "", *p99)
-    return narrow
+            narrow_rows.append((name, "", *p99))
+    return _grid(["now", "", name_a, name_b, "ratio"], narrow_rows, labels=2)
+
+
+def cells_width(headings: Sequence[str], rows: Sequence[Sequence[RenderableType]]) -> int:
+    """What ``natural_width`` says of a ``_faults_grid`` of these headings and rows,
+    without making it."""
+    widths = [cell_len(h) for h in headings]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], cell_len(str(cell)))
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def _grid(
+    headings: Sequence[str],
+    rows: Sequence[Sequence[RenderableType]],
+    *,
+    labels: int,
+    expand: bool = False,
+) -> Table:
+    """A ``_faults_grid`` of ``rows`` under ``headings``: its first ``labels`` columns
+    left-aligned (the class, the quantile), the figures right-aligned, none wrapped."""
+    table = _faults_grid(expand=expand)
+    for i, heading in enumerate(headings):
+        table.add_column(heading, justify="left" if i < labels else "right", no_wrap=True)
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 #: Least wall time between two measures of a panel whose rows only changed length.
@@ -521,14 +542,18 @@ class CompareScreen(Screen[None]):
     def __init__(
         self,
         sources: tuple[FabricSource, FabricSource],
+        pauses: PauseRecord,
         *,
         views: tuple[FabricView, FabricView] | None = None,
         read_only: bool = False,
         render_interval_s: float = 0.25,
     ) -> None:
-        """``views`` lets the app keep each side's history (latency window) between visits."""
+        """``pauses`` is the app's record of which engines are paused (the one every
+        footer's p reads); ``views`` lets the app keep each side's history (latency
+        window) between visits."""
         super().__init__()
         self.sources = sources
+        self.pauses = pauses
         self.views = views or (FabricView(), FabricView())
         self.speed_steps = SpeedSteps()  # what + and - ask for, on both
         self.measured = SharedWindow()  # both sides' speeds over one window
@@ -538,16 +563,14 @@ class CompareScreen(Screen[None]):
         self._compile_notes: list[str | None] = [None, None]  # what each side compiled
         self._heights: dict[str, _Sized] = {}  # by panel id: what it was sized for
         self._speed_lines = 1  # the speed line's lines as last shown
-        #: whether the fabrics are paused, as the left one's snapshot last said
-        self.paused = False
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A read-only console has no keys that change the emulation; ``p`` reads "Resume
-        both" while the fabrics are paused, "Pause both" otherwise."""
+        both" while either fabric is paused, "Pause both" otherwise."""
         if hidden_if_read_only(action, self.read_only):
             return False
         if action == "toggle_pause":
-            return bool(parameters) == self.paused
+            return bool(parameters) == self.pauses.paused(*self.sources)
         return True
 
     def compose(self) -> ComposeResult:
@@ -592,10 +615,8 @@ class CompareScreen(Screen[None]):
                 self._compile_notes[k] = note
                 changed = True
         self.measured.read([view.snapshot for view in self.views])
-        first = self.views[0].snapshot
-        if first is not None and first.running == self.paused:  # the footer's p changes
-            self.paused = not first.running
-            self.refresh_bindings()
+        for view, source in zip(self.views, self.sources, strict=True):
+            self.pauses.read(source, view.snapshot)  # (the footer's p follows)
         if changed:
             # both sides at once: a row's height depends on the other side's value too
             panels = (self.query_one("#left", Static), self.query_one("#right", Static))
@@ -643,6 +664,8 @@ class CompareScreen(Screen[None]):
         simulated time (``console.source.submit_together``); other sources each at their
         next boundary."""
         results = await submit_together(self.sources, command)
+        for src, result in zip(self.sources, results, strict=True):
+            self.pauses.sent(src, command, result)
         for src, result in zip(self.sources, results, strict=True):
             if not result.ok:
                 return CommandResult(
@@ -696,9 +719,9 @@ class CompareScreen(Screen[None]):
         )
 
     def action_toggle_pause(self, _resume: bool = False) -> None:
-        """Pause or resume both fabrics together, as the left one's latest snapshot says;
-        the parameter only tells the footer's two keys apart."""
+        """Pause or resume both fabrics together, as the footer says: resume both while
+        either is paused (``pauses``); the parameter only tells the footer's two keys
+        apart."""
         if refuse_if_read_only(self, self.read_only, "pause/resume"):
             return
-        snap = self.sources[0].latest()
-        self._send(Pause() if snap is None or snap.running else Resume())
+        self._send(Resume() if self.pauses.paused(*self.sources) else Pause())

@@ -215,13 +215,10 @@ class PlanedFabric:
 
     def admission_notes(self) -> list[str]:
         """Why some workloads cannot run whole (as ``Fabric.admission_notes``: each plane
-        has the cap, and a message is a flow on each plane it is sprayed over)."""
-        return [
-            note
-            for _, note in admission_notes(
-                self.workloads, self.faults.admission.limits.fabric_flows
-            )
-        ]
+        has the cap, and a message is a flow on each plane it is sprayed over; a part a
+        plane refused is not handed back to its workload, which waits for it for ever)."""
+        cap = self.faults.admission.limits.fabric_flows
+        return [note for _, note in admission_notes(self.workloads, cap, refusals_heard=False)]
 
     def warn_of_tick(self) -> None:
         """Say ``tick_notes`` in the event log (as ``Fabric.warn_of_tick``)."""

@@ -120,7 +120,9 @@ def admission_of(fabric: Fabric | PlanedFabric) -> dict[str, Any]:
     lets in (``Fabric.admission_notes``: said before the run, too).
 
     A refused flow is not queued or retried: it never completes, so a workload that waits
-    for it (an all-to-all round, a MoE phase) waits for ever (docs/MQTT.md, "Limits")."""
+    for it (an all-to-all round, a MoE phase) waits for ever, but a closed loop's sender
+    (``bulk``, ``pairs``) takes its slot back and tries again with a new flow, counted
+    again if refused again (docs/MQTT.md, "Limits")."""
     adm = fabric.faults.admission
     by_name = adm.refused_by_workload
     return {

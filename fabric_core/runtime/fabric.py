@@ -53,7 +53,7 @@ from fabric_core.runtime.snapshot import (
     frozen,
     workload_views,
 )
-from fabric_core.tick.flows import RESEND_EPS_S, FlowTable, NewFlows
+from fabric_core.tick.flows import RESEND_EPS_S, FlowRequests, FlowTable, NewFlows
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.tick.ibcc import IbCongestionControl
 from fabric_core.tick.lazy import LazyModule
@@ -403,13 +403,16 @@ class Fabric:
             return
         # the fabric-wide cap on flows in flight (fabric_core.faults.admission): the rest
         # refused, a workload's counted under its name (a fault's flows have workload < 0)
+        # and handed back to it, since they will never complete
+        wl = self.workloads[workload] if workload >= 0 else None
         keep = self.faults.admission.fabric_admit(
-            size,
-            self.flows.n_parents,
-            self.emit,
-            workload=self.workloads[workload].name if workload >= 0 else None,
+            size, self.flows.n_parents, self.emit, workload=None if wl is None else wl.name
         )
         if keep < n:
+            if wl is not None:
+                wl.on_refused(
+                    FlowRequests(src[keep:], dst[keep:], size[keep:], tag[keep:], ready_s[keep:])
+                )
             if keep == 0:
                 return
             src, dst, size, tag, ready_s = (

@@ -30,6 +30,7 @@ from fabric_core.net.topology import (
     leaf_spine,
     with_scaleup,
 )
+from fabric_core.runtime.unitless import unitless_notes
 from fabric_core.textfile import TextFileError, plain_text, read_text, text_sha256
 from fabric_core.units import parse_duration
 from fabric_core.workloads import Workload, build_workload
@@ -135,6 +136,8 @@ class Scenario:
     topology_file: TopologySpec | None = None  # kind = "file": the parsed file
     # the files read to load it, so that a record can say which changed since its run
     inputs: list[InputFile] = field(default_factory=list)
+    #: a warning for each duration the file writes without a unit (``runtime.unitless``)
+    unit_notes: list[str] = field(default_factory=list)
 
     def build_topology(self) -> Topology:
         """The topology this scenario describes, its ``[links]`` settings applied.
@@ -579,6 +582,7 @@ def _parse(
         links=parse_links(data.get("links", {})),
         topology_file=spec,
         inputs=[] if spec is None else [InputFile("topology", spec.source, spec.sha256)],
+        unit_notes=unitless_notes(data, file_dt=dt is None),
     )
     if scn.links or spec is not None:
         scn.build_topology()  # link names, classes and up*/down* are checked at load

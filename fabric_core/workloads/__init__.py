@@ -22,7 +22,20 @@ from fabric_core.workloads.fields import (
 )
 from fabric_core.workloads.traffic import AllToAll, Bulk, Incast, Pairs, Rpc, Scripted
 
-__all__ = ["WORKLOAD_KINDS", "Completions", "FlowRequests", "Workload", "build_workload"]
+__all__ = [
+    "RETRYING_KINDS",
+    "WORKLOAD_KINDS",
+    "Completions",
+    "FlowRequests",
+    "Workload",
+    "build_workload",
+]
+
+#: The kinds whose senders take a refused flow's slot back and try again
+#: (``Workload.retries_refused``), for a report's reader, who has the kind's name
+RETRYING_KINDS = frozenset(
+    c.kind for c in (AllToAll, Bulk, Incast, Pairs, Rpc, Scripted) if c.retries_refused
+)
 
 
 def _bulk(name: str, cls: str, t: Mapping[str, Any]) -> Workload:

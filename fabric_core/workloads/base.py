@@ -5,7 +5,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -44,6 +44,9 @@ class Workload:
     kind: str = "workload"
     running: bool = True
     histograms: dict[str, Histogram] = field(default_factory=dict)
+    #: whether ``on_refused`` gives a refused flow's slot back, so that its sender tries
+    #: again (a closed loop's); if not, what waits for the flow waits for ever
+    retries_refused: ClassVar[bool] = False
 
     def bind(
         self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
@@ -80,6 +83,14 @@ class Workload:
 
     def on_complete(self, done: Completions, now_s: float) -> None:
         """Flows of this workload that completed."""
+
+    def on_refused(self, refused: FlowRequests) -> None:
+        """Flows of this workload (of its last ``generate``) that the fabric-wide cap
+        refused at admission (``faults.admission``): they never run, so never complete.
+        The base forgets them (what waits for them, an all-to-all round, waits for ever);
+        a closed loop gives their slots back, to try again (``retries_refused``). The
+        busy ticks' kernel has no twin of it: it leaves a tick that could pass the cap to
+        Python."""
 
     def kpis(self, now_s: float) -> Mapping[str, float]:
         """Key figures in base units for the snapshot."""
@@ -129,22 +140,35 @@ def tick_notes(workloads: Sequence[Workload], dt_s: float) -> list[tuple[str, st
     return [(wl.name, note) for wl in workloads if (note := wl.tick_note(dt_s))]
 
 
-def admission_notes(workloads: Sequence[Workload], fabric_flows: int) -> list[tuple[str, str]]:
+#: What becomes of a workload's flows past the fabric-wide cap (``admission_notes``)
+_NEVER_RUN = (
+    "refused, not queued or retried, so they never run and what waits for them waits for ever"
+)
+_TRIED_AGAIN = (
+    "refused (each try counted) and its senders try again each tick, the room going to the "
+    "flows asked for first, in sender order"
+)
+
+
+def admission_notes(
+    workloads: Sequence[Workload], fabric_flows: int, *, refusals_heard: bool = True
+) -> list[tuple[str, str]]:
     """(workload, note) for each workload whose own parameters put more flows in flight
     at once (``Workload.flows_at_once``) than the fabric-wide cap of ``fabric_flows``
-    (``faults.admission``) lets in: the rest are refused and never run, so it cannot run
-    as its scenario asks."""
+    (``faults.admission``) lets in: the rest are refused, so it cannot run as its
+    scenario asks. ``refusals_heard``: whether the workloads hear of their refused flows
+    (``on_refused``; a multi-plane fabric's do not)."""
     notes = []
     for wl in workloads:
         at_once = wl.flows_at_once()
         if at_once is not None and at_once[0] > fabric_flows:
+            fate = _TRIED_AGAIN if wl.retries_refused and refusals_heard else _NEVER_RUN
             notes.append(
                 (
                     wl.name,
                     f"workload {wl.name!r} {at_once[1]}, more than the fabric-wide cap of "
-                    f"{fabric_flows:,} flows in flight: past it new flows are refused, not "
-                    "queued or retried, so they never run and what waits for them waits for "
-                    'ever (docs/MQTT.md, "Limits")',
+                    f"{fabric_flows:,} flows in flight: past it new flows are {fate} "
+                    '(docs/MQTT.md, "Limits")',
                 )
             )
     return notes

@@ -48,6 +48,13 @@ def size(
     return value
 
 
+#: The workload keys that are durations (each read with ``duration`` by its kind's builder;
+#: tests/test_bare_durations.py holds the two together)
+DURATION_KEYS = frozenset(
+    {"start", "period", "until", "compute", "first_decode", "expert_compute", "attention_compute"}
+)
+
+
 def duration(
     t: Mapping[str, Any], key: str, default: str | None = None, *, allow_zero: bool = False
 ) -> float:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -82,6 +82,7 @@ class Bulk(Workload):
     #: whether a sender may have fewer than ``outstanding`` flows in flight: after a
     #: ``generate`` none has until flows complete (no pass over the senders meanwhile)
     _owed: bool = True
+    retries_refused: ClassVar[bool] = True
 
     def bind(
         self, gpus: NDArray[np.int32], storage: NDArray[np.int32], rng: np.random.Generator
@@ -135,6 +136,12 @@ class Bulk(Workload):
         """Take back what ``busy_ticks`` left: the kernel generated and completed this
         workload's flows as ``generate`` and ``on_complete`` do."""
         self._owed, self._seq, self.delivered_bytes = owed, seq, delivered_bytes
+
+    def on_refused(self, refused: FlowRequests) -> None:
+        # the slots are free again: the senders try again the next tick (a refusal is
+        # counted each time, as a new flow's)
+        traffic_kernels.count_finished(self.in_flight, refused.src)
+        self._owed = True
 
     def on_complete(self, done: Completions, now_s: float) -> None:
         traffic_kernels.count_finished(self.in_flight, done.src)
@@ -441,6 +448,11 @@ class Scripted(Workload):
         return {"flows_finished": float(len(self.finished))}
 
 
+#: A pairs workload's tag: the flow's number above these bits, its pair's index in them
+_PAIR_BITS = 20
+_PAIR_MASK = (1 << _PAIR_BITS) - 1
+
+
 @dataclass
 class Pairs(Workload):
     """Closed-loop flows between named endpoint pairs: each pair keeps ``outstanding``
@@ -457,6 +469,7 @@ class Pairs(Workload):
     in_flight: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     delivered_bytes: float = 0.0
     _seq: int = 0
+    retries_refused: ClassVar[bool] = True
 
     def attach(self, fabric: WorkloadHost) -> None:
         super().attach(fabric)
@@ -479,8 +492,8 @@ class Pairs(Workload):
         if pair.size == 0:
             return FlowRequests.empty()
         self.in_flight += deficit
-        # the tag carries the pair so completions find their pair
-        tag = (np.arange(self._seq, self._seq + pair.size) << 20) | pair
+        # the tag carries the pair so completions (and refusals) find their pair
+        tag = (np.arange(self._seq, self._seq + pair.size) << _PAIR_BITS) | pair
         self._seq += pair.size
         return _requests(self.src[pair], self.dst[pair], self.size_bytes, tag, now_s)
 
@@ -499,8 +512,12 @@ class Pairs(Workload):
         # every pair topped up: nothing starts until a completion
         return now_s if (self.in_flight < self.outstanding).any() else float("inf")
 
+    def on_refused(self, refused: FlowRequests) -> None:
+        # the slots are free again: the pairs try again the next tick (``quiet_until``)
+        np.subtract.at(self.in_flight, refused.tag & _PAIR_MASK, 1)
+
     def on_complete(self, done: Completions, now_s: float) -> None:
-        np.subtract.at(self.in_flight, done.tag & ((1 << 20) - 1), 1)
+        np.subtract.at(self.in_flight, done.tag & _PAIR_MASK, 1)
         self.delivered_bytes += float(done.size_bytes.sum())
         self.histogram("fct_seconds").observe_many(done.latency_s)
 
