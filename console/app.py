@@ -8,6 +8,7 @@ view is frozen, and redraws in one batch. Widgets and screens live in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, on, work
@@ -68,6 +69,8 @@ RENDER_INTERVAL_S = 0.25
 SHORT_ROWS = 36
 #: When the terminal loses focus, redraw only every this many timer ticks.
 UNFOCUSED_EVERY = 8
+#: Seconds a scenario's warning stays on screen as the console opens (long enough to read)
+WARNING_S = 30.0
 
 
 class FabtopApp(App[None]):
@@ -116,9 +119,12 @@ class FabtopApp(App[None]):
         compare_sources: tuple[FabricSource, FabricSource] | None = None,
         render_interval_s: float = RENDER_INTERVAL_S,
         table_rows: int = 50,
+        warnings: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.source = source
+        #: the scenario's warnings, shown as the screen opens (``console_warnings``)
+        self.warnings = tuple(warnings)
         self.read_only = read_only
         self.speed_steps = SpeedSteps()  # what + and - ask for
         self.metrics_address = metrics_address
@@ -188,6 +194,10 @@ class FabtopApp(App[None]):
         self.set_interval(self.render_interval_s, self._on_timer)
         self.links_table.focus()
         self.refresh_view(force=True)
+        for note in self.warnings:  # (said on stderr too, before the screen hid it)
+            self.notify(
+                note, title="scenario warning", severity="warning", timeout=WARNING_S, markup=False
+            )
 
     def _start_engines(self) -> None:
         """Run every embedded engine (main and compare) as a worker of this app."""

@@ -3,7 +3,10 @@ line goes on two, so no target is cut (``console.widgets.event_log_view``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from console.app import FabtopApp
+from console.cli._common import console_warnings
 from console.stepped import SteppedSource
 from console.widgets.event_log_view import TWO_LINES_BELOW
 from fabric_core.commands import InjectFault
@@ -58,3 +61,48 @@ async def test_a_narrow_panels_second_line_gives_the_message_room() -> None:
         (event,) = [e for e in app.source.latest().events if e.kind == "fault_detected"]  # type: ignore[union-attr]
         shown = second.removeprefix(f"  {LINK}  ").rstrip("…")
         assert len(shown) >= 5 and event.message.startswith(shown)
+
+
+def _scenario_file(tmp_path: Path, workload: str, fault: str = "") -> str:
+    path = tmp_path / "lab.toml"
+    path.write_text(
+        'name = "lab"\nprofile = "native-400g"\nseed = 1\ndt = "1us"\n'
+        '[topology]\nkind = "leaf-spine"\nleaves = 2\nspines = 2\ngpus_per_leaf = 8\n'
+        f'[[workload]]\nname = "bg"\nkind = "bulk"\nsize = "64KiB"\n{workload}\n{fault}'
+    )
+    return str(path)
+
+
+async def test_the_scenarios_warnings_are_on_screen_as_the_console_opens(
+    tmp_path: Path,
+) -> None:
+    """They go to stderr before the screen opens, which hides them until the operator
+    quits: a duration without a unit (a fault of 5 s meant as 5 ms) is shown on the screen
+    too."""
+    path = _scenario_file(
+        tmp_path,
+        "",
+        '[[fault]]\nkind = "link_down"\ntarget = "leaf00->spine00"\nat = "10us"\nduration = 5\n',
+    )
+    scn = load_scenario(path)
+    warnings = console_warnings(scn)
+    assert warnings == [
+        f"{path}: fault[0].duration = 5 has no unit, so it is 5 s (a duration without a unit "
+        'is seconds): write the unit, duration = "5s" if that is meant, or "5ms", "5us"',
+    ]
+    fabric = Fabric.from_scenario(scn)
+    app = FabtopApp(SteppedSource(fabric), render_interval_s=0.05, warnings=warnings)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot, lambda: len(app._notifications) == 1)
+        (shown,) = app._notifications
+        assert (shown.title, shown.message, shown.severity) == (
+            "scenario warning",
+            warnings[0],
+            "warning",
+        )
+        assert shown.timeout >= 30  # (time to read it)
+
+
+def test_a_scenario_without_warnings_shows_none(tmp_path: Path) -> None:
+    assert console_warnings(load_scenario(_scenario_file(tmp_path, ""))) == []
+    assert console_warnings(load_scenario("default")) == []

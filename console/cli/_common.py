@@ -353,6 +353,14 @@ def warn_of_units(scn: Scenario) -> None:
         print(f"fabtop: warning: {scn.source}: {note}", file=sys.stderr)
 
 
+def console_warnings(scn: Scenario) -> list[str]:
+    """What the console shows on its screen as it opens of what ``warn_of_units`` said on
+    stderr before it, which its operator would see only after quitting: each duration the
+    scenario file writes without a unit. (The flows the fabric-wide cap refuses are said
+    in the event log as they are refused.)"""
+    return [f"{scn.source}: {note}" for note in scn.unit_notes]
+
+
 def build_fabric(
     scn: Scenario, solver: Solver = "compiled", planes: PlaneOptions | None = None
 ) -> Fabric | PlanedFabric | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from console.cli._common import (
@@ -14,6 +14,7 @@ from console.cli._common import (
     add_metrics_options,
     add_planes_options,
     build_fabric,
+    console_warnings,
     load_from_args,
     metrics_bind_error,
     planes_from_args,
@@ -233,7 +234,13 @@ def _console_in_processes(
         compare = (src, others[0]) if others else None
         # the exporter reads on its own: fresh even while the view is frozen
         exporter.feed(src.latest_fresh, lambda: src.health)
-        return _run_app(args, src, compare, exporter.address)
+        return _run_app(
+            args,
+            src,
+            compare,
+            exporter.address,
+            console_warnings(scenarios[0][0]),
+        )
     finally:
         group.close()
 
@@ -277,7 +284,13 @@ def _run_engines_in_process(
         Engine.lockstep(*engines)  # both sides at the same simulated time
         compare = (source, EngineSource(engines[1], f"embedded {scenarios[1][1]}"))
     exporter.feed(lambda: engine.bus.latest, lambda: engine.health)
-    return _run_app(args, source, compare, exporter.address)
+    return _run_app(
+        args,
+        source,
+        compare,
+        exporter.address,
+        console_warnings(scenarios[0][0]),
+    )
 
 
 def _run_app(
@@ -285,12 +298,18 @@ def _run_app(
     source: FabricSource,
     compare: tuple[FabricSource, FabricSource] | None,
     metrics_address: str | None,
+    warnings: Sequence[str],
 ) -> int:
-    """Run the app until it quits (the header shows ``metrics_address``: None, off)."""
+    """Run the app until it quits (the header shows ``metrics_address``: None, off; it
+    shows ``warnings`` of the scenario as it opens)."""
     from console.app import FabtopApp
 
     app = FabtopApp(
-        source, read_only=args.read_only, metrics_address=metrics_address, compare_sources=compare
+        source,
+        read_only=args.read_only,
+        metrics_address=metrics_address,
+        compare_sources=compare,
+        warnings=warnings,
     )
     app.run()
     # Textual prints the traceback of an exception that ended the app and sets 1 here:
