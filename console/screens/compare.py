@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -258,41 +258,34 @@ def _add_timeline_columns(table: Table, state: str, widths: list[int] | None = N
         table.add_column(heading, justify="left" if i == 0 else "right", no_wrap=True, width=width)
 
 
-def natural_width(table: Table) -> int:
-    """The cells ``table`` (made by ``_faults_grid``) takes to show every cell whole."""
-    columns = table.columns
-    rows = list(zip(*(list(column.cells) for column in columns), strict=True))
-    return cells_width([str(column.header) for column in columns], rows)
-
-
 def faults_table(left: FabricView, right: FabricView, width: int = 0) -> tuple[RenderableType, int]:
     """Every fault of either side with both sides' timelines in full (state, then detected
     / rerouted / recovered relative to the injection), and its number of lines, in the
     widest of three layouts that fits ``width`` (0: the widest): a row per fault, the
     sides next to each other; a row per side, the fault named on the first; the fault on
     a line of its own and a row per side below it. Nothing is cut where a layout fits
-    (at 80 and 100 columns the sides' eight times did not fit one row)."""
+    (at 80 and 100 columns the sides' eight times did not fit one row).
+
+    The layout is chosen from the cells' widths, and only its tables are filled: the
+    narrower ones were filled after the wider ones, made only to be measured, every
+    refresh."""
     faults = fault_timelines(left, right)
     if not faults:
         return Text("no faults: i injects one on both fabrics", style="dim"), 1
     names = [v.snapshot.profile if v.snapshot is not None else "—" for v in (left, right)]
-    wide = _faults_grid(expand=True)
-    wide.add_column("fault", no_wrap=True)
+    headings = ["fault"]
     for name in names:
-        _add_timeline_columns(wide, f"{name}: state")
+        headings += [f"{name}: state", *TIMELINE]
+    wide_rows = [(fault, *a, *b) for fault, a, b in faults]
+    if width <= 0 or cells_width(headings, wide_rows) <= width:
+        states = {1, 2 + len(TIMELINE)}  # (left-aligned, as the fault is)
+        return _grid(headings, wide_rows, left={0, *states}, expand=True), 1 + len(faults)
+    headings = ["fault", "fabric", "state", *TIMELINE]
+    per_side_rows: list[tuple[RenderableType, ...]] = []
     for fault, a, b in faults:
-        wide.add_row(fault, *a, *b)
-    if width <= 0 or natural_width(wide) <= width:
-        return wide, 1 + len(faults)
-    per_side = _faults_grid()
-    per_side.add_column("fault", no_wrap=True)
-    per_side.add_column("fabric", no_wrap=True)
-    _add_timeline_columns(per_side, "state")
-    for fault, a, b in faults:
-        per_side.add_row(fault, names[0], *a)
-        per_side.add_row("", names[1], *b)
-    if natural_width(per_side) <= width:
-        return per_side, 1 + 2 * len(faults)
+        per_side_rows += [(fault, names[0], *a), ("", names[1], *b)]
+    if cells_width(headings, per_side_rows) <= width:
+        return _grid(headings, per_side_rows, left={0, 1, 2}), 1 + 2 * len(faults)
     # stacked: a table per fault, all with the same column widths so that they line up
     headings = ["fabric", "state", *TIMELINE]
     rows: list[list[str | Text]] = []
@@ -421,19 +414,19 @@ def difference_table(left: FabricView, right: FabricView, width: int = 0) -> Tab
         headings += [f"{q} {name_a}", f"{q} {name_b}", "ratio"]
     wide_rows = [(name, *p50, *p99) for name, p50, p99 in rows]
     if width <= 0 or cells_width(headings, wide_rows) <= width:
-        return _grid(headings, wide_rows, labels=1, expand=True)
+        return _grid(headings, wide_rows, left={0}, expand=True)
     narrow_rows: list[tuple[RenderableType, ...]] = []
     for name, p50, p99 in rows:
         if name != "throughput":
             narrow_rows += [(name, "p50", *p50), ("", "p99", *p99)]
         else:
             narrow_rows.append((name, "", *p99))
-    return _grid(["now", "", name_a, name_b, "ratio"], narrow_rows, labels=2)
+    return _grid(["now", "", name_a, name_b, "ratio"], narrow_rows, left={0, 1})
 
 
 def cells_width(headings: Sequence[str], rows: Sequence[Sequence[RenderableType]]) -> int:
-    """What ``natural_width`` says of a ``_faults_grid`` of these headings and rows,
-    without making it."""
+    """The cells a ``_faults_grid`` of these headings and rows takes to show every cell
+    whole, without making it."""
     widths = [cell_len(h) for h in headings]
     for row in rows:
         for i, cell in enumerate(row):
@@ -445,14 +438,15 @@ def _grid(
     headings: Sequence[str],
     rows: Sequence[Sequence[RenderableType]],
     *,
-    labels: int,
+    left: Collection[int],
     expand: bool = False,
 ) -> Table:
-    """A ``_faults_grid`` of ``rows`` under ``headings``: its first ``labels`` columns
-    left-aligned (the class, the quantile), the figures right-aligned, none wrapped."""
+    """A ``_faults_grid`` of ``rows`` under ``headings``: the columns ``left`` (labels: a
+    class, a quantile, a fault, a fabric, a state) left-aligned, the figures
+    right-aligned, none wrapped."""
     table = _faults_grid(expand=expand)
     for i, heading in enumerate(headings):
-        table.add_column(heading, justify="left" if i < labels else "right", no_wrap=True)
+        table.add_column(heading, justify="left" if i in left else "right", no_wrap=True)
     for row in rows:
         table.add_row(*row)
     return table
