@@ -203,7 +203,7 @@ def test_retransmitted_bytes_are_counted_when_the_sender_resends_them_not_when_l
 def test_the_waiting_flows_reach_the_scrape_the_telemetry_and_the_compare_view() -> None:
     """An operator sees how many flows wait for their ACK timeout: the Prometheus
     gauge, the MQTT totals a remote console decodes, and the compare view's line."""
-    from console.screens.compare import dropped_line
+    from console.screens.compare.sides import dropped_line
     from exporters.mqtt.decode import node_table, snapshot_from
     from exporters.mqtt.encode import encode_meta, encode_telemetry
     from exporters.mqtt.schema import encoder, meta_decoder, telemetry_decoder

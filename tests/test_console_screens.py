@@ -510,6 +510,46 @@ async def test_the_compare_differences_narrow_layout_fills_one_table_a_refresh(
         )
 
 
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+async def test_the_compare_timelines_fill_only_the_tables_they_show(
+    size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 80 and 100 columns each refresh filled the timelines' wide table (and at 80 the
+    row-per-side one too) only to measure it, then the layout that fits: every fault's
+    rows were built two or three times. Now only the tables shown are filled."""
+    from rich.console import Group
+    from rich.table import Table
+
+    left, right = source("native-400g"), source("roce-400g")
+    app = FabtopApp(left, compare_sources=(left, right), render_interval_s=60)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("c")
+        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await pilot.press("i", *"leaf00:spine01", "enter")
+        await settle(pilot, lambda: bool(right.latest().active_faults))  # type: ignore[union-attr]
+        for src in (left, right):
+            src.step(100)
+        filled: list[int] = []  # each table filled with a fault's or a fabric's row
+        add_row = Table.add_row
+
+        def counted(table: Table, *cells: Any, **kw: Any) -> None:
+            if table.columns and str(table.columns[0].header) in ("fault", "fabric"):
+                filled.append(id(table))
+            add_row(table, *cells, **kw)
+
+        monkeypatch.setattr(Table, "add_row", counted)
+        screen.refresh_sides(force=True)
+        monkeypatch.undo()
+        content = screen.query_one("#faults-both", Static).content
+        parts = content.renderables if isinstance(content, Group) else [content]
+        tables = {id(part) for part in parts if isinstance(part, Table)}
+        assert not (isinstance(parts[0], Table) and parts[0].expand)  # not the wide layout
+        assert filled and set(filled) <= tables  # (before: the wide one, measured, too)
+        assert len(filled) == 2  # one row per side of the one fault
+
+
 async def test_the_compare_difference_reads_whole_at_80_columns() -> None:
     """At 80 columns the difference cut its headings ("native-40…") and wrapped a stalled
     class's "none done" onto two lines: there it gives a row per quantile instead."""

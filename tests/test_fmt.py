@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from console.fmt import fmt_bitrate, fmt_bytes, fmt_seconds
-from console.screens.compare import ratio
+from console.screens.compare.difference import ratio
 
 
 @pytest.mark.parametrize(
@@ -86,7 +86,7 @@ def test_the_difference_table_says_stalled_instead_of_a_ratio() -> None:
     from rich.console import Console
 
     from console.latency import ClassLatency
-    from console.screens.compare import difference_table
+    from console.screens.compare.difference import difference_table
     from console.viewstate import FabricView
 
     left, right = FabricView(), FabricView()
@@ -104,7 +104,7 @@ def test_a_compare_value_breaks_between_its_items_not_inside_one() -> None:
     from rich.console import Console
     from rich.text import Text
 
-    from console.screens.compare import wrap_value
+    from console.screens.compare.sides import wrap_value
 
     console = Console(width=80)
 
