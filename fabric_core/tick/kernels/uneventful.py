@@ -185,7 +185,6 @@ def uneventful_ticks(
     swift_ai: float,
     swift_beta: float,
     swift_max_mdf: float,
-    max_hops: int,
 ) -> Any:
     """Run at most ``most`` ticks from ``now`` (tick number ``tick``), stopping before
     a tick whose start is within half a tick of ``horizon_s`` (the earliest time a
@@ -286,7 +285,7 @@ def uneventful_ticks(
                 since_alpha_s, since_dec_s, since_inc_s, stage, cwnd, mtu, kmin_s,
                 kmax_s, pmax, refresh_fraction, watchdog_s, watchdog_recovery_s,
                 dcqcn_params, cc_mode, swift_target_s, swift_ai, swift_beta,
-                swift_max_mdf, max_hops, now, dt,
+                swift_max_mdf, now, dt,
             )  # fmt: skip
             dropped += lost
             cnps += n_cnp
