@@ -263,7 +263,7 @@ def uneventful_ticks(
             backlog_table, rate_table, delivered_f, size, dt, link_rate, occ_pad,
             drain_pad, inflow_pad, m_stale_links, m_stale_bufs, track_load, active, path2d,
             backlog2d, hops, link_load_bytes, used_bufs, dq_open, dq_seen, dq_bytes, dq_s,
-            dq_avg, used_links, goodput, ber, mtu, tx_bytes, tx_packets, retransmitted,
+            dq_avg, used_links, goodput, ber, roce, mtu, tx_bytes, tx_packets, retransmitted,
             error_recovery, symbol_errors, heads, resend_bytes,
         )  # fmt: skip
         m_stale_links, m_stale_bufs = used_links, used_bufs
