@@ -1,13 +1,13 @@
 """The real survivors of the mutation runs of ``roce`` and ``step`` (issue 23), held to
 figures derived by hand.
 
-* ``roce``: the go-back-N drop-hop masks (``share > 0`` where a flow's first drop is
-  found). A drop of at most 1 B on an entry is a drop like any other: two queues each
-  overflowing by half a byte in the same tick; and the flow's first drop marks it as hit
-  (``dropped_flow > 0``) however small it is: a half-byte loss at a spine discards the
-  bytes queued past it; a queue whose sender the solver's bound stopped exactly at XOFF
-  (no reaction time) is paused; the deadlock watch of the numpy reference reports the
-  pfc-deadlock scenario's ring.
+* ``roce``: the go-back-N drop-hop masks (``share > 0`` where a flow's furthest drop, its
+  first byte lost, is found). A drop of at most 1 B on an entry is a drop like any
+  other: two queues each overflowing by half a byte in the same tick; and however small,
+  it takes back the bytes the flow sent after it, behind the full queue, and keeps those
+  past it; a queue whose sender the solver's bound stopped exactly at XOFF (no reaction
+  time) is paused; the deadlock watch of the numpy reference reports the pfc-deadlock
+  scenario's ring.
 * ``step``: the fallback of the credit factor when Newton has not converged (rare: no
   bundled scenario reaches it), here forced by allowing Newton no iteration; also for
   a buffer fed less than 1 B/s; and when inside a tick an entry finishes
@@ -104,17 +104,21 @@ def test_a_half_byte_overflow_on_two_queues_is_dropped_and_resent(solver: Solver
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
-def test_a_half_byte_drop_upstream_discards_the_bytes_queued_past_it(solver: Solver) -> None:
+def test_a_half_byte_drop_takes_back_what_the_flow_sent_after_it(solver: Solver) -> None:
     """One flow gpu0000 (leaf00) -> gpu0002 (leaf01) through spine00; gpu0002's NIC
     storms. The queues of the two spine-leaf cables (150 ns: reaction 1.3 us) overflow in
     turn by 0.5 B, the headroom being 0.5 B short of A x reaction (the GPU cables, 15 ns,
     leave their queues headroom to spare): first leaf01's queue of spine00 -> leaf01 (the
-    last hop: nothing past it), which then holds its whole buffer, paused; then the
-    spine's queue of leaf00 -> spine00 (hop 2). Go-back-N: the receiver discards what
-    follows that loss, so the bytes in leaf01's queue go too, and the sender resends both
-    half bytes and the buffer leaf01 held: the first half byte at once, the rest once the
-    storm is cleared and the NIC may send again. (A drop of at most 1 B per flow is a
-    drop: ``dropped_flow > 1`` would keep the bytes past it.)"""
+    last hop), then the spine's queue of leaf00 -> spine00 (hop 2). Go-back-N from the
+    first byte lost: what a queue admitted before its loss stays (leaf01's whole buffer,
+    sent before either loss, then the spine's); the half byte and what the flow sent
+    after it, the bytes behind the full queue, go back to the source. Each loss comes 5
+    us after the source (re)started at the payload rate A (XOFF = buffer - headroom at
+    XOFF / A, the sender stopped a reaction later: 5 A - buffer - SHORT behind the loss),
+    so the flow owes 5 A x 1 us - buffer each time, resent at once, the second once the
+    storm is cleared. (A drop of at most 1 B is a drop: ``share > 1`` for the flow's
+    furthest drop would take back nothing behind it; the code before session 47 kept
+    the bytes behind a loss and discarded those past it, leaf01's buffer.)"""
     topo = leaf_spine(STATIC_PFC, leaves=2, spines=1, gpus_per_leaf=2)
     links = topo.links.index
     up, down = int(links["leaf00->spine00"]), int(links["spine00->leaf01"])
@@ -128,26 +132,28 @@ def test_a_half_byte_drop_upstream_discards_the_bytes_queued_past_it(solver: Sol
     )
     fabric.apply(InjectFault(kind="pfc_storm", target="gpu0002"))
     V = fabric.n_vls
+    payload = prof.link_bandwidth_Bps * prof.mtu_bytes / (prof.mtu_bytes + prof.header_bytes)
+    owed_per_loss = 5 * payload * 1e-6 - STATIC_BUFFER
     discards = fabric.counters["discards_bytes_total"]
-    for _ in range(30):  # leaf01's drop at ~4 us, the spine's at ~9 us
-        fabric.step()
-        if discards[up] > 0:
-            break
-    assert discards[down] == pytest.approx(SHORT, rel=1e-6)
+    resent = fabric.counters["retransmitted_bytes_total"]
+    fabric.run_ticks(5)  # leaf01's loss in the fifth tick
+    slot = int(np.flatnonzero(fabric.flows.active)[0])
+    assert discards[down] == pytest.approx(SHORT, rel=1e-6) and discards[up] == 0.0
+    assert fabric.flows.resend_bytes[slot] == pytest.approx(owed_per_loss, rel=1e-9)
+    assert fabric.occupancy[down * V] == pytest.approx(STATIC_BUFFER, rel=1e-12)  # kept
+    assert fabric.occupancy[up * V] == 0.0 and fabric.occupancy[nic * V] == 0.0  # taken back
+    fabric.run_ticks(5)  # the source resends at once; the spine's loss in the tenth tick
+    assert resent[nic] == pytest.approx(owed_per_loss, rel=1e-9)
     assert discards[up] == pytest.approx(SHORT, rel=1e-6)
     assert fabric.dropped_bytes == pytest.approx(2 * SHORT, rel=1e-6)
-    resent = fabric.counters["retransmitted_bytes_total"]
-    slot = int(np.flatnonzero(fabric.flows.active)[0])
-    # the first loss's half byte went out again the tick after; the second loss's, and
-    # the buffer past it, wait at the NIC, paused
-    assert resent[nic] == pytest.approx(SHORT, rel=1e-9)
-    assert fabric.flows.resend_bytes[slot] == pytest.approx(SHORT + STATIC_BUFFER, rel=1e-9)
-    assert fabric.occupancy[down * V] == 0.0  # discarded: nothing past the loss is kept
+    assert fabric.flows.resend_bytes[slot] == pytest.approx(owed_per_loss, rel=1e-9)
+    # past the loss: leaf01's buffer, sent before it, is kept (paused by the storm)
+    assert fabric.occupancy[down * V] == pytest.approx(STATIC_BUFFER, rel=1e-12)
     assert fabric.occupancy[up * V] == pytest.approx(STATIC_BUFFER, rel=1e-12)
-    assert fabric.flows.backlog[3, slot] == 0.0
+    assert fabric.occupancy[nic * V] == 0.0
     fabric.apply(ClearFault(all=True))
     fabric.run_ticks(20)
-    assert resent[nic] == pytest.approx(2 * SHORT + STATIC_BUFFER, rel=1e-9)
+    assert resent[nic] == pytest.approx(2 * owed_per_loss, rel=1e-9)
     assert fabric.flows.resend_bytes[slot] == 0.0
 
 

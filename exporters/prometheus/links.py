@@ -48,7 +48,8 @@ PORT_COUNTERS: tuple[tuple[str, str, str, bool], ...] = (
     ),
     (
         "retransmitted_bytes_total",
-        "Bytes sent again, counted when sent (link-level retry or go-back-N).",
+        "Bytes sent again, counted when and where sent: the link's own retries (link-level "
+        "retry), a flow's resends on its first link (go-back-N from its source).",
         "retransmitted_bytes_total",
         False,
     ),

@@ -1115,6 +1115,7 @@ class Fabric:
             self.link_book,
             goodput,
             self.faults.ber,
+            self.roce is not None,  # RoCE goes back N from the source (``_goodput``)
             self.profile.mtu_bytes,
             dt,
         )

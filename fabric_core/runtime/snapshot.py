@@ -61,7 +61,8 @@ class LinkState:
     pause_frames_vl_total: NDArray[np.float64]
     pause_seconds_vl_total: NDArray[np.float64]
     discards_bytes_total: NDArray[np.float64]  # dropped (buffer overflow, link down)
-    # sent again, counted when sent: link-level retry or go-back-N
+    # sent again, counted when and where sent: link-level retry on the link, go-back-N
+    # on the flow's first link (its source resends)
     retransmitted_bytes_total: NDArray[np.float64]
     link_downed_total: NDArray[np.float64]
     link_error_recovery_total: NDArray[np.float64]

@@ -31,7 +31,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.net.profiles import Profile
-from fabric_core.net.routing import MAX_HOPS
 from fabric_core.tick.flows import FlowTable
 from fabric_core.tick.kernels import groups
 from fabric_core.tick.lazy import LazyModule
@@ -176,7 +175,7 @@ def kernel_groups(
         float(p.mtu_bytes), n_vls, ENDLESS_ROOM_BYTES, p.ecn_kmin_s, p.ecn_kmax_s,
         p.ecn_pmax, p.pfc_refresh_fraction, p.pfc_watchdog_s, p.pfc_watchdog_recovery_s,
         dcqcn_params, cc, cc == CC_MODES["dcqcn"], p.swift_target_delay_s,
-        float(p.swift_ai_packets), p.swift_beta, p.swift_max_mdf, MAX_HOPS,
+        float(p.swift_ai_packets), p.swift_beta, p.swift_max_mdf,
     )  # fmt: skip
     rest = (*link_state, roce is not None, *pfc, *dcqcn)
     # (the kernels read members by their place in these: ``kernels.groups``)

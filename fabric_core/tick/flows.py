@@ -15,11 +15,12 @@ A flow whose bytes a dead link swallowed waits for its RC local ACK timeout befo
 sends again (``held_for_resend``): it is held too, with the time it resends in
 ``resend_s``, and carries no entries until then (``resend_due``).
 
-Go-back-N puts a flow's lost bytes back at its source (``restart_from_source``, and the
-kernels that drop bytes: ``kernels.blackhole``, ``kernels.pfc.pfc_after_tick``) and notes
-them in ``resend_bytes``: they are the first the source sends again, and each tick's move
-counts what it sends of them as retransmitted on the flow's first link
-(``kernels.move.count_resends``), when they are sent, not when they were lost.
+Go-back-N puts a flow's lost bytes, and those it sent after them, back at its source
+(``restart_from_source``, and the kernels that drop bytes: ``kernels.blackhole``,
+``kernels.pfc.pfc_after_tick``) and notes them in ``resend_bytes``: they are the first the
+source sends again, and each tick's move counts what it sends of them as retransmitted on
+the flow's first link (``kernels.move.count_resends``), when they are sent, not when they
+were lost.
 """
 
 from __future__ import annotations

@@ -84,6 +84,25 @@ def count_resends(
     flows.resend_bytes[f] = np.minimum(owed - resent, new_backlog[heads])
 
 
+def count_bit_error_resends(
+    idx: EntryIndex,
+    rate: NDArray[np.float64],
+    flows: FlowTable,
+    goodput: NDArray[np.float64],
+    dt: float,
+    retransmitted: NDArray[np.float64],
+) -> None:
+    """Go-back-N's resends of bit errors (RoCE), counted on the link that sends them:
+    what each entry's link costs its flow this tick (its bytes × (1 / goodput − 1)) is
+    added to its flow's first link's ``retransmitted``, entry by entry in entry order
+    (``np.add.at``, as the compiled kernel adds them)."""
+    g = goodput[idx.link]
+    hit = g < 1.0
+    if hit.any():
+        first = flows.path[0, idx.flow[hit]]
+        np.add.at(retransmitted, first, rate[hit] * dt * (1 / np.maximum(g[hit], 1e-12) - 1))
+
+
 def flow_finish_times(
     idx: EntryIndex,
     sol: Solution,
@@ -316,17 +335,21 @@ class ReferenceTick:
         link_rate: NDArray[np.float64],
         goodput: NDArray[np.float64],
         ber: NDArray[np.float64],
+        go_back_n: bool,
         mtu: float,
         dt: float,
         counters: dict[str, NDArray[np.float64]],
     ) -> None:
         """Add a tick to the per-link counters: bytes and packets sent, and what bit
-        errors cost (the retries on top of the goodput, the symbols hit)."""
+        errors cost (the retries on top of the goodput, the symbols hit). The retries
+        are retransmitted here where the link resends them (link-level retry); under
+        go-back-N the sources do (``count_bit_error_resends``)."""
         carried = link_rate * dt
         counters["tx_bytes_total"] += carried
         counters["tx_packets_total"] += carried / mtu
         resent = carried * (1 / np.maximum(goodput, 1e-12) - 1)
-        counters["retransmitted_bytes_total"] += resent
+        if not go_back_n:
+            counters["retransmitted_bytes_total"] += resent
         counters["link_error_recovery_total"] += resent / mtu
         counters["symbol_errors_total"] += carried * 8 * ber
 
@@ -381,22 +404,25 @@ class ReferenceTick:
         links: LinkBook,
         goodput: NDArray[np.float64],
         ber: NDArray[np.float64],
+        go_back_n: bool,
         mtu: float,
         dt: float,
     ) -> Moved:
         """Move the tick's bytes and count them in ``links``, step by step: ``move``, the
         link book's rates, occupancy and drain, its departure cycles
-        (``LinkBook.measure_departures``) and its counters (``link_counters``, then the
-        resends the sources sent: ``count_resends``)."""
+        (``LinkBook.measure_departures``) and its counters (``link_counters``, under
+        ``go_back_n`` the resends of bit errors, ``count_bit_error_resends``, then the
+        resends the sources owed: ``count_resends``)."""
         moved = self.move(idx, sol, backlog, flows, len(links.link_rate), links.occupancy.size, dt)
         links.link_rate = moved.link_rate
         links.occupancy = moved.occupancy
         links.buffer_drain = moved.drain
         links.measure_departures(moved.drain, moved.occupancy, dt, self.drained_buffers(idx))
-        self.link_counters(idx, links.link_rate, goodput, ber, mtu, dt, links.counters)
-        count_resends(
-            idx, sol.rate, moved.new_backlog, flows, dt, links.counters["retransmitted_bytes_total"]
-        )
+        self.link_counters(idx, links.link_rate, goodput, ber, go_back_n, mtu, dt, links.counters)
+        retransmitted = links.counters["retransmitted_bytes_total"]
+        if go_back_n:
+            count_bit_error_resends(idx, sol.rate, flows, goodput, dt, retransmitted)
+        count_resends(idx, sol.rate, moved.new_backlog, flows, dt, retransmitted)
         return moved
 
     def finish_times(

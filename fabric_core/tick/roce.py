@@ -15,7 +15,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fabric_core.net.profiles import Profile
-from fabric_core.net.routing import MAX_HOPS
 from fabric_core.net.topology import TIER_ENDPOINT
 from fabric_core.tick.host import FlowControlHost
 from fabric_core.tick.lazy import LazyModule
@@ -41,6 +40,32 @@ if TYPE_CHECKING:
     from fabric_core.tick.kernels import pfc as pfc_kernels
 else:  # numba is imported when a kernel is first called (fabric_core.tick.lazy)
     pfc_kernels = LazyModule("fabric_core.tick.kernels.pfc")
+
+
+def go_back_n(
+    idx: EntryIndex,
+    share: NDArray[np.float64],
+    new_backlog: NDArray[np.float64],
+    n_slots: int,
+) -> NDArray[np.float64]:
+    """What each flow slot resends after the tick's drops (``share``, per entry): go-back-N
+    from its first byte lost (IBTA RC: the receiver NAKs the first missing packet and
+    discards every later one; the sender resends from there).
+
+    A flow's bytes keep their order along its path, so its first byte lost is the one
+    dropped at its furthest hop. What is past that hop was sent before it and arrives;
+    what the flow lost and what it has between its source and that hop (sent after it,
+    which the receiver would discard) is resent: those bytes leave ``new_backlog`` (in
+    place), and the caller puts them back at the source. The tick's drop is taken from
+    the tail of its arrivals, so what the full queue did admit was sent before it."""
+    hit = share > 0
+    drop_hop = np.full(n_slots, -1, dtype=np.intp)
+    np.maximum.at(drop_hop, idx.flow[hit], idx.hop[hit])
+    behind = (idx.hop > 0) & (idx.hop < drop_hop[idx.flow])
+    resent = sum_by(idx.flow, share, n_slots)
+    resent += sum_by(idx.flow, np.where(behind, new_backlog, 0.0), n_slots)
+    new_backlog[behind] = 0.0
+    return resent
 
 
 class RoceFlowControl:
@@ -161,14 +186,7 @@ class RoceFlowControl:
             )
             share = np.minimum(share, new_backlog)
             new_backlog -= share
-            dropped_flow = sum_by(idx.flow, share, fl.capacity)
-            hit = dropped_flow > 0
-            # go-back-N: the receiver discards what follows the loss; the sender resends it
-            drop_hop = np.full(fl.capacity, MAX_HOPS, dtype=np.intp)
-            np.minimum.at(drop_hop, idx.flow[share > 0], idx.hop[share > 0])
-            after = hit[idx.flow] & (idx.hop > drop_hop[idx.flow])
-            resent = dropped_flow + sum_by(idx.flow, np.where(after, new_backlog, 0.0), fl.capacity)
-            new_backlog[after] = 0.0
+            resent = go_back_n(idx, share, new_backlog, fl.capacity)
             heads = idx.heads
             new_backlog[heads] += resent[idx.flow[heads]]
             fl.backlog.reshape(-1)[idx.pos] = new_backlog
@@ -304,7 +322,7 @@ class RoceFlowControl:
             dc.since_inc_s, dc.stage, dc.cwnd,
             float(p.mtu_bytes), p.ecn_kmin_s, p.ecn_kmax_s, p.ecn_pmax, p.pfc_refresh_fraction,
             p.pfc_watchdog_s, p.pfc_watchdog_recovery_s, self.dcqcn_params(p), cc, p.swift_target_delay_s,
-            p.swift_ai_packets, p.swift_beta, p.swift_max_mdf, MAX_HOPS, now, dt,
+            p.swift_ai_packets, p.swift_beta, p.swift_max_mdf, now, dt,
         )  # fmt: skip
         f.dropped_bytes += dropped
         f.link_book.occupancy = occupancy

@@ -224,14 +224,14 @@ def pfc_after_tick(
     swift_ai: float,
     swift_beta: float,
     swift_max_mdf: float,
-    max_hops: int,
     now: float,
     dt: float,
 ) -> tuple[float, _F, _I, bool, int]:
     """What follows a RoCE tick once bytes have moved (``roce.RoceFlowControl.after_tick``):
 
     1. bytes past a queue's buffer are dropped from this tick's arrivals, in
-       proportion, and the senders go back N;
+       proportion, and the senders go back N from their first byte lost
+       (``roce.go_back_n``);
     2. pause time and frames from the tick's rates (``pfc.pause_accounting``), pause
        transitions and the watchdog (``pfc.update_pause``), counters;
     3. ECN marks by the egress queue of the port;
@@ -260,8 +260,9 @@ def pfc_after_tick(
         for e in range(n):
             total_arrived[drains_pad[e]] += arrival[e] * dt
         share = np.zeros(n)
-        dropped_flow = np.zeros(n_slots)
-        drop_hop = np.full(n_slots, max_hops, dtype=np.intp)
+        resent = np.zeros(n_slots)
+        # per slot its furthest hop with a drop: its first byte lost (``roce.go_back_n``)
+        drop_hop = np.full(n_slots, -1, dtype=np.intp)
         for e in range(n):
             up = drains_pad[e]
             if up < nq and total_arrived[up] > 0:
@@ -269,15 +270,14 @@ def pfc_after_tick(
                 excess = min(max(occupancy[up] - buffer[up], 0.0), total_arrived[up])
                 share[e] = min(excess * (arrival[e] * dt) / total_arrived[up], new_backlog[e])
             new_backlog[e] -= share[e]
-            dropped_flow[flow[e]] += share[e]
+            resent[flow[e]] += share[e]
             if share[e] > 0:
-                drop_hop[flow[e]] = min(drop_hop[flow[e]], hop[e])
-        # go-back-N: the receiver discards what follows the loss; the sender resends it
-        resent = dropped_flow.copy()
+                drop_hop[flow[e]] = max(drop_hop[flow[e]], hop[e])
+        # go-back-N from the first byte lost: what is past it arrives; what the flow has
+        # between its source and it was sent after it, which the receiver discards
         for e in range(n):
-            f = flow[e]
-            if dropped_flow[f] > 0 and hop[e] > drop_hop[f]:
-                resent[f] += new_backlog[e]
+            if 0 < hop[e] < drop_hop[flow[e]]:
+                resent[flow[e]] += new_backlog[e]
                 new_backlog[e] = 0.0
         for e in heads:
             new_backlog[e] += resent[flow[e]]

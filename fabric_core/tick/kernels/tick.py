@@ -523,6 +523,7 @@ class CompiledTick:
         link_rate: NDArray[np.float64],
         goodput: NDArray[np.float64],
         ber: NDArray[np.float64],
+        go_back_n: bool,
         mtu: float,
         dt: float,
         counters: dict[str, NDArray[np.float64]],
@@ -535,6 +536,7 @@ class CompiledTick:
             link_rate,
             goodput,
             ber,
+            go_back_n,
             float(mtu),
             dt,
             counters["tx_bytes_total"],
@@ -646,6 +648,7 @@ class CompiledTick:
         links: LinkBook,
         goodput: NDArray[np.float64],
         ber: NDArray[np.float64],
+        go_back_n: bool,
         mtu: float,
         dt: float,
     ) -> Moved:
@@ -666,7 +669,7 @@ class CompiledTick:
             stale_bufs, self.track_load, flows.active[: flows.live_end], flows.path,
             flows.backlog, flows.hops, self.link_load_bytes, csr.used_bufs, links.dq_open,
             links.dq_seen, links.dq_bytes, links.dq_s, links.dq_avg_Bps, csr.used_links,
-            goodput, ber, float(mtu), c["tx_bytes_total"], c["tx_packets_total"],
+            goodput, ber, go_back_n, float(mtu), c["tx_bytes_total"], c["tx_packets_total"],
             c["retransmitted_bytes_total"], c["link_error_recovery_total"],
             c["symbol_errors_total"], idx.heads, flows.resend_bytes,
         )  # fmt: skip

@@ -185,7 +185,6 @@ def uneventful_ticks(
     swift_ai: float,
     swift_beta: float,
     swift_max_mdf: float,
-    max_hops: int,
 ) -> Any:
     """Run at most ``most`` ticks from ``now`` (tick number ``tick``), stopping before
     a tick whose start is within half a tick of ``horizon_s`` (the earliest time a
@@ -264,7 +263,7 @@ def uneventful_ticks(
             backlog_table, rate_table, delivered_f, size, dt, link_rate, occ_pad,
             drain_pad, inflow_pad, m_stale_links, m_stale_bufs, track_load, active, path2d,
             backlog2d, hops, link_load_bytes, used_bufs, dq_open, dq_seen, dq_bytes, dq_s,
-            dq_avg, used_links, goodput, ber, mtu, tx_bytes, tx_packets, retransmitted,
+            dq_avg, used_links, goodput, ber, roce, mtu, tx_bytes, tx_packets, retransmitted,
             error_recovery, symbol_errors, heads, resend_bytes,
         )  # fmt: skip
         m_stale_links, m_stale_bufs = used_links, used_bufs
@@ -286,7 +285,7 @@ def uneventful_ticks(
                 since_alpha_s, since_dec_s, since_inc_s, stage, cwnd, mtu, kmin_s,
                 kmax_s, pmax, refresh_fraction, watchdog_s, watchdog_recovery_s,
                 dcqcn_params, cc_mode, swift_target_s, swift_ai, swift_beta,
-                swift_max_mdf, max_hops, now, dt,
+                swift_max_mdf, now, dt,
             )  # fmt: skip
             dropped += lost
             cnps += n_cnp
