@@ -590,12 +590,25 @@ def panels() -> list[dict[str, Any]]:
                     "retransmitted {{switch}}",
                     ref="B",
                 ),
+                # go-back-N's resends are the NICs' (RoCE: every one), counted on the
+                # links out of them, not on a switch's ports (docs/METRICS.md)
+                target(
+                    per_simulated_second(
+                        "sum by (instance, tier) (rate(fabtop_tier_retransmitted_bytes_total"
+                        f'{{{I}, tier=~"gpu-leaf|stor-leaf"}}[{RI}]))'
+                    ),
+                    "retransmitted by the NICs ({{tier}})",
+                    ref="C",
+                ),
             ],
             12,
             74,
             6,
             8,
             "Bps",
+            desc="Bytes discarded and sent again per simulated second: a switch's own "
+            "retries (link-level, native) by switch; go-back-N's resends (RoCE) by the NICs "
+            "that send them again, by tier.",
         ),
         panel(
             "table",
