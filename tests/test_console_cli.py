@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from fabric_core.runtime.scenario import load_scenario
+
 
 def fabtop(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -137,7 +139,7 @@ def test_an_embedded_console_that_crashes_does_not_exit_0(
 
     monkeypatch.setattr(console.app, "FabtopApp", _CrashingApp if crashes else _QuittingApp)
     args = argparse.Namespace(no_metrics=True, read_only=False)
-    status = tui._run_app(args, None, None, None, ())  # type: ignore[arg-type]
+    status = tui._run_app(args, None, None, None, load_scenario("tiny"))  # type: ignore[arg-type]
     assert status == (1 if crashes else 0)
     if crashes:
         assert "ValueError: operands could not be broadcast" in capsys.readouterr().err

@@ -265,6 +265,22 @@ def drawn(widget: Any) -> list[str]:
     return [strip.text for strip in strips]
 
 
+async def _compare_with_a_fault(
+    app: FabtopApp, pilot: Any, left: SteppedSource, right: SteppedSource
+) -> CompareScreen:
+    """The compare view, a link fault injected on both fabrics from its form and 100
+    ticks run since."""
+    await pilot.press("c")
+    await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
+    screen = app.screen
+    assert isinstance(screen, CompareScreen)
+    await pilot.press("i", *"leaf00:spine01", "enter")
+    await settle(pilot, lambda: bool(right.latest().active_faults))  # type: ignore[union-attr]
+    for src in (left, right):
+        src.step(100)
+    return screen
+
+
 @pytest.mark.parametrize("size", [(80, 24), (100, 30)])
 async def test_compare_timelines_and_latency_read_whole_at_80_and_100_columns(
     size: tuple[int, int],
@@ -275,14 +291,7 @@ async def test_compare_timelines_and_latency_read_whole_at_80_and_100_columns(
     left, right = source("native-400g"), source("roce-400g")
     app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
     async with app.run_test(size=size) as pilot:
-        await pilot.press("c")
-        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
-        screen = app.screen
-        assert isinstance(screen, CompareScreen)
-        await pilot.press("i", *"leaf00:spine01", "enter")
-        await settle(pilot, lambda: bool(right.latest().active_faults))  # type: ignore[union-attr]
-        for src in (left, right):
-            src.step(100)
+        screen = await _compare_with_a_fault(app, pilot, left, right)
         screen.refresh_sides(force=True)
         await pilot.pause()
         panel = screen.query_one("#faults-both")
@@ -523,14 +532,7 @@ async def test_the_compare_timelines_fill_only_the_tables_they_show(
     left, right = source("native-400g"), source("roce-400g")
     app = FabtopApp(left, compare_sources=(left, right), render_interval_s=60)
     async with app.run_test(size=size) as pilot:
-        await pilot.press("c")
-        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
-        screen = app.screen
-        assert isinstance(screen, CompareScreen)
-        await pilot.press("i", *"leaf00:spine01", "enter")
-        await settle(pilot, lambda: bool(right.latest().active_faults))  # type: ignore[union-attr]
-        for src in (left, right):
-            src.step(100)
+        screen = await _compare_with_a_fault(app, pilot, left, right)
         filled: list[int] = []  # each table filled with a fault's or a fabric's row
         add_row = Table.add_row
 

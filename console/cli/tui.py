@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from console.cli._common import (
@@ -234,13 +234,7 @@ def _console_in_processes(
         compare = (src, others[0]) if others else None
         # the exporter reads on its own: fresh even while the view is frozen
         exporter.feed(src.latest_fresh, lambda: src.health)
-        return _run_app(
-            args,
-            src,
-            compare,
-            exporter.address,
-            console_warnings(scenarios[0][0]),
-        )
+        return _run_app(args, src, compare, exporter.address, scenarios[0][0])
     finally:
         group.close()
 
@@ -284,13 +278,7 @@ def _run_engines_in_process(
         Engine.lockstep(*engines)  # both sides at the same simulated time
         compare = (source, EngineSource(engines[1], f"embedded {scenarios[1][1]}"))
     exporter.feed(lambda: engine.bus.latest, lambda: engine.health)
-    return _run_app(
-        args,
-        source,
-        compare,
-        exporter.address,
-        console_warnings(scenarios[0][0]),
-    )
+    return _run_app(args, source, compare, exporter.address, scenarios[0][0])
 
 
 def _run_app(
@@ -298,10 +286,10 @@ def _run_app(
     source: FabricSource,
     compare: tuple[FabricSource, FabricSource] | None,
     metrics_address: str | None,
-    warnings: Sequence[str],
+    scn: Scenario,
 ) -> int:
     """Run the app until it quits (the header shows ``metrics_address``: None, off; it
-    shows ``warnings`` of the scenario as it opens)."""
+    shows the warnings of ``scn``, the main view's scenario, as it opens)."""
     from console.app import FabtopApp
 
     app = FabtopApp(
@@ -309,7 +297,7 @@ def _run_app(
         read_only=args.read_only,
         metrics_address=metrics_address,
         compare_sources=compare,
-        warnings=warnings,
+        warnings=console_warnings(scn),
     )
     app.run()
     # Textual prints the traceback of an exception that ended the app and sets 1 here:
