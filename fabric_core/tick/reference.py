@@ -64,6 +64,12 @@ def move_bytes(
     )
 
 
+def retries_per_byte(goodput: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Bytes sent again per byte of new data on links of ``goodput`` under bit errors
+    (``kernels.move.retries_per_byte``, elementwise)."""
+    return 1 / np.maximum(goodput, 1e-12) - 1
+
+
 def count_resends(
     idx: EntryIndex,
     rate: NDArray[np.float64],
@@ -100,7 +106,7 @@ def count_bit_error_resends(
     hit = g < 1.0
     if hit.any():
         first = flows.path[0, idx.flow[hit]]
-        np.add.at(retransmitted, first, rate[hit] * dt * (1 / np.maximum(g[hit], 1e-12) - 1))
+        np.add.at(retransmitted, first, rate[hit] * dt * retries_per_byte(g[hit]))
 
 
 def flow_finish_times(
@@ -347,7 +353,7 @@ class ReferenceTick:
         carried = link_rate * dt
         counters["tx_bytes_total"] += carried
         counters["tx_packets_total"] += carried / mtu
-        resent = carried * (1 / np.maximum(goodput, 1e-12) - 1)
+        resent = carried * retries_per_byte(goodput)
         if not go_back_n:
             counters["retransmitted_bytes_total"] += resent
         counters["link_error_recovery_total"] += resent / mtu

@@ -529,7 +529,9 @@ class CompiledTick:
         counters: dict[str, NDArray[np.float64]],
     ) -> None:
         """Add a tick to the per-link counters (``kernels.move.link_counters``), at the
-        links ``idx``'s entries used (the others carried nothing)."""
+        links ``idx``'s entries used (the others carried nothing): the reference's step
+        of ``move_and_count``, which counts the sources' resends after it (the compiled
+        tick counts all in one call: ``move_and_count``)."""
         csr: IndexCsr = idx.csr
         link_counters(
             csr.used_links,
