@@ -34,13 +34,17 @@ def _known(name: str, options: Sequence[str]) -> bool:
     return name.startswith("--") and sum(o.startswith(name) for o in options) == 1
 
 
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """``parser``'s subcommands, each with its parser."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
 def _subparser(parser: argparse.ArgumentParser, name: str | None) -> argparse.ArgumentParser:
     """The parser of subcommand ``name`` (``parser`` itself for none)."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
-            sub: argparse.ArgumentParser = action.choices[name]
-            return sub
-    return parser
+    return _subcommands(parser).get(name or "", parser)
 
 
 def unknown_option_message(name: str, options: Sequence[str]) -> str:
@@ -82,10 +86,7 @@ def first_unknown_option(parser: argparse.ArgumentParser, argv: Sequence[str]) -
     """The first option in ``argv`` before its subcommand that ``parser`` (the top level)
     does not take: what made argparse read the next value as a subcommand."""
     options = _options(parser)
-    commands: set[str] = set()
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            commands.update(action.choices)
+    commands = _subcommands(parser)
     for token in argv:
         if token in commands:
             return None
