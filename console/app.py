@@ -123,7 +123,7 @@ class FabtopApp(App[None]):
     ) -> None:
         super().__init__()
         self.source = source
-        #: the scenario's warnings, shown as the screen opens (``console_warnings``)
+        #: the scenario's warnings, shown as the screen opens (``unit_warnings``)
         self.warnings = tuple(warnings)
         self.read_only = read_only
         self.speed_steps = SpeedSteps()  # what + and - ask for

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from console.app import FabtopApp
-from console.cli._common import console_warnings
+from console.cli._common import unit_warnings
 from console.stepped import SteppedSource
 from console.widgets.event_log_view import TWO_LINES_BELOW
 from fabric_core.commands import InjectFault
@@ -85,7 +85,7 @@ async def test_the_scenarios_warnings_are_on_screen_as_the_console_opens(
         '[[fault]]\nkind = "link_down"\ntarget = "leaf00->spine00"\nat = "10us"\nduration = 5\n',
     )
     scn = load_scenario(path)
-    warnings = console_warnings(scn)
+    warnings = unit_warnings(scn)
     assert warnings == [
         f"{path}: fault[0].duration = 5 has no unit, so it is 5 s (a duration without a unit "
         'is seconds): write the unit, duration = "5s" if that is meant, or "5ms", "5us"',
@@ -104,5 +104,5 @@ async def test_the_scenarios_warnings_are_on_screen_as_the_console_opens(
 
 
 def test_a_scenario_without_warnings_shows_none(tmp_path: Path) -> None:
-    assert console_warnings(load_scenario(_scenario_file(tmp_path, ""))) == []
-    assert console_warnings(load_scenario("default")) == []
+    assert unit_warnings(load_scenario(_scenario_file(tmp_path, ""))) == []
+    assert unit_warnings(load_scenario("default")) == []

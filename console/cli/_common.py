@@ -348,16 +348,16 @@ def load_from_args(
 
 def warn_of_units(scn: Scenario) -> None:
     """Say on stderr, before anything runs (even with --quiet: every figure may hang on
-    it), each duration the scenario file writes without a unit, read as seconds."""
-    for note in scn.unit_notes:
-        print(f"fabtop: warning: {scn.source}: {note}", file=sys.stderr)
+    it), each duration the scenario file writes without a unit (``unit_warnings``)."""
+    for warning in unit_warnings(scn):
+        print(f"fabtop: warning: {warning}", file=sys.stderr)
 
 
-def console_warnings(scn: Scenario) -> list[str]:
-    """What the console shows on its screen as it opens of what ``warn_of_units`` said on
-    stderr before it, which its operator would see only after quitting: each duration the
-    scenario file writes without a unit. (The flows the fabric-wide cap refuses are said
-    in the event log as they are refused.)"""
+def unit_warnings(scn: Scenario) -> list[str]:
+    """Each duration the scenario file writes without a unit, read as seconds, with the
+    file's name: what ``warn_of_units`` says on stderr, and what the console shows on its
+    screen as it opens, since its operator would see stderr only after quitting. (The
+    flows the fabric-wide cap refuses are said in the event log as they are refused.)"""
     return [f"{scn.source}: {note}" for note in scn.unit_notes]
 
 

@@ -14,13 +14,13 @@ from console.cli._common import (
     add_metrics_options,
     add_planes_options,
     build_fabric,
-    console_warnings,
     load_from_args,
     metrics_bind_error,
     planes_from_args,
     seed_number,
     speed_value,
     tick_length,
+    unit_warnings,
 )
 from console.fabrics import close_fabric
 from exporters.mqtt.options import CliError
@@ -297,7 +297,7 @@ def _run_app(
         read_only=args.read_only,
         metrics_address=metrics_address,
         compare_sources=compare,
-        warnings=console_warnings(scn),
+        warnings=unit_warnings(scn),
     )
     app.run()
     # Textual prints the traceback of an exception that ended the app and sets 1 here:
