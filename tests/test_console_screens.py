@@ -265,15 +265,21 @@ def drawn(widget: Any) -> list[str]:
     return [strip.text for strip in strips]
 
 
+async def _open_compare(app: FabtopApp, pilot: Any) -> CompareScreen:
+    """The compare view, opened with ``c``."""
+    await pilot.press("c")
+    await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
+    screen = app.screen
+    assert isinstance(screen, CompareScreen)
+    return screen
+
+
 async def _compare_with_a_fault(
     app: FabtopApp, pilot: Any, left: SteppedSource, right: SteppedSource
 ) -> CompareScreen:
     """The compare view, a link fault injected on both fabrics from its form and 100
     ticks run since."""
-    await pilot.press("c")
-    await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
-    screen = app.screen
-    assert isinstance(screen, CompareScreen)
+    screen = await _open_compare(app, pilot)
     await pilot.press("i", *"leaf00:spine01", "enter")
     await settle(pilot, lambda: bool(right.latest().active_faults))  # type: ignore[union-attr]
     for src in (left, right):
@@ -495,10 +501,7 @@ async def test_the_compare_differences_narrow_layout_fills_one_table_a_refresh(
     left, right = source("native-400g"), source("roce-400g")
     app = FabtopApp(left, compare_sources=(left, right), render_interval_s=60)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("c")
-        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
-        screen = app.screen
-        assert isinstance(screen, CompareScreen)
+        screen = await _open_compare(app, pilot)
         await pilot.pause()
         filled: list[int] = []  # the row count of each table filled with "now" rows
         add_row = Table.add_row
@@ -560,10 +563,7 @@ async def test_the_compare_difference_reads_whole_at_80_columns() -> None:
     left, right = source("native-400g"), source("roce-400g")
     app = FabtopApp(left, compare_sources=(left, right), render_interval_s=0.05)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("c")
-        await settle(pilot, lambda: isinstance(app.screen, CompareScreen))
-        screen = app.screen
-        assert isinstance(screen, CompareScreen)
+        screen = await _open_compare(app, pilot)
         for src in (left, right):
             src.step(100)
         screen.refresh_sides(force=True)
