@@ -10,8 +10,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -20,6 +18,7 @@ import pytest
 from console.targets import normalise_target
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import parse_scenario
+from tests.test_cli_run import fabtop
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -149,13 +148,7 @@ def test_the_readmes_compare_table_is_what_fabtop_compare_prints() -> None:
         section.index("| message |") : section.index("\n\n", section.index("| message |"))
     ]
     head, _, *rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in table.splitlines()]
-    out = subprocess.run(
-        [sys.executable, "-m", "console.cli", "compare", "tiny", "--duration", "1us"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    out = fabtop("compare", "tiny", "--duration", "1us")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     at = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("message switches"))
