@@ -105,7 +105,8 @@ def test_each_kind_says_how_many_flows_its_own_parameters_put_in_flight_at_once(
     )
     assert "its senders try again each tick" in notes[0][1]  # (pairs take slots back)
     assert "what waits for them waits for ever" in notes[1][1]  # (a round does not)
-    # a multi-plane fabric's workloads do not hear of the parts its planes refuse
-    planed = admission_notes(fabric.workloads, 14, refusals_heard=False)
-    assert "what waits for them waits for ever" in planed[0][1]
+    # a multi-plane fabric's workloads hear of the parts its planes refuse at a batch's end
+    planed = admission_notes(fabric.workloads, 14, retry_every="batch of ticks")
+    assert "its senders try again each batch of ticks" in planed[0][1]
+    assert "what waits for them waits for ever" in planed[1][1]
     assert admission_notes(fabric.workloads, 56) == []  # (a round of 56 is not past 56)

@@ -20,6 +20,7 @@ from fabric_core.commands import ClearFault, CommandError, InjectFault, SetTick
 from fabric_core.faults.admission import AdmissionLimits
 from fabric_core.net.tables import LinkStatus
 from fabric_core.planes.coordinator import PlanedFabric, parts_of, spray
+from fabric_core.planes.messages import MessageTable
 from fabric_core.planes.plane import PlaneSpec
 from fabric_core.planes.pool import InProcessPool, PlaneLostError
 from fabric_core.reports.record import snapshot_digest
@@ -438,4 +439,57 @@ def test_each_workloads_refused_parts_are_summed_over_the_planes() -> None:
     assert {k: v["refused_flows"] for k, v in admission["workloads"].items()} == {
         k: v[0] for k, v in mine.refused_by_workload.items()
     }
+    f.close()
+
+
+def test_a_message_a_plane_refused_is_handed_back_once_and_freed_when_its_parts_are_done() -> None:
+    """The message table: a message sprayed as two parts, one refused and one run, is
+    refused once (not completed) and its slot freed only when the part that ran is done;
+    one whose parts are all refused ends at once."""
+    ms = MessageTable(capacity=4)
+    ids = ms.add(
+        0, np.array([10, 11]), np.array([0, 1]), np.array([2, 3]), np.array([8e3, 8e3]),
+        np.array([0.0, 0.0]), np.array([2, 2]),
+    )  # fmt: skip
+    a, b = ids.tolist()
+    first, ended = ms.refuse(np.array([a, b, b]))
+    assert first.tolist() == [a, b] and ended.tolist() == [b]
+    first, ended = ms.refuse(np.array([], dtype=np.int64))
+    assert first.size == ended.size == 0
+    whole = ms.parts_done(np.array([a]), np.array([1e-6]), np.array([2e-6]))
+    assert whole.tolist() == [a] and ms.refused[whole].all()  # ended, but refused
+    ms.release(np.array([a, b]))
+    assert ms.in_flight == 0
+    again = ms.add(0, np.array([12]), np.array([0]), np.array([2]), np.array([1.0]),
+                   np.array([0.0]), np.array([1]))  # fmt: skip
+    assert not ms.refused[again].any()  # (a reused slot starts afresh)
+
+
+def test_a_bulk_sender_a_plane_refused_gets_its_slot_back_and_sends_once_there_is_room() -> None:
+    """A plane's cap refused parts of a bulk's messages, and the coordinator never told
+    the bulk: its senders' slots were lost and they never sent again (the note said
+    "waits for ever"). Here 1 MiB messages, sprayed over both planes, fill each plane's
+    cap of 8 at the first tick; the bulk's 8 one-flow senders are refused, hear of it at
+    the batch's end, try again each batch, and send once the burst is done."""
+    table = copy.deepcopy(TINY_2PLANE)
+    gpus = [f"gpu{i:04d}" for i in range(8)]
+    table["workload"] = [
+        {"name": "burst", "kind": "pairs", "class": "bulk", "size": "1MiB", "until": "1us",
+         "pairs": [[gpus[i], gpus[(i + 1) % 8]] for i in range(8)]},
+        {"name": "bg", "kind": "bulk", "class": "bulk", "senders": "all", "size": "4KiB"},
+    ]  # fmt: skip
+    f = PlanedFabric(parse_scenario(table, "refill-2plane"), InProcessPool, batch_ticks=4)
+    for e in f.pool.engines:  # type: ignore[attr-defined]
+        e.fabric.faults.admission.limits = AdmissionLimits(fabric_flows=8)
+    burst, bg = f.workloads
+    f.run_ticks(4)
+    assert f.faults.admission.refused_by_workload == {"bg": (8, 8 * 4096.0)}
+    assert int(bg.in_flight.sum()) == 0  # the slots are back (the old code: 8)
+    assert f.messages.in_flight == 8  # the burst's; the bulk's refused messages are freed
+    f.run_ticks(96)
+    assert burst.delivered_bytes == 8 * 2.0**20
+    refused = f.faults.admission.refused_by_workload["bg"][0]
+    assert refused % 8 == 0 and refused > 8  # tried again each batch until there was room
+    assert bg.delivered_bytes >= 8 * 4096.0  # each sender sent
+    assert f.messages.in_flight == int(bg.in_flight.sum())  # nothing refused left behind
     f.close()

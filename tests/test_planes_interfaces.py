@@ -30,6 +30,7 @@ from fabric_core.reports.record import comparable_report
 from fabric_core.reports.run import run_for
 from fabric_core.runtime.scenario import load_scenario
 from fabric_core.runtime.snapshot import LinkStatus
+from fabric_core.units import format_bytes
 from tests._mosquitto import REPO, Mosquitto, Served, broker  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.slow
@@ -84,6 +85,49 @@ def test_a_run_on_ray_actors_reports_what_one_process_does_and_replays(tmp_path:
     replayed = fabtop("replay", str(record), "--quiet")
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert replayed.stdout.startswith("replay OK: 120 ticks"), replayed.stdout
+
+
+#: 16 pairs x 32,768 outstanding 8-byte messages (one part each, the planes in turn), for
+#: the first tick only: each plane's cap of 262,144 flows in flight, full, drained in a few
+#: µs; then a bulk, one message a GPU, which the planes refuse at first
+REFILL_2PLANE = (
+    'name = "refill-2plane"\ndt = "1us"\n[topology]\nkind = "leaf-spine"\nplanes = 2\n'
+    'leaves = 2\nspines = 1\ngpus_per_leaf = 5\n[[workload]]\nname = "burst"\nkind = "pairs"\n'
+    'class = "bulk"\npairs = ['
+    + ", ".join(
+        f'["gpu{a:04d}", "gpu{b:04d}"]'
+        for pair in ((0, 1), (1, 2), (2, 3), (3, 4), (4, 0), (5, 6), (6, 7), (7, 8))
+        for a, b in (pair, pair[::-1])
+    )
+    + ']\nsize = "8B"\noutstanding = 32768\nuntil = "1us"\n[[workload]]\nname = "bg"\n'
+    'kind = "bulk"\nclass = "bulk"\nsenders = "all"\nsize = "64KiB"\noutstanding = 1\n'
+)
+
+
+def test_a_bulk_the_planes_refused_at_first_sends_once_there_is_room(tmp_path: Path) -> None:
+    """The coordinator did not hand a message a plane refused back to its workload: a
+    bulk whose first messages the full planes refused lost its senders' slots and sent
+    nothing all run ('goodput since start 0 b/s'). Now its senders hear of it at the
+    batch's end, try again each batch, and send once the burst is done."""
+    path, out = tmp_path / "refill.toml", tmp_path / "refill.json"
+    path.write_text(REFILL_2PLANE)
+    r = fabtop(
+        "run", str(path), "--duration", "20us", "--planes-distributed", "--plane-batch", "4",
+        "--json", str(out),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    report = json.loads(out.read_text())
+    assert report["workloads"]["bg"]["kpis"]["goodput_bytes_per_second"] > 0
+    bg = report["admission"]["workloads"]["bg"]
+    refused = bg["refused_flows"]  # (the parts refused: a 64 KiB message is one a plane)
+    assert refused >= 10 and refused % 10 == 0  # each batch's tries, until there was room
+    assert (
+        f"  workload bg (bulk): {refused:,} flows ({format_bytes(bg['refused_bytes'])}), "
+        "past the fabric-wide "
+        "cap of 262,144 flows in flight; its senders took the slots back and tried again "
+        "the next batch of 4 ticks (each try counted)"
+    ) in r.stdout.splitlines()
+    assert "its senders try again each batch of ticks" in r.stderr  # (the note before it)
 
 
 def test_a_scenario_that_cannot_run_one_engine_per_plane_is_refused_clearly() -> None:

@@ -284,9 +284,18 @@ def refused_warning(report: dict[str, Any]) -> str | None:
 
 
 #: What the summary says became of a workload's refused flows: a closed loop's senders
-#: (``RETRYING_KINDS``) took the slots back; whatever else waited for them waits still
-TRIED_AGAIN = "its senders took the slots back and tried again the next tick (each try counted)"
+#: (``RETRYING_KINDS``) took the slots back (``tried_again``); whatever else waited for
+#: them waits still
 WAITS_FOR_EVER = "what waits for them (an all-to-all round, a MoE phase) waits for ever"
+
+
+def tried_again(run: dict[str, Any]) -> str:
+    """What became of a closed loop's refused flows in the run ``run`` (a report's):
+    its senders tried again the next tick, or on a multi-plane fabric run one engine
+    per plane, whose workloads hear of refusals at a batch's end, the next batch."""
+    planes = run.get("planes")
+    when = "the next tick" if planes is None else f"the next batch of {planes['batch_ticks']} ticks"
+    return f"its senders took the slots back and tried again {when} (each try counted)"
 
 
 def refused_lines(report: dict[str, Any]) -> list[str]:
@@ -298,8 +307,7 @@ def refused_lines(report: dict[str, Any]) -> list[str]:
     adm = report["admission"]
     lines = [f"warning: {warning}"]
     workloads = report.get("workloads", {})
-    # (a multi-plane fabric's workloads do not hear of the parts its planes refuse)
-    heard = "planes" not in report.get("run", {})
+    again = tried_again(report.get("run", {}))
     named, named_bytes = 0, 0.0
     for name, w in adm["workloads"].items():
         named += w["refused_flows"]
@@ -309,7 +317,7 @@ def refused_lines(report: dict[str, Any]) -> list[str]:
             f"  workload {name} ({kind}): {count_of(w['refused_flows'], 'flow')} "
             f"({format_bytes(w['refused_bytes'])}), past the fabric-wide cap of "
             f"{adm['max_flows_in_flight']:,} flows in flight; "
-            + (TRIED_AGAIN if heard and kind in RETRYING_KINDS else WAITS_FOR_EVER)
+            + (again if kind in RETRYING_KINDS else WAITS_FOR_EVER)
         )
     if adm["refused_flows"] > named:  # (the rest are an incast fault's)
         lines.append(

@@ -4,7 +4,10 @@ exporters and the recorder it is a fabric (``PlanedFabric``).
 Each batch of ticks it runs the workloads tick by tick, sprays each message over the
 planes (``spray``), hands every plane its parts for the batch at once, lets the planes
 run the batch, and collects the parts that finished: a message completes when its last
-part does, and its workload hears of it at the end of the batch. A batch of one tick is
+part does, and its workload hears of it at the end of the batch. A part a plane's
+fabric-wide cap refuses makes its message one that never completes: its workload hears
+of it at the batch's end too (``Workload.on_refused``, as one fabric tells it at once),
+and a closed loop's sender tries again. A batch of one tick is
 what a single fabric does; a longer batch costs fewer round trips to the planes and
 delays what a workload hears by up to the batch (docs/OPERATIONS.md, "One engine per
 plane"). Batches end on a fixed grid of ticks (every ``batch_ticks``-th), and a call that
@@ -53,7 +56,7 @@ from fabric_core.runtime.events import EventLog
 from fabric_core.runtime.fabric import Solver, check_tick, tick_start_s, traffic_classes
 from fabric_core.runtime.scenario import Scenario, ScenarioError
 from fabric_core.runtime.snapshot import Event, LinkState, Snapshot, Totals, workload_views
-from fabric_core.tick.flows import Completions
+from fabric_core.tick.flows import Completions, FlowRequests
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.workloads import Workload
 from fabric_core.workloads.base import admission_notes, tick_notes, workload_rngs
@@ -152,6 +155,10 @@ class PlanedFabric:
         self.messages = MessageTable()
         #: messages completed in the batch under way, not yet handed to their workloads
         self._finished: list[NDArray[np.int64]] = []
+        #: messages a plane refused a part of, not yet handed back to their workloads
+        self._refused: list[NDArray[np.int64]] = []
+        #: refused messages with no part left in a plane, their slots not yet freed
+        self._ended: list[NDArray[np.int64]] = []
         self.planes = len(self.cuts)
         # where each whole-fabric link and switch is in its plane (-1: not in it)
         self._link_plane = np.full(len(self.topo.links), -1, dtype=np.int64)
@@ -215,10 +222,11 @@ class PlanedFabric:
 
     def admission_notes(self) -> list[str]:
         """Why some workloads cannot run whole (as ``Fabric.admission_notes``: each plane
-        has the cap, and a message is a flow on each plane it is sprayed over; a part a
-        plane refused is not handed back to its workload, which waits for it for ever)."""
+        has the cap, a message is a flow on each plane it is sprayed over, and a workload
+        hears of a refused one at the end of a batch)."""
         cap = self.faults.admission.limits.fabric_flows
-        return [note for _, note in admission_notes(self.workloads, cap, refusals_heard=False)]
+        notes = admission_notes(self.workloads, cap, retry_every="batch of ticks")
+        return [note for _, note in notes]
 
     def warn_of_tick(self) -> None:
         """Say ``tick_notes`` in the event log (as ``Fabric.warn_of_tick``)."""
@@ -279,6 +287,7 @@ class PlanedFabric:
                 )
         self.hop_updates = sum(d.hop_updates for d in done)
         self._count_refused(done)
+        self._refuse(done)
         self._complete(done)
 
     def _count_refused(self, done: list[PlaneDone]) -> None:
@@ -317,7 +326,9 @@ class PlanedFabric:
                 if n == 0:
                     continue
                 parts = parts_of(req.size_bytes, P, self.profile.mtu_bytes)
-                ids = self.messages.add(wi, req.tag, req.src, req.dst, req.size_bytes, parts)
+                ids = self.messages.add(
+                    wi, req.tag, req.src, req.dst, req.size_bytes, req.ready_s, parts
+                )
                 owner, plane, part_size = spray(ids % P, req.size_bytes, parts, P)
                 # NaN: the plane's own endpoint costs, which a fabric gives a request that
                 # names none
@@ -349,8 +360,19 @@ class PlanedFabric:
             out.append(PlaneParts(*cols))
         return out
 
+    def _refuse(self, done: Sequence[PlaneDone]) -> None:
+        """Messages a plane refused a part of: kept to be handed back at the end of the
+        batch (``_deliver``), and freed there once no part of theirs is left."""
+        message = np.concatenate([d.refused_message for d in done])
+        if message.size == 0:
+            return
+        first, ended = self.messages.refuse(message)
+        self._refused.append(first)
+        self._ended.append(ended)
+
     def _complete(self, done: Sequence[PlaneDone]) -> None:
-        """Messages whose last part finished: kept for the end of the batch (``_deliver``)."""
+        """Messages whose last part finished: kept for the end of the batch (``_deliver``),
+        those a plane refused a part of to be freed there."""
         message = np.concatenate([d.message for d in done])
         if message.size == 0:
             return
@@ -360,15 +382,39 @@ class PlanedFabric:
             np.concatenate([d.start_s for d in done]),
             np.concatenate([d.finish_s for d in done]),
         )
+        refused = ms.refused[whole]
+        if refused.any():
+            self._ended.append(whole[refused])
+            whole = whole[~refused]
         if whole.size:
             self._finished.append(whole)
 
     def _deliver(self) -> None:
-        """The messages completed in the batch: counted, timed per class, handed to their
-        workloads in the order they finished (time, then id), and their slots freed."""
+        """The end of the batch: the messages a plane refused handed back to their
+        workloads (in the order refused, then id), and those completed counted, timed per
+        class and handed to their workloads in the order they finished (time, then id);
+        the slots of the ended ones freed."""
+        ms = self.messages
+        if self._refused:
+            refused = np.concatenate(self._refused)
+            self._refused = []
+            for wi, wl in enumerate(self.workloads):
+                pick = refused[ms.workload[refused] == wi]
+                if pick.size:
+                    wl.on_refused(
+                        FlowRequests(
+                            ms.src[pick].copy(),
+                            ms.dst[pick].copy(),
+                            ms.size[pick].copy(),
+                            ms.tag[pick].copy(),
+                            ms.ready_s[pick].copy(),
+                        )
+                    )
+        if self._ended:
+            ms.release(np.concatenate(self._ended))
+            self._ended = []
         if not self._finished:
             return
-        ms = self.messages
         whole = np.concatenate(self._finished)
         self._finished = []
         whole = whole[np.lexsort((whole, ms.finish_s[whole]))]

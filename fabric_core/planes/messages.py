@@ -1,5 +1,6 @@
 """The coordinator's messages in flight: each sprayed over some planes as parts, complete
-when its last part is.
+when its last part is, or refused when a plane refuses one of its parts (it can never
+complete then; its slot is kept until its other parts are done).
 
 Slots are reused once a completed message has been handed to its workload, so the table
 holds what is in flight, not every message of the run; a message's id is its slot (handed
@@ -23,7 +24,10 @@ class MessageTable:
         self.size = np.zeros(capacity)
         self.start_s = np.zeros(capacity)
         self.finish_s = np.zeros(capacity)
+        self.ready_s = np.zeros(capacity)
         self.parts_left = np.zeros(capacity, dtype=np.int64)
+        #: whether a plane refused a part of the message (``refuse``)
+        self.refused = np.zeros(capacity, dtype=np.bool_)
         #: free slots, the lowest first (a stack read from its end)
         self._free = np.arange(capacity - 1, -1, -1, dtype=np.int64)
         self.in_flight = 0
@@ -31,7 +35,10 @@ class MessageTable:
     def _grow(self, at_least: int) -> None:
         old = self.size.size
         new = max(2 * old, old + at_least)
-        for name in ("workload", "tag", "src", "dst", "size", "start_s", "finish_s", "parts_left"):
+        for name in (
+            "workload", "tag", "src", "dst", "size", "start_s", "finish_s", "ready_s",
+            "parts_left", "refused",
+        ):  # fmt: skip
             a = getattr(self, name)
             b = np.zeros(new, dtype=a.dtype)
             b[:old] = a
@@ -45,6 +52,7 @@ class MessageTable:
         src: NDArray[np.int64],
         dst: NDArray[np.int64],
         size: NDArray[np.float64],
+        ready_s: NDArray[np.float64],
         parts: NDArray[np.int64],
     ) -> NDArray[np.int64]:
         """Messages of one workload, each to be sprayed as ``parts`` parts; their ids."""
@@ -60,7 +68,9 @@ class MessageTable:
         self.size[ids] = size
         self.start_s[ids] = np.inf
         self.finish_s[ids] = -np.inf
+        self.ready_s[ids] = ready_s
         self.parts_left[ids] = parts
+        self.refused[ids] = False
         self.in_flight += n
         return ids
 
@@ -70,16 +80,26 @@ class MessageTable:
         start_s: NDArray[np.float64],
         finish_s: NDArray[np.float64],
     ) -> NDArray[np.int64]:
-        """Parts that finished; the messages they complete (their last part), in the
-        order those finished (by time, then id). They stay in the table, and in
-        ``in_flight``, until ``release``."""
+        """Parts that finished; the messages whose last part they are, in the order those
+        finished (by time, then id), refused ones among them (``refused``). They stay in
+        the table, and in ``in_flight``, until ``release``."""
         np.minimum.at(self.start_s, message, start_s)
         np.maximum.at(self.finish_s, message, finish_s)
         np.subtract.at(self.parts_left, message, 1)
         whole = np.unique(message[self.parts_left[message] == 0])
         return whole[np.lexsort((whole, self.finish_s[whole]))]
 
+    def refuse(self, message: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Parts that a plane refused (``message``: one per part). Returns the messages
+        refused now for the first time (ascending), and those that have no part left
+        (ascending): refused, they end there, and stay in the table until ``release``."""
+        np.subtract.at(self.parts_left, message, 1)
+        ids = np.unique(message)
+        first = ids[~self.refused[ids]]
+        self.refused[ids] = True
+        return first, ids[self.parts_left[ids] == 0]
+
     def release(self, ids: NDArray[np.int64]) -> None:
-        """Free the slots of completed messages (the lowest slots are taken first)."""
+        """Free the slots of ended messages (the lowest slots are taken first)."""
         self.in_flight -= int(ids.size)
         self._free = np.sort(np.concatenate([self._free, ids]))[::-1]

@@ -80,6 +80,8 @@ class PlaneDone:
     refused_bytes: float = 0.0
     #: of those, each workload's parts (by name): ``Admission.refused_by_workload``
     refused_by_workload: Mapping[str, tuple[int, float]] = field(default_factory=dict)
+    #: the messages whose parts the plane refused in the batch (one per part refused)
+    refused_message: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,7 @@ class PlaneEngine:
                 )
         self.fabric.run_ticks(ticks)
         done = [c for relay in self.relays for c in relay.take()]
+        refused_parts = [m for relay in self.relays for m in relay.take_refused()]
         fl = self.fabric
         z = np.zeros(0)
         refused = fl.faults.admission
@@ -151,6 +154,9 @@ class PlaneEngine:
             refused_flows=refused.refused_flows_total,
             refused_bytes=refused.refused_bytes_total,
             refused_by_workload=dict(refused.refused_by_workload),
+            refused_message=(
+                np.concatenate(refused_parts) if refused_parts else z.astype(np.int64)
+            ),
         )
 
     def apply(self, command: Command) -> tuple[bool, Mapping[str, Any] | str]:

@@ -3,7 +3,9 @@ coordinator hands it, at their ticks, and keeps their completions for it.
 
 A plane engine runs one relay per coordinator workload, in the same order, with the same
 name and traffic class, so the plane's flows have the classes (and virtual lanes) the
-workload's flows would have on one fabric.
+workload's flows would have on one fabric. What the plane's fabric-wide cap refuses it
+keeps too (``take_refused``): the coordinator hands the refused messages back to their
+workloads, as one fabric does its refused flows.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from fabric_core.workloads.base import Workload
 
 @dataclass
 class Relay(Workload):
-    """Starts queued parts at their ticks (``queue``) and keeps what completed (``take``)."""
+    """Starts queued parts at their ticks (``queue``) and keeps what completed (``take``)
+    and what the plane refused (``take_refused``)."""
 
     kind: str = "relay"
     #: the plane fabric's tick number (set by the plane engine once the fabric is built)
@@ -28,6 +31,7 @@ class Relay(Workload):
     #: parts to start, by the tick they start in (ascending; several per tick at most once)
     _queued: list[tuple[int, FlowRequests]] = field(default_factory=list, repr=False)
     _done: list[Completions] = field(default_factory=list, repr=False)
+    _refused: list[NDArray[np.int64]] = field(default_factory=list, repr=False)
 
     def queue(self, tick: NDArray[np.int64], parts: FlowRequests) -> None:
         """Parts to start, each in tick ``tick`` (``parts``' arrays and ``tick`` are of one
@@ -67,7 +71,16 @@ class Relay(Workload):
     def on_complete(self, done: Completions, now_s: float) -> None:
         self._done.append(done)
 
+    def on_refused(self, refused: FlowRequests) -> None:
+        self._refused.append(refused.tag)
+
     def take(self) -> list[Completions]:
         """The completions kept since the last call, in the order they came."""
         out, self._done = self._done, []
+        return out
+
+    def take_refused(self) -> list[NDArray[np.int64]]:
+        """The messages (the parts' tags) the plane refused since the last call, in the
+        order it refused them."""
+        out, self._refused = self._refused, []
         return out

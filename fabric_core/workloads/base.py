@@ -144,25 +144,29 @@ def tick_notes(workloads: Sequence[Workload], dt_s: float) -> list[tuple[str, st
 _NEVER_RUN = (
     "refused, not queued or retried, so they never run and what waits for them waits for ever"
 )
-_TRIED_AGAIN = (
-    "refused (each try counted) and its senders try again each tick, the room going to the "
-    "flows asked for first, in sender order"
-)
+
+
+def _tried_again(every: str) -> str:
+    return (
+        f"refused (each try counted) and its senders try again each {every}, the room going "
+        "to the flows asked for first, in sender order"
+    )
 
 
 def admission_notes(
-    workloads: Sequence[Workload], fabric_flows: int, *, refusals_heard: bool = True
+    workloads: Sequence[Workload], fabric_flows: int, *, retry_every: str = "tick"
 ) -> list[tuple[str, str]]:
     """(workload, note) for each workload whose own parameters put more flows in flight
     at once (``Workload.flows_at_once``) than the fabric-wide cap of ``fabric_flows``
     (``faults.admission``) lets in: the rest are refused, so it cannot run as its
-    scenario asks. ``refusals_heard``: whether the workloads hear of their refused flows
-    (``on_refused``; a multi-plane fabric's do not)."""
+    scenario asks. ``retry_every``: when a workload that takes a refused flow's slot back
+    (``retries_refused``) hears of the refusal, and so tries again: each tick on one
+    fabric, each batch of ticks on a multi-plane fabric run one engine per plane."""
     notes = []
     for wl in workloads:
         at_once = wl.flows_at_once()
         if at_once is not None and at_once[0] > fabric_flows:
-            fate = _TRIED_AGAIN if wl.retries_refused and refusals_heard else _NEVER_RUN
+            fate = _tried_again(retry_every) if wl.retries_refused else _NEVER_RUN
             notes.append(
                 (
                     wl.name,
