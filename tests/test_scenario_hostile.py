@@ -166,6 +166,17 @@ def _tiny_with(**changes: Any) -> dict[str, Any]:
             _tiny_with(workload=[{**TINY["workload"][0], "size": "-5KiB"}]),
             "workload[0]: size: must be 1 B to 2 GiB (one message's most), got '-5KiB'",
         ),
+        # (session 48: a message of 4.5 bytes ran)
+        (
+            _tiny_with(workload=[{**TINY["workload"][0], "size": "4.5B"}]),
+            "workload[0]: size: '4.5B' is 4.5 bytes, not a whole number of them (a message "
+            "carries whole bytes): write 4B or 5B",
+        ),
+        (
+            _tiny_with(workload=[{**TINY["workload"][0], "size": "0.1MiB"}]),
+            "workload[0]: size: '0.1MiB' is 104,857.6 bytes, not a whole number of them (a "
+            "message carries whole bytes): write 104857B or 104858B",
+        ),
         # (session 43: "false" ran as true; a rails that does not divide the leaves ended in
         # a traceback)
         (
@@ -309,14 +320,31 @@ def test_a_sender_given_twice_is_refused_when_the_fabric_is_built() -> None:
         Fabric.from_scenario(parse_scenario(twice, "x.toml"))
 
 
-def test_a_storage_workloads_bad_figure_is_named_by_its_key() -> None:
-    """ "depth, size and io_size must be > 0" named three keys for one."""
-    scn = load_scenario("checkpoint-burst")
+@pytest.mark.parametrize(
+    ("kind", "key", "value", "error"),
+    [
+        ("checkpoint", "io_size", "0B", "must be 1 B to 2 GiB .*, got '0B'"),
+        # (session 48: "size must be >= 0" named the wrong key; 3 GiB, past the largest
+        # message, and half a byte loaded)
+        ("checkpoint", "io_size", "-1KiB", "must be 1 B to 2 GiB .*, got '-1KiB'"),
+        ("checkpoint", "io_size", "3GiB", "must be 1 B to 2 GiB .*, got '3GiB'"),
+        ("checkpoint", "io_size", "0.5B", "must be 1 B to 2 GiB .*, got '0.5B'"),
+        ("training", "io_size", "1.5B", "'1.5B' is 1.5 bytes, not a whole number of them"),
+        ("training", "batch", "-1MiB", "must be 1 B to 1 TiB .*, got '-1MiB'"),
+    ],
+)
+def test_a_storage_workloads_bad_size_is_named_by_its_key(
+    kind: str, key: str, value: str, error: str
+) -> None:
+    """ "depth, size and io_size must be > 0" named three keys for one; a negative
+    ``io_size`` or ``batch`` was refused as a bad "size", an I/O past the largest message or
+    of a fraction of a byte loaded."""
+    scn = load_scenario("checkpoint-burst" if kind == "checkpoint" else "training-nfs")
     table = scenario_table(scn)
-    (ckpt,) = [w for w in table["workload"] if w["kind"] == "checkpoint"]
-    ckpt["io_size"] = "0B"
-    with pytest.raises(ScenarioError, match=r"workload 'checkpoint': io_size must be > 0, got 0"):
-        Fabric.from_scenario(parse_scenario(table, "x.toml"))
+    (wl,) = [w for w in table["workload"] if w["kind"] == kind]
+    wl[key] = value
+    with pytest.raises(ScenarioError, match=rf"workload\[\d\]: {key}: {error}"):
+        parse_scenario(table, "x.toml")
 
 
 def test_storage_workloads_that_disagree_on_their_parameters_are_named() -> None:

@@ -30,20 +30,26 @@ MAX_MESSAGE_BYTES = 1 << 31
 def size(
     t: Mapping[str, Any], key: str, default: str, *, maximum: float = MAX_MESSAGE_BYTES
 ) -> float:
-    """``t[key]`` (or ``default``) as a size in bytes (``parse_size``: ``4KiB``), of at
-    least one byte and at most ``maximum`` (one message's, unless told).
+    """``t[key]`` (or ``default``) as a size in bytes (``parse_size``: ``4KiB``), a whole
+    number of them (a message, an I/O or a batch carries whole bytes), of at least one and
+    at most ``maximum`` (one message's, unless told).
 
     Raises:
-        ValueError: not a size, or out of range.
+        ValueError: not a size, out of range, or a fraction of a byte.
     """
+    text = t.get(key, default)
     try:
-        value = parse_size(t.get(key, default), signed=True)  # (-5 B: the range below)
+        value = parse_size(text, signed=True)  # (-5 B: the range below)
     except ValueError as exc:  # ("size must be ...": named by its key)
         raise ValueError(str(exc).replace("size", key, 1)) from None
     if not 1 <= value <= maximum:
         most = "one message's most" if maximum == MAX_MESSAGE_BYTES else "at most"
+        raise ValueError(f"{key}: must be 1 B to {format_bytes(maximum)} ({most}), got {text!r}")
+    if value != math.floor(value):
+        below = math.floor(value)
         raise ValueError(
-            f"{key}: must be 1 B to {format_bytes(maximum)} ({most}), got {t.get(key)!r}"
+            f"{key}: {text!r} is {value:,.12g} bytes, not a whole number of them (a message "
+            f"carries whole bytes): write {below}B or {below + 1}B"
         )
     return value
 

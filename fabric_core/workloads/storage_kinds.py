@@ -10,7 +10,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fabric_core.storage.model import get_path, parse_params
-from fabric_core.units import parse_size
 from fabric_core.workloads.base import Workload
 from fabric_core.workloads.checkpoint import Checkpoint
 from fabric_core.workloads.fields import (
@@ -36,6 +35,9 @@ _COMMON = frozenset({"path", "storage"})
 #: The largest checkpoint a GPU writes (``size``, split into ``io_size`` writes): 1 TiB,
 #: more than any GPU holds (192 GB of HBM3e on a B200).
 MAX_CHECKPOINT_BYTES = float(1 << 40)
+#: The largest training batch a GPU reads a step (``batch``, in ``io_size`` reads): the same
+#: bound, for the same reason (a step's batch is staged in the GPU's memory).
+MAX_BATCH_BYTES = MAX_CHECKPOINT_BYTES
 
 
 def _path(t: Mapping[str, Any], default: str) -> str:
@@ -64,9 +66,9 @@ def _training(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         path_name=_path(t, "nfs-rdma"),
         params=parse_params(t.get("storage")),
         gpus_spec=t.get("gpus", "all"),
-        batch_bytes=parse_size(t.get("batch", "128MiB")),
+        batch_bytes=size(t, "batch", "128MiB", maximum=MAX_BATCH_BYTES),
         compute_s=duration(t, "compute", "30ms"),
-        io_bytes=parse_size(t.get("io_size", "1MiB")),
+        io_bytes=size(t, "io_size", "1MiB"),
         prefetch=whole(t, "prefetch", 2, maximum=MAX_PREFETCH),
     )
 
@@ -79,7 +81,7 @@ def _checkpoint(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         params=parse_params(t.get("storage")),
         gpus_spec=t.get("gpus", "all"),
         size_bytes=size(t, "size", "64MiB", maximum=MAX_CHECKPOINT_BYTES),
-        io_bytes=parse_size(t.get("io_size", "1MiB")),
+        io_bytes=size(t, "io_size", "1MiB"),
         depth=whole(t, "depth", 8, minimum=1, maximum=MAX_OUTSTANDING),
         start_s=duration(t, "start", "0s", allow_zero=True),
         period_s=duration(t, "period", "0s", allow_zero=True),
@@ -103,7 +105,7 @@ def _kvcache(name: str, cls: str, t: Mapping[str, Any]) -> Workload:
         hit_rate=number(t, "hit_rate", 0.5, maximum=1.0),
         prefill_tokens_per_s=number(t, "prefill_tokens_per_s", 0.0),
         first_decode_s=duration(t, "first_decode", "0s", allow_zero=True),
-        io_bytes=parse_size(t.get("io_size", "1MiB")),
+        io_bytes=size(t, "io_size", "1MiB"),
         offload=bool(t.get("offload", True)),
     )
 
