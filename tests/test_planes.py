@@ -442,6 +442,31 @@ def test_each_workloads_refused_parts_are_summed_over_the_planes() -> None:
     f.close()
 
 
+def _add(ms: MessageTable, n: int) -> list[int]:
+    """``n`` one-part messages of workload 0; their ids."""
+    z = np.zeros(n, dtype=np.int64)
+    return ms.add(0, z, z, z, np.ones(n), np.zeros(n), np.ones(n, dtype=np.int64)).tolist()
+
+
+def test_a_message_takes_the_lowest_free_slot_and_the_table_grows_past_its_capacity() -> None:
+    """A message's id is its slot, and the planes it is sprayed over start at its id: the
+    lowest free slots are taken, in order, after messages are freed and after the table
+    grows (a run's plane assignment, and so its results, rest on it)."""
+    ms = MessageTable(capacity=4)
+    assert _add(ms, 3) == [0, 1, 2]
+    ms.release(np.array([1]))
+    assert _add(ms, 2) == [1, 3]  # (the freed one first, then the rest of the capacity)
+    assert _add(ms, 3) == [4, 5, 6] and ms.size.size >= 7  # grown
+    ms.release(np.array([5, 0]))
+    assert _add(ms, 1) == [0]
+    assert _add(ms, 1) == [5]
+    assert ms.in_flight == 7
+    big = MessageTable(capacity=2)
+    assert _add(big, 9) == list(range(9))  # grown by as many as asked at once
+    assert big.size.size >= 9 and big.refused.size == big.size.size
+    assert _add(big, 1) == [9]
+
+
 def test_a_message_a_plane_refused_is_handed_back_once_and_freed_when_its_parts_are_done() -> None:
     """The message table: a message sprayed as two parts, one refused and one run, is
     refused once (not completed) and its slot freed only when the part that ran is done;
