@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from console.cli.run import fault_line
-from fabric_core.runtime.scenario import list_scenarios
+from fabric_core.runtime.scenario import bundled_dir, list_scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -676,3 +676,30 @@ def test_a_fault_line_of_a_report_without_stages_takes_them_from_its_kind() -> N
     assert fault_line({**slow, "stages": ["recovered"]}).endswith(
         "active at the run's end; throughput ≥ 90% of its pre-fault rate: not yet"
     )
+
+
+def test_the_summary_counts_the_flows_in_flight_and_those_stuck_behind_a_dead_link(
+    tmp_path: Path,
+) -> None:
+    """A run with flows stuck behind a fault said only their bytes ('in flight 4.09 MiB'):
+    on RoCE a link that died before routing knew swallowed bytes, and their flows wait
+    for their ACK timeout (1.07 s) to resend, long past this run's end. The summary and
+    the report now count the flows in flight and, of those, the ones waiting so."""
+    path = tmp_path / "down.toml"
+    path.write_text(
+        (bundled_dir() / "tiny.toml").read_text()
+        + '\n[[fault]]\nat = "5us"\nkind = "link_down"\ntarget = "leaf00->spine01"\n'
+    )
+    out, report = run_with_report(
+        tmp_path, str(path), "--profile", "roce-400g", "--duration", "60us"
+    )
+    stuck = report["in_flight"]
+    assert 0 < stuck["waiting_to_resend"] <= stuck["flows"]
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("delivered "))
+    assert (
+        f"({stuck['flows']:,} flow{'s' if stuck['flows'] > 1 else ''}, "
+        f"{stuck['waiting_to_resend']:,} of them waiting for their ACK timeout to resend)"
+    ) in line
+    _, native = run_with_report(tmp_path, str(path), "--duration", "60us")
+    assert native["in_flight"]["waiting_to_resend"] == 0  # (routing knows at once: rerouted)
+    assert native["in_flight"]["flows"] > 0

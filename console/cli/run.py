@@ -230,6 +230,18 @@ def compile_progress_note(kernel: str | None) -> str | None:
     return f"compiling {kernel} {ONCE}"
 
 
+def _in_flight_flows(report: dict[str, Any]) -> str:
+    """How many flows the bytes in flight at the end are, and how many of those wait out
+    their ACK timeout (RoCE, behind a dead link that swallowed their bytes): flows stuck
+    there show only as bytes otherwise."""
+    flows = report.get("in_flight", {})
+    if not flows.get("flows"):
+        return ""
+    waiting = flows.get("waiting_to_resend", 0)
+    held = f", {waiting:,} of them waiting for their ACK timeout to resend" if waiting else ""
+    return f" ({count_of(flows['flows'], 'flow')}{held})"
+
+
 def _waiting(report: dict[str, Any]) -> str:
     """The links' time held back, summed over the links, by what holds them: PFC's pauses
     on RoCE, credits on the credit fabric (the same counter, port_xmit_wait's); and on
@@ -385,7 +397,8 @@ def print_summary(report: dict[str, Any]) -> None:
         )
     print(
         f"delivered {format_bytes(t['delivered_bytes'])} ({format_rate(t['throughput_bytes_per_second'])}), "
-        f"{count_of(t['completed_flows'], 'flow')} completed, in flight {format_bytes(t['in_flight_bytes'])}, "
+        f"{count_of(t['completed_flows'], 'flow')} completed, in flight "
+        f"{format_bytes(t['in_flight_bytes'])}{_in_flight_flows(report)}, "
         f"dropped {format_bytes(t['dropped_bytes'])}"
     )
     for line in refused_lines(report):  # (beside the totals: what never ran is not in them)

@@ -755,6 +755,7 @@ LATER_REPORT_SECTIONS = (
     "notable_events",
     "stopped_workloads",
     "admission",
+    "in_flight",
 )
 
 

@@ -72,7 +72,8 @@ def report_of(
     """The report (JSON-ready) of a fabric that has just run ``ticks`` ticks, with
     ``hop_updates`` hop-updates, in ``wall_s`` seconds of wall time; with ``first``, the
     first of those ticks timed on its own (``run.after_first_tick``: the rest's speed)."""
-    report = summarise(fabric.snapshot(wall_time_s=wall_s, running=False))
+    snap = fabric.snapshot(wall_time_s=wall_s, running=False)
+    report = summarise(snap)
     # the scenario's scheduled faults the core refused when their time came (a second of
     # one kind on a link, a clear of nothing): said once each, beside the faults that ran
     report["schedule_skipped"] = list(fabric.schedule_skipped)
@@ -83,6 +84,12 @@ def report_of(
     report["stopped_workloads"] = [wl.name for wl in fabric.workloads if not wl.running]
     # flows the admission limits refused: they never ran, so the run is not the one asked for
     report["admission"] = admission_of(fabric)
+    # the flows still in flight at the end, beside their bytes (the totals'): on RoCE some
+    # may be held for their ACK timeout, stuck behind a dead link that swallowed their bytes
+    report["in_flight"] = {
+        "flows": snap.totals.active_flows,
+        "waiting_to_resend": snap.totals.waiting_flows,
+    }
 
     def per(x: float, seconds: float) -> float:
         return x / seconds if seconds > 0 else float("inf")
