@@ -158,3 +158,28 @@ def test_the_readmes_compare_table_is_what_fabtop_compare_prints() -> None:
     assert rows
     for size, native, roce, lower in rows:
         assert (size, "3", native, roce, lower) in printed, (size, native, roce, lower)
+
+
+def test_the_readmes_figures_of_the_default_scenario_under_load_are_fabtop_compares() -> None:
+    """README's "Native vs RoCE, measured" says which fabric wins what on the default
+    scenario under load, with ``fabtop compare default --duration 2ms``'s figures: each
+    pair it quotes is what the command prints (a change to the model that moves them
+    fails here, and the sentence is measured again)."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Native vs RoCE, measured") : text.index("## Claims")]
+    said = " ".join(section.split())  # (the sentence runs over lines)
+    assert "`fabtop compare default --duration 2ms`" in said
+    out = fabtop("compare", "default", "--duration", "2ms", "--no-sizes")
+    assert out.returncode == 0, out.stderr
+    rows = {
+        cells[0]: cells[1:]
+        for ln in out.stdout.splitlines()
+        if (cells := re.split(r"\s{2,}", ln.strip()))[0]
+        in {"bulk", "incast", "alltoall", "throughput"}
+    }
+    p99 = {name: (rows[name][2], rows[name][3]) for name in ("bulk", "incast", "alltoall")}
+    native, roce = rows["throughput"][:2]
+    assert f"{p99['bulk'][0]} against {p99['bulk'][1]}" in said  # native's first
+    assert f"{p99['incast'][0]} against {p99['incast'][1]}" in said
+    assert f"{roce} against {native}" in said  # RoCE's first
+    assert f"{p99['alltoall'][1]} against {p99['alltoall'][0]}" in said
