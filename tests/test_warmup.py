@@ -76,12 +76,15 @@ def test_the_manifest_names_the_types_the_default_scenario_calls_its_kernels_wit
     argument types: a kernel renamed or an argument changed since the manifest was
     written fails here (``python -m fabric_core.runtime.kernel_manifest --write`` writes it
     anew)."""
-    # ticks at once, even if a helper of this process's first run compiles them still
-    monkeypatch.setattr(uneventful, "held_back", None)
     monkeypatch.setenv(warmup.HELPER_ENV, "0")
     fabric = Fabric.from_scenario(load_scenario(kernel_manifest.RECORD_SCENARIO))
-    # as the manifest was recorded: busy ticks one by one, then at once (``record``)
+    # as the manifest was recorded (``record``): busy ticks one by one with the deferred
+    # kernels held back (new flows started step by step) and then not (even if a helper
+    # of this process's first run compiles them still), then busy ticks at once
     monkeypatch.setattr(busy, "ENABLED", False)
+    monkeypatch.setattr(uneventful, "held_back", lambda: True)
+    fabric.run_ticks(kernel_manifest.RECORD_TICKS)
+    monkeypatch.setattr(uneventful, "held_back", None)
     fabric.run_ticks(kernel_manifest.RECORD_TICKS)
     monkeypatch.setattr(busy, "ENABLED", True)
     fabric.run_ticks(kernel_manifest.BUSY_TICKS)

@@ -433,6 +433,7 @@ class Fabric:
             self.profile.routing != "spray"
             and not self.static_routes
             and tick.starts_at_once(self.topo)
+            and not uneventful.waiting_for_kernel()  # (compiled aside on a first run)
         ):
             # the usual case: routed, laned and written in one compiled call
             assert isinstance(tick, _tick_kernels.CompiledTick)  # (the reference never is)

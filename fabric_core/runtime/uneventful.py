@@ -54,15 +54,16 @@ ENABLED = True
 MIN_TICKS = 3
 #: the most ticks to one call (the call keeps a start time and a byte count per tick)
 MOST_TICKS = 1 << 16
-#: while this returns True the ticks run one by one: another process is still compiling
-#: the kernel into the cache (the first run after an install, ``kernels.warmup``), and
-#: calling it here would compile it a second time
+#: while this returns True the ticks run one by one and new flows start step by step:
+#: another process is still compiling the kernels that do them at once into the cache
+#: (the first run after an install, ``kernels.warmup.DEFERRABLE``), and calling one here
+#: would compile it a second time
 held_back: Callable[[], bool] | None = None
 
 
 def waiting_for_kernel() -> bool:
-    """Whether ``held_back`` still holds the ticks-at-once kernel back (and forget it once
-    it does not)."""
+    """Whether ``held_back`` still holds the deferred kernels back, the ticks-at-once ones
+    and the one-call start (and forget it once it does not)."""
     global held_back
     if held_back is None:
         return False

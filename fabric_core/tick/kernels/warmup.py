@@ -76,10 +76,13 @@ DIGEST_ENV = "FABTOP_KERNEL_DIGEST"
 _ROOT = Path(__file__).resolve().parents[3]
 #: Kernels a run can do without for a while, which the helper compiles last while the
 #: run goes on: the ticks-at-once kernels (``runtime.uneventful``, ``runtime.busy``:
-#: ticks run one by one give the same results). The run holds them back until the helper
-#: is done (``runtime.uneventful.held_back``) instead of compiling them a second time.
+#: ticks run one by one give the same results) and the one-call start of new flows
+#: (``kernels.start.start_routed``: flows started step by step, by the kernels it calls,
+#: are the same flows). The run holds them back until the helper is done
+#: (``runtime.uneventful.held_back``) instead of compiling them a second time.
 DEFERRABLE = frozenset(
     {
+        ("fabric_core.tick.kernels.start", "start_routed"),
         ("fabric_core.tick.kernels.uneventful", "uneventful_ticks"),
         ("fabric_core.tick.kernels.busy", "busy_ticks"),
     }
