@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -56,7 +56,6 @@ from fabric_core.runtime.events import EventLog
 from fabric_core.runtime.fabric import Solver, check_tick, tick_start_s, traffic_classes
 from fabric_core.runtime.scenario import Scenario, ScenarioError
 from fabric_core.runtime.snapshot import Event, LinkState, Snapshot, Totals, workload_views
-from fabric_core.tick.flows import Completions, FlowRequests
 from fabric_core.tick.histogram import HistogramRows
 from fabric_core.workloads import Workload
 from fabric_core.workloads.base import admission_notes, tick_notes, workload_rngs
@@ -398,18 +397,8 @@ class PlanedFabric:
         if self._refused:
             refused = np.concatenate(self._refused)
             self._refused = []
-            for wi, wl in enumerate(self.workloads):
-                pick = refused[ms.workload[refused] == wi]
-                if pick.size:
-                    wl.on_refused(
-                        FlowRequests(
-                            ms.src[pick].copy(),
-                            ms.dst[pick].copy(),
-                            ms.size[pick].copy(),
-                            ms.tag[pick].copy(),
-                            ms.ready_s[pick].copy(),
-                        )
-                    )
+            for wl, pick in self._by_workload(refused):
+                wl.on_refused(ms.requests(pick))
         if self._ended:
             ms.release(np.concatenate(self._ended))
             self._ended = []
@@ -422,21 +411,18 @@ class PlanedFabric:
         self.completed_flows += int(whole.size)
         latency = ms.finish_s[whole] - ms.start_s[whole]
         self._class_rows.observe(self._wl_class[ms.workload[whole]], latency)
-        for wi, wl in enumerate(self.workloads):
-            pick = whole[ms.workload[whole] == wi]
-            if pick.size:
-                wl.on_complete(
-                    Completions(
-                        tag=ms.tag[pick].copy(),
-                        src=ms.src[pick].copy(),
-                        dst=ms.dst[pick].copy(),
-                        size_bytes=ms.size[pick].copy(),
-                        start_s=ms.start_s[pick].copy(),
-                        finish_s=ms.finish_s[pick].copy(),
-                    ),
-                    self.sim_time_s,
-                )
+        for wl, pick in self._by_workload(whole):
+            wl.on_complete(ms.completions(pick), self.sim_time_s)
         ms.release(whole)
+
+    def _by_workload(self, ids: NDArray[np.int64]) -> Iterator[tuple[Workload, NDArray[np.int64]]]:
+        """The messages ``ids`` by workload, in the workloads' order: each workload that
+        has some, with its own in ``ids``' order."""
+        of = self.messages.workload[ids]
+        for wi, wl in enumerate(self.workloads):
+            pick = ids[of == wi]
+            if pick.size:
+                yield wl, pick
 
     # ---------------------------------------------------------------- commands
     def apply(self, cmd: Command) -> Mapping[str, Any]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from fabric_core.tick.flows import Completions, FlowRequests
+
 
 class MessageTable:
     """Messages in flight (see the module docstring)."""
@@ -98,6 +100,23 @@ class MessageTable:
         first = ids[~self.refused[ids]]
         self.refused[ids] = True
         return first, ids[self.parts_left[ids] == 0]
+
+    def requests(self, ids: NDArray[np.int64]) -> FlowRequests:
+        """The messages ``ids`` as their workload asked for them (copies)."""
+        return FlowRequests(
+            self.src[ids], self.dst[ids], self.size[ids], self.tag[ids], self.ready_s[ids]
+        )
+
+    def completions(self, ids: NDArray[np.int64]) -> Completions:
+        """The completed messages ``ids`` as their workload hears of them (copies)."""
+        return Completions(
+            tag=self.tag[ids],
+            src=self.src[ids],
+            dst=self.dst[ids],
+            size_bytes=self.size[ids],
+            start_s=self.start_s[ids],
+            finish_s=self.finish_s[ids],
+        )
 
     def release(self, ids: NDArray[np.int64]) -> None:
         """Free the slots of ended messages (the lowest slots are taken first)."""
