@@ -25,7 +25,7 @@ from numba.core import types
 from fabric_core.runtime import busy, kernel_manifest, uneventful
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
-from fabric_core.tick.kernels import tick, warmup
+from fabric_core.tick.kernels import as_python, tick, warmup
 from fabric_core.tick.kernels._jit import compiles_watched
 from fabric_core.tick.kernels.warmup import Entry, split, type_name, type_of
 from tests.kernel_cache import cache_lacking
@@ -146,17 +146,25 @@ def test_a_cold_cache_is_warmed_here_unless_another_process_does(
     when no helper starts); with the lock held elsewhere it compiles nothing and waits."""
     compiled: list[list[str]] = []
     monkeypatch.setattr(warmup, "_done", False)
+    monkeypatch.setattr(warmup, "_current", None)
     monkeypatch.setenv(warmup.HELPER_ENV, "1")
     monkeypatch.setattr(warmup, "cached", lambda entry: False)
     monkeypatch.setattr(warmup, "_try_lock", lambda path: lock)
     monkeypatch.setattr(warmup, "_start_helper", lambda share, fd: None)
     monkeypatch.setattr(warmup, "compile_entries", lambda es: compiled.append([e.name for e in es]))
     monkeypatch.setattr(warmup, "_wait_until", lambda stop, share, deadline: None)
-    done = warmup.warm_up()
+    try:
+        done = warmup.warm_up()
+        running_as_python = as_python.running_as_python()
+    finally:
+        as_python.run_compiled()
     assert done is not None
+    assert warmup.warm_up() is done  # (once a process: every fabric shares it)
     entries = warmup.load_manifest()
     if lock == warmup.HELD:
+        # it waits for them as Python
         assert compiled == [] and done.compiled_here == () and done.lock is not None
+        assert running_as_python and done.awaited
     else:
         deferred = {name for _, name in warmup.DEFERRABLE}
         assert compiled == [[e.name for e in entries if e.name not in deferred]]
@@ -258,7 +266,7 @@ COLD_RUN = textwrap.dedent(
     from fabric_core.runtime.fabric import Fabric
     from fabric_core.runtime.kernel_manifest import RECORD_SCENARIO, RECORD_TICKS
     from fabric_core.runtime.scenario import load_scenario
-    from fabric_core.tick.kernels import solve, tick, warmup
+    from fabric_core.tick.kernels import as_python, solve, tick, warmup
     from fabric_core.tick.kernels._jit import compiles_watched
 
     fabric = Fabric.from_scenario(load_scenario(RECORD_SCENARIO))
@@ -266,6 +274,7 @@ COLD_RUN = textwrap.dedent(
     with compiles_watched(lambda kernel: kernel and first.append(kernel)):
         fabric.run_ticks(1)
     done = fabric.kernel_warm_up
+    first_as_python = done.python_ticks == 1
     # (however slow the machine: a run stops holding the deferred kernels back at this
     # deadline, against a stuck helper, which is not what is tested here)
     done.deadline = time.monotonic() + 900
@@ -278,6 +287,8 @@ COLD_RUN = textwrap.dedent(
             time.sleep(0.05)
         code = None if done.helper is None else done.helper.wait()
         fabric.run_ticks(RECORD_TICKS)  # ticks at once again, from the cache
+        state = [fabric.tick, fabric.delivered_bytes, fabric.completed_flows,
+                 fabric.hop_updates, float(fabric.link_book.occupancy.sum())]
         if PARALLEL:  # the solve over the cores from a few entries on: compiled aside
             tick.PARALLEL_FROM_ENTRIES = 1
             fabric.run_ticks(3)
@@ -298,6 +309,10 @@ COLD_RUN = textwrap.dedent(
         "released": uneventful.held_back is None,
         "serial_meanwhile": serial_meanwhile,
         "parallel_ran": parallel_ran,
+        "first_as_python": first_as_python,
+        "python_ticks": done.python_ticks,
+        "python_now": as_python.running_as_python(),
+        "state": state,
     }))
     """
 )
@@ -335,19 +350,39 @@ def _cold_run_lacks() -> tuple[Entry, Entry, list[Entry]]:
     return here, helper, [here, helper, later, over_cores]
 
 
-def test_a_first_run_compiles_over_two_processes_and_then_nothing(tmp_path: Path) -> None:
-    """With a cache that lacks kernels, ``warm_up`` compiles its share and the helper the
-    rest; the run then meets every kernel in the cache (nothing is reported compiling),
-    the ticks-at-once kernel held back until the helper is done with it, and the solve
-    over the cores until a helper has compiled the kernel over the cores it lacks (the
-    serial one meanwhile). A second process started meanwhile on the same cache (the
-    compare view's other engine) compiles none of them: it waits for them to land in the
-    cache. The cache holds the manifest's other kernels (``tests/kernel_cache.py``):
-    empty, the two processes would take two minutes of both cores to compile the same
-    way; any kernel the run calls that the manifest lacks is not there either."""
+def _warm_state() -> list[float]:
+    """What ``COLD_RUN``'s fabric holds after its ticks, run here from a filled cache."""
+    fabric = Fabric.from_scenario(load_scenario(kernel_manifest.RECORD_SCENARIO))
+    for n in (1, kernel_manifest.RECORD_TICKS, kernel_manifest.RECORD_TICKS):
+        fabric.run_ticks(n)
+    return [
+        fabric.tick, fabric.delivered_bytes, fabric.completed_flows,
+        fabric.hop_updates, float(fabric.link_book.occupancy.sum()),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("as_python", ["1", "0"])
+def test_a_first_run_compiles_aside_and_then_nothing(as_python: str, tmp_path: Path) -> None:
+    """With a cache that lacks kernels, ``warm_up`` has them compiled aside: by two
+    helpers while the run's ticks run as Python (or, with ``AS_PYTHON_ENV`` 0, its share
+    here and the rest by a helper); the run then meets every kernel in the cache (nothing
+    is reported compiling), the ticks-at-once kernel held back until the helper is done
+    with it, and the solve over the cores until a helper has compiled the kernel over the
+    cores it lacks (the serial one meanwhile). The fabric ends where a run from a filled
+    cache does. A second process started meanwhile on the same cache (the compare view's
+    other engine) compiles none of them: it waits for them to land in the cache, its
+    ticks as Python meanwhile. The cache holds the manifest's other kernels
+    (``tests/kernel_cache.py``): empty, the processes would take two minutes of both
+    cores to compile the same way; any kernel the run calls that the manifest lacks is
+    not there either."""
     here, helper, lacking = _cold_run_lacks()
     cache_lacking(tmp_path, lacking)
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), warmup.HELPER_ENV: "1"}
+    env = {
+        **os.environ,
+        "NUMBA_CACHE_DIR": str(tmp_path),
+        warmup.HELPER_ENV: "1",
+        warmup.AS_PYTHON_ENV: as_python,
+    }
     over_cores = numba.config.NUMBA_NUM_THREADS > 1  # type: ignore[attr-defined]
     first = _run(f"PARALLEL = {over_cores}\n{COLD_RUN}", env)
     for _ in range(1200):  # until the first holds the warm-up's lock (a bound on a hang)
@@ -362,22 +397,30 @@ def test_a_first_run_compiles_over_two_processes_and_then_nothing(tmp_path: Path
     # what the first tick compiled or waited for is the manifest's: a kernel added to the
     # tick and not to the manifest would compile here, under a name not in it
     kernels = {warmup._kernel_name(e) for e in warmup.load_manifest()}
-    assert set(got["compiled_first"]) <= kernels, set(got["compiled_first"]) - kernels
-    assert got["here"] and got["helper"], "one process did all the compiling"
-    # each compiled the kernel of its share that the cache lacked: the run this one, and
-    # it waited for the helper's (the run's first tick reports both)
-    assert here.name in got["here"] and helper.name in got["helper"]
-    assert {warmup._kernel_name(here), warmup._kernel_name(helper)} <= set(got["compiled_first"])
+    if as_python == "1":
+        # nothing compiled here: the first tick ran as Python, and said so
+        assert got["compiled_first"] == [warmup.AS_PYTHON_NOTE] and got["here"] == []
+        assert got["first_as_python"] and not got["python_now"]
+    else:
+        assert set(got["compiled_first"]) <= kernels, set(got["compiled_first"]) - kernels
+        # each compiled the kernel of its share that the cache lacked: the run this one,
+        # and it waited for the helper's (the run's first tick reports both)
+        assert here.name in got["here"] and helper.name in got["helper"]
+        assert {warmup._kernel_name(here), warmup._kernel_name(helper)} <= set(
+            got["compiled_first"]
+        )
+        assert got["python_ticks"] == 0
     assert "uneventful_ticks" in got["helper"] and got["held"]
     assert got["helper_exit"] == 0
     assert got["compiled_later"] == []
     assert got["released"]
+    assert got["state"] == followed["state"] == _warm_state()
     if over_cores:  # the kernels over the cores came from a helper, the serial ran meanwhile
         assert got["serial_meanwhile"] and got["parallel_ran"]
     assert followed["followed"] and followed["here"] == [] and followed["helper"] == []
-    assert set(followed["compiled_first"]) <= kernels
+    assert set(followed["compiled_first"]) <= kernels | {warmup.AS_PYTHON_NOTE}
     assert followed["compiled_later"] == []
-    assert followed["released"]
+    assert followed["released"] and not followed["python_now"]
 
 
 def _locked(cache: Path) -> bool:

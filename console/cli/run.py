@@ -395,6 +395,12 @@ def print_summary(report: dict[str, Any]) -> None:
             f"after it {rest['sim_seconds_per_wall_second']:.3g} simulated s per wall s, "
             f"{rest['hop_updates_per_second']:.3g} hop-updates/s"
         )
+    as_python = r.get("as_python")
+    if as_python is not None:
+        print(
+            f"  the first {count_of(as_python['ticks'], 'tick')} ran as Python "
+            f"({as_python['wall_seconds']:.1f} s) while the kernels compiled aside {ONCE}"
+        )
     print(
         f"delivered {format_bytes(t['delivered_bytes'])} ({format_rate(t['throughput_bytes_per_second'])}), "
         f"{count_of(t['completed_flows'], 'flow')} completed, in flight "

@@ -94,6 +94,9 @@ def spray(
 class PlanedFabric:
     """A multi-plane fabric run one engine per plane (see the module docstring)."""
 
+    #: its planes' engines warm their kernels up in their own processes (``EngineFabric``)
+    compiling_aside = False
+
     def __init__(
         self,
         scn: Scenario,

@@ -71,6 +71,11 @@ class EngineFabric(Protocol):
     tick: int
     faults: FaultBook
 
+    @property
+    def compiling_aside(self) -> bool:
+        """Whether its ticks run far slower than they will for now (a first run's, as
+        Python while the kernels compile aside): the engine keeps its tick meanwhile."""
+
     def run_ticks(self, n: int) -> None:
         """Advance ``n`` ticks (``RunEndedError``: the fabric cannot go on)."""
 
@@ -537,7 +542,7 @@ class Engine:
         recent_sim, recent_wall = self._recent
         self._recent = (0.8 * recent_sim + sim, 0.8 * recent_wall + elapsed)
         self._measured_speed = self._recent[0] / self._recent[1]
-        if self.speed > 0 and self.max_tick_s is not None:
+        if self.speed > 0 and self.max_tick_s is not None and not self.fabric.compiling_aside:
             # behind: busy all the time and still below the pace (smoothed over batches)
             behind = waited == 0 and self._measured_speed < self.BEHIND * self.speed
             self._adapt_tick(behind=behind, waited=waited / elapsed)

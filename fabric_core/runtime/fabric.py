@@ -623,9 +623,9 @@ class Fabric:
 
     # ------------------------------------------------------------------ the tick
     def _warm_up(self) -> None:
-        """Before the first compiled ticks: the kernels compiled over two processes if
-        this is the first run after an install (``kernels.warmup``); the ticks-at-once
-        kernel held back while the helper still compiles it."""
+        """Before the first compiled ticks: the kernels compiled aside if this is the first
+        run after an install (``kernels.warmup``), the ticks run as Python meanwhile; the
+        ticks-at-once kernel held back while a helper still compiles it."""
         self._warmed_up = True
         if self.solver == "compiled":
             from fabric_core.tick.kernels import warmup  # imports numba: only when used
@@ -634,14 +634,27 @@ class Fabric:
             if done is not None and done.deferred:
                 uneventful.held_back = done.compiling_deferred
 
+    @property
+    def compiling_aside(self) -> bool:
+        """Whether this fabric's ticks run as Python while its kernels compile aside (the
+        first run after an install: ``kernels.warmup``): some 300 times slower than they
+        will run, so a live engine does not lengthen its tick to keep up meanwhile."""
+        done = self.kernel_warm_up
+        return done is not None and bool(done.awaited)
+
     def run_ticks(self, n: int) -> None:
         """Advance ``n`` ticks: the uneventful ones in one compiled call
         (``runtime.uneventful``), the others one by one; the same results either way.
         The first call of a process compiles the kernels first if the cache lacks them
-        (``_warm_up``; ``step`` compiles each as it meets it)."""
+        (``_warm_up``), running the ticks as Python while other processes do (``step``
+        compiles each kernel the warm-up left out as it meets it)."""
         if not self._warmed_up:
             self._warm_up()
         left = n
+        done = self.kernel_warm_up
+        while left > 0 and done is not None and done.ticks_as_python():
+            done.step_as_python(self.step)
+            left -= 1
         while left > 0:
             ran = self._run_uneventful(left)
             if ran == 0:

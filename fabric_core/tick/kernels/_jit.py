@@ -33,8 +33,9 @@ _CORE = _HERE.parent.parent
 #: What the kernels are compiled from: their own modules, and those whose constants they
 #: read (numba freezes a global into the machine code)
 KERNEL_SOURCES = (
-    # (not ``warmup.py``, which compiles the kernels and is none: an edit there keeps them)
-    *sorted(p for p in _HERE.glob("*.py") if p.name != "warmup.py"),
+    # (not ``warmup.py``, which compiles the kernels, nor ``as_python.py``, which runs them
+    # as Python: neither is a kernel, and an edit there keeps them)
+    *sorted(p for p in _HERE.glob("*.py") if p.name not in ("warmup.py", "as_python.py")),
     *(
         _CORE / name
         for name in (

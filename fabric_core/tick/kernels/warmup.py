@@ -26,6 +26,15 @@ the move, the credits: the manifest's ``parallel`` section), which a fabric firs
 entries, a helper compiles then, the serial ones running meanwhile (``parallel_ready``).
 Nothing of this can change a result: the machine code is the same whichever process
 compiles it, and the serial and parallel kernels give the same results bit for bit.
+
+**Ticks as Python meanwhile.** Where both halves can go to helpers, they do, one helper
+each, and this process does not wait for them: its ticks run the kernels as plain Python
+(``kernels.as_python``; the same functions, the same results) until the kernels are in
+the cache, then compiled. So the first tick comes within a second or two of the start
+instead of after the compiling. A tick as Python takes some 300 times the compiled one;
+the run rests after each (``AS_PYTHON_SHARE``) so that the compiling keeps most of the
+cores. A follower does the same while it waits. ``AS_PYTHON_ENV`` set to 0 keeps the
+half here instead, as before (``benchmarks/bench_core.py --startup`` times both).
 """
 
 from __future__ import annotations
@@ -46,9 +55,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
 from numba.core import event as numba_event
 from numba.core import types
 
+from fabric_core.tick.kernels import as_python
 from fabric_core.tick.kernels._jit import KEEP_CACHE_ENV, SOURCES_DIGEST, WAIT_EVENT
 
 try:  # a lock between processes that warm up one cache (POSIX; elsewhere each alone)
@@ -70,6 +81,17 @@ HELPER_START_S = 1.0
 HELPER_WAIT_S = 120.0
 #: How often ``warm_up`` looks whether the helper is done.
 POLL_S = 0.05
+#: Set to 0 to compile half of the kernels in this process before its first tick instead
+#: of running its ticks as Python meanwhile (see the module docstring)
+AS_PYTHON_ENV = "FABTOP_WARMUP_AS_PYTHON"
+#: The share of a core the ticks run as Python take while the kernels compile aside: after
+#: a tick that took t seconds the run rests ``t * (1 / AS_PYTHON_SHARE - 1)``. The
+#: compiling, some 35 s of a core, is what the run waits for; the ticks as Python only
+#: show it moving meanwhile, and at a quarter of a core the helpers keep about 1.75 of
+#: the two cores this machine has (docs/PERFORMANCE.md, "Start-up", session 49).
+AS_PYTHON_SHARE = 0.25
+#: What a process says it waits for while its ticks run as Python (``WAIT_EVENT``)
+AS_PYTHON_NOTE = "the kernels aside, ticks run as Python meanwhile"
 #: The parent's ``SOURCES_DIGEST``, handed to its helper
 DIGEST_ENV = "FABTOP_KERNEL_DIGEST"
 #: The directory this ``fabric_core`` is in, where a helper runs
@@ -99,8 +121,8 @@ class Entry:
     seconds: float
 
     def dispatcher(self) -> Any:
-        """The compiled kernel this names."""
-        return getattr(importlib.import_module(self.module), self.name)
+        """The compiled kernel this names (also while the kernels run as Python)."""
+        return as_python.compiled(getattr(importlib.import_module(self.module), self.name))
 
     def signature(self) -> tuple[types.Type, ...]:
         """The argument types, as numba's."""
@@ -231,9 +253,10 @@ def cached(entry: Entry) -> bool:
 
 @dataclass
 class WarmUp:
-    """What ``warm_up`` did: the kernels it compiled here, those it left to the helper
-    (it waited for all of them but the ``DEFERRABLE`` ones, ``deferred``), and the helper
-    (None: none started; ``lock``: another process's warm-up was followed instead)."""
+    """What ``warm_up`` did: the kernels it compiled here, those it left to the helpers
+    (it waited for all of them but the ``DEFERRABLE`` ones, ``deferred``, unless its ticks
+    run as Python meanwhile: ``awaited``), and the helper of the deferred ones (None:
+    none started; ``lock``: another process's warm-up was followed instead)."""
 
     compiled_here: tuple[Entry, ...]
     helper_share: tuple[Entry, ...]
@@ -241,7 +264,17 @@ class WarmUp:
     helper: subprocess.Popen[bytes] | None
     deadline: float  # time.monotonic() past which the deferred are not waited for
     lock: Path | None = None
+    #: the kernels compiled aside that the ticks run as Python until they are in the cache
+    #: (``ticks_as_python``; empty once they are, or when the run never ran as Python)
+    awaited: tuple[Entry, ...] = ()
+    #: the helpers compiling ``awaited`` (None: a followed lock's holder compiles them)
+    helpers: tuple[subprocess.Popen[bytes], ...] = ()
+    #: the ticks run as Python so far, and the wall time they took, rests included
+    python_ticks: int = 0
+    python_wall_s: float = 0.0
     _asked: tuple[float, bool] = (-math.inf, True)  # the last answer, and when
+    _looked: float = -math.inf  # when ``ticks_as_python`` last looked at the cache
+    _rest_s: float = 0.0  # what the last tick as Python left to rest before the next
 
     def __deepcopy__(self, memo: dict[int, object]) -> WarmUp:
         """Itself: a process warms its cache up once, whichever fabric asked, so a copy of
@@ -266,22 +299,72 @@ class WarmUp:
         self._asked = (now, answer)
         return answer
 
+    def ticks_as_python(self) -> bool:
+        """Whether the next tick runs its kernels as Python (``step_as_python``): until the
+        ``awaited`` kernels are in the cache, their helpers ended (or a followed lock is
+        free) or the deadline passed. Then it swaps the compiled kernels back in and says
+        False from then on. Asked before each tick; looks at most every ``POLL_S``."""
+        if not self.awaited:
+            return False
+        now = time.monotonic()
+        if as_python.running_as_python() and (
+            now - self._looked < POLL_S or not self._awaited_done(now)
+        ):
+            return True
+        as_python.run_compiled()  # (already, where numba was asked to compile meanwhile)
+        self.awaited = ()
+        numba_event.end_event(WAIT_EVENT, data={"kernel": AS_PYTHON_NOTE})  # type: ignore[no-untyped-call]
+        return False
+
+    def _awaited_done(self, now: float) -> bool:
+        """Whether the ticks may run compiled now (see ``ticks_as_python``)."""
+        self._looked = now
+        if now >= self.deadline:
+            return True
+        pending = [e for e in self.awaited if not cached(e)]
+        self.awaited = tuple(pending) or self.awaited  # (looked for again: those left)
+        if not pending:
+            return True
+        if self.lock is not None and not self.helpers:
+            return _lock_free(self.lock)
+        return all(h.poll() is not None for h in self.helpers)
+
+    def step_as_python(self, step: Callable[[], None]) -> None:
+        """Run ``step`` (a tick) with the kernels as Python, after the rest the tick before
+        left, so that the ticks take ``AS_PYTHON_SHARE`` of a core (see the module
+        docstring; the first tick comes at once). numpy's scalars warn of overflows and
+        divisions by zero where the compiled kernels (``error_model="numpy"``) give the
+        same values silently: not here either."""
+        start = time.monotonic()
+        time.sleep(self._rest_s)
+        ticked = time.monotonic()
+        with np.errstate(all="ignore"):
+            step()
+        end = time.monotonic()
+        self._rest_s = (end - ticked) * (1 / AS_PYTHON_SHARE - 1)
+        self.python_ticks += 1
+        self.python_wall_s += end - start
+
 
 _done = False
+#: this process's warm-up, which every fabric it runs shares (``warm_up``)
+_current: WarmUp | None = None
 
 
 def warm_up(wait_s: float = HELPER_WAIT_S) -> WarmUp | None:
     """Compile the manifest's kernels over two processes if the cache lacks any (see
-    the module docstring); once per process, before its first compiled ticks. None when
-    there was nothing to do (the cache has them, or ``HELPER_ENV`` is 0).
+    the module docstring); before a process's first compiled ticks. None when there was
+    nothing to do (the cache has them, or ``HELPER_ENV`` is 0); asked again, the same
+    answer (a process warms up once, for every fabric it runs).
 
     One process at a time warms a cache up: it holds a lock beside the cache
-    (``warmup.lock``), which its helper keeps until it ends. Another process that finds
+    (``warmup.lock``), which its helpers keep until they end. Another process that finds
     the lock held (two engines of the compare view, started together) does not compile
-    the same kernels beside it: it waits for them to land in the cache (``_follow``)."""
-    global _done
+    the same kernels beside it: it waits for them to land in the cache (``_follow``),
+    its ticks as Python meanwhile unless ``AS_PYTHON_ENV`` is 0."""
+    global _done, _current
     if _done or not _helper_allowed():
-        return None
+        return _current
     _done = True
     entries = _manifest("kernels")
     if not entries or all(cached(e) for e in entries):
@@ -293,26 +376,52 @@ def warm_up(wait_s: float = HELPER_WAIT_S) -> WarmUp | None:
     held = UNAVAILABLE if lock is None else _try_lock(lock)
     if held == HELD:
         assert lock is not None
-        return _follow([entries[i] for i in now], deferred, lock, wait_s)
+        _current = _follow([entries[i] for i in now], deferred, lock, wait_s)
+        return _current
     try:
         mine, theirs = split([entries[i] for i in now])
         mine, theirs = [now[i] for i in mine], [now[i] for i in theirs]
-        helper = _start_helper(theirs + later, held if held >= 0 else None)
+        fd = held if held >= 0 else None
+        helper = _start_helper(theirs + later, fd)
         if helper is None:  # all here, ahead of the first tick (the deferred as met)
             compile_entries([entries[i] for i in now])
-            return WarmUp(tuple(entries[i] for i in now), (), (), None, 0.0)
-        compile_entries([entries[i] for i in mine])
-        _wait_for(helper, [entries[i] for i in theirs], wait_s)
+            _current = WarmUp(tuple(entries[i] for i in now), (), (), None, 0.0)
+            return _current
+        aside = _start_helper(mine, fd) if _as_python_allowed() else None
+        if aside is None:
+            compile_entries([entries[i] for i in mine])
+            _wait_for(helper, [entries[i] for i in theirs], wait_s)
     finally:
         if held >= 0:
-            os.close(held)  # the helper's copy of the descriptor keeps the lock till it ends
-    return WarmUp(
-        compiled_here=tuple(entries[i] for i in mine),
-        helper_share=tuple(entries[i] for i in theirs + later),
+            os.close(held)  # the helpers' copies of the descriptor keep the lock till they end
+    deadline = time.monotonic() + wait_s
+    if aside is None:
+        _current = WarmUp(
+            compiled_here=tuple(entries[i] for i in mine),
+            helper_share=tuple(entries[i] for i in theirs + later),
+            deferred=deferred,
+            helper=helper,
+            deadline=deadline,
+        )
+        return _current
+    _current = WarmUp(
+        compiled_here=(),
+        helper_share=tuple(entries[i] for i in mine + theirs + later),
         deferred=deferred,
         helper=helper,
-        deadline=time.monotonic() + wait_s,
+        deadline=deadline,
+        awaited=tuple(entries[i] for i in now),
+        helpers=(aside, helper),
     )
+    _start_as_python()
+    return _current
+
+
+def _start_as_python() -> None:
+    """Run the kernels as Python from now on, and say so (``WAIT_EVENT``, which
+    ``WarmUp.ticks_as_python`` ends)."""
+    as_python.run_as_python()
+    numba_event.start_event(WAIT_EVENT, data={"kernel": AS_PYTHON_NOTE})  # type: ignore[no-untyped-call]
 
 
 _parallel_helper: subprocess.Popen[bytes] | None = None
@@ -379,6 +488,12 @@ def _helper_allowed() -> bool:
     return os.environ.get(HELPER_ENV, "1") != "0"
 
 
+def _as_python_allowed() -> bool:
+    """Whether the ticks may run as Python while the kernels compile aside
+    (``AS_PYTHON_ENV`` is not 0)."""
+    return os.environ.get(AS_PYTHON_ENV, "1") != "0"
+
+
 def _manifest(section: str) -> list[Entry]:
     """The manifest's kernels of ``section``; none if it cannot be read (the run then
     compiles each kernel as it meets it)."""
@@ -389,12 +504,16 @@ def _manifest(section: str) -> list[Entry]:
 
 
 def _follow(now: Sequence[Entry], deferred: tuple[Entry, ...], lock: Path, wait_s: float) -> WarmUp:
-    """Another process warms the cache up: wait until ``now`` is in it (or the lock is
-    free: the other ended without; the run compiles what is missing as it meets it),
-    saying which kernel it waits for."""
+    """Another process warms the cache up: the ticks run as Python until ``now`` is in it
+    (or the lock is free: the other ended without; the run compiles what is missing as it
+    meets it). With ``AS_PYTHON_ENV`` 0, wait for that instead, saying which kernel it
+    waits for."""
     deadline = time.monotonic() + wait_s
-    _wait_until(lambda: _lock_free(lock), now, deadline)
-    return WarmUp((), (), deferred, None, deadline, lock)
+    if not _as_python_allowed():
+        _wait_until(lambda: _lock_free(lock), now, deadline)
+        return WarmUp((), (), deferred, None, deadline, lock)
+    _start_as_python()
+    return WarmUp((), (), deferred, None, deadline, lock, awaited=tuple(now))
 
 
 def _lock_path(entry: Entry) -> Path | None:

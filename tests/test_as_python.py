@@ -1,0 +1,198 @@
+"""A first run's ticks as Python while the kernels compile aside (``kernels.as_python``,
+``kernels.warmup``): the same run as compiled, nothing compiled or loaded meanwhile, the
+compiled kernels back once they are in the cache, and the live engine's tick kept."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+
+from console.cli.run import print_summary
+from fabric_core.runtime.engine import Engine
+from fabric_core.runtime.fabric import Fabric
+from fabric_core.runtime.scenario import load_scenario
+from fabric_core.tick.kernels import as_python, sorting, warmup
+from tests.helpers import until
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def compiled_after() -> Iterator[None]:
+    """The kernels compiled again after the test, whatever it left."""
+    try:
+        yield
+    finally:
+        as_python.run_compiled()
+
+
+def _state(fabric: Fabric) -> list[float]:
+    return [
+        fabric.tick, fabric.sim_time_s, fabric.delivered_bytes, fabric.dropped_bytes,
+        fabric.completed_flows, fabric.hop_updates, float(fabric.link_book.occupancy.sum()),
+        float(fabric.flows.delivered.sum()),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("scenario", "profile", "ticks"), [("default", None, 8), ("tiny", "roce-400g", 30)]
+)
+def test_ticks_run_as_python_are_the_compiled_ones(
+    scenario: str, profile: str | None, ticks: int, compiled_after: None
+) -> None:
+    """Some ticks as Python, then compiled: the fabric is where a compiled run leaves it,
+    bit for bit (on RoCE: PFC, ECN and DCQCN too)."""
+    fabrics = [Fabric.from_scenario(load_scenario(scenario, profile=profile)) for _ in range(2)]
+    fabrics[0].run_ticks(2 * ticks)
+    half = fabrics[1]
+    half.run_ticks(1)  # (its warm-up: none, with the cache filled)
+    as_python.run_as_python()
+    assert as_python.running_as_python()
+    with np.errstate(all="ignore"):
+        half.run_ticks(ticks - 1)
+    as_python.run_compiled()
+    half.run_ticks(ticks)
+    assert _state(half) == _state(fabrics[0])
+
+
+NOTHING_COMPILED = textwrap.dedent(
+    """
+    import importlib, json, sys
+    import numpy as np
+    from numba.core.dispatcher import Dispatcher
+    from fabric_core.runtime.fabric import Fabric
+    from fabric_core.runtime.scenario import load_scenario
+    from fabric_core.tick.kernels import as_python
+    from fabric_core.tick.lazy import LazyModule
+
+    def named():  # the kernels the core's modules name, and what they name them with
+        return [(n, k, v) for n, m in list(sys.modules.items()) if n.startswith("fabric_core")
+                for k, v in list(vars(m).items())]
+
+    fabric = Fabric.from_scenario(load_scenario("default", profile=sys.argv[1]))
+    fabric._warmed_up = True  # (no warm-up: this process runs them as Python itself)
+    for lazy in [v for _, _, v in named() if isinstance(v, LazyModule)]:
+        # each reads its kernels once, and keeps them: as a run compiled before would have
+        module = importlib.import_module(lazy._name)
+        for name, value in list(vars(module).items()):
+            if isinstance(value, Dispatcher):
+                getattr(lazy, name)
+    kernels = {(n, k): v for n, k, v in named() if isinstance(v, Dispatcher)}
+    as_python.run_as_python()
+    with np.errstate(all="ignore"):
+        fabric.run_ticks(4)
+    loaded = sorted(f"{n}.{k}" for (n, k), v in kernels.items() if v.overloads)
+    left = sorted(f"{n}.{k}" for n, k, v in named() if isinstance(v, Dispatcher))
+    as_python.run_compiled()
+    back = {(n, k) for n, k, v in named() if isinstance(v, Dispatcher)}
+    print(json.dumps({"kernels": len(kernels), "loaded": loaded, "left": left,
+                      "back": sorted(f"{n}.{k}" for n, k in kernels.keys() - back)}))
+    """
+)
+
+
+@pytest.mark.parametrize("profile", ["native-400g", "roce-400g"])
+def test_no_kernel_is_compiled_or_loaded_while_the_ticks_run_as_python(profile: str) -> None:
+    """In a fresh process, ticks as Python call no compiled kernel (one would be compiled,
+    or loaded from the cache, where the run stands): every kernel the core names is a
+    Python function meanwhile, and each is named by its kernel again after."""
+    proc = subprocess.run(
+        [sys.executable, "-c", NOTHING_COMPILED, profile],
+        capture_output=True, text=True, timeout=300, cwd=REPO,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["kernels"] > 50  # (the core's kernels were all imported and named)
+    assert got["loaded"] == [] and got["left"] == [] and got["back"] == []
+
+
+def test_numba_asked_to_compile_meanwhile_puts_the_compiled_kernels_back(
+    compiled_after: None,
+) -> None:
+    """A kernel numba compiles while the kernels run as Python (here one the core does
+    not name) is typed from kernels, not Python functions: the compiled ones are put back
+    first, and the run goes on compiled."""
+    stable_argsort = sorting.stable_argsort
+
+    @numba.njit
+    def reversed_order(a: np.ndarray) -> np.ndarray:
+        return stable_argsort(a)[::-1]
+
+    as_python.run_as_python()
+    assert sorting.stable_argsort is stable_argsort.py_func
+    order = reversed_order(np.array([3.0, 1.0, 2.0]))
+    assert order.tolist() == [0, 2, 1]
+    assert not as_python.running_as_python()
+    assert sorting.stable_argsort is stable_argsort
+
+
+def _aside_warm_up(helper: subprocess.Popen[bytes]) -> warmup.WarmUp:
+    """A warm-up whose kernels compile aside for as long as ``helper`` runs."""
+    entry = warmup.load_manifest()[0]
+    return warmup.WarmUp((), (entry,), (), None, deadline=1e18, awaited=(entry,), helpers=(helper,))
+
+
+async def test_the_engine_keeps_its_tick_while_the_ticks_run_as_python(
+    monkeypatch: pytest.MonkeyPatch, compiled_after: None
+) -> None:
+    """Far behind its pace as Python, the live engine does not lengthen its tick (it would
+    run coarser for nothing: the compiled ticks keep up); once the helpers are done the
+    ticks run compiled, and the engine adapts as before."""
+    monkeypatch.setattr(warmup, "cached", lambda entry: False)
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    fabric = Fabric.from_scenario(load_scenario("tiny"))  # 1 µs ticks
+    fabric._warmed_up = True
+    fabric.kernel_warm_up = done = _aside_warm_up(helper)
+    as_python.run_as_python()
+    engine = Engine(
+        fabric, speed=0.5, publish_interval_s=0.01, max_batch_wall_s=0.02, max_tick_s=32e-6
+    )
+    task = asyncio.create_task(engine.run())
+    try:
+        # behind its pace for many batches (a tick lengthens after three behind)
+        await until(lambda: done.python_ticks >= 40, timeout=60.0)
+        assert fabric.compiling_aside and as_python.running_as_python()
+        assert fabric.dt_s == 1e-6
+        helper.kill()
+        await until(lambda: not fabric.compiling_aside, timeout=30.0)
+        assert not as_python.running_as_python()
+        await until(lambda: fabric.dt_s >= 2e-6, timeout=30.0)  # behind, compiled: adapts
+    finally:
+        helper.kill()
+        helper.wait()
+        engine.stop()
+        await task
+
+
+def test_a_run_says_how_many_ticks_ran_as_python(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], compiled_after: None
+) -> None:
+    """The report counts them (``run.as_python``) and the summary says so: their speed
+    is not the run's."""
+    from fabric_core.reports.run import report_of
+
+    monkeypatch.setattr(warmup, "cached", lambda entry: False)
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        fabric = Fabric.from_scenario(load_scenario("tiny"))
+        fabric._warmed_up = True
+        fabric.kernel_warm_up = _aside_warm_up(helper)
+        as_python.run_as_python()
+        fabric.run_ticks(5)
+    finally:
+        helper.kill()
+        helper.wait()
+    report = report_of(fabric, 5, fabric.hop_updates, 1.0)
+    assert report["run"]["as_python"]["ticks"] == 5
+    assert report["run"]["as_python"]["wall_seconds"] > 0
+    print_summary(report)
+    assert "the first 5 ticks ran as Python" in capsys.readouterr().out
