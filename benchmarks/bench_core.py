@@ -39,10 +39,12 @@ two, ``tick.faster_of_two``), alternating on one fabric, and prints the ratios t
 serial one; below ``PARALLEL_FROM_ENTRIES`` entries in flight every run is serial.
 ``--allocator`` likewise alternates glibc's malloc thresholds.
 
-``--startup`` also times, in fresh processes, ``fabtop run default`` for one tick with
-an empty kernel cache (numba compiles: the first run after install), with and without
-the helper process that shares the compiling (``kernels.warmup``), and again with the
-cache filled. Not a test: it prints figures for the README.
+``--startup`` also times, in fresh processes, ``fabtop run default`` with an empty
+kernel cache (numba compiles: the first run after install): to its first tick and to
+its first compiled tick, with the ticks as Python while two helpers compile (the
+default), with half compiled in the engine's process, and without helpers
+(``kernels.warmup``); and a tick with the cache filled. Not a test: it prints figures
+for the README.
 """
 
 from __future__ import annotations
@@ -367,23 +369,39 @@ def main_threads(sizes: list[str], ticks: int, warmup: int, repeat: int) -> list
 
 
 def startup() -> dict[str, float]:
-    """Seconds to the end of a one-tick ``fabtop run default``: with an empty kernel cache
-    and the helper process that shares the compiling (``kernels.warmup``), with an empty
-    cache and no helper, and with the cache filled. Each cold run waits for its helper to
-    end before the next run starts, so that none runs beside another's."""
-    cmd = [sys.executable, "-m", "console.cli", "run", "default", "--duration", "2us"]
+    """A first run after an install (an empty kernel cache) against one with the cache
+    filled: ``fabtop run default`` for 1 ms, the kernels compiled by two helpers while the
+    ticks run as Python (``kernels.warmup``), then by the engine and a helper as before
+    (``FABTOP_WARMUP_AS_PYTHON=0``), and without helpers (``FABTOP_WARMUP_HELPER=0``).
+    For each, seconds from the start of the process to the end of its first tick and to
+    the start of its first compiled tick (from the run's report: ``run.first_tick_seconds``,
+    ``run.as_python``); then the end of a one-tick run from the filled cache. Each cold
+    run waits for its helpers to end before the next starts, so that none runs beside
+    another's."""
+    cmd = [sys.executable, "-m", "console.cli", "run", "default", "--duration", "1ms"]
+    arms = (("", {}), ("_compiled_here", {"FABTOP_WARMUP_AS_PYTHON": "0"}))
+    arms += (("_no_helper", {"FABTOP_WARMUP_HELPER": "0"}),)
     out = {}
-    for label, helper in (("cold_cache_s", "1"), ("cold_cache_no_helper_s", "0")):
-        with tempfile.TemporaryDirectory() as cache:
-            env = {**os.environ, "NUMBA_CACHE_DIR": cache, "FABTOP_WARMUP_HELPER": helper}
-            t0 = time.perf_counter()
-            subprocess.run(cmd, env=env, check=True, capture_output=True)
-            out[label] = time.perf_counter() - t0
-            _wait_for_helpers()
-            if helper == "1":
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "run.json"
+        for label, extra in arms:
+            with tempfile.TemporaryDirectory() as cache:
+                env = {**os.environ, "NUMBA_CACHE_DIR": cache, **extra}
                 t0 = time.perf_counter()
-                subprocess.run(cmd, env=env, check=True, capture_output=True)
-                out["warm_cache_s"] = time.perf_counter() - t0
+                subprocess.run(
+                    [*cmd, "--json", str(report)], env=env, check=True, capture_output=True
+                )
+                wall = time.perf_counter() - t0
+                run = json.loads(report.read_text())["run"]
+                ticks_from = wall - run["wall_seconds"]  # (the summary's printing counted in)
+                python_s = run.get("as_python", {}).get("wall_seconds", 0.0)
+                out[f"first_tick{label}_s"] = ticks_from + run["first_tick_seconds"]
+                out[f"compiled{label}_s"] = ticks_from + max(python_s, run["first_tick_seconds"])
+                _wait_for_helpers()
+                if not label:
+                    t0 = time.perf_counter()
+                    subprocess.run([*cmd[:-1], "2us"], env=env, check=True, capture_output=True)
+                    out["warm_cache_s"] = time.perf_counter() - t0
     return out
 
 
@@ -545,11 +563,14 @@ def main_solvers(args: argparse.Namespace) -> list[Any]:
         s = startup()
         rows.append({"startup": s})
         print(
-            f"start-up, fabtop run default for one tick: {s['cold_cache_s']:.1f} s with an empty "
-            f"kernel cache (compiling, a helper process sharing it), "
-            f"{s['cold_cache_no_helper_s']:.1f} s without the helper "
-            f"(ratio {s['cold_cache_no_helper_s'] / s['cold_cache_s']:.2f}), "
-            f"{s['warm_cache_s']:.1f} s with the cache filled"
+            "start-up of fabtop run default with an empty kernel cache (the first run after "
+            "an install), seconds to the end of the first tick / to the first compiled tick: "
+            f"{s['first_tick_s']:.1f} / {s['compiled_s']:.1f} with the ticks as Python while "
+            f"two helpers compile, {s['first_tick_compiled_here_s']:.1f} / "
+            f"{s['compiled_compiled_here_s']:.1f} compiling half here (ratio "
+            f"{s['first_tick_compiled_here_s'] / s['first_tick_s']:.1f} to the first tick), "
+            f"{s['first_tick_no_helper_s']:.1f} / {s['compiled_no_helper_s']:.1f} without "
+            f"helpers; one tick with the cache filled {s['warm_cache_s']:.1f} s"
         )
     return rows
 

@@ -78,7 +78,7 @@ def run_as_python() -> None:
                 if isinstance(value, Dispatcher):
                     _compiled_of[id(value.py_func)] = value
                     space[name] = value.py_func
-        _swapped_in[:] = spaces
+        _swapped_in.extend(spaces)  # (empty: cleared by ``run_compiled``)
 
 
 def run_compiled() -> None:

@@ -1,5 +1,5 @@
-"""The first run's compiling over two cores: a helper process compiles half of the
-kernels into numba's disk cache while the engine compiles the other half.
+"""The first run's compiling over two cores: helper processes compile the kernels into
+numba's disk cache while the engine runs its ticks as Python (or compiles half itself).
 
 numba compiles a kernel the first time it is called, in the calling process, one kernel
 after another on one core: the first run after an install spent some 18 s so before its
@@ -12,7 +12,8 @@ when a kernel of it is called with other types now, or a first tick compiles one
 So before its first compiled tick a process calls ``warm_up``: when the cache lacks a
 kernel of the manifest, it starts a helper process (``python -m`` this module) with
 about half of the compiling (``split``: by the recorded seconds, the helper's start-up
-counted), compiles the other half itself, and waits for the helper's share but the
+counted), compiles the other half itself (or gives it to a second helper: below), and
+waits for the helper's share but the
 kernels a run can do without for a while (``DEFERRABLE``), which the helper compiles
 last as the run goes on. Each kernel of the manifest is compiled once, by one of the
 two (a kernel called inside two of them is compiled inside each), and the run then finds
