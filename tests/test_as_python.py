@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from console.cli.run import print_summary
+from fabric_core.commands import InjectFault
 from fabric_core.runtime.engine import Engine
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
@@ -44,24 +45,32 @@ def _state(fabric: Fabric) -> list[float]:
 
 
 @pytest.mark.parametrize(
-    ("scenario", "profile", "ticks"), [("default", None, 8), ("tiny", "roce-400g", 30)]
+    ("scenario", "profile", "ticks"),
+    [("default", None, 8), ("tiny", "roce-400g", 30), ("default", "roce-400g", 8)],
 )
 def test_ticks_run_as_python_are_the_compiled_ones(
     scenario: str, profile: str | None, ticks: int, compiled_after: None
 ) -> None:
-    """Some ticks as Python, then compiled: the fabric is where a compiled run leaves it,
-    bit for bit (on RoCE: PFC, ECN and DCQCN too)."""
+    """Some ticks as Python, a link taken down among them, then compiled: the fabric is
+    where a compiled run leaves it, bit for bit (on RoCE: PFC, ECN and DCQCN too)."""
     fabrics = [Fabric.from_scenario(load_scenario(scenario, profile=profile)) for _ in range(2)]
-    fabrics[0].run_ticks(2 * ticks)
+    down = InjectFault(kind="link_down", target="leaf00->spine01")
+    whole = fabrics[0]
+    whole.run_ticks(ticks // 2)
+    whole.apply(down)
+    whole.run_ticks(2 * ticks - ticks // 2)
     half = fabrics[1]
     half.run_ticks(1)  # (its warm-up: none, with the cache filled)
     as_python.run_as_python()
     assert as_python.running_as_python()
     with np.errstate(all="ignore"):
-        half.run_ticks(ticks - 1)
+        half.run_ticks(ticks // 2 - 1)
+        half.apply(down)
+        half.run_ticks(ticks - ticks // 2)
+    assert as_python.running_as_python()  # (nothing asked numba to compile)
     as_python.run_compiled()
     half.run_ticks(ticks)
-    assert _state(half) == _state(fabrics[0])
+    assert _state(half) == _state(whole)
 
 
 NOTHING_COMPILED = textwrap.dedent(
@@ -69,6 +78,7 @@ NOTHING_COMPILED = textwrap.dedent(
     import importlib, json, sys
     import numpy as np
     from numba.core.dispatcher import Dispatcher
+    from fabric_core.commands import InjectFault
     from fabric_core.runtime.fabric import Fabric
     from fabric_core.runtime.scenario import load_scenario
     from fabric_core.tick.kernels import as_python
@@ -89,7 +99,9 @@ NOTHING_COMPILED = textwrap.dedent(
     kernels = {(n, k): v for n, k, v in named() if isinstance(v, Dispatcher)}
     as_python.run_as_python()
     with np.errstate(all="ignore"):
-        fabric.run_ticks(4)
+        fabric.run_ticks(2)
+        fabric.apply(InjectFault(kind="link_down", target="leaf00->spine01"))
+        fabric.run_ticks(2)
     loaded = sorted(f"{n}.{k}" for (n, k), v in kernels.items() if v.overloads)
     left = sorted(f"{n}.{k}" for n, k, v in named() if isinstance(v, Dispatcher))
     as_python.run_compiled()
@@ -102,9 +114,10 @@ NOTHING_COMPILED = textwrap.dedent(
 
 @pytest.mark.parametrize("profile", ["native-400g", "roce-400g"])
 def test_no_kernel_is_compiled_or_loaded_while_the_ticks_run_as_python(profile: str) -> None:
-    """In a fresh process, ticks as Python call no compiled kernel (one would be compiled,
-    or loaded from the cache, where the run stands): every kernel the core names is a
-    Python function meanwhile, and each is named by its kernel again after."""
+    """In a fresh process, ticks as Python, and a link taken down among them, call no
+    compiled kernel (one would be compiled, or loaded from the cache, where the run
+    stands): every kernel the core names is a Python function meanwhile, and each is
+    named by its kernel again after."""
     proc = subprocess.run(
         [sys.executable, "-c", NOTHING_COMPILED, profile],
         capture_output=True, text=True, timeout=300, cwd=REPO,
@@ -196,3 +209,24 @@ def test_a_run_says_how_many_ticks_ran_as_python(
     assert report["run"]["as_python"]["wall_seconds"] > 0
     print_summary(report)
     assert "the first 5 ticks ran as Python" in capsys.readouterr().out
+
+
+def test_the_kernels_over_the_cores_wait_for_the_ticks_as_python_to_end(
+    monkeypatch: pytest.MonkeyPatch, compiled_after: None
+) -> None:
+    """A fabric that reaches the entries of the kernels over the cores while its ticks run
+    as Python gets the serial ones, as Python, and no third helper competing with the two
+    that compile the kernels; after, the helper is started as before."""
+    started: list[str] = []
+    monkeypatch.setenv(warmup.HELPER_ENV, "1")
+    monkeypatch.setattr(warmup, "_parallel_ready", False)
+    monkeypatch.setattr(warmup, "_parallel_helper", None)
+    monkeypatch.setattr(warmup, "cached", lambda entry: False)
+    monkeypatch.setattr(
+        warmup, "_start_helper", lambda share, fd, section="kernels": started.append(section)
+    )
+    as_python.run_as_python()
+    assert not warmup.parallel_ready() and started == []
+    as_python.run_compiled()
+    warmup.parallel_ready()
+    assert started == ["parallel"]

@@ -436,11 +436,14 @@ def parallel_ready() -> bool:
     them where it stands, some 22 s (docs/PERFORMANCE.md, "Start-up"). Asked then, and
     if the cache lacks them, it starts a helper that compiles them, and says False until
     the helper is done: the serial kernels give the same results meanwhile. Quick once
-    True (a module flag)."""
+    True (a module flag). While the ticks run as Python (a first run's warm-up) it starts
+    no helper yet and says False."""
     global _parallel_helper, _parallel_deadline, _parallel_ready
     if _parallel_ready:
         return True
     helper = _parallel_helper
+    if helper is None and as_python.running_as_python():
+        return False  # (the serial ones as Python meanwhile: the cores go to the compiling)
     if helper is None:
         entries = _manifest("parallel") if _helper_allowed() else []
         if not entries or all(cached(e) for e in entries):
