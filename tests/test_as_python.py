@@ -18,6 +18,10 @@ import pytest
 
 from console.cli.run import print_summary
 from fabric_core.commands import InjectFault
+from fabric_core.planes.coordinator import PlanedFabric
+from fabric_core.planes.pool import InProcessPool
+from fabric_core.reports.record import Recorder, fabric_digest, replay
+from fabric_core.reports.run import report_of
 from fabric_core.runtime.engine import Engine
 from fabric_core.runtime.fabric import Fabric
 from fabric_core.runtime.scenario import load_scenario
@@ -71,6 +75,31 @@ def test_ticks_run_as_python_are_the_compiled_ones(
     as_python.run_compiled()
     half.run_ticks(ticks)
     assert _state(half) == _state(whole)
+    assert fabric_digest(half) == fabric_digest(whole)
+
+
+def test_a_run_recorded_with_ticks_as_python_replays_exactly(compiled_after: None) -> None:
+    """A record whose first ticks, and a command among them, ran as Python replays
+    compiled with every digest the same: the kernels as Python hand the fabric what the
+    compiled ones do, Python's numbers, not numpy's scalars (whose ``repr`` the digests
+    would tell apart)."""
+    scn = load_scenario("tiny")
+    fabric = Fabric.from_scenario(scn)
+    rec = Recorder.start(scn, fabric)
+    engine = Engine(fabric, on_command=rec.on_command)
+    fabric.run_ticks(1)
+    as_python.run_as_python()
+    with np.errstate(all="ignore"):
+        fabric.run_ticks(12)
+        engine.apply(InjectFault(kind="link_down", target="leaf00->spine01", id="a1"))
+        fabric.run_ticks(7)
+    assert isinstance(fabric.delivered_bytes, float) and type(fabric.completed_flows) is int
+    as_python.run_compiled()
+    fabric.run_ticks(20)
+    report = report_of(fabric, fabric.tick, fabric.hop_updates, 0.0)
+    record = json.loads(json.dumps(rec.to_dict(report)))  # (as a file reads back)
+    result = replay(record)
+    assert result.checked == 2 and result.mismatches == [] and result.ok
 
 
 NOTHING_COMPILED = textwrap.dedent(
@@ -79,6 +108,8 @@ NOTHING_COMPILED = textwrap.dedent(
     import numpy as np
     from numba.core.dispatcher import Dispatcher
     from fabric_core.commands import InjectFault
+from fabric_core.planes.coordinator import PlanedFabric
+from fabric_core.planes.pool import InProcessPool
     from fabric_core.runtime.fabric import Fabric
     from fabric_core.runtime.scenario import load_scenario
     from fabric_core.tick.kernels import as_python
@@ -141,7 +172,8 @@ def test_numba_asked_to_compile_meanwhile_puts_the_compiled_kernels_back(
         return stable_argsort(a)[::-1]
 
     as_python.run_as_python()
-    assert sorting.stable_argsort is stable_argsort.py_func
+    assert sorting.stable_argsort is not stable_argsort
+    assert as_python.compiled(sorting.stable_argsort) is stable_argsort
     order = reversed_order(np.array([3.0, 1.0, 2.0]))
     assert order.tolist() == [0, 2, 1]
     assert not as_python.running_as_python()
@@ -164,7 +196,7 @@ async def test_the_engine_keeps_its_tick_while_the_ticks_run_as_python(
     helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     fabric = Fabric.from_scenario(load_scenario("tiny"))  # 1 µs ticks
     fabric._warmed_up = True
-    fabric.kernel_warm_up = done = _aside_warm_up(helper)
+    fabric.kernel_warm_up = _aside_warm_up(helper)
     as_python.run_as_python()
     engine = Engine(
         fabric, speed=0.5, publish_interval_s=0.01, max_batch_wall_s=0.02, max_tick_s=32e-6
@@ -172,7 +204,7 @@ async def test_the_engine_keeps_its_tick_while_the_ticks_run_as_python(
     task = asyncio.create_task(engine.run())
     try:
         # behind its pace for many batches (a tick lengthens after three behind)
-        await until(lambda: done.python_ticks >= 40, timeout=60.0)
+        await until(lambda: fabric.python_ticks >= 40, timeout=60.0)
         assert fabric.compiling_aside and as_python.running_as_python()
         assert fabric.dt_s == 1e-6
         helper.kill()
@@ -191,8 +223,6 @@ def test_a_run_says_how_many_ticks_ran_as_python(
 ) -> None:
     """The report counts them (``run.as_python``) and the summary says so: their speed
     is not the run's."""
-    from fabric_core.reports.run import report_of
-
     monkeypatch.setattr(warmup, "cached", lambda entry: False)
     helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -230,3 +260,43 @@ def test_the_kernels_over_the_cores_wait_for_the_ticks_as_python_to_end(
     as_python.run_compiled()
     warmup.parallel_ready()
     assert started == ["parallel"]
+
+
+def test_after_a_tick_as_python_too_long_the_run_waits_for_the_compiled_kernels(
+    monkeypatch: pytest.MonkeyPatch, compiled_after: None
+) -> None:
+    """A large fabric's tick as Python takes seconds to a minute: after one past
+    ``AS_PYTHON_LONGEST_TICK_S`` the run runs no other as Python, it waits for the
+    kernels (here: for their helper to end) and runs compiled."""
+    monkeypatch.setattr(warmup, "cached", lambda entry: False)
+    monkeypatch.setattr(warmup, "AS_PYTHON_LONGEST_TICK_S", 0.0)
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"])
+    try:
+        fabric = Fabric.from_scenario(load_scenario("tiny"))
+        fabric._warmed_up = True
+        fabric.kernel_warm_up = _aside_warm_up(helper)
+        as_python.run_as_python()
+        fabric.run_ticks(5)
+        assert helper.poll() is not None  # (it waited for it)
+    finally:
+        helper.kill()
+        helper.wait()
+    assert fabric.python_ticks == 1 and fabric.tick == 5
+    assert not as_python.running_as_python() and not fabric.compiling_aside
+
+
+def test_a_fabric_of_planes_says_when_a_plane_runs_its_ticks_as_python(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One engine per plane: each plane warms its kernels up in its own process, and the
+    coordinator says, batch by batch, whether one of them runs its ticks as Python (for
+    the live engine, which keeps its tick meanwhile)."""
+    fabric = PlanedFabric(load_scenario("planes-2"), InProcessPool)
+    fabric.run_ticks(2)
+    assert not fabric.compiling_aside
+    monkeypatch.setattr(Fabric, "compiling_aside", property(lambda self: True))
+    fabric.run_ticks(2)
+    assert fabric.compiling_aside
+    monkeypatch.undo()
+    fabric.run_ticks(2)
+    assert not fabric.compiling_aside

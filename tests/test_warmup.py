@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,28 @@ def test_a_cold_cache_is_warmed_here_unless_another_process_does(
         assert done.lock is None
 
 
+def test_two_threads_warming_up_at_once_share_one_warm_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two engines in one process (the compare view's, ``--in-process``) that reach their
+    first tick together: one warms up, the other waits for it and gets the same answer,
+    not None (which would leave its fabric compiling beside the helpers)."""
+    monkeypatch.setattr(warmup, "_done", False)
+    monkeypatch.setattr(warmup, "_current", None)
+    monkeypatch.setenv(warmup.HELPER_ENV, "1")
+    monkeypatch.setattr(warmup, "cached", lambda entry: False)
+    monkeypatch.setattr(warmup, "_try_lock", lambda path: warmup.UNAVAILABLE)
+    monkeypatch.setattr(warmup, "_start_helper", lambda share, fd: None)
+    monkeypatch.setattr(warmup, "compile_entries", lambda entries: time.sleep(0.3))
+    answers: list[warmup.WarmUp | None] = []
+    threads = [threading.Thread(target=lambda: answers.append(warmup.warm_up())) for _ in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(answers) == 2 and answers[0] is not None and answers[0] is answers[1]
+
+
 CACHED_CHECK = textwrap.dedent(
     """
     import numpy as np
@@ -274,7 +297,7 @@ COLD_RUN = textwrap.dedent(
     with compiles_watched(lambda kernel: kernel and first.append(kernel)):
         fabric.run_ticks(1)
     done = fabric.kernel_warm_up
-    first_as_python = done.python_ticks == 1
+    first_as_python = fabric.python_ticks == 1
     # (however slow the machine: a run stops holding the deferred kernels back at this
     # deadline, against a stuck helper, which is not what is tested here)
     done.deadline = time.monotonic() + 900
@@ -310,7 +333,7 @@ COLD_RUN = textwrap.dedent(
         "serial_meanwhile": serial_meanwhile,
         "parallel_ran": parallel_ran,
         "first_as_python": first_as_python,
-        "python_ticks": done.python_ticks,
+        "python_ticks": fabric.python_ticks,
         "python_now": as_python.running_as_python(),
         "state": state,
     }))

@@ -94,9 +94,6 @@ def spray(
 class PlanedFabric:
     """A multi-plane fabric run one engine per plane (see the module docstring)."""
 
-    #: its planes' engines warm their kernels up in their own processes (``EngineFabric``)
-    compiling_aside = False
-
     def __init__(
         self,
         scn: Scenario,
@@ -135,6 +132,9 @@ class PlanedFabric:
         self.sim_time_s = 0.0
         self._epoch_tick, self._epoch_s = 0, 0.0
         self.hop_updates = 0
+        #: whether a plane's ticks ran as Python in the last batch, its kernels compiling
+        #: aside (``EngineFabric``: a live engine keeps its tick meanwhile)
+        self.compiling_aside = False
         #: per plane, its admission's refusals (flows, bytes) counted so far
         self._plane_refused = [(0, 0.0)] * len(self.cuts)
         self.completed_flows = 0
@@ -288,6 +288,8 @@ class PlanedFabric:
                     f"{self.tick} ({self.sim_time_s!r} s)"
                 )
         self.hop_updates = sum(d.hop_updates for d in done)
+        # (its planes warm their kernels up in their own processes: ``EngineFabric``)
+        self.compiling_aside = any(d.compiling_aside for d in done)
         self._count_refused(done)
         self._refuse(done)
         self._complete(done)

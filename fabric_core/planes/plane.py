@@ -82,6 +82,9 @@ class PlaneDone:
     refused_by_workload: Mapping[str, tuple[int, float]] = field(default_factory=dict)
     #: the messages whose parts the plane refused in the batch (one per part refused)
     refused_message: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: whether the plane's ticks run as Python while its kernels compile aside (a first
+    #: run's: ``Fabric.compiling_aside``)
+    compiling_aside: bool = False
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,7 @@ class PlaneEngine:
             refused_message=(
                 np.concatenate(refused_parts) if refused_parts else z.astype(np.int64)
             ),
+            compiling_aside=fl.compiling_aside,
         )
 
     def apply(self, command: Command) -> tuple[bool, Mapping[str, Any] | str]:

@@ -114,13 +114,12 @@ def report_of(
                 "sim_seconds_per_wall_second": per((ticks - 1) * fabric.dt_s, rest_s),
                 "hop_updates_per_second": per(hop_updates - first.hop_updates, rest_s),
             }
-    warm = fabric.kernel_warm_up if isinstance(fabric, Fabric) else None
-    if warm is not None and warm.python_ticks:
-        # a first run after an install: its first ticks ran as Python, some 300 times
-        # slower, while the kernels compiled aside (``kernels.warmup``)
+    if isinstance(fabric, Fabric) and fabric.python_ticks:
+        # a first run after an install: its first ticks ran as Python, far slower, while
+        # the kernels compiled aside (``kernels.warmup``)
         report["run"]["as_python"] = {
-            "ticks": warm.python_ticks,
-            "wall_seconds": warm.python_wall_s,
+            "ticks": fabric.python_ticks,
+            "wall_seconds": fabric.python_wall_s,
         }
     if isinstance(fabric, PlanedFabric):
         report["run"]["planes"] = planes_figures(fabric)

@@ -8,6 +8,7 @@ Nothing on that path loops over flows or links in Python.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -262,6 +263,10 @@ class Fabric:
         #: What this fabric's first ticks compiled over two processes (``kernels.warmup``),
         #: if they did (None: the cache had the kernels, or another fabric compiled them)
         self.kernel_warm_up: WarmUp | None = None
+        #: the ticks that ran as Python while the kernels compiled aside, and the wall
+        #: time they took, rests included (the run's report: ``run.as_python``)
+        self.python_ticks = 0
+        self.python_wall_s = 0.0
         self._tick: ReferenceTick | CompiledTick
         # only adaptive routing reads the load in flight: the others need not track it
         track_load = profile.routing == "adaptive"
@@ -652,9 +657,13 @@ class Fabric:
             self._warm_up()
         left = n
         done = self.kernel_warm_up
-        while left > 0 and done is not None and done.ticks_as_python():
-            done.step_as_python(self.step)
-            left -= 1
+        if done is not None and done.awaited:
+            start = time.monotonic()
+            while left > 0 and done.ticks_as_python():
+                done.step_as_python(self.step)
+                self.python_ticks += 1
+                left -= 1
+            self.python_wall_s += time.monotonic() - start
         while left > 0:
             ran = self._run_uneventful(left)
             if ran == 0:

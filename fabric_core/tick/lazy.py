@@ -25,5 +25,11 @@ class LazyModule:
         setattr(self, attr, value)
         return value
 
+    def forget(self) -> None:
+        """Forget the attributes read so far: the next read of each reads the module again
+        (whose names ``kernels.as_python`` swaps)."""
+        for attr in [a for a in vars(self) if a != "_name"]:
+            delattr(self, attr)
+
     def __repr__(self) -> str:
         return f"LazyModule({self._name!r})"

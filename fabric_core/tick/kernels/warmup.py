@@ -31,11 +31,13 @@ compiles it, and the serial and parallel kernels give the same results bit for b
 **Ticks as Python meanwhile.** Where both halves can go to helpers, they do, one helper
 each, and this process does not wait for them: its ticks run the kernels as plain Python
 (``kernels.as_python``; the same functions, the same results) until the kernels are in
-the cache, then compiled. So the first tick comes within a second or two of the start
-instead of after the compiling. A tick as Python takes some 300 times the compiled one;
-the run rests after each (``AS_PYTHON_SHARE``) so that the compiling keeps most of the
-cores. A follower does the same while it waits. ``AS_PYTHON_ENV`` set to 0 keeps the
-half here instead, as before (``benchmarks/bench_core.py --startup`` times both).
+the cache, then compiled. So the default scenario's first tick comes within a second or
+two of the start instead of after the compiling. A tick as Python takes some 300 times
+the compiled one there; the run rests after each (``AS_PYTHON_SHARE``) so that the
+compiling keeps most of the cores, and after one past ``AS_PYTHON_LONGEST_TICK_S`` (a
+large fabric's) it waits for the compiled kernels instead. A follower does the same
+while it waits. ``AS_PYTHON_ENV`` set to 0 keeps the half here instead, as before
+(``benchmarks/bench_core.py --startup`` times both).
 """
 
 from __future__ import annotations
@@ -91,6 +93,11 @@ AS_PYTHON_ENV = "FABTOP_WARMUP_AS_PYTHON"
 #: show it moving meanwhile, and at a quarter of a core the helpers keep about 1.75 of
 #: the two cores this machine has (docs/PERFORMANCE.md, "Start-up", session 49).
 AS_PYTHON_SHARE = 0.25
+#: A tick as Python past this long is the last: the run waits for the compiled kernels
+#: instead of running another (a large fabric's tick as Python takes from seconds to a
+#: minute, and would only hold the compiled ticks back; the default scenario's take
+#: 0.1-0.6 s)
+AS_PYTHON_LONGEST_TICK_S = 1.0
 #: What a process says it waits for while its ticks run as Python (``WAIT_EVENT``)
 AS_PYTHON_NOTE = "the kernels aside, ticks run as Python meanwhile"
 #: The parent's ``SOURCES_DIGEST``, handed to its helper
@@ -268,14 +275,12 @@ class WarmUp:
     #: the kernels compiled aside that the ticks run as Python until they are in the cache
     #: (``ticks_as_python``; empty once they are, or when the run never ran as Python)
     awaited: tuple[Entry, ...] = ()
-    #: the helpers compiling ``awaited`` (None: a followed lock's holder compiles them)
+    #: the helpers compiling ``awaited`` (none: a followed lock's holder compiles them)
     helpers: tuple[subprocess.Popen[bytes], ...] = ()
-    #: the ticks run as Python so far, and the wall time they took, rests included
-    python_ticks: int = 0
-    python_wall_s: float = 0.0
     _asked: tuple[float, bool] = (-math.inf, True)  # the last answer, and when
-    _looked: float = -math.inf  # when ``ticks_as_python`` last looked at the cache
+    _looked: float = -math.inf  # when ``_awaited_done`` last looked at the cache
     _rest_s: float = 0.0  # what the last tick as Python left to rest before the next
+    _too_long: bool = False  # a tick as Python took past ``AS_PYTHON_LONGEST_TICK_S``
 
     def __deepcopy__(self, memo: dict[int, object]) -> WarmUp:
         """Itself: a process warms its cache up once, whichever fabric asked, so a copy of
@@ -303,19 +308,34 @@ class WarmUp:
     def ticks_as_python(self) -> bool:
         """Whether the next tick runs its kernels as Python (``step_as_python``): until the
         ``awaited`` kernels are in the cache, their helpers ended (or a followed lock is
-        free) or the deadline passed. Then it swaps the compiled kernels back in and says
-        False from then on. Asked before each tick; looks at most every ``POLL_S``."""
+        free) or the deadline passed. Asked before each tick, it first rests what the
+        tick before left (``AS_PYTHON_SHARE``), looking every ``POLL_S`` whether they are
+        done; after a tick as Python too long to run another (a large fabric's), it waits
+        for that instead. Once done it swaps the compiled kernels back in and says False
+        from then on."""
         if not self.awaited:
             return False
-        now = time.monotonic()
-        if as_python.running_as_python() and (
-            now - self._looked < POLL_S or not self._awaited_done(now)
-        ):
+        if as_python.running_as_python() and not self._rest_unless_done():
             return True
         as_python.run_compiled()  # (already, where numba was asked to compile meanwhile)
         self.awaited = ()
+        # the deferred kernels are waited for as long as before, from here
+        self.deadline = max(self.deadline, time.monotonic() + HELPER_WAIT_S)
         numba_event.end_event(WAIT_EVENT, data={"kernel": AS_PYTHON_NOTE})  # type: ignore[no-untyped-call]
         return False
+
+    def _rest_unless_done(self) -> bool:
+        """Rest what the last tick as Python left (until done, after one too long), in
+        slices of ``POLL_S``; whether the ticks may run compiled now."""
+        until = math.inf if self._too_long else time.monotonic() + self._rest_s
+        self._rest_s = 0.0
+        while True:
+            now = time.monotonic()
+            if now - self._looked >= POLL_S and self._awaited_done(now):
+                return True
+            if now >= until:
+                return False
+            time.sleep(min(POLL_S, until - now))
 
     def _awaited_done(self, now: float) -> bool:
         """Whether the ticks may run compiled now (see ``ticks_as_python``)."""
@@ -331,20 +351,16 @@ class WarmUp:
         return all(h.poll() is not None for h in self.helpers)
 
     def step_as_python(self, step: Callable[[], None]) -> None:
-        """Run ``step`` (a tick) with the kernels as Python, after the rest the tick before
-        left, so that the ticks take ``AS_PYTHON_SHARE`` of a core (see the module
-        docstring; the first tick comes at once). numpy's scalars warn of overflows and
+        """Run ``step`` (a tick) with the kernels as Python, and note the rest it leaves
+        before the next (``ticks_as_python``). numpy's scalars warn of overflows and
         divisions by zero where the compiled kernels (``error_model="numpy"``) give the
         same values silently: not here either."""
         start = time.monotonic()
-        time.sleep(self._rest_s)
-        ticked = time.monotonic()
         with np.errstate(all="ignore"):
             step()
-        end = time.monotonic()
-        self._rest_s = (end - ticked) * (1 / AS_PYTHON_SHARE - 1)
-        self.python_ticks += 1
-        self.python_wall_s += end - start
+        took = time.monotonic() - start
+        self._rest_s = took * (1 / AS_PYTHON_SHARE - 1)
+        self._too_long = took > AS_PYTHON_LONGEST_TICK_S
 
 
 _done = False
@@ -353,16 +369,27 @@ _current: WarmUp | None = None
 
 
 def warm_up(wait_s: float = HELPER_WAIT_S) -> WarmUp | None:
-    """Compile the manifest's kernels over two processes if the cache lacks any (see
-    the module docstring); before a process's first compiled ticks. None when there was
-    nothing to do (the cache has them, or ``HELPER_ENV`` is 0); asked again, the same
-    answer (a process warms up once, for every fabric it runs).
+    """Have the manifest's kernels compiled aside if the cache lacks any (see the module
+    docstring); before a process's first compiled ticks. None when there was nothing to
+    do (the cache has them, or ``HELPER_ENV`` is 0); asked again, from any thread, the
+    same answer (a process warms up once, for every fabric it runs).
 
     One process at a time warms a cache up: it holds a lock beside the cache
     (``warmup.lock``), which its helpers keep until they end. Another process that finds
     the lock held (two engines of the compare view, started together) does not compile
     the same kernels beside it: it waits for them to land in the cache (``_follow``),
     its ticks as Python meanwhile unless ``AS_PYTHON_ENV`` is 0."""
+    with _warming_up:
+        return _warm_up_once(wait_s)
+
+
+#: held while a process warms up: another thread asking meanwhile (two engines in one
+#: process) waits for its answer
+_warming_up = threading.Lock()
+
+
+def _warm_up_once(wait_s: float) -> WarmUp | None:
+    """``warm_up``, under its lock."""
     global _done, _current
     if _done or not _helper_allowed():
         return _current
