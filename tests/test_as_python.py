@@ -108,8 +108,6 @@ NOTHING_COMPILED = textwrap.dedent(
     import numpy as np
     from numba.core.dispatcher import Dispatcher
     from fabric_core.commands import InjectFault
-from fabric_core.planes.coordinator import PlanedFabric
-from fabric_core.planes.pool import InProcessPool
     from fabric_core.runtime.fabric import Fabric
     from fabric_core.runtime.scenario import load_scenario
     from fabric_core.tick.kernels import as_python

@@ -99,7 +99,7 @@ AS_PYTHON_SHARE = 0.25
 #: 0.1-0.6 s)
 AS_PYTHON_LONGEST_TICK_S = 1.0
 #: What a process says it waits for while its ticks run as Python (``WAIT_EVENT``)
-AS_PYTHON_NOTE = "the kernels aside, ticks run as Python meanwhile"
+AS_PYTHON_NOTE = "kernels, ticks as Python"
 #: The parent's ``SOURCES_DIGEST``, handed to its helper
 DIGEST_ENV = "FABTOP_KERNEL_DIGEST"
 #: The directory this ``fabric_core`` is in, where a helper runs
