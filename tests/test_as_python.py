@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numba
@@ -178,10 +179,26 @@ def test_numba_asked_to_compile_meanwhile_puts_the_compiled_kernels_back(
     assert sorting.stable_argsort is stable_argsort
 
 
-def _aside_warm_up(helper: subprocess.Popen[bytes]) -> warmup.WarmUp:
-    """A warm-up whose kernels compile aside for as long as ``helper`` runs."""
-    entry = warmup.load_manifest()[0]
-    return warmup.WarmUp((), (entry,), (), None, deadline=1e18, awaited=(entry,), helpers=(helper,))
+@contextmanager
+def _compiling_aside(
+    monkeypatch: pytest.MonkeyPatch, helper_s: float
+) -> Iterator[tuple[Fabric, subprocess.Popen[bytes]]]:
+    """A ``tiny`` fabric (1 µs ticks) whose kernels compile aside for as long as a helper
+    runs, ``helper_s`` at most (killed after the block), its ticks as Python meanwhile."""
+    monkeypatch.setattr(warmup, "cached", lambda entry: False)
+    helper = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({helper_s})"])
+    try:
+        fabric = Fabric.from_scenario(load_scenario("tiny"))
+        fabric._warmed_up = True
+        entry = warmup.load_manifest()[0]
+        fabric.kernel_warm_up = warmup.WarmUp(
+            (), (entry,), (), None, deadline=1e18, awaited=(entry,), helpers=(helper,)
+        )
+        as_python.run_as_python()
+        yield fabric, helper
+    finally:
+        helper.kill()
+        helper.wait()
 
 
 async def test_the_engine_keeps_its_tick_while_the_ticks_run_as_python(
@@ -190,30 +207,23 @@ async def test_the_engine_keeps_its_tick_while_the_ticks_run_as_python(
     """Far behind its pace as Python, the live engine does not lengthen its tick (it would
     run coarser for nothing: the compiled ticks keep up); once the helpers are done the
     ticks run compiled, and the engine adapts as before."""
-    monkeypatch.setattr(warmup, "cached", lambda entry: False)
-    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    fabric = Fabric.from_scenario(load_scenario("tiny"))  # 1 µs ticks
-    fabric._warmed_up = True
-    fabric.kernel_warm_up = _aside_warm_up(helper)
-    as_python.run_as_python()
-    engine = Engine(
-        fabric, speed=0.5, publish_interval_s=0.01, max_batch_wall_s=0.02, max_tick_s=32e-6
-    )
-    task = asyncio.create_task(engine.run())
-    try:
-        # behind its pace for many batches (a tick lengthens after three behind)
-        await until(lambda: fabric.python_ticks >= 40, timeout=60.0)
-        assert fabric.compiling_aside and as_python.running_as_python()
-        assert fabric.dt_s == 1e-6
-        helper.kill()
-        await until(lambda: not fabric.compiling_aside, timeout=30.0)
-        assert not as_python.running_as_python()
-        await until(lambda: fabric.dt_s >= 2e-6, timeout=30.0)  # behind, compiled: adapts
-    finally:
-        helper.kill()
-        helper.wait()
-        engine.stop()
-        await task
+    with _compiling_aside(monkeypatch, helper_s=60) as (fabric, helper):
+        engine = Engine(
+            fabric, speed=0.5, publish_interval_s=0.01, max_batch_wall_s=0.02, max_tick_s=32e-6
+        )
+        task = asyncio.create_task(engine.run())
+        try:
+            # behind its pace for many batches (a tick lengthens after three behind)
+            await until(lambda: fabric.python_ticks >= 40, timeout=60.0)
+            assert fabric.compiling_aside and as_python.running_as_python()
+            assert fabric.dt_s == 1e-6
+            helper.kill()
+            await until(lambda: not fabric.compiling_aside, timeout=30.0)
+            assert not as_python.running_as_python()
+            await until(lambda: fabric.dt_s >= 2e-6, timeout=30.0)  # behind, compiled: adapts
+        finally:
+            engine.stop()
+            await task
 
 
 def test_a_run_says_how_many_ticks_ran_as_python(
@@ -221,17 +231,8 @@ def test_a_run_says_how_many_ticks_ran_as_python(
 ) -> None:
     """The report counts them (``run.as_python``) and the summary says so: their speed
     is not the run's."""
-    monkeypatch.setattr(warmup, "cached", lambda entry: False)
-    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        fabric = Fabric.from_scenario(load_scenario("tiny"))
-        fabric._warmed_up = True
-        fabric.kernel_warm_up = _aside_warm_up(helper)
-        as_python.run_as_python()
+    with _compiling_aside(monkeypatch, helper_s=60) as (fabric, _):
         fabric.run_ticks(5)
-    finally:
-        helper.kill()
-        helper.wait()
     report = report_of(fabric, 5, fabric.hop_updates, 1.0)
     assert report["run"]["as_python"]["ticks"] == 5
     assert report["run"]["as_python"]["wall_seconds"] > 0
@@ -266,19 +267,10 @@ def test_after_a_tick_as_python_too_long_the_run_waits_for_the_compiled_kernels(
     """A large fabric's tick as Python takes seconds to a minute: after one past
     ``AS_PYTHON_LONGEST_TICK_S`` the run runs no other as Python, it waits for the
     kernels (here: for their helper to end) and runs compiled."""
-    monkeypatch.setattr(warmup, "cached", lambda entry: False)
     monkeypatch.setattr(warmup, "AS_PYTHON_LONGEST_TICK_S", 0.0)
-    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"])
-    try:
-        fabric = Fabric.from_scenario(load_scenario("tiny"))
-        fabric._warmed_up = True
-        fabric.kernel_warm_up = _aside_warm_up(helper)
-        as_python.run_as_python()
+    with _compiling_aside(monkeypatch, helper_s=1) as (fabric, helper):
         fabric.run_ticks(5)
         assert helper.poll() is not None  # (it waited for it)
-    finally:
-        helper.kill()
-        helper.wait()
     assert fabric.python_ticks == 1 and fabric.tick == 5
     assert not as_python.running_as_python() and not fabric.compiling_aside
 
