@@ -379,8 +379,11 @@ def startup() -> dict[str, float]:
     run waits for its helpers to end before the next starts, so that none runs beside
     another's."""
     cmd = [sys.executable, "-m", "console.cli", "run", "default", "--duration", "1ms"]
-    arms = (("", {}), ("_compiled_here", {"FABTOP_WARMUP_AS_PYTHON": "0"}))
-    arms += (("_no_helper", {"FABTOP_WARMUP_HELPER": "0"}),)
+    arms: list[tuple[str, dict[str, str]]] = [
+        ("", {}),
+        ("_compiled_here", {"FABTOP_WARMUP_AS_PYTHON": "0"}),
+        ("_no_helper", {"FABTOP_WARMUP_HELPER": "0"}),
+    ]
     out = {}
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "run.json"

@@ -657,7 +657,7 @@ class Fabric:
             self._warm_up()
         left = n
         done = self.kernel_warm_up
-        if done is not None and done.awaited:
+        if done is not None and self.compiling_aside:
             start = time.monotonic()
             while left > 0 and done.ticks_as_python():
                 done.step_as_python(self.step)

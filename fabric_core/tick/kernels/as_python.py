@@ -170,10 +170,9 @@ def _namespaces() -> list[dict[str, Any]]:
             continue
         found[id(space)] = space
         for value in list(space.values()):
-            if isinstance(value, Dispatcher):
-                todo.append(value.py_func.__globals__)
-            elif compiled(value) is not value:
-                todo.append(compiled(value).py_func.__globals__)
+            kernel = compiled(value)  # (a stand-in's kernel; a kernel itself)
+            if isinstance(kernel, Dispatcher):
+                todo.append(kernel.py_func.__globals__)
     return list(found.values())
 
 

@@ -342,9 +342,8 @@ class WarmUp:
         self._looked = now
         if now >= self.deadline:
             return True
-        pending = [e for e in self.awaited if not cached(e)]
-        self.awaited = tuple(pending) or self.awaited  # (looked for again: those left)
-        if not pending:
+        self.awaited = tuple(e for e in self.awaited if not cached(e))  # (those left)
+        if not self.awaited:
             return True
         if self.lock is not None and not self.helpers:
             return _lock_free(self.lock)
@@ -379,8 +378,12 @@ def warm_up(wait_s: float = HELPER_WAIT_S) -> WarmUp | None:
     the lock held (two engines of the compare view, started together) does not compile
     the same kernels beside it: it waits for them to land in the cache (``_follow``),
     its ticks as Python meanwhile unless ``AS_PYTHON_ENV`` is 0."""
+    global _done, _current
     with _warming_up:
-        return _warm_up_once(wait_s)
+        if not _done and _helper_allowed():
+            _done = True
+            _current = _warm_up_here(wait_s)
+        return _current
 
 
 #: held while a process warms up: another thread asking meanwhile (two engines in one
@@ -388,12 +391,8 @@ def warm_up(wait_s: float = HELPER_WAIT_S) -> WarmUp | None:
 _warming_up = threading.Lock()
 
 
-def _warm_up_once(wait_s: float) -> WarmUp | None:
-    """``warm_up``, under its lock."""
-    global _done, _current
-    if _done or not _helper_allowed():
-        return _current
-    _done = True
+def _warm_up_here(wait_s: float) -> WarmUp | None:
+    """``warm_up``'s work, once a process (see there)."""
     entries = _manifest("kernels")
     if not entries or all(cached(e) for e in entries):
         return None
@@ -404,8 +403,7 @@ def _warm_up_once(wait_s: float) -> WarmUp | None:
     held = UNAVAILABLE if lock is None else _try_lock(lock)
     if held == HELD:
         assert lock is not None
-        _current = _follow([entries[i] for i in now], deferred, lock, wait_s)
-        return _current
+        return _follow([entries[i] for i in now], deferred, lock, wait_s)
     try:
         mine, theirs = split([entries[i] for i in now])
         mine, theirs = [now[i] for i in mine], [now[i] for i in theirs]
@@ -413,8 +411,7 @@ def _warm_up_once(wait_s: float) -> WarmUp | None:
         helper = _start_helper(theirs + later, fd)
         if helper is None:  # all here, ahead of the first tick (the deferred as met)
             compile_entries([entries[i] for i in now])
-            _current = WarmUp(tuple(entries[i] for i in now), (), (), None, 0.0)
-            return _current
+            return WarmUp(tuple(entries[i] for i in now), (), (), None, 0.0)
         aside = _start_helper(mine, fd) if _as_python_allowed() else None
         if aside is None:
             compile_entries([entries[i] for i in mine])
@@ -424,15 +421,14 @@ def _warm_up_once(wait_s: float) -> WarmUp | None:
             os.close(held)  # the helpers' copies of the descriptor keep the lock till they end
     deadline = time.monotonic() + wait_s
     if aside is None:
-        _current = WarmUp(
+        return WarmUp(
             compiled_here=tuple(entries[i] for i in mine),
             helper_share=tuple(entries[i] for i in theirs + later),
             deferred=deferred,
             helper=helper,
             deadline=deadline,
         )
-        return _current
-    _current = WarmUp(
+    done = WarmUp(
         compiled_here=(),
         helper_share=tuple(entries[i] for i in mine + theirs + later),
         deferred=deferred,
@@ -442,7 +438,7 @@ def _warm_up_once(wait_s: float) -> WarmUp | None:
         helpers=(aside, helper),
     )
     _start_as_python()
-    return _current
+    return done
 
 
 def _start_as_python() -> None:
